@@ -1,0 +1,65 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { encode } from "@msgpack/msgpack";
+import { decodeGraph, FORMAT, FormatError, VERSION } from "../../../webview/src/format";
+import { mlpWithBlocks } from "./builder";
+
+const GOLDEN = new URL("../../golden/mlp.graph.msgpack", import.meta.url);
+
+test("constants match the contract", () => {
+  assert.equal(FORMAT, "torchscope.graph");
+  assert.equal(VERSION, 1);
+});
+
+test("round-trips a built graph through msgpack", () => {
+  const { g } = mlpWithBlocks();
+  const back = decodeGraph(encode(g));
+  assert.deepEqual(back.nodes, g.nodes);
+  assert.deepEqual(back.edges, g.edges);
+  assert.deepEqual(back.groups, g.groups);
+});
+
+test("ignores unknown fields and tolerates missing optional ones", () => {
+  const { g } = mlpWithBlocks();
+  const raw = { ...g, future_field: [1, 2], groups: undefined, stats: undefined };
+  const back = decodeGraph(encode(raw, { ignoreUndefined: true }));
+  assert.equal(back.groups.length, 0);
+  assert.equal(back.nodes.length, g.nodes.length);
+});
+
+test("rejects another format, a newer version, garbage and empty input", () => {
+  const { g } = mlpWithBlocks();
+  assert.throws(() => decodeGraph(encode({ ...g, format: "other" })), /not a torchscope graph/);
+  assert.throws(() => decodeGraph(encode({ ...g, version: 2 })), /version 2 is newer/);
+  assert.throws(() => decodeGraph(new Uint8Array([0xc1, 0x00])), FormatError);
+  assert.throws(() => decodeGraph(new Uint8Array()), /empty/);
+  assert.throws(() => decodeGraph(encode([1, 2, 3])), /not a map/);
+});
+
+test("rejects structurally broken graphs", () => {
+  const { g } = mlpWithBlocks();
+  const badParent = { ...g, nodes: g.nodes.map((n) => (n.id === 2 ? { ...n, parent: 5 } : n)) };
+  assert.throws(() => decodeGraph(encode(badParent)), /parent 5 must be an earlier node/);
+  const badEdge = { ...g, edges: [{ src: 0, dst: 99, shape: [1], dtype: "" }] };
+  assert.throws(() => decodeGraph(encode(badEdge)), /out of range/);
+  const badKind = { ...g, nodes: g.nodes.map((n) => (n.id === 0 ? { ...n, kind: "weird" } : n)) };
+  assert.throws(() => decodeGraph(encode(badKind)), /unknown kind/);
+});
+
+test("decodes the golden file shared with the Python tests", { skip: !existsSync(GOLDEN) && "golden file not committed yet" }, () => {
+  const g = decodeGraph(readFileSync(GOLDEN));
+  assert.equal(g.format, FORMAT);
+  assert.equal(g.version, VERSION);
+  assert.ok(g.nodes.length > 0);
+  const root = g.nodes.find((n) => n.kind === "module" && n.parent === null);
+  assert.ok(root, "has a root module call");
+  assert.equal(root.path, "");
+  assert.ok(g.nodes.some((n) => n.kind === "input"));
+  assert.ok(g.nodes.some((n) => n.kind === "output"));
+  // Edges join leaves only.
+  const hasKids = new Set(g.nodes.map((n) => n.parent).filter((p) => p !== null));
+  for (const e of g.edges) {
+    assert.ok(!hasKids.has(e.src) && !hasKids.has(e.dst), "edge ends are leaves");
+  }
+});

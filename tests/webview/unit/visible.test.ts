@@ -1,0 +1,89 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { buildIndex } from "../../../webview/src/model";
+import { buildVisible } from "../../../webview/src/visible";
+import {
+  collapseAll, currentDepth, expandAll, expansionKey, initialExpansion, reveal, toDepth, toggleGroup, toggleModule,
+} from "../../../webview/src/expansion";
+import { mlpWithBlocks } from "./builder";
+
+const keys = (xs: { key: string }[]): string[] => xs.map((x) => x.key).sort();
+const ends = (vg: ReturnType<typeof buildVisible>): string[] => vg.edges.map((e) => `${e.src}>${e.dst}`);
+
+test("opens with the root expanded and its children collapsed, groups folded", () => {
+  const { g, ids } = mlpWithBlocks();
+  const idx = buildIndex(g);
+  const vg = buildVisible(idx, initialExpansion(idx));
+  assert.deepEqual(keys(vg.clusters), [`n${ids.root}`]);
+  assert.deepEqual(keys(vg.nodes), [`g0`, `n${ids.act}`, `n${ids.fc1}`, `n${ids.out}`, `n${ids.x}`].sort());
+  // Edges are lifted to the collapsed fc1 and to the folded group; the b0→b1 edge vanishes inside g0.
+  assert.deepEqual(ends(vg), [`n${ids.x}>n${ids.fc1}`, `n${ids.fc1}>n${ids.act}`, `n${ids.act}>g0`, `g0>n${ids.out}`]);
+  const fc1 = vg.nodes.find((n) => n.key === `n${ids.fc1}`)!;
+  assert.equal(fc1.cluster, `n${ids.root}`);
+  assert.equal(vg.rep[ids.lin1], `n${ids.fc1}`);
+  assert.equal(vg.rep[ids.l1], "g0");
+});
+
+test("collapsing the root lifts everything to one box", () => {
+  const { g, ids } = mlpWithBlocks();
+  const idx = buildIndex(g);
+  const vg = buildVisible(idx, toggleModule(initialExpansion(idx), ids.root));
+  assert.deepEqual(keys(vg.nodes), [`n${ids.out}`, `n${ids.root}`, `n${ids.x}`].sort());
+  assert.deepEqual(ends(vg), [`n${ids.x}>n${ids.root}`, `n${ids.root}>n${ids.out}`]);
+});
+
+test("expanding a module draws it as a cluster holding its children", () => {
+  const { g, ids } = mlpWithBlocks();
+  const idx = buildIndex(g);
+  const vg = buildVisible(idx, toggleModule(initialExpansion(idx), ids.fc1));
+  const c = vg.clusters.find((x) => x.key === `n${ids.fc1}`)!;
+  assert.equal(c.parent, `n${ids.root}`);
+  assert.equal(vg.nodes.find((n) => n.key === `n${ids.lin1}`)!.cluster, `n${ids.fc1}`);
+  assert.ok(ends(vg).includes(`n${ids.x}>n${ids.lin1}`));
+  assert.ok(!vg.nodes.some((n) => n.key === `n${ids.fc1}`), "an expanded module is not also a box");
+});
+
+test("an unfolded group is a cluster of its member boxes, edges between members return", () => {
+  const { g, ids } = mlpWithBlocks();
+  const idx = buildIndex(g);
+  const vg = buildVisible(idx, toggleGroup(initialExpansion(idx), 0));
+  const gc = vg.clusters.find((c) => c.key === "g0")!;
+  assert.equal(gc.parent, `n${ids.root}`);
+  assert.equal(vg.nodes.find((n) => n.key === `n${ids.b0}`)!.cluster, "g0");
+  assert.ok(ends(vg).includes(`n${ids.b0}>n${ids.b1}`));
+  // Expanding a member inside the unfolded group nests its cluster in the group's.
+  const vg2 = buildVisible(idx, toggleModule(toggleGroup(initialExpansion(idx), 0), ids.b1));
+  assert.equal(vg2.clusters.find((c) => c.key === `n${ids.b1}`)!.parent, "g0");
+  assert.ok(ends(vg2).includes(`n${ids.b0}>n${ids.l1}`));
+});
+
+test("expand all shows every leaf and no box of a container", () => {
+  const { g, ids } = mlpWithBlocks();
+  const idx = buildIndex(g);
+  const vg = buildVisible(idx, expandAll(idx));
+  for (const n of vg.nodes) assert.equal(idx.children[n.id]!.length, 0);
+  assert.equal(vg.edges.length, g.edges.length);
+  assert.equal(vg.rep[ids.l0], `n${ids.l0}`);
+  assert.equal(expansionKey(collapseAll(idx)), expansionKey(initialExpansion(idx)));
+});
+
+test("depth control and reveal", () => {
+  const { g, ids } = mlpWithBlocks();
+  const idx = buildIndex(g);
+  assert.equal(toDepth(idx, 0).modules.size, 0);
+  const d2 = toDepth(idx, 2);
+  assert.ok(d2.modules.has(ids.b0) && d2.groups.has(0));
+  assert.equal(currentDepth(idx, d2), 2);
+  const r = reveal(idx, toDepth(idx, 0), ids.l1);
+  assert.ok(r.modules.has(ids.root) && r.modules.has(ids.b1) && r.groups.has(0));
+  assert.equal(buildVisible(idx, r).rep[ids.l1], `n${ids.l1}`);
+});
+
+test("expansion keys are order independent", () => {
+  const { g, ids } = mlpWithBlocks();
+  const idx = buildIndex(g);
+  const a = toggleModule(toggleModule(initialExpansion(idx), ids.fc1), ids.b0);
+  const b = toggleModule(toggleModule(initialExpansion(idx), ids.b0), ids.fc1);
+  assert.equal(expansionKey(a), expansionKey(b));
+  assert.notEqual(expansionKey(a), expansionKey(initialExpansion(idx)));
+});

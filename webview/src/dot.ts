@@ -1,0 +1,82 @@
+// VisibleGraph → DOT text for Graphviz. Nodes are fixed-size empty boxes (we draw the
+// text ourselves); clusters and edges carry labels only so that dot reserves room.
+// Every label is a quoted DOT string: user text is escaped, never interpreted.
+import type { GraphIndex } from "./model";
+import type { VisibleGraph, VNode } from "./visible";
+import { clusterLabel, edgeLabel, refTitle, vnodeLabel, type Label } from "./labels";
+import { boxSize, estimateWidth, type Measure, type Size } from "./metrics";
+
+export interface DotResult {
+  dot: string;
+  sizes: Map<string, Size>;
+  labels: Map<string, Label>;
+}
+
+export function quote(s: string): string {
+  return `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\r?\n/g, "\\n")}"`;
+}
+
+const inches = (px: number): string => (px / 72).toFixed(3);
+
+/** Labels of all drawn nodes and clusters, keyed by their visible key. */
+export function labelsOf(idx: GraphIndex, vg: VisibleGraph): Map<string, Label> {
+  const byKey = new Map<string, VNode>(vg.nodes.map((n) => [n.key, n]));
+  const labels = new Map<string, Label>();
+  for (const v of vg.nodes) {
+    const src = v.refOf ? byKey.get(v.refOf) : undefined;
+    labels.set(v.key, vnodeLabel(idx, v, src ? refTitle(idx, src) : undefined));
+  }
+  for (const c of vg.clusters) labels.set(c.key, clusterLabel(idx, c));
+  return labels;
+}
+
+export function toDot(idx: GraphIndex, vg: VisibleGraph, measure: Measure = estimateWidth): DotResult {
+  const labels = labelsOf(idx, vg);
+  const sizes = new Map<string, Size>();
+  const nodesIn = new Map<string | null, VNode[]>();
+  const clustersIn = new Map<string | null, string[]>();
+  for (const v of vg.nodes) {
+    const list = nodesIn.get(v.cluster) ?? [];
+    list.push(v);
+    nodesIn.set(v.cluster, list);
+  }
+  for (const c of vg.clusters) {
+    const list = clustersIn.get(c.parent) ?? [];
+    list.push(c.key);
+    clustersIn.set(c.parent, list);
+  }
+
+  const out: string[] = [
+    "digraph G {",
+    'graph [rankdir=TB, nodesep=0.25, ranksep=0.32, fontname="Courier", fontsize=12, labeljust=l, labelloc=t, margin=0, pad=0.2, outputorder=edgesfirst];',
+    'node [shape=box, fixedsize=true, label=""];',
+    'edge [fontname="Courier", fontsize=10, arrowsize=0.6];',
+  ];
+  const emit = (cluster: string | null, indent: string): void => {
+    for (const v of nodesIn.get(cluster) ?? []) {
+      const l = labels.get(v.key)!;
+      const nodeKind = v.kind === "group" ? "group" : v.kind === "ref" ? "ref" : idx.graph.nodes[v.id]!.kind;
+      const s = boxSize(v.kind, nodeKind, l.title, l.sub, measure);
+      sizes.set(v.key, s);
+      out.push(`${indent}${quote(v.key)} [width=${inches(s.w)}, height=${inches(s.h)}];`);
+    }
+    for (const ck of clustersIn.get(cluster) ?? []) {
+      const l = labels.get(ck)!;
+      // Courier is wider than the fonts we draw with, so the reserved band always fits.
+      const text = `    ${l.title}  ${l.sub}`;
+      out.push(`${indent}subgraph ${quote(`cluster_${ck}`)} {`);
+      out.push(`${indent}  label=${quote(text)}; margin=10;`);
+      emit(ck, indent + "  ");
+      out.push(`${indent}}`);
+    }
+  };
+  emit(null, "  ");
+  for (const e of vg.edges) {
+    const label = edgeLabel(idx.graph.edges, e.edges);
+    const attrs = [`id=${quote(e.key)}`];
+    if (label) attrs.push(`label=${quote(label)}`);
+    out.push(`  ${quote(e.src)} -> ${quote(e.dst)} [${attrs.join(", ")}];`);
+  }
+  out.push("}");
+  return { dot: out.join("\n"), sizes, labels };
+}

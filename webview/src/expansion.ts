@@ -1,0 +1,75 @@
+// Expansion state: which modules are open (drawn as clusters) and which repeated-block
+// groups are unfolded. Immutable values so they can key the layout cache.
+import { ancestors, type GraphIndex } from "./model";
+
+export interface Expansion {
+  /** Expanded container modules (node ids). */
+  readonly modules: ReadonlySet<number>;
+  /** Unfolded groups (indexes into graph.groups). */
+  readonly groups: ReadonlySet<number>;
+}
+
+export function expansionKey(e: Expansion): string {
+  const m = [...e.modules].sort((a, b) => a - b).join(",");
+  const g = [...e.groups].sort((a, b) => a - b).join(",");
+  return `m${m}|g${g}`;
+}
+
+/** The opening view: the top level and the root model's children. */
+export function initialExpansion(idx: GraphIndex): Expansion {
+  return toDepth(idx, 1);
+}
+
+/** Show everything down to `depth` levels below the top level (1 = the root's children). */
+export function toDepth(idx: GraphIndex, depth: number): Expansion {
+  const modules = new Set<number>();
+  for (const id of idx.containers) if (idx.depth[id]! < depth) modules.add(id);
+  const groups = new Set<number>();
+  idx.graph.groups.forEach((g, gi) => {
+    const first = g.members[0];
+    // A group unfolds once its members would be opened themselves.
+    if (first !== undefined && idx.depth[first]! < depth) groups.add(gi);
+  });
+  return { modules, groups };
+}
+
+export function expandAll(idx: GraphIndex): Expansion {
+  return { modules: new Set(idx.containers), groups: new Set(idx.graph.groups.map((_, i) => i)) };
+}
+
+export function collapseAll(idx: GraphIndex): Expansion {
+  return initialExpansion(idx);
+}
+
+export function toggleModule(e: Expansion, id: number): Expansion {
+  const modules = new Set(e.modules);
+  if (modules.has(id)) modules.delete(id);
+  else modules.add(id);
+  return { modules, groups: e.groups };
+}
+
+export function toggleGroup(e: Expansion, gi: number): Expansion {
+  const groups = new Set(e.groups);
+  if (groups.has(gi)) groups.delete(gi);
+  else groups.add(gi);
+  return { modules: e.modules, groups };
+}
+
+/** Open every ancestor of `id` (and unfold their groups) so the node itself is drawn. */
+export function reveal(idx: GraphIndex, e: Expansion, id: number): Expansion {
+  const modules = new Set(e.modules);
+  const groups = new Set(e.groups);
+  for (const a of ancestors(idx, id)) {
+    modules.add(a);
+    if (idx.groupOf[a]! >= 0) groups.add(idx.groupOf[a]!);
+  }
+  if (idx.groupOf[id]! >= 0) groups.add(idx.groupOf[id]!);
+  return { modules, groups };
+}
+
+/** Deepest level currently shown, for the depth control. */
+export function currentDepth(idx: GraphIndex, e: Expansion): number {
+  let d = 0;
+  for (const id of e.modules) d = Math.max(d, idx.depth[id]! + 1);
+  return d;
+}

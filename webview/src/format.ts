@@ -1,0 +1,243 @@
+// Decoder and validator for the `torchscope.graph` wire format (docs/graph-format.md).
+// Everything downstream trusts the shapes checked here, so unknown or malformed
+// input fails with one readable FormatError instead of a crash deep in drawing.
+import { decode as msgpackDecode } from "@msgpack/msgpack";
+
+export const FORMAT = "torchscope.graph";
+export const VERSION = 1;
+
+export type NodeKind = "input" | "output" | "op" | "module" | "constant" | "error";
+const KINDS: ReadonlySet<string> = new Set(["input", "output", "op", "module", "constant", "error"]);
+
+export interface Site {
+  file: string;
+  line: number;
+  func?: string;
+}
+
+export type AttrValue = string | number | boolean | null | AttrValue[];
+
+export interface GraphNode {
+  id: number;
+  kind: NodeKind;
+  name: string;
+  parent: number | null;
+  target: string;
+  path: string;
+  call: number;
+  site: Site | null;
+  defn: Site | null;
+  params: number;
+  attrs: Record<string, AttrValue>;
+}
+
+export interface GraphEdge {
+  src: number;
+  dst: number;
+  shape: number[] | null;
+  dtype: string;
+}
+
+export interface Group {
+  parent: number | null;
+  members: number[];
+  name: string;
+}
+
+export interface GraphError {
+  type: string;
+  message: string;
+  node: number | null;
+  traceback: Site[];
+}
+
+export interface ModelInfo {
+  name: string;
+  qualname: string;
+  params: number;
+  device: string;
+  dtype: string;
+}
+
+export interface Graph {
+  format: typeof FORMAT;
+  version: number;
+  model: ModelInfo;
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+  groups: Group[];
+  error: GraphError | null;
+  stats: { trace_ms: number; ops: number; modules: number };
+}
+
+export class FormatError extends Error {
+  override name = "FormatError";
+}
+
+type Obj = Record<string, unknown>;
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
+}
+
+function str(o: Obj, key: string, where: string, fallback?: string): string {
+  const v = o[key];
+  if (typeof v === "string") return v;
+  if ((v === undefined || v === null) && fallback !== undefined) return fallback;
+  throw new FormatError(`${where}: field "${key}" should be a string`);
+}
+
+function int(o: Obj, key: string, where: string, fallback?: number): number {
+  const v = o[key];
+  if (typeof v === "number" && Number.isFinite(v)) return v;
+  if (typeof v === "bigint") return Number(v);
+  if ((v === undefined || v === null) && fallback !== undefined) return fallback;
+  throw new FormatError(`${where}: field "${key}" should be a number`);
+}
+
+function site(v: unknown, where: string): Site | null {
+  if (v === null || v === undefined) return null;
+  if (!isObj(v)) throw new FormatError(`${where}: site should be a map or nil`);
+  const s: Site = { file: str(v, "file", where, ""), line: int(v, "line", where, 0) };
+  if (typeof v.func === "string") s.func = v.func;
+  return s;
+}
+
+function attrValue(v: unknown): AttrValue {
+  if (v === null || v === undefined) return null;
+  if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") return v;
+  if (typeof v === "bigint") return Number(v);
+  if (Array.isArray(v)) return v.map(attrValue);
+  // Nested maps or bytes are not in the contract; show them as text, never as markup.
+  return String(v);
+}
+
+function attrs(v: unknown): Record<string, AttrValue> {
+  const out: Record<string, AttrValue> = {};
+  if (!isObj(v)) return out;
+  for (const [k, val] of Object.entries(v)) out[k] = attrValue(val);
+  return out;
+}
+
+function node(v: unknown, i: number): GraphNode {
+  const where = `node ${i}`;
+  if (!isObj(v)) throw new FormatError(`${where} is not a map`);
+  const kind = str(v, "kind", where);
+  if (!KINDS.has(kind)) throw new FormatError(`${where}: unknown kind "${kind}"`);
+  const id = int(v, "id", where, i);
+  if (id !== i) throw new FormatError(`${where}: id is ${id}, expected ${i}`);
+  const parentRaw = v.parent;
+  let parent: number | null = null;
+  if (parentRaw !== null && parentRaw !== undefined) {
+    parent = int(v, "parent", where);
+    if (!(parent >= 0 && parent < i)) {
+      throw new FormatError(`${where}: parent ${parent} must be an earlier node`);
+    }
+  }
+  return {
+    id,
+    kind: kind as NodeKind,
+    name: str(v, "name", where, ""),
+    parent,
+    target: str(v, "target", where, ""),
+    path: str(v, "path", where, ""),
+    call: int(v, "call", where, 0),
+    site: site(v.site, where),
+    defn: site(v.defn, where),
+    params: int(v, "params", where, 0),
+    attrs: attrs(v.attrs),
+  };
+}
+
+function edge(v: unknown, i: number, n: number): GraphEdge {
+  const where = `edge ${i}`;
+  if (!isObj(v)) throw new FormatError(`${where} is not a map`);
+  const src = int(v, "src", where);
+  const dst = int(v, "dst", where);
+  if (src < 0 || src >= n || dst < 0 || dst >= n) {
+    throw new FormatError(`${where}: src/dst out of range`);
+  }
+  let shape: number[] | null = null;
+  if (Array.isArray(v.shape)) shape = v.shape.map((d) => Number(d));
+  return { src, dst, shape, dtype: str(v, "dtype", where, "") };
+}
+
+function group(v: unknown, i: number, nodes: GraphNode[]): Group {
+  const where = `group ${i}`;
+  if (!isObj(v)) throw new FormatError(`${where} is not a map`);
+  if (!Array.isArray(v.members)) throw new FormatError(`${where}: members should be a list`);
+  const members = v.members.map((m) => Number(m));
+  for (const m of members) {
+    if (!(m >= 0 && m < nodes.length)) throw new FormatError(`${where}: member ${m} out of range`);
+  }
+  const parent = v.parent === null || v.parent === undefined ? null : int(v, "parent", where);
+  return { parent, members, name: str(v, "name", where, "") };
+}
+
+function graphError(v: unknown, n: number): GraphError | null {
+  if (v === null || v === undefined) return null;
+  if (!isObj(v)) throw new FormatError("error should be a map or nil");
+  let nodeId: number | null = null;
+  if (typeof v.node === "number" && v.node >= 0 && v.node < n) nodeId = v.node;
+  const tb = Array.isArray(v.traceback) ? v.traceback : [];
+  return {
+    type: str(v, "type", "error", "Error"),
+    message: str(v, "message", "error", ""),
+    node: nodeId,
+    traceback: tb.map((f, i) => site(f, `traceback ${i}`)).filter((s): s is Site => s !== null),
+  };
+}
+
+/** Validate an already-decoded map (msgpack or JSON) into a Graph. */
+export function fromObject(raw: unknown): Graph {
+  if (!isObj(raw)) throw new FormatError("not a torchscope graph: the file is not a map");
+  if (raw.format !== FORMAT) {
+    throw new FormatError(`not a torchscope graph: format is ${JSON.stringify(raw.format ?? null)}`);
+  }
+  const version = int(raw, "version", "graph");
+  if (version > VERSION) {
+    throw new FormatError(
+      `graph format version ${version} is newer than this viewer understands (version ${VERSION}); update torchscope`,
+    );
+  }
+  if (!Array.isArray(raw.nodes)) throw new FormatError("graph: nodes should be a list");
+  if (!Array.isArray(raw.edges)) throw new FormatError("graph: edges should be a list");
+  const nodes = raw.nodes.map(node);
+  const edges = raw.edges.map((e, i) => edge(e, i, nodes.length));
+  const groups = Array.isArray(raw.groups) ? raw.groups.map((g, i) => group(g, i, nodes)) : [];
+  const m = isObj(raw.model) ? raw.model : {};
+  const s = isObj(raw.stats) ? raw.stats : {};
+  return {
+    format: FORMAT,
+    version,
+    model: {
+      name: str(m, "name", "model", ""),
+      qualname: str(m, "qualname", "model", ""),
+      params: int(m, "params", "model", 0),
+      device: str(m, "device", "model", ""),
+      dtype: str(m, "dtype", "model", ""),
+    },
+    nodes,
+    edges,
+    groups,
+    error: graphError(raw.error, nodes.length),
+    stats: {
+      trace_ms: int(s, "trace_ms", "stats", 0),
+      ops: int(s, "ops", "stats", 0),
+      modules: int(s, "modules", "stats", 0),
+    },
+  };
+}
+
+/** Decode msgpack bytes into a validated Graph; throws FormatError with a readable message. */
+export function decodeGraph(bytes: Uint8Array | ArrayBuffer): Graph {
+  const data = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  if (data.length === 0) throw new FormatError("the graph file is empty");
+  let raw: unknown;
+  try {
+    raw = msgpackDecode(data, { useBigInt64: false });
+  } catch (e) {
+    throw new FormatError(`the graph file is not valid msgpack (${(e as Error).message})`);
+  }
+  return fromObject(raw);
+}

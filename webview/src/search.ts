@@ -1,0 +1,20 @@
+// Search over every node of the graph, drawn or not: name, module path, op target.
+import type { GraphIndex } from "./model";
+
+/** Ids of matching nodes in graph order (case-insensitive substring). */
+export function searchNodes(idx: GraphIndex, query: string): number[] {
+  const q = query.trim().toLowerCase();
+  if (!q) return [];
+  const out: number[] = [];
+  for (const n of idx.graph.nodes) {
+    if (n.name.toLowerCase().includes(q) || n.path.toLowerCase().includes(q) || n.target.toLowerCase().includes(q)) {
+      out.push(n.id);
+    }
+  }
+  return out;
+}
+
+/** Drawn keys to highlight: each match's drawn stand-in (a collapsed ancestor if hidden). */
+export function highlightKeys(rep: string[], matches: number[]): Set<string> {
+  return new Set(matches.map((id) => rep[id]!).filter((k) => k !== undefined));
+}
