@@ -1,0 +1,261 @@
+"""The traced graph: dataclasses and the `torchscope.graph` v1 wire format."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import msgpack
+
+FORMAT = "torchscope.graph"
+VERSION = 1
+
+NODE_KINDS = ("input", "output", "op", "module", "constant", "error")
+
+
+@dataclass(slots=True)
+class Site:
+    file: str
+    line: int
+    func: str = ""
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "func": self.func}
+
+
+@dataclass(slots=True)
+class Node:
+    id: int
+    kind: str
+    name: str
+    parent: Optional[int] = None
+    target: str = ""
+    path: str = ""
+    call: int = 0
+    site: Optional[Site] = None
+    defn: Optional[Site] = None
+    params: int = 0
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "name": self.name,
+            "parent": self.parent,
+            "target": self.target,
+            "path": self.path,
+            "call": self.call,
+            "site": self.site.to_wire() if self.site else None,
+            "defn": {"file": self.defn.file, "line": self.defn.line} if self.defn else None,
+            "params": self.params,
+            "attrs": self.attrs,
+        }
+
+
+@dataclass(slots=True)
+class Edge:
+    src: int
+    dst: int
+    shape: Optional[list[int]]
+    dtype: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"src": self.src, "dst": self.dst, "shape": self.shape, "dtype": self.dtype}
+
+
+@dataclass(slots=True)
+class Group:
+    """Consecutive sibling module calls of identical structure, drawn as one "×N" box."""
+
+    parent: Optional[int]
+    members: list[int]
+    name: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"parent": self.parent, "members": self.members, "name": self.name}
+
+
+@dataclass(slots=True)
+class ErrorInfo:
+    type: str
+    message: str
+    node: int
+    traceback: list[Site]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "message": self.message,
+            "node": self.node,
+            "traceback": [s.to_wire() for s in self.traceback],
+        }
+
+
+@dataclass(slots=True)
+class ModelInfo:
+    name: str
+    qualname: str
+    params: int
+    device: str
+    dtype: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "qualname": self.qualname,
+            "params": self.params,
+            "device": self.device,
+            "dtype": self.dtype,
+        }
+
+
+@dataclass
+class Graph:
+    model: ModelInfo
+    nodes: list[Node] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    groups: list[Group] = field(default_factory=list)
+    error: Optional[ErrorInfo] = None
+    trace_ms: float = 0.0
+
+    # -- queries -----------------------------------------------------------
+    def children(self, node_id: Optional[int]) -> list[Node]:
+        return [n for n in self.nodes if n.parent == node_id]
+
+    def modules(self) -> list[Node]:
+        return [n for n in self.nodes if n.kind == "module"]
+
+    def ops(self) -> list[Node]:
+        return [n for n in self.nodes if n.kind == "op"]
+
+    def find(self, kind: str, name: str) -> list[Node]:
+        return [n for n in self.nodes if n.kind == kind and n.name == name]
+
+    def module_call(self, path: str, call: int = 0) -> Node:
+        for n in self.nodes:
+            if n.kind == "module" and n.path == path and n.call == call:
+                return n
+        raise KeyError(f"no call {call} of module {path!r}")
+
+    # -- wire format -------------------------------------------------------
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "model": self.model.to_wire(),
+            "nodes": [n.to_wire() for n in self.nodes],
+            "edges": [e.to_wire() for e in self.edges],
+            "groups": [g.to_wire() for g in self.groups],
+            "error": self.error.to_wire() if self.error else None,
+            "stats": {
+                "trace_ms": round(self.trace_ms, 3),
+                "ops": sum(1 for n in self.nodes if n.kind == "op"),
+                "modules": sum(1 for n in self.nodes if n.kind == "module"),
+            },
+        }
+
+    def to_msgpack(self) -> bytes:
+        return msgpack.packb(self.to_wire(), use_bin_type=True)
+
+    def to_json(self, indent: Optional[int] = None) -> str:
+        return json.dumps(self.to_wire(), indent=indent)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the graph; the suffix picks the format (.msgpack, .json, .html)."""
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix == ".json":
+            path.write_text(self.to_json())
+        elif suffix in (".msgpack", ".mpk"):
+            path.write_bytes(self.to_msgpack())
+        elif suffix in (".html", ".htm"):
+            from .html import render_html
+
+            path.write_text(render_html(self.to_msgpack(), title=self.model.name), encoding="utf-8")
+        else:
+            raise ValueError(f"unknown graph file suffix {suffix!r}: use .msgpack, .json or .html")
+        return path
+
+    def summary(self) -> str:
+        from .summary import summarize
+
+        return summarize(self)
+
+    # -- reading -----------------------------------------------------------
+    @staticmethod
+    def from_wire(data: Any) -> Graph:
+        return from_wire(data)
+
+    @staticmethod
+    def load(path: str | Path) -> Graph:
+        path = Path(path)
+        raw = path.read_bytes()
+        data = json.loads(raw) if path.suffix.lower() == ".json" else unpack(raw)
+        return from_wire(data)
+
+
+class GraphFormatError(ValueError):
+    """The bytes are not a torchscope graph this version can read."""
+
+
+def unpack(raw: bytes) -> Any:
+    try:
+        return msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises several unrelated types
+        raise GraphFormatError(f"not a msgpack document: {exc}") from exc
+
+
+def _site(d: Any) -> Optional[Site]:
+    if d is None:
+        return None
+    return Site(str(d["file"]), int(d["line"]), str(d.get("func", "")))
+
+
+def from_wire(data: Any) -> Graph:
+    """Validate and decode a wire map; raises GraphFormatError with one clear line."""
+    if not isinstance(data, dict):
+        raise GraphFormatError("a torchscope graph is a map at the top level")
+    if data.get("format") != FORMAT:
+        raise GraphFormatError(f"format is {data.get('format')!r}, expected {FORMAT!r}")
+    version = data.get("version")
+    if not isinstance(version, int) or version > VERSION or version < 1:
+        raise GraphFormatError(f"graph version {version!r} is not supported (this reads {VERSION})")
+    try:
+        m = data["model"]
+        model = ModelInfo(m["name"], m["qualname"], m["params"], m["device"], m["dtype"])
+        nodes = [
+            Node(
+                id=n["id"],
+                kind=n["kind"],
+                name=n["name"],
+                parent=n["parent"],
+                target=n["target"],
+                path=n["path"],
+                call=n["call"],
+                site=_site(n["site"]),
+                defn=_site(n["defn"]),
+                params=n["params"],
+                attrs=n["attrs"],
+            )
+            for n in data["nodes"]
+        ]
+        edges = [Edge(e["src"], e["dst"], e["shape"], e["dtype"]) for e in data["edges"]]
+        groups = [Group(g["parent"], list(g["members"]), g["name"]) for g in data.get("groups", [])]
+        err = data["error"]
+        error = (
+            ErrorInfo(err["type"], err["message"], err["node"], [_site(s) for s in err["traceback"]])  # type: ignore[misc]
+            if err
+            else None
+        )
+        trace_ms = float(data.get("stats", {}).get("trace_ms", 0.0))
+    except (KeyError, TypeError) as exc:
+        raise GraphFormatError(f"malformed graph: missing or bad field {exc}") from exc
+    for i, n in enumerate(nodes):
+        if n.id != i:
+            raise GraphFormatError(f"node {i} has id {n.id}")
+        if n.kind not in NODE_KINDS:
+            raise GraphFormatError(f"node {i} has unknown kind {n.kind!r}")
+    return Graph(model, nodes, edges, groups, error, trace_ms)

@@ -1,0 +1,80 @@
+"""What a torch callable is called: its qualified target, short name and argument names."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+# C modules whose functions users know under a public namespace.
+_PUBLIC_MODULE = {
+    "torch._C._VariableFunctions": "torch",
+    "torch._C._VariableFunctionsClass": "torch",
+    "torch._C._nn": "torch.nn.functional",
+    "torch._C._linalg": "torch.linalg",
+    "torch._C._fft": "torch.fft",
+    "torch._C._special": "torch.special",
+    "torch._C._nested": "torch.nested",
+    "torch.functional": "torch",
+    "torch._tensor": "Tensor",
+}
+
+_INPLACE_DUNDERS = frozenset(
+    "__iadd__ __isub__ __imul__ __itruediv__ __ifloordiv__ __imod__ __ipow__ __iand__ __ior__ "
+    "__ixor__ __ilshift__ __irshift__ __imatmul__ __setitem__".split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FuncInfo:
+    target: str
+    name: str
+    writes_first_arg: bool  # in-place by name: add_, __iadd__, __setitem__
+    arg_names: tuple[str, ...]
+
+
+_cache: dict[Any, FuncInfo] = {}
+
+
+def func_info(func: Callable[..., Any]) -> FuncInfo:
+    try:
+        info = _cache.get(func)
+    except TypeError:  # unhashable callable
+        return _describe(func)
+    if info is None:
+        info = _cache[func] = _describe(func)
+    return info
+
+
+def _describe(func: Callable[..., Any]) -> FuncInfo:
+    raw_name = getattr(func, "__name__", None) or type(func).__name__
+    qualname = getattr(func, "__qualname__", raw_name) or raw_name
+    objclass = getattr(func, "__objclass__", None)
+    module = getattr(func, "__module__", None)
+    if raw_name == "__get__" and objclass is not None:
+        # a Tensor property such as `.T` or `.data`: `__get__` of a getset descriptor
+        prop = getattr(getattr(func, "__self__", None), "__name__", "property")
+        target, short = f"Tensor.{prop}", prop
+    elif objclass is not None and objclass.__name__ in ("TensorBase", "Tensor"):
+        target, short = f"Tensor.{raw_name}", raw_name
+    elif qualname.startswith(("Tensor.", "TensorBase.")):
+        target, short = "Tensor." + qualname.split(".", 1)[1], raw_name
+    else:
+        ns = _PUBLIC_MODULE.get(module or "", module or "torch")
+        qualname = qualname.removeprefix("_VariableFunctionsClass.")
+        target, short = f"{ns}.{qualname}", raw_name
+    writes = raw_name in _INPLACE_DUNDERS or (
+        raw_name.endswith("_") and not raw_name.endswith("__") and not raw_name.startswith("_")
+    )
+    name = short.strip("_") if short.startswith("__") else short
+    return FuncInfo(target, name or short, writes, _arg_names(func))
+
+
+def _arg_names(func: Callable[..., Any]) -> tuple[str, ...]:
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    return tuple(
+        p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    )

@@ -1,0 +1,502 @@
+"""Record a forward pass: every torch call and every module call, as one Graph."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import sys
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from .folding import fold_repeated_blocks
+from .graph import Edge, ErrorInfo, Graph, ModelInfo, Node, Site
+from .ops import FuncInfo, func_info
+from .sites import class_definition, frame_site, traceback_site, traceback_sites
+from .state import ModelState
+from .values import (
+    argument_tensors,
+    attr_value,
+    dtype_name,
+    iter_tensors,
+    output_tensors,
+    shape_of,
+    split_extra_repr,
+)
+
+Tensor = torch.Tensor
+CHECK_EVERY = 32  # ops between time-budget / cancel checks
+
+
+class TraceCancelled(Exception):
+    """The caller's cancel check said stop. An Exception so module hooks unwind cleanly."""
+
+
+class TraceTimeout(TraceCancelled):
+    """The trace ran past its time budget."""
+
+
+@dataclass(slots=True)
+class _ModuleInfo:
+    name: str
+    target: str
+    path: str
+    defn: Optional[Site]
+    params: int
+    attrs: dict[str, Any]
+    own_tensors: frozenset[int]  # parameters/buffers a torch.nn layer uses internally
+
+
+@dataclass(slots=True)
+class _PendingError:
+    exc: BaseException
+    parent: Optional[int]
+    site: Optional[Site]
+    target: str
+    inputs: list[Tensor]
+
+
+class Recorder(TorchFunctionMode):
+    """Builds the Graph while a forward runs; a TorchFunctionMode plus global module hooks."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        named: list[tuple[str, nn.Module]],
+        state: Optional[ModelState] = None,
+        deadline: Optional[float] = None,
+        cancel: Optional[Callable[[], bool]] = None,
+    ) -> None:
+        super().__init__()
+        self.nodes: list[Node] = []
+        self.edges: list[Edge] = []
+        self.stack: list[int] = []  # open module-call node ids
+        self.module_stack: list[nn.Module] = []
+        self.with_children: set[int] = set()
+        self.producer: dict[int, tuple[weakref.ref[Tensor], int]] = {}
+        self.calls: dict[int, int] = {}
+        self.state = state
+        self.deadline = deadline
+        self.cancel = cancel
+        self.count = 0
+        self.pending: Optional[_PendingError] = None
+        self._funcs: dict[Any, FuncInfo] = {}
+        self._module_infos: dict[int, _ModuleInfo] = {}
+        self._extra_repr_cache: dict[str, dict[str, Any]] = {}
+        self.paths = {id(m): p for p, m in named}
+        self.param_counts = parameter_counts(model, [m for _, m in named])
+        self.tensor_names: dict[int, str] = {}
+        for prefix, m in named:
+            dot = prefix + "." if prefix else ""
+            for tensors in (m._parameters, m._buffers):
+                for name, t in tensors.items():
+                    if t is not None and id(t) not in self.tensor_names:
+                        self.tensor_names[id(t)] = dot + name
+
+    # -- producers: which node last wrote a tensor ---------------------------
+    def _source(self, t: Tensor) -> Optional[int]:
+        entry = self.producer.get(id(t))
+        nid = entry[1] if entry is not None and entry[0]() is t else None
+        base = t._base
+        if base is not None:
+            b = self.producer.get(id(base))
+            if b is not None and b[0]() is base and (nid is None or b[1] > nid):
+                nid = b[1]  # the base was written in place after this view was made
+        return nid
+
+    def _set_producer(self, t: Tensor, nid: int) -> None:
+        try:
+            self.producer[id(t)] = (weakref.ref(t), nid)
+        except TypeError:
+            pass
+
+    def _edge(self, t: Tensor, dst: int) -> None:
+        src = self._source(t)
+        if src is None:
+            src = self._constant(t)
+            if src is None:
+                return
+        try:
+            shape: Optional[list[int]] = list(t.shape)
+        except Exception:
+            shape = None
+        dt = t.dtype if isinstance(t, Tensor) else None
+        name = _DTYPES.get(dt)
+        if name is None:
+            name = dtype_name(t)
+            if dt is not None:
+                _DTYPES[dt] = name
+        self.edges.append(Edge(src, dst, shape, name))
+
+    def _constant(self, t: Tensor) -> Optional[int]:
+        """A node for a tensor no recorded call made: a parameter used directly, or an outside tensor."""
+        key = id(t)
+        if self.module_stack and key in self._info(self.module_stack[-1]).own_tensors:
+            return None
+        path = self.tensor_names.get(key)
+        name, target = (path.rsplit(".", 1)[-1], path) if path else ("tensor", "")
+        nid = self._add(Node(len(self.nodes), "constant", name, self._parent(), target))
+        self._set_producer(t, nid)
+        return nid
+
+    def _parent(self) -> Optional[int]:
+        if not self.stack:
+            return None
+        parent = self.stack[-1]
+        self.with_children.add(parent)
+        return parent
+
+    def _add(self, node: Node) -> int:
+        self.nodes.append(node)
+        return node.id
+
+    # -- torch calls ---------------------------------------------------------
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        info = self._funcs.get(func) if type(func) in _HASHABLE else None
+        if info is None:
+            info = func_info(func)
+            if type(func) in _HASHABLE:
+                self._funcs[func] = info
+        self.count += 1
+        if not self.count % CHECK_EVERY:
+            self._check_budget()
+        if info.writes_first_arg and args and self.state is not None:
+            self.state.protect(args[0])
+        try:
+            result = func(*args, **kwargs) if kwargs else func(*args)
+        except Exception as exc:
+            self._note_failed_call(exc, info, args, kwargs or {})
+            raise
+        if isinstance(result, Tensor):
+            outs: list[Tensor] = [result]
+        elif isinstance(result, (tuple, list)):
+            outs = _tensors_in(result, None)
+            if not outs:
+                return result
+        elif result is None and info.writes_first_arg:
+            outs = []  # __setitem__ and friends: the write is recorded below
+        else:
+            return result  # metadata: .shape, .dim(), .item(), comparisons to bool …
+        try:
+            self._record_call(info, args, kwargs, outs)
+        except Exception:  # an exotic argument: keep a bare node rather than fail the trace
+            self._add(Node(len(self.nodes), "op", info.name, self._parent(), info.target, "", 0, _site()))
+        return result
+
+    def _record_call(self, info: FuncInfo, args: tuple, kwargs: Optional[dict], outs: list[Tensor]) -> None:
+        nid = len(self.nodes)
+        inputs = _tensors_in(args, kwargs)
+        node = Node(nid, "op" if inputs else "constant", info.name, self._parent(), info.target, "", 0, _site())
+        if len(inputs) != len(args) or kwargs:
+            node.attrs = _call_attrs(info, args, kwargs)
+        self.nodes.append(node)
+        if len(inputs) > 1:
+            inputs = _unique(inputs)
+        for t in inputs:
+            self._edge(t, nid)
+        producer = self.producer
+        for t in outs:
+            producer[id(t)] = (weakref.ref(t), nid)
+        writes = info.writes_first_arg or (kwargs is not None and "out" in kwargs)
+        if writes:
+            written = args[0] if info.writes_first_arg else kwargs["out"]  # type: ignore[index]
+            for t in _tensors_in((written,), None):
+                producer[id(t)] = (weakref.ref(t), nid)
+                if t._base is not None:
+                    self._set_producer(t._base, nid)
+
+    def _check_budget(self) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise TraceTimeout("the trace ran past its time budget")
+        if self.cancel is not None and self.cancel():
+            raise TraceCancelled("the trace was cancelled")
+
+    def _note_failed_call(self, exc: BaseException, info: FuncInfo, args: tuple, kwargs: dict) -> None:
+        try:
+            inputs = _unique(_tensors_in(args, kwargs))
+        except Exception:
+            inputs = []
+        parent = self.stack[-1] if self.stack else None
+        self.pending = _PendingError(exc, parent, _site(), info.target, inputs)
+
+    # -- module calls ----------------------------------------------------------
+    def _info(self, module: nn.Module) -> _ModuleInfo:
+        info = self._module_infos.get(id(module))
+        if info is None:
+            info = self._module_infos[id(module)] = self._describe(module)
+        return info
+
+    def _describe(self, module: nn.Module) -> _ModuleInfo:
+        cls = type(module)
+        path = self.paths.get(id(module))
+        if path is None:
+            path = f"<{cls.__name__}>"  # a module outside the traced model's tree
+        try:
+            text = module.extra_repr()
+            attrs = self._extra_repr_cache.get(text)
+            if attrs is None:
+                attrs = self._extra_repr_cache[text] = split_extra_repr(text)
+        except Exception:
+            attrs = {}
+        own: frozenset[int] = frozenset()
+        if cls.__module__.startswith("torch.nn."):
+            own = frozenset(
+                [id(t) for t in module._parameters.values() if t is not None]
+                + [id(t) for t in module._buffers.values() if t is not None]
+            )
+        params = self.param_counts.get(id(module))
+        if params is None:  # a module from outside the model's tree
+            with torch._C.DisableTorchFunction():
+                params = sum(p.numel() for p in module.parameters())
+        return _ModuleInfo(
+            cls.__name__, f"{cls.__module__}.{cls.__qualname__}", path, class_definition(cls), params, attrs, own
+        )
+
+    def pre_hook(self, module: nn.Module, args: Any) -> None:
+        info = self._info(module)
+        key = id(module)
+        call = self.calls.get(key, 0)
+        self.calls[key] = call + 1
+        nid = len(self.nodes)
+        self._add(
+            Node(nid, "module", info.name, self._parent(), info.target, info.path, call,
+                 _site(), info.defn, info.params, dict(info.attrs))
+        )
+        self.stack.append(nid)
+        self.module_stack.append(module)
+
+    def post_hook(self, module: nn.Module, args: Any, *rest: Any) -> None:
+        # (kwargs, result) normally; (result,) when torch runs it for a forward that raised
+        failed = len(rest) == 1
+        if not self.module_stack or module not in self.module_stack:
+            return
+        if failed:
+            exc = sys.exc_info()[1]
+            if exc is not None and (self.pending is None or self.pending.exc is not exc):
+                self.pending = _PendingError(
+                    exc, self.stack[-1], traceback_site(exc.__traceback__), "", []
+                )
+        while self.module_stack:
+            top = self.module_stack.pop()
+            nid = self.stack.pop()
+            if top is module:
+                break
+        if not failed and nid not in self.with_children:
+            self._wire_leaf_module(nid, args, rest[0], rest[1])
+
+    def _wire_leaf_module(self, nid: int, args: Any, kwargs: Any, result: Any) -> None:
+        """A module call with nothing recorded inside (nn.Identity): data flows through its box."""
+        inputs = _unique(iter_tensors((args, kwargs)))
+        for t in inputs:
+            self._edge(t, nid)
+        for t in iter_tensors(result):
+            self._set_producer(t, nid)
+
+    # -- the end ---------------------------------------------------------------
+    def add_inputs(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+        for name, t in argument_tensors(fn, args, kwargs):
+            if self._source(t) is None:
+                self._set_producer(t, self._add(Node(len(self.nodes), "input", name)))
+
+    def add_outputs(self, result: Any) -> None:
+        for name, t in output_tensors(result):
+            nid = self._add(Node(len(self.nodes), "output", name))
+            self._edge(t, nid)
+
+    def add_error(self, exc: BaseException) -> ErrorInfo:
+        pending = self.pending if self.pending is not None and self.pending.exc is exc else None
+        if pending is None:
+            pending = _PendingError(exc, None, traceback_site(exc.__traceback__), "", [])
+        nid = len(self.nodes)
+        message = str(exc)
+        self._add(
+            Node(nid, "error", type(exc).__name__, pending.parent, pending.target, site=pending.site,
+                 attrs={"message": attr_value(message)})
+        )
+        if pending.parent is not None:
+            self.with_children.add(pending.parent)
+        for t in pending.inputs:
+            self._edge(t, nid)
+        return ErrorInfo(type(exc).__name__, message, nid, traceback_sites(exc.__traceback__))
+
+
+def _site() -> Optional[Site]:
+    return frame_site(sys._getframe(2))
+
+
+_HASHABLE = frozenset(
+    type(f) for f in (torch.add, torch.Tensor.add, torch.Tensor.__add__, torch.nn.functional.relu)
+)
+_DTYPES: dict[Any, str] = {}
+
+
+def _tensors_in(args: Any, kwargs: Optional[dict]) -> list[Tensor]:
+    """Tensors among call arguments: flat, in lists/tuples, or nested deeper (rare)."""
+    out: list[Tensor] = []
+    for a in args:
+        if isinstance(a, Tensor):
+            out.append(a)
+        elif isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, Tensor):
+                    out.append(b)
+                elif isinstance(b, (list, tuple, dict)):
+                    out.extend(iter_tensors(b))
+        elif isinstance(a, dict):
+            out.extend(iter_tensors(a))
+    if kwargs:
+        out.extend(_tensors_in(kwargs.values(), None))
+    return out
+
+
+def _unique(tensors: Any) -> list[Tensor]:
+    seen: set[int] = set()
+    out: list[Tensor] = []
+    for t in tensors:
+        if id(t) not in seen:
+            seen.add(id(t))
+            out.append(t)
+    return out
+
+
+def _call_attrs(info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    names = info.arg_names
+    for i, a in enumerate(args):
+        if not isinstance(a, Tensor):
+            v = attr_value(a)
+            if v is not ...:
+                attrs[names[i] if i < len(names) else f"arg{i}"] = v
+    for k, a in (kwargs or {}).items():
+        if not isinstance(a, Tensor):
+            v = attr_value(a)
+            if v is not ...:
+                attrs[k] = v
+    return attrs
+
+
+def parameter_counts(model: nn.Module, modules: list[nn.Module]) -> dict[int, int]:
+    """Recursive parameter count of every module in the tree, each parameter counted once."""
+    own: dict[int, int] = {}
+    seen: set[int] = set()
+    shared = False
+    for m in modules:
+        n = 0
+        for p in m._parameters.values():
+            if p is None:
+                continue
+            if id(p) in seen:
+                shared = True
+                continue
+            seen.add(id(p))
+            n += p.numel()
+        own[id(m)] = n
+    counts: dict[int, int] = {}
+
+    def total(m: nn.Module) -> int:
+        c = counts.get(id(m))
+        if c is None:
+            if shared:  # tied weights: count per subtree exactly
+                c = sum(p.numel() for p in m.parameters())
+            else:
+                c = own.get(id(m), 0) + sum(total(ch) for ch in m._modules.values() if ch is not None)
+            counts[id(m)] = c
+        return c
+
+    total(model)
+    for m in modules:
+        total(m)
+    return counts
+
+
+def model_info(model: nn.Module) -> ModelInfo:
+    cls = type(model)
+    first = next(iter(model.parameters()), None)
+    return ModelInfo(
+        cls.__name__,
+        f"{cls.__module__}.{cls.__qualname__}",
+        sum(p.numel() for p in model.parameters()),
+        str(first.device) if first is not None else "",
+        dtype_name(first) if first is not None else "",
+    )
+
+
+def trace_call(
+    model: nn.Module,
+    args: tuple = (),
+    kwargs: Optional[dict[str, Any]] = None,
+    *,
+    no_grad: bool = True,
+    time_budget: Optional[float] = None,
+    cancel: Optional[Callable[[], bool]] = None,
+    raise_errors: bool = True,
+) -> Graph:
+    """Trace `model(*args, **kwargs)`. With raise_errors, a forward that raises re-raises
+    the original exception with the partial graph on it as `exc.torchscope_graph`."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"torchscope.trace needs an nn.Module, got {type(model).__name__}")
+    kwargs = dict(kwargs or {})
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # a trace allocates many small objects; collections would dominate
+    try:
+        return _trace(model, args, kwargs, no_grad, time_budget, cancel, raise_errors)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _trace(
+    model: nn.Module,
+    args: tuple,
+    kwargs: dict[str, Any],
+    no_grad: bool,
+    time_budget: Optional[float],
+    cancel: Optional[Callable[[], bool]],
+    raise_errors: bool,
+) -> Graph:
+    start = time.perf_counter()
+    named = list(model.named_modules())
+    state = ModelState([m for _, m in named])
+    deadline = start + time_budget if time_budget else None
+    rec = Recorder(model, named, state, deadline, cancel)
+    rec.add_inputs(model.forward, args, kwargs)
+    handles = [
+        nn.modules.module.register_module_forward_pre_hook(rec.pre_hook),
+        nn.modules.module.register_module_forward_hook(rec.post_hook, with_kwargs=True, always_call=True),
+    ]
+    error: Optional[Exception] = None
+    result: Any = None
+    try:
+        with torch.no_grad() if no_grad else contextlib.nullcontext(), rec:
+            result = model(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the graph shows it; re-raised below
+        error = exc
+    finally:
+        elapsed = (time.perf_counter() - start) * 1000
+        for h in handles:
+            h.remove()
+        state.restore()
+    graph = Graph(model_info(model), rec.nodes, rec.edges, trace_ms=elapsed)
+    if error is None:
+        rec.add_outputs(result)
+    else:
+        graph.error = rec.add_error(error)
+    rec.producer.clear()
+    graph.groups = fold_repeated_blocks(graph)
+    if error is not None and raise_errors:
+        try:
+            error.torchscope_graph = graph  # type: ignore[attr-defined]
+        except Exception:
+            pass
+        raise error
+    return graph
+
+
+def trace(model: nn.Module, *args: Any, **kwargs: Any) -> Graph:
+    """Trace one forward pass of `model(*args, **kwargs)` under no_grad, without side effects."""
+    return trace_call(model, args, kwargs)
