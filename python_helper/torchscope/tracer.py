@@ -219,6 +219,9 @@ class Recorder(TorchFunctionMode):
     def _note_failed_call(self, exc: BaseException, info: FuncInfo, args: tuple, kwargs: dict) -> None:
         try:
             inputs = _unique(_tensors_in(args, kwargs))
+            if self.module_stack:  # a torch.nn layer's own weights are not drawn
+                own = self._info(self.module_stack[-1]).own_tensors
+                inputs = [t for t in inputs if id(t) not in own]
         except Exception:
             inputs = []
         parent = self.stack[-1] if self.stack else None
@@ -318,10 +321,10 @@ class Recorder(TorchFunctionMode):
             Node(nid, "error", type(exc).__name__, pending.parent, pending.target, site=pending.site,
                  attrs={"message": attr_value(message)})
         )
-        if pending.parent is not None:
-            self.with_children.add(pending.parent)
+        self.stack = [pending.parent] if pending.parent is not None else []
+        self.module_stack = []
         for t in pending.inputs:
-            self._edge(t, nid)
+            self._edge(t, nid)  # outside tensors become constants beside the error node
         return ErrorInfo(type(exc).__name__, message, nid, traceback_sites(exc.__traceback__))
 
 

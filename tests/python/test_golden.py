@@ -1,0 +1,88 @@
+"""The golden graph file: decodes, and matches what the tracer writes today.
+
+Regenerate after an intended format change with UPDATE_GOLDEN=1 pytest tests/python/test_golden.py.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+
+import torchscope
+from torchscope.graph import FORMAT, VERSION, Graph
+
+GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
+GOLDEN = GOLDEN_DIR / "mlp.graph.msgpack"
+sys.path.insert(0, str(GOLDEN_DIR))
+
+
+def portable(wire: dict[str, Any]) -> dict[str, Any]:
+    """Site files relative to the repo or to torch, so the file is the same on any machine."""
+    root = str(GOLDEN_DIR.parent.parent) + os.sep
+
+    def fix(site: Any) -> Any:
+        if site is None:
+            return None
+        f = site["file"]
+        if f.startswith(root):
+            f = f[len(root):]
+        elif "/torch/" in f:
+            f = "torch/" + f.split("/torch/", 1)[1]
+        return {**site, "file": f}
+
+    for n in wire["nodes"]:
+        n["site"], n["defn"] = fix(n["site"]), fix(n["defn"])
+    wire["stats"]["trace_ms"] = 0.0
+    wire["model"]["qualname"] = wire["model"]["qualname"].rsplit(".", 1)[-1]
+    for n in wire["nodes"]:
+        if n["target"].startswith("golden_model."):
+            n["target"] = n["target"].rsplit(".", 1)[-1]
+    return wire
+
+
+def current() -> dict[str, Any]:
+    from golden_model import make_graph
+
+    return portable(make_graph().to_wire())
+
+
+def test_update_or_compare() -> None:
+    wire = current()
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.write_bytes(msgpack.packb(wire, use_bin_type=True))
+    stored = msgpack.unpackb(GOLDEN.read_bytes(), raw=False)
+    assert stored == wire, "the tracer's output changed; if intended, regenerate with UPDATE_GOLDEN=1"
+
+
+def test_golden_decodes() -> None:
+    g = Graph.from_wire(msgpack.unpackb(GOLDEN.read_bytes(), raw=False))
+    assert (g.model.name, FORMAT, VERSION) == ("GoldenMLP", "torchscope.graph", 1)
+    kinds = [n.kind for n in g.nodes]
+    assert kinds.count("input") == 1 and kinds.count("output") == 2
+    assert {n.name for n in g.nodes if n.kind == "output"} == {"logits", "hidden"}
+    # two Block calls fold into one group
+    assert [(gr.name, len(gr.members)) for gr in g.groups] == [("Block ×2", 2)]
+    gate = g.find("constant", "gate")
+    assert len(gate) == 1 and gate[0].target == "gate"
+    skip = g.module_call("skip")
+    assert any(e.dst == skip.id for e in g.edges) and any(e.src == skip.id for e in g.edges)
+    x = g.find("input", "x")[0]
+    first = [e for e in g.edges if e.src == x.id]
+    assert first and first[0].shape == [3, 4] and first[0].dtype == "float32"
+
+
+def test_rejects_other_formats() -> None:
+    wire = msgpack.unpackb(GOLDEN.read_bytes(), raw=False)
+    with pytest.raises(torchscope.GraphFormatError, match="version"):
+        Graph.from_wire({**wire, "version": VERSION + 1})
+    with pytest.raises(torchscope.GraphFormatError, match="format"):
+        Graph.from_wire({**wire, "format": "something.else"})
+    with pytest.raises(torchscope.GraphFormatError):
+        Graph.from_wire({**wire, "nodes": [{"id": 0}]})
+    with pytest.raises(torchscope.GraphFormatError):
+        torchscope.graph.unpack(b"\xc1not msgpack")
