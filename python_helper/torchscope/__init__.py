@@ -1,27 +1,44 @@
-"""torchscope: trace a PyTorch forward pass into an interactive, collapsible graph."""
+"""torchscope: trace a PyTorch forward pass into an interactive, collapsible graph.
 
-from .graph import FORMAT, VERSION, Edge, Graph, GraphFormatError, Group, Node, Site
-from .tracer import TraceCancelled, TraceTimeout, trace, trace_call
+Names are imported lazily, so `python -m torchscope` can explain a missing torch
+in one line instead of failing at import.
+"""
 
-__all__ = [
-    "FORMAT",
-    "VERSION",
-    "Edge",
-    "Graph",
-    "GraphFormatError",
-    "Group",
-    "Node",
-    "Site",
-    "TraceCancelled",
-    "TraceTimeout",
-    "trace",
-    "trace_call",
-    "show",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "FORMAT": "graph",
+    "VERSION": "graph",
+    "Edge": "graph",
+    "Graph": "graph",
+    "GraphFormatError": "graph",
+    "Group": "graph",
+    "Node": "graph",
+    "Site": "graph",
+    "TraceCancelled": "tracer",
+    "TraceTimeout": "tracer",
+    "trace": "tracer",
+    "trace_call": "tracer",
+    "show": "notebook",
+}
+
+__all__ = list(_EXPORTS)
+
+if TYPE_CHECKING:
+    from .graph import FORMAT, VERSION, Edge, Graph, GraphFormatError, Group, Node, Site
+    from .notebook import show
+    from .tracer import TraceCancelled, TraceTimeout, trace, trace_call
 
 
-def show(model, *args, **kwargs):  # noqa: ANN001, ANN201 - thin lazy wrapper
-    """Trace and display the viewer in Jupyter (see torchscope.notebook.show)."""
-    from .notebook import show as _show
-
-    return _show(model, *args, **kwargs)
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'torchscope' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

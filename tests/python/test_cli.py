@@ -1,0 +1,227 @@
+"""The command line: targets, inputs, formats and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from torchscope.cli import main
+from torchscope.graph import Graph
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+MODELS = """
+import torch
+from torch import nn
+
+class Tiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 3)
+    def forward(self, x):
+        return self.fc(x).relu()
+
+class Conv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+    def forward(self, images):
+        return self.conv(images)
+
+class Tokens(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(50, 8)
+    def forward(self, ids):
+        return self.emb(ids)
+
+class NoLayers(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+class NeedsArgs(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+
+class TwoInputs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+    def forward(self, x, *, scale):
+        return self.a(x) * scale
+
+def factory():
+    return TwoInputs(), {"x": torch.randn(2, 4), "scale": torch.tensor(3.0)}
+
+instance = Tiny()
+not_a_model = 42
+"""
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture
+def models(tmp_path: Path) -> Path:
+    return write(tmp_path, "cli_models.py", MODELS)
+
+
+@pytest.mark.parametrize(
+    "name, first_input_shape",
+    [("Tiny", [1, 6]), ("Conv", [1, 3, 64, 64]), ("Tokens", [1, 16]), ("instance", [1, 6])],
+)
+def test_infers_input_from_first_layer(models: Path, tmp_path: Path, capsys, name, first_input_shape) -> None:
+    out = tmp_path / "g.msgpack"
+    rc, stdout, _ = run(["trace", f"{models}:{name}", "-o", str(out)], capsys)
+    assert rc == 0 and str(out) in stdout
+    g = Graph.from_wire(msgpack.unpackb(out.read_bytes()))
+    x = [n for n in g.nodes if n.kind == "input"][0]
+    assert [e.shape for e in g.edges if e.src == x.id][0] == first_input_shape
+
+
+def test_factory_with_keyword_inputs_and_json(models: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "g.json"
+    rc, _, _ = run(["trace", f"{models}:factory", "-o", str(out)], capsys)
+    assert rc == 0
+    wire = json.loads(out.read_text())
+    assert wire["format"] == "torchscope.graph"
+    assert sorted(n["name"] for n in wire["nodes"] if n["kind"] == "input") == ["scale", "x"]
+
+
+def test_input_expression_uses_torch_and_the_file(models: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "g.msgpack"
+    rc, _, _ = run(["trace", f"{models}:Tiny", "--input", "(torch.randn(5, 6),)", "-o", str(out)], capsys)
+    assert rc == 0
+    g = Graph.load(out)
+    assert [e.shape for e in g.edges if g.nodes[e.src].kind == "input"] == [[5, 6]]
+
+
+def test_meta_device(models: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "g.msgpack"
+    rc, _, _ = run(["trace", f"{models}:Tiny", "--device", "meta", "-o", str(out)], capsys)
+    assert rc == 0 and Graph.load(out).model.device == "meta"
+
+
+def test_summary_prints_the_module_tree(models: Path, capsys) -> None:
+    rc, out, _ = run(["summary", f"{models}:Tiny"], capsys)
+    assert rc == 0
+    assert "fc: Linear  [1, 6] → [1, 3]" in out and "params 21" in out
+
+
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("missing.py:X", "no such file"),
+        ("{models}:Nope", "has no name 'Nope'"),
+        ("{models}:not_a_model", "not an nn.Module"),
+        ("{models}:NeedsArgs", "needs constructor arguments"),
+        ("{models}:NoLayers", "--input"),
+        ("no_colon", "FILE.py:NAME"),
+    ],
+)
+def test_bad_targets_get_one_line(models: Path, tmp_path: Path, capsys, target, message) -> None:
+    rc, _, err = run(["trace", target.format(models=models), "-o", str(tmp_path / "x")], capsys)
+    assert rc == 2
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bad_input_expression(models: Path, tmp_path: Path, capsys) -> None:
+    rc, _, err = run(["trace", f"{models}:Tiny", "--input", "torch.randn(", "-o", str(tmp_path / "x")], capsys)
+    assert rc == 2 and "--input 'torch.randn(' failed: SyntaxError" in err
+
+
+def test_import_error_in_user_file(tmp_path: Path, capsys) -> None:
+    bad = write(tmp_path, "bad_import.py", "import torch\nimport not_a_real_module_xyz\n")
+    rc, _, err = run(["trace", f"{bad}:M", "-o", str(tmp_path / "x")], capsys)
+    assert rc == 2 and "ModuleNotFoundError" in err and "bad_import.py:2" in err and err.count("\n") == 1
+
+
+def test_syntax_error_in_user_file(tmp_path: Path, capsys) -> None:
+    bad = write(tmp_path, "bad_syntax.py", "import torch\ndef f(:\n")
+    rc, _, err = run(["trace", f"{bad}:M", "-o", str(tmp_path / "x")], capsys)
+    assert rc == 2 and "syntax error" in err and ":2" in err
+
+
+def test_model_that_raises_writes_partial_graph(tmp_path: Path, capsys) -> None:
+    broken = ROOT / "examples" / "broken.py"
+    out = tmp_path / "broken.msgpack"
+    rc, _, err = run(["trace", f"{broken}:model", "-o", str(out)], capsys)
+    assert rc == 1 and "RuntimeError" in err and "failing call" in err
+    g = Graph.load(out)
+    assert g.error is not None and g.nodes[g.error.node].kind == "error"
+    assert g.module_call("encoder.0").kind == "module"
+
+
+def test_file_imported_as_package_module_not_main(tmp_path: Path, capsys) -> None:
+    marker = tmp_path / "main_ran"
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/layers.py", "from torch import nn\nclass Twice(nn.Linear):\n    pass\n")
+    model = write(
+        tmp_path,
+        "pkg/model.py",
+        f"""
+        import sys
+        from torch import nn
+        from .layers import Twice
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l = Twice(3, 3)
+                self.argv = list(sys.argv)
+            def forward(self, x):
+                return self.l(x)
+
+        if __name__ == "__main__":
+            open({str(marker)!r}, "w").write("ran")
+        """,
+    )
+    out = tmp_path / "g.json"
+    rc, _, err = run(["trace", f"{model}:Net", "-o", str(out)], capsys)
+    assert rc == 0, err
+    assert not marker.exists()
+    wire = json.loads(out.read_text())
+    assert wire["model"]["qualname"] == "pkg.model.Net"
+    assert any(n["target"] == "pkg.layers.Twice" for n in wire["nodes"])
+
+
+def test_no_torch_in_interpreter_gives_one_line(tmp_path: Path) -> None:
+    # a bare interpreter that sees the package but not torch (nor msgpack)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PYTHONPATH"] = str(ROOT / "python_helper")
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", "import sys; sys.path.insert(0, %r); "
+         "from torchscope.cli import main; sys.exit(main(['trace', 'x.py:M', '-o', 'x']))" % str(ROOT / "python_helper")],
+        capture_output=True, text=True, env=env, timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "torch is not installed" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_module_entry_point_runs(tmp_path: Path) -> None:
+    out = tmp_path / "mlp.msgpack"
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchscope", "trace", str(ROOT / "examples/mlp.py") + ":MLP", "-o", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert Graph.load(out).model.name == "MLP"
+
