@@ -1,0 +1,104 @@
+"""Write the graphs and standalone HTML pages the browser tests open.
+
+Models are built from transformers configs with random weights: nothing is downloaded.
+Usage: python tests/webview/make_fixtures.py [--html-only] [OUT_DIR]   (default tests/artifacts/fixtures)
+--html-only re-renders the pages from the saved graphs (after a viewer rebuild).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+
+import torchscope
+from torchscope.html import render_html
+
+
+class Boom(nn.Module):
+    """Fails half-way: the graph stops at the failing call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.fc1(x))
+        return self.fc2(h)  # 16 features into a Linear(32, ...): raises
+
+
+class Evil(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+
+class Hostile(nn.Module):
+    """A module whose attribute path and class-like name are markup."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_module("<img src=x onerror=alert(1)>", Evil())
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.fc(x)
+        return getattr(self, "<img src=x onerror=alert(1)>")(x)
+
+
+HOSTILE_NAME = "<img src=x onerror=alert(1)>"
+
+
+def gpt2() -> tuple[nn.Module, tuple, dict]:
+    from transformers import GPT2Config, GPT2Model
+
+    torch.manual_seed(0)
+    model = GPT2Model(GPT2Config(n_layer=12)).eval()
+    ids = torch.randint(0, 1000, (1, 16))
+    return model, (ids,), {}
+
+
+def resnet50() -> tuple[nn.Module, tuple, dict]:
+    from transformers import ResNetConfig, ResNetModel
+
+    torch.manual_seed(0)
+    model = ResNetModel(ResNetConfig()).eval()
+    return model, (torch.randn(1, 3, 224, 224),), {}
+
+
+def write(out: Path, name: str, graph: "torchscope.Graph") -> None:
+    data = graph.to_msgpack()
+    (out / f"{name}.msgpack").write_bytes(data)
+    (out / f"{name}.html").write_text(render_html(data, f"{name} · torchscope"), encoding="utf-8")
+    print(f"{name}: {len(graph.nodes)} nodes, {len(data)} bytes")
+
+
+def main() -> None:
+    argv = [a for a in sys.argv[1:] if a != "--html-only"]
+    out = Path(argv[0] if argv else "tests/artifacts/fixtures")
+    out.mkdir(parents=True, exist_ok=True)
+    if "--html-only" in sys.argv:
+        for f in sorted(out.glob("*.msgpack")):
+            page = render_html(f.read_bytes(), f"{f.stem} · torchscope")
+            f.with_suffix(".html").write_text(page, encoding="utf-8")
+        return
+    with torch.no_grad():
+        for name, make in (("gpt2", gpt2), ("resnet50", resnet50)):
+            model, args, kwargs = make()
+            write(out, name, torchscope.trace(model, *args, **kwargs))
+        write(out, "hostile", torchscope.trace(Hostile().eval(), torch.randn(2, 4)))
+        try:
+            torchscope.trace(Boom().eval(), torch.randn(2, 8))
+        except RuntimeError as e:
+            graph = getattr(e, "torchscope_graph", None)
+            if graph is None:
+                raise SystemExit(f"trace error carries no graph: {e!r}") from e
+            write(out, "error", graph)
+        else:
+            raise SystemExit("the error model did not raise")
+
+
+if __name__ == "__main__":
+    main()

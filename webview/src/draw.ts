@@ -1,0 +1,162 @@
+// Thin D3 layer: draws a computed Layout into an SVG group. All text goes through
+// .text() (never innerHTML), so any label is shown as the characters it contains.
+import { select, type Selection } from "d3-selection";
+import type { GraphIndex } from "./model";
+import type { Layout, LCluster, LEdge, LNode } from "./layout";
+import type { Label } from "./labels";
+import { edgeLabel } from "./labels";
+import type { VisibleGraph, VNode, VCluster } from "./visible";
+import { FONT_TITLE, TOGGLE, type Measure } from "./metrics";
+
+export interface DrawInput {
+  idx: GraphIndex;
+  vg: VisibleGraph;
+  layout: Layout;
+  labels: Map<string, Label>;
+  measure: Measure;
+  arrowId: string;
+}
+
+type G = Selection<SVGGElement, unknown, null, undefined>;
+
+function nodeAttrs(g: SVGGElement, idx: GraphIndex, v: VNode | VCluster): void {
+  if (v.kind === "group") {
+    const grp = idx.graph.groups[v.id]!;
+    g.dataset.id = `g${v.id}`;
+    g.dataset.kind = "group";
+    g.dataset.path = idx.graph.nodes[grp.members[0]!]!.path;
+    return;
+  }
+  if (v.kind === "ref") {
+    g.dataset.id = v.key;
+    g.dataset.kind = "ref";
+    g.dataset.ref = String(v.id);
+    return;
+  }
+  const node = idx.graph.nodes[v.id]!;
+  g.dataset.id = String(node.id);
+  g.dataset.kind = node.kind;
+  if (node.kind === "module") g.dataset.path = node.path;
+}
+
+function toggle(parent: G, x: number, y: number, key: string, open: boolean): void {
+  const t = parent.append("g").attr("class", "ts-toggle").attr("data-toggle", key).attr("transform", `translate(${x},${y})`);
+  t.append("rect").attr("width", TOGGLE).attr("height", TOGGLE).attr("rx", 3);
+  // Drawn as lines, not glyphs, so the control looks the same in every font.
+  t.append("path").attr("d", open ? "M3.5,7H10.5" : "M3.5,7H10.5M7,3.5V10.5");
+}
+
+function drawCluster(root: G, d: DrawInput, c: LCluster, vc: VCluster): void {
+  const g = root.append("g").attr("class", `ts-cluster ts-${vc.kind}`).attr("data-key", c.key);
+  nodeAttrs(g.node()!, d.idx, vc);
+  g.append("rect").attr("class", "ts-frame").attr("x", c.x).attr("y", c.y).attr("width", c.w).attr("height", c.h).attr("rx", 6);
+}
+
+/** Cluster headers paint above edges (an edge entering a cluster may cross its band). */
+function drawClusterHeader(root: G, d: DrawInput, c: LCluster): void {
+  const g = root.append("g").attr("class", "ts-cluster-head").attr("data-head", c.key);
+  const l = d.labels.get(c.key)!;
+  toggle(g, c.x + 6, c.y + 5, c.key, true);
+  const tx = c.x + 6 + TOGGLE + 6;
+  g.append("text").attr("class", "ts-title").attr("x", tx).attr("y", c.y + 16).text(l.title);
+  if (l.sub) {
+    g.append("text").attr("class", "ts-sub").attr("x", tx + d.measure(l.title, FONT_TITLE) + 8).attr("y", c.y + 16).text(l.sub);
+  }
+}
+
+function drawNode(root: G, d: DrawInput, n: LNode, v: VNode): void {
+  const kindClass = v.kind === "node" ? `ts-${d.idx.graph.nodes[v.id]!.kind}` : `ts-${v.kind}`;
+  const x0 = n.x - n.w / 2;
+  const y0 = n.y - n.h / 2;
+  const g = root.append("g").attr("class", `ts-node ${kindClass}`).attr("data-key", n.key).attr("transform", `translate(${x0},${y0})`);
+  nodeAttrs(g.node()!, d.idx, v);
+  const l = d.labels.get(n.key)!;
+  if (v.kind === "group") {
+    // Two offset frames behind the box say "a stack of identical blocks".
+    g.append("rect").attr("class", "ts-stack").attr("x", 6).attr("y", -6).attr("width", n.w).attr("height", n.h).attr("rx", 4);
+    g.append("rect").attr("class", "ts-stack").attr("x", 3).attr("y", -3).attr("width", n.w).attr("height", n.h).attr("rx", 4);
+  }
+  const kind = v.kind === "node" ? d.idx.graph.nodes[v.id]!.kind : v.kind;
+  const rx = kind === "input" || kind === "output" || kind === "ref" ? n.h / 2 : kind === "module" || kind === "group" ? 4 : 3;
+  g.append("rect").attr("class", "ts-box").attr("width", n.w).attr("height", n.h).attr("rx", rx);
+  if (v.kind === "module" || v.kind === "group") {
+    const expandable = v.kind === "group" || d.idx.children[v.id]!.length > 0;
+    const tx = expandable ? 6 + TOGGLE + 6 : 10;
+    if (expandable) toggle(g, 6, (n.h - TOGGLE) / 2, n.key, false);
+    g.append("text").attr("class", "ts-title").attr("x", tx).attr("y", l.sub ? 16 : n.h / 2 + 4).text(l.title);
+    if (l.sub) g.append("text").attr("class", "ts-sub").attr("x", tx).attr("y", 31).text(l.sub);
+    return;
+  }
+  g.append("text")
+    .attr("class", v.kind === "ref" ? "ts-sub" : "ts-label")
+    .attr("x", n.w / 2)
+    .attr("y", n.h / 2 + (v.kind === "ref" ? 3.5 : 4))
+    .attr("text-anchor", "middle")
+    .text(l.title);
+}
+
+function pathOf(e: LEdge): string {
+  const p = e.points;
+  if (p.length === 0) return "";
+  let s = `M${p[0]![0]},${p[0]![1]}`;
+  for (let i = 1; i + 2 < p.length; i += 3) {
+    s += `C${p[i]![0]},${p[i]![1]} ${p[i + 1]![0]},${p[i + 1]![1]} ${p[i + 2]![0]},${p[i + 2]![1]}`;
+  }
+  if (e.end) s += `L${e.end[0]},${e.end[1]}`;
+  return s;
+}
+
+/** Replace the scene's contents with the layout. Returns drawn elements by key. */
+export function drawScene(scene: SVGGElement, d: DrawInput): Map<string, SVGGElement> {
+  const root = select(scene);
+  root.selectAll("*").remove();
+  const vnodes = new Map(d.vg.nodes.map((v) => [v.key, v]));
+  const vclusters = new Map(d.vg.clusters.map((c) => [c.key, c]));
+  const vedges = new Map(d.vg.edges.map((e) => [e.key, e]));
+
+  const gc = root.append("g").attr("class", "ts-clusters");
+  // Outer clusters first so inner ones paint on top.
+  for (const c of d.layout.clusters) {
+    const vc = vclusters.get(c.key);
+    if (vc) drawCluster(gc, d, c, vc);
+  }
+  const ge = root.append("g").attr("class", "ts-edges");
+  const gh = root.append("g").attr("class", "ts-cluster-heads");
+  for (const c of d.layout.clusters) if (vclusters.has(c.key)) drawClusterHeader(gh, d, c);
+  for (const e of d.layout.edges) {
+    const ve = vedges.get(e.key);
+    if (!ve) continue;
+    const g = ge.append("g").attr("class", "ts-edge").attr("data-src", ve.src).attr("data-dst", ve.dst);
+    g.append("path").attr("d", pathOf(e)).attr("marker-end", `url(#${d.arrowId})`);
+    if (e.label) {
+      g.append("text").attr("class", "ts-elabel").attr("x", e.label[0]).attr("y", e.label[1] + 3).attr("text-anchor", "middle")
+        .text(edgeLabel(d.idx.graph.edges, ve.edges));
+    }
+  }
+  const gn = root.append("g").attr("class", "ts-nodes");
+  for (const n of d.layout.nodes) {
+    const v = vnodes.get(n.key);
+    if (v) drawNode(gn, d, n, v);
+  }
+  const byKey = new Map<string, SVGGElement>();
+  root.selectAll<SVGGElement, unknown>("[data-key]").each(function () {
+    byKey.set(this.dataset.key!, this);
+  });
+  return byKey;
+}
+
+/** Top-left corner of a drawn item in layout coordinates (box or cluster). */
+export function anchorOf(layout: Layout, key: string): { x: number; y: number } | null {
+  const n = layout.nodes.find((m) => m.key === key);
+  if (n) return { x: n.x - n.w / 2, y: n.y - n.h / 2 };
+  const c = layout.clusters.find((m) => m.key === key);
+  return c ? { x: c.x, y: c.y } : null;
+}
+
+/** Bounding box of a drawn item in layout coordinates. */
+export function boundsOf(layout: Layout, key: string): { x: number; y: number; w: number; h: number } | null {
+  const n = layout.nodes.find((m) => m.key === key);
+  if (n) return { x: n.x - n.w / 2, y: n.y - n.h / 2, w: n.w, h: n.h };
+  const c = layout.clusters.find((m) => m.key === key);
+  return c ? { ...c } : null;
+}

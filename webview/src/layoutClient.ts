@@ -1,0 +1,100 @@
+// Main-thread side of layout: a cache keyed by expansion state, one request in flight,
+// and cancellation of a stale request by terminating its worker (Graphviz can't be
+// interrupted from inside).
+import type { Layout } from "./layout";
+import type { WorkerReply, WorkerRequest } from "./protocol";
+
+export class Cancelled extends Error {
+  override name = "Cancelled";
+}
+
+interface Job {
+  id: number;
+  key: string;
+  dot: string;
+  resolve: (l: Layout) => void;
+  reject: (e: Error) => void;
+}
+
+export class LayoutClient {
+  private worker: Worker | null = null;
+  private current: Job | null = null;
+  private nextId = 1;
+  private readonly cache = new Map<string, Layout>();
+
+  constructor(
+    private readonly makeWorker: () => Worker,
+    private readonly cacheSize = 24,
+  ) {}
+
+  /** Start the worker (and its WASM compile) before the first request. */
+  warm(): void {
+    this.ensureWorker();
+  }
+
+  cached(key: string): Layout | undefined {
+    return this.cache.get(key);
+  }
+
+  layout(key: string, dot: string): Promise<Layout> {
+    const hit = this.cache.get(key);
+    if (hit) {
+      // Refresh LRU order.
+      this.cache.delete(key);
+      this.cache.set(key, hit);
+      this.cancelCurrent();
+      return Promise.resolve(hit);
+    }
+    this.cancelCurrent();
+    return new Promise<Layout>((resolve, reject) => {
+      const job: Job = { id: this.nextId++, key, dot, resolve, reject };
+      this.current = job;
+      this.ensureWorker().postMessage({ id: job.id, dot } satisfies WorkerRequest);
+    });
+  }
+
+  dispose(): void {
+    this.cancelCurrent();
+    this.worker?.terminate();
+    this.worker = null;
+  }
+
+  private cancelCurrent(): void {
+    const job = this.current;
+    if (!job) return;
+    this.current = null;
+    // The worker is busy with a layout nobody wants: kill it, a fresh one starts on demand.
+    this.worker?.terminate();
+    this.worker = null;
+    job.reject(new Cancelled("superseded by a newer layout"));
+  }
+
+  private ensureWorker(): Worker {
+    if (this.worker) return this.worker;
+    const w = this.makeWorker();
+    w.onmessage = (ev: MessageEvent<WorkerReply>) => this.onReply(ev.data);
+    w.onerror = (ev) => {
+      const job = this.current;
+      this.current = null;
+      this.worker?.terminate();
+      this.worker = null;
+      job?.reject(new Error(`layout worker failed: ${ev.message}`));
+    };
+    this.worker = w;
+    return w;
+  }
+
+  private onReply(msg: WorkerReply): void {
+    if (msg.type === "ready") return;
+    const job = this.current;
+    if (!job || job.id !== msg.id) return;
+    this.current = null;
+    if (msg.type === "error") {
+      job.reject(new Error(msg.message));
+      return;
+    }
+    this.cache.set(job.key, msg.layout);
+    while (this.cache.size > this.cacheSize) this.cache.delete(this.cache.keys().next().value as string);
+    job.resolve(msg.layout);
+  }
+}

@@ -1,0 +1,83 @@
+// Entry point of the viewer bundle. Picks the host (VS Code webview or standalone page),
+// gets the graph bytes, and mounts the viewer. Also exposes `torchscope.mount` for hosts
+// that want to drive it themselves.
+import workerSource from "virtual:layout-worker";
+import "./viewer.css";
+import { decodeGraph, FormatError } from "./format";
+import { StandaloneHost, VsCodeHost, type Host } from "./host";
+import { showFatal } from "./ui";
+import { Viewer } from "./viewer";
+
+let workerUrl: string | null = null;
+
+/** Workers can't load from file:// or a webview resource; a Blob URL works everywhere. */
+function makeWorker(): Worker {
+  workerUrl ??= URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" }));
+  return new Worker(workerUrl, { name: "torchscope-layout" });
+}
+
+export function mount(root: HTMLElement, bytes: Uint8Array | ArrayBuffer, host: Host): Viewer | null {
+  try {
+    const graph = decodeGraph(bytes);
+    return new Viewer(root, graph, host, makeWorker);
+  } catch (e) {
+    if (e instanceof FormatError) showFatal(root, "This file can't be shown", e.message);
+    else showFatal(root, "The viewer failed to start", String((e as Error)?.stack ?? e));
+    return null;
+  }
+}
+
+function base64ToBytes(text: string): Uint8Array {
+  const bin = atob(text.replace(/\s+/g, ""));
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+function rootElement(): HTMLElement {
+  let root = document.getElementById("torchscope");
+  if (!root) {
+    root = document.createElement("div");
+    root.id = "torchscope";
+    document.body.appendChild(root);
+  }
+  return root;
+}
+
+declare function acquireVsCodeApi(): ConstructorParameters<typeof VsCodeHost>[0];
+
+function boot(): void {
+  const data = document.getElementById("torchscope-graph");
+  if (data) {
+    const root = rootElement();
+    const host = new StandaloneHost((text) => {
+      const s = root.querySelector<HTMLElement>("[data-role=status]");
+      if (s) s.textContent = text;
+    });
+    let bytes: Uint8Array;
+    try {
+      bytes = base64ToBytes(data.textContent ?? "");
+    } catch {
+      showFatal(root, "This file can't be shown", "the embedded graph data is not valid base64");
+      return;
+    }
+    mount(root, bytes, host);
+    return;
+  }
+  if (typeof acquireVsCodeApi === "function") {
+    const host = new VsCodeHost(acquireVsCodeApi());
+    let viewer: Viewer | null = null;
+    window.addEventListener("message", (ev: MessageEvent<{ type?: string; data?: ArrayBuffer | Uint8Array }>) => {
+      if (ev.data?.type === "graph" && ev.data.data) {
+        // A new trace replaces the old view; its layouts are stale.
+        viewer?.dispose();
+        viewer = mount(rootElement(), ev.data.data, host);
+      }
+    });
+    host.post({ type: "ready" });
+  }
+}
+
+(globalThis as unknown as { torchscope: unknown }).torchscope = { mount, StandaloneHost, VsCodeHost };
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", boot);
+else boot();

@@ -1,0 +1,80 @@
+// Overview in a corner: the whole layout in miniature and the visible window on it.
+// A canvas keeps it cheap for thousands of nodes; click or drag to move the view.
+import type { Layout } from "./layout";
+
+export interface ViewRect {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+
+export class Minimap {
+  readonly canvas: HTMLCanvasElement;
+  private base: HTMLCanvasElement | null = null;
+  private layout: Layout | null = null;
+  private scale = 1;
+  private dragging = false;
+
+  constructor(
+    parent: HTMLElement,
+    private readonly onMove: (cx: number, cy: number) => void,
+    private readonly maxW = 180,
+    private readonly maxH = 200,
+  ) {
+    this.canvas = document.createElement("canvas");
+    this.canvas.className = "ts-minimap";
+    this.canvas.setAttribute("aria-label", "overview");
+    parent.appendChild(this.canvas);
+    const move = (ev: PointerEvent): void => {
+      const r = this.canvas.getBoundingClientRect();
+      this.onMove((ev.clientX - r.left) / this.scale, (ev.clientY - r.top) / this.scale);
+    };
+    this.canvas.addEventListener("pointerdown", (ev) => {
+      this.dragging = true;
+      this.canvas.setPointerCapture(ev.pointerId);
+      move(ev);
+    });
+    this.canvas.addEventListener("pointermove", (ev) => this.dragging && move(ev));
+    this.canvas.addEventListener("pointerup", () => (this.dragging = false));
+  }
+
+  setLayout(layout: Layout, colors: { node: string; cluster: string; bg: string }): void {
+    this.layout = layout;
+    this.scale = Math.min(this.maxW / Math.max(layout.width, 1), this.maxH / Math.max(layout.height, 1));
+    const w = Math.max(20, Math.ceil(layout.width * this.scale));
+    const h = Math.max(20, Math.ceil(layout.height * this.scale));
+    const dpr = globalThis.devicePixelRatio || 1;
+    const base = document.createElement("canvas");
+    base.width = w * dpr;
+    base.height = h * dpr;
+    const ctx = base.getContext("2d")!;
+    ctx.scale(dpr * this.scale, dpr * this.scale);
+    ctx.fillStyle = colors.bg;
+    ctx.fillRect(0, 0, layout.width, layout.height);
+    ctx.strokeStyle = colors.cluster;
+    ctx.lineWidth = 1 / this.scale;
+    for (const c of layout.clusters) ctx.strokeRect(c.x, c.y, c.w, c.h);
+    ctx.fillStyle = colors.node;
+    for (const n of layout.nodes) ctx.fillRect(n.x - n.w / 2, n.y - n.h / 2, n.w, n.h);
+    this.base = base;
+    this.canvas.width = base.width;
+    this.canvas.height = base.height;
+    this.canvas.style.width = `${w}px`;
+    this.canvas.style.height = `${h}px`;
+  }
+
+  /** Draw the visible window (layout coordinates). */
+  update(view: ViewRect, color: string): void {
+    if (!this.base || !this.layout) return;
+    const ctx = this.canvas.getContext("2d")!;
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.clearRect(0, 0, this.canvas.width, this.canvas.height);
+    ctx.drawImage(this.base, 0, 0);
+    const dpr = globalThis.devicePixelRatio || 1;
+    ctx.scale(dpr * this.scale, dpr * this.scale);
+    ctx.strokeStyle = color;
+    ctx.lineWidth = 2 / this.scale;
+    ctx.strokeRect(view.x, view.y, view.w, view.h);
+  }
+}

@@ -1,0 +1,132 @@
+// The page chrome: toolbar, banner, stage (svg), tooltip, busy note, status line.
+// Built with DOM calls and textContent only.
+
+export interface Ui {
+  root: HTMLElement;
+  toolbar: HTMLElement;
+  banner: HTMLElement;
+  stage: HTMLElement;
+  svg: SVGSVGElement;
+  defs: SVGDefsElement;
+  viewport: SVGGElement;
+  scene: SVGGElement;
+  tooltip: HTMLElement;
+  busy: HTMLElement;
+  status: HTMLElement;
+  search: HTMLInputElement;
+  searchCount: HTMLElement;
+  depth: HTMLElement;
+  title: HTMLElement;
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls: string, parent?: HTMLElement): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  e.className = cls;
+  parent?.appendChild(e);
+  return e;
+}
+
+export function button(parent: HTMLElement, label: string, action: string, title: string): HTMLButtonElement {
+  const b = el("button", "ts-btn", parent);
+  b.type = "button";
+  b.textContent = label;
+  b.dataset.action = action;
+  b.title = title;
+  return b;
+}
+
+let instance = 0;
+
+export function buildUi(root: HTMLElement): Ui {
+  root.classList.add("ts-root");
+  root.dataset.state = "busy";
+  root.replaceChildren();
+  const toolbar = el("div", "ts-toolbar", root);
+  const title = el("span", "ts-model", toolbar);
+  button(toolbar, "Expand all", "expand-all", "Expand every module (E)");
+  button(toolbar, "Collapse all", "collapse-all", "Collapse to the top-level modules (C)");
+  const depthBox = el("span", "ts-depth", toolbar);
+  const depthLabel = el("span", "ts-depth-label", depthBox);
+  depthLabel.textContent = "Depth";
+  button(depthBox, "−", "depth-down", "Show one level less");
+  const depth = el("span", "ts-depth-value", depthBox);
+  depth.dataset.role = "depth";
+  button(depthBox, "+", "depth-up", "Show one level more (or press 1–9)");
+  button(toolbar, "Fit", "fit", "Fit the graph to the window (F)");
+  const searchBox = el("span", "ts-search", toolbar);
+  const search = el("input", "ts-search-input", searchBox);
+  search.type = "search";
+  search.placeholder = "Search name, path, op  (/)";
+  search.setAttribute("aria-label", "search");
+  search.dataset.role = "search";
+  const searchCount = el("span", "ts-search-count", searchBox);
+  searchCount.dataset.role = "search-count";
+  el("span", "ts-spacer", toolbar);
+  button(toolbar, "SVG", "export-svg", "Export the current view as SVG");
+  button(toolbar, "PNG", "export-png", "Export the current view as PNG");
+
+  const banner = el("div", "ts-banner", root);
+  banner.hidden = true;
+  banner.setAttribute("role", "button");
+  banner.tabIndex = 0;
+  const stage = el("div", "ts-stage", root);
+  const svg = document.createElementNS(SVG, "svg");
+  svg.classList.add("ts-svg");
+  stage.appendChild(svg);
+  const defs = document.createElementNS(SVG, "defs");
+  svg.appendChild(defs);
+  const arrowId = `ts-arrow-${++instance}`;
+  const marker = document.createElementNS(SVG, "marker");
+  for (const [k, v] of Object.entries({
+    id: arrowId, viewBox: "0 0 10 10", refX: "10", refY: "5", markerWidth: "7", markerHeight: "7",
+    markerUnits: "userSpaceOnUse", orient: "auto",
+  })) marker.setAttribute(k, v);
+  const tip = document.createElementNS(SVG, "path");
+  tip.setAttribute("d", "M0,0L10,5L0,10z");
+  tip.setAttribute("class", "ts-arrow");
+  marker.appendChild(tip);
+  defs.appendChild(marker);
+  const viewport = document.createElementNS(SVG, "g");
+  viewport.classList.add("ts-viewport");
+  svg.appendChild(viewport);
+  const scene = document.createElementNS(SVG, "g");
+  scene.classList.add("ts-scene");
+  scene.dataset.arrow = arrowId;
+  viewport.appendChild(scene);
+  const tooltip = el("div", "ts-tooltip", stage);
+  tooltip.hidden = true;
+  const busy = el("div", "ts-busy", stage);
+  busy.hidden = true;
+  const status = el("div", "ts-status", root);
+  status.dataset.role = "status";
+  return { root, toolbar, banner, stage, svg, defs, viewport, scene, tooltip, busy, status, search, searchCount, depth, title };
+}
+
+/** A full-page message for files that can't be shown (bad format, wrong version). */
+export function showFatal(root: HTMLElement, heading: string, detail: string): void {
+  root.classList.add("ts-root");
+  root.dataset.state = "error";
+  root.replaceChildren();
+  const box = el("div", "ts-fatal", root);
+  box.setAttribute("role", "alert");
+  const h = el("h2", "", box);
+  h.textContent = heading;
+  const p = el("p", "", box);
+  p.textContent = detail;
+}
+
+export function fillTooltip(tip: HTMLElement, title: string, rows: [string, string][]): void {
+  tip.replaceChildren();
+  const h = el("div", "ts-tip-title", tip);
+  h.textContent = title;
+  const table = el("table", "", tip);
+  for (const [k, v] of rows) {
+    const tr = el("tr", "", table as unknown as HTMLElement);
+    const th = el("th", "", tr);
+    th.textContent = k;
+    const td = el("td", "", tr);
+    td.textContent = v;
+  }
+}

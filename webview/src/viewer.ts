@@ -1,0 +1,512 @@
+// The viewer: wires the pure core (visible graph → DOT), the layout worker, drawing,
+// zoom and the controls together. Holds the only mutable view state.
+import { select } from "d3-selection";
+import { zoom, zoomIdentity, zoomTransform, type ZoomBehavior } from "d3-zoom";
+import type { Graph } from "./format";
+import { buildIndex, type GraphIndex } from "./model";
+import {
+  collapseAll, currentDepth, expandAll, expansionKey, initialExpansion, reveal, toDepth, toggleGroup, toggleModule,
+  type Expansion,
+} from "./expansion";
+import { buildVisible, type VisibleGraph } from "./visible";
+import { replaceHubEdges } from "./hubs";
+import { toDot } from "./dot";
+import type { Label } from "./labels";
+import type { Layout } from "./layout";
+import { Cancelled, LayoutClient } from "./layoutClient";
+import { anchorOf, boundsOf, drawScene } from "./draw";
+import { describe, formatCount } from "./details";
+import { highlightKeys, searchNodes } from "./search";
+import { Minimap } from "./minimap";
+import { exportSvg, svgToPng } from "./export";
+import { buildUi, fillTooltip, type Ui } from "./ui";
+import { fontCss, type Font, type Measure } from "./metrics";
+import type { Host, ViewState } from "./host";
+
+interface Drawn {
+  key: string;
+  vg: VisibleGraph;
+  layout: Layout;
+  labels: Map<string, Label>;
+  elements: Map<string, SVGGElement>;
+}
+
+const BUSY_NOTE_AFTER_MS = 150;
+
+function canvasMeasure(): Measure {
+  const ctx = document.createElement("canvas").getContext("2d")!;
+  const cache = new Map<string, number>();
+  return (text: string, f: Font): number => {
+    const k = `${f.size}|${f.weight}|${f.mono}|${text}`;
+    let w = cache.get(k);
+    if (w === undefined) {
+      ctx.font = fontCss(f);
+      w = ctx.measureText(text).width;
+      cache.set(k, w);
+    }
+    return w;
+  };
+}
+
+export class Viewer {
+  readonly idx: GraphIndex;
+  readonly ui: Ui;
+  private exp: Expansion;
+  private drawn: Drawn | null = null;
+  private readonly client: LayoutClient;
+  private readonly zoomer: ZoomBehavior<SVGSVGElement, unknown>;
+  private readonly minimap: Minimap;
+  private readonly measure = canvasMeasure();
+  private generation = 0;
+  private busyTimer: ReturnType<typeof setInterval> | null = null;
+  private selected: string | null = null;
+  private matches: number[] = [];
+  private matchPos = -1;
+  private searchBase: Expansion | null = null;
+  private firstDraw = true;
+  private lastLayoutMs = 0;
+
+  constructor(root: HTMLElement, graph: Graph, private readonly host: Host, makeWorker: () => Worker) {
+    this.idx = buildIndex(graph);
+    this.ui = buildUi(root);
+    this.client = new LayoutClient(makeWorker);
+    this.client.warm();
+    const saved = host.loadState();
+    this.exp = saved ? { modules: new Set(saved.expanded), groups: new Set(saved.groups) } : initialExpansion(this.idx);
+
+    this.zoomer = zoom<SVGSVGElement, unknown>()
+      .scaleExtent([0.02, 4])
+      .on("zoom", (ev: { transform: { toString(): string } }) => {
+        this.ui.viewport.setAttribute("transform", ev.transform.toString());
+        this.updateMinimap();
+      });
+    select(this.ui.svg).call(this.zoomer).on("dblclick.zoom", null);
+    this.minimap = new Minimap(this.ui.stage, (x, y) => this.centerOn(x, y));
+
+    this.ui.title.textContent = graph.model.name || "model";
+    this.ui.title.title = graph.model.qualname;
+    this.wireControls();
+    this.showError();
+    void this.apply(this.exp, null, saved?.transform);
+  }
+
+  // ---- expansion and layout -------------------------------------------------------
+
+  /** Re-layout for a new expansion; keep `anchor` (a drawn key) where it is on screen. */
+  async apply(exp: Expansion, anchor: string | null, restore?: ViewState["transform"]): Promise<void> {
+    const gen = ++this.generation;
+    this.exp = exp;
+    const key = expansionKey(exp);
+    const vg = replaceHubEdges(buildVisible(this.idx, exp));
+    const { dot, labels } = toDot(this.idx, vg, this.measure);
+    this.setBusy(true, vg.nodes.length);
+    const t0 = performance.now();
+    let layout: Layout;
+    try {
+      layout = await this.client.layout(key, dot);
+    } catch (e) {
+      if (e instanceof Cancelled || gen !== this.generation) return;
+      this.setBusy(false, 0);
+      this.status(`Layout failed: ${(e as Error).message}`);
+      return;
+    }
+    if (gen !== this.generation) return;
+    this.lastLayoutMs = performance.now() - t0;
+    const before = anchor && this.drawn ? this.screenAnchor(this.drawn.layout, anchor) : null;
+    const elements = drawScene(this.ui.scene, {
+      idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow!,
+    });
+    this.drawn = { key, vg, layout, labels, elements };
+    this.minimap.setLayout(layout, this.colors());
+    if (restore) {
+      this.setTransform(restore.x, restore.y, restore.k);
+    } else if (this.firstDraw) {
+      this.initialView();
+    } else if (before && anchor) {
+      this.keepAnchor(anchor, before);
+    } else {
+      this.updateMinimap();
+    }
+    this.firstDraw = false;
+    this.refreshMarks();
+    this.ui.depth.textContent = String(currentDepth(this.idx, exp));
+    this.setBusy(false, 0);
+    this.saveState();
+    this.status(this.summary());
+  }
+
+  private setBusy(on: boolean, count: number): void {
+    this.ui.root.dataset.state = on ? "busy" : "ready";
+    if (this.busyTimer) clearInterval(this.busyTimer);
+    this.busyTimer = null;
+    this.ui.busy.hidden = true;
+    if (!on) return;
+    const t0 = performance.now();
+    // A note appears only for layouts slow enough to notice; it counts the seconds.
+    this.busyTimer = setInterval(() => {
+      const ms = performance.now() - t0;
+      if (ms < BUSY_NOTE_AFTER_MS) return;
+      this.ui.busy.hidden = false;
+      this.ui.busy.textContent = `Laying out ${count.toLocaleString()} nodes… ${(ms / 1000).toFixed(1)} s`;
+    }, 100);
+  }
+
+  toggle(key: string): void {
+    this.searchBase = null;
+    if (key.startsWith("g")) void this.apply(toggleGroup(this.exp, Number(key.slice(1))), key);
+    else if (key.startsWith("n")) void this.apply(toggleModule(this.exp, Number(key.slice(1))), key);
+  }
+
+  expandAll(): void {
+    // Without a selection to hold still, start again from the inputs.
+    const anchor = this.selected;
+    void this.apply(expandAll(this.idx), anchor).then(() => anchor ?? this.initialView());
+  }
+
+  collapseAll(): void {
+    void this.apply(collapseAll(this.idx), null).then(() => this.initialView());
+  }
+
+  setDepth(d: number): void {
+    const depth = Math.max(0, Math.min(d, this.idx.maxDepth + 1));
+    const anchor = this.selected;
+    void this.apply(toDepth(this.idx, depth), anchor).then(() => anchor ?? this.initialView());
+  }
+
+  dispose(): void {
+    this.generation++;
+    if (this.busyTimer) clearInterval(this.busyTimer);
+    this.client.dispose();
+  }
+
+  // ---- view transform ---------------------------------------------------------------
+
+  private size(): { w: number; h: number } {
+    return { w: this.ui.svg.clientWidth || 800, h: this.ui.svg.clientHeight || 600 };
+  }
+
+  private setTransform(x: number, y: number, k: number): void {
+    select(this.ui.svg).call(this.zoomer.transform, zoomIdentity.translate(x, y).scale(k));
+  }
+
+  private screenAnchor(layout: Layout, key: string): { x: number; y: number } | null {
+    const a = anchorOf(layout, key);
+    if (!a) return null;
+    const [x, y] = zoomTransform(this.ui.svg).apply([a.x, a.y]);
+    return { x, y };
+  }
+
+  private keepAnchor(key: string, screen: { x: number; y: number }): void {
+    const a = anchorOf(this.drawn!.layout, key);
+    if (!a) return;
+    const k = zoomTransform(this.ui.svg).k;
+    this.setTransform(screen.x - a.x * k, screen.y - a.y * k, k);
+  }
+
+  /** Readable from the start: at least 100 % zoom, beginning at the inputs (top). */
+  initialView(): void {
+    if (!this.drawn) return;
+    const { width, height } = this.drawn.layout;
+    const { w, h } = this.size();
+    const m = 24;
+    const fit = Math.min((w - 2 * m) / width, (h - 2 * m) / height);
+    const k = Math.max(1, Math.min(fit, 1.25));
+    const x = width * k <= w - 2 * m ? (w - width * k) / 2 : this.inputsCenterX(w, k);
+    const y = height * k <= h - 2 * m ? (h - height * k) / 2 : m;
+    this.setTransform(x, y, k);
+  }
+
+  private inputsCenterX(w: number, k: number): number {
+    const layout = this.drawn!.layout;
+    const inputs = layout.nodes.filter((n) => {
+      const id = Number(n.key.slice(1));
+      return n.key.startsWith("n") && this.idx.graph.nodes[id]?.kind === "input";
+    });
+    const cx = inputs.length ? inputs.reduce((s, n) => s + n.x, 0) / inputs.length : layout.width / 2;
+    return w / 2 - cx * k;
+  }
+
+  fit(): void {
+    if (!this.drawn) return;
+    const { width, height } = this.drawn.layout;
+    const { w, h } = this.size();
+    const m = 16;
+    const k = Math.max(0.02, Math.min((w - 2 * m) / width, (h - 2 * m) / height, 2));
+    this.setTransform((w - width * k) / 2, (h - height * k) / 2, k);
+  }
+
+  private centerOn(x: number, y: number, k = zoomTransform(this.ui.svg).k): void {
+    const { w, h } = this.size();
+    this.setTransform(w / 2 - x * k, h / 2 - y * k, k);
+  }
+
+  zoomTo(key: string): void {
+    const b = this.drawn && boundsOf(this.drawn.layout, key);
+    if (!b) return;
+    const { w, h } = this.size();
+    const fitK = Math.min((w - 40) / b.w, (h - 40) / b.h);
+    const k = Math.max(Math.min(Math.max(zoomTransform(this.ui.svg).k, 1), fitK, 2), 0.1);
+    this.centerOn(b.x + b.w / 2, b.y + Math.min(b.h, h / k - 40) / 2, k);
+  }
+
+  private updateMinimap(): void {
+    if (!this.drawn) return;
+    const t = zoomTransform(this.ui.svg);
+    const { w, h } = this.size();
+    const [x0, y0] = t.invert([0, 0]);
+    const [x1, y1] = t.invert([w, h]);
+    this.minimap.update({ x: x0, y: y0, w: x1 - x0, h: y1 - y0 }, this.css("--ts-accent", "#3b82f6"));
+  }
+
+  // ---- selection, search, marks -------------------------------------------------------
+
+  private refreshMarks(): void {
+    if (!this.drawn) return;
+    const { elements, vg } = this.drawn;
+    for (const el of this.ui.scene.querySelectorAll(".ts-match, .ts-current, .ts-selected, .ts-has-error")) {
+      el.classList.remove("ts-match", "ts-current", "ts-selected", "ts-has-error");
+    }
+    for (const k of highlightKeys(vg.rep, this.matches)) elements.get(k)?.classList.add("ts-match");
+    const cur = this.matches[this.matchPos];
+    if (cur !== undefined) elements.get(vg.rep[cur]!)?.classList.add("ts-current");
+    if (this.selected) elements.get(this.selected)?.classList.add("ts-selected");
+    const err = this.idx.graph.error?.node;
+    if (err !== undefined && err !== null) {
+      const k = vg.rep[err];
+      if (k && k !== `n${err}`) elements.get(k)?.classList.add("ts-has-error");
+    }
+  }
+
+  select(key: string | null): void {
+    this.selected = key;
+    this.refreshMarks();
+  }
+
+  /** Expand as needed to draw node `id` itself, then select it and bring it into view. */
+  async revealNode(id: number, base = this.exp): Promise<void> {
+    const exp = reveal(this.idx, base, id);
+    if (expansionKey(exp) !== expansionKey(this.exp) || !this.drawn) await this.apply(exp, null);
+    if (!this.drawn) return;
+    const key = this.drawn.vg.rep[id]!;
+    this.select(key);
+    this.zoomTo(key);
+  }
+
+  search(query: string): void {
+    this.matches = searchNodes(this.idx, query);
+    this.matchPos = -1;
+    this.searchBase = null;
+    this.ui.searchCount.textContent = query.trim() ? `${this.matches.length} found` : "";
+    this.refreshMarks();
+  }
+
+  async nextMatch(step: 1 | -1): Promise<void> {
+    if (this.matches.length === 0) return;
+    const n = this.matches.length;
+    this.matchPos = (this.matchPos + step + n) % n;
+    this.ui.searchCount.textContent = `${this.matchPos + 1} / ${n}`;
+    // Each step opens just the path to this match on top of the view the search started from.
+    this.searchBase ??= this.exp;
+    await this.revealNode(this.matches[this.matchPos]!, this.searchBase);
+  }
+
+  private clearSearch(): void {
+    this.ui.search.value = "";
+    this.search("");
+  }
+
+  // ---- events -------------------------------------------------------------------------
+
+  private wireControls(): void {
+    const { ui } = this;
+    ui.toolbar.addEventListener("click", (ev) => {
+      const b = (ev.target as Element).closest<HTMLElement>("[data-action]");
+      if (b) this.action(b.dataset.action!);
+    });
+    ui.search.addEventListener("input", () => this.search(ui.search.value));
+    ui.search.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter") {
+        ev.preventDefault();
+        void this.nextMatch(ev.shiftKey ? -1 : 1);
+      } else if (ev.key === "Escape") {
+        this.clearSearch();
+        ui.search.blur();
+      }
+    });
+    ui.banner.addEventListener("click", () => this.gotoError());
+    ui.banner.addEventListener("keydown", (ev) => ev.key === "Enter" && this.gotoError());
+
+    const keyOf = (ev: Event): string | null => {
+      const g = (ev.target as Element).closest<SVGGElement>("[data-key],[data-head]");
+      return g ? (g.dataset.key ?? g.dataset.head ?? null) : null;
+    };
+    ui.svg.addEventListener("click", (ev) => {
+      const t = (ev.target as Element).closest<SVGGElement>("[data-toggle]");
+      if (t) {
+        ev.stopPropagation();
+        this.toggle(t.dataset.toggle!);
+        return;
+      }
+      const key = keyOf(ev);
+      if (key) this.clickItem(key);
+      else this.select(null);
+    });
+    ui.svg.addEventListener("dblclick", (ev) => {
+      if ((ev.target as Element).closest("[data-toggle]")) return;
+      const key = keyOf(ev);
+      if (key && this.isExpandable(key)) this.toggle(key);
+    });
+    ui.svg.addEventListener("pointerover", (ev) => {
+      const key = keyOf(ev);
+      if (key) this.showTooltip(key, ev);
+      else ui.tooltip.hidden = true;
+    });
+    ui.svg.addEventListener("pointermove", (ev) => !ui.tooltip.hidden && this.placeTooltip(ev));
+    ui.svg.addEventListener("pointerleave", () => (ui.tooltip.hidden = true));
+
+    ui.root.ownerDocument.addEventListener("keydown", (ev) => this.onKey(ev));
+    new ResizeObserver(() => this.updateMinimap()).observe(ui.stage);
+  }
+
+  private action(name: string): void {
+    switch (name) {
+      case "expand-all": return this.expandAll();
+      case "collapse-all": return this.collapseAll();
+      case "fit": return this.fit();
+      case "depth-up": return this.setDepth(currentDepth(this.idx, this.exp) + 1);
+      case "depth-down": return this.setDepth(currentDepth(this.idx, this.exp) - 1);
+      case "export-svg": return void this.exportAs("svg");
+      case "export-png": return void this.exportAs("png");
+    }
+  }
+
+  private onKey(ev: KeyboardEvent): void {
+    const tag = (ev.target as HTMLElement | null)?.tagName;
+    if ((ev.ctrlKey || ev.metaKey) && ev.key.toLowerCase() === "f") {
+      ev.preventDefault();
+      this.ui.search.focus();
+      this.ui.search.select();
+      return;
+    }
+    if (tag === "INPUT" || tag === "TEXTAREA" || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const k = ev.key;
+    if (k === "/") {
+      ev.preventDefault();
+      this.ui.search.focus();
+    } else if (k === "f" || k === "F") this.fit();
+    else if (k === "e" || k === "E") this.expandAll();
+    else if (k === "c" || k === "C") this.collapseAll();
+    else if (k === "0") this.initialView();
+    else if (/^[1-9]$/.test(k)) this.setDepth(Number(k));
+    else if (k === "Escape") {
+      this.clearSearch();
+      this.select(null);
+    }
+  }
+
+  private isExpandable(key: string): boolean {
+    if (key.startsWith("g")) return true;
+    if (!key.startsWith("n")) return false;
+    return this.idx.children[Number(key.slice(1))]!.length > 0;
+  }
+
+  private clickItem(key: string): void {
+    const v = this.drawn?.vg.nodes.find((n) => n.key === key);
+    if (v?.kind === "ref" && v.refOf) {
+      // A reference stands for its source: go there.
+      this.select(v.refOf);
+      this.zoomTo(v.refOf);
+      return;
+    }
+    this.select(key);
+    const id = key.startsWith("g") ? this.idx.graph.groups[Number(key.slice(1))]!.members[0]! : Number(key.slice(1));
+    const node = this.idx.graph.nodes[id];
+    if (node?.site) this.host.reveal(node.site, node);
+    else if (node) this.status(`${node.name}: no source location`);
+  }
+
+  private gotoError(): void {
+    const id = this.idx.graph.error?.node;
+    if (id !== null && id !== undefined) void this.revealNode(id);
+  }
+
+  private showTooltip(key: string, ev: PointerEvent): void {
+    if (!this.drawn) return;
+    const d = describe(this.idx, this.drawn.vg, key);
+    if (!d) return;
+    fillTooltip(this.ui.tooltip, d.title, d.rows);
+    this.ui.tooltip.hidden = false;
+    this.placeTooltip(ev);
+  }
+
+  private placeTooltip(ev: PointerEvent): void {
+    const r = this.ui.stage.getBoundingClientRect();
+    const tip = this.ui.tooltip;
+    let x = ev.clientX - r.left + 14;
+    let y = ev.clientY - r.top + 14;
+    if (x + tip.offsetWidth > r.width) x = Math.max(0, ev.clientX - r.left - tip.offsetWidth - 14);
+    if (y + tip.offsetHeight > r.height) y = Math.max(0, ev.clientY - r.top - tip.offsetHeight - 14);
+    tip.style.transform = `translate(${x}px, ${y}px)`;
+  }
+
+  // ---- error, export, state, status ------------------------------------------------------
+
+  private showError(): void {
+    const err = this.idx.graph.error;
+    if (!err) return;
+    this.ui.banner.hidden = false;
+    this.ui.banner.replaceChildren();
+    const b = document.createElement("strong");
+    b.textContent = `${err.type}: `;
+    const m = document.createElement("span");
+    m.textContent = err.message;
+    const hint = document.createElement("em");
+    hint.textContent = err.node !== null ? "  — the graph stops at the failing call; click to show it" : "";
+    this.ui.banner.append(b, m, hint);
+  }
+
+  private async exportAs(kind: "svg" | "png"): Promise<void> {
+    if (!this.drawn) return;
+    const { layout } = this.drawn;
+    const text = exportSvg(this.ui.svg, this.ui.scene, layout, this.css("--ts-bg", "#ffffff"));
+    const base = (this.idx.graph.model.name || "graph").replace(/[^\w.-]+/g, "_");
+    if (kind === "svg") {
+      this.host.saveFile(`${base}.svg`, "image/svg+xml", new Blob([text], { type: "image/svg+xml" }));
+      return;
+    }
+    try {
+      const png = await svgToPng(text, layout.width + 32, layout.height + 32);
+      this.host.saveFile(`${base}.png`, "image/png", png);
+    } catch (e) {
+      this.status(`PNG export failed: ${(e as Error).message}`);
+    }
+  }
+
+  private saveState(): void {
+    const t = zoomTransform(this.ui.svg);
+    this.host.saveState({
+      expanded: [...this.exp.modules],
+      groups: [...this.exp.groups],
+      transform: { x: t.x, y: t.y, k: t.k },
+    });
+  }
+
+  status(text: string): void {
+    this.ui.status.textContent = text;
+  }
+
+  private summary(): string {
+    const g = this.idx.graph;
+    const parts = [g.model.name, `${formatCount(g.model.params)} params`, `${g.stats.ops} ops`, `${g.stats.modules} module calls`];
+    if (this.drawn) parts.push(`${this.drawn.vg.nodes.length} drawn`, `layout ${Math.round(this.lastLayoutMs)} ms`);
+    return parts.filter(Boolean).join(" · ");
+  }
+
+  private css(name: string, fallback: string): string {
+    return getComputedStyle(this.ui.root).getPropertyValue(name).trim() || fallback;
+  }
+
+  private colors(): { node: string; cluster: string; bg: string } {
+    return { node: this.css("--ts-mini-node", "#888"), cluster: this.css("--ts-border", "#aaa"), bg: this.css("--ts-bg", "#fff") };
+  }
+}
