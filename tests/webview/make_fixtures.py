@@ -1,7 +1,8 @@
 """Write the graphs and standalone HTML pages the browser tests open.
 
 Models are built from transformers configs with random weights: nothing is downloaded.
-Usage: python tests/webview/make_fixtures.py [--html-only] [OUT_DIR]   (default tests/artifacts/fixtures)
+Usage: python tests/webview/make_fixtures.py [--html-only] [OUT_DIR]
+(OUT_DIR defaults to tests/artifacts/fixtures)
 --html-only re-renders the pages from the saved graphs (after a viewer rebuild).
 """
 
@@ -68,7 +69,7 @@ def resnet50() -> tuple[nn.Module, tuple, dict]:
     return model, (torch.randn(1, 3, 224, 224),), {}
 
 
-def write(out: Path, name: str, graph: "torchscope.Graph") -> None:
+def write(out: Path, name: str, graph: torchscope.Graph) -> None:
     data = graph.to_msgpack()
     (out / f"{name}.msgpack").write_bytes(data)
     (out / f"{name}.html").write_text(render_html(data, f"{name} · torchscope"), encoding="utf-8")

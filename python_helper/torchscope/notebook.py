@@ -1,0 +1,91 @@
+"""Show the viewer in Jupyter (JupyterLab, classic Notebook, VS Code notebooks).
+
+Each view is the standalone page inside a sandboxed ``<iframe srcdoc>``: its own document,
+scripts and styles, so several views in one notebook never interfere with each other or
+with the notebook.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any, Optional
+
+from .html import render_html
+
+__all__ = ["GraphView", "show", "show_graph"]
+
+DEFAULT_HEIGHT = 640
+
+
+class GraphView:
+    """A rendered graph; Jupyter displays it through ``_repr_html_``."""
+
+    def __init__(self, graph_bytes: bytes, title: str, height: int = DEFAULT_HEIGHT) -> None:
+        self.graph_bytes = graph_bytes
+        self.title = title
+        self.height = height
+        self._page: Optional[str] = None
+
+    @property
+    def page(self) -> str:
+        """The standalone HTML document."""
+        if self._page is None:
+            self._page = render_html(self.graph_bytes, self.title)
+        return self._page
+
+    def save(self, path: str | Path) -> Path:
+        """Write the standalone page to ``path``."""
+        out = Path(path)
+        out.write_text(self.page, encoding="utf-8")
+        return out
+
+    def _repr_html_(self) -> str:
+        # allow-scripts without allow-same-origin: the page runs in an opaque origin and
+        # can't reach the notebook; allow-downloads keeps SVG/PNG export working.
+        return (
+            f'<iframe srcdoc="{html.escape(self.page, quote=True)}" '
+            f'title="{html.escape(self.title, quote=True)}" '
+            'sandbox="allow-scripts allow-downloads" '
+            f'style="width:100%;height:{int(self.height)}px;border:1px solid rgba(128,128,128,.35);'
+            'border-radius:4px"></iframe>'
+        )
+
+    def __repr__(self) -> str:
+        return f"<torchscope.GraphView {self.title!r} ({len(self.graph_bytes)} bytes)>"
+
+
+def _display(obj: Any) -> None:
+    try:
+        from IPython.display import display
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise RuntimeError(
+            "torchscope.show() needs IPython (run it in Jupyter); outside a notebook use "
+            "`python -m torchscope trace ... --format html` or GraphView(...).save(path)"
+        ) from e
+    display(obj)
+
+
+def show_graph(graph: Any, height: int = DEFAULT_HEIGHT) -> GraphView:
+    """Display an already traced ``torchscope.Graph``; returns the view."""
+    view = GraphView(graph.to_msgpack(), graph.model.name or "torchscope", height)
+    _display(view)
+    return view
+
+
+def show(model: Any, *args: Any, **kwargs: Any) -> None:
+    """Trace ``model(*args, **kwargs)`` and display the graph in the notebook.
+
+    If the forward raises, the partial graph (up to the failing call) is displayed first
+    and then the original exception is re-raised.
+    """
+    from .tracer import trace
+
+    try:
+        graph = trace(model, *args, **kwargs)
+    except Exception as exc:
+        partial = getattr(exc, "torchscope_graph", None)
+        if partial is not None:
+            show_graph(partial)
+        raise
+    show_graph(graph)

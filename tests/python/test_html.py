@@ -1,0 +1,160 @@
+"""The standalone page (render_html) and the notebook view (show)."""
+
+from __future__ import annotations
+
+import base64
+import html as htmlmod
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import torchscope
+from torchscope import html as tshtml
+from torchscope import notebook
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "tests" / "golden" / "mlp.graph.msgpack"
+STATIC = ROOT / "python_helper" / "torchscope" / "static"
+
+needs_bundle = pytest.mark.skipif(
+    not (STATIC / "viewer.js").exists(), reason="viewer bundle not built (make build-webview)"
+)
+
+
+@pytest.fixture
+def fake_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tiny stand-in bundle, so these tests don't depend on the JS build."""
+    files = {
+        "viewer.js": "console.log('viewer'); var s = '</script><!-- x';",
+        "viewer.css": ".ts-root{color:red} /* </style> */",
+    }
+    monkeypatch.setattr(tshtml, "_read_static", lambda name: files[name])
+
+
+def _scripts(page: str) -> list[str]:
+    return re.findall(r"<script\b[^>]*>(.*?)</script>", page, flags=re.S)
+
+
+def test_page_is_self_contained(fake_bundle: None) -> None:
+    data = GOLDEN.read_bytes()
+    page = tshtml.render_html(data, "MLP")
+    assert page.startswith("<!DOCTYPE html>")
+    # The graph travels as base64 inside the page.
+    blob = re.search(r'id="torchscope-graph">([^<]*)</script>', page)
+    assert blob and base64.b64decode(blob.group(1)) == data
+    # No external resources of any kind.
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
+    assert "http://" not in page and "https://" not in page
+    # Inlined code can't close its element early.
+    assert len(_scripts(page)) == 2
+    assert "</script><!--" not in page
+    assert page.count("</style>") == 1
+
+
+def test_csp_is_strict_with_a_fresh_nonce(fake_bundle: None) -> None:
+    a = tshtml.render_html(b"x", "t")
+    b = tshtml.render_html(b"x", "t")
+    meta = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', a)
+    csp = htmlmod.unescape(meta.group(1))
+    nonce = re.search(r"'nonce-([^']+)'", csp).group(1)
+    assert "default-src 'none'" in csp
+    assert "'unsafe-inline'" not in csp and "'unsafe-eval'" not in csp
+    assert "'wasm-unsafe-eval'" in csp and "worker-src blob:" in csp
+    assert f'<script nonce="{nonce}">' in a and f'<style nonce="{nonce}">' in a
+    assert nonce not in b
+
+
+def test_title_is_escaped(fake_bundle: None) -> None:
+    page = tshtml.render_html(b"x", "<img src=x onerror=alert(1)> & co")
+    assert "<title>&lt;img src=x onerror=alert(1)&gt; &amp; co</title>" in page
+    assert "<img" not in page
+
+
+def test_missing_bundle_says_how_to_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Missing:
+        def joinpath(self, *parts: str) -> Missing:
+            return self
+
+        def read_text(self, encoding: str = "utf-8") -> str:
+            raise FileNotFoundError("viewer.js")
+
+    monkeypatch.setattr(tshtml.resources, "files", lambda pkg: Missing())
+    with pytest.raises(tshtml.BundleNotBuiltError, match="make build-webview"):
+        tshtml.render_html(b"x", "t")
+
+
+@needs_bundle
+def test_real_bundle_page_has_no_external_urls() -> None:
+    page = tshtml.render_html(GOLDEN.read_bytes(), "MLP")
+    assert len(page) > 100_000  # bundle + WASM inlined
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
+    assert len(_scripts(page)) == 2
+
+
+class TinyNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.fc(x))
+
+
+class Broken(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x).view(7, 7)
+
+
+@pytest.fixture
+def shown(monkeypatch: pytest.MonkeyPatch, fake_bundle: None) -> list[object]:
+    seen: list[object] = []
+    monkeypatch.setattr(notebook, "_display", seen.append)
+    return seen
+
+
+def test_show_displays_an_iframe_view(shown: list[object]) -> None:
+    assert torchscope.show(TinyNet(), torch.randn(2, 4)) is None
+    assert len(shown) == 1
+    view = shown[0]
+    assert isinstance(view, notebook.GraphView)
+    frag = view._repr_html_()
+    assert frag.startswith("<iframe srcdoc=") and frag.endswith("</iframe>")
+    assert 'sandbox="allow-scripts allow-downloads"' in frag
+    assert "allow-same-origin" not in frag
+    # The whole page is one attribute value: no raw markup leaks into the notebook.
+    srcdoc = re.match(r'<iframe srcdoc="([^"]*)"', frag).group(1)
+    assert "<" not in srcdoc
+    assert htmlmod.unescape(srcdoc) == view.page
+    assert view.title == "TinyNet"
+
+
+def test_show_displays_the_partial_graph_then_reraises(shown: list[object]) -> None:
+    with pytest.raises(RuntimeError):
+        torchscope.show(Broken(), torch.randn(2, 4))
+    assert len(shown) == 1
+    assert isinstance(shown[0], notebook.GraphView)
+
+
+def test_show_with_real_ipython_display(monkeypatch: pytest.MonkeyPatch, fake_bundle: None) -> None:
+    pytest.importorskip("IPython")
+    import IPython.display
+
+    captured: list[object] = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: captured.append(obj))
+    torchscope.show(TinyNet(), torch.randn(2, 4))
+    assert isinstance(captured[0], notebook.GraphView)
+    fmt = IPython.core.formatters.HTMLFormatter()
+    assert fmt(captured[0]).startswith("<iframe")
+
+
+def test_view_save(tmp_path: Path, fake_bundle: None) -> None:
+    view = notebook.GraphView(GOLDEN.read_bytes(), "MLP")
+    out = view.save(tmp_path / "mlp.html")
+    assert out.read_text(encoding="utf-8") == view.page
