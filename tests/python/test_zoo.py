@@ -1,0 +1,465 @@
+"""The traced graph of every zoo model against independent ground truth:
+our own forward hooks, `named_modules`, the real output and the format rules."""
+
+from __future__ import annotations
+
+import inspect
+
+import msgpack
+import pytest
+import torch
+from conftest import get_traced
+from torch import nn
+
+import torchscope
+import zoo
+
+# -- structure rules from docs/graph-format.md ------------------------------------
+
+
+def test_structure_rules(traced):
+    g = traced.graph
+    n_nodes = len(g.nodes)
+    assert n_nodes > 0
+    for i, n in enumerate(g.nodes):
+        assert n.id == i, "node i has id i"
+        assert n.kind in ("input", "output", "op", "module", "constant", "error")
+        if n.parent is not None:
+            assert 0 <= n.parent < i, f"node {i}: parent {n.parent} must come before its child"
+            assert g.nodes[n.parent].kind == "module", f"node {i}: parent is not a module call"
+        if n.kind in ("input", "output"):
+            assert n.parent is None, f"{n.kind} node {n.name!r} must be top level"
+        if n.kind != "module":
+            assert n.path == "" and n.call == 0 and n.params == 0 and n.defn is None
+    roots = [n for n in g.nodes if n.kind == "module" and n.parent is None]
+    assert len(roots) == 1, "exactly one top-level module call: the root model"
+    root = roots[0]
+    assert root.path == "" and root.call == 0
+    # everything the forward does is inside the root call
+    inside = zoo.subtree(g, root.id)
+    for n in g.nodes:
+        if n.kind in ("op", "module", "constant", "error"):
+            assert n.id in inside, f"{n.kind} {n.name!r} (node {n.id}) is outside the root call"
+    # edges join existing leaf nodes
+    has_children = {n.parent for n in g.nodes if n.parent is not None}
+    for e in g.edges:
+        assert 0 <= e.src < n_nodes and 0 <= e.dst < n_nodes
+        assert e.src != e.dst
+        assert e.src not in has_children, f"edge from module with children {g.nodes[e.src].path!r}"
+        assert e.dst not in has_children, f"edge into module with children {g.nodes[e.dst].path!r}"
+        assert g.nodes[e.src].kind != "output" and g.nodes[e.dst].kind not in ("input", "constant")
+        assert isinstance(e.dtype, str) and e.dtype
+        assert e.shape is not None and all(isinstance(d, int) and d >= 0 for d in e.shape)
+    # "one edge per distinct tensor passed to a call": no exact duplicates
+    wire = g.to_wire()
+    assert wire["stats"]["ops"] == sum(n.kind == "op" for n in g.nodes)
+    assert wire["stats"]["modules"] == sum(n.kind == "module" for n in g.nodes)
+    assert g.error is None
+    assert not [n for n in g.nodes if n.kind == "error"]
+
+
+def test_model_info(traced):
+    m = traced.model
+    info = traced.graph.model
+    cls = type(m)
+    assert info.name == cls.__name__
+    assert info.qualname == f"{cls.__module__}.{cls.__qualname__}"
+    assert info.params == sum(p.numel() for p in m.parameters())
+    first = next(iter(m.parameters()))
+    assert info.device == str(first.device)
+    assert info.dtype == str(first.dtype).removeprefix("torch.")
+
+
+# -- module calls against our own hooks ---------------------------------------------
+
+
+def test_module_calls_match_hooks(traced):
+    g = traced.graph
+    got = [(n.path, n.call, n.target) for n in zoo.module_nodes(g)]
+    want = [(c.path, c.call, c.qualname) for c in traced.calls]
+    assert got == want
+
+
+def test_module_names_params_and_nesting(traced):
+    g = traced.graph
+    mods = zoo.module_nodes(g)
+    assert len(mods) == len(traced.calls)
+    by_id = {}
+    for n, c in zip(mods, traced.calls):
+        by_id[n.id] = c
+        assert n.name == type(c.module).__name__
+        assert n.params == sum(p.numel() for p in c.module.parameters()), n.path
+        # nesting: the graph parent is the call that was open around this one
+        depth = sum(1 for a in zoo.ancestors(g, n.id) if g.nodes[a].kind == "module")
+        assert depth == c.depth, f"{n.path} call {n.call}: depth {depth}, hooks saw {c.depth}"
+    for n, c in zip(mods, traced.calls):
+        want = mods[c.parent].id if c.parent >= 0 else None
+        assert n.parent == want, f"{n.path} call {n.call}: parent {n.parent}, hooks say {want}"
+
+
+def _out_edges(g, nid):
+    inside = zoo.subtree(g, nid)
+    return [e for e in g.edges if e.src in inside and e.dst not in inside]
+
+
+def _in_edges(g, nid):
+    inside = zoo.subtree(g, nid)
+    return [e for e in g.edges if e.dst in inside and e.src not in inside]
+
+
+def test_module_output_edge_shapes(traced):
+    """Every tensor leaving a module call's box has the shape of one of the outputs our hooks saw."""
+    g = traced.graph
+    bad = []
+    for n, c in zip(zoo.module_nodes(g), traced.calls):
+        shapes = {(t.shape, t.dtype) for t in c.outputs}
+        for e in _out_edges(g, n.id):
+            if g.nodes[e.dst].kind == "error":
+                continue
+            if (tuple(e.shape), e.dtype) not in shapes:
+                bad.append((n.path, n.call, tuple(e.shape), e.dtype, sorted(shapes)))
+    assert not bad, f"edges leaving a module call with a shape it did not return: {bad[:5]}"
+
+
+def test_module_to_module_flow(traced):
+    """When call N receives as its first input a tensor that call M returned (unchanged), the
+    graph has an edge into N's box, from the box of a call that returned it (or from an op
+    that passed it on), with its shape."""
+    g = traced.graph
+    mods = zoo.module_nodes(g)
+    calls = traced.calls
+    missing = []
+    for j, cn in enumerate(calls):
+        # rotary embeddings read only .dtype / .device of their first input: no data flows
+        if not cn.inputs or "Rotary" in type(cn.module).__name__:
+            continue
+        first = cn.inputs[0]
+        producers = [
+            i
+            for i, cm in enumerate(calls[:j])
+            if 0 <= cm.finished
+            and any(t.ident == first.ident and t.version == first.version for t in cm.outputs)
+        ]
+        if not producers:
+            continue
+        src_nodes = set().union(*(zoo.subtree(g, mods[i].id) for i in producers))
+        # an op may hand the very same tensor on (F.dropout in eval mode returns its input)
+        src_nodes |= {
+            e.dst for e in g.edges
+            if e.src in src_nodes and g.nodes[e.dst].kind == "op" and tuple(e.shape) == first.shape
+        }
+        edges = [e for e in _in_edges(g, mods[j].id) if e.src in src_nodes]
+        if not any(tuple(e.shape) == first.shape and e.dtype == first.dtype for e in edges):
+            missing.append((calls[producers[-1]].path, cn.path, cn.call, first.shape))
+    assert not missing, f"no edge for module-to-module data flow (from, to, call, shape): {missing[:5]}"
+
+
+def test_leaf_module_calls_connect(traced):
+    """A module call with nothing inside (nn.Identity) has an edge in and an edge out."""
+    g = traced.graph
+    parents = {n.parent for n in g.nodes}
+    for n, c in zip(zoo.module_nodes(g), traced.calls):
+        if n.id in parents:
+            continue
+        ins = [e for e in g.edges if e.dst == n.id]
+        outs = [e for e in g.edges if e.src == n.id]
+        assert ins, f"leaf module call {n.path!r} has no input edge"
+        assert {(tuple(e.shape), e.dtype) for e in ins} <= {(t.shape, t.dtype) for t in c.inputs}
+        assert {(tuple(e.shape), e.dtype) for e in outs} <= {(t.shape, t.dtype) for t in c.outputs}
+
+
+# -- inputs and outputs ------------------------------------------------------------------
+
+
+def _named_inputs(model, args, kwargs):
+    bound = inspect.signature(model.forward).bind(*args, **kwargs)
+    out = []
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            for k, v in value.items():
+                out += _nested_names(v, k)
+        elif kind is inspect.Parameter.VAR_POSITIONAL:
+            for i, v in enumerate(value):
+                out += _nested_names(v, f"{name}[{i}]")
+        else:
+            out += _nested_names(value, name)
+    return out
+
+
+def _nested_names(v, name):
+    if isinstance(v, torch.Tensor):
+        return [(name, v)]
+    if isinstance(v, dict):
+        return [x for k, w in v.items() for x in _nested_names(w, f"{name}.{k}")]
+    if isinstance(v, (tuple, list)):
+        return [x for i, w in enumerate(v) for x in _nested_names(w, f"{name}[{i}]")]
+    return []
+
+
+def test_inputs(traced):
+    g = traced.graph
+    want = _named_inputs(traced.model, traced.args, traced.kwargs)
+    got = [n for n in g.nodes if n.kind == "input"]
+    assert [n.name for n in got] == [name for name, _ in want]
+    for n, (name, t) in zip(got, want):
+        outs = [e for e in g.edges if e.src == n.id]
+        for e in outs:
+            assert tuple(e.shape) == tuple(t.shape), name
+            assert e.dtype == str(t.dtype).removeprefix("torch."), name
+
+
+def test_nested_input_names():
+    g = get_traced("nested_inputs").graph
+    names = [n.name for n in g.nodes if n.kind == "input"]
+    assert names == ["x", "pair[0]", "pair[1][0]", "batch.bias", "batch.ids", "scale"]
+    # every input is read, so every input has an edge out
+    for n in g.nodes:
+        if n.kind == "input":
+            assert any(e.src == n.id for e in g.edges), n.name
+
+
+def test_outputs(traced):
+    g = traced.graph
+    want = zoo.named_outputs(traced.result)
+    got = [n for n in g.nodes if n.kind == "output"]
+    assert [n.name for n in got] == [name for name, _ in want]
+    for n, (name, t) in zip(got, want):
+        into = [e for e in g.edges if e.dst == n.id]
+        assert len(into) == 1, f"output {name!r} has {len(into)} edges in"
+        assert tuple(into[0].shape) == tuple(t.shape), name
+        assert into[0].dtype == str(t.dtype).removeprefix("torch."), name
+
+
+def test_output_names_by_kind():
+    assert [n.name for n in get_traced("mlp").graph.nodes if n.kind == "output"] == ["output"]
+    assert [n.name for n in get_traced("lstm_gru").graph.nodes if n.kind == "output"] == [
+        "output[0]", "output[1]"]
+    assert [n.name for n in get_traced("module_dict").graph.nodes if n.kind == "output"] == ["cls", "reg"]
+    assert [n.name for n in get_traced("dataclass_out").graph.nodes if n.kind == "output"] == [
+        "logits", "hidden"]
+    names = [n.name for n in get_traced("gpt2").graph.nodes if n.kind == "output"]
+    assert names[0] == "last_hidden_state"
+    names = [n.name for n in get_traced("nested_inputs").graph.nodes if n.kind == "output"]
+    assert names == ["output[0]", "output[1][0]", "output[1][1]"]
+
+
+def test_output_passthrough_of_input_edge():
+    """`batch["ids"]` is returned untouched: its output edge comes from its input node."""
+    g = get_traced("nested_inputs").graph
+    ids_in = next(n for n in g.nodes if n.kind == "input" and n.name == "batch.ids")
+    out = next(n for n in g.nodes if n.kind == "output" and n.name == "output[1][1]")
+    assert [e.src for e in g.edges if e.dst == out.id] == [ids_in.id]
+
+
+# -- specific models -----------------------------------------------------------------------
+
+
+def _op(g, name, parent_path=None):
+    ops = [n for n in g.nodes if n.kind == "op" and n.name == name]
+    if parent_path is not None:
+        ops = [n for n in ops if n.parent is not None and g.nodes[n.parent].path == parent_path]
+    return ops
+
+
+def test_mlp_op_parents():
+    g = get_traced("mlp").graph
+    root = g.module_call("", 0)
+    fc1 = g.module_call("fc1", 0)
+    [lin] = [n for n in g.nodes if n.kind == "op" and n.parent == fc1.id]
+    assert lin.target == "torch.nn.functional.linear"
+    [relu] = [n for n in g.nodes if n.kind == "op" and n.name == "relu"]
+    assert relu.parent == root.id and relu.target == "torch.relu"
+    # linear(fc1) -> relu -> linear(fc2) -> output
+    fc2 = g.module_call("fc2", 0)
+    [lin2] = [n for n in g.nodes if n.kind == "op" and n.parent == fc2.id]
+    assert any(e.src == lin.id and e.dst == relu.id and e.shape == [2, 32] for e in g.edges)
+    assert any(e.src == relu.id and e.dst == lin2.id and e.shape == [2, 32] for e in g.edges)
+
+
+def test_gpt2_attention_ops_inside_attention():
+    g = get_traced("gpt2").graph
+    attn_ops = [
+        n for n in g.nodes
+        if n.kind == "op" and ("scaled_dot_product_attention" in n.target or n.name == "softmax")
+    ]
+    assert attn_ops, "no attention op recorded"
+    for n in attn_ops:
+        parent = g.nodes[n.parent]
+        assert parent.kind == "module" and parent.name == "GPT2Attention", (n.target, parent.path)
+        assert parent.path.endswith(".attn")
+
+
+def test_identity_connects():
+    g = get_traced("identity").graph
+    ident = g.module_call("skip", 0)
+    assert ident.name == "Identity" and not g.children(ident.id)
+    pre_op = g.children(g.module_call("pre", 0).id)[0]
+    post_op = g.children(g.module_call("post", 0).id)[0]
+    assert [(e.src, e.shape) for e in g.edges if e.dst == ident.id] == [(pre_op.id, [2, 8])]
+    assert [(e.dst, e.shape) for e in g.edges if e.src == ident.id] == [(post_op.id, [2, 8])]
+    assert not any(e.src == pre_op.id and e.dst == post_op.id for e in g.edges)
+
+
+def test_deep_nesting_depth():
+    g = get_traced("deep_nesting").graph
+    deepest = g.module_call("inner.inner.inner.inner.inner.inner.lin", 0)
+    chain = zoo.ancestors(g, deepest.id)
+    assert len(chain) == 7
+    assert [g.nodes[a].path for a in chain][-1] == ""
+    ident = g.module_call("inner.inner.inner.inner.inner.inner.inner", 0)
+    assert ident.name == "Identity" and len(zoo.ancestors(g, ident.id)) == 7
+
+
+def test_shared_module_calls():
+    t = get_traced("shared_module")
+    g = t.graph
+    shared = [n for n in zoo.module_nodes(g) if n.path == "shared"]
+    assert [n.call for n in shared] == [0, 1, 2]
+    assert not [n for n in zoo.module_nodes(g) if n.path == "alias"]
+    # chained: linear(call 0) -> tanh -> linear(call 1) -> linear(call 2)
+    ops = [g.children(n.id)[0] for n in shared]
+    tanh = _op(g, "tanh")[0]
+    assert any(e.src == ops[0].id and e.dst == tanh.id for e in g.edges)
+    assert any(e.src == tanh.id and e.dst == ops[1].id for e in g.edges)
+    assert any(e.src == ops[1].id and e.dst == ops[2].id for e in g.edges)
+    assert g.module_call("", 0).params == sum(p.numel() for p in t.model.parameters())
+
+
+def test_t5_encoder_output_feeds_decoder_cross_attention():
+    g = get_traced("t5").graph
+    enc = zoo.subtree(g, g.module_call("encoder", 0).id)
+    dec = zoo.subtree(g, g.module_call("decoder", 0).id)
+    cross = [e for e in g.edges if e.src in enc and e.dst in dec]
+    assert cross and all(e.shape == [1, 7, 32] for e in cross)
+    # the decoder's two blocks both read the encoder states (cross-attention)
+    for blk in ("decoder.block.0", "decoder.block.1"):
+        inside = zoo.subtree(g, g.module_call(blk, 0).id)
+        assert any(e.src in enc and e.dst in inside for e in cross), blk
+
+
+def test_module_dict_paths():
+    g = get_traced("module_dict").graph
+    assert g.module_call("heads.cls", 0).attrs.get("out_features") == 3
+    assert g.module_call("heads.reg", 0).attrs.get("out_features") == 1
+    assert not [n for n in zoo.module_nodes(g) if n.path == "heads"], "ModuleDict is never called"
+
+
+def test_inplace_and_view_edges():
+    g = get_traced("inplace_view").graph
+    [add_] = _op(g, "add_")
+    [mul] = _op(g, "mul")
+    [setitem] = [n for n in g.nodes if n.kind == "op" and n.target == "Tensor.__setitem__"]
+    [sum_] = _op(g, "sum")
+    [mul_] = _op(g, "mul_")
+    [exp] = _op(g, "exp")
+    [view] = _op(g, "view")
+
+    def srcs(node):
+        return [e.src for e in g.edges if e.dst == node.id]
+
+    lin = g.children(g.module_call("lin", 0).id)[0]
+    assert srcs(add_) == [lin.id]
+    assert srcs(mul) == [add_.id], "reader after x.add_(1) gets its edge from add_"
+    assert srcs(setitem) == [add_.id]
+    assert srcs(sum_) == [setitem.id], "reader after x[0] = 0 gets its edge from the setitem"
+    assert srcs(view) == [setitem.id]
+    assert srcs(mul_) == [view.id]
+    assert srcs(exp) == [mul_.id], "reader of the base after an in-place op on a view"
+
+
+def test_parameter_used_directly_is_constant():
+    g = get_traced("param_direct").graph
+    consts = {n.target: n for n in g.nodes if n.kind == "constant"}
+    assert set(consts) == {"gate", "offset"}
+    root = g.module_call("", 0)
+    assert consts["gate"].parent == root.id and consts["gate"].name == "gate"
+    [mul] = _op(g, "mul")
+    assert any(e.src == consts["gate"].id and e.dst == mul.id and e.shape == [8] for e in g.edges)
+
+
+def test_linear_weights_never_constants(traced):
+    linear_params = set()
+    for path, m in traced.model.named_modules():
+        if isinstance(m, (nn.Linear, nn.Conv2d, nn.LayerNorm, nn.BatchNorm2d)):
+            for pname, _ in m.named_parameters(recurse=False):
+                linear_params.add(f"{path}.{pname}" if path else pname)
+    consts = [n.target for n in traced.graph.nodes if n.kind == "constant"]
+    assert not linear_params.intersection(consts)
+
+
+def test_factory_constant_has_callable_target():
+    g = get_traced("lstm_gru").graph
+    # nothing in the zoo's LSTM/GRU call makes constants from the user's side:
+    # every constant is either a factory (target a callable) or a parameter path
+    for n in g.nodes:
+        if n.kind == "constant":
+            assert n.target, n
+
+
+def test_op_attrs_carry_non_tensor_arguments():
+    g = get_traced("residual_cnn").graph
+    [mean] = _op(g, "mean")
+    assert mean.attrs.get("dim") == [2, 3]
+    conv = g.module_call("stem", 0)
+    assert conv.attrs.get("0") == 3 or conv.attrs.get("in_channels") == 3 or "3" in str(conv.attrs)
+
+
+# -- wire round trip -------------------------------------------------------------------------
+
+
+def test_wire_round_trip(traced):
+    g = traced.graph
+    raw = g.to_msgpack()
+    back = torchscope.Graph.from_wire(msgpack.unpackb(raw, raw=False))
+    assert len(back.nodes) == len(g.nodes) and len(back.edges) == len(g.edges)
+    assert back.to_wire()["nodes"] == g.to_wire()["nodes"]
+    assert back.to_wire()["edges"] == g.to_wire()["edges"]
+    assert back.to_wire()["groups"] == g.to_wire()["groups"]
+    assert back.to_wire()["model"] == g.to_wire()["model"]
+    for a, b in zip(g.nodes, back.nodes):
+        assert (a.id, a.kind, a.name, a.parent, a.target, a.path, a.call, a.params) == (
+            b.id, b.kind, b.name, b.parent, b.target, b.path, b.call, b.params)
+        assert (a.site is None) == (b.site is None)
+        if a.site:
+            assert (a.site.file, a.site.line, a.site.func) == (b.site.file, b.site.line, b.site.func)
+    wire = msgpack.unpackb(raw, raw=False)
+    assert wire["format"] == "torchscope.graph" and wire["version"] == 1
+    assert set(wire) >= {"format", "version", "model", "nodes", "edges", "groups", "error", "stats"}
+    for n in wire["nodes"]:
+        assert set(n) >= {"id", "kind", "name", "parent", "target", "path", "call", "site", "defn",
+                          "params", "attrs"}
+
+
+# -- meta device ---------------------------------------------------------------------------------
+
+
+def test_llama_on_meta_device():
+    from transformers import LlamaModel
+
+    with torch.device("meta"):
+        model = LlamaModel(zoo.llama_config(hidden=256, layers=4)).eval()
+    ids = torch.zeros(2, 16, dtype=torch.long, device="meta")
+    g = torchscope.trace(model, ids)
+    assert g.error is None
+    assert g.model.device == "meta"
+    calls, result, _keep = zoo.record_calls(model, (ids,), {})
+    assert [(n.path, n.call, n.target) for n in zoo.module_nodes(g)] == [
+        (c.path, c.call, c.qualname) for c in calls]
+    outs = [n for n in g.nodes if n.kind == "output"]
+    assert outs[0].name == "last_hidden_state"
+    [e] = [e for e in g.edges if e.dst == outs[0].id]
+    assert e.shape == [2, 16, 256]
+    layers = [n for n in zoo.module_nodes(g) if n.name == "LlamaDecoderLayer"]
+    assert len(layers) == 4
+    for n, c in zip(zoo.module_nodes(g), calls):
+        shapes = {t.shape for t in c.outputs}
+        for edge in _out_edges(g, n.id):
+            assert tuple(edge.shape) in shapes, (n.path, edge.shape)
+
+
+@pytest.mark.parametrize("name", ["mlp", "gpt2"])
+def test_trace_twice_gives_same_graph(name):
+    model, args, kwargs = zoo.build(name)
+    a, b = (torchscope.trace(model, *args, **kwargs).to_wire() for _ in range(2))
+    assert a["nodes"] == b["nodes"] and a["edges"] == b["edges"] and a["groups"] == b["groups"]
