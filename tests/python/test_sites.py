@@ -1,0 +1,168 @@
+"""`site` and `defn` point at real lines, and at the right ones (checked against the source text)."""
+
+from __future__ import annotations
+
+import linecache
+import os
+
+import pytest
+import torch
+from conftest import get_traced
+
+import torchscope
+import zoo
+
+ZOO_FILE = os.path.abspath(zoo.__file__)
+TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+# Python operators reach a TorchFunctionMode as the Tensor method (`a * b` → Tensor.mul)
+OPERATOR_TOKENS = {
+    "mul": ("*",), "add": ("+",), "sub": ("-",), "div": ("/",), "truediv": ("/",),
+    "matmul": ("@",), "getitem": ("[",), "setitem": ("[", "="), "gt": (">",), "lt": ("<",),
+    "ge": (">=",), "le": ("<=",), "eq": ("==",), "ne": ("!=",), "neg": ("-",), "pow": ("**",),
+    "iadd": ("+=",), "imul": ("*=",), "bool": ("if ", "while ", " and ", " or ", "not "),
+    "add_": ("+=",), "sub_": ("-=",), "mul_": ("*=",), "div_": ("/=",), "floordiv": ("//",),
+}
+# callables that transformers stores under another attribute name (`self.act = F.gelu`)
+ALIASES = {"gelu": ("act",), "silu": ("act",), "relu": ("act",)}
+
+
+def _line(site) -> str:
+    return linecache.getline(site.file, site.line)
+
+
+def _all_graphs():
+    return [get_traced(name).graph for name in zoo.WORKING]
+
+
+def _error_graphs():
+    out = []
+    for name, exc_type in zoo.ERRORS.items():
+        model, args, kwargs = zoo.build(name)
+        with pytest.raises(exc_type) as info:
+            torchscope.trace(model, *args, **kwargs)
+        out.append(info.value.torchscope_graph)
+    return out
+
+
+def test_every_site_is_a_real_line(traced):
+    for n in traced.graph.nodes:
+        for where, site in (("site", n.site), ("defn", n.defn)):
+            if site is None:
+                continue
+            assert os.path.isabs(site.file), (n.name, where, site)
+            assert os.path.isfile(site.file), (n.name, where, site)
+            lines = linecache.getlines(site.file)
+            assert 1 <= site.line <= len(lines), (n.name, where, site, len(lines))
+            assert lines[site.line - 1].strip(), (n.name, where, site, "blank line")
+
+
+def test_every_op_and_module_has_a_site(traced):
+    missing = [(n.kind, n.name) for n in traced.graph.nodes if n.kind in ("op", "module") and n.site is None]
+    assert not missing
+
+
+def test_sites_never_point_into_torchscope_or_call_machinery(traced):
+    pkg = os.path.dirname(os.path.abspath(torchscope.__file__)) + os.sep
+    machinery = [TORCH_DIR + p for p in ("nn/modules/module.py", "overrides.py", "nn/functional.py")]
+    for n in traced.graph.nodes:
+        if n.site is None:
+            continue
+        assert not n.site.file.startswith(pkg), (n.kind, n.name, n.site)
+        assert not any(n.site.file.startswith(m) for m in machinery), (n.kind, n.name, n.site)
+
+
+def test_module_defn_is_its_class_statement(traced):
+    bad = {}
+    for n in zoo.module_nodes(traced.graph):
+        assert n.defn is not None, n.path
+        text = _line(n.defn)
+        if f"class {n.name}" not in text:
+            bad[n.name] = f"{os.path.basename(n.defn.file)}:{n.defn.line}: {text.strip()!r}"
+    assert not bad, f"defn does not point at the class statement: {bad}"
+
+
+def _token_ok(name: str, text: str) -> bool:
+    if name in text:
+        return True
+    return any(tok in text for tok in OPERATOR_TOKENS.get(name, ()) + ALIASES.get(name, ()))
+
+
+def test_zoo_op_sites_point_at_the_calling_line(traced):
+    """An op written in a zoo model's forward points at the zoo line that contains the call."""
+    checked = 0
+    for n in traced.graph.nodes:
+        if n.kind not in ("op", "constant") or n.site is None or n.site.file != ZOO_FILE:
+            continue
+        text = _line(n.site)
+        assert n.site.func == "forward", (n.name, n.site)
+        assert _token_ok(n.name, text), f"{n.kind} {n.name!r} points at zoo.py:{n.site.line}: {text.strip()!r}"
+        checked += 1
+    if traced.name in ("mlp", "cnn_bn_eval", "inplace_view", "param_direct", "nested_inputs"):
+        assert checked >= 1, "no op of this zoo model points into zoo.py"
+
+
+def test_zoo_module_sites_point_at_the_calling_line(traced):
+    names: dict[int, set[str]] = {}
+    for path, m in traced.model.named_modules(remove_duplicate=False):
+        names.setdefault(id(m), set()).add(path.rsplit(".", 1)[-1])
+    by_path = dict(traced.model.named_modules())
+    for n in zoo.module_nodes(traced.graph):
+        if n.site is None or n.site.file != ZOO_FILE or n.path == "":
+            continue
+        text = _line(n.site)
+        attrs = names[id(by_path[n.path])]
+        assert any(a in text for a in attrs), f"module {n.path!r} points at zoo.py:{n.site.line}: {text!r}"
+
+
+def test_op_inside_linear_points_into_linear_py():
+    g = get_traced("mlp").graph
+    fc1 = g.module_call("fc1", 0)
+    [op] = g.children(fc1.id)
+    assert op.site.file == os.path.join(TORCH_DIR, "nn", "modules", "linear.py")
+    assert op.site.func == "forward"
+    assert "linear" in _line(op.site)
+
+
+def test_specific_zoo_lines():
+    g = get_traced("mlp").graph
+    [relu] = [n for n in g.nodes if n.kind == "op" and n.name == "relu"]
+    assert relu.site.file == ZOO_FILE and _line(relu.site).strip() == "h = torch.relu(h)"
+    fc2 = g.module_call("fc2", 0)
+    assert fc2.site.file == ZOO_FILE and _line(fc2.site).strip() == "return self.fc2(h)"
+    assert fc2.site.func == "forward"
+    g = get_traced("shared_module").graph
+    third = g.module_call("shared", 2)
+    assert _line(third.site).strip() == "h = self.alias(h)"
+
+
+def test_root_site_is_the_caller_of_trace():
+    model, args, kwargs = zoo.build("mlp")
+    g = torchscope.trace(model, *args, **kwargs)  # the root call's site is this line
+    root = g.module_call("", 0)
+    assert root.site.file == os.path.abspath(__file__)
+    assert "torchscope.trace(model" in _line(root.site)
+
+
+def test_transformers_op_sites_contain_the_call(traced):
+    """Ops recorded inside transformers code point at a transformers line naming the callable."""
+    if traced.name not in zoo.TRANSFORMERS:
+        pytest.skip("not a transformers model")  # parametrized over the whole zoo
+    bad = []
+    for n in traced.graph.nodes:
+        if n.kind != "op" or n.site is None or "/transformers/" not in n.site.file:
+            continue
+        # a multi-line expression reports the line it starts on: look at the statement
+        text = "".join(linecache.getline(n.site.file, n.site.line + k) for k in range(4))
+        if not _token_ok(n.name, text):
+            bad.append((n.name, n.site.line, text.strip()))
+    assert not bad, bad[:5]
+
+
+def test_error_graph_sites_are_real_lines():
+    for g in _error_graphs():
+        for n in g.nodes:
+            if n.site is not None:
+                assert 1 <= n.site.line <= len(linecache.getlines(n.site.file)), (n.name, n.site)
+        for s in g.error.traceback:
+            assert os.path.isfile(s.file) and 1 <= s.line <= len(linecache.getlines(s.file))
