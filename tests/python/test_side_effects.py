@@ -1,0 +1,174 @@
+"""A trace leaves no trace: parameters, buffers, flags, RNG, hooks, modes and grad mode as before,
+whether the forward returned or raised."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import torch
+from torch import nn
+
+import torchscope
+import zoo
+
+_mod = torch.nn.modules.module
+
+
+class Snapshot:
+    def __init__(self, model: nn.Module, args, kwargs) -> None:
+        self.state = {k: v.detach().clone() for k, v in model.state_dict(keep_vars=True).items()}
+        self.training = {p: m.training for p, m in model.named_modules()}
+        self.requires_grad = {k: p.requires_grad for k, p in model.named_parameters()}
+        self.dicts = {p: set(vars(m)) for p, m in model.named_modules()}
+        self.module_hooks = {
+            p: (len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks))
+            for p, m in model.named_modules()
+        }
+        self.rng = torch.get_rng_state()
+        self.global_hooks = self._global_hooks()
+        self.grad = torch.is_grad_enabled()
+        self.inputs = [t.clone() for t in zoo.flat_tensors((args, kwargs))]
+        self.gc = gc.isenabled()
+
+    @staticmethod
+    def _global_hooks():
+        return (
+            len(_mod._global_forward_hooks),
+            len(_mod._global_forward_pre_hooks),
+            len(getattr(_mod, "_global_forward_hooks_always_called", {})),
+            len(_mod._global_backward_hooks),
+        )
+
+    def check(self, model: nn.Module, args, kwargs) -> None:
+        now = model.state_dict(keep_vars=True)
+        assert set(now) == set(self.state)
+        changed = [k for k, v in now.items() if not torch.equal(v.detach(), self.state[k])]
+        assert not changed, f"parameters/buffers changed by the trace: {changed}"
+        assert {p: m.training for p, m in model.named_modules()} == self.training
+        assert {k: p.requires_grad for k, p in model.named_parameters()} == self.requires_grad
+        added = {p: set(vars(m)) - self.dicts[p] for p, m in model.named_modules()}
+        assert not any(added.values()), f"attributes left on modules: {added}"
+        assert {
+            p: (len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks))
+            for p, m in model.named_modules()
+        } == self.module_hooks
+        assert torch.equal(torch.get_rng_state(), self.rng), "RNG state changed"
+        assert self._global_hooks() == self.global_hooks, "global module hooks left behind"
+        assert not torch._C._is_torch_function_mode_enabled(), "a TorchFunctionMode is still active"
+        assert not torch.overrides._get_current_function_mode_stack()
+        assert torch.is_grad_enabled() == self.grad, "grad mode changed"
+        for a, b in zip(zoo.flat_tensors((args, kwargs)), self.inputs):
+            assert torch.equal(a, b), "an input tensor was changed"
+        assert gc.isenabled() == self.gc, "garbage collection left disabled"
+
+
+def _trace(model, args, kwargs):
+    """Trace; for the error models, expect the original exception."""
+    return torchscope.trace(model, *args, **kwargs)
+
+
+@pytest.mark.parametrize("name", list(zoo.ZOO))
+def test_no_side_effects(name):
+    model, args, kwargs = zoo.build(name)
+    snap = Snapshot(model, args, kwargs)
+    if name in zoo.ERRORS:
+        with pytest.raises(zoo.ERRORS[name]):
+            _trace(model, args, kwargs)
+    else:
+        _trace(model, args, kwargs)
+    snap.check(model, args, kwargs)
+
+
+@pytest.mark.parametrize("name", ["cnn_bn_train", "error_raise", "sets_attribute"])
+@pytest.mark.parametrize("grad", [True, False])
+def test_no_side_effects_under_either_grad_mode(name, grad):
+    model, args, kwargs = zoo.build(name)
+    with torch.set_grad_enabled(grad):
+        snap = Snapshot(model, args, kwargs)
+        torchscope.trace_call(model, args, kwargs, raise_errors=False)
+        snap.check(model, args, kwargs)
+
+
+@pytest.mark.parametrize("name", ["cnn_bn_train", "error_raise"])
+def test_batchnorm_train_really_updates_stats_without_torchscope(name):
+    """The side-effect test above is meaningful: a plain forward does move the running stats."""
+    model, args, kwargs = zoo.build(name)
+    before = {k: v.clone() for k, v in model.state_dict().items() if "running" in k or "num_batches" in k}
+    assert before
+    with torch.no_grad():
+        try:
+            model(*args, **kwargs)
+        except ValueError:
+            pass
+    after = model.state_dict()
+    assert any(not torch.equal(after[k], v) for k, v in before.items())
+
+
+def test_global_hook_registries_do_not_grow():
+    """torch's RemovableHandle for a global forward hook registered with_kwargs=True does not
+    remove its `_global_forward_hooks_with_kwargs` entry; the tracer must not leak one per trace."""
+    model, args, kwargs = zoo.build("mlp")
+    registries = [n for n in vars(_mod) if n.startswith("_global_") and n.endswith("hooks")]
+    registries += [n for n in vars(_mod) if n.startswith("_global_forward_hooks_")]
+    before = {n: len(getattr(_mod, n)) for n in registries}
+    for _ in range(3):
+        torchscope.trace(model, *args, **kwargs)
+    with pytest.raises(ValueError):
+        torchscope.trace(*zoo.build("error_raise")[:1], *zoo.build("error_raise")[1])
+    after = {n: len(getattr(_mod, n)) for n in registries}
+    assert after == before
+
+
+def test_attribute_set_in_forward_is_undone():
+    model, args, kwargs = zoo.build("sets_attribute")
+    torchscope.trace(model, *args, **kwargs)
+    assert not hasattr(model, "cache")
+    assert "cache" not in vars(model)
+    assert model.counter == 0
+
+
+def test_attribute_set_before_a_raise_is_undone():
+    model, args, kwargs = zoo.build("error_raise")
+    with pytest.raises(ValueError):
+        torchscope.trace(model, *args, **kwargs)
+    assert not hasattr(model, "partial")
+
+
+def test_train_mode_outputs_identical_after_trace():
+    """After the trace, the BatchNorm-train model behaves exactly like an untraced twin."""
+    model, args, kwargs = zoo.build("cnn_bn_train")
+    twin, _, _ = zoo.build("cnn_bn_train")
+    torchscope.trace(model, *args, **kwargs)
+    with torch.no_grad():
+        model.eval()
+        twin.eval()
+        assert torch.equal(model(*args), twin(*args))
+
+
+def test_rng_consumed_by_dropout_is_restored():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).train()
+    x = torch.randn(3, 4)
+    torch.manual_seed(123)
+    expected_next = torch.rand(5)
+    torch.manual_seed(123)
+    torchscope.trace(model, x)
+    assert torch.equal(torch.rand(5), expected_next)
+
+
+def test_parameter_written_in_place_is_restored():
+    class Writer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(3))
+
+        def forward(self, x):
+            self.w.add_(1)
+            return x * self.w
+
+    model = Writer()
+    x = torch.randn(3)
+    snap = Snapshot(model, (x,), {})
+    g = torchscope.trace(model, x)
+    snap.check(model, (x,), {})
+    assert any(n.kind == "op" and n.name == "add_" for n in g.nodes)
