@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import linecache
 import os
 import sys
 from types import CodeType, FrameType, TracebackType
@@ -103,6 +104,15 @@ def traceback_sites(tb: Optional[TracebackType]) -> list[Site]:
 _defn_cache: dict[type, Optional[Site]] = {}
 
 
+def _class_line(file: str, line: int, name: str) -> int:
+    """Step over decorators: the line of the `class Name` statement itself."""
+    for offset in range(0, 80):
+        text = linecache.getline(file, line + offset).lstrip()
+        if text.startswith(f"class {name}"):
+            return line + offset
+    return line
+
+
 def class_definition(cls: type) -> Optional[Site]:
     """File and line of a class statement; falls back to its forward's first line."""
     if cls in _defn_cache:
@@ -112,6 +122,7 @@ def class_definition(cls: type) -> Optional[Site]:
         file = inspect.getsourcefile(cls)
         if file:
             _, line = inspect.getsourcelines(cls)
+            line = _class_line(file, line, cls.__name__)
             site = Site(_abs(file), line, cls.__name__)
     except (OSError, TypeError):
         fwd = getattr(cls, "forward", None)

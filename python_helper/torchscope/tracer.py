@@ -49,7 +49,7 @@ class _ModuleInfo:
     defn: Optional[Site]
     params: int
     attrs: dict[str, Any]
-    own_tensors: frozenset[int]  # parameters/buffers a torch.nn layer uses internally
+    torch_layer: bool  # a torch.nn class: its own weights are internals, not constants
 
 
 @dataclass(slots=True)
@@ -90,13 +90,9 @@ class Recorder(TorchFunctionMode):
         self._extra_repr_cache: dict[str, dict[str, Any]] = {}
         self.paths = {id(m): p for p, m in named}
         self.param_counts = parameter_counts(model, [m for _, m in named])
-        self.tensor_names: dict[int, str] = {}
-        for prefix, m in named:
-            dot = prefix + "." if prefix else ""
-            for tensors in (m._parameters, m._buffers):
-                for name, t in tensors.items():
-                    if t is not None and id(t) not in self.tensor_names:
-                        self.tensor_names[id(t)] = dot + name
+        self._named = named
+        self._tensor_names: Optional[dict[int, str]] = None  # built on the first constant
+        self._own_tensors: dict[int, frozenset[int]] = {}
 
     # -- producers: which node last wrote a tensor ---------------------------
     def _source(self, t: Tensor) -> Optional[int]:
@@ -136,9 +132,9 @@ class Recorder(TorchFunctionMode):
     def _constant(self, t: Tensor) -> Optional[int]:
         """A node for a tensor no recorded call made: a parameter used directly, or an outside tensor."""
         key = id(t)
-        if self.module_stack and key in self._info(self.module_stack[-1]).own_tensors:
+        if self.module_stack and self._is_own_tensor(self.module_stack[-1], key):
             return None
-        path = self.tensor_names.get(key)
+        path = self.tensor_names().get(key)
         name, target = (path.rsplit(".", 1)[-1], path) if path else ("tensor", "")
         nid = self._add(Node(len(self.nodes), "constant", name, self._parent(), target))
         self._set_producer(t, nid)
@@ -185,7 +181,8 @@ class Recorder(TorchFunctionMode):
         try:
             self._record_call(info, args, kwargs, outs)
         except Exception:  # an exotic argument: keep a bare node rather than fail the trace
-            self._add(Node(len(self.nodes), "op", info.name, self._parent(), info.target, "", 0, _site()))
+            site = frame_site(sys._getframe(1))
+            self._add(Node(len(self.nodes), "op", info.name, self._parent(), info.target, "", 0, site))
         return result
 
     def _record_call(self, info: FuncInfo, args: tuple, kwargs: Optional[dict], outs: list[Tensor]) -> None:
@@ -220,8 +217,8 @@ class Recorder(TorchFunctionMode):
         try:
             inputs = _unique(_tensors_in(args, kwargs))
             if self.module_stack:  # a torch.nn layer's own weights are not drawn
-                own = self._info(self.module_stack[-1]).own_tensors
-                inputs = [t for t in inputs if id(t) not in own]
+                top = self.module_stack[-1]
+                inputs = [t for t in inputs if not self._is_own_tensor(top, id(t))]
         except Exception:
             inputs = []
         parent = self.stack[-1] if self.stack else None
@@ -234,8 +231,32 @@ class Recorder(TorchFunctionMode):
             info = self._module_infos[id(module)] = self._describe(module)
         return info
 
+    def tensor_names(self) -> dict[int, str]:
+        """Parameter and buffer paths by tensor id, for naming constants."""
+        if self._tensor_names is None:
+            names: dict[int, str] = {}
+            for prefix, m in self._named:
+                dot = prefix + "." if prefix else ""
+                for tensors in (m._parameters, m._buffers):
+                    for name, t in tensors.items():
+                        if t is not None and id(t) not in names:
+                            names[id(t)] = dot + name
+            self._tensor_names = names
+        return self._tensor_names
+
+    def _is_own_tensor(self, module: nn.Module, key: int) -> bool:
+        """A weight of a torch.nn layer (or of its submodules, as MultiheadAttention's out_proj)."""
+        if not self._info(module).torch_layer:
+            return False
+        own = self._own_tensors.get(id(module))
+        if own is None:
+            own = frozenset(id(t) for t in (*module.parameters(), *module.buffers()))
+            self._own_tensors[id(module)] = own
+        return key in own
+
     def _describe(self, module: nn.Module) -> _ModuleInfo:
         cls = type(module)
+        name, target, defn, torch_layer = _class_info(cls)
         path = self.paths.get(id(module))
         if path is None:
             path = f"<{cls.__name__}>"  # a module outside the traced model's tree
@@ -246,19 +267,11 @@ class Recorder(TorchFunctionMode):
                 attrs = self._extra_repr_cache[text] = split_extra_repr(text)
         except Exception:
             attrs = {}
-        own: frozenset[int] = frozenset()
-        if cls.__module__.startswith("torch.nn."):
-            own = frozenset(
-                [id(t) for t in module._parameters.values() if t is not None]
-                + [id(t) for t in module._buffers.values() if t is not None]
-            )
         params = self.param_counts.get(id(module))
         if params is None:  # a module from outside the model's tree
             with torch._C.DisableTorchFunction():
                 params = sum(p.numel() for p in module.parameters())
-        return _ModuleInfo(
-            cls.__name__, f"{cls.__module__}.{cls.__qualname__}", path, class_definition(cls), params, attrs, own
-        )
+        return _ModuleInfo(name, target, path, defn, params, attrs, torch_layer)
 
     def pre_hook(self, module: nn.Module, args: Any) -> None:
         info = self._info(module)
@@ -329,7 +342,22 @@ class Recorder(TorchFunctionMode):
 
 
 def _site() -> Optional[Site]:
-    return frame_site(sys._getframe(2))
+    return frame_site(sys._getframe(3))  # skip _site, its caller and the hook/mode frame
+
+
+_class_infos: dict[type, tuple[str, str, Optional[Site], bool]] = {}
+
+
+def _class_info(cls: type) -> tuple[str, str, Optional[Site], bool]:
+    info = _class_infos.get(cls)
+    if info is None:
+        info = _class_infos[cls] = (
+            cls.__name__,
+            f"{cls.__module__}.{cls.__qualname__}",
+            class_definition(cls),
+            cls.__module__.startswith("torch.nn."),
+        )
+    return info
 
 
 _HASHABLE = frozenset(
@@ -400,20 +428,11 @@ def parameter_counts(model: nn.Module, modules: list[nn.Module]) -> dict[int, in
             n += p.numel()
         own[id(m)] = n
     counts: dict[int, int] = {}
-
-    def total(m: nn.Module) -> int:
-        c = counts.get(id(m))
-        if c is None:
-            if shared:  # tied weights: count per subtree exactly
-                c = sum(p.numel() for p in m.parameters())
-            else:
-                c = own.get(id(m), 0) + sum(total(ch) for ch in m._modules.values() if ch is not None)
-            counts[id(m)] = c
-        return c
-
-    total(model)
-    for m in modules:
-        total(m)
+    for m in reversed(modules):  # pre-order reversed: children before their parent
+        counts[id(m)] = own[id(m)] + sum(counts.get(id(c), 0) for c in m._modules.values() if c is not None)
+    if shared or counts[id(model)] != sum(own.values()):
+        # tied weights or a module registered twice: count each subtree exactly
+        counts = {id(m): sum(p.numel() for p in m.parameters()) for m in modules}
     return counts
 
 
