@@ -31,9 +31,15 @@ class Boom(nn.Module):
         return self.fc2(h)  # 16 features into a Linear(32, ...): raises
 
 
-class Evil(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x * 2
+HOSTILE_NAME = "<img src=x onerror=alert(1)>"
+
+
+def _double(self: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+# A class whose name is markup: the viewer shows it as the module's name.
+Evil = type(HOSTILE_NAME, (nn.Module,), {"forward": _double})
 
 
 class Hostile(nn.Module):
@@ -41,15 +47,12 @@ class Hostile(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.add_module("<img src=x onerror=alert(1)>", Evil())
+        self.add_module(HOSTILE_NAME, Evil())
         self.fc = nn.Linear(4, 4)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.fc(x)
-        return getattr(self, "<img src=x onerror=alert(1)>")(x)
-
-
-HOSTILE_NAME = "<img src=x onerror=alert(1)>"
+        return getattr(self, HOSTILE_NAME)(x)
 
 
 def gpt2() -> tuple[nn.Module, tuple, dict]:

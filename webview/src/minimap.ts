@@ -13,14 +13,13 @@ export class Minimap {
   readonly canvas: HTMLCanvasElement;
   private base: HTMLCanvasElement | null = null;
   private layout: Layout | null = null;
-  private scale = 1;
+  private sx = 1;
+  private sy = 1;
   private dragging = false;
 
   constructor(
     parent: HTMLElement,
     private readonly onMove: (cx: number, cy: number) => void,
-    private readonly maxW = 180,
-    private readonly maxH = 200,
   ) {
     this.canvas = document.createElement("canvas");
     this.canvas.className = "ts-minimap";
@@ -28,7 +27,7 @@ export class Minimap {
     parent.appendChild(this.canvas);
     const move = (ev: PointerEvent): void => {
       const r = this.canvas.getBoundingClientRect();
-      this.onMove((ev.clientX - r.left) / this.scale, (ev.clientY - r.top) / this.scale);
+      this.onMove((ev.clientX - r.left) / this.sx, (ev.clientY - r.top) / this.sy);
     };
     this.canvas.addEventListener("pointerdown", (ev) => {
       this.dragging = true;
@@ -41,19 +40,27 @@ export class Minimap {
 
   setLayout(layout: Layout, colors: { node: string; cluster: string; bg: string }): void {
     this.layout = layout;
-    this.scale = Math.min(this.maxW / Math.max(layout.width, 1), this.maxH / Math.max(layout.height, 1));
-    const w = Math.max(20, Math.ceil(layout.width * this.scale));
-    const h = Math.max(20, Math.ceil(layout.height * this.scale));
+    // At most a quarter of the stage, so small notebook views stay usable.
+    const stage = this.canvas.parentElement!;
+    const maxW = Math.min(180, Math.max(60, stage.clientWidth * 0.25));
+    const maxH = Math.min(200, Math.max(60, stage.clientHeight * 0.3));
+    const lw = Math.max(layout.width, 1);
+    const lh = Math.max(layout.height, 1);
+    this.sy = Math.min(maxW / lw, maxH / lh);
+    // A very tall graph would be a hairline: stretch x to a usable minimum width.
+    this.sx = Math.min(maxW / lw, Math.max(this.sy, 36 / lw));
+    const w = Math.max(20, Math.ceil(lw * this.sx));
+    const h = Math.max(20, Math.ceil(lh * this.sy));
     const dpr = globalThis.devicePixelRatio || 1;
     const base = document.createElement("canvas");
     base.width = w * dpr;
     base.height = h * dpr;
     const ctx = base.getContext("2d")!;
-    ctx.scale(dpr * this.scale, dpr * this.scale);
+    ctx.scale(dpr * this.sx, dpr * this.sy);
     ctx.fillStyle = colors.bg;
     ctx.fillRect(0, 0, layout.width, layout.height);
     ctx.strokeStyle = colors.cluster;
-    ctx.lineWidth = 1 / this.scale;
+    ctx.lineWidth = 1 / this.sy;
     for (const c of layout.clusters) ctx.strokeRect(c.x, c.y, c.w, c.h);
     ctx.fillStyle = colors.node;
     for (const n of layout.nodes) ctx.fillRect(n.x - n.w / 2, n.y - n.h / 2, n.w, n.h);
@@ -72,9 +79,9 @@ export class Minimap {
     ctx.clearRect(0, 0, this.canvas.width, this.canvas.height);
     ctx.drawImage(this.base, 0, 0);
     const dpr = globalThis.devicePixelRatio || 1;
-    ctx.scale(dpr * this.scale, dpr * this.scale);
+    ctx.scale(dpr * this.sx, dpr * this.sy);
     ctx.strokeStyle = color;
-    ctx.lineWidth = 2 / this.scale;
+    ctx.lineWidth = 2 / this.sy;
     ctx.strokeRect(view.x, view.y, view.w, view.h);
   }
 }

@@ -1,0 +1,354 @@
+// The viewer in a real browser (Debian's Chromium) on standalone pages of real traced
+// models. Screenshots go to tests/artifacts/screenshots for a person to look at.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { encode } from "@msgpack/msgpack";
+import type { Browser, Locator, Page } from "playwright-core";
+import { FIXTURES, launch, open, ready, shot, type Opened } from "./browser";
+
+let browser: Browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+type Box = { x: number; y: number; width: number; height: number };
+
+async function box(l: Locator): Promise<Box> {
+  const b = await l.boundingBox();
+  assert.ok(b, "element is rendered");
+  return b;
+}
+
+/** Only the page itself, Blob URLs and data URLs: nothing from the network. */
+function assertOffline(o: Opened): void {
+  const external = o.requests.filter((u) => !/^(file|blob|data):/.test(u));
+  assert.deepEqual(external, []);
+}
+
+function assertNoErrors(o: Opened): void {
+  assert.deepEqual(o.errors, []);
+}
+
+async function clickAndWait(page: Page, selector: string): Promise<void> {
+  await page.click(selector);
+  await ready(page);
+}
+
+/** Node boxes must not overlap each other on screen. */
+async function assertNoOverlaps(page: Page): Promise<void> {
+  const rects = await page.$$eval(".ts-nodes > g > .ts-box", (els) =>
+    els.map((e) => {
+      const r = e.getBoundingClientRect();
+      return [r.left, r.top, r.right, r.bottom, (e.parentElement as HTMLElement).dataset.key];
+    }),
+  );
+  for (let i = 0; i < rects.length; i++) {
+    for (let j = i + 1; j < rects.length; j++) {
+      const [a, b] = [rects[i]!, rects[j]!] as [number, number, number, number, string][];
+      const overlap = a[0] < b[2] - 1 && b[0] < a[2] - 1 && a[1] < b[3] - 1 && b[1] < a[3] - 1;
+      assert.ok(!overlap, `${a[4]} overlaps ${b[4]}`);
+    }
+  }
+}
+
+/** Smallest on-screen font size of graph text at the current zoom. */
+async function minScreenFont(page: Page): Promise<number> {
+  return page.$$eval(".ts-scene text", (els) => {
+    const vp = document.querySelector(".ts-viewport")!;
+    const k = (vp as SVGGraphicsElement).getCTM()!.a;
+    return Math.min(...els.map((e) => parseFloat(getComputedStyle(e).fontSize) * k));
+  });
+}
+
+describe("GPT-2", () => {
+  let o: Opened;
+  let page: Page;
+  before(async () => {
+    o = await open(browser, "gpt2");
+    page = o.page;
+  });
+  after(async () => {
+    await page.context().close();
+  });
+
+  test("first render: collapsed, readable, inputs/outputs, shapes, folded blocks, overview", async () => {
+    await shot(page, "gpt2-initial");
+    assert.equal(await page.locator("#torchscope").getAttribute("data-state"), "ready");
+    // Root expanded as a labelled cluster, its children as boxes.
+    assert.equal(await page.locator('.ts-cluster[data-kind=module][data-path=""]').count(), 1);
+    for (const path of ["wte", "wpe", "drop", "ln_f"]) {
+      assert.equal(await page.locator(`.ts-node[data-kind=module][data-path="${path}"]`).count(), 1, path);
+    }
+    assert.equal(await page.locator(".ts-node[data-kind=module][data-path^='h.']").count(), 0, "blocks folded");
+    const group = page.locator(".ts-node[data-kind=group]");
+    assert.equal(await group.count(), 1);
+    assert.match((await group.textContent())!, /GPT2Block ×12/);
+    assert.equal(await page.locator(".ts-node[data-kind=input]").count(), 1);
+    assert.ok((await page.locator(".ts-node[data-kind=output]").count()) >= 1);
+    const labels = await page.locator(".ts-elabel").allTextContents();
+    assert.ok(labels.some((t) => /^1×16×768/.test(t)), "tensor shapes on edges");
+    assert.ok((await minScreenFont(page)) >= 10, "text at least 10 px on screen");
+    // The view starts at the inputs: the input box is on screen.
+    const input = await box(page.locator(".ts-node[data-kind=input]"));
+    const vp = page.viewportSize()!;
+    assert.ok(input.y > 0 && input.y + input.height < vp.height && input.x > 0 && input.x < vp.width);
+    assert.ok(await page.locator("canvas.ts-minimap").isVisible(), "overview shown");
+    await assertNoOverlaps(page);
+    assertNoErrors(o);
+    assertOffline(o);
+  });
+
+  test("expand a module and collapse it; the clicked box keeps its place", async () => {
+    const sel = '[data-kind=module][data-path="wte"]';
+    const key = (await page.locator(`.ts-node${sel}`).getAttribute("data-key"))!;
+    const before = await box(page.locator(`.ts-node${sel}`));
+    await clickAndWait(page, `[data-toggle="${key}"]`);
+    await shot(page, "gpt2-expanded-wte");
+    const cluster = page.locator(`.ts-cluster${sel}`);
+    assert.equal(await cluster.count(), 1, "drawn as a cluster");
+    assert.equal(await page.locator(`.ts-node${sel}`).count(), 0);
+    assert.match((await page.locator(`[data-head="${key}"]`).textContent())!, /Embedding/);
+    const after = await box(cluster);
+    assert.ok(Math.abs(after.x - before.x) <= 2 && Math.abs(after.y - before.y) <= 2,
+      `moved from ${before.x},${before.y} to ${after.x},${after.y}`);
+    assert.ok((await page.locator(".ts-node[data-kind=op]").allTextContents()).includes("embedding"));
+    await assertNoOverlaps(page);
+
+    await clickAndWait(page, `[data-toggle="${key}"]`);
+    const again = await box(page.locator(`.ts-node${sel}`));
+    assert.ok(Math.abs(again.x - before.x) <= 2 && Math.abs(again.y - before.y) <= 2, "back in place");
+    assert.equal(await page.locator(`.ts-cluster${sel}`).count(), 0);
+  });
+
+  test("the ×12 box unfolds into the blocks; double-click expands a block", async () => {
+    // The main frame, not the stacked shadows drawn behind the ×N box.
+    const before = await box(page.locator(".ts-node[data-kind=group] > .ts-box"));
+    await clickAndWait(page, "[data-toggle=g0]");
+    const after = await box(page.locator(".ts-cluster[data-kind=group] > .ts-frame"));
+    assert.ok(Math.abs(after.x - before.x) <= 2 && Math.abs(after.y - before.y) <= 2, "group keeps its place");
+    assert.equal(await page.locator(".ts-node[data-kind=module][data-path^='h.']").count(), 12);
+    // Bring h.3 into view the way a person would: search for it and press Enter.
+    await page.fill("[data-role=search]", "h.3");
+    await page.press("[data-role=search]", "Enter");
+    await ready(page);
+    await page.press("[data-role=search]", "Escape");
+    const h3 = page.locator('.ts-node[data-kind=module][data-path="h.3"]');
+    const p3 = await box(h3);
+    await h3.dblclick({ position: { x: p3.width - 6, y: p3.height / 2 } });
+    await ready(page);
+    await page.waitForSelector('.ts-cluster[data-kind=module][data-path="h.3"]');
+    const c3 = await box(page.locator('.ts-cluster[data-kind=module][data-path="h.3"]'));
+    assert.ok(Math.abs(c3.x - p3.x) <= 2 && Math.abs(c3.y - p3.y) <= 2, "double-clicked box keeps its place");
+    assert.ok(await page.locator('.ts-node[data-kind=module][data-path="h.3.attn"]').count());
+    await shot(page, "gpt2-block-expanded");
+    await assertNoOverlaps(page);
+    await clickAndWait(page, "[data-action=collapse-all]");
+    assert.equal(await page.locator(".ts-node[data-kind=group]").count(), 1);
+  });
+
+  test("hover shows kind, target, shapes, dtype, params and site", async () => {
+    const wte = page.locator('.ts-node[data-kind=module][data-path="wte"]');
+    await wte.hover();
+    const tip = page.locator(".ts-tooltip");
+    await tip.waitFor({ state: "visible" });
+    const text = (await tip.textContent())!;
+    assert.match(text, /kind\s*module/);
+    assert.match(text, /torch\.nn\.modules\.sparse\.Embedding/);
+    assert.match(text, /1×16 int64/);
+    assert.match(text, /1×16×768 float32/);
+    assert.match(text, /params\s*38\.\d+M/);
+    assert.match(text, /modeling_gpt2\.py:\d+/);
+    await shot(page, "gpt2-hover");
+    await page.mouse.move(2, 300);
+  });
+
+  test("search finds a nested op, highlights its collapsed ancestor, Enter steps to it", async () => {
+    await clickAndWait(page, "[data-action=collapse-all]");
+    await page.fill("[data-role=search]", "scaled_dot_product");
+    assert.match((await page.locator("[data-role=search-count]").textContent())!, /^12 found/);
+    assert.equal(await page.locator(".ts-node[data-kind=group].ts-match").count(), 1, "folded group highlighted");
+    await page.press("[data-role=search]", "Enter");
+    await ready(page);
+    const cur = page.locator(".ts-current");
+    await cur.waitFor();
+    assert.equal(await cur.getAttribute("data-kind"), "op");
+    assert.match((await cur.textContent())!, /scaled_dot_product_attention/);
+    const b = await box(cur);
+    const vp = page.viewportSize()!;
+    assert.ok(b.x >= 0 && b.y >= 0 && b.x + b.width <= vp.width && b.y + b.height <= vp.height, "zoomed to it");
+    assert.match((await page.locator("[data-role=search-count]").textContent())!, /^1 \/ 12/);
+    await shot(page, "gpt2-search");
+    await page.press("[data-role=search]", "Enter");
+    await ready(page);
+    assert.match((await page.locator("[data-role=search-count]").textContent())!, /^2 \/ 12/);
+    await page.press("[data-role=search]", "Escape");
+    assert.equal(await page.locator(".ts-match").count(), 0);
+  });
+
+  test("clicking a node reveals its source line through the host", async () => {
+    await clickAndWait(page, "[data-action=collapse-all]");
+    await page.click('.ts-node[data-kind=module][data-path="ln_f"]');
+    assert.match((await page.locator("[data-role=status]").textContent())!, /modeling_gpt2\.py:\d+/);
+  });
+
+  test("export SVG and PNG", async () => {
+    const [svgDl] = await Promise.all([page.waitForEvent("download"), page.click("[data-action=export-svg]")]);
+    assert.match(svgDl.suggestedFilename(), /\.svg$/);
+    const svg = readFileSync((await svgDl.path())!, "utf8");
+    assert.match(svg, /^<svg[^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    assert.ok(svg.includes("GPT2Block ×12") && svg.includes("1×16×768"));
+    assert.ok(!/<script|<foreignObject/i.test(svg));
+    assert.match(svg, /fill="rgb\(/, "styles inlined, the file stands alone");
+    writeFileSync(join(FIXTURES, "..", "gpt2-export.svg"), svg);
+    const [pngDl] = await Promise.all([page.waitForEvent("download"), page.click("[data-action=export-png]")]);
+    const png = readFileSync((await pngDl.path())!);
+    assert.deepEqual([...png.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+    assert.ok(png.length > 5000);
+  });
+
+  test("keyboard: e expands all, c collapses, f fits", async () => {
+    await page.click(".ts-svg", { position: { x: 5, y: 5 } });
+    await page.keyboard.press("e");
+    await ready(page);
+    assert.ok((await page.locator(".ts-node[data-kind=op]").count()) > 400, "expand all shows the ops");
+    assert.equal(await page.locator(".ts-node[data-kind=module]").count(), 0, "no collapsed module left");
+    await assertNoOverlaps(page);
+    await page.keyboard.press("f");
+    await shot(page, "gpt2-expand-all-fit");
+    await page.keyboard.press("c");
+    await ready(page);
+    assert.equal(await page.locator(".ts-node[data-kind=group]").count(), 1);
+    assertNoErrors(o);
+  });
+});
+
+describe("ResNet-50", () => {
+  test("renders, expands the encoder, dark palette", async () => {
+    const o = await open(browser, "resnet50", { dark: true });
+    const page = o.page;
+    await shot(page, "resnet50-initial-dark");
+    assert.ok((await minScreenFont(page)) >= 10);
+    const enc = '[data-kind=module][data-path="encoder"]';
+    const key = (await page.locator(`.ts-node${enc}`).getAttribute("data-key"))!;
+    const b0 = await box(page.locator(`.ts-node${enc}`));
+    await clickAndWait(page, `[data-toggle="${key}"]`);
+    const b1 = await box(page.locator(`.ts-cluster${enc}`));
+    assert.ok(Math.abs(b1.x - b0.x) <= 2 && Math.abs(b1.y - b0.y) <= 2);
+    await shot(page, "resnet50-encoder-dark");
+    await assertNoOverlaps(page);
+    // Depth control: the encoder is open (depth 2); one more level.
+    assert.equal(await page.locator("[data-role=depth]").textContent(), "2");
+    await clickAndWait(page, "[data-action=depth-up]");
+    assert.equal(await page.locator("[data-role=depth]").textContent(), "3");
+    assert.equal(await page.locator(".ts-node[data-kind=group]").count(), 4, "stages show their ×N boxes");
+    await shot(page, "resnet50-depth3-dark");
+    await clickAndWait(page, "[data-action=depth-up]");
+    assert.equal(await page.locator(".ts-node[data-kind=group]").count(), 0, "groups unfold one level deeper");
+    assertNoErrors(o);
+    assertOffline(o);
+    await page.context().close();
+  });
+});
+
+describe("error graph", () => {
+  test("banner with type and message; clicking it selects the error node, drawn in the error colour", async () => {
+    const o = await open(browser, "error");
+    const page = o.page;
+    const banner = page.locator(".ts-banner");
+    assert.ok(await banner.isVisible());
+    assert.match((await banner.textContent())!, /RuntimeError: mat1 and mat2 shapes cannot be multiplied/);
+    // Collapsed: the module holding the error is marked.
+    assert.equal(await page.locator(".ts-has-error").count(), 1);
+    await shot(page, "error-initial");
+    await banner.click();
+    await ready(page);
+    const err = page.locator(".ts-node[data-kind=error]");
+    await err.waitFor();
+    assert.match((await err.getAttribute("class"))!, /ts-selected/);
+    const colors = await err.evaluate((g) => {
+      const rect = g.querySelector(".ts-box")!;
+      const banner = document.querySelector(".ts-banner")!;
+      return { text: getComputedStyle(g.querySelector("text")!).fill, banner: getComputedStyle(banner).color, stroke: getComputedStyle(rect).stroke };
+    });
+    assert.equal(colors.text, colors.banner, "error node text in the error colour");
+    assert.equal(colors.stroke, colors.banner);
+    await shot(page, "error-revealed");
+    assertNoErrors(o);
+    await page.context().close();
+  });
+});
+
+describe("hostile names", () => {
+  test("a module named <img src=x onerror=alert(1)> shows those characters", async () => {
+    const o = await open(browser, "hostile");
+    const page = o.page;
+    const evil = page.locator('.ts-node[data-kind=module]:not([data-path="fc"])');
+    assert.equal(await evil.count(), 1);
+    assert.equal(await evil.locator(".ts-title").textContent(), "<img src=x onerror=alert(1)>");
+    assert.equal(await evil.getAttribute("data-path"), "<img src=x onerror=alert(1)>");
+    assert.equal(await page.locator("img").count(), 0, "no element was created from the label");
+    await evil.hover();
+    assert.match((await page.locator(".ts-tooltip").textContent())!, /<img src=x onerror=alert\(1\)>/);
+    await shot(page, "hostile");
+    assert.equal(await page.locator(".ts-tooltip img").count(), 0);
+    assertNoErrors(o); // also: no alert() dialog fired
+    await page.context().close();
+  });
+});
+
+describe("bad files", () => {
+  async function pageWithData(name: string, base64: string): Promise<Page> {
+    const html = readFileSync(join(FIXTURES, "hostile.html"), "utf8").replace(
+      /(id="torchscope-graph">)[^<]*/,
+      (_m, open: string) => open + base64,
+    );
+    const file = join(FIXTURES, `${name}.html`);
+    writeFileSync(file, html);
+    const ctx = await browser.newContext();
+    const page = await ctx.newPage();
+    await page.goto(pathToFileURL(file).href);
+    await page.waitForSelector("#torchscope[data-state=error]");
+    return page;
+  }
+
+  test("a malformed file shows a clear message", async () => {
+    const page = await pageWithData("bad-garbage", Buffer.from("not msgpack at all \xc1").toString("base64"));
+    assert.match((await page.locator(".ts-fatal").textContent())!, /can't be shown.*(not valid msgpack|not a map|not a torchscope graph)/s);
+    await shot(page, "bad-garbage");
+    await page.context().close();
+  });
+
+  test("a newer format version says to update", async () => {
+    const data = Buffer.from(encode({ format: "torchscope.graph", version: 99, nodes: [], edges: [] })).toString("base64");
+    const page = await pageWithData("bad-version", data);
+    assert.match((await page.locator(".ts-fatal").textContent())!, /version 99 is newer.*update torchscope/);
+    await page.context().close();
+  });
+});
+
+describe("notebook", () => {
+  test("two views in one page (sandboxed srcdoc iframes) both draw", async () => {
+    const page1 = readFileSync(join(FIXTURES, "gpt2.html"), "utf8");
+    const page2 = readFileSync(join(FIXTURES, "resnet50.html"), "utf8");
+    const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+    const frame = (s: string) => `<iframe srcdoc="${esc(s)}" sandbox="allow-scripts allow-downloads" style="width:100%;height:420px"></iframe>`;
+    const file = join(FIXTURES, "notebook.html");
+    writeFileSync(file, `<!DOCTYPE html><html><body>${frame(page1)}${frame(page2)}</body></html>`);
+    const ctx = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    const page = await ctx.newPage();
+    const errors: string[] = [];
+    page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+    await page.goto(pathToFileURL(file).href);
+    for (const f of page.frames().slice(1)) await ready(f as unknown as Page);
+    assert.equal(page.frames().length, 3);
+    await shot(page, "notebook-two-views");
+    assert.deepEqual(errors, []);
+    await ctx.close();
+  });
+});
