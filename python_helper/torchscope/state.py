@@ -45,9 +45,8 @@ class ModelState:
         """Put everything back; returns warnings about what could not be restored."""
         warnings: list[str] = []
         with torch.no_grad():
-            for b, copy, version in self.buffers:
-                if b._version != version:
-                    b.copy_(copy)
+            for b, copy, _version in self.buffers:
+                b.copy_(copy)  # kernels such as batch_norm update running stats without a version bump
             for p, copy in self.saved_params.values():
                 p.copy_(copy)
         for p, version in self.param_versions.values():

@@ -502,6 +502,8 @@ def _trace(
         elapsed = (time.perf_counter() - start) * 1000
         for h in handles:
             h.remove()
+            # torch's handle forgets this registry (torch 2.13): clean it ourselves
+            nn.modules.module._global_forward_hooks_with_kwargs.pop(h.id, None)
         state.restore()
     graph = Graph(model_info(model), rec.nodes, rec.edges, trace_ms=elapsed)
     if error is None:
