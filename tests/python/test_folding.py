@@ -1,0 +1,116 @@
+"""Repeated-block folding: groups of consecutive sibling module calls with the same structure."""
+
+from __future__ import annotations
+
+import torch
+from conftest import get_traced
+from torch import nn
+
+import torchscope
+import zoo
+
+
+def _check_group_rules(g):
+    """The rules of docs/graph-format.md, section Group, checked on the graph itself."""
+    kids = zoo.children_map(g)
+    for grp in g.groups:
+        assert len(grp.members) >= 2
+        members = [g.nodes[m] for m in grp.members]
+        assert all(m.kind == "module" for m in members)
+        assert all(m.parent == grp.parent for m in members)
+        assert len({m.target for m in members}) == 1, "members have the same class"
+        assert grp.members == sorted(grp.members)
+        siblings = kids.get(grp.parent, [])
+        pos = [siblings.index(m) for m in grp.members]
+        assert pos == list(range(pos[0], pos[0] + len(pos))), "members are consecutive siblings"
+        # nothing but members' own descendants lies between two members
+        inside = set().union(*(zoo.subtree(g, m) for m in grp.members))
+        for nid in range(grp.members[0], max(inside) + 1):
+            assert nid in inside, f"node {nid} lies between members of {grp.name!r}"
+        assert grp.name == f"{members[0].name} ×{len(members)}"
+        # same structure: same child sequence (kind, target) recursively, same edge shapes out
+        sigs = [_structure(g, kids, m) for m in grp.members]
+        assert all(s == sigs[0] for s in sigs), f"members of {grp.name!r} differ"
+
+
+def _structure(g, kids, nid):
+    n = g.nodes[nid]
+    what = n.name if n.kind == "constant" else n.target  # a constant's target is its own path
+    out_shapes = tuple(sorted({tuple(e.shape) for e in g.edges if e.src == nid}))
+    return (n.kind, what, n.params, out_shapes, tuple(_structure(g, kids, c) for c in kids.get(nid, [])))
+
+
+def test_group_rules_hold_across_the_zoo(traced):
+    _check_group_rules(traced.graph)
+
+
+def test_gpt2_four_blocks_fold_into_one_group():
+    model, args, kwargs = zoo.gpt2(n_layer=4)
+    g = torchscope.trace(model, *args, **kwargs)
+    root = g.module_call("", 0)
+    blocks = [g.module_call(f"h.{i}", 0) for i in range(4)]
+    assert all(b.name == "GPT2Block" and b.parent == root.id for b in blocks)
+    block_groups = [grp for grp in g.groups if g.nodes[grp.members[0]].name == "GPT2Block"]
+    assert len(block_groups) == 1
+    [grp] = block_groups
+    assert grp.members == [b.id for b in blocks]
+    assert grp.parent == root.id
+    assert grp.name == "GPT2Block ×4"
+    _check_group_rules(g)
+    wire = g.to_wire()
+    assert {"parent": root.id, "members": [b.id for b in blocks], "name": "GPT2Block ×4"} in wire["groups"]
+
+
+def test_blocks_of_different_shapes_do_not_fold():
+    model = zoo.GrowingBlocks().eval()
+    g = torchscope.trace(model, torch.randn(2, 8))
+    blocks = [g.module_call(f"blocks.{i}", 0) for i in range(3)]
+    assert len({b.target for b in blocks}) == 1
+    for grp in g.groups:
+        assert not set(grp.members) & {b.id for b in blocks}, f"blocks of different shapes folded: {grp}"
+    _check_group_rules(g)
+
+
+def test_same_shapes_different_ops_do_not_fold():
+    class A(nn.Module):
+        def __init__(self, act: bool) -> None:
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+            self.act = act
+
+        def forward(self, x):
+            h = self.fc(x)
+            return torch.relu(h) if self.act else torch.tanh(h)
+
+    model = nn.Sequential(A(True), A(False), A(True))
+    g = torchscope.trace(model, torch.randn(2, 8))
+    assert not [grp for grp in g.groups if g.nodes[grp.members[0]].name == "A"]
+
+
+def test_identical_blocks_in_sequential_fold():
+    g = get_traced("residual_cnn").graph
+    seq = g.module_call("blocks", 0)
+    res_groups = [grp for grp in g.groups if grp.parent == seq.id]
+    assert len(res_groups) == 1
+    assert res_groups[0].members == [g.module_call(f"blocks.{i}", 0).id for i in range(3)]
+    assert res_groups[0].name == "ResBlock ×3"
+
+
+def test_llama_decoder_layers_fold():
+    g = get_traced("llama").graph
+    layers = [n.id for n in zoo.module_nodes(g) if n.name == "LlamaDecoderLayer"]
+    assert any(grp.members == layers for grp in g.groups)
+
+
+def test_a_single_block_is_not_a_group():
+    model, args, kwargs = zoo.gpt2(n_layer=1)
+    g = torchscope.trace(model, *args, **kwargs)
+    assert not [grp for grp in g.groups if g.nodes[grp.members[0]].name == "GPT2Block"]
+
+
+def test_groups_survive_the_wire():
+    model, args, kwargs = zoo.gpt2(n_layer=4)
+    g = torchscope.trace(model, *args, **kwargs)
+    back = torchscope.Graph.from_wire(g.to_wire())
+    assert [(x.parent, x.members, x.name) for x in back.groups] == [
+        (x.parent, x.members, x.name) for x in g.groups]
