@@ -77,18 +77,40 @@ def import_file(path: Path, source: Optional[str] = None) -> ModuleType:
     return module
 
 
-def build(target: str, device: str = "cpu", source: Optional[str] = None) -> Built:
-    """Import the file and build the model named by `target` on `device`."""
+def build(
+    target: str, device: str = "cpu", source: Optional[str] = None, ctor_args: Optional[str] = None
+) -> Built:
+    """Import the file and build the model named by `target` on `device`.
+
+    `ctor_args` is call-argument text for a class that needs them (`"10, hidden=64"`)."""
     path, name = split_target(target)
     module = import_file(path, source)
     if not hasattr(module, name):
         raise TargetError(f"{path.name} has no name {name!r}")
     obj = getattr(module, name)
     with torch.device(device):
-        model, example = _instantiate(obj, name)
+        if ctor_args and inspect.isclass(obj):
+            model, example = _construct(obj, name, ctor_args, module), None
+        else:
+            model, example = _instantiate(obj, name)
     if device != "cpu" and not _on_device(model, device):
         model = model.to(device)
     return Built(model, example, module)
+
+
+def _construct(cls: type, name: str, ctor_args: str, module: ModuleType) -> nn.Module:
+    scope = {**module.__dict__, "torch": torch, "nn": nn, "_cls": cls}
+    try:
+        model = eval(f"_cls({ctor_args})", scope)  # noqa: S307 - the user's own arguments
+    except Exception as exc:
+        raise TargetError(f"{name}({ctor_args}) failed: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(model, nn.Module):
+        raise TargetError(f"{name}({ctor_args}) is not an nn.Module")
+    return model
+
+
+class NeedsConstructorArgs(TargetError):
+    """The class's constructor has required parameters."""
 
 
 def _instantiate(obj: Any, name: str) -> tuple[nn.Module, Optional[Any]]:
@@ -100,7 +122,7 @@ def _instantiate(obj: Any, name: str) -> tuple[nn.Module, Optional[Any]]:
         try:
             inspect.signature(obj).bind()
         except TypeError as exc:
-            raise TargetError(f"{name}() needs constructor arguments ({exc}); "
+            raise NeedsConstructorArgs(f"{name}() needs constructor arguments ({exc}); "
                               "point at a factory function that builds it instead") from exc
         return obj(), None
     if callable(obj):
