@@ -463,3 +463,13 @@ def test_trace_twice_gives_same_graph(name):
     model, args, kwargs = zoo.build(name)
     a, b = (torchscope.trace(model, *args, **kwargs).to_wire() for _ in range(2))
     assert a["nodes"] == b["nodes"] and a["edges"] == b["edges"] and a["groups"] == b["groups"]
+
+
+def test_op_parents_are_the_innermost_running_module(traced):
+    """Each op (in order) sits in the module call our own hooks saw running around it."""
+    twin, args, kwargs = zoo.build(traced.name)
+    want = zoo.record_ops(twin, args, kwargs)
+    g = traced.graph
+    call_index = {n.id: i for i, n in enumerate(zoo.module_nodes(g))}
+    got = [(n.name, call_index[n.parent]) for n in g.nodes if n.kind == "op"]
+    assert got == want

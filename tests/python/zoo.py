@@ -748,3 +748,45 @@ def ancestors(graph, nid: int) -> list[int]:
 
 def module_nodes(graph) -> list:
     return [n for n in graph.nodes if n.kind == "module"]
+
+
+def record_ops(model: nn.Module, args: tuple, kwargs: dict) -> list[tuple[str, int]]:
+    """(short name, index of the innermost running module call) of every outermost torch call
+    that takes a tensor and returns one (or writes its first argument): our own minimal
+    TorchFunctionMode next to per-module hooks, as an independent reference for op parents."""
+    from torch.overrides import TorchFunctionMode
+
+    open_calls: list[int] = []
+    n_calls = [0]
+    ops: list[tuple[str, int]] = []
+
+    def pre(mod, a):
+        open_calls.append(n_calls[0])
+        n_calls[0] += 1
+
+    def post(mod, a, result):
+        open_calls.pop()
+
+    class Ops(TorchFunctionMode):
+        def __torch_function__(self, func, types, a=(), kw=None):
+            result = func(*a, **(kw or {}))
+            name = getattr(func, "__name__", "") or ""
+            takes = flat_tensors((a, kw or {}))
+            gives = flat_tensors(result) if isinstance(result, (torch.Tensor, tuple, list)) else []
+            writes = name in ("__setitem__",) or (name.endswith("_") and not name.startswith("_"))
+            if takes and (gives or (result is None and writes)):
+                short = name.strip("_") if name.startswith("__") else name
+                ops.append((short, open_calls[-1] if open_calls else -1))
+            return result
+
+    handles = []
+    for _, m in model.named_modules():
+        handles.append(m.register_forward_pre_hook(pre))
+        handles.append(m.register_forward_hook(post, always_call=True))
+    try:
+        with torch.no_grad(), Ops():
+            model(*args, **kwargs)
+    finally:
+        for h in handles:
+            h.remove()
+    return ops
