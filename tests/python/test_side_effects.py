@@ -172,3 +172,43 @@ def test_parameter_written_in_place_is_restored():
     g = torchscope.trace(model, x)
     snap.check(model, (x,), {})
     assert any(n.kind == "op" and n.name == "add_" for n in g.nodes)
+
+
+def test_training_flag_flipped_inside_forward_is_restored():
+    class Flipper(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.drop = nn.Dropout(0.1)
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            self.drop.eval()
+            self.lin.train(False)
+            return self.drop(self.lin(x))
+
+    model = Flipper().train()
+    x = torch.randn(2, 3)
+    snap = Snapshot(model, (x,), {})
+    torchscope.trace(model, x)
+    snap.check(model, (x,), {})
+    assert model.drop.training and model.lin.training
+
+
+def test_cancelled_trace_restores_state():
+    class BNMany(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bn = nn.BatchNorm1d(4, momentum=0.9)
+
+        def forward(self, x):
+            h = self.bn(x)
+            for _ in range(200):
+                h = h + 1
+            return h
+
+    model = BNMany().train()
+    x = torch.randn(5, 4)
+    snap = Snapshot(model, (x,), {})
+    with pytest.raises(torchscope.TraceCancelled):
+        torchscope.trace_call(model, (x,), {}, cancel=lambda: True)
+    snap.check(model, (x,), {})

@@ -473,3 +473,134 @@ def test_op_parents_are_the_innermost_running_module(traced):
     call_index = {n.id: i for i, n in enumerate(zoo.module_nodes(g))}
     got = [(n.name, call_index[n.parent]) for n in g.nodes if n.kind == "op"]
     assert got == want
+
+
+# -- smaller behaviours ------------------------------------------------------------------------
+
+
+def test_module_attrs_from_extra_repr():
+    g = get_traced("cnn_bn_eval").graph
+    assert g.module_call("head", 0).attrs == {"in_features": 8, "out_features": 4, "bias": True}
+    assert g.module_call("bn1", 0).attrs.get("momentum") == 0.5
+    assert g.module_call("pool", 0).attrs == {"output_size": 1}
+
+
+def test_op_attrs_by_parameter_name_for_torch_functions():
+    """docs/graph-format.md: op attrs are non-tensor arguments *by parameter name*,
+    e.g. {"stride": [2, 2]} — also for C builtins such as torch.conv2d."""
+    g = get_traced("cnn_bn_eval").graph
+    [op] = g.children(g.module_call("conv2", 0).id)
+    assert op.name == "conv2d"
+    assert op.attrs == {"stride": [2, 2], "padding": [1, 1], "dilation": [1, 1], "groups": 1}
+
+
+def test_op_attrs_by_parameter_name_for_tensor_methods():
+    g = get_traced("cnn_bn_eval").graph
+    [flatten] = _op(g, "flatten")
+    assert flatten.attrs == {"start_dim": 1}
+    g = get_traced("inplace_view").graph
+    [add_] = _op(g, "add_")
+    assert add_.attrs == {"other": 1}
+
+
+def test_op_attrs_for_python_functions():
+    g = get_traced("gpt2").graph
+    ln = next(n for n in g.nodes if n.kind == "op" and n.name == "layer_norm")
+    assert ln.attrs.get("normalized_shape") == [32] and ln.attrs.get("eps") == 1e-05
+    sdpa = next(n for n in g.nodes if n.kind == "op" and n.name == "scaled_dot_product_attention")
+    assert sdpa.attrs.get("is_causal") is True
+
+
+def test_same_tensor_returned_twice_gives_two_outputs():
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            h = self.lin(x)
+            return h, {"again": h}
+
+    g = torchscope.trace(Twice(), torch.randn(2, 3))
+    outs = [n for n in g.nodes if n.kind == "output"]
+    assert [n.name for n in outs] == ["output[0]", "output[1].again"]
+    [lin_op] = g.children(g.module_call("lin", 0).id)
+    for o in outs:
+        assert [(e.src, e.shape) for e in g.edges if e.dst == o.id] == [(lin_op.id, [2, 3])]
+
+
+def test_tensor_from_outside_the_model_is_a_constant():
+    outside = torch.randn(3)
+
+    class UsesGlobal(nn.Module):
+        def forward(self, x):
+            return x + outside
+
+    g = torchscope.trace(UsesGlobal(), torch.randn(2, 3))
+    consts = [n for n in g.nodes if n.kind == "constant"]
+    assert len(consts) == 1
+    [add] = _op(g, "add")
+    assert any(e.src == consts[0].id and e.dst == add.id and e.shape == [3] for e in g.edges)
+    assert consts[0].parent == g.module_call("", 0).id
+
+
+def test_factory_call_is_a_constant_with_the_callable_as_target():
+    class Factory(nn.Module):
+        def forward(self, x):
+            pos = torch.arange(x.shape[1])
+            return x + pos
+
+    g = torchscope.trace(Factory(), torch.zeros(2, 5))
+    [c] = [n for n in g.nodes if n.kind == "constant"]
+    assert "arange" in c.target and c.target.startswith("torch")
+    [add] = _op(g, "add")
+    assert any(e.src == c.id and e.dst == add.id and e.shape == [5] and e.dtype == "int64" for e in g.edges)
+
+
+def test_out_keyword_write_is_the_producer():
+    class Out(nn.Module):
+        def forward(self, x):
+            buf = torch.empty_like(x)
+            torch.add(x, 1, out=buf)
+            return buf.neg()
+
+    g = torchscope.trace(Out(), torch.randn(4))
+    adds = [n for n in g.nodes if n.name == "add"]
+    [neg] = _op(g, "neg")
+    assert [e.src for e in g.edges if e.dst == neg.id] == [adds[0].id]
+
+
+def test_forward_runs_under_no_grad_by_default():
+    seen = []
+
+    class Probe(nn.Module):
+        def forward(self, x):
+            seen.append(torch.is_grad_enabled())
+            return x * 2
+
+    torchscope.trace(Probe(), torch.randn(2))
+    torchscope.trace_call(Probe(), (torch.randn(2),), {}, no_grad=False)
+    assert seen == [False, True]
+
+
+def test_stats_and_edge_dtypes():
+    t = get_traced("gpt2")
+    wire = t.graph.to_wire()
+    assert wire["stats"]["trace_ms"] > 0
+    [ids] = [n for n in t.graph.nodes if n.kind == "input"]
+    assert {e.dtype for e in t.graph.edges if e.src == ids.id} == {"int64"}
+
+
+def test_no_threads_started_during_a_trace():
+    import threading
+
+    seen = []
+
+    class Probe(nn.Module):
+        def forward(self, x):
+            seen.append({t.ident for t in threading.enumerate()})
+            return x + 1
+
+    before = {t.ident for t in threading.enumerate()}
+    torchscope.trace(Probe(), torch.randn(2))
+    assert seen == [before]
