@@ -3,7 +3,8 @@
 Models are built from transformers configs with random weights: nothing is downloaded.
 Usage: python tests/webview/make_fixtures.py [--html-only] [OUT_DIR]
 (OUT_DIR defaults to tests/artifacts/fixtures)
---html-only re-renders the pages from the saved graphs (after a viewer rebuild).
+--html-only re-renders the pages from the saved graphs (after a viewer rebuild);
+--large also writes a 32-layer Llama and a T5 (hub tensors) for timing by hand.
 """
 
 from __future__ import annotations
@@ -72,6 +73,30 @@ def resnet50() -> tuple[nn.Module, tuple, dict]:
     return model, (torch.randn(1, 3, 224, 224),), {}
 
 
+def llama32() -> tuple[nn.Module, tuple, dict]:
+    from transformers import LlamaConfig, LlamaModel
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=1000,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=32,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
+    return LlamaModel(cfg).eval(), (torch.randint(0, 1000, (1, 16)),), {}
+
+
+def t5() -> tuple[nn.Module, tuple, dict]:
+    from transformers import T5Config, T5Model
+
+    torch.manual_seed(0)
+    cfg = T5Config(vocab_size=1000, d_model=64, d_kv=16, d_ff=128, num_layers=6, num_heads=4)
+    ids = torch.randint(0, 1000, (1, 12))
+    return T5Model(cfg).eval(), (), {"input_ids": ids, "decoder_input_ids": ids[:, :8]}
+
+
 def write(out: Path, name: str, graph: torchscope.Graph) -> None:
     data = graph.to_msgpack()
     (out / f"{name}.msgpack").write_bytes(data)
@@ -80,7 +105,7 @@ def write(out: Path, name: str, graph: torchscope.Graph) -> None:
 
 
 def main() -> None:
-    argv = [a for a in sys.argv[1:] if a != "--html-only"]
+    argv = [a for a in sys.argv[1:] if not a.startswith("--")]
     out = Path(argv[0] if argv else "tests/artifacts/fixtures")
     out.mkdir(parents=True, exist_ok=True)
     if "--html-only" in sys.argv:
@@ -89,7 +114,10 @@ def main() -> None:
             f.with_suffix(".html").write_text(page, encoding="utf-8")
         return
     with torch.no_grad():
-        for name, make in (("gpt2", gpt2), ("resnet50", resnet50)):
+        models = [("gpt2", gpt2), ("resnet50", resnet50)]
+        if "--large" in sys.argv:  # hub-tensor models for manual timing, not in the tests
+            models += [("llama32", llama32), ("t5", t5)]
+        for name, make in models:
             model, args, kwargs = make()
             write(out, name, torchscope.trace(model, *args, **kwargs))
         write(out, "hostile", torchscope.trace(Hostile().eval(), torch.randn(2, 4)))

@@ -12,6 +12,8 @@ export interface DotResult {
   labels: Map<string, Label>;
 }
 
+export const EDGE_LABEL_LIMIT = 1500;
+
 export function quote(s: string): string {
   return `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\r?\n/g, "\\n")}"`;
 }
@@ -71,10 +73,14 @@ export function toDot(idx: GraphIndex, vg: VisibleGraph, measure: Measure = esti
     }
   };
   emit(null, "  ");
+  // Edge labels are virtual nodes to dot and triple its time on big graphs; there they
+  // become external labels placed after layout, dropped where they would overlap.
+  const labelAttr = vg.edges.length > EDGE_LABEL_LIMIT ? "xlabel" : "label";
+  if (labelAttr === "xlabel") out.splice(2, 0, "graph [forcelabels=false];");
   for (const e of vg.edges) {
     const label = edgeLabel(idx.graph.edges, e.edges);
     const attrs = [`id=${quote(e.key)}`];
-    if (label) attrs.push(`label=${quote(label)}`);
+    if (label) attrs.push(`${labelAttr}=${quote(label)}`);
     out.push(`  ${quote(e.src)} -> ${quote(e.dst)} [${attrs.join(", ")}];`);
   }
   out.push("}");

@@ -1,11 +1,11 @@
-// Thin D3 layer: draws a computed Layout into an SVG group. All text goes through
-// .text() (never innerHTML), so any label is shown as the characters it contains.
+// Thin D3 layer: builds the SVG for laid-out items. All text goes through .text()
+// (never innerHTML), so any label is shown as the characters it contains.
 import { select, type Selection } from "d3-selection";
 import type { GraphIndex } from "./model";
 import type { Layout, LCluster, LEdge, LNode } from "./layout";
 import type { Label } from "./labels";
 import { edgeLabel } from "./labels";
-import type { VisibleGraph, VNode, VCluster } from "./visible";
+import type { VEdge, VisibleGraph, VNode, VCluster } from "./visible";
 import { FONT_TITLE, TOGGLE, type Measure } from "./metrics";
 
 export interface DrawInput {
@@ -17,7 +17,7 @@ export interface DrawInput {
   arrowId: string;
 }
 
-type G = Selection<SVGGElement, unknown, null, undefined>;
+export type G = Selection<SVGGElement, unknown, null, undefined>;
 
 function nodeAttrs(g: SVGGElement, idx: GraphIndex, v: VNode | VCluster): void {
   if (v.kind === "group") {
@@ -46,14 +46,15 @@ function toggle(parent: G, x: number, y: number, key: string, open: boolean): vo
   t.append("path").attr("d", open ? "M3.5,7H10.5" : "M3.5,7H10.5M7,3.5V10.5");
 }
 
-function drawCluster(root: G, d: DrawInput, c: LCluster, vc: VCluster): void {
+export function drawCluster(root: G, d: DrawInput, c: LCluster, vc: VCluster): SVGGElement {
   const g = root.append("g").attr("class", `ts-cluster ts-${vc.kind}`).attr("data-key", c.key);
   nodeAttrs(g.node()!, d.idx, vc);
   g.append("rect").attr("class", "ts-frame").attr("x", c.x).attr("y", c.y).attr("width", c.w).attr("height", c.h).attr("rx", 6);
+  return g.node()!;
 }
 
 /** Cluster headers paint above edges (an edge entering a cluster may cross its band). */
-function drawClusterHeader(root: G, d: DrawInput, c: LCluster): void {
+export function drawClusterHeader(root: G, d: DrawInput, c: LCluster): SVGGElement {
   const g = root.append("g").attr("class", "ts-cluster-head").attr("data-head", c.key);
   const l = d.labels.get(c.key)!;
   toggle(g, c.x + 6, c.y + 5, c.key, true);
@@ -62,9 +63,10 @@ function drawClusterHeader(root: G, d: DrawInput, c: LCluster): void {
   if (l.sub) {
     g.append("text").attr("class", "ts-sub").attr("x", tx + d.measure(l.title, FONT_TITLE) + 8).attr("y", c.y + 16).text(l.sub);
   }
+  return g.node()!;
 }
 
-function drawNode(root: G, d: DrawInput, n: LNode, v: VNode): void {
+export function drawNode(root: G, d: DrawInput, n: LNode, v: VNode): SVGGElement {
   const kindClass = v.kind === "node" ? `ts-${d.idx.graph.nodes[v.id]!.kind}` : `ts-${v.kind}`;
   const x0 = n.x - n.w / 2;
   const y0 = n.y - n.h / 2;
@@ -85,7 +87,7 @@ function drawNode(root: G, d: DrawInput, n: LNode, v: VNode): void {
     if (expandable) toggle(g, 6, (n.h - TOGGLE) / 2, n.key, false);
     g.append("text").attr("class", "ts-title").attr("x", tx).attr("y", l.sub ? 16 : n.h / 2 + 4).text(l.title);
     if (l.sub) g.append("text").attr("class", "ts-sub").attr("x", tx).attr("y", 31).text(l.sub);
-    return;
+    return g.node()!;
   }
   g.append("text")
     .attr("class", v.kind === "ref" ? "ts-sub" : "ts-label")
@@ -93,6 +95,7 @@ function drawNode(root: G, d: DrawInput, n: LNode, v: VNode): void {
     .attr("y", n.h / 2 + (v.kind === "ref" ? 3.5 : 4))
     .attr("text-anchor", "middle")
     .text(l.title);
+  return g.node()!;
 }
 
 function pathOf(e: LEdge): string {
@@ -106,43 +109,39 @@ function pathOf(e: LEdge): string {
   return s;
 }
 
-/** Replace the scene's contents with the layout. Returns drawn elements by key. */
-export function drawScene(scene: SVGGElement, d: DrawInput): Map<string, SVGGElement> {
+export function drawEdge(root: G, d: DrawInput, e: LEdge, ve: VEdge): SVGGElement {
+  const g = root.append("g").attr("class", "ts-edge").attr("data-src", ve.src).attr("data-dst", ve.dst);
+  g.append("path").attr("d", pathOf(e)).attr("marker-end", `url(#${d.arrowId})`);
+  if (e.label) {
+    g.append("text").attr("class", "ts-elabel").attr("x", e.label[0]).attr("y", e.label[1] + 3).attr("text-anchor", "middle")
+      .text(edgeLabel(d.idx.graph.edges, ve.edges));
+  }
+  return g.node()!;
+}
+
+/** Draw the whole layout at once (export). The live view draws through Scene instead. */
+export function drawAll(scene: SVGGElement, d: DrawInput): void {
   const root = select(scene);
-  root.selectAll("*").remove();
   const vnodes = new Map(d.vg.nodes.map((v) => [v.key, v]));
   const vclusters = new Map(d.vg.clusters.map((c) => [c.key, c]));
   const vedges = new Map(d.vg.edges.map((e) => [e.key, e]));
-
   const gc = root.append("g").attr("class", "ts-clusters");
-  // Outer clusters first so inner ones paint on top.
   for (const c of d.layout.clusters) {
     const vc = vclusters.get(c.key);
     if (vc) drawCluster(gc, d, c, vc);
   }
   const ge = root.append("g").attr("class", "ts-edges");
-  const gh = root.append("g").attr("class", "ts-cluster-heads");
-  for (const c of d.layout.clusters) if (vclusters.has(c.key)) drawClusterHeader(gh, d, c);
   for (const e of d.layout.edges) {
     const ve = vedges.get(e.key);
-    if (!ve) continue;
-    const g = ge.append("g").attr("class", "ts-edge").attr("data-src", ve.src).attr("data-dst", ve.dst);
-    g.append("path").attr("d", pathOf(e)).attr("marker-end", `url(#${d.arrowId})`);
-    if (e.label) {
-      g.append("text").attr("class", "ts-elabel").attr("x", e.label[0]).attr("y", e.label[1] + 3).attr("text-anchor", "middle")
-        .text(edgeLabel(d.idx.graph.edges, ve.edges));
-    }
+    if (ve) drawEdge(ge, d, e, ve);
   }
+  const gh = root.append("g").attr("class", "ts-cluster-heads");
+  for (const c of d.layout.clusters) if (vclusters.has(c.key)) drawClusterHeader(gh, d, c);
   const gn = root.append("g").attr("class", "ts-nodes");
   for (const n of d.layout.nodes) {
     const v = vnodes.get(n.key);
     if (v) drawNode(gn, d, n, v);
   }
-  const byKey = new Map<string, SVGGElement>();
-  root.selectAll<SVGGElement, unknown>("[data-key]").each(function () {
-    byKey.set(this.dataset.key!, this);
-  });
-  return byKey;
 }
 
 /** Top-left corner of a drawn item in layout coordinates (box or cluster). */

@@ -1,49 +1,51 @@
-// Export the drawn graph (the whole current view, not just the window) as SVG or PNG.
-// CSS variables and stylesheet rules don't travel with a file, so computed styles are
-// copied onto the clone as attributes.
-import type { Layout } from "./layout";
+// Export the current view (the whole laid-out graph, not just the window) as SVG or PNG.
+// The file must stand alone: the page's graph style rules go in with every var(--ts-*)
+// replaced by its current value, so the export looks like the screen in any theme.
+import { drawAll, type DrawInput } from "./draw";
 
-const PROPS = [
-  "fill", "fill-opacity", "stroke", "stroke-width", "stroke-dasharray", "stroke-opacity", "opacity",
-  "font-family", "font-size", "font-weight", "paint-order", "stroke-linejoin", "display",
-] as const;
+const SVGNS = "http://www.w3.org/2000/svg";
 
-export function exportSvg(svg: SVGSVGElement, scene: SVGGElement, layout: Layout, background: string): string {
-  const pad = 16;
-  const out = document.createElementNS("http://www.w3.org/2000/svg", "svg");
-  out.setAttribute("xmlns", "http://www.w3.org/2000/svg");
-  const w = Math.ceil(layout.width + pad * 2);
-  const h = Math.ceil(layout.height + pad * 2);
-  out.setAttribute("width", String(w));
-  out.setAttribute("height", String(h));
-  out.setAttribute("viewBox", `${-pad} ${-pad} ${w} ${h}`);
-  const bg = document.createElementNS("http://www.w3.org/2000/svg", "rect");
-  bg.setAttribute("x", String(-pad));
-  bg.setAttribute("y", String(-pad));
-  bg.setAttribute("width", String(w));
-  bg.setAttribute("height", String(h));
-  bg.setAttribute("fill", background);
-  out.appendChild(bg);
-  const defs = svg.querySelector("defs");
-  if (defs) out.appendChild(inlineClone(defs));
-  out.appendChild(inlineClone(scene));
-  return new XMLSerializer().serializeToString(out);
+/** The page's top-level style rules for the graph, with theme variables resolved. */
+function graphCss(root: Element): string {
+  const cs = getComputedStyle(root);
+  const out: string[] = [];
+  for (const sheet of Array.from(document.styleSheets)) {
+    let rules: CSSRuleList;
+    try {
+      rules = sheet.cssRules;
+    } catch {
+      continue;
+    }
+    for (const r of Array.from(rules)) {
+      if (!(r instanceof CSSStyleRule) || !r.selectorText.includes(".ts-")) continue;
+      if (/ts-(root|toolbar|btn|banner|stage|status|minimap|busy|tooltip|tip-|fatal|search|depth|model|spacer|lod)/.test(r.selectorText)) continue;
+      out.push(r.cssText.replace(/var\((--ts-[\w-]+)[^)]*\)/g, (_m, name: string) => cs.getPropertyValue(name).trim() || "initial"));
+    }
+  }
+  return out.join("\n");
 }
 
-function inlineClone<T extends Element>(src: T): T {
-  const clone = src.cloneNode(true) as T;
-  const a = [src, ...src.querySelectorAll("*")];
-  const b = [clone, ...clone.querySelectorAll("*")];
-  for (let i = 0; i < a.length; i++) {
-    const cs = getComputedStyle(a[i]!);
-    const el = b[i]!;
-    for (const p of PROPS) {
-      const v = cs.getPropertyValue(p);
-      if (v) el.setAttribute(p, v);
-    }
-    el.removeAttribute("class");
-  }
-  return clone;
+export function exportSvg(d: DrawInput, defs: SVGDefsElement, root: Element, background: string): string {
+  const pad = 16;
+  const w = Math.ceil(d.layout.width + pad * 2);
+  const h = Math.ceil(d.layout.height + pad * 2);
+  const svg = document.createElementNS(SVGNS, "svg");
+  svg.setAttribute("xmlns", SVGNS);
+  svg.setAttribute("class", "ts-svg");
+  svg.setAttribute("width", String(w));
+  svg.setAttribute("height", String(h));
+  svg.setAttribute("viewBox", `${-pad} ${-pad} ${w} ${h}`);
+  const style = document.createElementNS(SVGNS, "style");
+  style.textContent = graphCss(root);
+  svg.appendChild(style);
+  const bg = document.createElementNS(SVGNS, "rect");
+  for (const [k, v] of Object.entries({ x: -pad, y: -pad, width: w, height: h, fill: background })) bg.setAttribute(k, String(v));
+  svg.appendChild(bg);
+  svg.appendChild(defs.cloneNode(true));
+  const g = document.createElementNS(SVGNS, "g");
+  svg.appendChild(g);
+  drawAll(g, d);
+  return new XMLSerializer().serializeToString(svg);
 }
 
 /** Rasterise exported SVG text; scale 2 for sharp text, capped for huge graphs. */

@@ -46,6 +46,8 @@ interface GvEdge {
   id?: string;
   pos?: string;
   lp?: string;
+  xlp?: string;
+  xlabel?: string;
 }
 
 interface GvJson {
@@ -89,11 +91,60 @@ export function parseLayout(json: string): Layout {
       }
     }
     let label: [number, number] | null = null;
-    if (e.lp) {
-      const [x, y] = nums(e.lp) as [number, number];
+    const lp = e.lp ?? e.xlp;
+    if (lp) {
+      const [x, y] = nums(lp) as [number, number];
       label = [x, flip(y)];
     }
     edges.push({ key: e.id, points, end, label });
   }
-  return { width: bw, height: bh, nodes, clusters, edges };
+  const layout = { width: bw, height: bh, nodes, clusters, edges };
+  if ((g.edges ?? []).some((e) => e.xlp)) {
+    const lengths = new Map((g.edges ?? []).map((e) => [e.id ?? "", [...(e.xlabel ?? "")].length]));
+    dropCrowdedLabels(layout, lengths);
+  }
+  return layout;
+}
+
+interface Box {
+  x0: number;
+  y0: number;
+  x1: number;
+  y1: number;
+}
+
+const CELL = 64;
+
+/**
+ * External edge labels (big graphs) are placed by dot after layout and may land on a
+ * cluster's title band or on each other; drop those rather than draw overlapping text.
+ * The shape is still in the hover details.
+ */
+export function dropCrowdedLabels(layout: Layout, lengths: Map<string, number>): void {
+  const grid = new Map<string, Box[]>();
+  const cells = (b: Box): string[] => {
+    const out: string[] = [];
+    for (let i = Math.floor(b.x0 / CELL); i <= Math.floor(b.x1 / CELL); i++) {
+      for (let j = Math.floor(b.y0 / CELL); j <= Math.floor(b.y1 / CELL); j++) out.push(`${i},${j}`);
+    }
+    return out;
+  };
+  const add = (b: Box): void => {
+    for (const c of cells(b)) {
+      const list = grid.get(c);
+      if (list) list.push(b);
+      else grid.set(c, [b]);
+    }
+  };
+  const hits = (b: Box): boolean =>
+    cells(b).some((c) => (grid.get(c) ?? []).some((o) => b.x0 < o.x1 && o.x0 < b.x1 && b.y0 < o.y1 && o.y0 < b.y1));
+  for (const n of layout.nodes) add({ x0: n.x - n.w / 2, y0: n.y - n.h / 2, x1: n.x + n.w / 2, y1: n.y + n.h / 2 });
+  for (const c of layout.clusters) add({ x0: c.x, y0: c.y, x1: c.x + c.w, y1: c.y + 24 });
+  for (const e of layout.edges) {
+    if (!e.label) continue;
+    const half = ((lengths.get(e.key) ?? 0) * 6.2) / 2 + 2;
+    const b = { x0: e.label[0] - half, y0: e.label[1] - 5, x1: e.label[0] + half, y1: e.label[1] + 5 };
+    if (hits(b)) e.label = null;
+    else add(b);
+  }
 }

@@ -85,7 +85,10 @@ export class LayoutClient {
   }
 
   private onReply(msg: WorkerReply): void {
-    if (msg.type === "ready") return;
+    if (msg.type === "ready") {
+      performance.mark("torchscope:worker-ready");
+      return;
+    }
     const job = this.current;
     if (!job || job.id !== msg.id) return;
     this.current = null;

@@ -9,11 +9,23 @@ import { showFatal } from "./ui";
 import { Viewer } from "./viewer";
 
 let workerUrl: string | null = null;
+let early: Worker | null = null;
 
 /** Workers can't load from file:// or a webview resource; a Blob URL works everywhere. */
 function makeWorker(): Worker {
+  if (early) {
+    const w = early;
+    early = null;
+    return w;
+  }
   workerUrl ??= URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" }));
   return new Worker(workerUrl, { name: "torchscope-layout" });
+}
+
+// Start the worker (and its WASM compile) right away, in parallel with decoding the graph
+// and building the page: it is the longest step before the first picture.
+if (document.getElementById("torchscope-graph") || typeof (globalThis as Record<string, unknown>).acquireVsCodeApi === "function") {
+  early = makeWorker();
 }
 
 export function mount(root: HTMLElement, bytes: Uint8Array | ArrayBuffer, host: Host): Viewer | null {
@@ -47,6 +59,7 @@ function rootElement(): HTMLElement {
 declare function acquireVsCodeApi(): ConstructorParameters<typeof VsCodeHost>[0];
 
 function boot(): void {
+  performance.mark("torchscope:boot");
   const data = document.getElementById("torchscope-graph");
   if (data) {
     const root = rootElement();

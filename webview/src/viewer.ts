@@ -14,7 +14,8 @@ import { toDot } from "./dot";
 import type { Label } from "./labels";
 import type { Layout } from "./layout";
 import { Cancelled, LayoutClient } from "./layoutClient";
-import { anchorOf, boundsOf, drawScene } from "./draw";
+import { anchorOf, boundsOf } from "./draw";
+import { Scene, type Rect } from "./scene";
 import { describe, formatCount } from "./details";
 import { highlightKeys, searchNodes } from "./search";
 import { Minimap } from "./minimap";
@@ -28,7 +29,6 @@ interface Drawn {
   vg: VisibleGraph;
   layout: Layout;
   labels: Map<string, Label>;
-  elements: Map<string, SVGGElement>;
 }
 
 const BUSY_NOTE_AFTER_MS = 150;
@@ -56,6 +56,7 @@ export class Viewer {
   private readonly client: LayoutClient;
   private readonly zoomer: ZoomBehavior<SVGSVGElement, unknown>;
   private readonly minimap: Minimap;
+  private readonly scene: Scene;
   private readonly measure = canvasMeasure();
   private generation = 0;
   private busyTimer: ReturnType<typeof setInterval> | null = null;
@@ -69,6 +70,7 @@ export class Viewer {
   constructor(root: HTMLElement, graph: Graph, private readonly host: Host, makeWorker: () => Worker) {
     this.idx = buildIndex(graph);
     this.ui = buildUi(root);
+    this.scene = new Scene(this.ui.scene);
     this.client = new LayoutClient(makeWorker);
     this.client.warm();
     const saved = host.loadState();
@@ -78,7 +80,7 @@ export class Viewer {
       .scaleExtent([0.02, 4])
       .on("zoom", (ev: { transform: { toString(): string } }) => {
         this.ui.viewport.setAttribute("transform", ev.transform.toString());
-        this.updateMinimap();
+        this.onViewChange();
       });
     select(this.ui.svg).call(this.zoomer).on("dblclick.zoom", null);
     this.minimap = new Minimap(this.ui.stage, (x, y) => this.centerOn(x, y));
@@ -99,6 +101,7 @@ export class Viewer {
     const key = expansionKey(exp);
     const vg = replaceHubEdges(buildVisible(this.idx, exp));
     const { dot, labels } = toDot(this.idx, vg, this.measure);
+    performance.mark("torchscope:layout-start");
     this.setBusy(true, vg.nodes.length);
     const t0 = performance.now();
     let layout: Layout;
@@ -112,11 +115,10 @@ export class Viewer {
     }
     if (gen !== this.generation) return;
     this.lastLayoutMs = performance.now() - t0;
+    performance.mark("torchscope:layout-done");
     const before = anchor && this.drawn ? this.screenAnchor(this.drawn.layout, anchor) : null;
-    const elements = drawScene(this.ui.scene, {
-      idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow!,
-    });
-    this.drawn = { key, vg, layout, labels, elements };
+    this.scene.set({ idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow! });
+    this.drawn = { key, vg, layout, labels };
     this.minimap.setLayout(layout, this.colors());
     if (restore) {
       this.setTransform(restore.x, restore.y, restore.k);
@@ -125,12 +127,16 @@ export class Viewer {
     } else if (before && anchor) {
       this.keepAnchor(anchor, before);
     } else {
-      this.updateMinimap();
+      this.onViewChange();
     }
     this.firstDraw = false;
     this.refreshMarks();
+    this.scene.flush();
+    await this.scene.settled();
+    if (gen !== this.generation) return;
     this.ui.depth.textContent = String(currentDepth(this.idx, exp));
     this.setBusy(false, 0);
+    performance.mark("torchscope:drawn");
     this.saveState();
     this.status(this.summary());
   }
@@ -177,6 +183,7 @@ export class Viewer {
     this.generation++;
     if (this.busyTimer) clearInterval(this.busyTimer);
     this.client.dispose();
+    this.scene.dispose();
   }
 
   // ---- view transform ---------------------------------------------------------------
@@ -249,32 +256,41 @@ export class Viewer {
     this.centerOn(b.x + b.w / 2, b.y + Math.min(b.h, h / k - 40) / 2, k);
   }
 
-  private updateMinimap(): void {
-    if (!this.drawn) return;
+  private viewRect(): Rect {
     const t = zoomTransform(this.ui.svg);
     const { w, h } = this.size();
     const [x0, y0] = t.invert([0, 0]);
     const [x1, y1] = t.invert([w, h]);
-    this.minimap.update({ x: x0, y: y0, w: x1 - x0, h: y1 - y0 }, this.css("--ts-accent", "#3b82f6"));
+    return { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
+  }
+
+  /** After any zoom or pan: draw what came into view, update the overview and detail level. */
+  private onViewChange(): void {
+    if (!this.drawn) return;
+    const r = this.viewRect();
+    this.scene.setView(r);
+    this.minimap.update(r, this.css("--ts-accent", "#3b82f6"));
+    // Text too small to read is not drawn: it costs the most to paint.
+    const k = zoomTransform(this.ui.svg).k;
+    this.ui.svg.classList.toggle("ts-lod-low", k < 0.3);
+    this.ui.svg.classList.toggle("ts-lod-mid", k < 0.55);
   }
 
   // ---- selection, search, marks -------------------------------------------------------
 
   private refreshMarks(): void {
     if (!this.drawn) return;
-    const { elements, vg } = this.drawn;
-    for (const el of this.ui.scene.querySelectorAll(".ts-match, .ts-current, .ts-selected, .ts-has-error")) {
-      el.classList.remove("ts-match", "ts-current", "ts-selected", "ts-has-error");
-    }
-    for (const k of highlightKeys(vg.rep, this.matches)) elements.get(k)?.classList.add("ts-match");
+    const { vg } = this.drawn;
     const cur = this.matches[this.matchPos];
-    if (cur !== undefined) elements.get(vg.rep[cur]!)?.classList.add("ts-current");
-    if (this.selected) elements.get(this.selected)?.classList.add("ts-selected");
     const err = this.idx.graph.error?.node;
-    if (err !== undefined && err !== null) {
-      const k = vg.rep[err];
-      if (k && k !== `n${err}`) elements.get(k)?.classList.add("ts-has-error");
-    }
+    const errKey = err !== undefined && err !== null ? vg.rep[err] : undefined;
+    this.scene.setMarks({
+      match: highlightKeys(vg.rep, this.matches),
+      current: cur !== undefined ? vg.rep[cur]! : null,
+      selected: this.selected,
+      // A collapsed box that hides the failing call is outlined in the error colour.
+      hasError: errKey && errKey !== `n${err}` ? errKey : null,
+    });
   }
 
   select(key: string | null): void {
@@ -365,7 +381,7 @@ export class Viewer {
     ui.svg.addEventListener("pointerleave", () => (ui.tooltip.hidden = true));
 
     ui.root.ownerDocument.addEventListener("keydown", (ev) => this.onKey(ev));
-    new ResizeObserver(() => this.updateMinimap()).observe(ui.stage);
+    new ResizeObserver(() => this.onViewChange()).observe(ui.stage);
   }
 
   private action(name: string): void {
@@ -467,8 +483,9 @@ export class Viewer {
 
   private async exportAs(kind: "svg" | "png"): Promise<void> {
     if (!this.drawn) return;
-    const { layout } = this.drawn;
-    const text = exportSvg(this.ui.svg, this.ui.scene, layout, this.css("--ts-bg", "#ffffff"));
+    const { layout, vg, labels } = this.drawn;
+    const input = { idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow! };
+    const text = exportSvg(input, this.ui.defs, this.ui.root, this.css("--ts-bg", "#ffffff"));
     const base = (this.idx.graph.model.name || "graph").replace(/[^\w.-]+/g, "_");
     if (kind === "svg") {
       this.host.saveFile(`${base}.svg`, "image/svg+xml", new Blob([text], { type: "image/svg+xml" }));

@@ -35,6 +35,16 @@ function assertNoErrors(o: Opened): void {
   assert.deepEqual(o.errors, []);
 }
 
+/**
+ * Only items near the window are in the DOM; after Fit the whole graph is in the window.
+ * Waits until `selector` matches `n` elements.
+ */
+async function countAfterFit(page: Page, selector: string, n: number): Promise<void> {
+  await page.click("[data-action=fit]");
+  await page.waitForFunction(([sel, want]) => document.querySelectorAll(sel as string).length === want, [selector, n] as const, { timeout: 10_000 })
+    .catch(async () => assert.equal(await page.locator(selector).count(), n, selector));
+}
+
 async function clickAndWait(page: Page, selector: string): Promise<void> {
   await page.click(selector);
   await ready(page);
@@ -132,7 +142,7 @@ describe("GPT-2", () => {
     await clickAndWait(page, "[data-toggle=g0]");
     const after = await box(page.locator(".ts-cluster[data-kind=group] > .ts-frame"));
     assert.ok(Math.abs(after.x - before.x) <= 2 && Math.abs(after.y - before.y) <= 2, "group keeps its place");
-    assert.equal(await page.locator(".ts-node[data-kind=module][data-path^='h.']").count(), 12);
+    await countAfterFit(page, ".ts-node[data-kind=module][data-path^='h.']", 12);
     // Bring h.3 into view the way a person would: search for it and press Enter.
     await page.fill("[data-role=search]", "h.3");
     await page.press("[data-role=search]", "Enter");
@@ -204,7 +214,9 @@ describe("GPT-2", () => {
     assert.match(svg, /^<svg[^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
     assert.ok(svg.includes("GPT2Block ×12") && svg.includes("1×16×768"));
     assert.ok(!/<script|<foreignObject/i.test(svg));
-    assert.match(svg, /fill="rgb\(/, "styles inlined, the file stands alone");
+    // Styles travel inside the file, with the theme's values, not the page's variables.
+    assert.match(svg, /<style>[^<]*\.ts-box[^<]*<\/style>/);
+    assert.ok(!svg.includes("var(--ts-"), "theme variables resolved");
     writeFileSync(join(FIXTURES, "..", "gpt2-export.svg"), svg);
     const [pngDl] = await Promise.all([page.waitForEvent("download"), page.click("[data-action=export-png]")]);
     const png = readFileSync((await pngDl.path())!);
@@ -216,10 +228,12 @@ describe("GPT-2", () => {
     await page.click(".ts-svg", { position: { x: 5, y: 5 } });
     await page.keyboard.press("e");
     await ready(page);
-    assert.ok((await page.locator(".ts-node[data-kind=op]").count()) > 400, "expand all shows the ops");
     assert.equal(await page.locator(".ts-node[data-kind=module]").count(), 0, "no collapsed module left");
     await assertNoOverlaps(page);
+    await shot(page, "gpt2-expand-all");
+    // Fit: the whole graph is in the window, so every box is drawn.
     await page.keyboard.press("f");
+    await page.waitForFunction(() => document.querySelectorAll(".ts-node[data-kind=op]").length > 400);
     await shot(page, "gpt2-expand-all-fit");
     await page.keyboard.press("c");
     await ready(page);
@@ -246,10 +260,10 @@ describe("ResNet-50", () => {
     assert.equal(await page.locator("[data-role=depth]").textContent(), "2");
     await clickAndWait(page, "[data-action=depth-up]");
     assert.equal(await page.locator("[data-role=depth]").textContent(), "3");
-    assert.equal(await page.locator(".ts-node[data-kind=group]").count(), 4, "stages show their ×N boxes");
+    await countAfterFit(page, ".ts-node[data-kind=group]", 4); // the stages show their ×N boxes
     await shot(page, "resnet50-depth3-dark");
     await clickAndWait(page, "[data-action=depth-up]");
-    assert.equal(await page.locator(".ts-node[data-kind=group]").count(), 0, "groups unfold one level deeper");
+    await countAfterFit(page, ".ts-node[data-kind=group]", 0); // groups unfold one level deeper
     assertNoErrors(o);
     assertOffline(o);
     await page.context().close();

@@ -6,7 +6,7 @@ import { buildIndex } from "../../../webview/src/model";
 import { buildVisible } from "../../../webview/src/visible";
 import { expandAll, initialExpansion } from "../../../webview/src/expansion";
 import { toDot } from "../../../webview/src/dot";
-import { parseLayout, type Layout } from "../../../webview/src/layout";
+import { dropCrowdedLabels, parseLayout, type Layout } from "../../../webview/src/layout";
 import { mlpWithBlocks } from "./builder";
 
 function overlaps(a: { x: number; y: number; w: number; h: number }, b: typeof a): boolean {
@@ -45,4 +45,41 @@ test("layout of the collapsed and expanded views: every node placed, none overla
     }
     for (const e of l.edges) assert.ok(e.points.length >= 4 && e.label, "edges have splines and labels");
   }
+});
+
+test("big graphs get external edge labels, still parsed as label positions", async () => {
+  const { GraphBuilder } = await import("./builder");
+  const b = new GraphBuilder();
+  let prev = b.add("input", "x");
+  for (let i = 0; i < 1520; i++) {
+    const op = b.op(`op${i}`, null);
+    b.edge(prev, op, [i, 2]);
+    prev = op;
+  }
+  const g = b.build();
+  const idx = buildIndex(g);
+  const vg = buildVisible(idx, initialExpansion(idx));
+  const { dot } = toDot(idx, vg);
+  assert.match(dot, /xlabel="0×2"/);
+  assert.match(dot, /forcelabels=false/);
+  const l = await layout(dot);
+  assert.ok(l.edges.filter((e) => e.label).length > 1000, "most labels placed");
+});
+
+test("crowded external labels are dropped, never drawn over boxes, titles or each other", () => {
+  const layout: Layout = {
+    width: 400, height: 400,
+    nodes: [{ key: "a", x: 100, y: 100, w: 60, h: 20 }],
+    clusters: [{ key: "c", x: 150, y: 150, w: 200, h: 200 }],
+    edges: [
+      { key: "on-node", points: [], end: null, label: [100, 100] },
+      { key: "on-title", points: [], end: null, label: [200, 160] },
+      { key: "free", points: [], end: null, label: [300, 40] },
+      { key: "on-free", points: [], end: null, label: [305, 42] },
+      { key: "inside-cluster", points: [], end: null, label: [250, 300] },
+    ],
+  };
+  dropCrowdedLabels(layout, new Map(layout.edges.map((e) => [e.key, 5])));
+  const kept = layout.edges.filter((e) => e.label).map((e) => e.key);
+  assert.deepEqual(kept, ["free", "inside-cluster"]);
 });
