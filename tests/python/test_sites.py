@@ -166,3 +166,23 @@ def test_error_graph_sites_are_real_lines():
                 assert 1 <= n.site.line <= len(linecache.getlines(n.site.file)), (n.name, n.site)
         for s in g.error.traceback:
             assert os.path.isfile(s.file) and 1 <= s.line <= len(linecache.getlines(s.file))
+
+
+def test_decorated_class_defn_points_at_class_line():
+    g = get_traced("decorated_kwargs").graph
+    root = g.module_call("", 0)
+    assert root.defn.file == ZOO_FILE
+    assert _line(root.defn).startswith("class DecoratedKwargs(")
+
+
+def test_local_class_defn():
+    class LocalBlock(torch.nn.Module):
+        def forward(self, x):
+            return x.sin()
+
+    g = torchscope.trace(LocalBlock(), torch.randn(2))
+    root = g.module_call("", 0)
+    assert root.defn.file == os.path.abspath(__file__)
+    assert "class LocalBlock(" in _line(root.defn)
+    [op] = [n for n in g.nodes if n.kind == "op"]
+    assert "x.sin()" in _line(op.site)

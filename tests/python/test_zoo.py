@@ -388,6 +388,42 @@ def test_linear_weights_never_constants(traced):
     assert not linear_params.intersection(consts)
 
 
+def test_running_torch_nn_layer_params_never_constants(traced):
+    """No constant inside a torch.nn layer's call is one of that layer's own parameters or
+    buffers (recursive, tied weights included): they are internals, counted in `params`."""
+    g = traced.graph
+    tensors = dict(traced.model.named_parameters(remove_duplicate=False))
+    tensors.update(dict(traced.model.named_buffers(remove_duplicate=False)))
+    modules = dict(traced.model.named_modules())
+    bad = []
+    for n in g.nodes:
+        if n.kind != "constant" or n.target not in tensors or n.parent is None:
+            continue
+        layer_node = g.nodes[n.parent]
+        layer = modules.get(layer_node.path)
+        if layer is None or not type(layer).__module__.startswith("torch.nn."):
+            continue
+        own = {id(t) for t in layer.parameters()} | {id(t) for t in layer.buffers()}
+        if id(tensors[n.target]) in own:
+            bad.append((layer_node.path, n.target))
+    assert not bad, f"parameters of the running torch.nn layer drawn as constants: {bad}"
+
+
+def test_tied_embedding_weight_is_not_a_constant():
+    class Tied(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Embedding(10, 4)
+            self.b = nn.Embedding(10, 4)
+            self.b.weight = self.a.weight
+
+        def forward(self, ids):
+            return self.b(ids)
+
+    g = torchscope.trace(Tied(), torch.tensor([[1, 2]]))
+    assert not [n for n in g.nodes if n.kind == "constant"]
+
+
 def test_factory_constant_has_callable_target():
     g = get_traced("lstm_gru").graph
     # nothing in the zoo's LSTM/GRU call makes constants from the user's side:
@@ -604,3 +640,37 @@ def test_no_threads_started_during_a_trace():
     before = {t.ident for t in threading.enumerate()}
     torchscope.trace(Probe(), torch.randn(2))
     assert seen == [before]
+
+
+def test_varargs_input_names():
+    g = get_traced("varargs").graph
+    assert [n.name for n in g.nodes if n.kind == "input"] == ["xs[0]", "xs[1]", "weight"]
+
+
+def test_leaf_module_called_with_keyword_tensor():
+    g = get_traced("decorated_kwargs").graph
+    skip = g.module_call("skip", 0)
+    [proj_op] = g.children(g.module_call("proj", 0).id)
+    [norm_op] = g.children(g.module_call("norm", 0).id)
+    assert [(e.src, e.shape) for e in g.edges if e.dst == skip.id] == [(proj_op.id, [2, 6])]
+    assert [(e.dst, e.shape) for e in g.edges if e.src == skip.id] == [(norm_op.id, [2, 6])]
+    [fill] = _op(g, "masked_fill")
+    mask = next(n for n in g.nodes if n.kind == "input" and n.name == "mask")
+    assert any(e.src == mask.id and e.dst == fill.id and e.dtype == "bool" for e in g.edges)
+
+
+def test_bfloat16_model_dtypes():
+    model = nn.Sequential(nn.Linear(4, 4), nn.GELU()).to(torch.bfloat16)
+    g = torchscope.trace(model, torch.randn(2, 4, dtype=torch.bfloat16))
+    assert g.model.dtype == "bfloat16"
+    assert {e.dtype for e in g.edges} == {"bfloat16"}
+
+
+def test_save_and_load_both_formats(tmp_path):
+    g = get_traced("t5").graph
+    for suffix in (".msgpack", ".json"):
+        path = g.save(tmp_path / f"t5{suffix}")
+        back = torchscope.Graph.load(path)
+        assert back.to_wire()["nodes"] == g.to_wire()["nodes"]
+        assert back.to_wire()["edges"] == g.to_wire()["edges"]
+        assert back.to_wire()["groups"] == g.to_wire()["groups"]

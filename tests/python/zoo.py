@@ -364,6 +364,59 @@ def sets_attribute():
     return SetsAttribute().eval(), (torch.randn(2, 4),), {}
 
 
+def _tag(*names):
+    """A class decorator (transformers decorates most of its modules)."""
+
+    def deco(cls):
+        cls.tags = names
+        return cls
+
+    return deco
+
+
+@_tag(
+    "decorated",
+    "multi-line decorator",
+)
+class DecoratedKwargs(nn.Module):
+    """A decorated class; submodules called with keyword tensor arguments."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(6, 6)
+        self.skip = nn.Identity()
+        self.norm = nn.LayerNorm(6)
+
+    def forward(self, x, mask=None):
+        h = self.proj(input=x)
+        h = self.skip(input=h)
+        h = self.norm(input=h)
+        return h.masked_fill(mask, 0.0)
+
+
+@register("decorated_kwargs")
+def decorated_kwargs():
+    x = torch.randn(2, 6)
+    return DecoratedKwargs().eval(), (x,), {"mask": x > 1}
+
+
+class VarArgs(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, *xs, **extras):
+        h = self.lin(xs[0])
+        h = h + xs[1]
+        h = h * extras["weight"]
+        return h
+
+
+@register("varargs")
+def varargs():
+    return VarArgs().eval(), (torch.randn(2, 3), torch.randn(2, 3)), {"weight": torch.randn(3)}
+
+
 # -- errors raised mid-forward ---------------------------------------------------
 
 
