@@ -1,0 +1,598 @@
+"""torchscope tracer benchmark: torchscope vs torchview, torchlens and torchvista.
+
+    python bench/run.py                 # full run: every model x every tool, 5 runs each
+    python bench/run.py --quick         # development: 1 run, a small subset, short timeouts
+    python bench/run.py --models gpt2,blocks2000 --tools plain,torchscope --runs 3
+
+Each (tool, model) pair runs in a fresh subprocess (bench/worker.py) with a timeout, so peak
+RSS never mixes and a peer that fails, crashes or hangs is reported and the run goes on.
+Writes a markdown report (bench/results.md; --quick writes bench/results-quick.md, labelled)
+and the raw measurements next to it as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from models import LLAMA_70B, MODELS  # noqa: E402
+
+TOOL_ORDER = ["plain", "torchscope", "torchview", "torchlens", "torchvista"]
+PEERS = ["torchview", "torchlens", "torchvista"]
+MARKER = "BENCH-RESULT "
+REAL_TRANSFORMERS = ["gpt2", "bert-base", "vit-base", "resnet50"]
+QUICK_MODELS = ["gpt2", "blocks2000", "llama3-70b-meta"]
+
+# Targets from issue 2 ("Benchmarks").
+T_RATIO = 1.3  # trace <= 1.3x plain forward, each real-tensor model
+T_PEER = 0.5  # overhead <= half the best peer's overhead
+T_BLOCKS = 3.0  # 2,000-block model <= 3x plain forward
+T_META_S = 3.0  # 70B on meta: trace + save <= 3 s
+T_META_MB = 1024.0  # ... with peak RSS <= 1 GB
+REF_BYTES_PER_NODE = 240
+
+# Why a target is missed, from profiling the tracer (see the "Where the time goes" section).
+# Written by hand after `python bench/profile_blocks.py`; keep in step with the code.
+WHY: dict[str, str] = {}
+PROFILE_NOTES: str = ""
+
+
+# -- machine -------------------------------------------------------------------------
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def git_state() -> str:
+    """The torchscope commit measured, and whether its tracer had uncommitted changes."""
+    root = os.path.dirname(HERE)
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            text=True,
+            capture_output=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "python_helper"],
+            cwd=root,
+            text=True,
+            capture_output=True,
+            timeout=10,
+        ).stdout.strip()
+    except Exception:  # noqa: BLE001
+        return "unknown"
+    return head + (" + uncommitted changes in python_helper/" if dirty else "")
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    for line in _read("/proc/cpuinfo").splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem_kb = 0
+    for line in _read("/proc/meminfo").splitlines():
+        if line.startswith("MemTotal:"):
+            mem_kb = int(line.split()[1])
+    os_name = platform.platform()
+    for line in _read("/etc/os-release").splitlines():
+        if line.startswith("PRETTY_NAME="):
+            os_name = f"{line.split('=', 1)[1].strip(chr(34))} ({platform.release()})"
+    versions: dict[str, Optional[str]] = {}
+    from importlib.metadata import version
+
+    for dist in [
+        "torch",
+        "transformers",
+        "torchscope",
+        "torchview",
+        "torchlens",
+        "torchvista",
+        "msgpack",
+        "psutil",
+    ]:
+        try:
+            versions[dist] = version(dist)
+        except Exception:  # noqa: BLE001
+            versions[dist] = None
+    return {
+        "git": git_state(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "ram_gb": mem_kb / 2**20,
+        "os": os_name,
+        "python": platform.python_version(),
+        "versions": versions,
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "load_start": os.getloadavg(),
+    }
+
+
+# -- running workers ---------------------------------------------------------------------
+
+
+def run_worker(tool: str, model: str, runs: int, timeout: float) -> dict[str, Any]:
+    cmd = [
+        sys.executable,
+        os.path.join(HERE, "worker.py"),
+        tool,
+        model,
+        "--runs",
+        str(runs),
+        "--budget",
+        str(timeout * 0.6),
+    ]
+    t0 = time.perf_counter()
+    # own session: on timeout the whole worker process group is ended, by its id
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        cwd=HERE,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        return {
+            "tool": tool,
+            "model": model,
+            "status": "timeout",
+            "error": f"no result within {timeout:.0f} s",
+            "wall_s": time.perf_counter() - t0,
+        }
+    wall = time.perf_counter() - t0
+    for line in reversed(out.splitlines()):
+        if line.startswith(MARKER):
+            res = json.loads(line[len(MARKER) :])
+            res["wall_s"] = wall
+            return res
+    tail = (err or "").strip().splitlines()[-3:]
+    why = f"exit status {proc.returncode}"
+    if proc.returncode and proc.returncode < 0:
+        why = f"killed by signal {-proc.returncode}"
+    return {
+        "tool": tool,
+        "model": model,
+        "status": "crash",
+        "error": f"{why}: {' | '.join(tail)[:300]}",
+        "wall_s": wall,
+    }
+
+
+# -- derived numbers ---------------------------------------------------------------------
+
+
+def med(xs: Optional[list[float]]) -> Optional[float]:
+    return statistics.median(xs) if xs else None
+
+
+def derive(rows: list[dict[str, Any]]) -> None:
+    """Per row: median plain, median trace, ratio, overhead; per model: vs the best peer."""
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        r["plain_med"] = med(r.get("plain_ms"))
+        r["trace_med"] = med(r.get("trace_ms"))
+        r["after_med"] = med(r.get("plain_after_ms"))
+        if r["status"] == "ok" and r["trace_med"] is not None and r["plain_med"]:
+            r["ratio"] = r["trace_med"] / r["plain_med"]
+            r["ratio_min"] = min(r["trace_ms"]) / min(r["plain_ms"])
+            r["overhead"] = r["trace_med"] - r["plain_med"]
+        by_model.setdefault(r["model"], []).append(r)
+    for model_rows in by_model.values():
+        peers = [r for r in model_rows if r["tool"] in PEERS and r.get("overhead") is not None]
+        best = min(peers, key=lambda r: r["overhead"]) if peers else None
+        for r in model_rows:
+            if best is not None and r.get("overhead") is not None and best["overhead"] > 0:
+                r["vs_best_peer"] = r["overhead"] / best["overhead"]
+                r["best_peer"] = best["tool"]
+
+
+# -- formatting -----------------------------------------------------------------------
+
+
+def f_ms(x: Optional[float]) -> str:
+    if x is None:
+        return "–"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}"
+
+
+def f_x(x: Optional[float], digits: int = 2) -> str:
+    return "–" if x is None else f"{x:.{digits}f}×"
+
+
+def f_num(x: Optional[float], digits: int) -> str:
+    return "–" if x is None else f"{x:,.{digits}f}"
+
+
+def f_mb(x: Optional[float]) -> str:
+    return "–" if x is None else f"{x:,.0f}"
+
+
+def status_cell(r: dict[str, Any]) -> str:
+    if r["status"] == "ok":
+        s = "ok"
+        if r.get("stopped_early"):
+            s += f" ({len(r.get('trace_ms') or [])} runs: budget)"
+        return s
+    return f"**{r['status']}**: {_md(r.get('error', ''))[:160]}"
+
+
+def _md(s: str) -> str:
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def real_table(rows: list[dict[str, Any]]) -> list[str]:
+    out = [
+        "| tool | status | runs | plain fwd ms | trace ms (median) | cold trace ms | trace / plain "
+        "| (min / min) | overhead ms | overhead / best peer's | peak RSS Δ MB | nodes "
+        "| msgpack B/node | plain after ms |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        tool = r["tool"] if r["tool"] != "plain" else "plain forward (no_grad)"
+        vs = (
+            f_x(r.get("vs_best_peer"))
+            if r["tool"] not in PEERS
+            else (f_x(r.get("vs_best_peer")) if r.get("vs_best_peer") is not None else "–")
+        )
+        if r["tool"] == "plain":
+            vs = "–"
+        runs = len(r.get("trace_ms") or r.get("plain_ms") or [])
+        out.append(
+            f"| {tool} | {status_cell(r)} | {runs} | {f_ms(r.get('plain_med'))} | "
+            f"{f_ms(r.get('trace_med'))} | {f_ms(r.get('first_ms'))} | {f_x(r.get('ratio'))} | "
+            f"{f_x(r.get('ratio_min'))} | "
+            f"{f_ms(r.get('overhead'))} | {vs} | {f_mb(r.get('rss_delta_mb'))} | "
+            f"{r.get('nodes', '–')} | "
+            f"{f_num(r.get('bytes_per_node'), 0)} | {f_ms(r.get('after_med'))} |"
+        )
+    return out
+
+
+def meta_table(rows: list[dict[str, Any]]) -> list[str]:
+    out = [
+        "| tool | status | runs | model build s | plain fwd on meta ms | trace ms (median; "
+        "torchscope: trace + save .msgpack) | cold ms | peak RSS Δ MB | peak RSS MB (process) "
+        "| nodes | msgpack MB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        tool = r["tool"] if r["tool"] != "plain" else "plain forward (no_grad)"
+        runs = len(r.get("trace_ms") or r.get("plain_ms") or [])
+        mp = r.get("msgpack_bytes")
+        out.append(
+            f"| {tool} | {status_cell(r)} | {runs} | "
+            f"{f_num(r.get('build_s'), 1)} | "
+            f"{f_ms(r.get('plain_med'))} | {f_ms(r.get('trace_med'))} | "
+            f"{f_ms(r.get('first_ms'))} | {f_mb(r.get('rss_delta_mb'))} | "
+            f"{f_mb(r.get('rss_peak_mb'))} | {r.get('nodes', '–')} | "
+            f"{f_num(None if mp is None else mp / 2**20, 1)} |"
+        )
+    return out
+
+
+def targets(rows: list[dict[str, Any]]) -> list[str]:
+    def ts(model: str) -> Optional[dict[str, Any]]:
+        for r in rows:
+            if r["model"] == model and r["tool"] == "torchscope":
+                return r
+        return None
+
+    lines: list[str] = []
+
+    def verdict(ok: bool) -> str:
+        return "**met**" if ok else "**missed**"
+
+    def why(key: str) -> str:
+        return f" {WHY[key]}" if key in WHY else ""
+
+    # 1. trace <= 1.3x plain on the real-tensor transformers models
+    lines.append(f"1. **Trace ≤ {T_RATIO}× plain forward** (real-tensor models):")
+    for m in REAL_TRANSFORMERS:
+        r = ts(m)
+        if r is None:
+            continue
+        if r.get("ratio") is None:
+            lines.append(f"   - {m}: not measured ({r['status']}: {_md(r.get('error', ''))[:120]})")
+            continue
+        ok = r["ratio"] <= T_RATIO
+        extra = (
+            ""
+            if ok
+            else (
+                f", {r['ratio'] / T_RATIO:.2f}× the budget "
+                f"({f_ms(r['trace_med'] - T_RATIO * r['plain_med'])} ms too slow).{why('ratio')}"
+            )
+        )
+        lines.append(f"   - {m}: {verdict(ok)} — {r['ratio']:.2f}×{extra}")
+    # 2. overhead <= half the best peer's
+    lines.append(f"2. **Overhead ≤ {T_PEER}× the best peer's overhead**:")
+    for m in REAL_TRANSFORMERS + ["blocks2000"]:
+        r = ts(m)
+        if r is None:
+            continue
+        if r.get("vs_best_peer") is None:
+            lines.append(
+                f"   - {m}: no comparison (torchscope {r['status']}, or no peer succeeded)"
+            )
+            continue
+        ok = r["vs_best_peer"] <= T_PEER
+        extra = "" if ok else f", {r['vs_best_peer'] / T_PEER:.2f}× the allowance.{why('peer')}"
+        lines.append(
+            f"   - {m}: {verdict(ok)} — {f_ms(r['overhead'])} ms vs {r['best_peer']}'s "
+            f"{f_ms(r['overhead'] / r['vs_best_peer'])} ms = {r['vs_best_peer']:.2f}×{extra}"
+        )
+    # 3. 2,000 blocks <= 3x
+    r = ts("blocks2000")
+    if r is not None:
+        if r.get("ratio") is None:
+            lines.append(
+                f"3. **2,000-block model ≤ {T_BLOCKS:g}× plain**: not measured ({r['status']})"
+            )
+        else:
+            ok = r["ratio"] <= T_BLOCKS
+            extra = (
+                ""
+                if ok
+                else (
+                    f", {r['ratio'] / T_BLOCKS:.2f}× the budget "
+                    f"({f_ms(r['trace_med'] - T_BLOCKS * r['plain_med'])} ms too slow)."
+                    f"{why('blocks')}"
+                )
+            )
+            lines.append(
+                f"3. **2,000-block model ≤ {T_BLOCKS:g}× plain**: {verdict(ok)} — "
+                f"{r['ratio']:.2f}× ({f_ms(r['trace_med'])} ms vs {f_ms(r['plain_med'])} ms){extra}"
+            )
+    # 4. 70B meta
+    r = ts("llama3-70b-meta")
+    if r is not None:
+        if r.get("trace_med") is None:
+            lines.append(
+                f"4. **Llama-3-70B on meta**: not measured ({r['status']}: "
+                f"{_md(r.get('error', ''))[:160]})"
+            )
+        else:
+            s = r["trace_med"] / 1000
+            ok = s <= T_META_S
+            extra = "" if ok else f", {s / T_META_S:.2f}× the budget.{why('meta_time')}"
+            lines.append(
+                f"4. **Llama-3-70B on meta, trace + save ≤ {T_META_S:g} s**: {verdict(ok)} — "
+                f"{s:.2f} s median (cold, first call in the process: "
+                f"{r['first_ms'] / 1000:.2f} s; building the meta model itself, not "
+                f"counted: {r['build_s']:.1f} s){extra}"
+            )
+            d, p = r.get("rss_delta_mb"), r.get("rss_peak_mb")
+            if d is not None and p is not None:
+                ok = d <= T_META_MB
+                lines.append(
+                    f"   **peak RSS ≤ 1 GB**: {verdict(ok)} — {d:,.0f} MB over the baseline "
+                    "after the "
+                    f"model build ({p:,.0f} MB for the whole process, Python + torch + "
+                    f"transformers included{'; that too is under 1 GB' if p <= T_META_MB else ''})."
+                    + ("" if ok else why("meta_rss"))
+                )
+    # 5. bytes per node
+    bpn = [
+        (m, r["bytes_per_node"]) for m in list(MODELS) if (r := ts(m)) and r.get("bytes_per_node")
+    ]
+    if bpn:
+        cells = ", ".join(f"{m} {b:.0f}" for m, b in bpn)
+        lines.append(
+            f"5. **msgpack bytes per node** (reported; reference ≈ {REF_BYTES_PER_NODE} with "
+            f"plain maps): {cells}."
+        )
+    return lines
+
+
+def report(info: dict[str, Any], rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    v = info["versions"]
+    L: list[str] = ["# torchscope tracer benchmark", ""]
+    if args.quick:
+        L += [
+            "> **QUICK RUN (`--quick`): 1 run per measurement, a subset of models, short "
+            "timeouts. For development only — these are not the benchmark's results.**",
+            "",
+        ]
+    L += [
+        "## Machine",
+        "",
+        f"- CPU: {info['cpu']}, {info['cores']} cores"
+        + (f" ({info['affinity']} usable)" if info.get("affinity") else ""),
+        f"- RAM: {info['ram_gb']:.1f} GB",
+        f"- OS: {info['os']}",
+        f"- Python {info['python']}, torch {v['torch']}, transformers {v['transformers']}",
+        f"- torchscope {v['torchscope']} at commit {info['git']}",
+        f"- peers: torchview {v['torchview']}, torchlens {v['torchlens']}, "
+        f"torchvista {v['torchvista']}",
+        f"- Date: {info['date']}; run took {info.get('elapsed_min', 0):.1f} min; load average at "
+        f"start {info['load_start'][0]:.2f}, at end {info.get('load_end', (0,))[0]:.2f} "
+        "(the machine is shared: other builds were running, expect noise)",
+        f"- Runs: median of {args.runs} warm runs per measurement (after one cold run, reported "
+        f"separately); each tool × model in a fresh process; timeout {args.timeout:.0f} s each.",
+        "",
+        "## Method",
+        "",
+        "- *plain fwd*: `model(*inputs)` under `torch.no_grad()`, 2 warm-up calls, then median "
+        "of the timed calls — measured inside every tool's own process just before its traces, "
+        "and *trace / plain* uses that process's number, so both halves of a ratio see about the "
+        "same machine load. *plain after* is the same forward timed between the warm traces "
+        "(plain, trace, plain, trace, …): well above *plain fwd*, it means the tool leaves torch "
+        "or the model slower after it has run (or that the load changed).",
+        "- *(min / min)*: fastest trace over fastest plain forward — less sensitive to the "
+        "load of the shared machine than the medians; shown for reading, the targets use the "
+        "medians.",
+        "- *overhead* = trace − plain forward. *overhead / best peer's*: divided by the smallest "
+        "overhead among the peers that succeeded on that model.",
+        "- *peak RSS Δ*: the kernel's peak-RSS mark (VmHWM) is reset after the model build and the "
+        "plain forwards; the column is the peak during the traces minus the RSS at that point.",
+        "- torchscope: `torchscope.trace(model, *inputs)` (runs under no_grad by default); on "
+        "meta, trace + `graph.save('….msgpack')`. *msgpack B/node* = `len(graph.to_msgpack())` / "
+        "nodes (nodes = module calls + ops + inputs/outputs/constants).",
+        "- torchview: `draw_graph(model, input_data=…, device=…, save_graph=False)` (builds the "
+        "graphviz source, renders no image) with `depth=inf`, the whole module tree like "
+        "torchscope's graph (its default depth=3 fails on GPT-2 with a KeyError in "
+        "`render_edges`).",
+        "- torchlens: `torchlens.trace(model, inputs, save=None)` — 2.x removed "
+        "`log_forward_pass`/`vis_opt`; `trace` draws nothing, and `save=None` keeps metadata "
+        "only (no activations), its fastest graph-only mode.",
+        "- torchvista: `trace_model(model, inputs)` — builds its full HTML page and hands it to "
+        "IPython `display()` (no notebook here: nothing opens, no file is written).",
+        "- Every model is built from a transformers config or by hand with random weights; "
+        "nothing is downloaded.",
+        "",
+    ]
+    for name, spec in MODELS.items():
+        model_rows = [r for r in rows if r["model"] == name]
+        if not model_rows:
+            continue
+        model_rows.sort(
+            key=lambda r: TOOL_ORDER.index(r["tool"]) if r["tool"] in TOOL_ORDER else 99
+        )
+        note = next((r.get("note") for r in model_rows if r.get("note")), "")
+        L += [f"## {spec.title}", "", f"{note}." if note else "", ""]
+        if name == "llama3-70b-meta":
+            L += [f"Config: {', '.join(f'{k}={v}' for k, v in LLAMA_70B.items())}.", ""]
+        L += (meta_table(model_rows) if spec.meta else real_table(model_rows)) + [""]
+    L += ["## Targets", ""] + targets(rows) + [""]
+    if PROFILE_NOTES:
+        L += ["## Where the time goes (2,000-block model)", "", PROFILE_NOTES.strip(), ""]
+    L += ["Raw measurements: `" + os.path.basename(args.json_out) + "`.", ""]
+    return "\n".join(L)
+
+
+def console_table(rows: list[dict[str, Any]]) -> str:
+    head = (
+        f"{'model':<16} {'tool':<11} {'status':<8} {'plain ms':>9} {'trace ms':>9} "
+        f"{'ratio':>7} {'ovh ms':>8} {'vs peer':>8} {'RSS Δ MB':>9}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(
+            f"{r['model']:<16} {r['tool']:<11} {r['status']:<8} {f_ms(r.get('plain_med')):>9} "
+            f"{f_ms(r.get('trace_med')):>9} {f_x(r.get('ratio')):>7} {f_ms(r.get('overhead')):>8} "
+            f"{f_x(r.get('vs_best_peer')):>8} {f_mb(r.get('rss_delta_mb')):>9}"
+            + (f"  {r.get('error', '')[:70]}" if r["status"] != "ok" else "")
+        )
+    return "\n".join(lines)
+
+
+def render_only(args: argparse.Namespace) -> int:
+    with open(args.render) as f:
+        saved = json.load(f)
+    for k in ("runs", "timeout", "quick"):
+        setattr(args, k, saved["args"][k])
+    args.json_out = args.render
+    if not args.out:
+        args.out = os.path.splitext(args.render)[0] + ".md"
+    rows = saved["rows"]
+    derive(rows)
+    with open(args.out, "w") as f:
+        f.write(report(saved["machine"], rows, args))
+    print(f"wrote {os.path.relpath(args.out)}")
+    return 0
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--quick", action="store_true", help="1 run, a subset of models, short timeouts"
+    )
+    ap.add_argument("--runs", type=int, help="timed runs per measurement (default 5; --quick 1)")
+    ap.add_argument("--models", help=f"comma-separated, from: {', '.join(MODELS)}")
+    ap.add_argument("--tools", help=f"comma-separated, from: {', '.join(TOOL_ORDER)}")
+    ap.add_argument(
+        "--timeout", type=float, help="seconds per tool x model (default 420; --quick 120)"
+    )
+    ap.add_argument(
+        "--out", help="markdown report (default bench/results.md; --quick: results-quick.md)"
+    )
+    ap.add_argument("--render", metavar="JSON", help="only re-write the report from a saved JSON")
+    args = ap.parse_args(argv)
+    if args.render:
+        return render_only(args)
+    args.runs = args.runs or (1 if args.quick else 5)
+    args.timeout = args.timeout or (120.0 if args.quick else 420.0)
+    models = (
+        args.models.split(",") if args.models else (QUICK_MODELS if args.quick else list(MODELS))
+    )
+    tools = args.tools.split(",") if args.tools else TOOL_ORDER
+    for m in models:
+        if m not in MODELS:
+            ap.error(f"unknown model {m!r}; choose from {', '.join(MODELS)}")
+    for t in tools:
+        if t not in TOOL_ORDER:
+            ap.error(f"unknown tool {t!r}; choose from {', '.join(TOOL_ORDER)}")
+    partial = args.quick or args.models or args.tools or args.runs < 5
+    if args.out is None:
+        args.out = os.path.join(HERE, "results-quick.md" if partial else "results.md")
+    args.quick = bool(partial)  # anything short of the full run is labelled as such
+    args.json_out = os.path.splitext(args.out)[0] + ".json"
+
+    info = machine()
+    print(
+        f"machine: {info['cpu']}, {info['cores']} cores, {info['ram_gb']:.1f} GB; "
+        f"torch {info['versions']['torch']}; {info['date']}",
+        flush=True,
+    )
+    t0 = time.time()
+    rows: list[dict[str, Any]] = []
+    for m in models:
+        for t in tools:
+            print(f"  {m:<16} {t:<11} …", end=" ", flush=True)
+            r = run_worker(t, m, args.runs, args.timeout)
+            rows.append(r)
+            med_t = med(r.get("trace_ms"))
+            print(
+                f"{r['status']}"
+                + (f"  trace {med_t:,.0f} ms" if med_t else "")
+                + (f"  plain {med(r.get('plain_ms')):,.1f} ms" if r.get("plain_ms") else "")
+                + (f"  [{r.get('error', '')[:100]}]" if r["status"] != "ok" else "")
+                + f"  ({r.get('wall_s', 0):.0f} s)",
+                flush=True,
+            )
+    info["elapsed_min"] = (time.time() - t0) / 60
+    info["load_end"] = os.getloadavg()
+    derive(rows)
+    print()
+    print(console_table(rows))
+    text = report(info, rows, args)
+    with open(args.out, "w") as f:
+        f.write(text)
+    with open(args.json_out, "w") as f:
+        json.dump({"machine": info, "args": vars(args), "rows": rows}, f, indent=1)
+    print(f"\nwrote {os.path.relpath(args.out)} and {os.path.relpath(args.json_out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
