@@ -62,6 +62,23 @@ export type ToExtension =
   | { type: "save"; name: string; mime: string; data: ArrayBuffer }
   | { type: "error"; message: string };
 
+/** What the VS Code extension's panel shows; kept in the webview state for a reload. */
+export interface Origin {
+  uri: string;
+  target: string;
+  title: string;
+  graphPath?: string;
+}
+
+/** Messages the VS Code extension posts to the viewer (extension/src/protocol.ts). */
+export type FromExtension =
+  | { type: "graph"; data: ArrayBuffer | Uint8Array; origin?: Origin }
+  | { type: "highlightLine"; file: string; line: number }
+  | { type: "export"; format: "svg" | "png" };
+
+/** The webview state: the viewer's view plus the panel's origin (the extension's). */
+type StoredState = Partial<ViewState> & { origin?: Origin };
+
 export class VsCodeHost implements Host {
   readonly kind = "vscode";
   constructor(private readonly api: VsCodeApi) {}
@@ -72,11 +89,21 @@ export class VsCodeHost implements Host {
   reveal(site: Site, node: GraphNode): void {
     this.post({ type: "reveal", site, nodeId: node.id });
   }
+  private stored(): StoredState {
+    return (this.api.getState() as StoredState | undefined) ?? {};
+  }
   saveState(state: ViewState): void {
-    this.api.setState(state);
+    this.api.setState({ ...state, origin: this.stored().origin } satisfies StoredState);
   }
   loadState(): ViewState | undefined {
-    return (this.api.getState() as ViewState | undefined) ?? undefined;
+    const s = this.stored();
+    return Array.isArray(s.expanded) && Array.isArray(s.groups) ? (s as ViewState) : undefined;
+  }
+  /** A graph of another target starts from a fresh view; the same target keeps its view. */
+  setOrigin(origin: Origin): void {
+    const s = this.stored();
+    const same = s.origin?.uri === origin.uri && s.origin?.target === origin.target;
+    this.api.setState((same ? { ...s, origin } : { origin }) satisfies StoredState);
   }
   saveFile(name: string, mime: string, data: Blob): void {
     // Webviews can't download; the extension writes the file.

@@ -4,7 +4,7 @@
 import workerSource from "virtual:layout-worker";
 import "./viewer.css";
 import { decodeGraph, FormatError } from "./format";
-import { StandaloneHost, VsCodeHost, type Host } from "./host";
+import { StandaloneHost, VsCodeHost, type FromExtension, type Host } from "./host";
 import { showFatal } from "./ui";
 import { Viewer } from "./viewer";
 
@@ -58,6 +58,25 @@ function rootElement(): HTMLElement {
 
 declare function acquireVsCodeApi(): ConstructorParameters<typeof VsCodeHost>[0];
 
+/** Sets `data-vscode-context` on the right-clicked node: its definition and call site. */
+function nodeContext(viewer: Viewer, ev: Event): void {
+  const el = (ev.target as Element | null)?.closest<SVGGElement>("[data-key],[data-head]");
+  const key = el?.dataset.key ?? el?.dataset.head;
+  if (!el || !key) return;
+  const g = viewer.idx.graph;
+  const id = key.startsWith("g") ? g.groups[Number(key.slice(1))]?.members[0] : key.startsWith("n") ? Number(key.slice(1)) : undefined;
+  const node = id !== undefined ? g.nodes[id] : undefined;
+  if (!node) return;
+  el.dataset.vscodeContext = JSON.stringify({
+    preventDefaultContextMenuItems: true,
+    torchscopeNode: node.id,
+    torchscopeHasDefn: !!node.defn,
+    torchscopeHasSite: !!node.site,
+    ...(node.defn ? { defnFile: node.defn.file, defnLine: node.defn.line } : {}),
+    ...(node.site ? { siteFile: node.site.file, siteLine: node.site.line } : {}),
+  });
+}
+
 function boot(): void {
   performance.mark("torchscope:boot");
   const data = document.getElementById("torchscope-graph");
@@ -80,13 +99,21 @@ function boot(): void {
   if (typeof acquireVsCodeApi === "function") {
     const host = new VsCodeHost(acquireVsCodeApi());
     let viewer: Viewer | null = null;
-    window.addEventListener("message", (ev: MessageEvent<{ type?: string; data?: ArrayBuffer | Uint8Array }>) => {
-      if (ev.data?.type === "graph" && ev.data.data) {
+    window.addEventListener("message", (ev: MessageEvent<FromExtension | undefined>) => {
+      const m = ev.data;
+      if (m?.type === "graph" && m.data) {
         // A new trace replaces the old view; its layouts are stale.
         viewer?.dispose();
-        viewer = mount(rootElement(), ev.data.data, host);
+        if (m.origin) host.setOrigin(m.origin);
+        viewer = mount(rootElement(), m.data, host);
+      } else if (m?.type === "highlightLine") {
+        viewer?.highlightLine(m.file, m.line);
+      } else if (m?.type === "export") {
+        rootElement().querySelector<HTMLElement>(`[data-action="export-${m.format}"]`)?.click();
       }
     });
+    // A right-click on a node tells VS Code's webview context menu what the node is.
+    document.addEventListener("contextmenu", (ev) => viewer && nodeContext(viewer, ev), true);
     host.post({ type: "ready" });
   }
 }

@@ -18,3 +18,10 @@ export function searchNodes(idx: GraphIndex, query: string): number[] {
 export function highlightKeys(rep: string[], matches: number[]): Set<string> {
   return new Set(matches.map((id) => rep[id]!).filter((k) => k !== undefined));
 }
+
+/** Ids of the nodes made on `file:line` (1-based): the editor's cursor line in VS Code. */
+export function nodesAtLine(idx: GraphIndex, file: string, line: number): number[] {
+  const out: number[] = [];
+  for (const n of idx.graph.nodes) if (n.site && n.site.line === line && n.site.file === file) out.push(n.id);
+  return out;
+}

@@ -17,7 +17,7 @@ import { Cancelled, LayoutClient } from "./layoutClient";
 import { anchorOf, boundsOf } from "./draw";
 import { Scene, type Rect } from "./scene";
 import { describe, formatCount } from "./details";
-import { highlightKeys, searchNodes } from "./search";
+import { highlightKeys, nodesAtLine, searchNodes } from "./search";
 import { Minimap } from "./minimap";
 import { exportSvg, svgToPng } from "./export";
 import { buildUi, fillTooltip, type Ui } from "./ui";
@@ -33,14 +33,19 @@ interface Drawn {
 
 const BUSY_NOTE_AFTER_MS = 150;
 
-function canvasMeasure(): Measure {
+/** Text widths in the fonts the page really uses (a VS Code theme sets its own). */
+function canvasMeasure(root: HTMLElement): Measure {
   const ctx = document.createElement("canvas").getContext("2d")!;
+  const cs = getComputedStyle(root);
+  const sans = cs.getPropertyValue("--ts-font").trim();
+  const mono = cs.getPropertyValue("--ts-mono").trim();
   const cache = new Map<string, number>();
   return (text: string, f: Font): number => {
     const k = `${f.size}|${f.weight}|${f.mono}|${text}`;
     let w = cache.get(k);
     if (w === undefined) {
-      ctx.font = fontCss(f);
+      const family = f.mono ? mono : sans;
+      ctx.font = family ? `${f.weight} ${f.size}px ${family}` : fontCss(f);
       w = ctx.measureText(text).width;
       cache.set(k, w);
     }
@@ -57,7 +62,7 @@ export class Viewer {
   private readonly zoomer: ZoomBehavior<SVGSVGElement, unknown>;
   private readonly minimap: Minimap;
   private readonly scene: Scene;
-  private readonly measure = canvasMeasure();
+  private readonly measure: Measure;
   private generation = 0;
   private busyTimer: ReturnType<typeof setInterval> | null = null;
   private selected: string | null = null;
@@ -71,6 +76,7 @@ export class Viewer {
     this.idx = buildIndex(graph);
     this.ui = buildUi(root);
     this.scene = new Scene(this.ui.scene);
+    this.measure = canvasMeasure(this.ui.root);
     this.client = new LayoutClient(makeWorker);
     this.client.warm();
     const saved = host.loadState();
@@ -313,6 +319,14 @@ export class Viewer {
     this.matchPos = -1;
     this.searchBase = null;
     this.ui.searchCount.textContent = query.trim() ? `${this.matches.length} found` : "";
+    this.refreshMarks();
+  }
+
+  /** Mark the nodes made on `file:line` (the host's cursor line), like search matches. */
+  highlightLine(file: string, line: number): void {
+    if (this.ui.search.value.trim()) return; // a search the user typed wins
+    this.matches = nodesAtLine(this.idx, file, line);
+    this.matchPos = -1;
     this.refreshMarks();
   }
 

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { encode } from "@msgpack/msgpack";
 import type { Browser, Locator, Page } from "playwright-core";
-import { FIXTURES, launch, open, ready, shot, type Opened } from "./browser";
+import { FIXTURES, ROOT, launch, open, ready, shot, type Opened } from "./browser";
 
 let browser: Browser;
 before(async () => {
@@ -362,6 +362,48 @@ describe("notebook", () => {
     for (const f of page.frames().slice(1)) await ready(f as unknown as Page);
     assert.equal(page.frames().length, 3);
     await shot(page, "notebook-two-views");
+    assert.deepEqual(errors, []);
+    await ctx.close();
+  });
+});
+
+describe("VS Code host", () => {
+  test("ready → graph handshake, reveal and state through the webview API, theme colours", async () => {
+    const js = readFileSync(join(ROOT, "webview", "dist", "viewer.js"), "utf8").replace(/<\/script/gi, "<\\/script");
+    const css = readFileSync(join(ROOT, "webview", "dist", "viewer.css"), "utf8");
+    const file = join(FIXTURES, "vscode.html");
+    writeFileSync(file, `<!DOCTYPE html><html><head><style>${css}</style></head>
+<body class="vscode-dark" style="--vscode-editor-background: rgb(30, 31, 32); --vscode-editor-foreground: rgb(200, 201, 202)">
+<script>
+window.__posted = []; window.__state = undefined;
+function acquireVsCodeApi() {
+  return { postMessage: (m) => window.__posted.push(m), getState: () => window.__state, setState: (s) => { window.__state = s; } };
+}
+</script>
+<script>${js}</script></body></html>`);
+    const ctx = await browser.newContext({ viewport: { width: 1000, height: 700 } });
+    const page = await ctx.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(pathToFileURL(file).href);
+    await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === "ready"));
+    const b64 = readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64");
+    await page.evaluate((data) => {
+      const bin = atob(data);
+      const bytes = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      window.postMessage({ type: "graph", data: bytes.buffer }, "*");
+    }, b64);
+    await ready(page);
+    await page.click('.ts-node[data-kind=module][data-path="wte"] .ts-title');
+    const reveal = await page.evaluate(() => (window as any).__posted.find((m: any) => m.type === "reveal"));
+    assert.match(reveal.site.file, /modeling_gpt2\.py$/);
+    assert.ok(reveal.site.line > 0);
+    const state = await page.evaluate(() => (window as any).__state);
+    assert.ok(Array.isArray(state.expanded) && state.expanded.length >= 1, "view state saved");
+    const bg = await page.locator("#torchscope").evaluate((el) => getComputedStyle(el).backgroundColor);
+    assert.equal(bg, "rgb(30, 31, 32)", "colours from --vscode-* variables");
+    await shot(page, "vscode-host");
     assert.deepEqual(errors, []);
     await ctx.close();
   });
