@@ -674,3 +674,49 @@ def test_save_and_load_both_formats(tmp_path):
         assert back.to_wire()["nodes"] == g.to_wire()["nodes"]
         assert back.to_wire()["edges"] == g.to_wire()["edges"]
         assert back.to_wire()["groups"] == g.to_wire()["groups"]
+
+
+def test_caught_exceptions_leave_no_error():
+    g = get_traced("caught_error").graph
+    assert g.error is None
+    assert not [n for n in g.nodes if n.kind == "error"]
+    fragile = g.module_call("fragile", 0)
+    backup = g.module_call("backup", 0)
+    [out] = [n for n in g.nodes if n.kind == "output"]
+    [mul] = _op(g, "mul")
+    assert [e.src for e in g.edges if e.dst == out.id] == [mul.id]
+    [b_op] = g.children(backup.id)
+    assert any(e.src == b_op.id and e.dst == mul.id for e in g.edges)
+    assert fragile.id < backup.id
+
+
+def test_model_without_parameters_and_non_tensor_output():
+    class Plain(nn.Module):
+        def forward(self, x):
+            return float(x.sum())
+
+    g = torchscope.trace(Plain(), torch.ones(3))
+    assert g.model.params == 0 and g.model.device == "" and g.model.dtype == ""
+    assert not [n for n in g.nodes if n.kind == "output"]
+    assert g.error is None
+
+
+def test_llama_70b_width_on_meta_device():
+    """Llama-3-70B widths (hidden 8192, intermediate 28672, vocab 128256), 2 layers: no memory."""
+    from transformers import LlamaConfig, LlamaModel
+
+    cfg = LlamaConfig(
+        vocab_size=128256, hidden_size=8192, intermediate_size=28672, num_hidden_layers=2,
+        num_attention_heads=64, num_key_value_heads=8, max_position_embeddings=8192,
+    )
+    with torch.device("meta"):
+        model = LlamaModel(cfg).eval()
+    ids = torch.zeros(1, 32, dtype=torch.long, device="meta")
+    g = torchscope.trace(model, ids)
+    assert g.error is None and g.model.device == "meta"
+    assert g.model.params == sum(p.numel() for p in model.parameters())
+    out = next(n for n in g.nodes if n.kind == "output")
+    assert [e.shape for e in g.edges if e.dst == out.id] == [[1, 32, 8192]]
+    mlp = g.module_call("layers.0.mlp.gate_proj", 0)
+    [op] = g.children(mlp.id)
+    assert [e.shape for e in g.edges if e.src == op.id][0] == [1, 32, 28672]

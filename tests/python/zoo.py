@@ -417,6 +417,31 @@ def varargs():
     return VarArgs().eval(), (torch.randn(2, 3), torch.randn(2, 3)), {"weight": torch.randn(3)}
 
 
+class CaughtError(nn.Module):
+    """Exceptions raised and caught inside the forward: the forward itself succeeds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fragile = nn.Linear(5, 3)
+        self.backup = nn.Linear(4, 3)
+
+    def forward(self, x):
+        try:
+            h = self.fragile(x)
+        except RuntimeError:
+            h = self.backup(x)
+        try:
+            h = torch.matmul(h, torch.ones(4, 4))
+        except RuntimeError:
+            h = h * 2
+        return h
+
+
+@register("caught_error")
+def caught_error():
+    return CaughtError().eval(), (torch.randn(2, 4),), {}
+
+
 # -- errors raised mid-forward ---------------------------------------------------
 
 
@@ -744,7 +769,7 @@ def record_calls(model: nn.Module, args: tuple, kwargs: dict) -> tuple[list[Call
         calls.append(c)
         open_calls.append(c)
 
-    def post(mod, a, kw, result):
+    def post(mod, a, kw, result=None):
         for i in range(len(open_calls) - 1, -1, -1):
             if open_calls[i].module is mod:
                 c = open_calls.pop(i)
@@ -758,7 +783,7 @@ def record_calls(model: nn.Module, args: tuple, kwargs: dict) -> tuple[list[Call
     handles = []
     for _, m in model.named_modules():
         handles.append(m.register_forward_pre_hook(pre, with_kwargs=True))
-        handles.append(m.register_forward_hook(post, with_kwargs=True))
+        handles.append(m.register_forward_hook(post, with_kwargs=True, always_call=True))
     try:
         with torch.no_grad():
             result = model(*args, **kwargs)
