@@ -11,8 +11,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import torchscope  # noqa: E402
 import zoo  # noqa: E402
+
+import torchscope  # noqa: E402
 
 
 @dataclasses.dataclass

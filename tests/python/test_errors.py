@@ -9,10 +9,10 @@ import os
 import msgpack
 import pytest
 import torch
+import zoo
 from torch import nn
 
 import torchscope
-import zoo
 
 ZOO_FILE = os.path.abspath(zoo.__file__)
 
@@ -76,9 +76,14 @@ def test_exactly_one_error_node_at_the_failing_line(name):
     assert len(errors) == 1
     err = errors[0]
     assert g.error.node == err.id
-    assert err.site is not None and err.site.file == ZOO_FILE and err.site.line == line, (err.site, line)
+    assert err.site is not None and err.site.file == ZOO_FILE and err.site.line == line, (
+        err.site,
+        line,
+    )
     tb = g.error.traceback
-    assert tb and (tb[-1].file, tb[-1].line) == (ZOO_FILE, line), "traceback ends at the failing line"
+    assert tb and (tb[-1].file, tb[-1].line) == (ZOO_FILE, line), (
+        "traceback ends at the failing line"
+    )
     assert tb[-1].func == "forward"
     pkg = os.path.dirname(os.path.abspath(torchscope.__file__))
     assert not [s for s in tb if s.file.startswith(pkg)], "torchscope frames left in the traceback"
@@ -266,6 +271,7 @@ def _mutations():
                 obj = obj[k]
             obj[path[-1]] = value
             return w
+
         return f
 
     def delete(path):
@@ -275,6 +281,7 @@ def _mutations():
                 obj = obj[k]
             del obj[path[-1]]
             return w
+
         return f
 
     return {
@@ -296,7 +303,9 @@ def _mutations():
         "edge to a missing node": set_(["edges", 0, "dst"], 999),
         "parent after child": set_(["nodes", 2, "parent"], 3),
         "parent out of range": set_(["nodes", 2, "parent"], 999),
-        "error missing node": set_(["error"], {"type": "ValueError", "message": "m", "traceback": []}),
+        "error missing node": set_(
+            ["error"], {"type": "ValueError", "message": "m", "traceback": []}
+        ),
     }
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import torch
+import zoo
 from conftest import get_traced
 from torch import nn
 
 import torchscope
-import zoo
 
 
 def _check_group_rules(g):
@@ -37,7 +37,13 @@ def _structure(g, kids, nid):
     n = g.nodes[nid]
     what = n.name if n.kind == "constant" else n.target  # a constant's target is its own path
     out_shapes = tuple(sorted({tuple(e.shape) for e in g.edges if e.src == nid}))
-    return (n.kind, what, n.params, out_shapes, tuple(_structure(g, kids, c) for c in kids.get(nid, [])))
+    return (
+        n.kind,
+        what,
+        n.params,
+        out_shapes,
+        tuple(_structure(g, kids, c) for c in kids.get(nid, [])),
+    )
 
 
 def test_group_rules_hold_across_the_zoo(traced):
@@ -58,7 +64,9 @@ def test_gpt2_four_blocks_fold_into_one_group():
     assert grp.name == "GPT2Block ×4"
     _check_group_rules(g)
     wire = g.to_wire()
-    assert {"parent": root.id, "members": [b.id for b in blocks], "name": "GPT2Block ×4"} in wire["groups"]
+    assert {"parent": root.id, "members": [b.id for b in blocks], "name": "GPT2Block ×4"} in wire[
+        "groups"
+    ]
 
 
 def test_blocks_of_different_shapes_do_not_fold():
@@ -67,7 +75,9 @@ def test_blocks_of_different_shapes_do_not_fold():
     blocks = [g.module_call(f"blocks.{i}", 0) for i in range(3)]
     assert len({b.target for b in blocks}) == 1
     for grp in g.groups:
-        assert not set(grp.members) & {b.id for b in blocks}, f"blocks of different shapes folded: {grp}"
+        assert not set(grp.members) & {b.id for b in blocks}, (
+            f"blocks of different shapes folded: {grp}"
+        )
     _check_group_rules(g)
 
 
@@ -113,4 +123,5 @@ def test_groups_survive_the_wire():
     g = torchscope.trace(model, *args, **kwargs)
     back = torchscope.Graph.from_wire(g.to_wire())
     assert [(x.parent, x.members, x.name) for x in back.groups] == [
-        (x.parent, x.members, x.name) for x in g.groups]
+        (x.parent, x.members, x.name) for x in g.groups
+    ]

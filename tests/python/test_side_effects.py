@@ -7,10 +7,10 @@ import gc
 
 import pytest
 import torch
+import zoo
 from torch import nn
 
 import torchscope
-import zoo
 
 _mod = torch.nn.modules.module
 
@@ -94,7 +94,9 @@ def test_no_side_effects_under_either_grad_mode(name, grad):
 def test_batchnorm_train_really_updates_stats_without_torchscope(name):
     """The side-effect test above is meaningful: a plain forward does move the running stats."""
     model, args, kwargs = zoo.build(name)
-    before = {k: v.clone() for k, v in model.state_dict().items() if "running" in k or "num_batches" in k}
+    before = {
+        k: v.clone() for k, v in model.state_dict().items() if "running" in k or "num_batches" in k
+    }
     assert before
     with torch.no_grad():
         try:

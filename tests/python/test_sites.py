@@ -1,4 +1,4 @@
-"""`site` and `defn` point at real lines, and at the right ones (checked against the source text)."""
+"""`site` and `defn` point at real lines, and at the right ones (checked against the source)."""
 
 from __future__ import annotations
 
@@ -7,21 +7,40 @@ import os
 
 import pytest
 import torch
+import zoo
 from conftest import get_traced
 
 import torchscope
-import zoo
 
 ZOO_FILE = os.path.abspath(zoo.__file__)
 TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 
 # Python operators reach a TorchFunctionMode as the Tensor method (`a * b` → Tensor.mul)
 OPERATOR_TOKENS = {
-    "mul": ("*",), "add": ("+",), "sub": ("-",), "div": ("/",), "truediv": ("/",),
-    "matmul": ("@",), "getitem": ("[",), "setitem": ("[", "="), "gt": (">",), "lt": ("<",),
-    "ge": (">=",), "le": ("<=",), "eq": ("==",), "ne": ("!=",), "neg": ("-",), "pow": ("**",),
-    "iadd": ("+=",), "imul": ("*=",), "bool": ("if ", "while ", " and ", " or ", "not "),
-    "add_": ("+=",), "sub_": ("-=",), "mul_": ("*=",), "div_": ("/=",), "floordiv": ("//",),
+    "mul": ("*",),
+    "add": ("+",),
+    "sub": ("-",),
+    "div": ("/",),
+    "truediv": ("/",),
+    "matmul": ("@",),
+    "getitem": ("[",),
+    "setitem": ("[", "="),
+    "gt": (">",),
+    "lt": ("<",),
+    "ge": (">=",),
+    "le": ("<=",),
+    "eq": ("==",),
+    "ne": ("!=",),
+    "neg": ("-",),
+    "pow": ("**",),
+    "iadd": ("+=",),
+    "imul": ("*=",),
+    "bool": ("if ", "while ", " and ", " or ", "not "),
+    "add_": ("+=",),
+    "sub_": ("-=",),
+    "mul_": ("*=",),
+    "div_": ("/=",),
+    "floordiv": ("//",),
 }
 # callables that transformers stores under another attribute name (`self.act = F.gelu`)
 ALIASES = {"gelu": ("act",), "silu": ("act",), "relu": ("act",)}
@@ -58,13 +77,19 @@ def test_every_site_is_a_real_line(traced):
 
 
 def test_every_op_and_module_has_a_site(traced):
-    missing = [(n.kind, n.name) for n in traced.graph.nodes if n.kind in ("op", "module") and n.site is None]
+    missing = [
+        (n.kind, n.name)
+        for n in traced.graph.nodes
+        if n.kind in ("op", "module") and n.site is None
+    ]
     assert not missing
 
 
 def test_sites_never_point_into_torchscope_or_call_machinery(traced):
     pkg = os.path.dirname(os.path.abspath(torchscope.__file__)) + os.sep
-    machinery = [TORCH_DIR + p for p in ("nn/modules/module.py", "overrides.py", "nn/functional.py")]
+    machinery = [
+        TORCH_DIR + p for p in ("nn/modules/module.py", "overrides.py", "nn/functional.py")
+    ]
     for n in traced.graph.nodes:
         if n.site is None:
             continue
@@ -96,7 +121,9 @@ def test_zoo_op_sites_point_at_the_calling_line(traced):
             continue
         text = _line(n.site)
         assert n.site.func == "forward", (n.name, n.site)
-        assert _token_ok(n.name, text), f"{n.kind} {n.name!r} points at zoo.py:{n.site.line}: {text.strip()!r}"
+        assert _token_ok(n.name, text), (
+            f"{n.kind} {n.name!r} points at zoo.py:{n.site.line}: {text.strip()!r}"
+        )
         checked += 1
     if traced.name in ("mlp", "cnn_bn_eval", "inplace_view", "param_direct", "nested_inputs"):
         assert checked >= 1, "no op of this zoo model points into zoo.py"
@@ -112,7 +139,9 @@ def test_zoo_module_sites_point_at_the_calling_line(traced):
             continue
         text = _line(n.site)
         attrs = names[id(by_path[n.path])]
-        assert any(a in text for a in attrs), f"module {n.path!r} points at zoo.py:{n.site.line}: {text!r}"
+        assert any(a in text for a in attrs), (
+            f"module {n.path!r} points at zoo.py:{n.site.line}: {text!r}"
+        )
 
 
 def test_op_inside_linear_points_into_linear_py():

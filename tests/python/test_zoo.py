@@ -8,11 +8,11 @@ import inspect
 import msgpack
 import pytest
 import torch
+import zoo
 from conftest import get_traced
 from torch import nn
 
 import torchscope
-import zoo
 
 # -- structure rules from docs/graph-format.md ------------------------------------
 
@@ -108,7 +108,7 @@ def _in_edges(g, nid):
 
 
 def test_module_output_edge_shapes(traced):
-    """Every tensor leaving a module call's box has the shape of one of the outputs our hooks saw."""
+    """Every tensor leaving a module call's box has the shape of an output our hooks saw."""
     g = traced.graph
     bad = []
     for n, c in zip(zoo.module_nodes(g), traced.calls):
@@ -145,13 +145,16 @@ def test_module_to_module_flow(traced):
         src_nodes = set().union(*(zoo.subtree(g, mods[i].id) for i in producers))
         # an op may hand the very same tensor on (F.dropout in eval mode returns its input)
         src_nodes |= {
-            e.dst for e in g.edges
+            e.dst
+            for e in g.edges
             if e.src in src_nodes and g.nodes[e.dst].kind == "op" and tuple(e.shape) == first.shape
         }
         edges = [e for e in _in_edges(g, mods[j].id) if e.src in src_nodes]
         if not any(tuple(e.shape) == first.shape and e.dtype == first.dtype for e in edges):
             missing.append((calls[producers[-1]].path, cn.path, cn.call, first.shape))
-    assert not missing, f"no edge for module-to-module data flow (from, to, call, shape): {missing[:5]}"
+    assert not missing, (
+        f"no edge for module-to-module data flow (from, to, call, shape): {missing[:5]}"
+    )
 
 
 def test_leaf_module_calls_connect(traced):
@@ -234,10 +237,17 @@ def test_outputs(traced):
 def test_output_names_by_kind():
     assert [n.name for n in get_traced("mlp").graph.nodes if n.kind == "output"] == ["output"]
     assert [n.name for n in get_traced("lstm_gru").graph.nodes if n.kind == "output"] == [
-        "output[0]", "output[1]"]
-    assert [n.name for n in get_traced("module_dict").graph.nodes if n.kind == "output"] == ["cls", "reg"]
+        "output[0]",
+        "output[1]",
+    ]
+    assert [n.name for n in get_traced("module_dict").graph.nodes if n.kind == "output"] == [
+        "cls",
+        "reg",
+    ]
     assert [n.name for n in get_traced("dataclass_out").graph.nodes if n.kind == "output"] == [
-        "logits", "hidden"]
+        "logits",
+        "hidden",
+    ]
     names = [n.name for n in get_traced("gpt2").graph.nodes if n.kind == "output"]
     assert names[0] == "last_hidden_state"
     names = [n.name for n in get_traced("nested_inputs").graph.nodes if n.kind == "output"]
@@ -280,7 +290,8 @@ def test_mlp_op_parents():
 def test_gpt2_attention_ops_inside_attention():
     g = get_traced("gpt2").graph
     attn_ops = [
-        n for n in g.nodes
+        n
+        for n in g.nodes
         if n.kind == "op" and ("scaled_dot_product_attention" in n.target or n.name == "softmax")
     ]
     assert attn_ops, "no attention op recorded"
@@ -455,16 +466,39 @@ def test_wire_round_trip(traced):
     assert back.to_wire()["model"] == g.to_wire()["model"]
     for a, b in zip(g.nodes, back.nodes):
         assert (a.id, a.kind, a.name, a.parent, a.target, a.path, a.call, a.params) == (
-            b.id, b.kind, b.name, b.parent, b.target, b.path, b.call, b.params)
+            b.id,
+            b.kind,
+            b.name,
+            b.parent,
+            b.target,
+            b.path,
+            b.call,
+            b.params,
+        )
         assert (a.site is None) == (b.site is None)
         if a.site:
-            assert (a.site.file, a.site.line, a.site.func) == (b.site.file, b.site.line, b.site.func)
+            assert (a.site.file, a.site.line, a.site.func) == (
+                b.site.file,
+                b.site.line,
+                b.site.func,
+            )
     wire = msgpack.unpackb(raw, raw=False)
     assert wire["format"] == "torchscope.graph" and wire["version"] == 1
     assert set(wire) >= {"format", "version", "model", "nodes", "edges", "groups", "error", "stats"}
     for n in wire["nodes"]:
-        assert set(n) >= {"id", "kind", "name", "parent", "target", "path", "call", "site", "defn",
-                          "params", "attrs"}
+        assert set(n) >= {
+            "id",
+            "kind",
+            "name",
+            "parent",
+            "target",
+            "path",
+            "call",
+            "site",
+            "defn",
+            "params",
+            "attrs",
+        }
 
 
 # -- meta device ---------------------------------------------------------------------------------
@@ -481,7 +515,8 @@ def test_llama_on_meta_device():
     assert g.model.device == "meta"
     calls, result, _keep = zoo.record_calls(model, (ids,), {})
     assert [(n.path, n.call, n.target) for n in zoo.module_nodes(g)] == [
-        (c.path, c.call, c.qualname) for c in calls]
+        (c.path, c.call, c.qualname) for c in calls
+    ]
     outs = [n for n in g.nodes if n.kind == "output"]
     assert outs[0].name == "last_hidden_state"
     [e] = [e for e in g.edges if e.dst == outs[0].id]
@@ -590,7 +625,9 @@ def test_factory_call_is_a_constant_with_the_callable_as_target():
     [c] = [n for n in g.nodes if n.kind == "constant"]
     assert "arange" in c.target and c.target.startswith("torch")
     [add] = _op(g, "add")
-    assert any(e.src == c.id and e.dst == add.id and e.shape == [5] and e.dtype == "int64" for e in g.edges)
+    assert any(
+        e.src == c.id and e.dst == add.id and e.shape == [5] and e.dtype == "int64" for e in g.edges
+    )
 
 
 def test_out_keyword_write_is_the_producer():
@@ -706,8 +743,13 @@ def test_llama_70b_width_on_meta_device():
     from transformers import LlamaConfig, LlamaModel
 
     cfg = LlamaConfig(
-        vocab_size=128256, hidden_size=8192, intermediate_size=28672, num_hidden_layers=2,
-        num_attention_heads=64, num_key_value_heads=8, max_position_embeddings=8192,
+        vocab_size=128256,
+        hidden_size=8192,
+        intermediate_size=28672,
+        num_hidden_layers=2,
+        num_attention_heads=64,
+        num_key_value_heads=8,
+        max_position_embeddings=8192,
     )
     with torch.device("meta"):
         model = LlamaModel(cfg).eval()

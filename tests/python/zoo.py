@@ -142,7 +142,9 @@ def lstm_gru():
 
 @register("transformer_encoder")
 def transformer_encoder():
-    layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0, batch_first=True)
+    layer = nn.TransformerEncoderLayer(
+        d_model=32, nhead=4, dim_feedforward=64, dropout=0.0, batch_first=True
+    )
     model = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
     # train mode (dropout 0): eval + no_grad would take torch's fused fast path, which
     # torch itself disables whenever a torch-function mode is active
@@ -564,9 +566,17 @@ def _ids(n: int = 6, vocab: int = 100, batch: int = 1) -> torch.Tensor:
 def gpt2(n_layer: int = 2):
     from transformers import GPT2Config, GPT2Model
 
-    model = GPT2Model(GPT2Config(
-        n_layer=n_layer, n_embd=32, n_head=2, vocab_size=100, n_positions=32, bos_token_id=0, eos_token_id=1,
-    ))
+    model = GPT2Model(
+        GPT2Config(
+            n_layer=n_layer,
+            n_embd=32,
+            n_head=2,
+            vocab_size=100,
+            n_positions=32,
+            bos_token_id=0,
+            eos_token_id=1,
+        )
+    )
     return model.eval(), (_ids(),), {}
 
 
@@ -575,8 +585,12 @@ def bert():
     from transformers import BertConfig, BertModel
 
     cfg = BertConfig(
-        vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=32,
+        vocab_size=100,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=32,
     )
     ids = _ids()
     return BertModel(cfg).eval(), (ids,), {"attention_mask": torch.ones_like(ids)}
@@ -587,8 +601,14 @@ def t5():
     from transformers import T5Config, T5Model
 
     cfg = T5Config(
-        vocab_size=100, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_decoder_layers=2,
-        num_heads=2, decoder_start_token_id=0,
+        vocab_size=100,
+        d_model=32,
+        d_kv=16,
+        d_ff=64,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=2,
+        decoder_start_token_id=0,
     )
     return T5Model(cfg).eval(), (), {"input_ids": _ids(7), "decoder_input_ids": _ids(4)}
 
@@ -598,8 +618,13 @@ def vit():
     from transformers import ViTConfig, ViTModel
 
     cfg = ViTConfig(
-        image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=2,
-        num_attention_heads=2, intermediate_size=64,
+        image_size=16,
+        patch_size=4,
+        num_channels=3,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
     )
     return ViTModel(cfg).eval(), (torch.randn(1, 3, 16, 16),), {}
 
@@ -609,7 +634,11 @@ def resnet():
     from transformers import ResNetConfig, ResNetModel
 
     cfg = ResNetConfig(
-        num_channels=3, embedding_size=8, hidden_sizes=[8, 16], depths=[1, 2], layer_type="basic",
+        num_channels=3,
+        embedding_size=8,
+        hidden_sizes=[8, 16],
+        depths=[1, 2],
+        layer_type="basic",
     )
     return ResNetModel(cfg).eval(), (torch.randn(1, 3, 32, 32),), {}
 
@@ -618,8 +647,13 @@ def llama_config(hidden: int = 32, layers: int = 2, vocab: int = 100):
     from transformers import LlamaConfig
 
     return LlamaConfig(
-        vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        vocab_size=vocab,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
     )
 
 
@@ -635,8 +669,14 @@ def mixtral():
     from transformers import MixtralConfig, MixtralModel
 
     cfg = MixtralConfig(
-        vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+        vocab_size=100,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_local_experts=4,
+        num_experts_per_tok=2,
         max_position_embeddings=64,
     )
     return MixtralModel(cfg).eval(), (_ids(8),), {}
@@ -647,9 +687,19 @@ def whisper():
     from transformers import WhisperConfig, WhisperModel
 
     cfg = WhisperConfig(
-        vocab_size=100, num_mel_bins=16, d_model=32, encoder_layers=1, decoder_layers=1,
-        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
-        max_source_positions=16, max_target_positions=16, decoder_start_token_id=1, pad_token_id=0,
+        vocab_size=100,
+        num_mel_bins=16,
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_source_positions=16,
+        max_target_positions=16,
+        decoder_start_token_id=1,
+        pad_token_id=0,
     )
     kwargs = {"input_features": torch.randn(1, 16, 32), "decoder_input_ids": _ids(4)}
     return WhisperModel(cfg).eval(), (), kwargs
@@ -661,13 +711,23 @@ def clip():
 
     cfg = CLIPConfig(
         text_config={
-            "vocab_size": 100, "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
-            "intermediate_size": 64, "max_position_embeddings": 16,
-            "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 1,
+            "vocab_size": 100,
+            "hidden_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "intermediate_size": 64,
+            "max_position_embeddings": 16,
+            "bos_token_id": 0,
+            "eos_token_id": 1,
+            "pad_token_id": 1,
         },
         vision_config={
-            "image_size": 16, "patch_size": 8, "hidden_size": 32, "num_hidden_layers": 1,
-            "num_attention_heads": 2, "intermediate_size": 64,
+            "image_size": 16,
+            "patch_size": 8,
+            "hidden_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "intermediate_size": 64,
         },
         projection_dim=16,
     )
@@ -716,11 +776,17 @@ def flat_tensors(value: Any, depth: int = 0) -> list[torch.Tensor]:
     if isinstance(value, (tuple, list)):
         return [t for v in value for t in flat_tensors(v, depth + 1)]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [t for f in dataclasses.fields(value) for t in flat_tensors(getattr(value, f.name), depth + 1)]
+        return [
+            t
+            for f in dataclasses.fields(value)
+            for t in flat_tensors(getattr(value, f.name), depth + 1)
+        ]
     return []
 
 
-def named_outputs(value: Any, name: str = "output", depth: int = 0) -> list[tuple[str, torch.Tensor]]:
+def named_outputs(
+    value: Any, name: str = "output", depth: int = 0
+) -> list[tuple[str, torch.Tensor]]:
     """Output names as docs/graph-format.md spells them."""
     if isinstance(value, torch.Tensor):
         return [(name, value)]
@@ -736,7 +802,9 @@ def named_outputs(value: Any, name: str = "output", depth: int = 0) -> list[tupl
             out += named_outputs(v, f"{name}[{i}]", depth + 1)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
-            out += named_outputs(getattr(value, f.name), f.name if top else f"{name}.{f.name}", depth + 1)
+            out += named_outputs(
+                getattr(value, f.name), f.name if top else f"{name}.{f.name}", depth + 1
+            )
     return out
 
 
@@ -762,7 +830,9 @@ def record_calls(model: nn.Module, args: tuple, kwargs: dict) -> tuple[list[Call
         counts[id(mod)] = n + 1
         cls = type(mod)
         parent = calls.index(open_calls[-1]) if open_calls else -1
-        c = CallSeen(paths[id(mod)], n, f"{cls.__module__}.{cls.__qualname__}", mod, len(open_calls), parent)
+        c = CallSeen(
+            paths[id(mod)], n, f"{cls.__module__}.{cls.__qualname__}", mod, len(open_calls), parent
+        )
         ts = flat_tensors((a, kw))
         keep.append(ts)
         c.inputs = [_seen(t) for t in ts]
