@@ -1,0 +1,382 @@
+"""`python -m torchscope.runner`: traces models for the language server, one request at a time.
+
+JSON lines in on stdin, JSON lines out on a private copy of stdout (docs/protocol.md, "Runner").
+User code gets fd 0 from /dev/null and fd 1 pointed at stderr, so neither `input()` nor
+`print` (nor a C library writing to fd 1) can touch the protocol stream.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Callable, Optional, TextIO
+
+Reply = dict[str, Any]
+
+
+class Failure(Exception):
+    """A request that ends in an error reply of one protocol kind."""
+
+    def __init__(
+        self, kind: str, message: str, details: Optional[str] = None, **extra: Any
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.details = details
+        self.extra = extra
+
+    def to_reply(self, rid: Any) -> Reply:
+        reply: Reply = {"id": rid, "ok": False, "kind": self.kind, "message": self.message}
+        if self.details is not None:
+            reply["details"] = self.details
+        reply.update(self.extra)
+        return reply
+
+
+def _one_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# -- project modules: forget them between requests so edited files are re-imported ----------
+
+
+def _library_dirs() -> list[str]:
+    """The standard library and torchscope itself: never the user's project."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    dirs = {paths.get("stdlib", ""), paths.get("platstdlib", ""), os.path.dirname(__file__)}
+    return [os.path.normcase(os.path.abspath(d)) + os.sep for d in dirs if d]
+
+
+_LIBRARY_DIRS = _library_dirs()
+
+
+def _is_project_file(file: str, roots: list[str]) -> bool:
+    file = os.path.normcase(os.path.abspath(file))
+    if "site-packages" in file or "dist-packages" in file:
+        return False
+    if any(file.startswith(d) for d in _LIBRARY_DIRS):
+        return False
+    return any(file.startswith(r) for r in roots)
+
+
+def forget_project_modules(path: Path) -> list[str]:
+    """Remove from sys.modules every module loaded from the user's project (the file's folder,
+    or its package tree's root), so the next import reads the files again."""
+    from .target import module_name_for
+
+    _, root = module_name_for(path)
+    roots = {
+        os.path.normcase(str(root)) + os.sep,
+        os.path.normcase(str(path.resolve().parent)) + os.sep,
+    }
+    gone = []
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        paths = list(getattr(module, "__path__", []) or []) if file is None else [file]
+        if paths and all(isinstance(p, str) and _is_project_file(p, list(roots)) for p in paths):
+            del sys.modules[name]
+            gone.append(name)
+    import importlib
+
+    importlib.invalidate_caches()
+    return gone
+
+
+# -- where an error happened -----------------------------------------------------------------
+
+
+def _user_traceback(exc: BaseException) -> Optional[str]:
+    """The traceback text of the user's frames (torchscope's own frames and importlib's are
+    noise to the user), ending with the exception line; None if no user frame is in it."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    here = os.path.dirname(os.path.abspath(__file__))
+    keep = [f for f in frames if not f.filename.startswith(here) and "importlib" not in f.filename]
+    if not keep:
+        return None
+    lines = traceback.format_list(keep) + traceback.format_exception_only(type(exc), exc)
+    return "Traceback (most recent call last):\n" + "".join(lines)
+
+
+def _in_construction(tb: Optional[TracebackType]) -> bool:
+    """The exception came out of building the model, not out of importing the file."""
+    from . import target
+
+    codes = {target._instantiate.__code__, target._construct.__code__}
+    while tb is not None:
+        if tb.tb_frame.f_code in codes:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def error_location(graph: Any, user_file: Path) -> tuple[Optional[str], Optional[int]]:
+    """The innermost traceback frame in the user's file, else in another project file,
+    else the error node's site."""
+    error = graph.error
+    user = os.path.normcase(str(user_file.resolve()))
+    frames = list(error.traceback)
+    for site in reversed(frames):
+        if os.path.normcase(os.path.abspath(site.file)) == user:
+            return site.file, site.line
+    roots = [os.path.normcase(str(user_file.resolve().parent)) + os.sep]
+    for site in reversed(frames):
+        if _is_project_file(site.file, roots):
+            return site.file, site.line
+    node = graph.nodes[error.node] if 0 <= error.node < len(graph.nodes) else None
+    if node is not None and node.site is not None:
+        return node.site.file, node.site.line
+    if frames:
+        return frames[-1].file, frames[-1].line
+    return None, None
+
+
+def describe_input(value: Any) -> str:
+    import torch
+
+    def one(v: Any) -> str:
+        if isinstance(v, torch.Tensor):
+            return f"tensor {list(v.shape)} {str(v.dtype).replace('torch.', '')}"
+        return type(v).__name__
+
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {one(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(one(v) for v in value) + ")"
+    return one(value)
+
+
+# -- one trace -------------------------------------------------------------------------------
+
+
+def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
+    """Build, pick the input, trace, write the file: the TraceResult, or raise Failure."""
+    from . import target as tg
+    from .inputs import NoInputError, example_input
+    from .tracer import trace_call
+
+    started = time.monotonic()
+    budget = req.get("timeout")
+    path = Path(req["file"]).resolve()
+    name = req["target"]
+    device = req.get("device") or "cpu"
+    out = Path(req["out"])
+    if device not in ("cpu", "meta"):
+        raise Failure("target-error", f"unknown device {device!r}: use cpu or meta")
+
+    progress("Importing")
+    forget_project_modules(path)
+    old_argv, old_cwd = sys.argv, os.getcwd()
+    try:
+        built = tg.build(
+            f"{path}:{name}", device, source=req.get("text"), ctor_args=req.get("ctorArgs")
+        )
+    except tg.NeedsConstructorArgs as exc:
+        raise Failure("target-error", str(exc), needsCtorArgs=True) from exc
+    except tg.TargetError as exc:
+        raise Failure("target-error", str(exc), _user_traceback(exc)) from exc
+    except SyntaxError as exc:
+        where = f"{Path(exc.filename or path).name}:{exc.lineno}"
+        details = "".join(traceback.format_exception_only(type(exc), exc))
+        raise Failure("import-error", f"syntax error in {where}: {exc.msg}", details) from exc
+    except BaseException as exc:  # noqa: BLE001 - user code: anything, sys.exit included
+        if isinstance(exc, SystemExit):
+            what = f"called sys.exit({exc.code!r})"
+        else:
+            what = f"raised {_one_line(exc)}"
+        details = _user_traceback(exc) or "".join(traceback.format_exception_only(type(exc), exc))
+        if _in_construction(exc.__traceback__):
+            raise Failure("target-error", f"building {name} {what}", details) from exc
+        raise Failure("import-error", f"importing {path.name} {what}", details) from exc
+    finally:
+        sys.argv = old_argv
+        try:
+            os.chdir(old_cwd)
+        except OSError:
+            pass
+
+    progress("Building input")
+    expr = req.get("input")
+    value: Any = None
+    described = ""
+    if expr:
+        try:
+            value = tg.eval_input(expr, built.module, device)
+        except tg.TargetError as exc:
+            cause = exc.__cause__ or exc
+            raise Failure("needs-input", f"the input {expr} failed: {_one_line(cause)}") from exc
+        described = expr
+    elif built.example is not None:
+        value, described = built.example, f"from {name}()"
+    elif getattr(built.model, "example_input_array", None) is not None:
+        value, described = built.model.example_input_array, "example_input_array"
+    else:
+        call = req.get("inputCall")
+        if call:
+            try:
+                value = tg.eval_input(call, built.module, device)
+                described = call
+            except tg.TargetError as exc:
+                print(
+                    f"torchscope: the input {call} found in the file failed: {exc}", file=sys.stderr
+                )
+        if value is None:
+            try:
+                value = example_input(built.model, device)
+            except NoInputError as exc:
+                raise Failure(
+                    "needs-input",
+                    f"cannot tell what input {type(built.model).__name__} takes: give an input "
+                    "expression, e.g. torch.randn(1, 3, 224, 224)",
+                ) from exc
+            described = f"inferred: {describe_input(value)}"
+
+    progress("Tracing")
+    remaining = None
+    if budget:
+        remaining = max(0.05, float(budget) - (time.monotonic() - started))
+    args, kwargs = tg.as_call(value)
+    graph = trace_call(built.model, args, kwargs, time_budget=remaining, raise_errors=False)
+    if graph.error is not None and graph.error.type == "TraceTimeout":
+        raise Failure("timeout", f"the trace ran past {budget:g} s and was stopped")
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    data = graph.to_msgpack()
+    tmp = out.with_name(out.name + ".part")
+    tmp.write_bytes(data)
+    os.replace(tmp, out)
+    wire = graph.to_wire()
+    error = None
+    if graph.error is not None:
+        file, line = error_location(graph, path)
+        error = {
+            "type": graph.error.type,
+            "message": graph.error.message,
+            "file": file,
+            "line": line,
+        }
+    return {
+        "path": str(out),
+        "size": len(data),
+        "summary": {
+            "model": graph.model.name,
+            "qualname": graph.model.qualname,
+            "nodes": len(graph.nodes),
+            "edges": len(graph.edges),
+            "ops": wire["stats"]["ops"],
+            "modules": wire["stats"]["modules"],
+            "params": graph.model.params,
+            "trace_ms": round(graph.trace_ms, 3),
+            "input": described,
+            "error": error,
+        },
+    }
+
+
+# -- the loop --------------------------------------------------------------------------------
+
+
+class Runner:
+    def __init__(self, replies: TextIO) -> None:
+        self.replies = replies
+        self.torch_version: Optional[str] = None
+        self.torch_error: Optional[str] = None
+
+    def send(self, message: Reply) -> None:
+        self.replies.write(json.dumps(message) + "\n")
+        self.replies.flush()
+
+    def import_torch(self) -> None:
+        try:
+            import torch
+
+            self.torch_version = str(torch.__version__)
+        except Exception as exc:  # ImportError, or a broken install
+            self.torch_error = _one_line(exc)
+
+    def no_torch(self, rid: Any) -> Reply:
+        return Failure(
+            "no-torch",
+            f"torch is not installed in this Python ({sys.executable}); install it or pick an "
+            "interpreter that has it",
+            sys.executable,
+            error=self.torch_error,
+        ).to_reply(rid)
+
+    def handle(self, req: dict[str, Any]) -> Reply:
+        rid = req.get("id")
+        op = req.get("op")
+        if self.torch_version is None:
+            return self.no_torch(rid)
+        if op == "ping":
+            return {"id": rid, "ok": True, "torch": self.torch_version, "pid": os.getpid()}
+        if op != "trace":
+            return Failure("internal", f"unknown op {op!r}").to_reply(rid)
+        try:
+            result = trace(req, lambda stage: self.send({"id": rid, "progress": stage}))
+        except Failure as exc:
+            return exc.to_reply(rid)
+        except BaseException as exc:  # noqa: BLE001 - a bug of ours or a strange user object
+            return Failure(
+                "internal", f"torchscope failed: {_one_line(exc)}", traceback.format_exc()
+            ).to_reply(rid)
+        return {"id": rid, "ok": True, "result": result}
+
+    def serve(self, requests: TextIO) -> None:
+        for line in requests:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                req = json.loads(line)
+            except ValueError:
+                self.send(
+                    {"id": None, "ok": False, "kind": "internal", "message": "bad request line"}
+                )
+                continue
+            self.send(self.handle(req))
+
+
+def _die_with_parent() -> None:
+    """On Linux, get SIGKILL when the server dies, so a runner stuck in user code is no orphan."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+        expected = os.environ.get("TORCHSCOPE_SERVER_PID")
+        if expected and os.getppid() != int(expected):
+            os._exit(0)  # the server died before prctl took effect
+    except Exception:
+        pass
+
+
+def main() -> None:
+    _die_with_parent()
+    # private copies of the protocol streams; user code sees /dev/null and stderr
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115
+    sys.stdout = sys.stderr
+    runner = Runner(replies)
+    runner.import_torch()
+    runner.serve(requests)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,339 @@
+"""The runner process (`python -m torchscope.runner`) over its JSON-lines pipe."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torchscope.graph import Graph, unpack
+
+HELPER = Path(__file__).resolve().parents[2] / "python_helper"
+
+
+class RunnerProcess:
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(HELPER), env.get("PYTHONPATH", "")])
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "torchscope.runner"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self.ids = 0
+        self.buffer = b""
+        self.progress: list[str] = []
+
+    def ask(self, wait: float = 60, **request: Any) -> dict[str, Any]:
+        self.ids += 1
+        rid = self.ids
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write((json.dumps({"id": rid, **request}) + "\n").encode())
+        self.proc.stdin.flush()
+        deadline = time.monotonic() + wait
+        self.progress = []
+        while True:
+            line = self._line(deadline, request)
+            msg = json.loads(line)  # every line on the protocol stream is JSON
+            assert msg["id"] == rid
+            if "progress" in msg:
+                self.progress.append(msg["progress"])
+                continue
+            return msg
+
+    def _line(self, deadline: float, request: Any) -> bytes:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
+            if not ready:
+                raise TimeoutError(f"no reply to {request}")
+            chunk = os.read(fd, 65536)
+            assert chunk, "the runner closed its stdout"
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line
+
+    def close(self) -> str:
+        assert self.proc.stdin is not None and self.proc.stderr is not None
+        if self.proc.stdin.closed:
+            return ""
+        self.proc.stdin.close()
+        self.proc.wait(10)
+        return self.proc.stderr.read().decode()
+
+
+@pytest.fixture(scope="module")
+def runner():
+    r = RunnerProcess()
+    yield r
+    r.close()
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+MLP = """
+    import torch
+    from torch import nn
+    print("printed at import")  # must not reach the protocol stream
+    import os
+    os.write(1, b"written to fd 1\\n")
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(64, 8)
+
+        def forward(self, x):
+            return self.fc(x).relu()
+
+    if __name__ == "__main__":
+        raise SystemExit("the main block must not run")
+"""
+
+
+def test_ping(runner):
+    reply = runner.ask(op="ping")
+    assert reply["ok"] and reply["torch"].startswith("2.")
+
+
+def test_trace_writes_msgpack_and_summary(runner, tmp_path):
+    path = write(tmp_path, "mlp.py", MLP)
+    out = tmp_path / "out" / "g.msgpack"
+    reply = runner.ask(
+        op="trace", file=str(path), target="Net", out=str(out), inputCall="torch.randn(2, 64)"
+    )
+    assert reply["ok"], reply
+    result = reply["result"]
+    assert result["path"] == str(out) and result["size"] == out.stat().st_size
+    graph = Graph.from_wire(unpack(out.read_bytes()))
+    assert graph.model.name == "Net"
+    s = result["summary"]
+    assert s["model"] == "Net" and s["params"] == 64 * 8 + 8 and s["input"] == "torch.randn(2, 64)"
+    assert s["nodes"] == len(graph.nodes) and s["edges"] == len(graph.edges) and s["error"] is None
+    assert runner.progress == ["Importing", "Building input", "Tracing"]
+
+
+def test_unsaved_text_and_reimport(runner, tmp_path):
+    write(
+        tmp_path,
+        "layers.py",
+        """
+        from torch import nn
+        WIDTH = 8
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, WIDTH)
+            def forward(self, x):
+                return self.fc(x)
+    """,
+    )
+    path = write(
+        tmp_path,
+        "model.py",
+        """
+        from torch import nn
+        from layers import Block
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.block = Block()
+            def forward(self, x):
+                return self.block(x)
+    """,
+    )
+    out = tmp_path / "g.msgpack"
+    first = runner.ask(
+        op="trace", file=str(path), target="Net", out=str(out), input="torch.randn(1, 4)"
+    )
+    assert first["result"]["summary"]["params"] == 4 * 8 + 8
+    # an edited imported file is read again
+    layers = (tmp_path / "layers.py").read_text().replace("WIDTH = 8", "WIDTH = 16")
+    (tmp_path / "layers.py").write_text(layers)
+    second = runner.ask(
+        op="trace", file=str(path), target="Net", out=str(out), input="torch.randn(1, 4)"
+    )
+    assert second["result"]["summary"]["params"] == 4 * 16 + 16
+    # the editor's unsaved text is what gets traced, not the file on disk
+    text = path.read_text().replace("self.block = Block()", "self.block = nn.Linear(4, 2)")
+    third = runner.ask(
+        op="trace", file=str(path), target="Net", out=str(out), input="torch.randn(1, 4)", text=text
+    )
+    assert third["result"]["summary"]["params"] == 4 * 2 + 2
+
+
+def test_model_that_raises_is_a_result(runner, tmp_path):
+    path = write(
+        tmp_path,
+        "broken.py",
+        """
+        import torch
+        from torch import nn
+
+        class Broken(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.Linear(16, 32)
+                self.b = nn.Linear(64, 4)
+
+            def forward(self, x):
+                h = self.a(x)
+                return self.b(h)
+
+        model = Broken()
+        model.example_input_array = torch.randn(2, 16)
+    """,
+    )
+    reply = runner.ask(op="trace", file=str(path), target="model", out=str(tmp_path / "g.msgpack"))
+    assert reply["ok"], reply
+    s = reply["result"]["summary"]
+    assert s["input"] == "example_input_array"
+    assert s["error"]["type"] == "RuntimeError"
+    assert s["error"]["file"] == str(path) and s["error"]["line"] == 13  # `return self.b(h)`
+    graph = Graph.load(reply["result"]["path"])
+    assert graph.error is not None
+
+
+def test_import_errors(runner, tmp_path):
+    path = write(
+        tmp_path,
+        "bad.py",
+        """
+        import torch
+        x = 1
+        y = undefined_name + x
+    """,
+    )
+    reply = runner.ask(op="trace", file=str(path), target="Net", out=str(tmp_path / "g.msgpack"))
+    assert reply["kind"] == "import-error" and "NameError" in reply["message"]
+    assert (
+        "bad.py" in reply["details"]
+        and "line 4" in reply["details"]
+        and "undefined_name" in reply["details"]
+    )
+    syntax = write(tmp_path, "syntax.py", "def f(:\n    pass\n")
+    reply = runner.ask(op="trace", file=str(syntax), target="f", out=str(tmp_path / "g.msgpack"))
+    assert reply["kind"] == "import-error" and "syntax error in syntax.py:1" in reply["message"]
+
+
+def test_sys_exit_at_import_keeps_the_runner(runner, tmp_path):
+    path = write(tmp_path, "exits.py", "import sys\nsys.exit(3)\n")
+    reply = runner.ask(op="trace", file=str(path), target="Net", out=str(tmp_path / "g.msgpack"))
+    assert reply["kind"] == "import-error" and "sys.exit(3)" in reply["message"]
+    assert runner.ask(op="ping")["ok"]
+
+
+def test_target_errors(runner, tmp_path):
+    path = write(
+        tmp_path,
+        "ctor.py",
+        """
+        from torch import nn
+        class Needs(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.fc = nn.Linear(width, 2)
+            def forward(self, x):
+                return self.fc(x)
+        class Fails(nn.Module):
+            def __init__(self):
+                super().__init__()
+                raise ValueError("bad config")
+        not_a_model = 3
+    """,
+    )
+    out = str(tmp_path / "g.msgpack")
+    reply = runner.ask(op="trace", file=str(path), target="Needs", out=out)
+    assert reply["kind"] == "target-error" and reply["needsCtorArgs"] is True
+    reply = runner.ask(op="trace", file=str(path), target="Needs", out=out, ctorArgs="5")
+    assert reply["ok"] and reply["result"]["summary"]["input"].startswith("inferred: tensor [1, 5]")
+    reply = runner.ask(op="trace", file=str(path), target="Fails", out=out)
+    assert reply["kind"] == "target-error" and "bad config" in reply["message"]
+    assert "ctor.py" in reply["details"]
+    reply = runner.ask(op="trace", file=str(path), target="missing", out=out)
+    assert reply["kind"] == "target-error" and "missing" in reply["message"]
+    reply = runner.ask(op="trace", file=str(path), target="not_a_model", out=out)
+    assert reply["kind"] == "target-error"
+
+
+def test_inputs(runner, tmp_path):
+    path = write(
+        tmp_path,
+        "inputs.py",
+        """
+        import torch
+        from torch import nn
+        class NoLayers(nn.Module):
+            def forward(self, x):
+                return x * 2
+        def make_model():
+            return NoLayers(), torch.ones(3)
+    """,
+    )
+    out = str(tmp_path / "g.msgpack")
+    reply = runner.ask(op="trace", file=str(path), target="NoLayers", out=out)
+    assert reply["kind"] == "needs-input"
+    reply = runner.ask(
+        op="trace", file=str(path), target="NoLayers", out=out, input="torch.ones(2)"
+    )
+    assert reply["ok"] and reply["result"]["summary"]["input"] == "torch.ones(2)"
+    reply = runner.ask(
+        op="trace", file=str(path), target="NoLayers", out=out, input="torch.oops(2)"
+    )
+    assert reply["kind"] == "needs-input" and "torch.oops(2)" in reply["message"]
+    reply = runner.ask(op="trace", file=str(path), target="make_model", out=out)
+    assert reply["ok"] and reply["result"]["summary"]["input"] == "from make_model()"
+
+
+def test_time_budget_in_forward(runner, tmp_path):
+    path = write(
+        tmp_path,
+        "slow.py",
+        """
+        import torch
+        from torch import nn
+        class Spin(nn.Module):
+            def forward(self, x):
+                while True:
+                    x = x + 1
+    """,
+    )
+    started = time.monotonic()
+    reply = runner.ask(
+        op="trace",
+        file=str(path),
+        target="Spin",
+        out=str(tmp_path / "g.msgpack"),
+        input="torch.zeros(2)",
+        timeout=0.5,
+    )
+    assert reply["kind"] == "timeout"
+    assert time.monotonic() - started < 5
+    assert runner.ask(op="ping")["ok"]
+
+
+def test_stdout_of_user_code_goes_to_stderr(runner, tmp_path):
+    """Last in the file: it closes the shared runner to read all of its stderr."""
+    path = write(tmp_path, "mlp.py", MLP)
+    out = str(tmp_path / "g.msgpack")
+    reply = runner.ask(
+        op="trace", file=str(path), target="Net", out=out, input="torch.randn(2, 64)"
+    )
+    assert reply["ok"]
+    err = runner.close()
+    assert "printed at import" in err and "written to fd 1" in err
