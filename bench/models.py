@@ -7,6 +7,7 @@ built from their configs; torchvision is never used.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -136,10 +137,15 @@ MODELS: dict[str, Spec] = {
 }
 
 
+# One intra-op thread for every model, not only the 2,000-block one: on this 2-core machine,
+# shared with other builds, two threads spin at OpenMP barriers whenever the other core is
+# busy, and a GPT-2 forward then swings between 0.15 s and 2 s (one thread: 0.25-0.45 s).
+THREADS = int(os.environ.get("BENCH_THREADS", "1"))
+
+
 def build(name: str) -> Built:
     spec = MODELS[name]
-    if spec.threads is not None:
-        torch.set_num_threads(spec.threads)
+    torch.set_num_threads(spec.threads or THREADS)
     _seed()
     t0 = time.perf_counter()
     built = spec.factory()

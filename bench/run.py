@@ -45,8 +45,56 @@ REF_BYTES_PER_NODE = 240
 
 # Why a target is missed, from profiling the tracer (see the "Where the time goes" section).
 # Written by hand after `python bench/profile_blocks.py`; keep in step with the code.
-WHY: dict[str, str] = {}
-PROFILE_NOTES: str = ""
+WHY: dict[str, str] = {
+    "ratio": (
+        "Why: torchscope pays a fixed Python cost per recorded call (a node, its edges and "
+        "site for every op, a node and a description for every module call: tens of µs each), "
+        "which is large next to batch-1 CPU kernels; on this shared, loaded machine the ratio "
+        "also moves by tens of percent between runs (compare the min / min column)."
+    ),
+    "peer": (
+        "Why: the same per-call Python cost; the best peer on this model does comparably "
+        "little per call (see the table)."
+    ),
+    "blocks": (
+        "Why: each of the 8,000 ops and 8,001 module calls costs torchscope ~30 µs of Python "
+        "against ~11 µs per op for the plain forward, plus ~60 ms of whole-model passes after "
+        "the forward (folding, parameter totals); see *Where the time goes* below."
+    ),
+    "meta_time": (
+        "Why: 80 decoder layers give ~6,000 nodes recorded in Python at the same per-call cost, "
+        "plus serialising them."
+    ),
+    "meta_rss": "Why: the graph's Python objects (nodes, edges, attrs) before serialisation.",
+}
+PROFILE_NOTES: str = """
+From `python bench/profile_blocks.py` (cProfile, one trace of the 2,000-block model, torchscope
+at commit 04535f7 with the tracer's working-tree changes of 2026-12-02 10:37 UTC). Without the
+profiler: plain forward 88 ms, trace 358 ms (4.1×), of which 298 ms until the forward returns
+(setup + the recorded forward) and 60 ms after it. Under the profiler the trace takes 0.80 s;
+shares of that:
+
+| where (tracer.py unless named) | calls | cumulative | share |
+|---|---:|---:|---:|
+| `Recorder._record_call` — node, attrs and edges per op (excluding the op itself) | 8,000 | 0.257 s | 32 % |
+| &nbsp;&nbsp;of which `_edge` (18,001 edges: producer lookup, shape list, dtype name) | 18,001 | 0.126 s | 16 % |
+| &nbsp;&nbsp;&nbsp;&nbsp;of which `_constant` → `_is_own_tensor`: first use of each layer builds a set from `module.parameters()` + `buffers()` | 8,000 | 0.073 s | 9 % |
+| `Recorder.pre_hook` — a node per module call | 8,001 | 0.125 s | 16 % |
+| &nbsp;&nbsp;of which `_info` → `_describe` (`extra_repr`, class info): every module here is distinct, so the per-module cache never hits | 8,001 | 0.067 s | 8 % |
+| torch's `Module._call_impl` slow path (`inner`) taken because global hooks are set | 8,001 | ~0.05 s own | 6 % |
+| after the forward: `fold_repeated_blocks` | 1 | 0.057 s | 7 % |
+| after the forward: `model_info` — a second pass summing all parameters | 1 | 0.042 s | 5 % |
+| `named_modules` + `parameter_counts` + `ModelState` init/restore (whole-model passes) | 1 each | ~0.10 s | 12 % |
+| `sites.frame_site` (op and module call sites) | 16,001 | 0.026 s | 3 % |
+
+The biggest single item is the per-op bookkeeping in `_record_call`/`_edge`; the biggest
+*avoidable* items are the whole-model passes (parameter totals computed twice —
+`parameter_counts` and `model_info` — plus `named_modules`, `ModelState`, folding: ~25 % of
+the profiled trace, all O(modules) and independent of the forward) and building each
+layer's own-tensor set through `module.parameters()` generators (9 %), where
+`module._parameters`/`_buffers` dict values would do. Getting the 2,000-block model from
+~4× to 3× needs roughly a third of the overhead gone (~95 ms of ~270 ms).
+"""  # noqa: E501
 
 
 # -- machine -------------------------------------------------------------------------
@@ -465,6 +513,10 @@ def report(info: dict[str, Any], rows: list[dict[str, Any]], args: argparse.Name
         "only (no activations), its fastest graph-only mode.",
         "- torchvista: `trace_model(model, inputs)` — builds its full HTML page and hands it to "
         "IPython `display()` (no notebook here: nothing opens, no file is written).",
+        "- One intra-op thread (`torch.set_num_threads(1)`) for every model, not only the "
+        "2,000-block one: with 2 threads on this 2-core machine shared with other builds, a GPT-2 "
+        "forward swung between 0.15 s and 2 s (barrier spinning whenever the other core is "
+        "busy); with one, 0.25–0.45 s. `BENCH_THREADS=2` changes it.",
         "- Every model is built from a transformers config or by hand with random weights; "
         "nothing is downloaded.",
         "",
