@@ -71,6 +71,7 @@ export class Viewer {
   private searchBase: Expansion | null = null;
   private firstDraw = true;
   private lastLayoutMs = 0;
+  private readonly disposer = new AbortController();
 
   constructor(root: HTMLElement, graph: Graph, private readonly host: Host, makeWorker: () => Worker) {
     this.idx = buildIndex(graph);
@@ -190,6 +191,7 @@ export class Viewer {
     if (this.busyTimer) clearInterval(this.busyTimer);
     this.client.dispose();
     this.scene.dispose();
+    this.disposer.abort();
   }
 
   // ---- view transform ---------------------------------------------------------------
@@ -394,8 +396,11 @@ export class Viewer {
     ui.svg.addEventListener("pointermove", (ev) => !ui.tooltip.hidden && this.placeTooltip(ev));
     ui.svg.addEventListener("pointerleave", () => (ui.tooltip.hidden = true));
 
-    ui.root.ownerDocument.addEventListener("keydown", (ev) => this.onKey(ev));
-    new ResizeObserver(() => this.onViewChange()).observe(ui.stage);
+    // Document-level listeners go away with the viewer (VS Code mounts a new one per trace).
+    ui.root.ownerDocument.addEventListener("keydown", (ev) => this.onKey(ev), { signal: this.disposer.signal });
+    const resize = new ResizeObserver(() => this.onViewChange());
+    resize.observe(ui.stage);
+    this.disposer.signal.addEventListener("abort", () => resize.disconnect());
   }
 
   private action(name: string): void {
