@@ -1,0 +1,1 @@
+"""The torchscope language server (`python -m torchscope.server`); see docs/server.md."""

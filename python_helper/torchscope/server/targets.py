@@ -1,0 +1,536 @@
+"""Static analysis of a Python file with `ast`: which names are models, what is at a position,
+and a call of a target with literal arguments. Nothing is executed and torch is never imported.
+
+Base classes are resolved through the file's imports: `nn.Module` under any alias, transformers
+model classes, and classes of the same file or of other project files (found next to the file,
+in its package tree, or under the extra roots the server passes) whose own bases are modules.
+Files outside those roots (site-packages) are never read.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Union
+
+# -- what counts as a model class outside the project ---------------------------------------
+
+_NOT_MODULES = {"Parameter", "UninitializedParameter", "Buffer", "UninitializedBuffer"}
+_TRANSFORMERS_MODEL = re.compile(r"(PreTrainedModel|Model|For[A-Z]\w*)$")
+_LIGHTNING = {
+    "lightning.LightningModule",
+    "lightning.pytorch.LightningModule",
+    "pytorch_lightning.LightningModule",
+}
+
+
+def is_external_module_class(qualname: str) -> bool:
+    """A fully qualified name from outside the project that is an `nn.Module` subclass."""
+    if qualname in _LIGHTNING:
+        return True
+    head, _, last = qualname.rpartition(".")
+    if not head or not last[:1].isupper() or last in _NOT_MODULES:
+        return False
+    if (
+        head == "torch.nn"
+        or head.startswith("torch.nn.modules")
+        or head.startswith("torch.nn.parallel")
+    ):
+        return True
+    if head == "transformers" or head.startswith("transformers."):
+        return bool(_TRANSFORMERS_MODEL.search(last))
+    if head.startswith("torchvision.models"):
+        return True
+    return False
+
+
+# -- one parsed file ----------------------------------------------------------------------
+
+
+@dataclass
+class _Import:
+    """A name bound by an import: module `module` (absolute dotted, or relative to `base`),
+    then attribute `attr` of it (None for `import x.y as n`)."""
+
+    module: str
+    attr: Optional[str]
+    base: Optional[Path]  # folder for a relative import; None for an absolute one
+
+
+@dataclass
+class FileInfo:
+    path: Path
+    tree: ast.Module
+    text: str
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)
+    functions: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = field(default_factory=dict)
+    imports: dict[str, _Import] = field(default_factory=dict)
+    star_imports: list[_Import] = field(default_factory=list)
+    aliases: dict[str, ast.expr] = field(default_factory=dict)  # `Base = nn.Module`
+    instances: dict[str, ast.Assign] = field(default_factory=dict)  # module-level `x = call()`
+
+
+def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Statements that run when the file is imported (not under `if __name__ == "__main__"`)."""
+    out: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            if _is_main_guard(stmt.test):
+                out.extend(_top_level(stmt.orelse))
+                continue
+            out.extend(_top_level(stmt.body))
+            out.extend(_top_level(stmt.orelse))
+        elif isinstance(stmt, ast.Try):
+            for part in (stmt.body, stmt.orelse, stmt.finalbody, *[h.body for h in stmt.handlers]):
+                out.extend(_top_level(part))
+        elif isinstance(stmt, ast.With):
+            out.extend(_top_level(stmt.body))
+        else:
+            out.append(stmt)
+    return out
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    if not isinstance(test, ast.Compare) or len(test.comparators) != 1:
+        return False
+    names = [test.left, test.comparators[0]]
+    return any(isinstance(n, ast.Name) and n.id == "__name__" for n in names) and any(
+        isinstance(n, ast.Constant) and n.value == "__main__" for n in names
+    )
+
+
+def parse(path: Path, text: str) -> Optional[FileInfo]:
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except (SyntaxError, ValueError):
+        return None
+    info = FileInfo(path, tree, text)
+    for stmt in _top_level(tree.body):
+        if isinstance(stmt, ast.ClassDef):
+            info.classes[stmt.name] = stmt
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            info.functions[stmt.name] = stmt
+        elif isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if a.asname:
+                    info.imports[a.asname] = _Import(a.name, None, None)
+                else:  # `import a.b` binds `a`
+                    head = a.name.split(".")[0]
+                    info.imports[head] = _Import(head, None, None)
+        elif isinstance(stmt, ast.ImportFrom):
+            base = None
+            if stmt.level:
+                base = path.parent
+                for _ in range(stmt.level - 1):
+                    base = base.parent
+            module = stmt.module or ""
+            for a in stmt.names:
+                if a.name == "*":
+                    info.star_imports.append(_Import(module, None, base))
+                else:
+                    info.imports[a.asname or a.name] = _Import(module, a.name, base)
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            t = stmt.targets[0]
+            if isinstance(t, ast.Name):
+                if isinstance(stmt.value, (ast.Name, ast.Attribute)):
+                    info.aliases[t.id] = stmt.value
+                elif isinstance(stmt.value, ast.Call):
+                    info.instances[t.id] = stmt
+    return info
+
+
+def dotted(expr: ast.expr) -> Optional[str]:
+    """`a.b.C` → "a.b.C"; anything else (calls, subscripts) → None."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.insert(0, expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.insert(0, expr.id)
+        return ".".join(parts)
+    return None
+
+
+# -- resolving names across project files ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class External:
+    qualname: str
+
+
+@dataclass(frozen=True)
+class ProjectClass:
+    file: Path
+    name: str
+
+
+Resolved = Union[External, ProjectClass, None]
+
+
+class Project:
+    """Parsed files, cached by path and modification time, and the folders to look for imports."""
+
+    def __init__(self, roots: tuple[Path, ...] = ()) -> None:
+        self.roots = tuple(r.resolve() for r in roots)
+        self._cache: dict[Path, tuple[float, Optional[FileInfo]]] = {}
+        self._overrides: dict[Path, FileInfo] = {}
+
+    def load(self, path: Path, text: Optional[str] = None) -> Optional[FileInfo]:
+        """The parsed file; `text` (an editor's buffer) replaces what is on disk."""
+        path = path.resolve()
+        if text is not None:
+            info = parse(path, text)
+            if info is not None:
+                self._overrides[path] = info
+            return info
+        if path in self._overrides:
+            return self._overrides[path]
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            return None
+        cached = self._cache.get(path)
+        if cached and cached[0] == mtime:
+            return cached[1]
+        try:
+            source = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            source = None
+        info = parse(path, source) if source is not None else None
+        self._cache[path] = (mtime, info)
+        return info
+
+    def forget(self, path: Path) -> None:
+        """Stop using an editor's text for `path` (the document was closed)."""
+        self._overrides.pop(path.resolve(), None)
+
+    # the folders where `import a.b` may find a project file of `info`
+    def _search_roots(self, info: FileInfo) -> list[Path]:
+        roots = [info.path.parent]
+        folder = info.path.parent
+        while (folder / "__init__.py").exists():
+            folder = folder.parent
+            roots.append(folder)
+        roots.extend(self.roots)
+        return list(dict.fromkeys(roots))
+
+    def _module_file(self, parts: list[str], roots: list[Path]) -> Optional[Path]:
+        for root in roots:
+            base = root.joinpath(*parts) if parts else root
+            if parts and base.with_suffix(".py").is_file():
+                return base.with_suffix(".py")
+            if (base / "__init__.py").is_file():
+                return base / "__init__.py"
+        return None
+
+    def resolve(self, info: FileInfo, name: str, seen: Optional[set] = None) -> Resolved:
+        """What the dotted `name`, written in `info`'s file, refers to."""
+        seen = set() if seen is None else seen
+        key = (info.path, name)
+        if key in seen:
+            return None
+        seen.add(key)
+        head, _, rest = name.partition(".")
+        if head in info.classes and not rest:
+            return ProjectClass(info.path, head)
+        if head in info.aliases:
+            target = dotted(info.aliases[head])
+            if target is not None and target != head:
+                return self.resolve(info, f"{target}.{rest}" if rest else target, seen)
+        imp = info.imports.get(head)
+        if imp is None:
+            for star in info.star_imports:
+                found = self._resolve_in_module(info, star, [name], seen)
+                if found is not None:
+                    return found
+            return None
+        tail = ([imp.attr] if imp.attr else []) + (rest.split(".") if rest else [])
+        return self._resolve_in_module(info, imp, tail, seen)
+
+    def _resolve_in_module(
+        self, info: FileInfo, imp: _Import, tail: list[str], seen: set
+    ) -> Resolved:
+        parts = [p for p in imp.module.split(".") if p]
+        roots = [imp.base] if imp.base is not None else self._search_roots(info)
+        names = parts + tail
+        # the longest prefix that is a project file; the rest are names inside it
+        low = len(parts) if imp.base is not None else max(len(parts), 1)
+        for i in range(len(names), low - 1, -1):
+            file = self._module_file(names[:i], roots)
+            if file is None:
+                continue
+            inner = names[i:]
+            if not inner:
+                return None  # a module, not a class
+            other = self.load(file)
+            if other is None:
+                return None
+            return self.resolve(other, ".".join(inner), seen)
+        if imp.base is not None:
+            return None  # a relative import that names no project file
+        if not tail and not imp.attr:
+            return None
+        return External(".".join(names))
+
+    def is_module_class(
+        self, info: FileInfo, cls: ast.ClassDef, seen: Optional[set] = None
+    ) -> bool:
+        seen = set() if seen is None else seen
+        key = (info.path, cls.name)
+        if key in seen:
+            return False
+        seen.add(key)
+        for base in cls.bases:
+            name = dotted(base)
+            if name is None:
+                continue
+            if self.refers_to_module_class(info, name, seen):
+                return True
+        return False
+
+    def refers_to_module_class(self, info: FileInfo, name: str, seen: Optional[set] = None) -> bool:
+        found = self.resolve(info, name)
+        if isinstance(found, External):
+            return is_external_module_class(found.qualname)
+        if isinstance(found, ProjectClass):
+            other = info if found.file == info.path else self.load(found.file)
+            if other is None or found.name not in other.classes:
+                return False
+            return self.is_module_class(other, other.classes[found.name], seen)
+        return False
+
+
+# -- what the server asks -----------------------------------------------------------------
+
+
+@dataclass
+class ModelClass:
+    name: str
+    line: int  # 0-based line of the `class` keyword
+    character: int
+    end_line: int  # 0-based last line of the class body
+
+
+def module_classes(project: Project, info: FileInfo) -> list[ModelClass]:
+    """`nn.Module` subclasses defined at module level, in file order."""
+    out = []
+    for cls in info.classes.values():
+        if project.is_module_class(info, cls):
+            end = cls.end_lineno or cls.lineno
+            out.append(ModelClass(cls.name, cls.lineno - 1, cls.col_offset, end - 1))
+    return sorted(out, key=lambda c: c.line)
+
+
+@dataclass
+class Target:
+    target: str
+    kind: str  # "class" | "instance" | "factory"
+    line: int  # 0-based line where the target is defined
+
+    def to_wire(self) -> dict[str, object]:
+        return {"target": self.target, "kind": self.kind, "line": self.line}
+
+
+def utf16_to_index(line_text: str, character: int) -> int:
+    """An LSP (UTF-16) column to a str index."""
+    units = 0
+    for i, ch in enumerate(line_text):
+        if units >= character:
+            return i
+        units += 2 if ord(ch) > 0xFFFF else 1
+    return len(line_text)
+
+
+def _byte_to_index(line_text: str, col: int) -> int:
+    return len(line_text.encode("utf-8")[:col].decode("utf-8", errors="ignore"))
+
+
+def _first_line(node: ast.stmt) -> int:
+    decorators = getattr(node, "decorator_list", [])
+    return min([node.lineno] + [d.lineno for d in decorators])
+
+
+def _contains(node: ast.stmt, line: int) -> bool:
+    """`line` is 1-based."""
+    return _first_line(node) <= line <= (node.end_lineno or node.lineno)
+
+
+def _is_module_call(project: Project, info: FileInfo, call: ast.expr) -> bool:
+    if not isinstance(call, ast.Call):
+        return False
+    name = dotted(call.func)
+    return name is not None and project.refers_to_module_class(info, name)
+
+
+def _is_factory(
+    project: Project, info: FileInfo, fn: Union[ast.FunctionDef, ast.AsyncFunctionDef]
+) -> bool:
+    if isinstance(fn, ast.AsyncFunctionDef):
+        return False
+    a = fn.args
+    required = len(a.posonlyargs) + len(a.args) - len(a.defaults)
+    if required > 0 or any(d is None for d in a.kw_defaults):
+        return False
+    if any(w in fn.name.lower() for w in ("model", "build", "make", "create")):
+        return True
+    built: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and _is_module_call(project, info, node.value):
+            built.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        if isinstance(node, ast.Return) and node.value is not None:
+            value = node.value
+            if isinstance(value, ast.Tuple) and len(value.elts) == 2:
+                value = value.elts[0]
+            if _is_module_call(project, info, value):
+                return True
+            if isinstance(value, ast.Name) and value.id in built:
+                return True
+    return False
+
+
+def _is_instance(project: Project, info: FileInfo, name: str) -> bool:
+    stmt = info.instances.get(name)
+    if stmt is None:
+        return False
+    call = stmt.value
+    if _is_module_call(project, info, call):
+        return True
+    assert isinstance(call, ast.Call)
+    fn_name = dotted(call.func)
+    fn = info.functions.get(fn_name or "")
+    return fn is not None and _is_factory(project, info, fn) and not call.args and not call.keywords
+
+
+def _assigned_class(info: FileInfo, name: str) -> Optional[str]:
+    """The class `X` of the first `name = X(...)` anywhere in the file."""
+    for node in ast.walk(info.tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                return dotted(node.value.func)
+    return None
+
+
+def target_at(project: Project, info: FileInfo, line: int, character: int) -> Optional[Target]:
+    """The target at an LSP position (0-based line, UTF-16 character)."""
+    lines = info.text.splitlines()
+    if line < 0 or line >= len(lines):
+        return None
+    row = line + 1
+    index = utf16_to_index(lines[line], character)
+    models = {c.name for c in module_classes(project, info)}
+    for cls in info.classes.values():
+        if cls.name in models and _contains(cls, row):
+            return Target(cls.name, "class", cls.lineno - 1)
+    for fn in info.functions.values():
+        if _contains(fn, row) and _is_factory(project, info, fn):
+            return Target(fn.name, "factory", fn.lineno - 1)
+    # a name under the cursor: an instance, a model class, or a factory
+    for node in ast.walk(info.tree):
+        if not isinstance(node, (ast.Name, ast.Attribute)) or node.lineno != row:
+            continue
+        start = _byte_to_index(lines[line], node.col_offset)
+        end = _byte_to_index(lines[line], node.end_col_offset or node.col_offset)
+        if isinstance(node, ast.Attribute):
+            start = end - len(node.attr)
+        if not start <= index <= end:
+            continue
+        name = dotted(node)
+        if name is None:
+            continue
+        if name in info.instances and _is_instance(project, info, name):
+            stmt = info.instances[name]
+            return Target(name, "instance", stmt.lineno - 1)
+        if name in info.classes and name in models:
+            return Target(name, "class", info.classes[name].lineno - 1)
+        if name in info.functions and _is_factory(project, info, info.functions[name]):
+            return Target(name, "factory", info.functions[name].lineno - 1)
+        cls_name = _assigned_class(info, name) if isinstance(node, ast.Name) else None
+        if cls_name in models:
+            # `model = Net()` in a function or under `if __name__ == "__main__":` is not
+            # importable: the class
+            return Target(cls_name, "class", info.classes[cls_name].lineno - 1)
+    # the whole statement `model = Net(...)` (cursor anywhere on it) → the class or instance
+    for stmt in _top_level(info.tree.body):
+        if (
+            isinstance(stmt, ast.Assign)
+            and _contains(stmt, row)
+            and isinstance(stmt.value, ast.Call)
+        ):
+            t = stmt.targets[0]
+            if isinstance(t, ast.Name) and _is_instance(project, info, t.id):
+                return Target(t.id, "instance", stmt.lineno - 1)
+    return None
+
+
+# -- a call of the target with literal arguments ---------------------------------------------
+
+_ALLOWED_BUILTINS = {
+    "True",
+    "False",
+    "None",
+    "dict",
+    "tuple",
+    "list",
+    "range",
+    "len",
+    "int",
+    "float",
+}
+
+
+def _literal(expr: ast.expr, importable: set[str]) -> bool:
+    """Only constants, and names bound by imports (`torch`, `np`) or builtins."""
+    for node in ast.walk(expr):
+        if (
+            isinstance(node, ast.Name)
+            and node.id not in importable
+            and node.id not in _ALLOWED_BUILTINS
+        ):
+            return False
+        if isinstance(node, (ast.Starred, ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield)):
+            return False
+    return True
+
+
+def input_call(project: Project, info: FileInfo, target: str) -> Optional[str]:
+    """The input expression of a call of `target` with literal arguments in the file, such as
+    `model(torch.randn(2, 64))`, `Net()(torch.zeros(1, 3, 32, 32))`, or `m = Net(); m(x)`."""
+    importable = set(info.imports)
+    is_class = target in info.classes
+    builds = is_class or target in info.functions  # `target(...)` makes a model
+    callers = set() if builds else {target}  # names that hold the model
+    for node in ast.walk(info.tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and builds:
+            if dotted(node.value.func) == target:
+                callers.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    for node in ast.walk(info.tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value
+        direct = isinstance(func, ast.Name) and func.id in callers
+        built = builds and isinstance(func, ast.Call) and dotted(func.func) == target
+        if not (direct or built):
+            continue
+        if not node.args and not node.keywords:
+            continue
+        if not all(_literal(a, importable) for a in node.args):
+            continue
+        if any(k.arg is None or not _literal(k.value, importable) for k in node.keywords):
+            continue
+        seg = [ast.get_source_segment(info.text, a) for a in node.args]
+        kw = [(k.arg, ast.get_source_segment(info.text, k.value)) for k in node.keywords]
+        if any(s is None for s in seg) or any(v is None for _, v in kw):
+            continue
+        if seg and kw:
+            continue  # positional and keyword arguments together cannot be one input expression
+        if kw:
+            return "{" + ", ".join(f"{k!r}: {v}" for k, v in kw) + "}"
+        if len(seg) == 1:
+            return seg[0]
+        return "(" + ", ".join(s for s in seg if s is not None) + ")"
+    return None

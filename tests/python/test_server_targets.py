@@ -1,0 +1,263 @@
+"""Static target finding (torchscope.server.targets): no execution, no torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchscope.server import targets
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def load(path: Path, *roots: Path) -> tuple[targets.Project, targets.FileInfo]:
+    project = targets.Project(roots)
+    info = project.load(path)
+    assert info is not None
+    return project, info
+
+
+def classes(path: Path, *roots: Path) -> list[str]:
+    project, info = load(path, *roots)
+    return [c.name for c in targets.module_classes(project, info)]
+
+
+def line_of(path: Path, needle: str) -> int:
+    """0-based line of the first line containing `needle`."""
+    return next(i for i, line in enumerate(path.read_text().splitlines()) if needle in line)
+
+
+def test_direct_and_aliased_bases(tmp_path):
+    path = write(
+        tmp_path,
+        "m.py",
+        """
+        import torch
+        import torch.nn as tnn
+        from torch import nn
+        from torch.nn import Module as Base, Sequential
+        from transformers import PreTrainedModel, GPT2LMHeadModel, PretrainedConfig
+        from transformers.modeling_utils import PreTrainedModel as PTM
+        import lightning as L
+
+        Alias = nn.Module
+
+        class A(nn.Module): pass
+        class B(torch.nn.Module): pass
+        class C(tnn.Module): pass
+        class D(Base): pass
+        class E(Sequential): pass
+        class F(PreTrainedModel): pass
+        class G(GPT2LMHeadModel): pass
+        class H(PTM): pass
+        class I(Alias): pass
+        class J(L.LightningModule): pass
+        class K(A): pass           # a model class of the same file
+        class Later(Defined): pass  # defined below: still a model
+        class Defined(nn.Linear): pass
+        class Config(PretrainedConfig): pass
+        class Plain: pass
+        class Param(nn.Parameter): pass
+        class Gen(Generic[T]): pass
+
+        def f():
+            class Inner(nn.Module): pass  # not at module level
+    """,
+    )
+    assert classes(path) == list("ABCDEFGHIJK") + ["Later", "Defined"]
+
+
+def test_bases_from_other_project_files(tmp_path):
+    write(tmp_path, "pkg/__init__.py", "from .layers import Block as Block\n")
+    write(
+        tmp_path,
+        "pkg/layers.py",
+        """
+        from torch import nn
+        from .base import Base
+        class Block(Base): pass
+        class NotAModel: pass
+    """,
+    )
+    write(tmp_path, "pkg/base.py", "import torch\nclass Base(torch.nn.Module): pass\n")
+    write(tmp_path, "pkg/sub/__init__.py", "")
+    write(
+        tmp_path,
+        "pkg/sub/deep.py",
+        """
+        from ..layers import Block
+        from .. import layers
+        from pkg import base
+        class X(Block): pass
+        class Y(layers.Block): pass
+        class Z(base.Base): pass
+        class W(layers.NotAModel): pass
+    """,
+    )
+    write(
+        tmp_path,
+        "main.py",
+        """
+        from pkg import Block
+        from pkg.layers import NotAModel
+        import pkg.base
+        from helpers import Helper
+        class M(Block): pass
+        class N(pkg.base.Base): pass
+        class O(NotAModel): pass
+        class P(Helper): pass
+    """,
+    )
+    write(tmp_path, "src/helpers.py", "from torch import nn\nclass Helper(nn.Module): pass\n")
+    assert classes(tmp_path / "pkg/sub/deep.py") == ["X", "Y", "Z"]
+    assert classes(tmp_path / "main.py") == ["M", "N"]  # src/ is not a search root
+    assert classes(tmp_path / "main.py", tmp_path / "src") == ["M", "N", "P"]
+
+
+def test_import_cycles_end(tmp_path):
+    write(tmp_path, "a.py", "from b import B\nclass A(B): pass\n")
+    write(tmp_path, "b.py", "from a import A\nclass B(A): pass\n")
+    assert classes(tmp_path / "a.py") == []
+
+
+def test_broken_file_has_no_classes(tmp_path):
+    path = write(tmp_path, "broken.py", "class A(nn.Module:\n")
+    assert targets.Project().load(path) is None
+
+
+def test_unsaved_text_replaces_the_file(tmp_path):
+    path = write(tmp_path, "m.py", "from torch import nn\nclass A(nn.Module): pass\n")
+    project = targets.Project()
+    info = project.load(path, "from torch import nn\nclass B(nn.Module): pass\n")
+    assert info is not None
+    assert [c.name for c in targets.module_classes(project, info)] == ["B"]
+
+
+TARGETS = """
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(64, 8)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    class Helper:
+        pass
+
+    def build_model(depth=2):
+        return Net()
+
+    def pair():
+        m = Net()
+        return m, torch.randn(1, 64)
+
+    def helper(x):
+        return x + 1
+
+    model = Net()
+    seq = nn.Sequential(nn.Linear(2, 2))
+    made = build_model()
+    number = helper(3)
+
+    if __name__ == "__main__":
+        local = Net()
+        local(torch.randn(2, 64))
+"""
+
+
+@pytest.mark.parametrize(
+    "needle, offset, expected",
+    [
+        ("class Net", 0, ("Net", "class", "class Net")),
+        ("self.fc = nn.Linear", 4, ("Net", "class", "class Net")),  # in a method body
+        ("return self.fc(x)", 0, ("Net", "class", "class Net")),
+        ("def build_model", 5, ("build_model", "factory", "def build_model")),
+        ("return Net()", 0, ("build_model", "factory", "def build_model")),
+        ("def pair", 0, ("pair", "factory", "def pair")),
+        ("model = Net()", 0, ("model", "instance", "model = Net()")),  # on the name
+        ("model = Net()", 9, ("Net", "class", "class Net")),  # on the class in the call
+        ("seq = nn.Sequential", 0, ("seq", "instance", "seq = nn.Sequential")),
+        ("made = build_model()", 0, ("made", "instance", "made = build_model()")),
+        ("local = Net()", 4, ("Net", "class", "class Net")),  # not importable: the class
+        ("local(torch", 1, ("Net", "class", "class Net")),
+        ("number = helper", 0, None),
+        ("def helper", 4, None),
+        ("class Helper", 0, None),
+        ("import torch", 0, None),
+    ],
+)
+def test_target_at(tmp_path, needle, offset, expected):
+    path = write(tmp_path, "m.py", TARGETS)
+    project, info = load(path)
+    line = line_of(path, needle)
+    character = path.read_text().splitlines()[line].index(needle) + offset
+    found = targets.target_at(project, info, line, character)
+    if expected is None:
+        assert found is None
+    else:
+        name, kind, where = expected
+        assert found is not None
+        assert (found.target, found.kind, found.line) == (name, kind, line_of(path, where))
+
+
+def test_target_at_utf16_columns(tmp_path):
+    path = write(
+        tmp_path,
+        "m.py",
+        "from torch import nn\nclass Net(nn.Module): pass\ns = '😀😀'; m = Net()\n",
+    )
+    project, info = load(path)
+    # "m" is at str index 10, UTF-16 column 12 (each emoji is two UTF-16 units)
+    found = targets.target_at(project, info, 2, 12)
+    assert found is not None and (found.target, found.kind) == ("m", "instance")
+
+
+@pytest.mark.parametrize(
+    "source, target, expected",
+    [
+        ("model = Net()\nout = model(torch.randn(2, 64))\n", "model", "torch.randn(2, 64)"),
+        ("Net()(torch.zeros(1, 3, 32, 32))\n", "Net", "torch.zeros(1, 3, 32, 32)"),
+        (
+            "if __name__ == '__main__':\n    m = Net()\n    m(torch.ones(1), torch.ones(2))\n",
+            "Net",
+            "(torch.ones(1), torch.ones(2))",
+        ),
+        (
+            "m = make()\nm(input_ids=torch.zeros(1, 4, dtype=torch.long))\n",
+            "make",
+            "{'input_ids': torch.zeros(1, 4, dtype=torch.long)}",
+        ),
+        ("model = Net()\nx = torch.randn(2, 64)\nmodel(x)\n", "model", None),  # not literal
+        ("model = Net()\nmodel.forward(torch.randn(3, 64))\n", "model", "torch.randn(3, 64)"),
+        ("Net(torch.randn(2))\n", "Net", None),  # a constructor call, not a forward
+        ("model = Net()\nmodel(torch.ones(1), k=2)\n", "model", None),  # mixed
+        ("other = Net()\nother(torch.ones(1))\n", "model", None),
+    ],
+)
+def test_input_call(tmp_path, source, target, expected):
+    header = (
+        "import torch\nfrom torch import nn\nclass Net(nn.Module): pass\ndef make(): return Net()\n"
+    )
+    path = write(tmp_path, "m.py", header + source)
+    project, info = load(path)
+    assert targets.input_call(project, info, target) == expected
+
+
+def test_no_torch_imported():
+    code = "import sys, torchscope.server.server; print('torch' in sys.modules)"
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
