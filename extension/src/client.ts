@@ -1,0 +1,181 @@
+// The language client for `python -m torchscope.server`, run in the user's interpreter
+// with the bundled pure-Python libraries on PYTHONPATH. Settings are resolved here and
+// passed as initializationOptions; a settings or interpreter change restarts the server
+// (debounced, so a burst of changes restarts it once).
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as vscode from "vscode";
+import {
+  LanguageClient, ResponseError, RevealOutputChannelOn, State, WorkDoneProgress,
+  type LanguageClientOptions, type ServerOptions,
+} from "vscode-languageclient/node";
+import { resolveInterpreter, type Interpreter } from "./interpreter";
+import {
+  SHUTDOWN_RUNNER, TARGET_AT, TRACE,
+  type InitOptions, type TargetAtParams, type TargetAtResult, type TraceParams, type TraceResult,
+} from "./protocol";
+
+/** The JSON-RPC code of a cancelled request (LSP RequestCancelled). */
+export const REQUEST_CANCELLED = -32800;
+
+/** What the commands need from the server (a fake in the unit tests). */
+export interface Server {
+  readonly python: Interpreter | undefined;
+  targetAt(params: TargetAtParams): Promise<TargetAtResult | null>;
+  /** Trace with LSP progress reported to `progress`; rejects with the server's error, or REQUEST_CANCELLED. */
+  trace(params: Omit<TraceParams, "workDoneToken">, cancel: vscode.CancellationToken, progress: (message: string) => void): Promise<TraceResult>;
+  restart(): Promise<void>;
+}
+
+/** Where the Python helper, its libraries and the viewer live: in the .vsix, or in the repository. */
+export interface Bundle {
+  toolDir: string;
+  libsDir: string | undefined;
+  viewerDir: string;
+}
+
+export function findBundle(extensionPath: string, exists: (p: string) => boolean = fs.existsSync): Bundle {
+  const bundled = path.join(extensionPath, "bundled");
+  if (exists(path.join(bundled, "tool", "torchscope"))) {
+    const libs = path.join(bundled, "libs");
+    return { toolDir: path.join(bundled, "tool"), libsDir: exists(libs) ? libs : undefined, viewerDir: path.join(bundled, "tool", "torchscope", "static") };
+  }
+  const tool = path.join(extensionPath, "python_helper");
+  return { toolDir: tool, libsDir: undefined, viewerDir: path.join(tool, "torchscope", "static") };
+}
+
+/** PYTHONPATH for the server: bundled libraries first, then the helper, then the user's own. */
+export function serverPythonPath(bundle: Bundle, existing: string | undefined): string {
+  const parts = [bundle.libsDir, bundle.toolDir, ...(existing ? existing.split(path.delimiter) : [])];
+  return parts.filter((p): p is string => !!p).join(path.delimiter);
+}
+
+export function readInitOptions(storageDir: string): InitOptions {
+  const cfg = vscode.workspace.getConfiguration("torchscope");
+  const timeout = cfg.get<number>("traceTimeoutSeconds", 60);
+  return {
+    storageDir,
+    traceTimeoutSeconds: typeof timeout === "number" && timeout > 0 ? timeout : 60,
+    logLevel: cfg.get<string>("logLevel", "info") === "debug" ? "debug" : "info",
+  };
+}
+
+/** Calls `fn` once, `ms` after the last of a burst of calls. */
+export function debounce(fn: () => void, ms: number): { (): void; cancel(): void } {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const run = (): void => {
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = undefined;
+      fn();
+    }, ms);
+  };
+  run.cancel = (): void => {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+  };
+  return run;
+}
+
+export class ServerClient implements Server, vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private starting: Promise<LanguageClient> | undefined;
+  private interpreter: Interpreter | undefined;
+  private progressIds = 0;
+  private readonly scheduleRestart = debounce(() => void this.restart(), 500);
+
+  constructor(
+    private readonly bundle: Bundle,
+    private readonly storageDir: string,
+    private readonly log: vscode.LogOutputChannel,
+  ) {}
+
+  get python(): Interpreter | undefined {
+    return this.interpreter;
+  }
+
+  /** The running client, started on first use. */
+  ready(): Promise<LanguageClient> {
+    if (this.client?.state === State.Running) return Promise.resolve(this.client);
+    this.starting ??= this.start().finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  private async start(): Promise<LanguageClient> {
+    this.interpreter = await resolveInterpreter(vscode.window.activeTextEditor?.document.uri);
+    fs.mkdirSync(this.storageDir, { recursive: true });
+    const env = { ...process.env, PYTHONPATH: serverPythonPath(this.bundle, process.env.PYTHONPATH), PYTHONUNBUFFERED: "1" };
+    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const server: ServerOptions = {
+      command: this.interpreter.path,
+      args: ["-m", "torchscope.server"],
+      options: { env, ...(cwd ? { cwd } : {}) },
+    };
+    const options: LanguageClientOptions = {
+      documentSelector: [
+        { scheme: "file", language: "python" },
+        { scheme: "untitled", language: "python" },
+      ],
+      outputChannel: this.log,
+      revealOutputChannelOn: RevealOutputChannelOn.Never, // errors are shown as messages instead
+      initializationOptions: readInitOptions(this.storageDir),
+      connectionOptions: { maxRestartCount: 3 },
+    };
+    this.log.info(`starting the language server: ${this.interpreter.path} -m torchscope.server (${this.interpreter.source})`);
+    const client = new LanguageClient("torchscope", "torchscope", server, options);
+    this.client = client;
+    await client.start();
+    return client;
+  }
+
+  async targetAt(params: TargetAtParams): Promise<TargetAtResult | null> {
+    const client = await this.ready();
+    return client.sendRequest<TargetAtResult | null>(TARGET_AT, params);
+  }
+
+  async trace(params: Omit<TraceParams, "workDoneToken">, cancel: vscode.CancellationToken, progress: (message: string) => void): Promise<TraceResult> {
+    const client = await this.ready();
+    const token = `torchscope-trace-${++this.progressIds}`;
+    const sub = client.onProgress(WorkDoneProgress.type, token, (v) => {
+      const m = v.kind === "end" ? undefined : (v.message ?? (v.kind === "begin" ? v.title : undefined));
+      if (m) progress(m);
+    });
+    try {
+      return await client.sendRequest<TraceResult>(TRACE, { ...params, workDoneToken: token }, cancel);
+    } catch (e) {
+      if (cancel.isCancellationRequested) throw new ResponseError(REQUEST_CANCELLED, "Canceled");
+      throw e;
+    } finally {
+      sub.dispose();
+    }
+  }
+
+  async restart(): Promise<void> {
+    this.scheduleRestart.cancel();
+    const old = this.client;
+    this.client = undefined;
+    if (old) {
+      this.log.info("restarting the language server");
+      await old.stop().catch((e: unknown) => this.log.warn(`stopping the server: ${String(e)}`));
+    }
+    // Start again right away only when the server was running: it keeps code lenses fresh.
+    if (old) await this.ready().catch((e: unknown) => this.log.error(`starting the server: ${String(e)}`));
+  }
+
+  /** Restart soon: settings or the interpreter changed. */
+  restartSoon(): void {
+    this.scheduleRestart();
+  }
+
+  async shutdownRunner(): Promise<void> {
+    if (this.client?.state !== State.Running) return;
+    await this.client.sendRequest(SHUTDOWN_RUNNER).catch(() => undefined);
+  }
+
+  async dispose(): Promise<void> {
+    this.scheduleRestart.cancel();
+    const c = this.client;
+    this.client = undefined;
+    if (c) await c.stop().catch(() => undefined);
+  }
+}

@@ -1,0 +1,202 @@
+// The panel beside the editor that shows one traced model in the viewer, shaped like
+// CatCodingPanel (webview-sample): createOrShow, revive through a serializer after a
+// reload, a nonce CSP with default-src 'none', resources only from the viewer bundle.
+// One panel per (document, target); the graph bytes go to the viewer as an ArrayBuffer
+// once it says "ready", and again whenever it reloads.
+import * as crypto from "node:crypto";
+import * as fs from "node:fs/promises";
+import * as vscode from "vscode";
+import { isFromWebview, targetKey, type FromWebview, type PanelOrigin, type Site, type ToWebview } from "./protocol";
+
+export interface PanelEvents {
+  reveal(site: Site, panel: GraphPanel): void;
+  save(name: string, mime: string, data: Uint8Array): void;
+  /** The panel was restored after a reload but its graph file is gone. */
+  retrace(panel: GraphPanel): void;
+  log: vscode.LogOutputChannel;
+}
+
+export function nonce(): string {
+  return crypto.randomBytes(18).toString("base64url");
+}
+
+/** The webview page: the viewer bundle with a strict CSP (Graphviz WASM needs 'wasm-unsafe-eval'). */
+export function panelHtml(opts: { cspSource: string; scriptUri: string; styleUri: string; nonce: string; title: string }): string {
+  const csp = [
+    "default-src 'none'",
+    `script-src 'nonce-${opts.nonce}' 'wasm-unsafe-eval'`,
+    `style-src ${opts.cspSource}`,
+    `img-src ${opts.cspSource} blob: data:`,
+    `font-src ${opts.cspSource}`,
+    "worker-src blob:",
+    "connect-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+  ].join("; ");
+  const esc = (s: string): string => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${esc(csp)}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="${esc(opts.styleUri)}">
+<title>${esc(opts.title)}</title>
+</head>
+<body>
+<div id="torchscope"></div>
+<script nonce="${opts.nonce}" src="${esc(opts.scriptUri)}"></script>
+</body>
+</html>
+`;
+}
+
+/** The ArrayBuffer holding exactly a Buffer's bytes (a small Buffer shares a larger pool). */
+export function exactArrayBuffer(buf: Uint8Array): ArrayBuffer {
+  return buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer;
+}
+
+export class GraphPanel {
+  static readonly viewType = "torchscope.graph";
+  private static readonly panels = new Map<string, GraphPanel>();
+  private static lastActive: GraphPanel | undefined;
+
+  private readonly disposables: vscode.Disposable[] = [];
+  private ready = false;
+  private graph: Uint8Array | undefined;
+  private disposed = false;
+
+  static get active(): GraphPanel | undefined {
+    return GraphPanel.lastActive && !GraphPanel.lastActive.disposed ? GraphPanel.lastActive : undefined;
+  }
+
+  static all(): GraphPanel[] {
+    return [...GraphPanel.panels.values()];
+  }
+
+  static find(uri: string, target: string): GraphPanel | undefined {
+    return GraphPanel.panels.get(targetKey(uri, target));
+  }
+
+  /** The panel of this target, brought forward, or a new one beside the editor. */
+  static createOrShow(viewerDir: vscode.Uri, origin: PanelOrigin, events: PanelEvents): GraphPanel {
+    const existing = GraphPanel.find(origin.uri, origin.target);
+    if (existing) {
+      existing.origin = { ...existing.origin, ...origin };
+      existing.panel.title = origin.title;
+      existing.panel.reveal(undefined, true);
+      return existing;
+    }
+    const panel = vscode.window.createWebviewPanel(
+      GraphPanel.viewType,
+      origin.title,
+      { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
+      GraphPanel.webviewOptions(viewerDir),
+    );
+    return new GraphPanel(panel, viewerDir, origin, events);
+  }
+
+  /** Restore a panel VS Code kept across a reload; its origin is in the webview state. */
+  static async revive(panel: vscode.WebviewPanel, state: unknown, viewerDir: vscode.Uri, events: PanelEvents): Promise<GraphPanel | undefined> {
+    const origin = (state as { origin?: PanelOrigin } | undefined)?.origin;
+    if (!origin?.uri || !origin.target) {
+      panel.dispose();
+      return undefined;
+    }
+    panel.webview.options = GraphPanel.webviewOptions(viewerDir);
+    const p = new GraphPanel(panel, viewerDir, origin, events);
+    if (origin.graphPath && (await p.load(origin.graphPath).then(() => true, () => false))) return p;
+    events.retrace(p);
+    return p;
+  }
+
+  static webviewOptions(viewerDir: vscode.Uri): vscode.WebviewPanelOptions & vscode.WebviewOptions {
+    return { enableScripts: true, retainContextWhenHidden: true, localResourceRoots: [viewerDir], enableFindWidget: false };
+  }
+
+  private constructor(
+    readonly panel: vscode.WebviewPanel,
+    private readonly viewerDir: vscode.Uri,
+    public origin: PanelOrigin,
+    private readonly events: PanelEvents,
+  ) {
+    GraphPanel.panels.set(this.key, this);
+    GraphPanel.lastActive = this;
+    void vscode.commands.executeCommand("setContext", "torchscope.hasPanel", true);
+    panel.webview.html = this.html();
+    panel.onDidDispose(() => this.dispose(), null, this.disposables);
+    panel.onDidChangeViewState((e) => e.webviewPanel.active && (GraphPanel.lastActive = this), null, this.disposables);
+    panel.webview.onDidReceiveMessage((m: unknown) => this.onMessage(m), null, this.disposables);
+  }
+
+  get key(): string {
+    return targetKey(this.origin.uri, this.origin.target);
+  }
+
+  /** Read a graph file written by the server (or the CLI) and show it. */
+  async load(graphPath: string): Promise<void> {
+    const bytes = await fs.readFile(graphPath);
+    this.origin = { ...this.origin, graphPath };
+    this.show(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  }
+
+  show(bytes: Uint8Array): void {
+    this.graph = bytes;
+    if (this.ready) this.postGraph();
+  }
+
+  post(msg: ToWebview): void {
+    if (!this.disposed && this.ready) void this.panel.webview.postMessage(msg);
+  }
+
+  private postGraph(): void {
+    if (!this.graph) return;
+    void this.panel.webview.postMessage({ type: "graph", data: exactArrayBuffer(this.graph), origin: this.origin } satisfies ToWebview);
+  }
+
+  private onMessage(m: unknown): void {
+    if (!isFromWebview(m)) return;
+    const msg: FromWebview = m;
+    switch (msg.type) {
+      case "ready":
+        this.ready = true;
+        this.postGraph();
+        return;
+      case "reveal":
+        this.events.reveal(msg.site, this);
+        return;
+      case "save":
+        this.events.save(msg.name, msg.mime, new Uint8Array(msg.data));
+        return;
+      case "error":
+        this.events.log.error(`viewer: ${msg.message}`);
+        return;
+    }
+  }
+
+  private html(): string {
+    const w = this.panel.webview;
+    return panelHtml({
+      cspSource: w.cspSource,
+      scriptUri: w.asWebviewUri(vscode.Uri.joinPath(this.viewerDir, "viewer.js")).toString(),
+      styleUri: w.asWebviewUri(vscode.Uri.joinPath(this.viewerDir, "viewer.css")).toString(),
+      nonce: nonce(),
+      title: this.origin.title,
+    });
+  }
+
+  /** The graph bytes shown now (for the HTML export). */
+  get bytes(): Uint8Array | undefined {
+    return this.graph;
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    if (GraphPanel.panels.get(this.key) === this) GraphPanel.panels.delete(this.key);
+    if (GraphPanel.lastActive === this) GraphPanel.lastActive = GraphPanel.all()[0];
+    void vscode.commands.executeCommand("setContext", "torchscope.hasPanel", GraphPanel.panels.size > 0);
+    this.panel.dispose();
+    for (const d of this.disposables.splice(0)) d.dispose();
+  }
+}

@@ -1,0 +1,81 @@
+// Which Python runs the language server (and, through it, the user's model): the
+// `torchscope.pythonPath` setting when set, else the interpreter the Python extension
+// selected, else `python3`. An explicit setting wins, as in the Python tools extension
+// template: it is the one choice the user made for torchscope alone.
+import * as os from "node:os";
+import * as vscode from "vscode";
+
+export interface Interpreter {
+  path: string;
+  source: "setting" | "python-extension" | "default";
+}
+
+/** Pure choice among the candidates (tested without VS Code). */
+export function chooseInterpreter(setting: string | undefined, fromPythonExt: string | undefined): Interpreter {
+  if (setting && setting.trim()) return { path: setting.trim(), source: "setting" };
+  if (fromPythonExt) return { path: fromPythonExt, source: "python-extension" };
+  return { path: "python3", source: "default" };
+}
+
+/** `~` and `${workspaceFolder}` in a configured path. */
+export function expandPath(p: string, workspaceFolder: string | undefined, home = os.homedir()): string {
+  let out = p.trim();
+  if (out === "~" || out.startsWith("~/")) out = home + out.slice(1);
+  if (workspaceFolder) out = out.replace(/\$\{workspaceFolder\}/g, workspaceFolder);
+  return out;
+}
+
+interface PythonEnvironmentsApi {
+  getActiveEnvironmentPath(resource?: vscode.Uri): { id: string; path: string };
+  resolveEnvironment(env: { id: string; path: string } | string): Promise<{ executable: { uri?: vscode.Uri } } | undefined>;
+  onDidChangeActiveEnvironmentPath: vscode.Event<unknown>;
+}
+
+interface PythonExtensionApi {
+  environments?: PythonEnvironmentsApi;
+}
+
+async function pythonExtensionApi(): Promise<PythonEnvironmentsApi | undefined> {
+  const ext = vscode.extensions.getExtension<PythonExtensionApi>("ms-python.python");
+  if (!ext) return undefined;
+  try {
+    const api = ext.isActive ? ext.exports : await ext.activate();
+    return api?.environments;
+  } catch {
+    return undefined;
+  }
+}
+
+async function fromPythonExtension(resource: vscode.Uri | undefined): Promise<string | undefined> {
+  const api = await pythonExtensionApi();
+  if (!api) return undefined;
+  try {
+    const active = api.getActiveEnvironmentPath(resource);
+    const env = await api.resolveEnvironment(active);
+    return env?.executable.uri?.fsPath ?? active.path;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function resolveInterpreter(resource?: vscode.Uri): Promise<Interpreter> {
+  const folder = resource ? vscode.workspace.getWorkspaceFolder(resource) : vscode.workspace.workspaceFolders?.[0];
+  const setting = vscode.workspace.getConfiguration("torchscope", resource).get<string>("pythonPath", "");
+  const chosen = chooseInterpreter(setting ? expandPath(setting, folder?.uri.fsPath) : "", await fromPythonExtension(resource));
+  return chosen;
+}
+
+/** Fires when the Python extension's selected interpreter changes (never, without it). */
+export async function onInterpreterChange(listener: () => void): Promise<vscode.Disposable> {
+  const api = await pythonExtensionApi();
+  return api ? api.onDidChangeActiveEnvironmentPath(() => listener()) : new vscode.Disposable(() => undefined);
+}
+
+/** Open the Python extension's picker when it is installed, else the setting. */
+export async function pickInterpreter(): Promise<void> {
+  if (vscode.extensions.getExtension("ms-python.python")) {
+    await vscode.commands.executeCommand("python.setInterpreter");
+  } else {
+    await vscode.commands.executeCommand("workbench.action.openSettings", "torchscope.pythonPath");
+  }
+}

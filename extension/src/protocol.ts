@@ -1,0 +1,155 @@
+// The contracts the extension speaks: requests to the language server (docs/protocol.md)
+// and the messages exchanged with the viewer in the webview (webview/src/host.ts).
+// Types only, plus a few pure helpers; no vscode import so unit tests need no stub.
+
+// ---- language server ---------------------------------------------------------------
+
+export const TARGET_AT = "torchscope/targetAt";
+export const TRACE = "torchscope/trace";
+export const SHUTDOWN_RUNNER = "torchscope/shutdownRunner";
+/** JSON-RPC error code of every torchscope error response. */
+export const TORCHSCOPE_ERROR = -32001;
+
+export interface InitOptions {
+  storageDir: string;
+  traceTimeoutSeconds: number;
+  logLevel: "info" | "debug";
+}
+
+export interface Position {
+  line: number;
+  character: number;
+}
+
+export interface TargetAtParams {
+  uri: string;
+  position: Position;
+  text?: string;
+}
+
+export interface TargetAtResult {
+  target: string;
+  kind: "class" | "instance" | "factory";
+  line: number;
+}
+
+export interface TraceParams {
+  uri: string;
+  text?: string;
+  target: string;
+  input?: string;
+  ctorArgs?: string;
+  device?: "cpu" | "meta";
+  workDoneToken?: string;
+}
+
+export interface TraceErrorInfo {
+  type: string;
+  message: string;
+  file: string | null;
+  line: number | null;
+}
+
+export interface TraceSummary {
+  model: string;
+  qualname: string;
+  nodes: number;
+  edges: number;
+  ops: number;
+  modules: number;
+  params: number;
+  trace_ms: number;
+  input: string;
+  error: TraceErrorInfo | null;
+}
+
+export interface TraceResult {
+  path: string;
+  size: number;
+  summary: TraceSummary;
+}
+
+export type ErrorKind = "no-torch" | "import-error" | "target-error" | "needs-input" | "timeout" | "runner-crashed";
+
+export interface ErrorData {
+  kind: ErrorKind;
+  details?: string;
+  needsCtorArgs?: boolean;
+}
+
+/** Arguments of `torchscope.visualize` when a CodeLens (or a test) names the target. */
+export interface VisualizeArgs {
+  uri: string;
+  target: string;
+}
+
+// ---- webview -------------------------------------------------------------------------
+
+export interface Site {
+  file: string;
+  line: number;
+  func?: string;
+}
+
+export interface Defn {
+  file: string;
+  line: number;
+}
+
+/** What a panel shows; kept in the webview state so a reload can restore the panel. */
+export interface PanelOrigin {
+  uri: string;
+  target: string;
+  title: string;
+  graphPath?: string;
+}
+
+/** Messages the viewer posts to the extension. */
+export type FromWebview =
+  | { type: "ready" }
+  | { type: "reveal"; site: Site; nodeId: number }
+  | { type: "save"; name: string; mime: string; data: ArrayBuffer }
+  | { type: "error"; message: string };
+
+/** Messages the extension posts to the viewer. */
+export type ToWebview =
+  | { type: "graph"; data: ArrayBuffer | Uint8Array; origin: PanelOrigin }
+  | { type: "highlightLine"; file: string; line: number }
+  | { type: "export"; format: "svg" | "png" };
+
+/** Context a right-click on a graph node passes to `webview/context` menu commands. */
+export interface NodeContext {
+  webview?: string;
+  torchscopeNode?: number;
+  defnFile?: string;
+  defnLine?: number;
+  siteFile?: string;
+  siteLine?: number;
+}
+
+// ---- pure helpers --------------------------------------------------------------------
+
+export function isErrorData(x: unknown): x is ErrorData {
+  return typeof x === "object" && x !== null && typeof (x as { kind?: unknown }).kind === "string";
+}
+
+export function isFromWebview(x: unknown): x is FromWebview {
+  if (typeof x !== "object" || x === null) return false;
+  const t = (x as { type?: unknown }).type;
+  return t === "ready" || t === "reveal" || t === "save" || t === "error";
+}
+
+/** The key of a panel and of remembered answers: one per (document, target). */
+export function targetKey(uri: string, target: string): string {
+  return `${uri}#${target}`;
+}
+
+/** Last dotted part: the class name a panel title shows. */
+export function shortName(name: string): string {
+  const i = name.lastIndexOf(".");
+  return i >= 0 ? name.slice(i + 1) : name;
+}
+
+export function panelTitle(summary: Pick<TraceSummary, "model"> | null, target: string): string {
+  return `Forward pass: ${shortName(summary?.model || target)}`;
+}

@@ -1,0 +1,74 @@
+// Between the graph and the code: a click on a node opens its file at its line (a
+// library file too), and the editor's cursor line is sent back to the panels so the
+// viewer can mark the nodes made on that line.
+import * as path from "node:path";
+import * as vscode from "vscode";
+import { debounce } from "./client";
+import { GraphPanel } from "./graphPanel";
+import type { Site } from "./protocol";
+
+/** 1-based wire line → 0-based editor line, clamped into the document. */
+export function editorLine(line: number, lineCount: number): number {
+  const l = Math.floor(Number.isFinite(line) ? line : 1) - 1;
+  return Math.max(0, Math.min(l, Math.max(0, lineCount - 1)));
+}
+
+/** Same file, whatever the spelling (`/a/./b.py` vs `/a/b.py`; case on Windows). */
+export function sameFile(a: string, b: string, caseInsensitive = process.platform === "win32"): boolean {
+  const na = path.normalize(a);
+  const nb = path.normalize(b);
+  return caseInsensitive ? na.toLowerCase() === nb.toLowerCase() : na === nb;
+}
+
+/** The column to open code in: where the file is shown already, else the panel's source editor. */
+function columnFor(uri: vscode.Uri, panel: GraphPanel | undefined): vscode.ViewColumn {
+  const shown = vscode.window.visibleTextEditors.find((e) => sameFile(e.document.uri.fsPath, uri.fsPath));
+  if (shown?.viewColumn) return shown.viewColumn;
+  const origin = panel && vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === panel.origin.uri);
+  if (origin?.viewColumn) return origin.viewColumn;
+  const panelColumn = panel?.panel.viewColumn;
+  return panelColumn === vscode.ViewColumn.One ? vscode.ViewColumn.Two : vscode.ViewColumn.One;
+}
+
+/** Open `file` at 1-based `line` and put the cursor at the start of its code. */
+export async function revealLine(file: string, line: number, panel?: GraphPanel, preserveFocus = false): Promise<vscode.TextEditor | undefined> {
+  const uri = panel && sameFile(vscode.Uri.parse(panel.origin.uri).fsPath, file) ? vscode.Uri.parse(panel.origin.uri) : vscode.Uri.file(file);
+  let doc: vscode.TextDocument;
+  try {
+    doc = await vscode.workspace.openTextDocument(uri);
+  } catch {
+    void vscode.window.showWarningMessage(`torchscope: can't open ${file}`);
+    return undefined;
+  }
+  const l = editorLine(line, doc.lineCount);
+  const col = doc.lineAt(l).firstNonWhitespaceCharacterIndex;
+  const pos = new vscode.Position(l, col);
+  const editor = await vscode.window.showTextDocument(doc, {
+    viewColumn: columnFor(uri, panel),
+    preserveFocus,
+    selection: new vscode.Range(pos, pos),
+  });
+  editor.revealRange(new vscode.Range(pos, pos), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+  return editor;
+}
+
+export function revealSite(site: Site, panel?: GraphPanel): Promise<vscode.TextEditor | undefined> {
+  return revealLine(site.file, site.line, panel);
+}
+
+/** Cursor moves in a Python editor → `highlightLine` to every panel (debounced). */
+export function followCursor(): vscode.Disposable {
+  let last: { file: string; line: number } | undefined;
+  const send = debounce(() => {
+    if (!last) return;
+    for (const p of GraphPanel.all()) p.post({ type: "highlightLine", file: last.file, line: last.line });
+  }, 120);
+  return vscode.window.onDidChangeTextEditorSelection((e) => {
+    const doc = e.textEditor.document;
+    if (doc.languageId !== "python" || doc.uri.scheme !== "file") return;
+    const line = e.selections[0]!.active.line + 1;
+    if (last && last.file === doc.uri.fsPath && last.line === line) return;
+    last = { file: doc.uri.fsPath, line };
+    send();
+  });
+}
