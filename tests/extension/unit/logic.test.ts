@@ -1,0 +1,179 @@
+// Pure logic of the extension: protocol helpers, interpreter choice, server start-up
+// options, failure classification, remembered answers, reveal lines, HTML export.
+import { strict as assert } from "node:assert";
+import { beforeEach, describe, it } from "node:test";
+import * as path from "node:path";
+import * as vs from "./vscode-stub";
+import { isFromWebview, panelTitle, shortName, targetKey, TORCHSCOPE_ERROR } from "../../../extension/src/protocol";
+import { chooseInterpreter, expandPath, resolveInterpreter } from "../../../extension/src/interpreter";
+import { debounce, findBundle, readInitOptions, serverPythonPath } from "../../../extension/src/client";
+import { AnswerStore, classifyFailure, traceParams, visualizeArgs } from "../../../extension/src/commands";
+import { editorLine, sameFile } from "../../../extension/src/reveal";
+import { standaloneHtml } from "../../../extension/src/export";
+
+beforeEach(() => vs.reset());
+
+describe("protocol helpers", () => {
+  it("keys a panel by document and target", () => {
+    assert.equal(targetKey("file:///w/m.py", "MLP"), "file:///w/m.py#MLP");
+  });
+  it("titles a panel with the class name", () => {
+    assert.equal(panelTitle({ model: "MLP" }, "model"), "Forward pass: MLP");
+    assert.equal(panelTitle({ model: "" }, "build"), "Forward pass: build");
+    assert.equal(panelTitle(null, "pkg.mod.Net"), "Forward pass: Net");
+    assert.equal(shortName("transformers.GPT2LMHeadModel"), "GPT2LMHeadModel");
+  });
+  it("accepts only the viewer's message types", () => {
+    assert.ok(isFromWebview({ type: "ready" }));
+    assert.ok(isFromWebview({ type: "reveal", site: { file: "/a.py", line: 3 }, nodeId: 1 }));
+    assert.ok(!isFromWebview({ type: "graph" }));
+    assert.ok(!isFromWebview(null));
+    assert.ok(!isFromWebview("ready"));
+  });
+});
+
+describe("interpreter", () => {
+  it("prefers the setting, then the Python extension, then python3", () => {
+    assert.deepEqual(chooseInterpreter("/opt/py/bin/python", "/venv/bin/python"), { path: "/opt/py/bin/python", source: "setting" });
+    assert.deepEqual(chooseInterpreter("  ", "/venv/bin/python"), { path: "/venv/bin/python", source: "python-extension" });
+    assert.deepEqual(chooseInterpreter(undefined, undefined), { path: "python3", source: "default" });
+  });
+  it("expands ~ and ${workspaceFolder}", () => {
+    assert.equal(expandPath("~/venv/bin/python", "/w", "/home/u"), "/home/u/venv/bin/python");
+    assert.equal(expandPath("${workspaceFolder}/.venv/bin/python", "/w", "/home/u"), "/w/.venv/bin/python");
+    assert.equal(expandPath("/usr/bin/python3", undefined), "/usr/bin/python3");
+  });
+  it("asks the Python extension's environments API for the active interpreter", async () => {
+    vs.installedExtensions.set("ms-python.python", {
+      isActive: true,
+      exports: {
+        environments: {
+          getActiveEnvironmentPath: () => ({ id: "venv", path: "/w/.venv" }),
+          resolveEnvironment: async () => ({ executable: { uri: vs.Uri.file("/w/.venv/bin/python") } }),
+          onDidChangeActiveEnvironmentPath: () => new vs.Disposable(),
+        },
+      },
+    });
+    assert.deepEqual(await resolveInterpreter(), { path: "/w/.venv/bin/python", source: "python-extension" });
+    vs.settings.set("torchscope.pythonPath", "/opt/other/python");
+    assert.deepEqual(await resolveInterpreter(), { path: "/opt/other/python", source: "setting" });
+  });
+  it("falls back to python3 without the Python extension or a setting", async () => {
+    assert.deepEqual(await resolveInterpreter(), { path: "python3", source: "default" });
+  });
+});
+
+describe("server start-up", () => {
+  it("finds the helper in the .vsix layout, else in the repository", () => {
+    const ext = "/ext";
+    const inVsix = findBundle(ext, (p) => p.startsWith("/ext/bundled"));
+    assert.deepEqual(inVsix, {
+      toolDir: "/ext/bundled/tool", libsDir: "/ext/bundled/libs", viewerDir: "/ext/bundled/tool/torchscope/static",
+    });
+    const inRepo = findBundle(ext, () => false);
+    assert.deepEqual(inRepo, { toolDir: "/ext/python_helper", libsDir: undefined, viewerDir: "/ext/python_helper/torchscope/static" });
+  });
+  it("puts the bundled libraries first on PYTHONPATH and keeps the user's", () => {
+    const b = { toolDir: "/e/tool", libsDir: "/e/libs", viewerDir: "/e/tool/torchscope/static" };
+    assert.equal(serverPythonPath(b, undefined), ["/e/libs", "/e/tool"].join(path.delimiter));
+    assert.equal(serverPythonPath(b, "/mine"), ["/e/libs", "/e/tool", "/mine"].join(path.delimiter));
+  });
+  it("passes the settings as initializationOptions", () => {
+    assert.deepEqual(readInitOptions("/s"), { storageDir: "/s", traceTimeoutSeconds: 60, logLevel: "info" });
+    vs.settings.set("torchscope.traceTimeoutSeconds", 5);
+    vs.settings.set("torchscope.logLevel", "debug");
+    assert.deepEqual(readInitOptions("/s"), { storageDir: "/s", traceTimeoutSeconds: 5, logLevel: "debug" });
+    vs.settings.set("torchscope.traceTimeoutSeconds", -1);
+    vs.settings.set("torchscope.logLevel", "loud");
+    assert.deepEqual(readInitOptions("/s"), { storageDir: "/s", traceTimeoutSeconds: 60, logLevel: "info" });
+  });
+  it("restarts once for a burst of changes", async () => {
+    let n = 0;
+    const d = debounce(() => n++, 20);
+    d();
+    d();
+    d();
+    await new Promise((r) => setTimeout(r, 60));
+    assert.equal(n, 1);
+    d();
+    d.cancel();
+    await new Promise((r) => setTimeout(r, 40));
+    assert.equal(n, 1);
+  });
+});
+
+describe("trace failures", () => {
+  const err = (kind: string, extra: Record<string, unknown> = {}, message = "msg") => ({
+    code: TORCHSCOPE_ERROR, message, data: { kind, ...extra },
+  });
+  it("maps each error kind of docs/protocol.md to a way forward", () => {
+    assert.deepEqual(classifyFailure(err("needs-input")), { kind: "needs-input", message: "msg" });
+    assert.deepEqual(classifyFailure(err("target-error", { needsCtorArgs: true })), { kind: "needs-ctor-args", message: "msg" });
+    assert.deepEqual(classifyFailure(err("target-error")), { kind: "target-error", message: "msg" });
+    assert.deepEqual(classifyFailure(err("no-torch", { details: "/usr/bin/python3" })), { kind: "no-torch", message: "msg", python: "/usr/bin/python3" });
+    assert.deepEqual(classifyFailure(err("import-error", { details: "Traceback…" })), { kind: "import-error", message: "msg", details: "Traceback…" });
+    assert.deepEqual(classifyFailure(err("timeout")), { kind: "timeout", message: "msg" });
+    assert.deepEqual(classifyFailure(err("runner-crashed", { details: "exit 3" })), { kind: "runner-crashed", message: "msg", details: "exit 3" });
+  });
+  it("treats a cancelled request as cancelled and anything else as other", () => {
+    assert.deepEqual(classifyFailure({ code: -32800, message: "Canceled" }), { kind: "cancelled" });
+    assert.deepEqual(classifyFailure(new Error("boom")), { kind: "other", message: "boom" });
+    assert.deepEqual(classifyFailure({ code: TORCHSCOPE_ERROR, message: "x", data: null }), { kind: "other", message: "x" });
+    assert.deepEqual(classifyFailure(err("something-new")), { kind: "other", message: "msg" });
+  });
+  it("reads the CodeLens argument", () => {
+    assert.deepEqual(visualizeArgs({ uri: "file:///a.py", target: "Net" }), { uri: "file:///a.py", target: "Net" });
+    assert.equal(visualizeArgs(undefined), undefined);
+    assert.equal(visualizeArgs({ uri: 3 }), undefined);
+  });
+  it("sends only the answers there are", () => {
+    assert.deepEqual(traceParams("u", "text", "Net", {}), { uri: "u", text: "text", target: "Net" });
+    assert.deepEqual(traceParams("u", undefined, "Net", { input: "torch.randn(1, 3)", ctorArgs: "10" }), {
+      uri: "u", target: "Net", input: "torch.randn(1, 3)", ctorArgs: "10",
+    });
+  });
+});
+
+describe("remembered answers", () => {
+  it("keeps input and constructor arguments per target", async () => {
+    const data = new Map<string, unknown>();
+    const memento = {
+      get: <T>(k: string, d?: T) => (data.has(k) ? data.get(k) : d) as T,
+      update: async (k: string, v: unknown) => void data.set(k, v),
+    };
+    const store = new AnswerStore(memento as never);
+    assert.deepEqual(store.get("file:///a.py", "Net"), {});
+    await store.set("file:///a.py", "Net", { input: "torch.randn(1, 3)" });
+    await store.set("file:///a.py", "Net", { ctorArgs: "10, hidden=64" });
+    await store.set("file:///a.py", "Other", { input: "torch.zeros(2)" });
+    assert.deepEqual(store.get("file:///a.py", "Net"), { input: "torch.randn(1, 3)", ctorArgs: "10, hidden=64" });
+    assert.deepEqual(store.get("file:///a.py", "Other"), { input: "torch.zeros(2)" });
+    assert.deepEqual(store.get("file:///b.py", "Net"), {});
+  });
+});
+
+describe("reveal", () => {
+  it("turns a 1-based wire line into a 0-based editor line inside the document", () => {
+    assert.equal(editorLine(1, 10), 0);
+    assert.equal(editorLine(10, 10), 9);
+    assert.equal(editorLine(99, 10), 9);
+    assert.equal(editorLine(0, 10), 0);
+    assert.equal(editorLine(Number.NaN, 10), 0);
+  });
+  it("compares file paths however they are spelled", () => {
+    assert.ok(sameFile("/a/./b.py", "/a/b.py"));
+    assert.ok(!sameFile("/a/B.py", "/a/b.py", false));
+    assert.ok(sameFile("/a/B.py", "/a/b.py", true));
+  });
+});
+
+describe("standalone HTML export", () => {
+  it("inlines the viewer and the data under a nonce CSP", () => {
+    const html = standaloneHtml(new Uint8Array([1, 2, 3]), 'var s = "</script>";', "a{}</style>", "Forward pass: <MLP>", "NONCE");
+    assert.ok(html.includes("default-src &#x27;none&#x27;; script-src &#x27;nonce-NONCE&#x27; &#x27;wasm-unsafe-eval&#x27;"));
+    assert.match(html, /<script type="application\/octet-stream" id="torchscope-graph">AQID<\/script>/);
+    assert.ok(html.includes('var s = "<\\/script>";'));
+    assert.ok(html.includes("a{}<\\/style>"));
+    assert.ok(html.includes("<title>Forward pass: &lt;MLP&gt;</title>"));
+  });
+});

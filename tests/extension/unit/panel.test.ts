@@ -1,0 +1,233 @@
+// The graph panel (CSP, handshake, one panel per target, restore after reload) and the
+// visualize command's flow against a fake server: input box on needs-input, remembered
+// answers, a model that raises, no torch.
+import { strict as assert } from "node:assert";
+import { beforeEach, describe, it } from "node:test";
+import { mkdtempSync, writeFileSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import * as vs from "./vscode-stub";
+import { GraphPanel, exactArrayBuffer, panelHtml, type PanelEvents } from "../../../extension/src/graphPanel";
+import { Commands } from "../../../extension/src/commands";
+import type { Server } from "../../../extension/src/client";
+import { TORCHSCOPE_ERROR, type TraceParams, type TraceResult } from "../../../extension/src/protocol";
+
+const dir = mkdtempSync(join(tmpdir(), "torchscope-unit-"));
+const graphFile = join(dir, "g.msgpack");
+writeFileSync(graphFile, Buffer.from([0x81, 0xa1, 0x61, 0x01]));
+const viewerDir = vs.Uri.file("/ext/viewer") as unknown as import("vscode").Uri;
+
+function events(): PanelEvents & { revealed: unknown[]; retraced: number } {
+  const e = {
+    revealed: [] as unknown[],
+    retraced: 0,
+    reveal: (site: unknown) => void e.revealed.push(site),
+    save: () => undefined,
+    retrace: () => void e.retraced++,
+    log: vs.logChannel() as never,
+  };
+  return e;
+}
+
+beforeEach(() => {
+  for (const p of GraphPanel.all()) p.dispose();
+  vs.reset();
+});
+
+describe("panel page", () => {
+  it("has a strict nonce CSP that still lets Graphviz WASM run in a Blob worker", () => {
+    const html = panelHtml({ cspSource: "https://x", scriptUri: "https://x/viewer.js", styleUri: "https://x/viewer.css", nonce: "N1", title: "t" });
+    const csp = /Content-Security-Policy" content="([^"]+)"/.exec(html)![1]!.replace(/&#39;/g, "'");
+    assert.match(csp, /^default-src 'none'/);
+    assert.match(csp, /script-src 'nonce-N1' 'wasm-unsafe-eval'/);
+    assert.match(csp, /worker-src blob:/);
+    assert.ok(!csp.includes("unsafe-inline"));
+    assert.match(html, /<script nonce="N1" src="https:\/\/x\/viewer.js"><\/script>/);
+  });
+  it("posts exactly the file's bytes", () => {
+    const pool = Buffer.alloc(64, 7);
+    const view = pool.subarray(8, 12);
+    const ab = exactArrayBuffer(view);
+    assert.equal(ab.byteLength, 4);
+  });
+});
+
+describe("GraphPanel", () => {
+  const origin = { uri: "file:///w/mlp.py", target: "MLP", title: "Forward pass: MLP" };
+
+  it("opens one panel per target, limited to the viewer folder, kept alive when hidden", () => {
+    const ev = events();
+    const a = GraphPanel.createOrShow(viewerDir, origin, ev);
+    const b = GraphPanel.createOrShow(viewerDir, { ...origin, title: "Forward pass: MLP2" }, ev);
+    assert.equal(a, b);
+    assert.equal(vs.panels.length, 1);
+    const p = vs.panels[0]!;
+    assert.equal(p.viewType, "torchscope.graph");
+    assert.equal(p.title, "Forward pass: MLP2");
+    assert.equal(p.revealed, 1);
+    const opts = p.webview.options as { enableScripts: boolean; retainContextWhenHidden: boolean; localResourceRoots: { fsPath: string }[] };
+    assert.ok(opts.enableScripts && opts.retainContextWhenHidden);
+    assert.deepEqual(opts.localResourceRoots.map((u) => u.fsPath), ["/ext/viewer"]);
+    GraphPanel.createOrShow(viewerDir, { ...origin, target: "Other" }, ev);
+    assert.equal(vs.panels.length, 2);
+  });
+
+  it("sends the graph after the viewer is ready, and again when it reloads", async () => {
+    const panel = GraphPanel.createOrShow(viewerDir, origin, events());
+    await panel.load(graphFile);
+    const w = vs.panels[0]!.webview;
+    assert.equal(w.posted.length, 0, "nothing before ready");
+    w.receive({ type: "ready" });
+    assert.equal(w.posted.length, 1);
+    const m = w.posted[0] as { type: string; data: ArrayBuffer; origin: { graphPath: string } };
+    assert.equal(m.type, "graph");
+    assert.deepEqual([...new Uint8Array(m.data)], [...readFileSync(graphFile)]);
+    assert.equal(m.origin.graphPath, graphFile);
+    w.receive({ type: "ready" });
+    assert.equal(w.posted.length, 2);
+    panel.post({ type: "highlightLine", file: "/w/mlp.py", line: 17 });
+    assert.deepEqual(w.posted[2], { type: "highlightLine", file: "/w/mlp.py", line: 17 });
+  });
+
+  it("passes reveal requests on and ignores unknown messages", () => {
+    const ev = events();
+    GraphPanel.createOrShow(viewerDir, origin, ev);
+    const w = vs.panels[0]!.webview;
+    w.receive({ type: "reveal", site: { file: "/w/mlp.py", line: 17 }, nodeId: 3 });
+    w.receive({ type: "bogus" });
+    assert.deepEqual(ev.revealed, [{ file: "/w/mlp.py", line: 17 }]);
+  });
+
+  it("forgets a closed panel", () => {
+    GraphPanel.createOrShow(viewerDir, origin, events());
+    vs.panels[0]!.dispose();
+    assert.equal(GraphPanel.find(origin.uri, origin.target), undefined);
+    assert.equal(GraphPanel.active, undefined);
+  });
+
+  it("restores after a reload from the origin in the webview state", async () => {
+    const ev = events();
+    const restored = vs.window.createWebviewPanel("torchscope.graph", "Forward pass: MLP", 1, {});
+    const p = await GraphPanel.revive(restored as never, { expanded: [1], groups: [], origin: { ...origin, graphPath: graphFile } }, viewerDir, ev);
+    assert.ok(p);
+    assert.equal(GraphPanel.find(origin.uri, origin.target), p);
+    assert.ok(p!.bytes && p!.bytes.length === 4);
+    assert.equal(ev.retraced, 0);
+    // The graph file is gone: trace again.
+    const gone = vs.window.createWebviewPanel("torchscope.graph", "x", 1, {});
+    await GraphPanel.revive(gone as never, { origin: { ...origin, target: "Gone", graphPath: join(dir, "missing") } }, viewerDir, ev);
+    assert.equal(ev.retraced, 1);
+    // Without an origin there is nothing to restore.
+    const empty = vs.window.createWebviewPanel("torchscope.graph", "x", 1, {});
+    assert.equal(await GraphPanel.revive(empty as never, undefined, viewerDir, ev), undefined);
+    assert.ok(vs.panels.at(-1)!.disposed);
+  });
+});
+
+describe("visualize command", () => {
+  const doc = {
+    uri: vs.Uri.file("/w/net.py"),
+    languageId: "python",
+    getText: () => "class Net(nn.Module): ...",
+  };
+  const result: TraceResult = {
+    path: graphFile,
+    size: 4,
+    summary: { model: "Net", qualname: "net.Net", nodes: 3, edges: 2, ops: 1, modules: 1, params: 10, trace_ms: 5, input: "inferred", error: null },
+  };
+
+  function setup(replies: ((p: Omit<TraceParams, "workDoneToken">) => TraceResult | Promise<TraceResult>)[]) {
+    const memento = new Map<string, unknown>();
+    const sent: Omit<TraceParams, "workDoneToken">[] = [];
+    const server: Server = {
+      python: { path: "/venv/bin/python", source: "setting" },
+      targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
+      trace: async (p, _c, progress) => {
+        sent.push(p);
+        progress("Tracing");
+        return replies.shift()!(p);
+      },
+      restart: async () => undefined,
+    };
+    const context = {
+      workspaceState: { get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d), update: async (k: string, v: unknown) => void memento.set(k, v) },
+    };
+    vs.window.activeTextEditor = { document: doc, selection: { active: new vs.Position(3, 4) } };
+    vs.workspace.documents.set(doc.uri.toString(), doc);
+    const log = vs.logChannel();
+    const cmds = new Commands({ context: context as never, client: server, bundle: { toolDir: "/t", libsDir: undefined, viewerDir: "/v" }, log: log as never });
+    return { cmds, sent, log };
+  }
+  const fail = (kind: string, extra: object = {}) => () => {
+    throw Object.assign(new Error(`${kind} happened`), { code: TORCHSCOPE_ERROR, data: { kind, ...extra } });
+  };
+
+  it("traces the target at the cursor with the editor's text and opens its panel", async () => {
+    const { cmds, sent } = setup([() => result]);
+    const r = await cmds.visualize();
+    assert.equal(r, result);
+    assert.deepEqual(sent, [{ uri: doc.uri.toString(), text: doc.getText(), target: "Net" }]);
+    assert.equal(vs.panels[0]!.title, "Forward pass: Net");
+    const progress = vs.calls.find((c) => c.api === "withProgress")!.args[0] as { cancellable: boolean; location: number };
+    assert.ok(progress.cancellable);
+    assert.equal(progress.location, vs.ProgressLocation.Notification);
+    assert.ok(vs.calls.some((c) => c.api === "progress"));
+  });
+
+  it("asks for an input on needs-input, retries with it, and remembers it for next time", async () => {
+    const { cmds, sent } = setup([fail("needs-input"), (p) => (assert.equal(p.input, "torch.randn(1, 8)"), result), () => result]);
+    vs.answers.push("torch.randn(1, 8)");
+    assert.equal(await cmds.visualize(), result);
+    assert.equal(sent.length, 2);
+    assert.equal(await cmds.visualize(), result);
+    assert.equal(sent[2]!.input, "torch.randn(1, 8)");
+    assert.equal(vs.calls.filter((c) => c.api === "showInputBox").length, 1);
+  });
+
+  it("asks for constructor arguments when the constructor needs them", async () => {
+    const { cmds, sent } = setup([fail("target-error", { needsCtorArgs: true }), () => result]);
+    vs.answers.push("10, hidden=64");
+    await cmds.visualize({ uri: doc.uri.toString(), target: "Net" });
+    assert.equal(sent[1]!.ctorArgs, "10, hidden=64");
+  });
+
+  it("stops when the input box is dismissed", async () => {
+    const { cmds, sent } = setup([fail("needs-input")]);
+    vs.answers.push(undefined);
+    assert.equal(await cmds.visualize(), undefined);
+    assert.equal(sent.length, 1);
+    assert.equal(vs.panels.length, 0);
+  });
+
+  it("offers a way to another interpreter when torch is missing", async () => {
+    const { cmds } = setup([fail("no-torch", { details: "/usr/bin/python3" })]);
+    await cmds.visualize();
+    const msg = vs.calls.find((c) => c.api === "showErrorMessage")!;
+    assert.match(String(msg.args[0]), /no-torch happened/);
+    assert.ok(msg.args.includes("Set torchscope.pythonPath"));
+  });
+
+  it("puts an import error's traceback in the log", async () => {
+    const { cmds, log } = setup([fail("import-error", { details: "Traceback: SyntaxError at line 3" })]);
+    await cmds.visualize();
+    assert.ok(log.lines.some((l) => l.includes("SyntaxError at line 3")));
+    assert.ok(vs.calls.find((c) => c.api === "showErrorMessage")!.args.includes("Show Details"));
+  });
+
+  it("shows the partial graph of a model that raises and names the error", async () => {
+    const raised = { ...result, summary: { ...result.summary, error: { type: "RuntimeError", message: "shapes cannot be multiplied", file: null, line: null } } };
+    const { cmds } = setup([() => raised]);
+    await cmds.visualize();
+    assert.equal(vs.panels.length, 1);
+    const warn = vs.calls.find((c) => c.api === "showWarningMessage")!;
+    assert.match(String(warn.args[0]), /raised RuntimeError: shapes cannot be multiplied/);
+  });
+
+  it("says what to do when no model is at the cursor", async () => {
+    const { cmds, sent } = setup([]);
+    (cmds as unknown as { deps: { client: Server } }).deps.client.targetAt = async () => null;
+    await cmds.visualize();
+    assert.equal(sent.length, 0);
+    assert.match(String(vs.calls.find((c) => c.api === "showInformationMessage")!.args[0]), /put the cursor inside an nn.Module class/);
+  });
+});

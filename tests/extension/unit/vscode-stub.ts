@@ -1,0 +1,215 @@
+// A small stand-in for the `vscode` module: just what the extension's logic touches,
+// with every call recorded so tests can look at what the extension asked VS Code to do.
+import * as path from "node:path";
+
+export const calls: { api: string; args: unknown[] }[] = [];
+function record(api: string, args: unknown[]): void {
+  calls.push({ api, args });
+}
+
+/** Settings the stub's getConfiguration returns, keyed "section.name". */
+export const settings = new Map<string, unknown>();
+/** Answers to showInputBox / showQuickPick / message buttons, taken in order. */
+export const answers: unknown[] = [];
+
+export class Disposable {
+  constructor(private readonly fn: () => void = () => undefined) {}
+  dispose(): void {
+    this.fn();
+  }
+  static from(...ds: { dispose(): unknown }[]): Disposable {
+    return new Disposable(() => ds.forEach((d) => d.dispose()));
+  }
+}
+
+export class EventEmitter<T> {
+  private listeners: ((e: T) => void)[] = [];
+  event = (l: (e: T) => void): Disposable => {
+    this.listeners.push(l);
+    return new Disposable(() => (this.listeners = this.listeners.filter((x) => x !== l)));
+  };
+  fire(e: T): void {
+    for (const l of this.listeners) l(e);
+  }
+  dispose(): void {
+    this.listeners = [];
+  }
+}
+
+export class Uri {
+  private constructor(readonly scheme: string, readonly fsPath: string, readonly raw?: string) {}
+  static file(p: string): Uri {
+    return new Uri("file", path.normalize(p));
+  }
+  static parse(s: string): Uri {
+    if (s.startsWith("file://")) return new Uri("file", decodeURIComponent(s.slice(7)));
+    const i = s.indexOf(":");
+    return new Uri(s.slice(0, i), s.slice(i + 1), s);
+  }
+  static joinPath(u: Uri, ...parts: string[]): Uri {
+    return new Uri(u.scheme, path.join(u.fsPath, ...parts));
+  }
+  get path(): string {
+    return this.fsPath;
+  }
+  toString(): string {
+    return this.raw ?? `${this.scheme}://${this.fsPath}`;
+  }
+}
+
+export class Position {
+  constructor(readonly line: number, readonly character: number) {}
+}
+export class Range {
+  constructor(readonly start: Position, readonly end: Position) {}
+}
+export class CancellationError extends Error {}
+
+export enum ViewColumn { Active = -1, Beside = -2, One = 1, Two = 2, Three = 3 }
+export enum ProgressLocation { SourceControl = 1, Window = 10, Notification = 15 }
+export enum TextEditorRevealType { Default = 0, InCenter = 1, InCenterIfOutsideViewport = 2, AtTop = 3 }
+
+export interface StubWebview {
+  html: string;
+  options: unknown;
+  cspSource: string;
+  posted: unknown[];
+  postMessage(m: unknown): Promise<boolean>;
+  asWebviewUri(u: Uri): Uri;
+  onDidReceiveMessage(l: (m: unknown) => void, thisArg?: unknown, disposables?: Disposable[]): Disposable;
+  receive(m: unknown): void;
+}
+
+export interface StubPanel {
+  viewType: string;
+  title: string;
+  webview: StubWebview;
+  viewColumn: ViewColumn;
+  revealed: number;
+  disposed: boolean;
+  reveal(): void;
+  dispose(): void;
+  onDidDispose(l: () => void, thisArg?: unknown, disposables?: Disposable[]): Disposable;
+  onDidChangeViewState(l: (e: unknown) => void, thisArg?: unknown, disposables?: Disposable[]): Disposable;
+}
+
+export const panels: StubPanel[] = [];
+
+function makePanel(viewType: string, title: string, options: unknown): StubPanel {
+  const messages = new EventEmitter<unknown>();
+  const disposed = new EventEmitter<void>();
+  const webview: StubWebview = {
+    html: "",
+    options,
+    cspSource: "https://stub.vscode-cdn.net",
+    posted: [],
+    postMessage(m) {
+      this.posted.push(m);
+      return Promise.resolve(true);
+    },
+    asWebviewUri: (u) => Uri.parse(`https://stub.vscode-cdn.net${u.fsPath}`),
+    onDidReceiveMessage: (l, _t, ds) => {
+      const d = messages.event(l);
+      ds?.push(d);
+      return d;
+    },
+    receive: (m) => messages.fire(m),
+  };
+  const panel: StubPanel = {
+    viewType, title, webview, viewColumn: ViewColumn.Two, revealed: 0, disposed: false,
+    reveal() {
+      this.revealed++;
+    },
+    dispose() {
+      if (this.disposed) return;
+      this.disposed = true;
+      disposed.fire();
+    },
+    onDidDispose: (l, _t, ds) => {
+      const d = disposed.event(l);
+      ds?.push(d);
+      return d;
+    },
+    onDidChangeViewState: () => new Disposable(),
+  };
+  panels.push(panel);
+  return panel;
+}
+
+function nextAnswer(): unknown {
+  return answers.shift();
+}
+
+export const window = {
+  activeTextEditor: undefined as unknown,
+  visibleTextEditors: [] as unknown[],
+  createWebviewPanel: (viewType: string, title: string, column: unknown, options: unknown) => {
+    record("createWebviewPanel", [viewType, title, column, options]);
+    return makePanel(viewType, title, options);
+  },
+  showInformationMessage: (...args: unknown[]) => (record("showInformationMessage", args), Promise.resolve(nextAnswer())),
+  showWarningMessage: (...args: unknown[]) => (record("showWarningMessage", args), Promise.resolve(nextAnswer())),
+  showErrorMessage: (...args: unknown[]) => (record("showErrorMessage", args), Promise.resolve(nextAnswer())),
+  showInputBox: (...args: unknown[]) => (record("showInputBox", args), Promise.resolve(nextAnswer())),
+  showQuickPick: (...args: unknown[]) => (record("showQuickPick", args), Promise.resolve(nextAnswer())),
+  withProgress: <R>(opts: unknown, task: (p: { report(v: unknown): void }, t: { isCancellationRequested: boolean }) => Promise<R>) => {
+    record("withProgress", [opts]);
+    return task({ report: (v) => record("progress", [v]) }, { isCancellationRequested: false });
+  },
+  createOutputChannel: (name: string) => logChannel(name),
+  onDidChangeTextEditorSelection: () => new Disposable(),
+  registerWebviewPanelSerializer: () => new Disposable(),
+};
+
+export function logChannel(name = "torchscope"): Record<string, unknown> & { lines: string[] } {
+  const lines: string[] = [];
+  const put = (level: string) => (m: string) => lines.push(`${level} ${m}`);
+  return { name, lines, info: put("info"), warn: put("warn"), error: put("error"), debug: put("debug"), trace: put("trace"), appendLine: put(""), show: () => undefined, dispose: () => undefined };
+}
+
+export const workspace = {
+  workspaceFolders: undefined as { uri: Uri }[] | undefined,
+  getConfiguration: (section?: string) => ({
+    get: <T>(name: string, dflt?: T): T => {
+      const key = section ? `${section}.${name}` : name;
+      return (settings.has(key) ? settings.get(key) : dflt) as T;
+    },
+  }),
+  getWorkspaceFolder: () => workspace.workspaceFolders?.[0],
+  /** Documents openTextDocument returns, by uri string. */
+  documents: new Map<string, unknown>(),
+  openTextDocument: (uri: Uri) => {
+    record("openTextDocument", [uri]);
+    const d = workspace.documents.get(uri.toString());
+    return d ? Promise.resolve(d) : Promise.reject(new Error(`no document ${uri.toString()}`));
+  },
+  onDidSaveTextDocument: () => new Disposable(),
+  onDidChangeConfiguration: () => new Disposable(),
+};
+
+export const installedExtensions = new Map<string, unknown>();
+export const extensions = {
+  getExtension: (id: string) => installedExtensions.get(id),
+};
+
+export const commands = {
+  registered: new Map<string, (...a: unknown[]) => unknown>(),
+  registerCommand(id: string, fn: (...a: unknown[]) => unknown): Disposable {
+    this.registered.set(id, fn);
+    return new Disposable(() => this.registered.delete(id));
+  },
+  executeCommand: (...args: unknown[]) => (record("executeCommand", args), Promise.resolve(undefined)),
+};
+
+/** Forget everything recorded and configured between tests. */
+export function reset(): void {
+  calls.length = 0;
+  settings.clear();
+  answers.length = 0;
+  panels.length = 0;
+  installedExtensions.clear();
+  workspace.workspaceFolders = undefined;
+  workspace.documents.clear();
+  window.activeTextEditor = undefined;
+  window.visibleTextEditors = [];
+}
