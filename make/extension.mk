@@ -1,0 +1,70 @@
+# VS Code extension (extension/): build, package (.vsix), code-server for the end-to-end
+# tests and the demo, tests, lint. Included by the main Makefile.
+.PHONY: build-extension package code-server test-extension test-extension-unit test-extension-e2e \
+        lint-extension demo-vscode demo-stop
+
+CODE_SERVER_VERSION := 4.100.3
+CODE_SERVER_DIR := .cache/code-server-$(CODE_SERVER_VERSION)
+CODE_SERVER := $(CODE_SERVER_DIR)/node_modules/code-server/out/node/entry.js
+EXT_SRC := $(wildcard extension/src/*.ts) extension/build.mjs
+EXT_OUT := extension/dist/extension.js
+VSIX := build/torchscope-$(shell node -p "require('./package.json').version").vsix
+BUNDLED_LIBS := bundled/libs/.installed
+HELPER_SRC := $(shell find python_helper/torchscope -name '*.py' -not -path '*/__pycache__/*')
+DEMO_DIR := .cache/demo-vscode
+DEMO_PORT ?= 8765
+
+TEST_DEPS += test-extension
+LINT_DEPS += lint-extension
+
+$(EXT_OUT): $(NODE_STAMP) $(EXT_SRC)
+	node extension/build.mjs
+
+build-extension: $(EXT_OUT)
+
+# Pure-Python libraries of the language server, bundled with the extension (torch never is).
+$(BUNDLED_LIBS): make/extension.mk | setup
+	rm -rf bundled/libs
+	$(VENV_PY) -m pip install -q --no-compile --target bundled/libs pygls==2.1.1 msgpack==1.2.4
+	touch $@
+
+# The helper package (tracer, server, runner) with the viewer bundle in static/.
+bundled/tool/.copied: $(HELPER_SRC) $(WEBVIEW_OUT)
+	rm -rf bundled/tool
+	mkdir -p bundled/tool
+	cp -r python_helper/torchscope bundled/tool/torchscope
+	find bundled/tool -name '__pycache__' -prune -exec rm -rf {} +
+	touch $@
+
+$(VSIX): $(EXT_OUT) $(BUNDLED_LIBS) bundled/tool/.copied package.json .vscodeignore docs/extension.md
+	mkdir -p build
+	npx vsce package --no-dependencies --skip-license --allow-missing-repository --no-update-package-json --readme-path docs/extension.md -o $@
+
+package: $(VSIX)
+	@echo "built $(VSIX)"
+
+# VS Code in the browser, for the end-to-end tests and the demo (see scripts/install-code-server.sh).
+$(CODE_SERVER):
+	scripts/install-code-server.sh $(CODE_SERVER_VERSION) $(CODE_SERVER_DIR)
+
+code-server: $(CODE_SERVER)
+
+test-extension-unit: $(NODE_STAMP)
+	npm run --silent test:extension:unit
+
+test-extension-e2e: package code-server $(CHROMIUM) setup
+	CHROMIUM=$(CHROMIUM) TORCHSCOPE_VSIX=$(VSIX) TORCHSCOPE_CODE_SERVER=$(CODE_SERVER) \
+	  TORCHSCOPE_PYTHON=$(abspath $(VENV_PY)) npm run --silent test:extension:e2e
+
+test-extension: test-extension-unit test-extension-e2e
+
+lint-extension: $(NODE_STAMP)
+	npm run --silent lint:extension
+
+# VS Code (code-server) on 127.0.0.1 with the extension installed, on examples/.
+demo-vscode: package code-server setup
+	node scripts/demo-vscode.mjs start --code-server $(CODE_SERVER) --vsix $(VSIX) --dir $(DEMO_DIR) \
+	  --port $(DEMO_PORT) --python $(abspath $(VENV_PY)) --workspace $(abspath examples)
+
+demo-stop:
+	node scripts/demo-vscode.mjs stop --dir $(DEMO_DIR)
