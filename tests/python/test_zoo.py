@@ -762,3 +762,18 @@ def test_llama_70b_width_on_meta_device():
     mlp = g.module_call("layers.0.mlp.gate_proj", 0)
     [op] = g.children(mlp.id)
     assert [e.shape for e in g.edges if e.src == op.id][0] == [1, 32, 28672]
+
+
+def test_user_hooks_run_inside_the_module_call():
+    """Ops run by a user's forward pre-hook and forward hook are part of the module call (torch
+    runs both inside `Module.__call__`): the box's output edge carries what the call returned."""
+    model = nn.Sequential(nn.Linear(4, 6), nn.ReLU())
+    model[0].register_forward_pre_hook(lambda mod, args: (args[0] + 1,))
+    model[0].register_forward_hook(lambda mod, args, out: out[..., :3] * 2)
+    g = torchscope.trace(model, torch.randn(2, 4))
+    lin = g.module_call("0", 0)
+    inside = zoo.subtree(g, lin.id)
+    names = [g.nodes[i].name for i in sorted(inside) if g.nodes[i].kind == "op"]
+    assert names == ["add", "linear", "getitem", "mul"]
+    leaving = [e.shape for e in g.edges if e.src in inside and e.dst not in inside]
+    assert leaving == [[2, 3]], "the Linear call returned (2, 3) after its hook"
