@@ -146,7 +146,7 @@ class Graph:
             "format": FORMAT,
             "version": VERSION,
             "model": self.model.to_wire(),
-            "nodes": [n.to_wire() for n in self.nodes],
+            "nodes": _nodes_to_wire(self.nodes),
             "edges": [e.to_wire() for e in self.edges],
             "groups": [g.to_wire() for g in self.groups],
             "error": self.error.to_wire() if self.error else None,
@@ -195,6 +195,33 @@ class Graph:
         raw = path.read_bytes()
         data = json.loads(raw) if path.suffix.lower() == ".json" else unpack(raw)
         return from_wire(data)
+
+
+def _nodes_to_wire(nodes: list[Node]) -> list[dict[str, Any]]:
+    """Node maps, reusing one map per shared Site object (the tracer shares them)."""
+    sites: dict[int, Any] = {}
+    defns: dict[int, Any] = {}
+    out = []
+    for n in nodes:
+        site = n.site
+        if site is None:
+            s = None
+        else:
+            s = sites.get(id(site))
+            if s is None:
+                s = sites[id(site)] = site.to_wire()
+        defn = n.defn
+        if defn is None:
+            d = None
+        else:
+            d = defns.get(id(defn))
+            if d is None:
+                d = defns[id(defn)] = {"file": defn.file, "line": defn.line}
+        out.append({
+            "id": n.id, "kind": n.kind, "name": n.name, "parent": n.parent, "target": n.target,
+            "path": n.path, "call": n.call, "site": s, "defn": d, "params": n.params, "attrs": n.attrs,
+        })
+    return out
 
 
 class GraphFormatError(ValueError):
@@ -251,11 +278,32 @@ def from_wire(data: Any) -> Graph:
             else None
         )
         trace_ms = float(data.get("stats", {}).get("trace_ms", 0.0))
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GraphFormatError(f"malformed graph: missing or bad field {exc}") from exc
+    _check_references(nodes, edges, groups, error)
+    return Graph(model, nodes, edges, groups, error, trace_ms)
+
+
+def _check_references(
+    nodes: list[Node], edges: list[Edge], groups: list[Group], error: Optional[ErrorInfo]
+) -> None:
+    count = len(nodes)
+
+    def valid(i: Any) -> bool:
+        return isinstance(i, int) and not isinstance(i, bool) and 0 <= i < count
+
     for i, n in enumerate(nodes):
         if n.id != i:
             raise GraphFormatError(f"node {i} has id {n.id}")
         if n.kind not in NODE_KINDS:
             raise GraphFormatError(f"node {i} has unknown kind {n.kind!r}")
-    return Graph(model, nodes, edges, groups, error, trace_ms)
+        if n.parent is not None and not (valid(n.parent) and n.parent < i):
+            raise GraphFormatError(f"node {i} has parent {n.parent!r}, not an earlier node")
+    for e in edges:
+        if not (valid(e.src) and valid(e.dst)):
+            raise GraphFormatError(f"edge {e.src!r} → {e.dst!r} names a missing node")
+    for g in groups:
+        if not all(valid(m) for m in g.members):
+            raise GraphFormatError(f"group {g.name!r} names a missing node")
+    if error is not None and not valid(error.node):
+        raise GraphFormatError(f"error names missing node {error.node!r}")

@@ -6,6 +6,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import torch
+
 # C modules whose functions users know under a public namespace.
 _PUBLIC_MODULE = {
     "torch._C._VariableFunctions": "torch",
@@ -71,10 +73,26 @@ def _describe(func: Callable[..., Any]) -> FuncInfo:
 
 
 def _arg_names(func: Callable[..., Any]) -> tuple[str, ...]:
+    """Positional parameter names: from the Python signature, else from the aten schema.
+
+    A trailing list parameter (`view(self, size)`) also collects varargs (`x.view(1, 2, 3)`),
+    marked with a leading `*`."""
     try:
         params = inspect.signature(func).parameters.values()
+        return tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
     except (TypeError, ValueError):
+        pass
+    name = getattr(func, "__name__", "")
+    if name.startswith("__") or not name:
         return ()
-    return tuple(
-        p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    )
+    try:
+        schemas = torch._C._jit_get_schemas_for_operator(f"aten::{name}")
+    except Exception:
+        return ()
+    if not schemas:
+        return ()
+    args = [a for a in schemas[0].arguments if not a.kwarg_only]
+    names = [a.name for a in args]
+    if args and str(args[-1].type).endswith("[]"):
+        names[-1] = "*" + names[-1]
+    return tuple(names)

@@ -92,7 +92,9 @@ class Recorder(TorchFunctionMode):
         self.param_counts = parameter_counts(model, [m for _, m in named])
         self._named = named
         self._tensor_names: Optional[dict[int, str]] = None  # built on the first constant
-        self._own_tensors: dict[int, frozenset[int]] = {}
+        self.failed_leaves: list[tuple[int, list[tuple[Optional[int], Tensor]]]] = []
+        self.constants: set[int] = set()  # node ids of constants that stand for outside tensors
+        self._constant_at: dict[tuple[int, Optional[int]], int] = {}
 
     # -- producers: which node last wrote a tensor ---------------------------
     def _source(self, t: Tensor) -> Optional[int]:
@@ -113,8 +115,8 @@ class Recorder(TorchFunctionMode):
 
     def _edge(self, t: Tensor, dst: int) -> None:
         src = self._source(t)
-        if src is None:
-            src = self._constant(t)
+        if src is None or (src in self.constants and self.nodes[src].parent != self.nodes[dst].parent):
+            src = self._constant(t)  # one constant node per module call that uses it
             if src is None:
                 return
         try:
@@ -134,9 +136,15 @@ class Recorder(TorchFunctionMode):
         key = id(t)
         if self.module_stack and self._is_own_tensor(self.module_stack[-1], key):
             return None
+        parent = self.stack[-1] if self.stack else None
+        known = self._constant_at.get((key, parent))
+        if known is not None and self.nodes[known].parent == parent:
+            return known
         path = self.tensor_names().get(key)
         name, target = (path.rsplit(".", 1)[-1], path) if path else ("tensor", "")
         nid = self._add(Node(len(self.nodes), "constant", name, self._parent(), target))
+        self.constants.add(nid)
+        self._constant_at[(key, parent)] = nid
         self._set_producer(t, nid)
         return nid
 
@@ -248,11 +256,14 @@ class Recorder(TorchFunctionMode):
         """A weight of a torch.nn layer (or of its submodules, as MultiheadAttention's out_proj)."""
         if not self._info(module).torch_layer:
             return False
-        own = self._own_tensors.get(id(module))
-        if own is None:
-            own = frozenset(id(t) for t in (*module.parameters(), *module.buffers()))
-            self._own_tensors[id(module)] = own
-        return key in own
+        for m in module.modules():  # usually one module with one or two weights
+            for t in m._parameters.values():
+                if id(t) == key:
+                    return True
+            for t in m._buffers.values():
+                if id(t) == key:
+                    return True
+        return False
 
     def _describe(self, module: nn.Module) -> _ModuleInfo:
         cls = type(module)
@@ -260,13 +271,15 @@ class Recorder(TorchFunctionMode):
         path = self.paths.get(id(module))
         if path is None:
             path = f"<{cls.__name__}>"  # a module outside the traced model's tree
-        try:
-            text = module.extra_repr()
-            attrs = self._extra_repr_cache.get(text)
-            if attrs is None:
-                attrs = self._extra_repr_cache[text] = split_extra_repr(text)
-        except Exception:
-            attrs = {}
+        attrs: dict[str, Any] = {}
+        if type(module).extra_repr is not nn.Module.extra_repr:
+            try:
+                text = module.extra_repr()
+                attrs = self._extra_repr_cache.get(text)
+                if attrs is None:
+                    attrs = self._extra_repr_cache[text] = split_extra_repr(text)
+            except Exception:
+                attrs = {}
         params = self.param_counts.get(id(module))
         if params is None:  # a module from outside the model's tree
             with torch._C.DisableTorchFunction():
@@ -302,8 +315,14 @@ class Recorder(TorchFunctionMode):
             nid = self.stack.pop()
             if top is module:
                 break
-        if not failed and nid not in self.with_children:
-            self._wire_leaf_module(nid, args, rest[0], rest[1])
+        if nid not in self.with_children:
+            if failed:
+                # Nothing recorded inside before it raised. If the error escapes, the error node
+                # lands inside it; if user code catches it, it stays a leaf: decide at the end.
+                sources = [(self._source(t), t) for t in _unique(iter_tensors(args))]
+                self.failed_leaves.append((nid, sources))
+            else:
+                self._wire_leaf_module(nid, args, rest[0], rest[1])
 
     def _wire_leaf_module(self, nid: int, args: Any, kwargs: Any, result: Any) -> None:
         """A module call with nothing recorded inside (nn.Identity): data flows through its box."""
@@ -318,6 +337,15 @@ class Recorder(TorchFunctionMode):
         for name, t in argument_tensors(fn, args, kwargs):
             if self._source(t) is None:
                 self._set_producer(t, self._add(Node(len(self.nodes), "input", name)))
+
+    def wire_failed_leaves(self) -> None:
+        """Inputs of module calls that raised (and were caught) with nothing recorded inside."""
+        for nid, sources in self.failed_leaves:
+            if nid in self.with_children:
+                continue
+            for src, t in sources:
+                if src is not None:
+                    self.edges.append(Edge(src, nid, shape_of(t), dtype_name(t)))
 
     def add_outputs(self, result: Any) -> None:
         for name, t in output_tensors(result):
@@ -334,6 +362,8 @@ class Recorder(TorchFunctionMode):
             Node(nid, "error", type(exc).__name__, pending.parent, pending.target, site=pending.site,
                  attrs={"message": attr_value(message)})
         )
+        if pending.parent is not None:
+            self.with_children.add(pending.parent)
         self.stack = [pending.parent] if pending.parent is not None else []
         self.module_stack = []
         for t in pending.inputs:
@@ -398,6 +428,11 @@ def _unique(tensors: Any) -> list[Tensor]:
 def _call_attrs(info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
     names = info.arg_names
+    if names and names[-1].startswith("*"):
+        last = len(names) - 1
+        names = names[:-1] + (names[-1][1:],)
+        if len(args) > last + 1 or (len(args) == last + 1 and isinstance(args[last], int)):
+            args = (*args[:last], tuple(args[last:]))  # x.view(1, 2, 3) → size=[1, 2, 3]
     for i, a in enumerate(args):
         if not isinstance(a, Tensor):
             v = attr_value(a)
@@ -436,13 +471,13 @@ def parameter_counts(model: nn.Module, modules: list[nn.Module]) -> dict[int, in
     return counts
 
 
-def model_info(model: nn.Module) -> ModelInfo:
+def model_info(model: nn.Module, params: Optional[int] = None) -> ModelInfo:
     cls = type(model)
     first = next(iter(model.parameters()), None)
     return ModelInfo(
         cls.__name__,
         f"{cls.__module__}.{cls.__qualname__}",
-        sum(p.numel() for p in model.parameters()),
+        params if params is not None else sum(p.numel() for p in model.parameters()),
         str(first.device) if first is not None else "",
         dtype_name(first) if first is not None else "",
     )
@@ -505,11 +540,12 @@ def _trace(
             # torch's handle forgets this registry (torch 2.13): clean it ourselves
             nn.modules.module._global_forward_hooks_with_kwargs.pop(h.id, None)
         state.restore()
-    graph = Graph(model_info(model), rec.nodes, rec.edges, trace_ms=elapsed)
+    graph = Graph(model_info(model, rec.param_counts.get(id(model))), rec.nodes, rec.edges, trace_ms=elapsed)
     if error is None:
         rec.add_outputs(result)
     else:
         graph.error = rec.add_error(error)
+    rec.wire_failed_leaves()
     rec.producer.clear()
     graph.groups = fold_repeated_blocks(graph)
     if error is not None and raise_errors:
