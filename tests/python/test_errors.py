@@ -327,3 +327,8 @@ def test_from_wire_ignores_unknown_fields():
 
 def test_graph_format_error_is_a_value_error():
     assert issubclass(torchscope.GraphFormatError, ValueError)
+
+
+def test_trace_needs_a_module():
+    with pytest.raises(TypeError):
+        torchscope.trace(lambda x: x, torch.randn(2))

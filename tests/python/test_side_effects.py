@@ -214,3 +214,16 @@ def test_cancelled_trace_restores_state():
     with pytest.raises(torchscope.TraceCancelled):
         torchscope.trace_call(model, (x,), {}, cancel=lambda: True)
     snap.check(model, (x,), {})
+
+
+def test_forward_that_reseeds_the_rng_is_undone():
+    class Reseeds(nn.Module):
+        def forward(self, x):
+            torch.manual_seed(5)
+            return x + torch.rand(x.shape)
+
+    torch.manual_seed(7)
+    expected = torch.rand(4)
+    torch.manual_seed(7)
+    torchscope.trace(Reseeds(), torch.zeros(3))
+    assert torch.equal(torch.rand(4), expected)
