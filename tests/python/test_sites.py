@@ -50,10 +50,6 @@ def _line(site) -> str:
     return linecache.getline(site.file, site.line)
 
 
-def _all_graphs():
-    return [get_traced(name).graph for name in zoo.WORKING]
-
-
 def _error_graphs():
     out = []
     for name, exc_type in zoo.ERRORS.items():
@@ -173,12 +169,11 @@ def test_root_site_is_the_caller_of_trace():
     assert "torchscope.trace(model" in _line(root.site)
 
 
-def test_transformers_op_sites_contain_the_call(traced):
+@pytest.mark.parametrize("name", zoo.TRANSFORMERS)
+def test_transformers_op_sites_contain_the_call(name):
     """Ops recorded inside transformers code point at a transformers line naming the callable."""
-    if traced.name not in zoo.TRANSFORMERS:
-        pytest.skip("not a transformers model")  # parametrized over the whole zoo
     bad = []
-    for n in traced.graph.nodes:
+    for n in get_traced(name).graph.nodes:
         if n.kind != "op" or n.site is None or "/transformers/" not in n.site.file:
             continue
         # a multi-line expression reports the line it starts on: look at the statement
