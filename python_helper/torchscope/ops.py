@@ -53,6 +53,13 @@ def _describe(func: Callable[..., Any]) -> FuncInfo:
     qualname = getattr(func, "__qualname__", raw_name) or raw_name
     objclass = getattr(func, "__objclass__", None)
     module = getattr(func, "__module__", None)
+    schema = _op_schema(func)
+    if schema is not None and "::" in getattr(schema, "name", ""):
+        # a torch.ops operator (custom C++/Python ops included): torch.ops.NS.NAME
+        ns, _, op = schema.name.partition("::")
+        target, short = f"torch.ops.{ns}.{op}", op
+        names = tuple(a.name for a in schema.arguments if not a.kwarg_only)
+        return FuncInfo(target, short, op.endswith("_"), names)
     if raw_name == "__get__" and objclass is not None:
         # a Tensor property such as `.T` or `.data`: `__get__` of a getset descriptor
         prop = getattr(getattr(func, "__self__", None), "__name__", "property")
@@ -72,6 +79,18 @@ def _describe(func: Callable[..., Any]) -> FuncInfo:
     return FuncInfo(target, name or short, writes, _arg_names(func))
 
 
+def _op_schema(func: Any) -> Any:
+    """The schema of a torch.ops overload (`_schema`) or packet (its default overload)."""
+    schema = getattr(func, "_schema", None)
+    if schema is None and isinstance(getattr(func, "_qualified_op_name", None), str):
+        try:
+            schemas = func._schemas
+            schema = schemas.get("") or next(iter(schemas.values()), None)
+        except Exception:
+            return None
+    return schema
+
+
 def _arg_names(func: Callable[..., Any]) -> tuple[str, ...]:
     """Positional parameter names: from the Python signature, else from the aten schema.
 
@@ -79,7 +98,9 @@ def _arg_names(func: Callable[..., Any]) -> tuple[str, ...]:
     marked with a leading `*`."""
     try:
         params = inspect.signature(func).parameters.values()
-        return tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+        return tuple(
+            p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        )
     except (TypeError, ValueError):
         pass
     name = getattr(func, "__name__", "")

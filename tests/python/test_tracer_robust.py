@@ -1,0 +1,92 @@
+"""Odd corners: custom ops, exotic tensors, functions the model calls, API guards."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import torchscope
+
+
+@torch.library.custom_op("torchscope_test::scale", mutates_args=())
+def _scale(x: torch.Tensor, k: float) -> torch.Tensor:
+    return x * k
+
+
+@_scale.register_fake
+def _scale_fake(x: torch.Tensor, k: float) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+class _NoShape(torch.Tensor):
+    """A tensor subclass whose shape cannot be read."""
+
+    @property
+    def shape(self):  # type: ignore[override]
+        raise RuntimeError("no shape")
+
+
+class CustomOpModel(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.ops.torchscope_test.scale(x, 2.0)
+        return y.as_subclass(_NoShape) + 1
+
+
+def test_custom_op_is_a_named_node_with_its_arguments() -> None:
+    g = torchscope.trace(CustomOpModel(), torch.randn(2, 3))
+    [op] = [n for n in g.nodes if n.name == "scale"]
+    assert op.kind == "op" and op.target == "torch.ops.torchscope_test.scale"
+    assert op.attrs == {"k": 2.0}
+    x = g.find("input", "x")[0]
+    assert [(e.src, e.shape) for e in g.edges if e.dst == op.id] == [(x.id, [2, 3])]
+
+
+def test_unreadable_shape_degrades_to_an_edge_without_shape() -> None:
+    g = torchscope.trace(CustomOpModel(), torch.randn(2, 3))
+    [add] = [n for n in g.nodes if n.name == "add"]
+    shapes = [e.shape for e in g.edges if e.dst == add.id]
+    assert shapes == [None]
+    g.to_msgpack()  # still a valid graph
+
+
+class ScaleOnly(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.torchscope_test.scale(x, 3.0)
+
+
+def test_meta_device_custom_op_uses_its_fake_kernel() -> None:
+    with torch.device("meta"):
+        x = torch.randn(4, 5)
+    g = torchscope.trace(ScaleOnly(), x)
+    [op] = [n for n in g.nodes if n.name == "scale"]
+    out = [e for e in g.edges if e.src == op.id]
+    assert out and out[0].shape == [4, 5]
+
+
+def test_trace_needs_a_module() -> None:
+    with pytest.raises(TypeError, match="nn.Module"):
+        torchscope.trace(lambda x: x, torch.randn(1))  # type: ignore[arg-type]
+
+
+def test_grad_mode_kept_and_no_grad_during_trace() -> None:
+    seen = []
+
+    class Probe(nn.Module):
+        def forward(self, x):
+            seen.append(torch.is_grad_enabled())
+            return x + 1
+
+    torch.set_grad_enabled(True)
+    torchscope.trace(Probe(), torch.randn(1))
+    assert seen == [False] and torch.is_grad_enabled()
+    graph = torchscope.trace_call(Probe(), (torch.randn(1),), no_grad=False)
+    assert seen == [False, True] and graph.error is None
+
+
+def test_save_picks_the_format_by_suffix(tmp_path) -> None:
+    g = torchscope.trace(nn.Linear(3, 2), torch.randn(1, 3))
+    assert torchscope.Graph.load(g.save(tmp_path / "g.msgpack")).model.name == "Linear"
+    assert torchscope.Graph.load(g.save(tmp_path / "g.json")).model.params == 8
+    with pytest.raises(ValueError, match="suffix"):
+        g.save(tmp_path / "g.txt")
