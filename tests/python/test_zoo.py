@@ -777,3 +777,32 @@ def test_user_hooks_run_inside_the_module_call():
     assert names == ["add", "linear", "getitem", "mul"]
     leaving = [e.shape for e in g.edges if e.src in inside and e.dst not in inside]
     assert leaving == [[2, 3]], "the Linear call returned (2, 3) after its hook"
+
+
+def _strict_json(text):
+    import json
+
+    def reject(const):
+        raise ValueError(f"not JSON: {const}")
+
+    return json.loads(text, parse_constant=reject)
+
+
+def test_json_round_trip(traced):
+    g = traced.graph
+    back = torchscope.Graph.from_wire(_strict_json(g.to_json()))
+    assert back.to_wire()["nodes"] == g.to_wire()["nodes"]
+    assert back.to_wire()["edges"] == g.to_wire()["edges"]
+
+
+def test_json_is_strict_with_infinite_and_nan_attrs():
+    """`--format json` must be JSON a browser can JSON.parse: attention masks use -inf."""
+
+    class Masked(nn.Module):
+        def forward(self, x):
+            h = x.masked_fill(x > 0, float("-inf"))
+            return h.clamp(max=float("nan"))
+
+    g = torchscope.trace(Masked(), torch.randn(3))
+    wire = _strict_json(g.to_json())
+    assert len(wire["nodes"]) == len(g.nodes)
