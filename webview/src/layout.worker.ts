@@ -1,30 +1,62 @@
-// Layout worker: DOT in, positioned shapes out. Graphviz (WASM) runs here so the page
-// never freezes; the main thread terminates this worker to cancel a stale layout.
+// Layout worker: holds the graph, turns an expansion state into the visible graph and
+// DOT, runs Graphviz (WASM) and parses its output. All the heavy work of a re-layout
+// happens here so the page never freezes; the page terminates this worker to cancel.
 import { instance } from "@viz-js/viz";
+import { computeView } from "./compute";
+import { decodeGraph } from "./format";
 import { parseLayout } from "./layout";
-import type { WorkerReply, WorkerRequest } from "./protocol";
+import { estimateWidth, type Font, type Measure } from "./metrics";
+import { buildIndex, type GraphIndex } from "./model";
+import type { Fonts, WorkerReply, WorkerRequest } from "./protocol";
 
 const ctx = self as unknown as DedicatedWorkerGlobalScope;
 const vizReady = instance();
+let idx: GraphIndex | null = null;
+let measure: Measure = estimateWidth;
 
 vizReady.then(
   () => ctx.postMessage({ type: "ready" } satisfies WorkerReply),
   (e: unknown) => ctx.postMessage({ type: "error", id: -1, message: String(e) } satisfies WorkerReply),
 );
 
+function canvasMeasure(fonts: Fonts): Measure {
+  if (typeof OffscreenCanvas === "undefined") return estimateWidth;
+  const c = new OffscreenCanvas(1, 1).getContext("2d");
+  if (!c) return estimateWidth;
+  const cache = new Map<string, number>();
+  return (text: string, f: Font): number => {
+    const k = `${f.size}|${f.weight}|${f.mono}|${text}`;
+    let w = cache.get(k);
+    if (w === undefined) {
+      c.font = `${f.weight} ${f.size}px ${f.mono ? fonts.mono : fonts.sans}`;
+      w = c.measureText(text).width;
+      cache.set(k, w);
+    }
+    return w;
+  };
+}
+
 ctx.onmessage = async (ev: MessageEvent<WorkerRequest>) => {
-  const { id, dot } = ev.data;
+  const msg = ev.data;
+  if (msg.type === "init") {
+    idx = buildIndex(decodeGraph(msg.bytes));
+    measure = canvasMeasure(msg.fonts);
+    return;
+  }
+  const { id } = msg;
   try {
-    const viz = await vizReady;
+    if (!idx) throw new Error("layout requested before the graph arrived");
     const t0 = performance.now();
-    const r = viz.render(dot, { format: "json0" });
+    const view = computeView(idx, { modules: new Set(msg.modules), groups: new Set(msg.groups) }, measure);
+    const viz = await vizReady;
+    const r = viz.render(view.dot, { format: "json0" });
     if (r.status !== "success" || r.output === undefined) {
-      const msg = r.errors.filter((e) => e.level === "error").map((e) => e.message).join("; ");
-      ctx.postMessage({ type: "error", id, message: msg || "layout failed" } satisfies WorkerReply);
+      const text = r.errors.filter((e) => e.level === "error").map((e) => e.message).join("; ");
+      ctx.postMessage({ type: "error", id, message: text || "layout failed" } satisfies WorkerReply);
       return;
     }
-    const layout = parseLayout(r.output);
-    ctx.postMessage({ type: "layout", id, layout, ms: performance.now() - t0 } satisfies WorkerReply);
+    const result = { vg: view.vg, labels: [...view.labels], layout: parseLayout(r.output) };
+    ctx.postMessage({ type: "layout", id, result, ms: performance.now() - t0 } satisfies WorkerReply);
   } catch (e) {
     ctx.postMessage({ type: "error", id, message: String(e) } satisfies WorkerReply);
   }

@@ -1,8 +1,7 @@
 // Main-thread side of layout: a cache keyed by expansion state, one request in flight,
 // and cancellation of a stale request by terminating its worker (Graphviz can't be
-// interrupted from inside).
-import type { Layout } from "./layout";
-import type { WorkerReply, WorkerRequest } from "./protocol";
+// interrupted from inside). Every new worker gets the graph first.
+import type { Fonts, ViewResult, WorkerReply, WorkerRequest } from "./protocol";
 
 export class Cancelled extends Error {
   override name = "Cancelled";
@@ -11,8 +10,7 @@ export class Cancelled extends Error {
 interface Job {
   id: number;
   key: string;
-  dot: string;
-  resolve: (l: Layout) => void;
+  resolve: (r: ViewResult) => void;
   reject: (e: Error) => void;
 }
 
@@ -20,36 +18,37 @@ export class LayoutClient {
   private worker: Worker | null = null;
   private current: Job | null = null;
   private nextId = 1;
-  private readonly cache = new Map<string, Layout>();
+  private readonly cache = new Map<string, ViewResult>();
 
   constructor(
     private readonly makeWorker: () => Worker,
+    private readonly bytes: Uint8Array,
+    private readonly fonts: Fonts,
     private readonly cacheSize = 24,
   ) {}
 
-  /** Start the worker (and its WASM compile) before the first request. */
+  /** Start the worker (WASM compile, graph decode) before the first request. */
   warm(): void {
     this.ensureWorker();
   }
 
-  cached(key: string): Layout | undefined {
+  cached(key: string): ViewResult | undefined {
     return this.cache.get(key);
   }
 
-  layout(key: string, dot: string): Promise<Layout> {
+  layout(key: string, modules: number[], groups: number[]): Promise<ViewResult> {
     const hit = this.cache.get(key);
+    this.cancelCurrent();
     if (hit) {
       // Refresh LRU order.
       this.cache.delete(key);
       this.cache.set(key, hit);
-      this.cancelCurrent();
       return Promise.resolve(hit);
     }
-    this.cancelCurrent();
-    return new Promise<Layout>((resolve, reject) => {
-      const job: Job = { id: this.nextId++, key, dot, resolve, reject };
+    return new Promise<ViewResult>((resolve, reject) => {
+      const job: Job = { id: this.nextId++, key, resolve, reject };
       this.current = job;
-      this.ensureWorker().postMessage({ id: job.id, dot } satisfies WorkerRequest);
+      this.ensureWorker().postMessage({ type: "layout", id: job.id, modules, groups } satisfies WorkerRequest);
     });
   }
 
@@ -80,6 +79,8 @@ export class LayoutClient {
       this.worker = null;
       job?.reject(new Error(`layout worker failed: ${ev.message}`));
     };
+    // A copy: the page keeps its bytes for the next worker.
+    w.postMessage({ type: "init", bytes: this.bytes.slice(), fonts: this.fonts } satisfies WorkerRequest);
     this.worker = w;
     return w;
   }
@@ -96,8 +97,8 @@ export class LayoutClient {
       job.reject(new Error(msg.message));
       return;
     }
-    this.cache.set(job.key, msg.layout);
+    this.cache.set(job.key, msg.result);
     while (this.cache.size > this.cacheSize) this.cache.delete(this.cache.keys().next().value as string);
-    job.resolve(msg.layout);
+    job.resolve(msg.result);
   }
 }

@@ -30,8 +30,9 @@ if (document.getElementById("torchscope-graph") || typeof (globalThis as Record<
 
 export function mount(root: HTMLElement, bytes: Uint8Array | ArrayBuffer, host: Host): Viewer | null {
   try {
-    const graph = decodeGraph(bytes);
-    return new Viewer(root, graph, host, makeWorker);
+    const data = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+    const graph = decodeGraph(data);
+    return new Viewer(root, graph, data, host, makeWorker);
   } catch (e) {
     if (e instanceof FormatError) showFatal(root, "This file can't be shown", e.message);
     else showFatal(root, "The viewer failed to start", String((e as Error)?.stack ?? e));

@@ -16,8 +16,9 @@ export const FONT_OP: Font = { size: 12, weight: 400, mono: false };
 export const FONT_SUB: Font = { size: 10, weight: 400, mono: false };
 export const FONT_EDGE: Font = { size: 10, weight: 400, mono: true };
 
-export const fontCss = (f: Font): string =>
-  `${f.weight} ${f.size}px ${f.mono ? "ui-monospace, Menlo, Consolas, monospace" : "system-ui, -apple-system, 'Segoe UI', sans-serif"}`;
+export const SANS = "system-ui, -apple-system, 'Segoe UI', sans-serif";
+export const MONO = "ui-monospace, Menlo, Consolas, monospace";
+export const fontCss = (f: Font): string => `${f.weight} ${f.size}px ${f.mono ? MONO : SANS}`;
 
 /** Upper-bound estimate (monospace width), so estimated boxes never clip their text. */
 export const estimateWidth: Measure = (text, f) => [...text].length * f.size * 0.62;

@@ -1,12 +1,26 @@
-// Messages between the page and the layout worker.
+// Messages between the page and the layout worker. The worker holds its own copy of the
+// graph, so a layout request is just an expansion state and the main thread stays free.
 import type { Layout } from "./layout";
+import type { Label } from "./labels";
+import type { VisibleGraph } from "./visible";
 
-export interface WorkerRequest {
-  id: number;
-  dot: string;
+export interface Fonts {
+  sans: string;
+  mono: string;
+}
+
+export type WorkerRequest =
+  | { type: "init"; bytes: Uint8Array; fonts: Fonts }
+  | { type: "layout"; id: number; modules: number[]; groups: number[] };
+
+/** Everything the page needs to draw one expansion state. */
+export interface ViewResult {
+  vg: VisibleGraph;
+  labels: [string, Label][];
+  layout: Layout;
 }
 
 export type WorkerReply =
   | { type: "ready" }
-  | { type: "layout"; id: number; layout: Layout; ms: number }
+  | { type: "layout"; id: number; result: ViewResult; ms: number }
   | { type: "error"; id: number; message: string };

@@ -8,9 +8,7 @@ import {
   collapseAll, currentDepth, expandAll, expansionKey, initialExpansion, reveal, toDepth, toggleGroup, toggleModule,
   type Expansion,
 } from "./expansion";
-import { buildVisible, type VisibleGraph } from "./visible";
-import { replaceHubEdges } from "./hubs";
-import { toDot } from "./dot";
+import type { VisibleGraph } from "./visible";
 import type { Label } from "./labels";
 import type { Layout } from "./layout";
 import { Cancelled, LayoutClient } from "./layoutClient";
@@ -21,7 +19,7 @@ import { highlightKeys, nodesAtLine, searchNodes } from "./search";
 import { Minimap } from "./minimap";
 import { exportSvg, svgToPng } from "./export";
 import { buildUi, fillTooltip, type Ui } from "./ui";
-import { fontCss, type Font, type Measure } from "./metrics";
+import { MONO, SANS, fontCss, type Font, type Measure } from "./metrics";
 import type { Host, ViewState } from "./host";
 
 interface Drawn {
@@ -73,12 +71,17 @@ export class Viewer {
   private lastLayoutMs = 0;
   private readonly disposer = new AbortController();
 
-  constructor(root: HTMLElement, graph: Graph, private readonly host: Host, makeWorker: () => Worker) {
+  constructor(root: HTMLElement, graph: Graph, bytes: Uint8Array, private readonly host: Host, makeWorker: () => Worker) {
     this.idx = buildIndex(graph);
     this.ui = buildUi(root);
     this.scene = new Scene(this.ui.scene);
     this.measure = canvasMeasure(this.ui.root);
-    this.client = new LayoutClient(makeWorker);
+    const cs = getComputedStyle(this.ui.root);
+    const fonts = {
+      sans: cs.getPropertyValue("--ts-font").trim() || SANS,
+      mono: cs.getPropertyValue("--ts-mono").trim() || MONO,
+    };
+    this.client = new LayoutClient(makeWorker, bytes, fonts);
     this.client.warm();
     const saved = host.loadState();
     this.exp = saved ? { modules: new Set(saved.expanded), groups: new Set(saved.groups) } : initialExpansion(this.idx);
@@ -106,17 +109,19 @@ export class Viewer {
     const gen = ++this.generation;
     this.exp = exp;
     const key = expansionKey(exp);
-    const vg = replaceHubEdges(buildVisible(this.idx, exp));
-    const { dot, labels } = toDot(this.idx, vg, this.measure);
     performance.mark("torchscope:layout-start");
-    this.setBusy(true, vg.nodes.length);
+    this.setBusy(true);
     const t0 = performance.now();
+    let vg: VisibleGraph;
     let layout: Layout;
+    let labels: Map<string, Label>;
     try {
-      layout = await this.client.layout(key, dot);
+      const r = await this.client.layout(key, [...exp.modules], [...exp.groups]);
+      ({ vg, layout } = r);
+      labels = new Map(r.labels);
     } catch (e) {
       if (e instanceof Cancelled || gen !== this.generation) return;
-      this.setBusy(false, 0);
+      this.setBusy(false);
       this.status(`Layout failed: ${(e as Error).message}`);
       return;
     }
@@ -142,13 +147,13 @@ export class Viewer {
     await this.scene.settled();
     if (gen !== this.generation) return;
     this.ui.depth.textContent = String(currentDepth(this.idx, exp));
-    this.setBusy(false, 0);
+    this.setBusy(false);
     performance.mark("torchscope:drawn");
     this.saveState();
     this.status(this.summary());
   }
 
-  private setBusy(on: boolean, count: number): void {
+  private setBusy(on: boolean): void {
     this.ui.root.dataset.state = on ? "busy" : "ready";
     if (this.busyTimer) clearInterval(this.busyTimer);
     this.busyTimer = null;
@@ -160,7 +165,7 @@ export class Viewer {
       const ms = performance.now() - t0;
       if (ms < BUSY_NOTE_AFTER_MS) return;
       this.ui.busy.hidden = false;
-      this.ui.busy.textContent = `Laying out ${count.toLocaleString()} nodes… ${(ms / 1000).toFixed(1)} s`;
+      this.ui.busy.textContent = `Laying out the graph… ${(ms / 1000).toFixed(1)} s`;
     }, 100);
   }
 

@@ -83,3 +83,16 @@ test("crowded external labels are dropped, never drawn over boxes, titles or eac
   const kept = layout.edges.filter((e) => e.label).map((e) => e.key);
   assert.deepEqual(kept, ["free", "inside-cluster"]);
 });
+
+test("the worker's pipeline: big graphs ask dot for less crossing work", async () => {
+  const { computeView, BIG_GRAPH } = await import("../../../webview/src/compute");
+  const { GraphBuilder } = await import("./builder");
+  const small = mlpWithBlocks().g;
+  const v = computeView(buildIndex(small), initialExpansion(buildIndex(small)));
+  assert.ok(!v.dot.includes("mclimit"));
+  assert.equal(v.labels.get("g0")!.title, "Block ×2");
+  const b = new GraphBuilder();
+  for (let i = 0; i <= BIG_GRAPH; i++) b.op(`op${i}`, null);
+  const big = buildIndex(b.build());
+  assert.match(computeView(big, initialExpansion(big)).dot, /mclimit=0\.2/);
+});
