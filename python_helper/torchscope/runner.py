@@ -299,6 +299,7 @@ class Runner:
             import torch
 
             self.torch_version = str(torch.__version__)
+            from . import inputs, target, tracer  # noqa: F401 - warm: the first trace is faster
         except Exception as exc:  # ImportError, or a broken install
             self.torch_error = _one_line(exc)
 

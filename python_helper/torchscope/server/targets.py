@@ -176,18 +176,17 @@ class Project:
     def __init__(self, roots: tuple[Path, ...] = ()) -> None:
         self.roots = tuple(r.resolve() for r in roots)
         self._cache: dict[Path, tuple[float, Optional[FileInfo]]] = {}
-        self._overrides: dict[Path, FileInfo] = {}
+        self._last_text: Optional[tuple[tuple[Path, int], Optional[FileInfo]]] = None
 
     def load(self, path: Path, text: Optional[str] = None) -> Optional[FileInfo]:
-        """The parsed file; `text` (an editor's buffer) replaces what is on disk."""
+        """The parsed file; `text` (an editor's buffer) replaces what is on disk for this call.
+        Other files are always read from disk."""
         path = path.resolve()
         if text is not None:
-            info = parse(path, text)
-            if info is not None:
-                self._overrides[path] = info
-            return info
-        if path in self._overrides:
-            return self._overrides[path]
+            key = (path, hash(text))
+            if self._last_text is None or self._last_text[0] != key:
+                self._last_text = (key, parse(path, text))
+            return self._last_text[1]
         try:
             mtime = path.stat().st_mtime
         except OSError:
@@ -202,10 +201,6 @@ class Project:
         info = parse(path, source) if source is not None else None
         self._cache[path] = (mtime, info)
         return info
-
-    def forget(self, path: Path) -> None:
-        """Stop using an editor's text for `path` (the document was closed)."""
-        self._overrides.pop(path.resolve(), None)
 
     # the folders where `import a.b` may find a project file of `info`
     def _search_roots(self, info: FileInfo) -> list[Path]:

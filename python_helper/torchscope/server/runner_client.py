@@ -1,0 +1,329 @@
+"""The server's side of the runner: one warm `python -m torchscope.runner` process.
+
+Everything here is asyncio (subprocess pipes read by tasks), so the event loop never blocks.
+A cancelled, timed-out or crashed request kills the runner; the next request starts a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import itertools
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import torchscope
+
+Log = Callable[[str, str], None]  # (level, message): "error" | "warning" | "info" | "debug"
+Progress = Callable[[str], None]
+
+STDERR_TAIL_LINES = 60
+START_TIMEOUT = 120.0  # importing torch on a cold disk can be slow
+
+
+class RunnerError(Exception):
+    """A failed request, with the protocol's error kind (docs/protocol.md)."""
+
+    def __init__(
+        self, kind: str, message: str, details: Optional[str] = None, **extra: Any
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.details = details
+        self.extra = extra
+
+    def data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind}
+        if self.details is not None:
+            data["details"] = self.details
+        data.update(self.extra)
+        return data
+
+    @staticmethod
+    def from_reply(reply: dict[str, Any]) -> RunnerError:
+        extra = {
+            k: v for k, v in reply.items() if k not in ("id", "ok", "kind", "message", "details")
+        }
+        return RunnerError(
+            reply.get("kind", "internal"),
+            reply.get("message", "the runner failed"),
+            reply.get("details"),
+            **extra,
+        )
+
+
+def runner_env() -> dict[str, str]:
+    """The server's environment, with torchscope's folder on PYTHONPATH (the extension sets it,
+    but a server started some other way must still give its runner the same package)."""
+    env = dict(os.environ)
+    here = str(Path(torchscope.__file__).resolve().parent.parent)
+    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if here not in parts:
+        parts.insert(0, here)
+    env["PYTHONPATH"] = os.pathsep.join(parts)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONIOENCODING"] = "utf-8"
+    env["TORCHSCOPE_SERVER_PID"] = str(os.getpid())
+    return env
+
+
+class _Process:
+    """One runner process and the tasks reading its pipes."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, log: Log) -> None:
+        self.proc = proc
+        self.log = log
+        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.progress: dict[int, Progress] = {}
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self.stderr_task = asyncio.ensure_future(self._read_stderr())
+        self.stdout_task = asyncio.ensure_future(self._read_stdout())
+        self.torch: Optional[str] = None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.returncode is None and not self.stdout_task.done()
+
+    async def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        while True:
+            raw = await self.proc.stderr.readline()
+            if not raw:
+                return
+            line = raw.decode("utf-8", errors="replace").rstrip("\n")
+            self.stderr_tail.append(line)
+            self.log("debug", f"runner: {line}")
+
+    async def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            while True:
+                try:
+                    raw = await self.proc.stdout.readline()
+                except ValueError:  # a line over the limit: not ours
+                    continue
+                if not raw:
+                    break
+                try:
+                    msg = json.loads(raw)
+                except ValueError:
+                    self.log("warning", f"runner wrote a line that is not JSON: {raw[:200]!r}")
+                    continue
+                rid = msg.get("id")
+                if "progress" in msg:
+                    callback = self.progress.get(rid)
+                    if callback is not None:
+                        callback(str(msg["progress"]))
+                    continue
+                future = self.pending.pop(rid, None)
+                if future is not None and not future.done():
+                    future.set_result(msg)
+        finally:
+            await self._fail_pending()
+
+    async def _fail_pending(self) -> None:
+        """The runner closed its stdout: it died. Fail what it still owed, with its stderr."""
+        if not self.pending:
+            return
+        with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
+            await asyncio.wait_for(self.proc.wait(), 5)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.stderr_task), 2)
+        code = self.proc.returncode
+        how = describe_exit(code)
+        tail = "\n".join(self.stderr_tail)
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(
+                    RunnerError("runner-crashed", f"the Python runner {how}", tail)
+                )
+        self.pending.clear()
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
+
+    async def kill(self) -> None:
+        if self.proc.returncode is None:
+            try:
+                if hasattr(os, "killpg"):
+                    os.killpg(
+                        self.proc.pid, signal.SIGKILL
+                    )  # with anything the user's code started
+                else:
+                    self.proc.kill()
+            except (ProcessLookupError, PermissionError):
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.kill()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.proc.wait(), 5)
+        for task in (self.stdout_task, self.stderr_task):
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(task, 2)
+
+
+def describe_exit(code: Optional[int]) -> str:
+    if code is None:
+        return "stopped answering"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}"
+    return f"exited with code {code}"
+
+
+class RunnerClient:
+    """Keeps one runner warm and sends it one request at a time."""
+
+    def __init__(
+        self, python: str = sys.executable, log: Optional[Log] = None, cwd: Optional[str] = None
+    ) -> None:
+        self.python = python
+        self.log: Log = log or (lambda level, message: None)
+        self.cwd = cwd
+        self._process: Optional[_Process] = None
+        self._starting: Optional[asyncio.Future[_Process]] = None
+        self._lock = asyncio.Lock()
+        self._ids = itertools.count(1)
+
+    @property
+    def pid(self) -> Optional[int]:
+        p = self._process
+        return p.pid if p is not None and p.alive else None
+
+    @property
+    def warm(self) -> bool:
+        return self._process is not None and self._process.alive and self._process.torch is not None
+
+    def prestart(self) -> None:
+        """Start a runner in the background (torch is imported before the first trace)."""
+        task = asyncio.ensure_future(self.start())
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # errors show up later
+
+    async def start(self) -> _Process:
+        """The running runner, starting one (and waiting for its `ping`) if needed."""
+        if self._process is not None and self._process.alive:
+            return self._process
+        if self._starting is None or self._starting.done():
+            self._starting = asyncio.ensure_future(self._spawn())
+        return await asyncio.shield(self._starting)
+
+    async def _spawn(self) -> _Process:
+        kwargs: dict[str, Any] = {}
+        if os.name == "posix":
+            kwargs["start_new_session"] = True  # its own process group: killpg takes its children
+        proc = await asyncio.create_subprocess_exec(
+            self.python,
+            "-m",
+            "torchscope.runner",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=runner_env(),
+            cwd=self.cwd,
+            limit=64 * 1024 * 1024,
+            **kwargs,
+        )
+        process = _Process(proc, self.log)
+        self.log("info", f"runner started: {self.python} (pid {proc.pid})")
+        rid = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        process.pending[rid] = future
+        process.send({"id": rid, "op": "ping"})
+        try:
+            reply = await asyncio.wait_for(future, START_TIMEOUT)
+        except BaseException:
+            await process.kill()
+            raise
+        if not reply.get("ok"):
+            await process.kill()
+            raise RunnerError.from_reply(reply)
+        process.torch = reply.get("torch")
+        self.log("info", f"runner ready: torch {process.torch} (pid {proc.pid})")
+        self._process = process
+        return process
+
+    async def request(
+        self,
+        message: dict[str, Any],
+        timeout: Optional[float] = None,
+        progress: Optional[Progress] = None,
+        grace: float = 0.0,
+    ) -> dict[str, Any]:
+        """Send one request; the reply's `result`, or RunnerError. Past `timeout` (+ `grace`,
+        for the runner to stop by itself) seconds the runner is killed (RunnerError "timeout");
+        a cancelled request kills it too. Starting the runner does not count."""
+        async with self._lock:
+            if progress is not None and not self.warm:
+                progress("Starting Python")
+            process = await self.start()
+            rid = next(self._ids)
+            future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            process.pending[rid] = future
+            if progress is not None:
+                process.progress[rid] = progress
+            try:
+                process.send({**message, "id": rid})
+                reply = await asyncio.wait_for(future, None if timeout is None else timeout + grace)
+            except asyncio.TimeoutError:
+                self.log("warning", f"request {rid} ran past {timeout:g} s: killing the runner")
+                await self._kill(process)
+                raise RunnerError(
+                    "timeout", f"the trace ran past {timeout:g} s and was stopped"
+                ) from None
+            except asyncio.CancelledError:
+                self.log("info", f"request {rid} cancelled: killing the runner (pid {process.pid})")
+                await self._kill(process)
+                raise
+            except (ConnectionError, BrokenPipeError) as exc:
+                await self._kill(process)
+                raise RunnerError(
+                    "runner-crashed",
+                    f"the Python runner is gone ({exc})",
+                    "\n".join(process.stderr_tail),
+                ) from exc
+            finally:
+                process.pending.pop(rid, None)
+                process.progress.pop(rid, None)
+            if reply.get("ok"):
+                return reply.get("result", reply)
+            raise RunnerError.from_reply(reply)
+
+    async def _kill(self, process: _Process) -> None:
+        if self._process is process:
+            self._process = None
+        await process.kill()
+        self.log("info", f"runner stopped (pid {process.pid})")
+
+    async def shutdown(self) -> None:
+        """Kill the warm runner (a starting one too); the next request starts a new one."""
+        starting = self._starting
+        if starting is not None and not starting.done():
+            starting.cancel()
+            with contextlib.suppress(BaseException):
+                await starting
+        process = self._process
+        if process is not None:
+            await self._kill(process)
+
+    def kill_now(self) -> None:
+        """Synchronous last resort at exit."""
+        process = self._process
+        if process is not None and process.proc.returncode is None:
+            with contextlib.suppress(Exception):
+                if hasattr(os, "killpg"):
+                    os.killpg(process.proc.pid, signal.SIGKILL)
+                else:
+                    process.proc.kill()

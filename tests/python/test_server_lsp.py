@@ -1,0 +1,534 @@
+"""The language server over stdio, through pygls's own LanguageClient, against the real server
+process (`python -m torchscope.server`) and its real runner."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.client import LanguageClient
+from pygls.uris import from_fs_path
+
+from torchscope.graph import Graph, unpack
+
+HELPER = Path(__file__).resolve().parents[2] / "python_helper"
+TIMEOUT = 2.0  # traceTimeoutSeconds of the shared server: a warm trace of a tiny model is far below
+SYSTEM_PYTHON = "/root/.pyenv/versions/3.11.7/bin/python3"
+
+
+def plain(value: Any) -> Any:
+    """pygls's client turns custom results into namedtuples: back to dicts."""
+    if hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+class Session:
+    """One server process and a client, driven from a private event loop."""
+
+    def __init__(self, python: str, env: dict[str, str], workspace: Path, timeout: float) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.client = LanguageClient("torchscope-tests", "1")
+        self.logs: list[str] = []
+        self.progress: list[tuple[Any, dict[str, Any]]] = []
+        self.stderr: list[str] = []
+        self.workspace = workspace
+
+        @self.client.feature(types.WINDOW_LOG_MESSAGE)
+        def on_log(ls: Any, params: types.LogMessageParams) -> None:
+            self.logs.append(params.message)
+
+        @self.client.feature(types.PROGRESS)
+        def on_progress(ls: Any, params: types.ProgressParams) -> None:
+            self.progress.append((params.token, plain(params.value)))
+
+        self.run(self._start(python, env, timeout))
+
+    def run(self, coro: Any, timeout: float = 60) -> Any:
+        return self.loop.run_until_complete(asyncio.wait_for(coro, timeout))
+
+    async def _start(self, python: str, env: dict[str, str], timeout: float) -> None:
+        await self.client.start_io(
+            python, "-m", "torchscope.server", env=env, cwd=str(self.workspace)
+        )
+        server = self.client._server
+        assert server is not None and server.stderr is not None
+        self.server_pid = server.pid
+        stderr = server.stderr
+
+        async def drain() -> None:  # the pipe must not fill up
+            while line := await stderr.readline():
+                self.stderr.append(line.decode(errors="replace"))
+
+        self._drain = asyncio.ensure_future(drain())
+        caps = types.ClientCapabilities(
+            window=types.WindowClientCapabilities(work_done_progress=True)
+        )
+        await self.client.initialize_async(
+            types.InitializeParams(
+                capabilities=caps,
+                root_uri=from_fs_path(str(self.workspace)),
+                initialization_options={
+                    "storageDir": str(self.workspace / ".storage"),
+                    "traceTimeoutSeconds": timeout,
+                    "logLevel": "debug",
+                },
+            )
+        )
+        self.client.initialized(types.InitializedParams())
+
+    def request(self, method: str, params: dict[str, Any], timeout: float = 60) -> Any:
+        async def send() -> Any:
+            return await self.client.protocol.send_request_async(method, params)
+
+        return plain(self.run(send(), timeout))
+
+    def error(self, method: str, params: dict[str, Any], timeout: float = 60) -> JsonRpcException:
+        with pytest.raises(JsonRpcException) as info:
+            self.request(method, params, timeout)
+        return info.value
+
+    def lenses(self, path: Path) -> list[tuple[int, str]]:
+        params = types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri(path)))
+        found = self.run(self.client.text_document_code_lens_async(params)) or []
+        out = []
+        for lens in found:
+            assert lens.command.command == "torchscope.visualize"
+            assert lens.command.title == "Visualize forward pass"
+            (arg,) = lens.command.arguments
+            assert arg == {"uri": uri(path), "target": arg["target"]}
+            out.append((lens.range.start.line, arg["target"]))
+        return out
+
+    def runner_pid(self) -> Optional[int]:
+        pids = [
+            int(m) for line in self.logs for m in re.findall(r"runner ready: .*\(pid (\d+)\)", line)
+        ]
+        return pids[-1] if pids else None
+
+    def wait_for(self, predicate: Any, timeout: float = 60) -> None:
+        async def poll() -> None:
+            while not predicate():
+                await asyncio.sleep(0.02)
+
+        self.run(poll(), timeout)
+
+    def close(self) -> None:
+        async def stop() -> None:
+            await self.client.shutdown_async(None)
+            self.client.exit(None)
+            await self.client.stop()
+
+        try:
+            self.run(stop(), 15)
+        finally:
+            self.loop.close()
+
+
+def uri(path: Path) -> str:
+    result = from_fs_path(str(path))
+    assert result is not None
+    return result
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def server_env(*paths: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([*paths, str(HELPER)])
+    return env
+
+
+def line_of(path: Path, needle: str) -> int:
+    """0-based line of the first line containing `needle`."""
+    return next(i for i, line in enumerate(path.read_text().splitlines()) if needle in line)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purposes
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+MODELS = """
+    import os
+    import torch
+    from torch import nn
+    from blocks import Block
+
+    print("printed at import")  # must not break the LSP stream
+    os.write(1, b"raw bytes on fd 1\\n")
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(64, 8)
+
+        def forward(self, x):
+            return self.fc(x).relu()
+
+    class Stack(Block):
+        pass
+
+    def make_model():
+        return Net()
+
+    model = Net()
+
+    if __name__ == "__main__":
+        out = model(torch.randn(2, 64))
+"""
+
+HF = """
+    from transformers import PreTrainedModel, PretrainedConfig, GPT2LMHeadModel
+
+    class Tiny(PreTrainedModel):
+        pass
+
+    class Head(GPT2LMHeadModel):
+        pass
+
+    class Config(PretrainedConfig):
+        pass
+"""
+
+BLOCKS = """
+    import torch.nn as tnn
+
+    class Block(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = tnn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.lin(x)
+"""
+
+BROKEN = """
+    import torch
+    from torch import nn
+
+    class Broken(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(16, 32)
+            self.b = nn.Linear(64, 4)
+
+        def forward(self, x):
+            h = self.a(x)
+            return self.b(h)
+
+    Broken()(torch.randn(2, 16))  # raises at import? no: only under __main__ below
+""".replace(
+    "    Broken()(torch.randn(2, 16))  # raises at import? no: only under __main__ below\n",
+    "    if __name__ == '__main__':\n        Broken()(torch.randn(2, 16))\n",
+)
+
+CTOR = """
+    import torch
+    from torch import nn
+
+    class Wide(nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            self.fc = nn.Linear(width, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    class Doubler(nn.Module):
+        def forward(self, x):
+            return x * 2
+"""
+
+HANGS = """
+    import torch
+    from torch import nn
+
+    class Spin(nn.Module):
+        def forward(self, x):
+            while True:
+                pass
+
+    class SpinOps(nn.Module):
+        def forward(self, x):
+            while True:
+                x = x + 1
+"""
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("workspace")
+    write(root, "models.py", MODELS)
+    write(root, "blocks.py", BLOCKS)
+    write(root, "hf.py", HF)
+    write(root, "ctor.py", CTOR)
+    write(root, "broken.py", BROKEN)
+    write(root, "hangs.py", HANGS)
+    write(root, "exits.py", "import sys\nprint('about to exit')\nsys.exit(3)\n")
+    write(root, "dies.py", "import os, sys\nprint('dying now', file=sys.stderr)\nos._exit(3)\n")
+    write(root, "loops.py", "while True:\n    pass\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def lsp(workspace: Path):
+    session = Session(sys.executable, server_env(), workspace, TIMEOUT)
+    yield session
+    session.close()
+
+
+def trace(lsp: Session, path: Path, target: str, **extra: Any) -> dict[str, Any]:
+    return lsp.request("torchscope/trace", {"uri": uri(path), "target": target, **extra})
+
+
+def test_code_lenses(lsp, workspace):
+    # model classes, a transformers subclass, a subclass of a class imported from a project file
+    models, blocks, hf = workspace / "models.py", workspace / "blocks.py", workspace / "hf.py"
+    assert lsp.lenses(models) == [
+        (line_of(models, "class Net"), "Net"),
+        (line_of(models, "class Stack"), "Stack"),
+    ]
+    assert lsp.lenses(blocks) == [(line_of(blocks, "class Block"), "Block")]
+    assert lsp.lenses(hf) == [
+        (line_of(hf, "class Tiny"), "Tiny"),
+        (line_of(hf, "class Head"), "Head"),
+    ]
+    assert lsp.lenses(workspace / "exits.py") == []
+
+
+def test_target_at(lsp, workspace):
+    path = workspace / "models.py"
+
+    def at(needle: str, offset: int = 0, text: Optional[str] = None) -> Any:
+        src = text if text is not None else path.read_text()
+        row = next(i for i, line in enumerate(src.splitlines()) if needle in line)
+        col = src.splitlines()[row].index(needle) + offset
+        params: dict[str, Any] = {"uri": uri(path), "position": {"line": row, "character": col}}
+        if text is not None:
+            params["text"] = text
+        return lsp.request("torchscope/targetAt", params)
+
+    net, model, factory = (
+        line_of(path, s) for s in ("class Net", "model = Net()", "def make_model")
+    )
+    assert at("return self.fc(x)") == {"target": "Net", "kind": "class", "line": net}
+    assert at("model = Net()") == {"target": "model", "kind": "instance", "line": model}
+    assert at("model = Net()", 9) == {"target": "Net", "kind": "class", "line": net}
+    assert at("return Net()") == {"target": "make_model", "kind": "factory", "line": factory}
+    assert at("def make_model", 6) == {"target": "make_model", "kind": "factory", "line": factory}
+    assert at("out = model(", 7) == {"target": "model", "kind": "instance", "line": model}
+    assert at("import torch") is None
+    # the unsaved text of the editor is what is analysed
+    edited = path.read_text().replace("model = Net()", "net2 = Net()")
+    assert at("net2 = Net()", text=edited) == {"target": "net2", "kind": "instance", "line": model}
+
+
+def test_trace_with_progress(lsp, workspace):
+    lsp.progress.clear()
+    result = trace(lsp, workspace / "models.py", "Net", workDoneToken="trace-1")
+    data = Path(result["path"]).read_bytes()
+    assert result["size"] == len(data)
+    graph = Graph.from_wire(unpack(data))
+    assert graph.model.name == "Net" and graph.error is None
+    s = result["summary"]
+    assert s["model"] == "Net" and s["params"] == 64 * 8 + 8 and s["nodes"] == len(graph.nodes)
+    assert s["input"] == "torch.randn(2, 64)"  # the call in the file's __main__ block
+    assert s["error"] is None
+    kinds = [v["kind"] for token, v in lsp.progress if token == "trace-1"]
+    messages = [v.get("message") for token, v in lsp.progress if token == "trace-1"]
+    assert kinds[0] == "begin" and kinds[-1] == "end" and "report" in kinds
+    assert "Importing" in messages and "Tracing" in messages
+    assert any("printed at import" in line for line in lsp.logs)  # user output: in the log
+    # a factory and an instance
+    assert trace(lsp, workspace / "models.py", "make_model")["summary"]["model"] == "Net"
+    assert trace(lsp, workspace / "models.py", "model")["summary"]["model"] == "Net"
+
+
+def test_unsaved_text_is_traced(lsp, workspace):
+    path = workspace / "models.py"
+    edited = path.read_text().replace("nn.Linear(64, 8)", "nn.Linear(64, 3)")
+    assert trace(lsp, path, "Net", text=edited)["summary"]["params"] == 64 * 3 + 3
+    # an open document's text is used when the request carries none
+    doc = types.TextDocumentItem(uri=uri(path), language_id="python", version=1, text=edited)
+    lsp.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=doc))
+    try:
+        assert trace(lsp, path, "Net")["summary"]["params"] == 64 * 3 + 3
+    finally:
+        ident = types.TextDocumentIdentifier(uri=uri(path))
+        lsp.client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=ident))
+    assert trace(lsp, path, "Net")["summary"]["params"] == 64 * 8 + 8
+
+
+def test_model_that_raises_is_a_result(lsp, workspace):
+    result = trace(lsp, workspace / "broken.py", "Broken")
+    error = result["summary"]["error"]
+    assert error["type"] == "RuntimeError" and "shapes" in error["message"]
+    broken = workspace / "broken.py"
+    assert error["file"] == str(broken) and error["line"] == line_of(broken, "return self.b(h)") + 1
+    assert Graph.load(result["path"]).error is not None
+
+
+def test_error_kinds(lsp, workspace):
+    models, ctor = uri(workspace / "models.py"), uri(workspace / "ctor.py")
+    e = lsp.error("torchscope/trace", {"uri": models, "target": "nope"})
+    assert e.code == -32001 and e.data["kind"] == "target-error" and "nope" in e.message
+    e = lsp.error("torchscope/trace", {"uri": ctor, "target": "Wide"})
+    assert e.data["kind"] == "target-error" and e.data["needsCtorArgs"] is True
+    result = lsp.request("torchscope/trace", {"uri": ctor, "target": "Wide", "ctorArgs": "width=5"})
+    assert result["summary"]["params"] == 5 * 2 + 2
+    e = lsp.error("torchscope/trace", {"uri": ctor, "target": "Doubler"})
+    assert e.data["kind"] == "needs-input"
+    result = lsp.request(
+        "torchscope/trace", {"uri": ctor, "target": "Doubler", "input": "torch.ones(3)"}
+    )
+    assert result["summary"]["input"] == "torch.ones(3)"
+    # a wrong input shape makes the forward raise: a result with the error, not an error
+    result = lsp.request(
+        "torchscope/trace", {"uri": models, "target": "Net", "input": "torch.ones(2, 5)"}
+    )
+    assert result["summary"]["error"]["type"] == "RuntimeError"
+
+
+def test_sys_exit_at_import_is_an_error_not_a_dead_server(lsp, workspace):
+    e = lsp.error("torchscope/trace", {"uri": uri(workspace / "exits.py"), "target": "Net"})
+    assert e.code == -32001 and e.data["kind"] in ("import-error", "runner-crashed")
+    assert "sys.exit(3)" in e.message
+    pid = lsp.runner_pid()
+    e = lsp.error("torchscope/trace", {"uri": uri(workspace / "dies.py"), "target": "Net"})
+    assert e.data["kind"] == "runner-crashed" and "exited with code 3" in e.message
+    assert "dying now" in e.data["details"]
+    assert pid is not None and not alive(pid)
+    assert (
+        lsp.request(
+            "torchscope/targetAt",
+            {"uri": uri(workspace / "dies.py"), "position": {"line": 0, "character": 0}},
+        )
+        is None
+    )
+
+
+@pytest.mark.parametrize("where", ["import", "forward"])
+def test_infinite_loop_times_out(lsp, workspace, where):
+    """A loop that never calls torch: only killing the runner stops it. (A loop of torch ops
+    is stopped by the tracer's own time budget: test_runner.py.)"""
+    path, target = {
+        "import": (workspace / "loops.py", "Net"),
+        "forward": (workspace / "hangs.py", "Spin"),
+    }[where]
+    lsp.logs.clear()
+    started = time.monotonic()
+    params = {"uri": uri(path), "target": target, "input": "torch.zeros(2)"}
+    e = lsp.error("torchscope/trace", params)
+    assert e.data["kind"] == "timeout", e.data
+    assert f"past {TIMEOUT:g} s" in e.message
+    # the timer starts once the runner is ready: a cold start does not count
+    assert time.monotonic() - started < TIMEOUT + 30
+    assert any("killing the runner" in line for line in lsp.logs)
+    assert (
+        lsp.request(
+            "torchscope/targetAt", {"uri": uri(path), "position": {"line": 0, "character": 0}}
+        )
+        is None
+    )
+
+
+def test_cancel_kills_the_runner(lsp, workspace):
+    trace(lsp, workspace / "models.py", "Net")
+    pid = lsp.runner_pid()
+    assert pid is not None and alive(pid)
+    lsp.progress.clear()
+    params = {
+        "uri": uri(workspace / "hangs.py"),
+        "target": "Spin",
+        "input": "torch.zeros(2)",
+        "workDoneToken": "cancel-me",
+    }
+    future = lsp.client.protocol.send_request("torchscope/trace", params, msg_id="trace-to-cancel")
+    lsp.wait_for(
+        lambda: any(v.get("message") == "Tracing" for t, v in lsp.progress if t == "cancel-me")
+    )
+    lsp.client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="trace-to-cancel"))
+
+    async def wait() -> Any:
+        return await asyncio.wrap_future(future)
+
+    with pytest.raises(JsonRpcException) as info:
+        lsp.run(wait(), 10)
+    assert info.value.code == types.LSPErrorCodes.RequestCancelled
+    lsp.wait_for(lambda: not alive(pid), 10)
+    assert trace(lsp, workspace / "models.py", "Net")["summary"]["model"] == "Net"
+    assert lsp.runner_pid() != pid
+
+
+def test_shutdown_runner(lsp, workspace):
+    """Last of the shared server's tests: it leaves no runner behind."""
+    trace(lsp, workspace / "models.py", "Net")
+    pid = lsp.runner_pid()
+    assert pid is not None and alive(pid)
+    assert lsp.request("torchscope/shutdownRunner", {}) is None
+    assert not alive(pid)
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The libraries the extension bundles (pygls, lsprotocol and their pure-Python deps,
+    msgpack), linked from this venv into one folder."""
+    import attr
+    import attrs
+    import cattrs
+    import lsprotocol
+    import msgpack
+    import pygls
+    import typing_extensions
+
+    folder = tmp_path_factory.mktemp("bundled")
+    for module in (attr, attrs, cattrs, lsprotocol, msgpack, pygls, typing_extensions):
+        source = Path(module.__file__ or "")
+        source = source.parent if source.name == "__init__.py" else source
+        (folder / source.name).symlink_to(source)
+    return folder
+
+
+@pytest.mark.skipif(not Path(SYSTEM_PYTHON).exists(), reason="needs a Python without torch")
+def test_interpreter_without_torch(workspace, bundled, tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    check = subprocess.run([python, "-c", "import torch"], capture_output=True)
+    assert check.returncode != 0, "this venv must not have torch"
+    session = Session(python, server_env(str(bundled)), workspace, TIMEOUT)
+    try:
+        # static features need no torch
+        assert [t for _, t in session.lenses(workspace / "models.py")] == ["Net", "Stack"]
+        e = session.error(
+            "torchscope/trace", {"uri": uri(workspace / "models.py"), "target": "Net"}
+        )
+        assert e.code == -32001 and e.data["kind"] == "no-torch"
+        assert e.data["details"] == python and "torch is not installed" in e.message
+        assert "Traceback" not in e.message
+    finally:
+        session.close()
