@@ -98,20 +98,9 @@ export function drawNode(root: G, d: DrawInput, n: LNode, v: VNode): SVGGElement
   return g.node()!;
 }
 
-function pathOf(e: LEdge): string {
-  const p = e.points;
-  if (p.length === 0) return "";
-  let s = `M${p[0]![0]},${p[0]![1]}`;
-  for (let i = 1; i + 2 < p.length; i += 3) {
-    s += `C${p[i]![0]},${p[i]![1]} ${p[i + 1]![0]},${p[i + 1]![1]} ${p[i + 2]![0]},${p[i + 2]![1]}`;
-  }
-  if (e.end) s += `L${e.end[0]},${e.end[1]}`;
-  return s;
-}
-
 export function drawEdge(root: G, d: DrawInput, e: LEdge, ve: VEdge): SVGGElement {
   const g = root.append("g").attr("class", "ts-edge").attr("data-src", ve.src).attr("data-dst", ve.dst);
-  g.append("path").attr("d", pathOf(e)).attr("marker-end", `url(#${d.arrowId})`);
+  g.append("path").attr("d", e.path).attr("marker-end", `url(#${d.arrowId})`);
   if (e.label) {
     g.append("text").attr("class", "ts-elabel").attr("x", e.label[0]).attr("y", e.label[1] + 3).attr("text-anchor", "middle")
       .text(edgeLabel(d.idx.graph.edges, ve.edges));

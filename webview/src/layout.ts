@@ -19,10 +19,10 @@ export interface LCluster {
 
 export interface LEdge {
   key: string;
-  /** Cubic B-spline control points: p0, then triples. */
-  points: [number, number][];
-  /** Arrow tip, when dot drew an arrowhead. */
-  end: [number, number] | null;
+  /** SVG path: dot's cubic B-spline, then a line to the arrow tip. A string clones cheaply. */
+  path: string;
+  /** Bounding box of the path. */
+  box: [number, number, number, number];
   label: [number, number] | null;
 }
 
@@ -96,7 +96,7 @@ export function parseLayout(json: string): Layout {
       const [x, y] = nums(lp) as [number, number];
       label = [x, flip(y)];
     }
-    edges.push({ key: e.id, points, end, label });
+    edges.push({ key: e.id, path: pathOf(points, end), box: boxOf(end ? [...points, end] : points), label });
   }
   const layout = { width: bw, height: bh, nodes, clusters, edges };
   if ((g.edges ?? []).some((e) => e.xlp)) {
@@ -104,6 +104,27 @@ export function parseLayout(json: string): Layout {
     dropCrowdedLabels(layout, lengths);
   }
   return layout;
+}
+
+function pathOf(p: [number, number][], end: [number, number] | null): string {
+  if (p.length === 0) return "";
+  let s = `M${p[0]![0]},${p[0]![1]}`;
+  for (let i = 1; i + 2 < p.length; i += 3) {
+    s += `C${p[i]![0]},${p[i]![1]} ${p[i + 1]![0]},${p[i + 1]![1]} ${p[i + 2]![0]},${p[i + 2]![1]}`;
+  }
+  if (end) s += `L${end[0]},${end[1]}`;
+  return s;
+}
+
+function boxOf(p: [number, number][]): [number, number, number, number] {
+  let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
+  for (const [x, y] of p) {
+    x0 = Math.min(x0, x);
+    y0 = Math.min(y0, y);
+    x1 = Math.max(x1, x);
+    y1 = Math.max(y1, y);
+  }
+  return p.length ? [x0, y0, x1, y1] : [0, 0, 0, 0];
 }
 
 interface Box {

@@ -68,13 +68,13 @@ export class Scene {
     d.layout.edges.forEach((e, i) => {
       const ve = vedges.get(e.key);
       if (!ve) return;
-      let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
-      const pts = e.end ? [...e.points, e.end] : e.points;
-      for (const [x, y] of e.label ? [...pts, e.label] : pts) {
-        x0 = Math.min(x0, x - 40);
-        y0 = Math.min(y0, y - 8);
-        x1 = Math.max(x1, x + 40);
-        y1 = Math.max(y1, y + 8);
+      let [x0, y0, x1, y1] = e.box;
+      if (e.label) {
+        // Labels sit beside the path; widen by a generous label size.
+        x0 = Math.min(x0, e.label[0] - 60);
+        x1 = Math.max(x1, e.label[0] + 60);
+        y0 = Math.min(y0, e.label[1] - 8);
+        y1 = Math.max(y1, e.label[1] + 8);
       }
       items.push({ key: "", layer: 1, order: i, x0, y0, x1, y1, make: (p) => drawEdge(p, d, e, ve) });
     });

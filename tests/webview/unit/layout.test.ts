@@ -43,7 +43,7 @@ test("layout of the collapsed and expanded views: every node placed, none overla
         assert.ok(n.x - n.w / 2 >= c.x && n.x + n.w / 2 <= c.x + c.w, `${v.key} inside ${c.key}`);
       }
     }
-    for (const e of l.edges) assert.ok(e.points.length >= 4 && e.label, "edges have splines and labels");
+    for (const e of l.edges) assert.ok(/^M[\d.,-]+C/.test(e.path) && e.label, "edges have splines and labels");
   }
 });
 
@@ -72,11 +72,11 @@ test("crowded external labels are dropped, never drawn over boxes, titles or eac
     nodes: [{ key: "a", x: 100, y: 100, w: 60, h: 20 }],
     clusters: [{ key: "c", x: 150, y: 150, w: 200, h: 200 }],
     edges: [
-      { key: "on-node", points: [], end: null, label: [100, 100] },
-      { key: "on-title", points: [], end: null, label: [200, 160] },
-      { key: "free", points: [], end: null, label: [300, 40] },
-      { key: "on-free", points: [], end: null, label: [305, 42] },
-      { key: "inside-cluster", points: [], end: null, label: [250, 300] },
+      { key: "on-node", path: "", box: [0, 0, 0, 0], label: [100, 100] },
+      { key: "on-title", path: "", box: [0, 0, 0, 0], label: [200, 160] },
+      { key: "free", path: "", box: [0, 0, 0, 0], label: [300, 40] },
+      { key: "on-free", path: "", box: [0, 0, 0, 0], label: [305, 42] },
+      { key: "inside-cluster", path: "", box: [0, 0, 0, 0], label: [250, 300] },
     ],
   };
   dropCrowdedLabels(layout, new Map(layout.edges.map((e) => [e.key, 5])));
