@@ -806,3 +806,26 @@ def test_json_is_strict_with_infinite_and_nan_attrs():
     g = torchscope.trace(Masked(), torch.randn(3))
     wire = _strict_json(g.to_json())
     assert len(wire["nodes"]) == len(g.nodes)
+
+
+def test_custom_ops_sparse_and_complex_tensors():
+    """torch.library custom ops, aten overloads, sparse and complex tensors trace with shapes."""
+
+    @torch.library.custom_op("torchscope_tests::twice", mutates_args=())
+    def twice(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    class Exotic(nn.Module):
+        def forward(self, x):
+            h = torch.ops.torchscope_tests.twice(x)
+            h = torch.ops.aten.relu.default(h)
+            s = h.to_sparse()
+            c = torch.complex(h, h)
+            return s.to_dense() + c.real
+
+    g = torchscope.trace(Exotic(), torch.randn(3))
+    assert g.error is None
+    names = [n.name for n in g.nodes if n.kind == "op"]
+    assert names == ["twice", "relu", "to_sparse", "complex", "to_dense", "real", "add"]
+    assert "complex64" in {e.dtype for e in g.edges}
+    assert all(e.shape == [3] for e in g.edges)
