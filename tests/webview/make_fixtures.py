@@ -4,7 +4,7 @@ Models are built from transformers configs with random weights: nothing is downl
 Usage: python tests/webview/make_fixtures.py [--html-only] [OUT_DIR]
 (OUT_DIR defaults to tests/artifacts/fixtures)
 --html-only re-renders the pages from the saved graphs (after a viewer rebuild);
---large also writes a 32-layer Llama and a T5 (hub tensors) for timing by hand.
+--large also writes a 32-layer Llama (hub tensors in every layer) for timing by hand.
 """
 
 from __future__ import annotations
@@ -114,9 +114,9 @@ def main() -> None:
             f.with_suffix(".html").write_text(page, encoding="utf-8")
         return
     with torch.no_grad():
-        models = [("gpt2", gpt2), ("resnet50", resnet50)]
-        if "--large" in sys.argv:  # hub-tensor models for manual timing, not in the tests
-            models += [("llama32", llama32), ("t5", t5)]
+        models = [("gpt2", gpt2), ("resnet50", resnet50), ("t5", t5)]
+        if "--large" in sys.argv:  # for timing by hand, not in the tests
+            models += [("llama32", llama32)]
         for name, make in models:
             model, args, kwargs = make()
             write(out, name, torchscope.trace(model, *args, **kwargs))

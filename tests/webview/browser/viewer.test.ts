@@ -408,3 +408,30 @@ function acquireVsCodeApi() {
     await ctx.close();
   });
 });
+
+describe("hub tensors (T5)", () => {
+  test("a tensor feeding every decoder layer becomes reference boxes; clicking one selects the source", async () => {
+    const o = await open(browser, "t5");
+    const page = o.page;
+    await page.click(".ts-svg", { position: { x: 5, y: 5 } });
+    await page.keyboard.press("4");
+    await ready(page);
+    await page.click("[data-action=fit]");
+    await page.waitForSelector(".ts-node[data-kind=ref]");
+    const refs = page.locator(".ts-node[data-kind=ref]");
+    assert.ok((await refs.count()) >= 5, "one reference per consumer");
+    const ref = refs.filter({ hasText: "↳ dropout" }).last();
+    const source = `n${await ref.getAttribute("data-ref")}`;
+    // The box is tiny at this zoom; click it through the page's own handler.
+    await ref.evaluate((el) => el.dispatchEvent(new MouseEvent("click", { bubbles: true })));
+    const sel = page.locator(".ts-selected");
+    await sel.waitFor();
+    assert.equal(await sel.getAttribute("data-key"), source);
+    const b = await box(sel);
+    const vp = page.viewportSize()!;
+    assert.ok(b.x >= 0 && b.y >= 0 && b.x < vp.width && b.y < vp.height, "zoomed to the source");
+    await shot(page, "t5-ref-source");
+    assertNoErrors(o);
+    await page.context().close();
+  });
+});
