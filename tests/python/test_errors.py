@@ -332,3 +332,13 @@ def test_graph_format_error_is_a_value_error():
 def test_trace_needs_a_module():
     with pytest.raises(TypeError):
         torchscope.trace(lambda x: x, torch.randn(2))
+
+
+def test_cancel_is_polled_during_module_calls_too():
+    """A runaway forward made of module calls with no torch ops (here 300 nn.Identity) must
+    still stop: the cancel check should not depend on torch calls alone."""
+    model = nn.Sequential(*[nn.Identity() for _ in range(300)])
+    with pytest.raises(torchscope.TraceCancelled) as info:
+        torchscope.trace_call(model, (torch.randn(2),), {}, cancel=lambda: True)
+    g = info.value.torchscope_graph
+    assert sum(n.kind == "module" for n in g.nodes) < 301
