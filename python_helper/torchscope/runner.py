@@ -281,6 +281,36 @@ def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any
     }
 
 
+# Libraries slow to import that a model file may use: imported ahead when the server sees an
+# open file import them, so the first trace does not pay for it. Only these, never user code.
+PRELOADABLE = {
+    "transformers",
+    "timm",
+    "torchvision",
+    "torchaudio",
+    "diffusers",
+    "lightning",
+    "pytorch_lightning",
+    "einops",
+    "accelerate",
+}
+
+
+def preload(modules: list[str]) -> list[str]:
+    import importlib
+
+    loaded = []
+    for name in modules:
+        if name not in PRELOADABLE:
+            continue
+        try:
+            importlib.import_module(name)
+            loaded.append(name)
+        except BaseException as exc:  # noqa: BLE001 - not installed or broken: the trace will say
+            print(f"torchscope: preloading {name} failed: {_one_line(exc)}", file=sys.stderr)
+    return loaded
+
+
 # -- the loop --------------------------------------------------------------------------------
 
 
@@ -319,6 +349,8 @@ class Runner:
             return self.no_torch(rid)
         if op == "ping":
             return {"id": rid, "ok": True, "torch": self.torch_version, "pid": os.getpid()}
+        if op == "preload":
+            return {"id": rid, "ok": True, "loaded": preload(req.get("modules") or [])}
         if op != "trace":
             return Failure("internal", f"unknown op {op!r}").to_reply(rid)
         try:

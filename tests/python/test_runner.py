@@ -111,6 +111,11 @@ def test_ping(runner):
     assert reply["ok"] and reply["torch"].startswith("2.")
 
 
+def test_preload_imports_only_known_libraries(runner):
+    reply = runner.ask(op="preload", modules=["json", "no_such_library_xyz", "timm"])
+    assert reply["ok"] and reply["loaded"] == []  # json: not a known library; timm: not installed
+
+
 def test_trace_writes_msgpack_and_summary(runner, tmp_path):
     path = write(tmp_path, "mlp.py", MLP)
     out = tmp_path / "out" / "g.msgpack"

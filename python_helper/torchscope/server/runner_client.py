@@ -85,6 +85,7 @@ class _Process:
         self.stderr_task = asyncio.ensure_future(self._read_stderr())
         self.stdout_task = asyncio.ensure_future(self._read_stdout())
         self.torch: Optional[str] = None
+        self.preloaded: set[str] = set()
 
     @property
     def pid(self) -> int:
@@ -197,6 +198,8 @@ class RunnerClient:
         self._starting: Optional[asyncio.Future[_Process]] = None
         self._lock = asyncio.Lock()
         self._ids = itertools.count(1)
+        self._preloading: set[str] = set()
+        self._no_torch = False  # no preloading in a Python without torch (until shutdown)
 
     @property
     def pid(self) -> Optional[int]:
@@ -301,6 +304,36 @@ class RunnerClient:
                 return reply.get("result", reply)
             raise RunnerError.from_reply(reply)
 
+    def preload_soon(self, modules: set[str]) -> None:
+        """Have the runner import these libraries in the background (once per runner)."""
+        if self._no_torch:
+            return
+        process = self._process
+        done = process.preloaded if process is not None else set()
+        wanted = sorted(set(modules) - done - self._preloading)
+        if not wanted:
+            return
+        self._preloading.update(wanted)
+
+        async def run() -> None:
+            try:
+                result = await self.request(
+                    {"op": "preload", "modules": wanted}, timeout=START_TIMEOUT
+                )
+                if self._process is not None:
+                    self._process.preloaded.update(wanted)  # tried: loaded or not installed
+                self.log(
+                    "debug", f"runner preloaded {', '.join(result.get('loaded', [])) or 'nothing'}"
+                )
+            except (RunnerError, OSError) as exc:
+                self._no_torch = isinstance(exc, RunnerError) and exc.kind == "no-torch"
+                self.log("debug", f"preloading {wanted} failed: {exc}")
+            finally:
+                self._preloading.difference_update(wanted)
+
+        task = asyncio.ensure_future(run())
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
     async def _kill(self, process: _Process) -> None:
         if self._process is process:
             self._process = None
@@ -309,6 +342,7 @@ class RunnerClient:
 
     async def shutdown(self) -> None:
         """Kill the warm runner (a starting one too); the next request starts a new one."""
+        self._no_torch = False
         starting = self._starting
         if starting is not None and not starting.done():
             starting.cancel()

@@ -20,6 +20,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
+from ..runner import PRELOADABLE
 from . import targets
 from .runner_client import RunnerClient, RunnerError
 
@@ -171,6 +172,9 @@ def code_lens(ls: TorchscopeServer, params: types.CodeLensParams) -> list[types.
     info = ls.file_info(uri)
     if info is None:
         return []
+    heavy = targets.library_imports(info) & PRELOADABLE
+    if heavy:
+        ls.runner.preload_soon(heavy)  # the first trace of this file will not wait for them
     lenses = []
     for cls in targets.module_classes(ls.project, info):
         pos = types.Position(line=cls.line, character=0)
@@ -214,7 +218,7 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         "file": str(path),
         "target": target,
         "device": p.get("device") or "cpu",
-        "out": str(ls.graph_path(target)),
+        "out": str(_graph_path(ls, target)),
         "timeout": ls.settings.trace_timeout,
     }
     for key in ("text", "input", "ctorArgs"):
@@ -261,6 +265,14 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
 @server.feature(SHUTDOWN_RUNNER)
 async def shutdown_runner(ls: TorchscopeServer, params: Any) -> None:
     await ls.runner.shutdown()
+
+
+def _graph_path(ls: TorchscopeServer, target: str) -> Path:
+    try:
+        return ls.graph_path(target)
+    except OSError as exc:
+        folder = ls.settings.storage_dir
+        raise _error("internal", f"cannot write graph files to {folder}: {exc}") from None
 
 
 class _Progress:

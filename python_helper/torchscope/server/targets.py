@@ -298,6 +298,13 @@ class Project:
         return False
 
 
+def library_imports(info: FileInfo) -> set[str]:
+    """Top-level names of the modules the file imports absolutely (`transformers`, `torch`, ...)."""
+    found = {imp.module.split(".")[0] for imp in info.imports.values() if imp.base is None}
+    found.update(imp.module.split(".")[0] for imp in info.star_imports if imp.base is None)
+    return {m for m in found if m}
+
+
 # -- what the server asks -----------------------------------------------------------------
 
 
