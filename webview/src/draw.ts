@@ -6,7 +6,7 @@ import type { Layout, LCluster, LEdge, LNode } from "./layout";
 import type { Label } from "./labels";
 import { edgeLabel } from "./labels";
 import type { VEdge, VisibleGraph, VNode, VCluster } from "./visible";
-import { FONT_TITLE, TOGGLE, type Measure } from "./metrics";
+import { FONT_TITLE, STACK, TOGGLE, type Measure } from "./metrics";
 
 export interface DrawInput {
   idx: GraphIndex;
@@ -73,26 +73,33 @@ export function drawNode(root: G, d: DrawInput, n: LNode, v: VNode): SVGGElement
   const g = root.append("g").attr("class", `ts-node ${kindClass}`).attr("data-key", n.key).attr("transform", `translate(${x0},${y0})`);
   nodeAttrs(g.node()!, d.idx, v);
   const l = d.labels.get(n.key)!;
+  let w = n.w;
+  let h = n.h;
   if (v.kind === "group") {
-    // Two offset frames behind the box say "a stack of identical blocks".
-    g.append("rect").attr("class", "ts-stack").attr("x", 6).attr("y", -6).attr("width", n.w).attr("height", n.h).attr("rx", 4);
-    g.append("rect").attr("class", "ts-stack").attr("x", 3).attr("y", -3).attr("width", n.w).attr("height", n.h).attr("rx", 4);
+    // Two offset frames behind the box say "a stack of identical blocks"; they stay
+    // inside the space dot reserved, so edges meet the drawing, not a gap.
+    w -= STACK;
+    h -= STACK;
+    g.attr("transform", `translate(${x0},${y0 + STACK})`);
+    for (const o of [STACK, STACK / 2]) {
+      g.append("rect").attr("class", "ts-stack").attr("x", o).attr("y", -o).attr("width", w).attr("height", h).attr("rx", 4);
+    }
   }
   const kind = v.kind === "node" ? d.idx.graph.nodes[v.id]!.kind : v.kind;
-  const rx = kind === "input" || kind === "output" || kind === "ref" ? n.h / 2 : kind === "module" || kind === "group" ? 4 : 3;
-  g.append("rect").attr("class", "ts-box").attr("width", n.w).attr("height", n.h).attr("rx", rx);
+  const rx = kind === "input" || kind === "output" || kind === "ref" ? h / 2 : kind === "module" || kind === "group" ? 4 : 3;
+  g.append("rect").attr("class", "ts-box").attr("width", w).attr("height", h).attr("rx", rx);
   if (v.kind === "module" || v.kind === "group") {
     const expandable = v.kind === "group" || d.idx.children[v.id]!.length > 0;
     const tx = expandable ? 6 + TOGGLE + 6 : 10;
-    if (expandable) toggle(g, 6, (n.h - TOGGLE) / 2, n.key, false);
-    g.append("text").attr("class", "ts-title").attr("x", tx).attr("y", l.sub ? 16 : n.h / 2 + 4).text(l.title);
+    if (expandable) toggle(g, 6, (h - TOGGLE) / 2, n.key, false);
+    g.append("text").attr("class", "ts-title").attr("x", tx).attr("y", l.sub ? 16 : h / 2 + 4).text(l.title);
     if (l.sub) g.append("text").attr("class", "ts-sub").attr("x", tx).attr("y", 31).text(l.sub);
     return g.node()!;
   }
   g.append("text")
     .attr("class", v.kind === "ref" ? "ts-sub" : "ts-label")
-    .attr("x", n.w / 2)
-    .attr("y", n.h / 2 + (v.kind === "ref" ? 3.5 : 4))
+    .attr("x", w / 2)
+    .attr("y", h / 2 + (v.kind === "ref" ? 3.5 : 4))
     .attr("text-anchor", "middle")
     .text(l.title);
   return g.node()!;
@@ -136,7 +143,8 @@ export function drawAll(scene: SVGGElement, d: DrawInput): void {
 /** Top-left corner of a drawn item in layout coordinates (box or cluster). */
 export function anchorOf(layout: Layout, key: string): { x: number; y: number } | null {
   const n = layout.nodes.find((m) => m.key === key);
-  if (n) return { x: n.x - n.w / 2, y: n.y - n.h / 2 };
+  // A ×N box's own frame starts below the stacked frames drawn above it.
+  if (n) return { x: n.x - n.w / 2, y: n.y - n.h / 2 + (key.startsWith("g") ? STACK : 0) };
   const c = layout.clusters.find((m) => m.key === key);
   return c ? { x: c.x, y: c.y } : null;
 }

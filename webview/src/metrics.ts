@@ -24,6 +24,8 @@ export const fontCss = (f: Font): string => `${f.weight} ${f.size}px ${f.mono ? 
 export const estimateWidth: Measure = (text, f) => [...text].length * f.size * 0.62;
 
 export const TOGGLE = 14;
+/** Offset of the frames stacked behind a ×N box (top-right). */
+export const STACK = 6;
 const PAD = 10;
 
 export interface Size {
@@ -35,7 +37,9 @@ export function boxSize(kind: VKind, nodeKind: NodeKind | "group" | "ref", title
   if (kind === "module" || kind === "group") {
     const tw = measure(title, FONT_TITLE);
     const sw = sub ? measure(sub, FONT_SUB) : 0;
-    return { w: Math.ceil(Math.max(tw, sw) + PAD * 2 + TOGGLE + 6), h: sub ? 40 : 30 };
+    // A ×N box reserves room for the stacked frames drawn behind it.
+    const stack = kind === "group" ? STACK : 0;
+    return { w: Math.ceil(Math.max(tw, sw) + PAD * 2 + TOGGLE + 6) + stack, h: (sub ? 40 : 30) + stack };
   }
   if (kind === "ref") return { w: Math.ceil(measure(title, FONT_SUB) + PAD * 1.5), h: 20 };
   const tw = measure(title, FONT_OP);

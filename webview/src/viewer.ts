@@ -482,10 +482,12 @@ export class Viewer {
   private placeTooltip(ev: PointerEvent): void {
     const r = this.ui.stage.getBoundingClientRect();
     const tip = this.ui.tooltip;
-    let x = ev.clientX - r.left + 14;
-    let y = ev.clientY - r.top + 14;
-    if (x + tip.offsetWidth > r.width) x = Math.max(0, ev.clientX - r.left - tip.offsetWidth - 14);
-    if (y + tip.offsetHeight > r.height) y = Math.max(0, ev.clientY - r.top - tip.offsetHeight - 14);
+    const cx = ev.clientX - r.left;
+    const cy = ev.clientY - r.top;
+    // Below the pointer, slid left to stay inside; above it when there is no room below.
+    const x = Math.max(0, Math.min(cx + 12, r.width - tip.offsetWidth - 4));
+    let y = cy + 18;
+    if (y + tip.offsetHeight > r.height) y = Math.max(0, cy - tip.offsetHeight - 12);
     tip.style.transform = `translate(${x}px, ${y}px)`;
   }
 
