@@ -12,6 +12,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable, Optional, TextIO
@@ -68,16 +69,14 @@ def _is_project_file(file: str, roots: list[str]) -> bool:
     return any(file.startswith(r) for r in roots)
 
 
-def forget_project_modules(path: Path) -> list[str]:
+def forget_project_modules(path: Path, extra_roots: Iterable[str] = ()) -> list[str]:
     """Remove from sys.modules every module loaded from the user's project (the file's folder,
-    or its package tree's root), so the next import reads the files again."""
+    its package tree's root, the workspace folders), so the next import reads the files again."""
     from .target import module_name_for
 
     _, root = module_name_for(path)
-    roots = {
-        os.path.normcase(str(root)) + os.sep,
-        os.path.normcase(str(path.resolve().parent)) + os.sep,
-    }
+    folders = [str(root), str(path.resolve().parent), *extra_roots]
+    roots = {os.path.normcase(os.path.abspath(f)).rstrip(os.sep) + os.sep for f in folders}
     gone = []
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
@@ -173,7 +172,7 @@ def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any
         raise Failure("target-error", f"unknown device {device!r}: use cpu or meta")
 
     progress("Importing")
-    forget_project_modules(path)
+    forget_project_modules(path, req.get("roots") or ())
     old_argv, old_cwd = sys.argv, os.getcwd()
     try:
         built = tg.build(

@@ -82,6 +82,7 @@ def runner():
 
 def write(folder: Path, name: str, text: str) -> Path:
     path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text))
     return path
 
@@ -180,6 +181,30 @@ def test_unsaved_text_and_reimport(runner, tmp_path):
         op="trace", file=str(path), target="Net", out=str(out), input="torch.randn(1, 4)", text=text
     )
     assert third["result"]["summary"]["params"] == 4 * 2 + 2
+
+
+def test_workspace_roots_are_reimported(runner, tmp_path):
+    """A project file outside the target's folder (here on sys.path by hand) is read again when
+    it lies under one of the request's `roots` (the workspace folders)."""
+    write(tmp_path, "lib/sizes.py", "WIDTH = 3\n")
+    path = write(
+        tmp_path,
+        "app/main.py",
+        """
+        import sys
+        from pathlib import Path
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
+        from torch import nn
+        import sizes
+        def make_model():
+            return nn.Linear(2, sizes.WIDTH)
+    """,
+    )
+    out = str(tmp_path / "g.msgpack")
+    ask = dict(op="trace", file=str(path), target="make_model", out=out, input="torch.ones(2)")
+    assert runner.ask(**ask, roots=[str(tmp_path)])["result"]["summary"]["params"] == 2 * 3 + 3
+    (tmp_path / "lib/sizes.py").write_text("WIDTH = 5\n")
+    assert runner.ask(**ask, roots=[str(tmp_path)])["result"]["summary"]["params"] == 2 * 5 + 5
 
 
 def test_model_that_raises_is_a_result(runner, tmp_path):
