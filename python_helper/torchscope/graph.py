@@ -161,7 +161,7 @@ class Graph:
         return msgpack.packb(self.to_wire(), use_bin_type=True)
 
     def to_json(self, indent: Optional[int] = None) -> str:
-        return json.dumps(self.to_wire(), indent=indent)
+        return json.dumps(self.to_wire(), indent=indent, allow_nan=False)
 
     def save(self, path: str | Path) -> Path:
         """Write the graph; the suffix picks the format (.msgpack, .json, .html)."""

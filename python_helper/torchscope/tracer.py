@@ -92,6 +92,7 @@ class Recorder(TorchFunctionMode):
         self.param_counts = parameter_counts(model, [m for _, m in named])
         self._named = named
         self._tensor_names: Optional[dict[int, str]] = None  # built on the first constant
+        self.late_close: dict[int, Any] = {}  # module id → handle of our own forward hook
         self.failed_leaves: list[tuple[int, list[tuple[Optional[int], Tensor]]]] = []
         self.constants: set[int] = set()  # node ids of constants that stand for outside tensors
         self._constant_at: dict[tuple[int, Optional[int]], int] = {}
@@ -298,10 +299,29 @@ class Recorder(TorchFunctionMode):
         )
         self.stack.append(nid)
         self.module_stack.append(module)
+        if module._forward_hooks and key not in self.late_close:
+            # torch runs global hooks before the module's own: close this call from a hook of
+            # our own that runs after the user's, so their ops stay inside the box
+            self.late_close[key] = module.register_forward_hook(
+                self.late_post_hook, with_kwargs=True, always_call=True
+            )
 
     def post_hook(self, module: nn.Module, args: Any, *rest: Any) -> None:
         # (kwargs, result) normally; (result,) when torch runs it for a forward that raised
         failed = len(rest) == 1
+        if not failed and id(module) in self.late_close:
+            return  # late_post_hook closes it
+        self._close(module, args, rest, failed)
+
+    def late_post_hook(self, module: nn.Module, args: Any, *rest: Any) -> None:
+        self._close(module, args, rest, len(rest) == 1)
+
+    def remove_late_hooks(self) -> None:
+        for handle in self.late_close.values():
+            handle.remove()  # a module's own handle also clears its with_kwargs/always_call entries
+        self.late_close.clear()
+
+    def _close(self, module: nn.Module, args: Any, rest: tuple, failed: bool) -> None:
         if not self.module_stack or module not in self.module_stack:
             return
         if failed:
@@ -535,6 +555,7 @@ def _trace(
         error = exc
     finally:
         elapsed = (time.perf_counter() - start) * 1000
+        rec.remove_late_hooks()
         for h in handles:
             h.remove()
             # torch's handle forgets this registry (torch 2.13): clean it ourselves

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
@@ -106,8 +107,10 @@ def dtype_name(t: Tensor) -> str:
 
 def attr_value(v: Any) -> Any:
     """A small wire-safe rendering of a non-tensor argument; `...` marks "leave it out"."""
-    if v is None or isinstance(v, (bool, int, float)):
+    if v is None or isinstance(v, (bool, int)):
         return v
+    if isinstance(v, float):
+        return v if math.isfinite(v) else str(v)  # "inf", "-inf", "nan": strict JSON has none
     if isinstance(v, str):
         return v if len(v) <= MAX_STR else v[: MAX_STR - 1] + "…"
     if isinstance(v, (tuple, list, torch.Size)):
@@ -158,7 +161,8 @@ def split_extra_repr(text: str) -> dict[str, Any]:
 def _scalar(text: str) -> Any:
     for conv in (int, float):
         try:
-            return conv(text)
+            value = conv(text)
+            return value if conv is int or math.isfinite(value) else text
         except ValueError:
             pass
     if text in ("True", "False"):
