@@ -3,6 +3,8 @@
 import type { GraphNode, Site } from "./format";
 
 export interface ViewState {
+  /** Which graph the state belongs to: a new trace starts fresh, a reload restores. */
+  graph?: string;
   expanded: number[];
   groups: number[];
   transform?: { x: number; y: number; k: number };

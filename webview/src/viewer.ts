@@ -83,7 +83,8 @@ export class Viewer {
     };
     this.client = new LayoutClient(makeWorker, bytes, fonts);
     this.client.warm();
-    const saved = host.loadState();
+    const loaded = host.loadState();
+    const saved = loaded && loaded.graph === this.fingerprint() ? loaded : undefined;
     this.exp = saved ? { modules: new Set(saved.expanded), groups: new Set(saved.groups) } : initialExpansion(this.idx);
 
     this.zoomer = zoom<SVGSVGElement, unknown>()
@@ -528,10 +529,16 @@ export class Viewer {
   private saveState(): void {
     const t = zoomTransform(this.ui.svg);
     this.host.saveState({
+      graph: this.fingerprint(),
       expanded: [...this.exp.modules],
       groups: [...this.exp.groups],
       transform: { x: t.x, y: t.y, k: t.k },
     });
+  }
+
+  private fingerprint(): string {
+    const g = this.idx.graph;
+    return `${g.model.qualname}|${g.nodes.length}|${g.edges.length}|${g.stats.trace_ms}`;
   }
 
   status(text: string): void {

@@ -401,6 +401,18 @@ function acquireVsCodeApi() {
     assert.ok(reveal.site.line > 0);
     const state = await page.evaluate(() => (window as any).__state);
     assert.ok(Array.isArray(state.expanded) && state.expanded.length >= 1, "view state saved");
+    assert.match(state.graph, /GPT2Model/);
+    // A reload of the same graph restores the view: expand wte, then send the graph again.
+    await page.click('[data-toggle="n3"]');
+    await ready(page);
+    await page.evaluate((data) => {
+      const bin = atob(data);
+      const bytes = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      window.postMessage({ type: "graph", data: bytes.buffer }, "*");
+    }, b64);
+    await page.waitForSelector('.ts-cluster[data-path="wte"]');
+    await ready(page);
     const bg = await page.locator("#torchscope").evaluate((el) => getComputedStyle(el).backgroundColor);
     assert.equal(bg, "rgb(30, 31, 32)", "colours from --vscode-* variables");
     await shot(page, "vscode-host");
