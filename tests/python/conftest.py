@@ -44,3 +44,14 @@ def get_traced(name: str) -> Traced:
 @pytest.fixture(params=zoo.WORKING)
 def traced(request) -> Traced:
     return get_traced(request.param)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden", action="store_true", help="rewrite tests/golden/*.msgpack from the tracer"
+    )
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden")) or bool(os.environ.get("UPDATE_GOLDEN"))

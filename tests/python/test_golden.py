@@ -1,6 +1,6 @@
 """The golden graph file: decodes, and matches what the tracer writes today.
 
-Regenerate after an intended format change with UPDATE_GOLDEN=1 pytest tests/python/test_golden.py.
+Regenerate after an intended format change: pytest tests/python/test_golden.py --update-golden
 """
 
 from __future__ import annotations
@@ -51,12 +51,12 @@ def current() -> dict[str, Any]:
     return portable(make_graph().to_wire())
 
 
-def test_update_or_compare() -> None:
+def test_update_or_compare(update_golden: bool) -> None:
     wire = current()
-    if os.environ.get("UPDATE_GOLDEN"):
+    if update_golden:
         GOLDEN.write_bytes(msgpack.packb(wire, use_bin_type=True))
     stored = msgpack.unpackb(GOLDEN.read_bytes(), raw=False)
-    assert stored == wire, "the tracer's output changed; if intended, regenerate with UPDATE_GOLDEN=1"
+    assert stored == wire, "the tracer's output changed; if intended, rerun with --update-golden"
 
 
 def test_golden_decodes() -> None:
