@@ -381,6 +381,25 @@ def test_unsaved_text_is_traced(lsp, workspace):
     assert trace(lsp, path, "Net")["summary"]["params"] == 64 * 8 + 8
 
 
+def test_untitled_document(lsp, workspace):
+    text = "from torch import nn\n\nclass Draft(nn.Module):\n    pass\n"
+    doc = types.TextDocumentItem(
+        uri="untitled:Untitled-1", language_id="python", version=1, text=text
+    )
+    lsp.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=doc))
+    try:
+        params = types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=doc.uri))
+        lenses = lsp.run(lsp.client.text_document_code_lens_async(params))
+        assert [(c.range.start.line, c.command.arguments[0]["target"]) for c in lenses] == [
+            (2, "Draft")
+        ]
+        e = lsp.error("torchscope/trace", {"uri": doc.uri, "target": "Draft"})
+        assert e.data["kind"] == "target-error" and "save the file" in e.message
+    finally:
+        ident = types.TextDocumentIdentifier(uri=doc.uri)
+        lsp.client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=ident))
+
+
 def test_model_that_raises_is_a_result(lsp, workspace):
     result = trace(lsp, workspace / "broken.py", "Broken")
     error = result["summary"]["error"]

@@ -107,20 +107,22 @@ class TorchscopeServer(LanguageServer):
             pass
 
     # -- documents ------------------------------------------------------------------------
-    def source(self, uri: str, text: Optional[str] = None) -> tuple[Path, Optional[str]]:
-        """The file of `uri` and its text: `text` if given, else the open document's, else None
-        (read from disk)."""
+    def source(self, uri: str, text: Optional[str] = None) -> tuple[Optional[Path], Optional[str]]:
+        """The file of `uri` (None for an unsaved `untitled:` document) and its text: `text` if
+        given, else the open document's, else None (read from disk)."""
         path = to_fs_path(uri)
-        if not path:
-            raise _error("target-error", f"not a file: {uri}")
         if text is None:
             doc = self.workspace.text_documents.get(uri)
             if doc is not None:
                 text = doc.source
-        return Path(path), text
+        return (Path(path) if path else None), text
 
     def file_info(self, uri: str, text: Optional[str] = None) -> Optional[targets.FileInfo]:
         path, text = self.source(uri, text)
+        if path is None:  # an untitled document: analysed as if in the first workspace folder
+            if text is None:
+                return None
+            path = (self.project.roots[0] if self.project.roots else Path.cwd()) / "untitled.py"
         return self.project.load(path, text)
 
     def graph_path(self, target: str) -> Path:
@@ -211,6 +213,8 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
     if not uri or not target:
         raise _error("target-error", "a trace needs a document uri and a target name")
     path, text = ls.source(uri, p.get("text"))
+    if path is None:
+        raise _error("target-error", "save the file first: an untitled document cannot be imported")
     token = p.get("workDoneToken")
     progress = _Progress(ls, token, f"Visualize {target}")
     request: dict[str, Any] = {
