@@ -283,6 +283,9 @@ export class Viewer {
     if (!this.drawn) return;
     const r = this.viewRect();
     this.scene.setView(r);
+    // The overview only helps when part of the graph is out of sight.
+    const { width, height } = this.drawn.layout;
+    this.minimap.canvas.hidden = r.x <= 0 && r.y <= 0 && r.x + r.w >= width && r.y + r.h >= height;
     this.minimap.update(r, this.css("--ts-accent", "#3b82f6"));
     // Text too small to read is not drawn: it costs the most to paint.
     const k = zoomTransform(this.ui.svg).k;
