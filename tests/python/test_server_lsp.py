@@ -473,22 +473,25 @@ def test_infinite_loop_times_out(lsp, workspace, where):
     )
 
 
-def test_cancel_kills_the_runner(lsp, workspace):
+@pytest.mark.parametrize("how", ["cancelRequest", "progressCancel"])
+def test_cancel_kills_the_runner(lsp, workspace, how):
     trace(lsp, workspace / "models.py", "Net")
     pid = lsp.runner_pid()
     assert pid is not None and alive(pid)
     lsp.progress.clear()
+    token, msg_id = f"cancel-{how}", f"trace-{how}"
     params = {
         "uri": uri(workspace / "hangs.py"),
         "target": "Spin",
         "input": "torch.zeros(2)",
-        "workDoneToken": "cancel-me",
+        "workDoneToken": token,
     }
-    future = lsp.client.protocol.send_request("torchscope/trace", params, msg_id="trace-to-cancel")
-    lsp.wait_for(
-        lambda: any(v.get("message") == "Tracing" for t, v in lsp.progress if t == "cancel-me")
-    )
-    lsp.client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="trace-to-cancel"))
+    future = lsp.client.protocol.send_request("torchscope/trace", params, msg_id=msg_id)
+    lsp.wait_for(lambda: any(v.get("message") == "Tracing" for t, v in lsp.progress if t == token))
+    if how == "cancelRequest":
+        lsp.client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+    else:
+        lsp.client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
 
     async def wait() -> Any:
         return await asyncio.wrap_future(future)
@@ -497,6 +500,7 @@ def test_cancel_kills_the_runner(lsp, workspace):
         lsp.run(wait(), 10)
     assert info.value.code == types.LSPErrorCodes.RequestCancelled
     lsp.wait_for(lambda: not alive(pid), 10)
+    assert [v["kind"] for t, v in lsp.progress if t == token][-1] == "end"
     assert trace(lsp, workspace / "models.py", "Net")["summary"]["model"] == "Net"
     assert lsp.runner_pid() != pid
 

@@ -3,6 +3,7 @@ in a warm runner process. The protocol is docs/protocol.md. Never imports torch.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import os
@@ -296,6 +297,11 @@ class _Progress:
             self.token,
             types.WorkDoneProgressBegin(title=self.title, message=message, cancellable=True),
         )
+        # the client may cancel through the progress too (window/workDoneProgress/cancel)
+        task = asyncio.current_task()
+        future = self.ls.work_done_progress.tokens.get(self.token)
+        if task is not None and future is not None:
+            future.add_done_callback(lambda f: f.cancelled() and not self.done and task.cancel())
 
     def report(self, message: str) -> None:
         if self.token is None or self.done:
