@@ -541,7 +541,8 @@ export class Viewer {
 
   private fingerprint(): string {
     const g = this.idx.graph;
-    return `${g.model.qualname}|${g.nodes.length}|${g.edges.length}|${g.stats.trace_ms}`;
+    // Same model and same structure: a re-trace keeps the view (node ids still match).
+    return `${g.model.qualname}|${g.nodes.length}|${g.edges.length}`;
   }
 
   status(text: string): void {
