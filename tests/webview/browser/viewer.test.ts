@@ -399,6 +399,9 @@ function acquireVsCodeApi() {
     const reveal = await page.evaluate(() => (window as any).__posted.find((m: any) => m.type === "reveal"));
     assert.match(reveal.site.file, /modeling_gpt2\.py$/);
     assert.ok(reveal.site.line > 0);
+    // The editor's cursor line marks the nodes made there.
+    await page.evaluate((site) => window.postMessage({ type: "highlightLine", file: site.file, line: site.line }, "*"), reveal.site);
+    await page.waitForSelector('.ts-node.ts-match[data-path="wte"]');
     const state = await page.evaluate(() => (window as any).__state);
     assert.ok(Array.isArray(state.expanded) && state.expanded.length >= 1, "view state saved");
     assert.match(state.graph, /GPT2Model/);

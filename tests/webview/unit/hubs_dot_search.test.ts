@@ -5,7 +5,7 @@ import { buildVisible } from "../../../webview/src/visible";
 import { expandAll, initialExpansion } from "../../../webview/src/expansion";
 import { replaceHubEdges } from "../../../webview/src/hubs";
 import { quote, toDot } from "../../../webview/src/dot";
-import { highlightKeys, searchNodes } from "../../../webview/src/search";
+import { highlightKeys, nodesAtLine, searchNodes } from "../../../webview/src/search";
 import { edgeLabel, shapeText } from "../../../webview/src/labels";
 import { GraphBuilder, mlpWithBlocks } from "./builder";
 
@@ -90,4 +90,14 @@ test("labels", () => {
     { src: 0, dst: 1, shape: [3], dtype: "f" },
   ];
   assert.equal(edgeLabel(edges, [0, 1]), "2 (+1)");
+});
+
+test("nodes made on a source line (the editor's cursor)", () => {
+  const b = new GraphBuilder();
+  const site = { file: "/w/m.py", line: 7, func: "forward" };
+  const a = b.add("op", "relu", null, { site });
+  b.add("op", "add", null, { site: { ...site, line: 8 } });
+  const c = b.add("op", "mul", null, { site: { ...site } });
+  b.add("op", "other", null, { site: { ...site, file: "/w/x.py" } });
+  assert.deepEqual(nodesAtLine(buildIndex(b.build()), "/w/m.py", 7), [a, c]);
 });
