@@ -90,6 +90,18 @@ def forget_project_modules(path: Path, extra_roots: Iterable[str] = ()) -> list[
     return gone
 
 
+def drop_stale_caches(gone: Iterable[str]) -> None:
+    """Forget the tracer's per-class cache entries for classes of forgotten modules: through
+    their methods' globals they hold the old module, and any model built at its top level."""
+    from . import sites, tracer
+
+    names = set(gone)
+    for cache in (getattr(tracer, "_class_infos", None), getattr(sites, "_defn_cache", None)):
+        if isinstance(cache, dict):
+            for cls in [c for c in cache if getattr(c, "__module__", None) in names]:
+                del cache[cls]
+
+
 # -- where an error happened -----------------------------------------------------------------
 
 
@@ -172,7 +184,7 @@ def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any
         raise Failure("target-error", f"unknown device {device!r}: use cpu or meta")
 
     progress("Importing")
-    forget_project_modules(path, req.get("roots") or ())
+    drop_stale_caches(forget_project_modules(path, req.get("roots") or ()))
     old_argv, old_cwd = sys.argv, os.getcwd()
     try:
         built = tg.build(

@@ -207,6 +207,39 @@ def test_workspace_roots_are_reimported(runner, tmp_path):
     assert runner.ask(**ask, roots=[str(tmp_path)])["result"]["summary"]["params"] == 2 * 5 + 5
 
 
+def test_old_imports_are_freed(tmp_path):
+    """In process: a model built at the top of the user's file is freed once the next request
+    re-imports the file (the tracer's per-class caches must not keep the old module alive)."""
+    import gc
+    import weakref
+
+    from torchscope import runner as r
+
+    path = write(
+        tmp_path,
+        "held.py",
+        """
+        import torch
+        from torch import nn
+        class Held(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+            def forward(self, x):
+                return self.fc(x)
+        model = Held()
+        model.example_input_array = torch.ones(1, 4)
+    """,
+    )
+    req = {"file": str(path), "target": "model", "out": str(tmp_path / "g.msgpack")}
+    r.trace(req, lambda stage: None)
+    first = weakref.ref(sys.modules["held"].model)
+    r.trace(req, lambda stage: None)
+    gc.collect()
+    assert first() is None
+    r.forget_project_modules(path)
+
+
 def test_model_that_raises_is_a_result(runner, tmp_path):
     path = write(
         tmp_path,

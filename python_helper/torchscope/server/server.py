@@ -241,7 +241,7 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         f"trace {path.name}:{target}" + (f" with input {p['input']}" if p.get("input") else ""),
     )
     started = time.perf_counter()
-    progress.begin("Starting")
+    progress.begin("")
     try:
         result = await ls.runner.request(
             request,
@@ -295,7 +295,9 @@ class _Progress:
             return
         self.ls.work_done_progress.begin(
             self.token,
-            types.WorkDoneProgressBegin(title=self.title, message=message, cancellable=True),
+            types.WorkDoneProgressBegin(
+                title=self.title, message=message or None, cancellable=True
+            ),
         )
         # the client may cancel through the progress too (window/workDoneProgress/cancel)
         task = asyncio.current_task()
