@@ -15,6 +15,16 @@ export function expansionKey(e: Expansion): string {
   return `m${m}|g${g}`;
 }
 
+/**
+ * A module whose only child is one leaf (an nn.Linear around F.linear, a LayerNorm around
+ * F.layer_norm) says as much as a box: Expand all and the depth control leave it closed,
+ * which also spares dot hundreds of clusters. It still opens when asked.
+ */
+export function isWrapper(idx: GraphIndex, id: number): boolean {
+  const kids = idx.children[id]!;
+  return id !== idx.rootModule && kids.length === 1 && idx.children[kids[0]!]!.length === 0;
+}
+
 /** The opening view: the top level and the root model's children. */
 export function initialExpansion(idx: GraphIndex): Expansion {
   return toDepth(idx, 1);
@@ -23,7 +33,7 @@ export function initialExpansion(idx: GraphIndex): Expansion {
 /** Show everything down to `depth` levels below the top level (1 = the root's children). */
 export function toDepth(idx: GraphIndex, depth: number): Expansion {
   const modules = new Set<number>();
-  for (const id of idx.containers) if (idx.depth[id]! < depth) modules.add(id);
+  for (const id of idx.containers) if (idx.depth[id]! < depth && !isWrapper(idx, id)) modules.add(id);
   const groups = new Set<number>();
   idx.graph.groups.forEach((g, gi) => {
     const first = g.members[0];
@@ -34,7 +44,8 @@ export function toDepth(idx: GraphIndex, depth: number): Expansion {
 }
 
 export function expandAll(idx: GraphIndex): Expansion {
-  return { modules: new Set(idx.containers), groups: new Set(idx.graph.groups.map((_, i) => i)) };
+  const modules = new Set(idx.containers.filter((id) => !isWrapper(idx, id)));
+  return { modules, groups: new Set(idx.graph.groups.map((_, i) => i)) };
 }
 
 export function collapseAll(idx: GraphIndex): Expansion {
@@ -67,9 +78,13 @@ export function reveal(idx: GraphIndex, e: Expansion, id: number): Expansion {
   return { modules, groups };
 }
 
-/** Deepest level currently shown, for the depth control. */
+/** Deepest level currently shown (opened modules and unfolded groups), for the depth control. */
 export function currentDepth(idx: GraphIndex, e: Expansion): number {
   let d = 0;
   for (const id of e.modules) d = Math.max(d, idx.depth[id]! + 1);
+  for (const gi of e.groups) {
+    const first = idx.graph.groups[gi]?.members[0];
+    if (first !== undefined) d = Math.max(d, idx.depth[first]! + 1);
+  }
   return d;
 }

@@ -69,6 +69,8 @@ export class Viewer {
   private searchBase: Expansion | null = null;
   private firstDraw = true;
   private lastLayoutMs = 0;
+  /** The depth the user asked for; null after a change by hand (then derived). */
+  private depth: number | null = null;
   private readonly disposer = new AbortController();
 
   constructor(root: HTMLElement, graph: Graph, bytes: Uint8Array, private readonly host: Host, makeWorker: () => Worker) {
@@ -147,7 +149,7 @@ export class Viewer {
     this.scene.flush();
     await this.scene.settled();
     if (gen !== this.generation) return;
-    this.ui.depth.textContent = String(currentDepth(this.idx, exp));
+    this.ui.depth.textContent = String(this.depthShown());
     this.setBusy(false);
     performance.mark("torchscope:drawn");
     this.saveState();
@@ -170,24 +172,33 @@ export class Viewer {
     }, 100);
   }
 
+  /** Depth for the control: the one asked for, else the deepest level open. */
+  private depthShown(): number {
+    return this.depth ?? currentDepth(this.idx, this.exp);
+  }
+
   toggle(key: string): void {
     this.searchBase = null;
+    this.depth = null;
     if (key.startsWith("g")) void this.apply(toggleGroup(this.exp, Number(key.slice(1))), key);
     else if (key.startsWith("n")) void this.apply(toggleModule(this.exp, Number(key.slice(1))), key);
   }
 
   expandAll(): void {
+    this.depth = null;
     // Without a selection to hold still, start again from the inputs.
     const anchor = this.selected;
     void this.apply(expandAll(this.idx), anchor).then(() => anchor ?? this.initialView());
   }
 
   collapseAll(): void {
+    this.depth = null;
     void this.apply(collapseAll(this.idx), null).then(() => this.initialView());
   }
 
   setDepth(d: number): void {
     const depth = Math.max(0, Math.min(d, this.idx.maxDepth + 1));
+    this.depth = depth;
     const anchor = this.selected;
     void this.apply(toDepth(this.idx, depth), anchor).then(() => anchor ?? this.initialView());
   }
@@ -317,6 +328,7 @@ export class Viewer {
 
   /** Expand as needed to draw node `id` itself, then select it and bring it into view. */
   async revealNode(id: number, base = this.exp): Promise<void> {
+    this.depth = null;
     const exp = reveal(this.idx, base, id);
     if (expansionKey(exp) !== expansionKey(this.exp) || !this.drawn) await this.apply(exp, null);
     if (!this.drawn) return;
@@ -417,8 +429,8 @@ export class Viewer {
       case "expand-all": return this.expandAll();
       case "collapse-all": return this.collapseAll();
       case "fit": return this.fit();
-      case "depth-up": return this.setDepth(currentDepth(this.idx, this.exp) + 1);
-      case "depth-down": return this.setDepth(currentDepth(this.idx, this.exp) - 1);
+      case "depth-up": return this.setDepth(this.depthShown() + 1);
+      case "depth-down": return this.setDepth(this.depthShown() - 1);
       case "export-svg": return void this.exportAs("svg");
       case "export-png": return void this.exportAs("png");
     }

@@ -55,7 +55,8 @@ test("DOT has clusters, fixed-size nodes and escaped labels", () => {
   const root = b.module("<img src=x onerror=alert(1)>", "", null);
   const sub = b.module("Evil\"Name", 'a"b', root);
   const op = b.op("op", sub);
-  b.edge(x, op, [2, 3]);
+  const op2 = b.op("op2", sub);
+  b.edge(x, op, [2, 3]).edge(op, op2, [2, 3]);
   const g = b.build();
   const idx = buildIndex(g);
   const vg = buildVisible(idx, expandAll(idx));

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { buildIndex } from "../../../webview/src/model";
 import { buildVisible } from "../../../webview/src/visible";
 import {
-  collapseAll, currentDepth, expandAll, expansionKey, initialExpansion, reveal, toDepth, toggleGroup, toggleModule,
+  collapseAll, currentDepth, expandAll, expansionKey, initialExpansion, isWrapper, reveal, toDepth, toggleGroup, toggleModule,
 } from "../../../webview/src/expansion";
 import { mlpWithBlocks } from "./builder";
 
@@ -57,13 +57,18 @@ test("an unfolded group is a cluster of its member boxes, edges between members 
   assert.ok(ends(vg2).includes(`n${ids.b0}>n${ids.l1}`));
 });
 
-test("expand all shows every leaf and no box of a container", () => {
+test("expand all opens every module except one-op wrappers, which stay boxes", () => {
   const { g, ids } = mlpWithBlocks();
   const idx = buildIndex(g);
+  // fc1, blocks.0 and blocks.1 each hold a single linear op.
+  assert.ok(isWrapper(idx, ids.fc1) && isWrapper(idx, ids.b0) && !isWrapper(idx, ids.root));
   const vg = buildVisible(idx, expandAll(idx));
-  for (const n of vg.nodes) assert.equal(idx.children[n.id]!.length, 0);
-  assert.equal(vg.edges.length, g.edges.length);
-  assert.equal(vg.rep[ids.l0], `n${ids.l0}`);
+  for (const n of vg.nodes) assert.ok(idx.children[n.id]!.length === 0 || isWrapper(idx, n.id), `${n.key} is a leaf or a wrapper`);
+  assert.ok(vg.clusters.some((c) => c.key === "g0"), "groups unfold");
+  assert.equal(vg.rep[ids.l0], `n${ids.b0}`);
+  // Opening a wrapper by hand still shows its op.
+  const opened = buildVisible(idx, toggleModule(expandAll(idx), ids.b0));
+  assert.equal(opened.rep[ids.l0], `n${ids.l0}`);
   assert.equal(expansionKey(collapseAll(idx)), expansionKey(initialExpansion(idx)));
 });
 
@@ -72,7 +77,7 @@ test("depth control and reveal", () => {
   const idx = buildIndex(g);
   assert.equal(toDepth(idx, 0).modules.size, 0);
   const d2 = toDepth(idx, 2);
-  assert.ok(d2.modules.has(ids.b0) && d2.groups.has(0));
+  assert.ok(d2.groups.has(0) && !d2.modules.has(ids.b0), "groups unfold; one-op wrappers stay closed");
   assert.equal(currentDepth(idx, d2), 2);
   const r = reveal(idx, toDepth(idx, 0), ids.l1);
   assert.ok(r.modules.has(ids.root) && r.modules.has(ids.b1) && r.groups.has(0));
