@@ -1,0 +1,150 @@
+// End to end in real VS Code (code-server + Chromium): the extension installed from the
+// .vsix, the real language server and runner in the project's venv. What a user does:
+// right-click → graph beside the code; expand; click a node → the line; palette;
+// CodeLens; a model that raises; an interpreter without torch. Screenshots and the
+// right-click → graph-drawn times go to tests/artifacts/extension/.
+import { strict as assert } from "node:assert";
+import { after, before, describe, it } from "node:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Browser, Page } from "playwright-core";
+import {
+  ARTIFACTS, activeTab, cleanup, closeAll, contextMenu, cursorLine, launch, markOld, notifications, openFile,
+  openWorkbench, palette, pointerAway, shot, startCodeServer, step, viewer, waitForGraph, type CodeServer,
+} from "./harness";
+
+const timings: Record<string, number> = {};
+function timed(name: string, t0: number): number {
+  const ms = Date.now() - t0;
+  timings[name] = ms;
+  console.log(`# timing ${name}: ${ms} ms`);
+  return ms;
+}
+
+let browser: Browser;
+let cs: CodeServer | undefined;
+let page: Page;
+
+before(async () => {
+  cs = await startCodeServer();
+  browser = await launch();
+  page = await openWorkbench(browser, cs);
+});
+
+after(async () => {
+  await browser?.close();
+  cleanup(cs, "torchscope-main");
+  mkdirSync(ARTIFACTS, { recursive: true });
+  writeFileSync(join(ARTIFACTS, "timings.json"), JSON.stringify({ when: new Date().toISOString(), ms: timings }, null, 2) + "\n");
+});
+
+describe("torchscope in VS Code", { timeout: 600_000 }, () => {
+  it("right-click in a model factory → the graph beside the code (GPT-2, cold then warm)", () => step(page, "gpt2", async () => {
+    // examples/gpt2.py's `GPT2Model(...).eval()` is not recognised as a factory by the
+    // server yet; the fixture builds the same model in two statements.
+    await openFile(page, "gpt2_factory.py");
+    let t0 = await contextMenu(page, "model = GPT2Model", "Visualize forward pass");
+    await waitForGraph(page);
+    timed("gpt2_cold_rightclick_to_drawn", t0);
+    assert.match(await page.locator(".tabs-container .tab", { hasText: "Forward pass: GPT2Model" }).first().innerText(), /Forward pass: GPT2Model/);
+    await shot(page, "01-gpt2-panel");
+
+    await markOld(page);
+    t0 = await contextMenu(page, "model = GPT2Model", "Visualize forward pass");
+    await waitForGraph(page);
+    timed("gpt2_warm_rightclick_to_drawn", t0);
+    assert.equal(await page.locator(".tabs-container .tab", { hasText: "Forward pass:" }).count(), 1, "the same target reuses its panel");
+  }));
+
+  it("right-click inside a class; expand a module; click an op → its line", () => step(page, "mlp", async () => {
+    await closeAll(page);
+    await openFile(page, "mlp.py");
+    const t0 = await contextMenu(page, "def forward", "Visualize forward pass");
+    await waitForGraph(page);
+    timed("mlp_warm_rightclick_to_drawn", t0);
+    const v = viewer(page);
+    assert.equal(await v.locator(".ts-model").innerText(), "MLP");
+
+    // The softmax in MLP.forward: mlp.py line 18.
+    await v.locator('g[data-kind="op"]', { hasText: "softmax" }).first().click();
+    await page.waitForFunction(() => /Ln 18,/.test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""), null, { timeout: 15_000 });
+    assert.equal(await cursorLine(page), 18);
+    assert.match(await activeTab(page), /^mlp\.py/);
+
+    // Expand fc1 (an nn.Linear) and click the op inside: torch's own linear.py.
+    const before = await v.locator('g[data-kind="op"]').count();
+    await v.locator('g[data-key] [data-toggle]').first().click();
+    await v.locator('#torchscope[data-state="ready"]').waitFor();
+    await page.waitForTimeout(300);
+    assert.ok((await v.locator('g[data-kind="op"]').count()) > before, "expanding shows the module's ops");
+    await pointerAway(page);
+    await shot(page, "02-mlp-expanded");
+    await v.locator('g[data-kind="op"]', { hasText: "linear" }).first().click();
+    await page.waitForFunction(() => /linear\.py/.test(document.querySelector(".editor-group-container.active .tab.active")?.getAttribute("aria-label") ?? ""), null, { timeout: 15_000 });
+    assert.match(await activeTab(page), /^linear\.py/);
+    await pointerAway(page);
+    await shot(page, "03-reveal-library-line");
+
+    // Right-click a module → Go to Definition: its class in torch's linear.py.
+    await v.locator('g[data-kind="module"]', { hasText: "Dropout" }).first().click({ button: "right" });
+    await page.getByRole("menuitem", { name: "Go to Definition" }).click({ timeout: 10_000 });
+    await page.waitForFunction(() => /dropout\.py/.test(document.querySelector(".editor-group-container.active .tab.active")?.getAttribute("aria-label") ?? ""), null, { timeout: 15_000 });
+    assert.match(await activeTab(page), /^dropout\.py/);
+
+    // The Re-trace button in the panel's title bar draws the graph again.
+    await markOld(page);
+    await page.locator('.tabs-container .tab', { hasText: "Forward pass: MLP" }).first().click();
+    const t1 = Date.now();
+    await page.locator('.editor-actions .action-label[aria-label^="Re-trace forward pass"]').first().click();
+    await waitForGraph(page);
+    timed("mlp_retrace_button_to_drawn", t1);
+  }));
+
+  it("from the command palette", () => step(page, "palette", async () => {
+    await closeAll(page);
+    await openFile(page, "convnet.py");
+    await page.locator(".editor-group-container.active .monaco-editor .view-line", { hasText: "def build" }).first().click();
+    const t0 = await palette(page, "torchscope: Visualize forward pass");
+    await waitForGraph(page);
+    timed("convnet_palette_to_drawn", t0);
+    await shot(page, "04-palette-convnet");
+  }));
+
+  it("from the CodeLens; a model that raises shows the banner", () => step(page, "codelens", async () => {
+    await closeAll(page);
+    await openFile(page, "broken.py");
+    const lens = page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Visualize forward pass" }).first();
+    await lens.waitFor({ timeout: 30_000 });
+    const t0 = Date.now();
+    await lens.click();
+    await waitForGraph(page);
+    timed("broken_codelens_to_drawn", t0);
+    const banner = viewer(page).locator(".ts-banner");
+    await banner.waitFor({ state: "visible", timeout: 10_000 });
+    assert.match(await banner.innerText(), /RuntimeError|Error/);
+    await page.waitForTimeout(500);
+    await shot(page, "05-codelens-broken-banner");
+    assert.ok((await notifications(page)).some((t) => /raised/.test(t)), "a message names the error");
+  }));
+});
+
+describe("an interpreter without torch", { timeout: 300_000 }, () => {
+  let cs2: CodeServer | undefined;
+  let page2: Page;
+  before(async () => {
+    cs2 = await startCodeServer({ settings: { "torchscope.pythonPath": process.env.TORCHSCOPE_NO_TORCH_PYTHON ?? "/root/.pyenv/versions/3.11.7/bin/python3" } });
+    page2 = await openWorkbench(browser, cs2);
+  });
+  after(() => cleanup(cs2, "torchscope-no-torch"));
+
+  it("says torch is missing and offers to pick another", () => step(page2, "no-torch", async () => {
+    await openFile(page2, "mlp.py");
+    await contextMenu(page2, "def forward", "Visualize forward pass");
+    const toast = page2.locator(".notification-toast", { has: page2.getByRole("button", { name: "Set torchscope.pythonPath" }) }).first();
+    await toast.waitFor({ timeout: 120_000 });
+    const text = await toast.innerText();
+    assert.match(text, /torch/i);
+    await page2.waitForTimeout(1000);
+    await shot(page2, "06-no-torch");
+  }));
+});

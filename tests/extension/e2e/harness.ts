@@ -1,0 +1,268 @@
+// Real VS Code for the end-to-end tests: code-server (VS Code 1.100 in the browser) with
+// the extension installed from the .vsix, driven by playwright-core and Debian's Chromium.
+// See shared/notes/vscode-e2e.md for why this setup and its traps.
+import { chromium, type Browser, type FrameLocator, type Page } from "playwright-core";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const ROOT = resolve(__dirname, "..", "..", "..");
+export const ARTIFACTS = join(ROOT, "tests", "artifacts", "extension");
+const VERSION = "4.100.3";
+export const CODE_SERVER = resolve(ROOT, process.env.TORCHSCOPE_CODE_SERVER ?? `.cache/code-server-${VERSION}/node_modules/code-server/out/node/entry.js`);
+export const VSIX = resolve(ROOT, process.env.TORCHSCOPE_VSIX ?? "build/torchscope-0.1.0.vsix");
+export const PYTHON = process.env.TORCHSCOPE_PYTHON ?? join(ROOT, ".venv", "bin", "python");
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => res(port));
+    });
+    s.on("error", rej);
+  });
+}
+
+/** A workspace folder: a copy of examples/ plus fixture files. */
+export function makeWorkspace(base: string, extra: Record<string, string> = {}): string {
+  const ws = join(base, "workspace");
+  cpSync(join(ROOT, "examples"), ws, { recursive: true, filter: (p) => !p.includes("__pycache__") });
+  cpSync(join(__dirname, "fixtures"), ws, { recursive: true });
+  for (const [name, text] of Object.entries(extra)) writeFileSync(join(ws, name), text);
+  return ws;
+}
+
+export interface CodeServer {
+  url: string;
+  base: string;
+  workspace: string;
+  log: string[];
+  stop(): void;
+}
+
+/** Install the .vsix into a fresh profile and start code-server on 127.0.0.1. */
+export async function startCodeServer(opts: { settings?: Record<string, unknown>; files?: Record<string, string> } = {}): Promise<CodeServer> {
+  const base = mkdtempSync(join(tmpdir(), "torchscope-e2e-"));
+  const ud = join(base, "user-data");
+  const ext = join(base, "extensions");
+  mkdirSync(join(ud, "User"), { recursive: true });
+  mkdirSync(ext, { recursive: true });
+  const settings = {
+    "workbench.startupEditor": "none",
+    "security.workspace.trust.enabled": false,
+    "telemetry.telemetryLevel": "off",
+    "git.enabled": false,
+    "extensions.autoCheckUpdates": false,
+    "extensions.autoUpdate": false,
+    "workbench.tips.enabled": false,
+    "workbench.enableExperiments": false,
+    "editor.minimap.enabled": false,
+    "window.restoreWindows": "none",
+    "files.hotExit": "off",
+    "torchscope.pythonPath": PYTHON,
+    // The box running the tests is shared and slow at times: measure, don't time out.
+    "torchscope.traceTimeoutSeconds": 300,
+    ...opts.settings,
+  };
+  writeFileSync(join(ud, "User", "settings.json"), JSON.stringify(settings, null, 2));
+  const env = { ...process.env, XDG_CONFIG_HOME: join(base, "xdg-config"), XDG_DATA_HOME: join(base, "xdg-data") };
+  const inst = spawnSync("node", [CODE_SERVER, "--user-data-dir", ud, "--extensions-dir", ext, "--install-extension", VSIX], { env, encoding: "utf8" });
+  if (inst.status !== 0) throw new Error(`installing the vsix failed:\n${inst.stdout}\n${inst.stderr}`);
+  const workspace = makeWorkspace(base, opts.files);
+  const port = await freePort();
+  const proc: ChildProcess = spawn(
+    "node",
+    [CODE_SERVER, "--bind-addr", `127.0.0.1:${port}`, "--auth", "none", "--user-data-dir", ud, "--extensions-dir", ext,
+      "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override",
+      "--ignore-last-opened", workspace],
+    { env, detached: true, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  const log: string[] = [];
+  await new Promise<void>((res, rej) => {
+    const timer = setTimeout(() => rej(new Error(`code-server did not start:\n${log.join("")}`)), 60_000);
+    const onData = (b: Buffer): void => {
+      log.push(b.toString());
+      if (log.join("").includes("HTTP server listening")) {
+        clearTimeout(timer);
+        res();
+      }
+    };
+    proc.stdout!.on("data", onData);
+    proc.stderr!.on("data", onData);
+    proc.on("exit", (code) => rej(new Error(`code-server exited (${code}):\n${log.join("")}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`,
+    base,
+    workspace,
+    log,
+    stop() {
+      // The whole process group: code-server, its extension host, the language server and runner.
+      try {
+        process.kill(-proc.pid!, "SIGTERM");
+      } catch {
+        /* gone already */
+      }
+      setTimeout(() => {
+        try {
+          process.kill(-proc.pid!, "SIGKILL");
+        } catch {
+          /* gone */
+        }
+      }, 1500).unref();
+    },
+  };
+}
+
+/** Keep the extension's output channel (the torchscope log) as an artifact. */
+export function saveLog(cs: CodeServer, name: string): string | undefined {
+  const logs = join(cs.base, "user-data", "logs");
+  const found = existsSync(logs)
+    ? (readdirSync(logs, { recursive: true }) as string[]).filter((f) => f.endsWith(join("torchscope.torchscope", "torchscope.log")))
+    : [];
+  if (!found.length) return undefined;
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const out = join(ARTIFACTS, `${name}.log`);
+  copyFileSync(join(logs, found[0]!), out);
+  return out;
+}
+
+export function cleanup(cs: CodeServer | undefined, logName?: string): void {
+  if (!cs) return;
+  if (logName) saveLog(cs, logName);
+  cs.stop();
+  setTimeout(() => rmSync(cs.base, { recursive: true, force: true }), 2500).unref();
+}
+
+export async function launch(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    headless: true,
+    args: [
+      "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+    ],
+  });
+}
+
+export async function openWorkbench(browser: Browser, cs: CodeServer): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+  await page.goto(cs.url);
+  await page.waitForSelector(".monaco-workbench", { timeout: 60_000 });
+  await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: 60_000 });
+  return page;
+}
+
+export async function openFile(page: Page, name: string): Promise<void> {
+  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: name }).first().click();
+  await page.waitForSelector(`.tabs-container .tab.active[aria-label^="${name}"]`, { timeout: 20_000 });
+  await page.locator(".monaco-editor .view-lines").first().waitFor();
+}
+
+/** The editor line (a `.view-line`) holding `text`. */
+export function editorLine(page: Page, text: string) {
+  return page.locator(".editor-group-container.active .monaco-editor .view-lines .view-line", { hasText: text }).first();
+}
+
+/**
+ * Right-click `text` in the editor and pick `item` from the context menu. The extension's
+ * menu items appear 1–4 s after the workbench: retry until the item is there.
+ */
+export async function contextMenu(page: Page, text: string, item: string, timeoutMs = 45_000): Promise<number> {
+  const line = editorLine(page, text);
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    await line.click({ button: "right", position: { x: 40, y: 5 } });
+    const entry = page.getByRole("menuitem", { name: item });
+    try {
+      await entry.waitFor({ timeout: 2500 });
+      const t0 = Date.now();
+      await entry.click();
+      // Right after start-up the menu can re-render under the click and stay open: retry.
+      await entry.waitFor({ state: "detached", timeout: 2000 });
+      return t0;
+    } catch (e) {
+      if (Date.now() > end) throw e;
+      await page.keyboard.press("Escape");
+      await page.waitForTimeout(1000);
+    }
+  }
+}
+
+export async function palette(page: Page, command: string): Promise<number> {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor();
+  await input.fill(`>${command}`);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: command }).first().waitFor({ timeout: 15_000 });
+  const t0 = Date.now();
+  await page.keyboard.press("Enter");
+  return t0;
+}
+
+/** The viewer inside the (last) webview panel. */
+export function viewer(page: Page): FrameLocator {
+  return page.frameLocator("iframe.webview.ready >> nth=-1").frameLocator("#active-frame");
+}
+
+/** Mark the drawn graph as old, so `waitForGraph` waits for the next one. */
+export async function markOld(page: Page): Promise<void> {
+  const v = viewer(page);
+  if ((await v.locator("svg.ts-svg").count()) > 0) await v.locator("svg.ts-svg").evaluate((el) => el.setAttribute("data-old", "1"));
+}
+
+export async function waitForGraph(page: Page, timeout = 240_000): Promise<void> {
+  await viewer(page).locator('#torchscope[data-state="ready"] svg.ts-svg:not([data-old])').waitFor({ timeout });
+}
+
+/** `Ln N` from the status bar. */
+export async function cursorLine(page: Page): Promise<number> {
+  const text = (await page.locator('[id="status.editor.selection"]').innerText()).trim();
+  const m = /Ln (\d+)/.exec(text);
+  if (!m) throw new Error(`no line in the status bar: ${text}`);
+  return Number(m[1]);
+}
+
+export async function activeTab(page: Page): Promise<string> {
+  return (await page.locator(".editor-group-container.active .tabs-container .tab.active").first().getAttribute("aria-label")) ?? "";
+}
+
+export async function closeAll(page: Page): Promise<void> {
+  await palette(page, "View: Close All Editors");
+  await page.waitForTimeout(500);
+  // Dismiss notifications from earlier steps.
+  await page.keyboard.press("Escape");
+}
+
+export async function shot(page: Page, name: string): Promise<string> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const path = join(ARTIFACTS, `${name}.png`);
+  await page.screenshot({ path });
+  return path;
+}
+
+/** Notification toasts' text. */
+export async function notifications(page: Page): Promise<string[]> {
+  return page.locator(".notification-toast .notification-list-item-message").allInnerTexts();
+}
+
+/** Run a test step; on failure keep a screenshot and the visible messages for the report. */
+export async function step(page: Page, name: string, fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (e) {
+    await shot(page, `fail-${name}`).catch(() => undefined);
+    const msgs = await notifications(page).catch(() => []);
+    if (msgs.length) console.log(`# messages at failure: ${JSON.stringify(msgs)}`);
+    throw e;
+  }
+}
+
+/** Move the pointer off the graph so no tooltip covers a screenshot. */
+export async function pointerAway(page: Page): Promise<void> {
+  await page.mouse.move(5, 500);
+  await page.waitForTimeout(200);
+}
