@@ -128,6 +128,8 @@ export class Viewer {
       this.status(`Layout failed: ${(e as Error).message}`);
       return;
     }
+    // A big result took a while to arrive (structured clone); draw in a fresh task.
+    if (vg.nodes.length > 1000) await new Promise((r) => setTimeout(r, 0));
     if (gen !== this.generation) return;
     this.lastLayoutMs = performance.now() - t0;
     performance.mark("torchscope:layout-done");
