@@ -7,6 +7,7 @@ User code gets fd 0 from /dev/null and fd 1 pointed at stderr, so neither `input
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -15,7 +16,7 @@ import traceback
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Callable, Optional, TextIO, cast
 
 Reply = dict[str, Any]
 
@@ -77,15 +78,13 @@ def forget_project_modules(path: Path, extra_roots: Iterable[str] = ()) -> list[
     _, root = module_name_for(path)
     folders = [str(root), str(path.resolve().parent), *extra_roots]
     roots = {os.path.normcase(os.path.abspath(f)).rstrip(os.sep) + os.sep for f in folders}
-    gone = []
+    gone: list[str] = []
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
         paths = list(getattr(module, "__path__", []) or []) if file is None else [file]
         if paths and all(isinstance(p, str) and _is_project_file(p, list(roots)) for p in paths):
             del sys.modules[name]
             gone.append(name)
-    import importlib
-
     importlib.invalidate_caches()
     return gone
 
@@ -96,10 +95,12 @@ def drop_stale_caches(gone: Iterable[str]) -> None:
     from . import sites, tracer
 
     names = set(gone)
-    for cache in (getattr(tracer, "_class_infos", None), getattr(sites, "_defn_cache", None)):
+    caches: list[Any] = [getattr(tracer, "_class_infos", None), getattr(sites, "_defn_cache", None)]
+    for cache in caches:
         if isinstance(cache, dict):
-            for cls in [c for c in cache if getattr(c, "__module__", None) in names]:
-                del cache[cls]
+            table = cast(dict[Any, Any], cache)
+            for cls in [c for c in table if getattr(c, "__module__", None) in names]:
+                del table[cls]
 
 
 # -- where an error happened -----------------------------------------------------------------
@@ -121,7 +122,10 @@ def _in_construction(tb: Optional[TracebackType]) -> bool:
     """The exception came out of building the model, not out of importing the file."""
     from . import target
 
-    codes = {target._instantiate.__code__, target._construct.__code__}
+    codes = {
+        target._instantiate.__code__,  # pyright: ignore[reportPrivateUsage]
+        target._construct.__code__,  # pyright: ignore[reportPrivateUsage]
+    }
     while tb is not None:
         if tb.tb_frame.f_code in codes:
             return True
@@ -159,9 +163,10 @@ def describe_input(value: Any) -> str:
         return type(v).__name__
 
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {one(v)}" for k, v in value.items()) + "}"
+        items = cast(dict[Any, Any], value).items()
+        return "{" + ", ".join(f"{k}: {one(v)}" for k, v in items) + "}"
     if isinstance(value, (tuple, list)):
-        return "(" + ", ".join(one(v) for v in value) + ")"
+        return "(" + ", ".join(one(v) for v in cast(list[Any], value)) + ")"
     return one(value)
 
 
@@ -172,7 +177,7 @@ def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any
     """Build, pick the input, trace, write the file: the TraceResult, or raise Failure."""
     from . import target as tg
     from .inputs import NoInputError, example_input
-    from .tracer import trace_call
+    from .tracer import trace_call  # pyright: ignore[reportUnknownVariableType]
 
     started = time.monotonic()
     budget = req.get("timeout")
@@ -254,7 +259,8 @@ def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any
     remaining = None
     if budget:
         remaining = max(0.05, float(budget) - (time.monotonic() - started))
-    args, kwargs = tg.as_call(value)
+    call = tg.as_call(value)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    args, kwargs = cast("tuple[tuple[Any, ...], dict[str, Any]]", call)
     graph = trace_call(built.model, args, kwargs, time_budget=remaining, raise_errors=False)
     if graph.error is not None and graph.error.type == "TraceTimeout":
         raise Failure("timeout", f"the trace ran past {budget:g} s and was stopped")
@@ -308,9 +314,7 @@ PRELOADABLE = {
 
 
 def preload(modules: list[str]) -> list[str]:
-    import importlib
-
-    loaded = []
+    loaded: list[str] = []
     for name in modules:
         if name not in PRELOADABLE:
             continue
@@ -340,7 +344,8 @@ class Runner:
             import torch
 
             self.torch_version = str(torch.__version__)
-            from . import inputs, target, tracer  # noqa: F401 - warm: the first trace is faster
+            for name in ("inputs", "target", "tracer"):  # warm: the first trace is faster
+                importlib.import_module(f"{__package__}.{name}")
         except Exception as exc:  # ImportError, or a broken install
             self.torch_error = _one_line(exc)
 

@@ -309,7 +309,7 @@ class RunnerClient:
         if self._no_torch:
             return
         process = self._process
-        done = process.preloaded if process is not None else set()
+        done = process.preloaded if process is not None else set[str]()
         wanted = sorted(set(modules) - done - self._preloading)
         if not wanted:
             return

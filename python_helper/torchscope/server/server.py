@@ -11,9 +11,10 @@ import re
 import sys
 import tempfile
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -64,7 +65,7 @@ class Settings:
 
     @staticmethod
     def from_options(options: Any) -> Settings:
-        o = options if isinstance(options, dict) else {}
+        o: dict[str, Any] = cast(dict[str, Any], options) if isinstance(options, dict) else {}
         storage = o.get("storageDir") or os.path.join(
             tempfile.gettempdir(), f"torchscope-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
         )
@@ -72,7 +73,7 @@ class Settings:
             timeout = float(o.get("traceTimeoutSeconds", 60))
         except (TypeError, ValueError):
             timeout = 60.0
-        level = o.get("logLevel", "info")
+        level = str(o.get("logLevel", "info"))
         return Settings(
             Path(storage), timeout if timeout > 0 else 60.0, level if level in _LEVELS else "info"
         )
@@ -81,17 +82,22 @@ class Settings:
 def plain(value: Any) -> Any:
     """pygls hands custom-request params over as namedtuples: back to dicts and lists."""
     if hasattr(value, "_asdict"):
-        return {k: plain(v) for k, v in value._asdict().items()}
+        return {str(k): plain(v) for k, v in value._asdict().items()}
     if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in cast(dict[Any, Any], value).items()}
     if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
+        return [plain(v) for v in cast(list[Any], value)]
     return value
+
+
+def params_dict(params: Any) -> dict[str, Any]:
+    value = plain(params)
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 
 
 class TorchscopeServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("torchscope", __version__)
+        super().__init__("torchscope", __version__)  # pyright: ignore[reportUnknownMemberType]
         self.settings = Settings.from_options(None)
         self.runner = RunnerClient(sys.executable, log=self.log)
         self.project = targets.Project()
@@ -178,7 +184,7 @@ def code_lens(ls: TorchscopeServer, params: types.CodeLensParams) -> list[types.
     heavy = targets.library_imports(info) & PRELOADABLE
     if heavy:
         ls.runner.preload_soon(heavy)  # the first trace of this file will not wait for them
-    lenses = []
+    lenses: list[types.CodeLens] = []
     for cls in targets.module_classes(ls.project, info):
         pos = types.Position(line=cls.line, character=0)
         lenses.append(
@@ -196,11 +202,11 @@ def code_lens(ls: TorchscopeServer, params: types.CodeLensParams) -> list[types.
 
 @server.feature(TARGET_AT)
 def target_at(ls: TorchscopeServer, params: Any) -> Optional[dict[str, Any]]:
-    p = plain(params) or {}
-    info = ls.file_info(p["uri"], p.get("text"))
+    p = params_dict(params)
+    info = ls.file_info(str(p.get("uri", "")), p.get("text"))
     if info is None:
         return None
-    pos = p.get("position") or {}
+    pos: dict[str, Any] = p.get("position") or {}
     found = targets.target_at(
         ls.project, info, int(pos.get("line", 0)), int(pos.get("character", 0))
     )
@@ -209,8 +215,8 @@ def target_at(ls: TorchscopeServer, params: Any) -> Optional[dict[str, Any]]:
 
 @server.feature(TRACE)
 async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
-    p = plain(params) or {}
-    uri, target = p.get("uri"), p.get("target")
+    p = params_dict(params)
+    uri, target = str(p.get("uri") or ""), str(p.get("target") or "")
     if not uri or not target:
         raise _error("target-error", "a trace needs a document uri and a target name")
     path, text = ls.source(uri, p.get("text"))
@@ -301,7 +307,9 @@ class _Progress:
         )
         # the client may cancel through the progress too (window/workDoneProgress/cancel)
         task = asyncio.current_task()
-        future = self.ls.work_done_progress.tokens.get(self.token)
+        progress: Any = self.ls.work_done_progress
+        tokens = cast("dict[Any, Future[Any]]", progress.tokens)
+        future = tokens.get(self.token)
         if task is not None and future is not None:
             future.add_done_callback(lambda f: f.cancelled() and not self.done and task.cancel())
 
@@ -315,7 +323,8 @@ class _Progress:
             return
         self.done = True
         self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd())
-        self.ls.work_done_progress.tokens.pop(self.token, None)
+        progress: Any = self.ls.work_done_progress
+        cast("dict[Any, Any]", progress.tokens).pop(self.token, None)
 
 
 class _QuietRequestErrors(logging.Filter):

@@ -13,7 +13,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 # -- what counts as a model class outside the project ---------------------------------------
 
@@ -64,12 +64,16 @@ class FileInfo:
     path: Path
     tree: ast.Module
     text: str
-    classes: dict[str, ast.ClassDef] = field(default_factory=dict)
-    functions: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = field(default_factory=dict)
-    imports: dict[str, _Import] = field(default_factory=dict)
-    star_imports: list[_Import] = field(default_factory=list)
-    aliases: dict[str, ast.expr] = field(default_factory=dict)  # `Base = nn.Module`
-    instances: dict[str, ast.Assign] = field(default_factory=dict)  # module-level `x = call()`
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict[str, ast.ClassDef])
+    functions: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = field(
+        default_factory=dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]]
+    )
+    imports: dict[str, _Import] = field(default_factory=dict[str, _Import])
+    star_imports: list[_Import] = field(default_factory=list[_Import])
+    aliases: dict[str, ast.expr] = field(default_factory=dict[str, ast.expr])  # `Base = nn.Module`
+    instances: dict[str, ast.Assign] = field(
+        default_factory=dict[str, ast.Assign]
+    )  # module-level `x = call()`
 
 
 def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -221,9 +225,9 @@ class Project:
                 return base / "__init__.py"
         return None
 
-    def resolve(self, info: FileInfo, name: str, seen: Optional[set] = None) -> Resolved:
+    def resolve(self, info: FileInfo, name: str, seen: Optional[set[Any]] = None) -> Resolved:
         """What the dotted `name`, written in `info`'s file, refers to."""
-        seen = set() if seen is None else seen
+        seen = set[Any]() if seen is None else seen
         key = (info.path, name)
         if key in seen:
             return None
@@ -246,7 +250,7 @@ class Project:
         return self._resolve_in_module(info, imp, tail, seen)
 
     def _resolve_in_module(
-        self, info: FileInfo, imp: _Import, tail: list[str], seen: set
+        self, info: FileInfo, imp: _Import, tail: list[str], seen: set[Any]
     ) -> Resolved:
         parts = [p for p in imp.module.split(".") if p]
         roots = [imp.base] if imp.base is not None else self._search_roots(info)
@@ -271,9 +275,9 @@ class Project:
         return External(".".join(names))
 
     def is_module_class(
-        self, info: FileInfo, cls: ast.ClassDef, seen: Optional[set] = None
+        self, info: FileInfo, cls: ast.ClassDef, seen: Optional[set[Any]] = None
     ) -> bool:
-        seen = set() if seen is None else seen
+        seen = set[Any]() if seen is None else seen
         key = (info.path, cls.name)
         if key in seen:
             return False
@@ -286,7 +290,9 @@ class Project:
                 return True
         return False
 
-    def refers_to_module_class(self, info: FileInfo, name: str, seen: Optional[set] = None) -> bool:
+    def refers_to_module_class(
+        self, info: FileInfo, name: str, seen: Optional[set[Any]] = None
+    ) -> bool:
         found = self.resolve(info, name)
         if isinstance(found, External):
             return is_external_module_class(found.qualname)
@@ -318,7 +324,7 @@ class ModelClass:
 
 def module_classes(project: Project, info: FileInfo) -> list[ModelClass]:
     """`nn.Module` subclasses defined at module level, in file order."""
-    out = []
+    out: list[ModelClass] = []
     for cls in info.classes.values():
         if project.is_module_class(info, cls):
             end = cls.end_lineno or cls.lineno
@@ -503,7 +509,7 @@ def input_call(project: Project, info: FileInfo, target: str) -> Optional[str]:
     importable = set(info.imports)
     is_class = target in info.classes
     builds = is_class or target in info.functions  # `target(...)` makes a model
-    callers = set() if builds else {target}  # names that hold the model
+    callers: set[str] = set() if builds else {target}  # names that hold the model
     for node in ast.walk(info.tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and builds:
             if dotted(node.value.func) == target:
