@@ -395,20 +395,34 @@ class Runner:
 
 
 def _die_with_parent() -> None:
-    """On Linux, get SIGKILL when the server dies, so a runner stuck in user code is no orphan."""
-    if not sys.platform.startswith("linux"):
+    """Exit when the server dies, so a runner stuck in user code is no orphan: on Linux the
+    kernel sends SIGKILL (PR_SET_PDEATHSIG); on other POSIX systems a daemon thread watches for
+    the runner being re-parented. (The runner is never a debuggee: a thread is harmless here.)"""
+    expected = os.environ.get("TORCHSCOPE_SERVER_PID")
+    if not expected or os.name != "posix":
         return
-    try:
-        import ctypes
-        import signal
+    if os.getppid() != int(expected):
+        os._exit(0)  # the server is already gone
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-        expected = os.environ.get("TORCHSCOPE_SERVER_PID")
-        if expected and os.getppid() != int(expected):
-            os._exit(0)  # the server died before prctl took effect
-    except Exception:
-        pass
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+            if os.getppid() != int(expected):
+                os._exit(0)  # the server died before prctl took effect
+            return
+        except Exception:
+            pass
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == int(expected):
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="torchscope-parent-watch", daemon=True).start()
 
 
 def main() -> None:

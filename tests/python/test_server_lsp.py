@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -45,6 +46,7 @@ class Session:
         self.progress: list[tuple[Any, dict[str, Any]]] = []
         self.stderr: list[str] = []
         self.workspace = workspace
+        self.killed = False
 
         @self.client.feature(types.WINDOW_LOG_MESSAGE)
         def on_log(ls: Any, params: types.LogMessageParams) -> None:
@@ -126,6 +128,10 @@ class Session:
         self.run(poll(), timeout)
 
     def close(self) -> None:
+        if self.killed:
+            self.loop.close()
+            return
+
         async def stop() -> None:
             await self.client.shutdown_async(None)
             self.client.exit(None)
@@ -512,6 +518,26 @@ def test_shutdown_runner(lsp, workspace):
     assert pid is not None and alive(pid)
     assert lsp.request("torchscope/shutdownRunner", {}) is None
     assert not alive(pid)
+
+
+def test_a_killed_server_leaves_no_runner(lsp, workspace):
+    """Last user of the shared server: SIGKILL it while its runner loops in user code."""
+    lsp.progress.clear()
+    params = {
+        "uri": uri(workspace / "hangs.py"),
+        "target": "Spin",
+        "input": "torch.zeros(2)",
+        "workDoneToken": "orphan",
+    }
+    lsp.client.protocol.send_request("torchscope/trace", params)
+    lsp.wait_for(
+        lambda: any(v.get("message") == "Tracing" for t, v in lsp.progress if t == "orphan")
+    )
+    pid = lsp.runner_pid()
+    assert pid is not None and alive(pid)
+    os.kill(lsp.server_pid, signal.SIGKILL)
+    lsp.wait_for(lambda: not alive(pid), 10)
+    lsp.killed = True
 
 
 @pytest.fixture(scope="module")
