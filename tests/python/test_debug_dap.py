@@ -1,0 +1,332 @@
+"""The paused-debugger entry (torchscope/debug.py) through the real debugpy adapter.
+
+A minimal DAP client (dap_client.py) launches the debuggees in tests/python/debuggees/,
+stops at their `# BREAK:` lines and calls the entry with DAP `evaluate` exactly as the
+extension does (docs/debugging.md). One session per debuggee, shared by the tests of a
+section, which run in file order; each debuggee also runs once without a debugger so its
+output can be compared.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from dap_client import DEBUG_PY, DapSession, marker_lines, request_expression  # noqa: E402
+
+from torchscope import debug  # noqa: E402
+from torchscope.graph import Graph  # noqa: E402
+
+pytest.importorskip("debugpy")
+
+HERE = Path(__file__).resolve().parent
+NESTED = str(HERE / "debuggees" / "nested.py")
+TRAINER = str(HERE / "debuggees" / "trainer.py")
+PYTHON = sys.executable
+
+
+class Paused:
+    """One debug session of a debuggee, and its plain run for comparison."""
+
+    def __init__(self, session: DapSession, plain: subprocess.Popen, out: Path) -> None:
+        self.s = session
+        self.plain = plain
+        self.out = out
+        self.thread = 0
+        self.frame_id = 0
+        self.frames: list[dict[str, Any]] = []
+        self.since = 0
+
+    def stop(self, timeout: float = 90) -> dict[str, Any]:
+        """Wait for the next stop; returns the top frame."""
+        i, self.thread, self.frames = self.s.wait_stopped(self.since, timeout)
+        self.since = i + 1
+        self.frame_id = self.frames[0]["id"]
+        return self.frames[0]
+
+    def call(self, op: str, timeout: float = 120, **args: Any) -> dict[str, Any]:
+        text = self.s.evaluate(
+            request_expression({"op": op, **args}), self.frame_id, timeout=timeout
+        )
+        return json.loads(text)
+
+    def cont(self) -> None:
+        self.since = max(self.since, self.s.cont(self.thread))
+
+    def plain_output(self) -> str:
+        out, err = self.plain.communicate(timeout=120)
+        assert self.plain.returncode == 0, err
+        return out
+
+
+def _start(program: str, breakpoints: list[dict[str, Any]], tmp: Path) -> Paused:
+    plain = subprocess.Popen(
+        [PYTHON, program],
+        cwd=os.path.dirname(program),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    session = DapSession(PYTHON, log_dir=str(tmp))
+    try:
+        session.launch(program, {program: breakpoints})
+    except BaseException:
+        session.close()
+        plain.kill()
+        raise
+    return Paused(session, plain, tmp)
+
+
+def _end(p: Paused) -> None:
+    p.s.close()
+    if p.plain.poll() is None:
+        p.plain.kill()
+    p.plain.communicate()
+
+
+def _graph(path: str) -> Graph:
+    return Graph.from_wire(msgpack.unpackb(Path(path).read_bytes(), raw=False))
+
+
+def _input_shapes(g: Graph) -> list[Any]:
+    inputs = {n.id for n in g.nodes if n.kind == "input"}
+    seen: set[int] = set()
+    shapes = []
+    for e in g.edges:
+        if e.src in inputs and e.src not in seen:
+            seen.add(e.src)
+            shapes.append(e.shape)
+    return shapes
+
+
+def test_documented_expression_matches_the_entry():
+    """The expression the tests (and the extension) send is the one debug.py documents."""
+    req = {"op": "candidates"}
+    assert request_expression(req) == debug.request_expression(req, DEBUG_PY)
+
+
+# -- nested: paused inside a block's forward ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def nested(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("dap-nested")
+    block, after = marker_lines(NESTED, "block")[0], marker_lines(NESTED, "after")[0]
+    p = _start(NESTED, [{"line": block}, {"line": after}], tmp)
+    p.lines = {"block": block, "after": after}  # type: ignore[attr-defined]
+    try:
+        yield p
+    finally:
+        _end(p)
+
+
+def test_paused_in_nested_forward_traces_that_module_with_original_inputs(nested):
+    top = nested.stop()
+    assert (top["name"], top["line"]) == ("forward", nested.lines["block"])
+    # the local x was rebound: (4, 16); the call's input was (4, 8)
+    assert nested.s.evaluate("str(tuple(x.shape))", nested.frame_id) == "(4, 16)"
+
+    cands = nested.call("candidates")
+    assert cands["ok"], cands
+    first = cands["modules"][0]
+    assert (first["expr"], first["cls"], first["inputs"]) == ("self", "Block", True)
+    assert first["reason"] == "paused in its forward"
+    exprs = [m["expr"] for m in cands["modules"]]
+    assert "model" in exprs and "broken" in exprs
+    root = cands["modules"][exprs.index("model")]
+    assert root["inputs"] is True and root["params"] > first["params"]
+
+    out = nested.out / "block.msgpack"
+    reply = nested.call("trace", expr="self", out=str(out))
+    assert reply["ok"], reply
+    assert reply["path"] == str(out) and reply["size"] == out.stat().st_size
+    summary = reply["summary"]
+    assert summary["model"] == "Block" and summary["error"] is None
+    assert summary["input"].startswith("paused call (tensor [4, 8]")
+    g = _graph(reply["path"])
+    assert g.model.name == "Block"
+    assert _input_shapes(g) == [[4, 8]]
+    assert {n.path for n in g.nodes if n.kind == "module"} >= {"", "proj", "norm", "drop", "out"}
+    # the paused frame is untouched
+    assert nested.s.evaluate("str(tuple(x.shape))", nested.frame_id) == "(4, 16)"
+
+
+def test_breakpoint_in_forward_is_not_hit_during_the_trace(nested):
+    before = len(nested.s.events)
+    out = nested.out / "model.msgpack"
+    reply = nested.call("trace", expr="model", out=str(out))
+    assert reply["ok"], reply
+    assert "stopped" not in nested.s.event_names(before)
+    g = _graph(reply["path"])
+    assert _input_shapes(g) == [[4, 4]]  # Net's own call, found up the stack
+    assert g.module_call("block").name == "Block"
+    # the forward printed; the program's output did not get it
+    assert "block forward (4, 8)" in reply.get("output", "")
+    frames = nested.s.request("stackTrace", {"threadId": nested.thread, "levels": 1})["stackFrames"]
+    assert frames[0]["line"] == nested.lines["block"]
+
+
+def test_model_that_raises_gives_the_partial_graph(nested):
+    reply = nested.call("trace", expr="broken", out=str(nested.out / "broken.msgpack"))
+    assert not reply["ok"] and reply["kind"] == "needs-input", reply  # nothing in the frame fits
+
+    reply = nested.call(
+        "trace", expr="broken", input="torch.randn(2, 4)", out=str(nested.out / "broken.msgpack")
+    )
+    assert reply["ok"], reply
+    err = reply["summary"]["error"]
+    assert err["type"] == "RuntimeError"
+    assert err["file"] == NESTED
+    assert "h @ torch.ones" in Path(NESTED).read_text().splitlines()[err["line"] - 1]
+    g = _graph(reply["path"])
+    assert g.error is not None and g.nodes[g.error.node].kind == "error"
+    assert _input_shapes(g) == [[2, 4]]
+
+
+def test_errors_are_replies(nested):
+    missing = nested.call("trace", expr="no_such_name", out=str(nested.out / "x.msgpack"))
+    assert (missing["ok"], missing["kind"]) == (False, "target-error")
+    assert "NameError" in missing["error"]
+    not_module = nested.call("trace", expr="torch", out=str(nested.out / "x.msgpack"))
+    assert (not_module["ok"], not_module["kind"]) == (False, "target-error")
+    bad_input = nested.call("trace", expr="self", input="1/0", out=str(nested.out / "x.msgpack"))
+    assert (bad_input["ok"], bad_input["kind"]) == (False, "needs-input")
+    bad_op = json.loads(
+        nested.s.evaluate(request_expression({"op": "nope"}), nested.frame_id, context="repl")
+    )
+    assert bad_op["ok"] is False
+    assert not (nested.out / "x.msgpack").exists()
+
+
+def test_trace_next_call(nested):
+    out = nested.out / "next.msgpack"
+    armed = nested.call("trace_next_call", expr="model", out=str(out))
+    assert armed == {"ok": True, "armed": True, "path": str(out), "model": "Net"}
+    assert nested.call("poll", out=str(out)) == {"ok": True, "done": False, "armed": True}
+
+    nested.cont()
+    # the next stop is the REAL second call in Block.forward: the hook's trace, which ran
+    # first, hit no breakpoint, and its file is already there
+    top = nested.stop()
+    assert top["line"] == nested.lines["block"]
+    assert out.exists()
+    result = nested.call("poll", out=str(out))
+    assert result["ok"] and result["done"], result
+    assert result["summary"]["input"] == "next call (tensor [4, 4] float32)"
+    g = _graph(str(out))
+    assert g.model.name == "Net" and _input_shapes(g) == [[4, 4]]
+    assert nested.call("disarm", out=str(out)) == {"ok": True, "disarmed": False}
+
+    nested.cont()
+    top = nested.stop()
+    assert top["line"] == nested.lines["after"]  # one stop per real call, none from the trace
+
+
+def test_program_output_is_as_without_a_debugger(nested):
+    nested.cont()
+    nested.s.wait_end(nested.since, timeout=60)
+    assert nested.s.output("stdout") == nested.plain_output()
+
+
+# -- trainer: paused in a training loop; a graph over 20 MB ------------------------------
+
+
+@pytest.fixture(scope="module")
+def trainer(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("dap-trainer")
+    step = marker_lines(TRAINER, "step")[0]
+    p = _start(TRAINER, [{"line": step, "condition": "step == 0"}], tmp)
+    try:
+        yield p
+    finally:
+        _end(p)
+
+
+def test_training_loop_finds_the_model_through_self(trainer):
+    top = trainer.stop()
+    assert top["name"] == "fit"
+    cands = trainer.call("candidates")
+    assert cands["ok"], cands
+    first = cands["modules"][0]
+    assert (first["expr"], first["cls"], first["reason"]) == (
+        "self.model",
+        "MLP",
+        "attribute of self",
+    )
+    assert first["inputs"] and first["input"].startswith("from the frame: inputs")
+    assert [m["expr"] for m in cands["modules"]][:2] == ["self.model", "deep"]
+
+    reply = trainer.call("trace", expr="self.model", out=str(trainer.out / "mlp.msgpack"))
+    assert reply["ok"], reply
+    assert reply["summary"]["input"] == "from the frame: inputs (tensor [8, 64] float32)"
+    assert _input_shapes(_graph(reply["path"])) == [[8, 64]]
+
+
+def test_graph_over_20_mb_arrives_through_the_file(trainer):
+    out = trainer.out / "deep.msgpack"
+    reply = trainer.call("trace", expr="deep", input="torch.randn(2, 4)", out=str(out), timeout=240)
+    assert reply["ok"], reply
+    assert reply["size"] > 20_000_000 and len(json.dumps(reply)) < 2000
+    g = _graph(reply["path"])
+    assert sum(1 for n in g.nodes if n.kind == "module") == 3000 * 2 + 1
+    # the session is alive and the entry kept nothing
+    alive = trainer.s.evaluate(
+        "len([o for o in __import__('gc').get_objects() if type(o).__name__ in ('Node', 'Graph')"
+        " and 'torchscope' in type(o).__module__])",
+        trainer.frame_id,
+    )
+    assert alive == "0"
+
+    # remote attach: the same bytes in chunks of at most 4 MiB
+    digest, offset = hashlib.sha256(), 0
+    while True:
+        chunk = trainer.call("read_chunk", path=str(out), offset=offset, size=8 * 1024 * 1024)
+        assert chunk["ok"] and chunk["size"] <= 4 * 1024 * 1024, {
+            k: chunk[k] for k in chunk if k != "data"
+        }
+        digest.update(base64.b64decode(chunk["data"]))
+        offset += chunk["size"]
+        if chunk["eof"]:
+            break
+    assert offset == reply["size"]
+    assert digest.hexdigest() == hashlib.sha256(out.read_bytes()).hexdigest()
+    assert trainer.call("remove", path=str(out)) == {"ok": True, "removed": True}
+
+
+def test_cancel_file_and_time_budget(trainer):
+    cancel = trainer.out / "cancel"
+    cancel.write_text("")
+    reply = trainer.call(
+        "trace",
+        expr="deep",
+        input="torch.randn(2, 4)",
+        out=str(trainer.out / "c.msgpack"),
+        cancelFile=str(cancel),
+    )
+    assert (reply["ok"], reply["kind"]) == (False, "cancelled")
+    reply = trainer.call(
+        "trace",
+        expr="deep",
+        input="torch.randn(2, 4)",
+        out=str(trainer.out / "t.msgpack"),
+        timeBudget=0.05,
+    )
+    assert (reply["ok"], reply["kind"]) == (False, "timeout")
+    assert not (trainer.out / "c.msgpack").exists() and not (trainer.out / "t.msgpack").exists()
+
+
+def test_training_goes_on_as_without_a_debugger(trainer):
+    trainer.cont()
+    trainer.s.wait_end(trainer.since, timeout=60)
+    assert trainer.s.output("stdout") == trainer.plain_output()
