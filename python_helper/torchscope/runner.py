@@ -7,6 +7,7 @@ User code gets fd 0 from /dev/null and fd 1 pointed at stderr, so neither `input
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -14,6 +15,7 @@ import sys
 import time
 import traceback
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable, Optional, TextIO, cast
@@ -70,19 +72,67 @@ def _is_project_file(file: str, roots: list[str]) -> bool:
     return any(file.startswith(r) for r in roots)
 
 
-def forget_project_modules(path: Path, extra_roots: Iterable[str] = ()) -> list[str]:
-    """Remove from sys.modules every module loaded from the user's project (the file's folder,
-    its package tree's root, the workspace folders), so the next import reads the files again."""
+def project_roots(path: Path, extra_roots: Iterable[str] = ()) -> list[str]:
+    """The user's project folders: the file's folder, its package tree's root, the workspace."""
     from .target import module_name_for
 
     _, root = module_name_for(path)
     folders = [str(root), str(path.resolve().parent), *extra_roots]
-    roots = {os.path.normcase(os.path.abspath(f)).rstrip(os.sep) + os.sep for f in folders}
-    gone: list[str] = []
+    return sorted({os.path.normcase(os.path.abspath(f)).rstrip(os.sep) + os.sep for f in folders})
+
+
+def _module_paths() -> list[tuple[str, list[str]]]:
+    out: list[tuple[str, list[str]]] = []
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
-        paths = list(getattr(module, "__path__", []) or []) if file is None else [file]
-        if paths and all(isinstance(p, str) and _is_project_file(p, list(roots)) for p in paths):
+        paths: Any = list(getattr(module, "__path__", []) or []) if file is None else [file]
+        out.append((name, [p for p in paths if isinstance(p, str)]))
+    return out
+
+
+def project_files(roots: list[str]) -> dict[str, tuple[int, int]]:
+    """The project's imported files with their (mtime_ns, size): what a reused build depends on."""
+    files: dict[str, tuple[int, int]] = {}
+    for _, paths in _module_paths():
+        for p in paths:
+            if _is_project_file(p, roots) and os.path.isfile(p):
+                st = os.stat(p)
+                files[p] = (st.st_mtime_ns, st.st_size)
+    return files
+
+
+def _unchanged(files: dict[str, tuple[int, int]]) -> bool:
+    for p, sig in files.items():
+        try:
+            st = os.stat(p)
+        except OSError:
+            return False
+        if (st.st_mtime_ns, st.st_size) != sig:
+            return False
+    return True
+
+
+@dataclass
+class _LastBuild:
+    """The previous request's model, reused while its text and its project files are the same
+    (a re-trace with another input does not import and build again)."""
+
+    key: tuple[Any, ...]
+    built: Any
+    files: dict[str, tuple[int, int]]
+
+
+_last: Optional[_LastBuild] = None
+
+
+def forget_project_modules(path: Path, extra_roots: Iterable[str] = ()) -> list[str]:
+    """Remove from sys.modules every module loaded from the user's project (the file's folder,
+    its package tree's root, the workspace folders), so the next import reads the files again."""
+
+    roots = project_roots(path, extra_roots)
+    gone: list[str] = []
+    for name, paths in _module_paths():
+        if paths and all(_is_project_file(p, roots) for p in paths):
             del sys.modules[name]
             gone.append(name)
     importlib.invalidate_caches()
@@ -174,27 +224,48 @@ def describe_input(value: Any) -> str:
 
 
 def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
-    """Build, pick the input, trace, write the file: the TraceResult, or raise Failure."""
-    from . import target as tg
-    from .inputs import NoInputError, example_input
-    from .tracer import trace_call  # pyright: ignore[reportUnknownVariableType]
-
+    """Build (or reuse the last build), pick the input, trace, write the file: the TraceResult,
+    or raise Failure."""
     started = time.monotonic()
-    budget = req.get("timeout")
     path = Path(req["file"]).resolve()
     name = req["target"]
     device = req.get("device") or "cpu"
-    out = Path(req["out"])
     if device not in ("cpu", "meta"):
         raise Failure("target-error", f"unknown device {device!r}: use cpu or meta")
 
-    progress("Importing")
-    drop_stale_caches(forget_project_modules(path, req.get("roots") or ()))
+    global _last
+    text = req.get("text")
+    digest = (
+        hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        if text is not None
+        else None
+    )
+    key = (str(path), digest, name, req.get("ctorArgs"), device)
+    roots = project_roots(path, req.get("roots") or ())
+    if _last is not None and _last.key == key and _unchanged(_last.files):
+        built = _last.built
+    else:
+        _last = None  # free the old model before building the next
+        progress("Importing")
+        built = _build(path, name, device, text, req.get("ctorArgs"), roots)
+        _last = _LastBuild(key, built, project_files(roots))
+    return _trace_built(req, built, started, progress)
+
+
+def _build(
+    path: Path,
+    name: str,
+    device: str,
+    text: Optional[str],
+    ctor_args: Optional[str],
+    roots: list[str],
+) -> Any:
+    from . import target as tg
+
+    drop_stale_caches(forget_project_modules(path, roots))
     old_argv, old_cwd = sys.argv, os.getcwd()
     try:
-        built = tg.build(
-            f"{path}:{name}", device, source=req.get("text"), ctor_args=req.get("ctorArgs")
-        )
+        return tg.build(f"{path}:{name}", device, source=text, ctor_args=ctor_args)
     except tg.NeedsConstructorArgs as exc:
         raise Failure("target-error", str(exc), needsCtorArgs=True) from exc
     except tg.TargetError as exc:
@@ -218,6 +289,20 @@ def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any
             os.chdir(old_cwd)
         except OSError:
             pass
+
+
+def _trace_built(
+    req: dict[str, Any], built: Any, started: float, progress: Callable[[str], None]
+) -> dict[str, Any]:
+    from . import target as tg
+    from .inputs import NoInputError, example_input
+    from .tracer import trace_call  # pyright: ignore[reportUnknownVariableType]
+
+    budget = req.get("timeout")
+    path = Path(req["file"]).resolve()
+    name = req["target"]
+    device = req.get("device") or "cpu"
+    out = Path(req["out"])
 
     progress("Building input")
     expr = req.get("input")

@@ -183,6 +183,21 @@ def test_unsaved_text_and_reimport(runner, tmp_path):
     assert third["result"]["summary"]["params"] == 4 * 2 + 2
 
 
+def test_same_text_reuses_the_build(runner, tmp_path):
+    path = write(tmp_path, "reuse.py", MLP)
+    text = path.read_text()
+    ask = dict(op="trace", file=str(path), target="Net", out=str(tmp_path / "g.msgpack"), text=text)
+    assert runner.ask(**ask, input="torch.randn(2, 64)")["ok"]
+    assert runner.progress[0] == "Importing"
+    # another input, same text: no import, no build
+    assert runner.ask(**ask, input="torch.randn(5, 64)")["ok"]
+    assert runner.progress == ["Building input", "Tracing"]
+    # edited text: import and build again
+    edited = text.replace("nn.Linear(64, 8)", "nn.Linear(64, 9)")
+    reply = runner.ask(**{**ask, "text": edited}, input="torch.randn(5, 64)")
+    assert runner.progress[0] == "Importing" and reply["result"]["summary"]["params"] == 64 * 9 + 9
+
+
 def test_workspace_roots_are_reimported(runner, tmp_path):
     """A project file outside the target's folder (here on sys.path by hand) is read again when
     it lies under one of the request's `roots` (the workspace folders)."""
@@ -234,6 +249,7 @@ def test_old_imports_are_freed(tmp_path):
     req = {"file": str(path), "target": "model", "out": str(tmp_path / "g.msgpack")}
     r.trace(req, lambda stage: None)
     first = weakref.ref(sys.modules["held"].model)
+    path.write_text(path.read_text() + "# edited: imported again\n")
     r.trace(req, lambda stage: None)
     gc.collect()
     assert first() is None

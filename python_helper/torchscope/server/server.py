@@ -133,7 +133,7 @@ class TorchscopeServer(LanguageServer):
         return self.project.load(path, text)
 
     def graph_path(self, target: str) -> Path:
-        folder = self.settings.storage_dir / "graphs"
+        folder = self.settings.storage_dir
         folder.mkdir(parents=True, exist_ok=True)
         old = sorted(folder.glob("*.msgpack"), key=lambda p: p.stat().st_mtime)
         for stale in old[: max(0, len(old) - KEEP_GRAPH_FILES + 1)]:
