@@ -346,7 +346,13 @@ def _trace_built(
         remaining = max(0.05, float(budget) - (time.monotonic() - started))
     call = tg.as_call(value)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     args, kwargs = cast("tuple[tuple[Any, ...], dict[str, Any]]", call)
-    graph = trace_call(built.model, args, kwargs, time_budget=remaining, raise_errors=False)
+    try:
+        graph = trace_call(built.model, args, kwargs, time_budget=remaining, raise_errors=False)
+    except (SystemExit, KeyboardInterrupt) as exc:  # the tracer keeps only Exceptions
+        what = f"sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else type(exc).__name__
+        raise Failure(
+            "runner-crashed", f"the model's forward called {what}", _user_traceback(exc)
+        ) from exc
     if graph.error is not None and graph.error.type == "TraceTimeout":
         raise Failure("timeout", f"the trace ran past {budget:g} s and was stopped")
 
@@ -355,7 +361,6 @@ def _trace_built(
     tmp = out.with_name(out.name + ".part")
     tmp.write_bytes(data)
     os.replace(tmp, out)
-    wire = graph.to_wire()
     error = None
     if graph.error is not None:
         file, line = error_location(graph, path)
@@ -373,8 +378,8 @@ def _trace_built(
             "qualname": graph.model.qualname,
             "nodes": len(graph.nodes),
             "edges": len(graph.edges),
-            "ops": wire["stats"]["ops"],
-            "modules": wire["stats"]["modules"],
+            "ops": sum(1 for n in graph.nodes if n.kind == "op"),
+            "modules": sum(1 for n in graph.nodes if n.kind == "module"),
             "params": graph.model.params,
             "trace_ms": round(graph.trace_ms, 3),
             "input": described,

@@ -317,6 +317,25 @@ def test_sys_exit_at_import_keeps_the_runner(runner, tmp_path):
     assert runner.ask(op="ping")["ok"]
 
 
+def test_sys_exit_in_forward(runner, tmp_path):
+    path = write(
+        tmp_path,
+        "quits.py",
+        """
+        import sys
+        from torch import nn
+        class Quits(nn.Module):
+            def forward(self, x):
+                sys.exit(4)
+    """,
+    )
+    out = str(tmp_path / "g.msgpack")
+    reply = runner.ask(op="trace", file=str(path), target="Quits", out=out, input="torch.ones(1)")
+    assert reply["kind"] == "runner-crashed" and "sys.exit(4)" in reply["message"]
+    assert "quits.py" in reply["details"]
+    assert runner.ask(op="ping")["ok"]
+
+
 def test_target_errors(runner, tmp_path):
     path = write(
         tmp_path,
