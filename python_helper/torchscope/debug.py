@@ -852,6 +852,15 @@ _RESULTS: dict[str, dict[str, Any]] = {}
 _ACTIVE = [False]  # a hook-started trace is running: no nested one
 
 
+def _inside_evaluate(frame: Optional[types.FrameType]) -> bool:
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "evaluate_expression" and _is_debugger_file(code.co_filename):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _debugger_tracing_off() -> Callable[[], None]:
     """Stop the debugger tracing this thread (breakpoints in the traced forward would stop it
     mid-trace); returns the function that turns it back on. Used when a hook fires while the
@@ -861,6 +870,8 @@ def _debugger_tracing_off() -> Callable[[], None]:
         return lambda: None
     if sys.version_info < (3, 12) and sys.gettrace() is None:
         return lambda: None  # not traced now (inside an evaluate, or no client)
+    if _inside_evaluate(sys._getframe(1)):
+        return lambda: None  # the module ran from an evaluate: tracing is off and must stay off
     try:
         if not dbg.is_client_connected():
             return lambda: None

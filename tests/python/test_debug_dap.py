@@ -13,6 +13,7 @@ import base64
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -110,6 +111,79 @@ def _input_shapes(g: Graph) -> list[Any]:
     return shapes
 
 
+PROGRAM = """
+import importlib.machinery, json, sys
+
+class NoSitePackages:  # neither torchscope nor msgpack from the environment
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name.split(".")[0] not in ("torchscope", "msgpack"):
+            return None
+        search = [p for p in (path or sys.path)
+                  if "site-packages" not in p and "python_helper" not in p]
+        spec = importlib.machinery.PathFinder.find_spec(name, search)
+        if spec is None:
+            raise ModuleNotFoundError(name)
+        return spec
+
+sys.meta_path.insert(0, NoSitePackages)
+import torch
+from torch import nn
+
+def main():
+    model = nn.Sequential(nn.Linear(3, 5), nn.ReLU())
+    x = torch.randn(2, 3)
+    before = list(sys.path)
+    entry = eval(sys.argv[1])
+    request = {"op": "trace", "expr": "model", "out": sys.argv[2]}
+    reply = json.loads(entry.handle(json.dumps(request)))
+    print(json.dumps({
+        "reply": reply,
+        "msgpack": sys.modules["msgpack"].__file__,
+        "torchscope": "torchscope" in sys.modules,
+        "path": sys.path == before,
+    }))
+
+main()
+"""
+
+
+def test_loads_by_path_without_torchscope_or_msgpack_installed(tmp_path):
+    """The extension's layout (bundled/tool/torchscope, bundled/libs/msgpack) in a program
+    that can import neither: the loader expression still works and msgpack comes from libs."""
+    tool = tmp_path / "bundled" / "tool" / "torchscope"
+    shutil.copytree(
+        Path(DEBUG_PY).parent,
+        tool,
+        ignore=shutil.ignore_patterns("__pycache__", "static", "server"),
+    )
+    shutil.copytree(
+        Path(msgpack.__file__).parent,
+        tmp_path / "bundled" / "libs" / "msgpack",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    program = tmp_path / "prog.py"
+    program.write_text(PROGRAM)
+    out = tmp_path / "g.msgpack"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    loader = debug.loader_expression(str(tool / "debug.py"))
+    run = subprocess.run(
+        [PYTHON, str(program), loader, str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["reply"]["ok"], result
+    assert result["reply"]["summary"]["input"] == "from the frame: x (tensor [2, 3] float32)"
+    assert result["msgpack"].startswith(str(tmp_path / "bundled" / "libs"))
+    assert result["torchscope"] is False and result["path"] is True
+    assert _input_shapes(_graph(str(out))) == [[2, 3]]
+
+
 def test_documented_expression_matches_the_entry():
     """The expression the tests (and the extension) send is the one debug.py documents."""
     req = {"op": "candidates"}
@@ -175,6 +249,24 @@ def test_breakpoint_in_forward_is_not_hit_during_the_trace(nested):
     assert "block forward (4, 8)" in reply.get("output", "")
     frames = nested.s.request("stackTrace", {"threadId": nested.thread, "levels": 1})["stackFrames"]
     assert frames[0]["line"] == nested.lines["block"]
+
+
+def test_a_caller_frame_selected_and_nothing_imported_by_name(nested):
+    """Selecting Net.forward's frame in the call stack: its module comes first. The entry
+    imported its package under private names, not as `torchscope`."""
+    outer = nested.frames[1]
+    assert outer["name"] == "forward"
+    text = nested.s.evaluate(request_expression({"op": "candidates"}), outer["id"], context="repl")
+    cands = json.loads(text)
+    assert cands["modules"][0]["cls"] == "Net" and cands["modules"][0]["expr"] == "self"
+    names = json.loads(
+        nested.s.evaluate(
+            "__import__('json').dumps(sorted(k for k in __import__('sys').modules"
+            " if 'torchscope' in k and not k.startswith('_torchscope_debug_pkg.')))",
+            nested.frame_id,
+        )
+    )
+    assert names == ["_torchscope_debug", "_torchscope_debug_pkg"]
 
 
 def test_model_that_raises_gives_the_partial_graph(nested):
