@@ -180,6 +180,17 @@ export class Commands {
   /** Trace `target` in `doc` (asking for inputs as needed) and show the graph. */
   async trace(doc: vscode.TextDocument, target: string, opts: TraceOptions = {}): Promise<TraceResult | undefined> {
     const uri = doc.uri.toString();
+    // Open a new panel right away: the viewer boots while the model is traced.
+    const opened = opts.quiet || GraphPanel.find(uri, target)
+      ? undefined
+      : GraphPanel.createOrShow(this.viewerDir, { uri, target, title: panelTitle(null, target) }, this.events);
+    const result = await this.traceLoop(doc, target, opts);
+    if (!result) opened?.dispose();
+    return result;
+  }
+
+  private async traceLoop(doc: vscode.TextDocument, target: string, opts: TraceOptions): Promise<TraceResult | undefined> {
+    const uri = doc.uri.toString();
     for (let attempt = 0; attempt < 4; attempt++) {
       const answers = this.answers.get(uri, target);
       const t0 = Date.now();

@@ -21,7 +21,7 @@ export function nonce(): string {
 }
 
 /** The webview page: the viewer bundle with a strict CSP (Graphviz WASM needs 'wasm-unsafe-eval'). */
-export function panelHtml(opts: { cspSource: string; scriptUri: string; styleUri: string; nonce: string; title: string }): string {
+export function panelHtml(opts: { cspSource: string; scriptUri: string; styleUri: string; nonce: string; title: string; waiting?: string }): string {
   const csp = [
     "default-src 'none'",
     `script-src 'nonce-${opts.nonce}' 'wasm-unsafe-eval'`,
@@ -44,7 +44,7 @@ export function panelHtml(opts: { cspSource: string; scriptUri: string; styleUri
 <title>${esc(opts.title)}</title>
 </head>
 <body>
-<div id="torchscope"></div>
+<div id="torchscope"><p>${esc(opts.waiting ?? "")}</p></div>
 <script nonce="${opts.nonce}" src="${esc(opts.scriptUri)}"></script>
 </body>
 </html>
@@ -182,6 +182,8 @@ export class GraphPanel {
       styleUri: w.asWebviewUri(vscode.Uri.joinPath(this.viewerDir, "viewer.css")).toString(),
       nonce: nonce(),
       title: this.origin.title,
+      // Shown until the first graph arrives (the viewer replaces it).
+      waiting: `Tracing ${this.origin.target}…`,
     });
   }
 

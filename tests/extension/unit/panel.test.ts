@@ -166,6 +166,7 @@ describe("visualize command", () => {
     const { cmds, sent } = setup([() => result]);
     const r = await cmds.visualize();
     assert.equal(r, result);
+    assert.equal(vs.panels.length, 1, "one panel, opened before the trace and reused");
     assert.deepEqual(sent, [{ uri: doc.uri.toString(), text: doc.getText(), target: "Net" }]);
     assert.equal(vs.panels[0]!.title, "Forward pass: Net");
     const progress = vs.calls.find((c) => c.api === "withProgress")!.args[0] as { cancellable: boolean; location: number };
@@ -196,12 +197,14 @@ describe("visualize command", () => {
     vs.answers.push(undefined);
     assert.equal(await cmds.visualize(), undefined);
     assert.equal(sent.length, 1);
-    assert.equal(vs.panels.length, 0);
+    assert.equal(GraphPanel.all().length, 0, "the panel opened for the trace is closed again");
+    assert.ok(vs.panels.every((p) => p.disposed));
   });
 
   it("offers a way to another interpreter when torch is missing", async () => {
     const { cmds } = setup([fail("no-torch", { details: "/usr/bin/python3" })]);
     await cmds.visualize();
+    assert.equal(GraphPanel.all().length, 0);
     const msg = vs.calls.find((c) => c.api === "showErrorMessage")!;
     assert.match(String(msg.args[0]), /no-torch happened/);
     assert.ok(msg.args.includes("Set torchscope.pythonPath"));
