@@ -9,16 +9,46 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import {
-  ARTIFACTS, activeTab, cleanup, closeAll, contextMenu, cursorLine, launch, markOld, notifications, openFile,
+  ARTIFACTS, activeTab, cleanup, lastTrace, closeAll, contextMenu, cursorLine, launch, markOld, notifications, openFile,
   openWorkbench, palette, pointerAway, shot, startCodeServer, step, viewer, waitForGraph, type CodeServer,
 } from "./harness";
 
-const timings: Record<string, number> = {};
-function timed(name: string, t0: number): number {
-  const ms = Date.now() - t0;
-  timings[name] = ms;
-  console.log(`# timing ${name}: ${ms} ms`);
-  return ms;
+interface Timing {
+  /** From the click (menu item, lens, button) to the graph drawn in the panel. */
+  total_ms: number;
+  /** The trace request as the extension saw it, and the tracer's own time in it. */
+  request_ms?: number;
+  trace_ms?: number;
+  /** In the viewer: from the click to the start of the layout, and the layout and drawing. */
+  to_layout_ms?: number;
+  layout_and_draw_ms?: number;
+}
+const timings: Record<string, Timing> = {};
+
+/** Epoch times of the viewer's last performance marks (same clock as Date.now() on this machine). */
+async function viewerMarks(p: Page): Promise<{ layoutStart: number | null; drawn: number | null }> {
+  return viewer(p).locator("#torchscope").evaluate(() => {
+    const at = (n: string): number | null => {
+      const e = performance.getEntriesByName(n);
+      return e.length ? performance.timeOrigin + e[e.length - 1]!.startTime : null;
+    };
+    return { layoutStart: at("torchscope:layout-start"), drawn: at("torchscope:drawn") };
+  });
+}
+
+async function timed(name: string, t0: number): Promise<number> {
+  const total = Date.now() - t0;
+  const t: Timing = { total_ms: total, ...(cs ? lastTrace(cs) : {}) };
+  const m = await viewerMarks(page).catch(() => ({ layoutStart: null, drawn: null }));
+  if (m.layoutStart && m.drawn) {
+    t.to_layout_ms = Math.round(m.layoutStart - t0);
+    t.layout_and_draw_ms = Math.round(m.drawn - m.layoutStart);
+  }
+  timings[name] = t;
+  const parts = t.request_ms !== undefined ? ` (request ${t.request_ms} ms, of which tracing ${t.trace_ms} ms)` : "";
+  const view = t.to_layout_ms !== undefined ? ` [click→layout ${t.to_layout_ms} ms, layout+draw ${t.layout_and_draw_ms} ms]` : "";
+  console.log(`# timing ${name}: ${total} ms${parts}${view}`);
+  return total;
 }
 
 let browser: Browser;
@@ -35,7 +65,8 @@ after(async () => {
   await browser?.close();
   cleanup(cs, "torchscope-main");
   mkdirSync(ARTIFACTS, { recursive: true });
-  writeFileSync(join(ARTIFACTS, "timings.json"), JSON.stringify({ when: new Date().toISOString(), ms: timings }, null, 2) + "\n");
+  const load = (await import("node:os")).loadavg().map((x) => Math.round(x * 100) / 100);
+  writeFileSync(join(ARTIFACTS, "timings.json"), JSON.stringify({ when: new Date().toISOString(), loadavg: load, timings }, null, 2) + "\n");
 });
 
 describe("torchscope in VS Code", { timeout: 600_000 }, () => {
@@ -45,14 +76,14 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
     await openFile(page, "gpt2_factory.py");
     let t0 = await contextMenu(page, "model = GPT2Model", "Visualize forward pass");
     await waitForGraph(page);
-    timed("gpt2_cold_rightclick_to_drawn", t0);
+    await timed("gpt2_cold_rightclick_to_drawn", t0);
     assert.match(await page.locator(".tabs-container .tab", { hasText: "Forward pass: GPT2Model" }).first().innerText(), /Forward pass: GPT2Model/);
     await shot(page, "01-gpt2-panel");
 
     await markOld(page);
     t0 = await contextMenu(page, "model = GPT2Model", "Visualize forward pass");
     await waitForGraph(page);
-    timed("gpt2_warm_rightclick_to_drawn", t0);
+    await timed("gpt2_warm_rightclick_to_drawn", t0);
     assert.equal(await page.locator(".tabs-container .tab", { hasText: "Forward pass:" }).count(), 1, "the same target reuses its panel");
   }));
 
@@ -61,7 +92,7 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
     await openFile(page, "mlp.py");
     const t0 = await contextMenu(page, "def forward", "Visualize forward pass");
     await waitForGraph(page);
-    timed("mlp_warm_rightclick_to_drawn", t0);
+    await timed("mlp_warm_rightclick_to_drawn", t0);
     const v = viewer(page);
     assert.equal(await v.locator(".ts-model").innerText(), "MLP");
 
@@ -97,7 +128,7 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
     const t1 = Date.now();
     await page.locator('.editor-actions .action-label[aria-label^="Re-trace forward pass"]').first().click();
     await waitForGraph(page);
-    timed("mlp_retrace_button_to_drawn", t1);
+    await timed("mlp_retrace_button_to_drawn", t1);
   }));
 
   it("from the command palette", () => step(page, "palette", async () => {
@@ -106,7 +137,7 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
     await page.locator(".editor-group-container.active .monaco-editor .view-line", { hasText: "def build" }).first().click();
     const t0 = await palette(page, "torchscope: Visualize forward pass");
     await waitForGraph(page);
-    timed("convnet_palette_to_drawn", t0);
+    await timed("convnet_palette_to_drawn", t0);
     await shot(page, "04-palette-convnet");
   }));
 
@@ -118,7 +149,7 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
     const t0 = Date.now();
     await lens.click();
     await waitForGraph(page);
-    timed("broken_codelens_to_drawn", t0);
+    await timed("broken_codelens_to_drawn", t0);
     const banner = viewer(page).locator(".ts-banner");
     await banner.waitFor({ state: "visible", timeout: 10_000 });
     assert.match(await banner.innerText(), /RuntimeError|Error/);

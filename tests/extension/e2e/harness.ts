@@ -3,7 +3,7 @@
 // See shared/notes/vscode-e2e.md for why this setup and its traps.
 import { chromium, type Browser, type FrameLocator, type Page } from "playwright-core";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -117,16 +117,29 @@ export async function startCodeServer(opts: { settings?: Record<string, unknown>
   };
 }
 
+function findLog(cs: CodeServer): string | undefined {
+  const logs = join(cs.base, "user-data", "logs");
+  if (!existsSync(logs)) return undefined;
+  const found = (readdirSync(logs, { recursive: true }) as string[]).filter((f) => f.endsWith(join("torchscope.torchscope", "torchscope.log")));
+  return found.length ? join(logs, found[0]!) : undefined;
+}
+
+/** From the extension's log: the last trace's time in the tracer and for the whole request. */
+export function lastTrace(cs: CodeServer): { trace_ms: number; request_ms: number } | undefined {
+  const f = findLog(cs);
+  if (!f) return undefined;
+  const lines = readFileSync(f, "utf8").split("\n").filter((l) => l.includes("] traced "));
+  const m = /in (\d+(?:\.\d+)?) ms \(request (\d+) ms\)/.exec(lines.at(-1) ?? "");
+  return m ? { trace_ms: Math.round(Number(m[1])), request_ms: Number(m[2]) } : undefined;
+}
+
 /** Keep the extension's output channel (the torchscope log) as an artifact. */
 export function saveLog(cs: CodeServer, name: string): string | undefined {
-  const logs = join(cs.base, "user-data", "logs");
-  const found = existsSync(logs)
-    ? (readdirSync(logs, { recursive: true }) as string[]).filter((f) => f.endsWith(join("torchscope.torchscope", "torchscope.log")))
-    : [];
-  if (!found.length) return undefined;
+  const f = findLog(cs);
+  if (!f) return undefined;
   mkdirSync(ARTIFACTS, { recursive: true });
   const out = join(ARTIFACTS, `${name}.log`);
-  copyFileSync(join(logs, found[0]!), out);
+  copyFileSync(f, out);
   return out;
 }
 
@@ -181,8 +194,14 @@ export async function contextMenu(page: Page, text: string, item: string, timeou
       await entry.waitFor({ timeout: 2500 });
       const t0 = Date.now();
       await entry.click();
-      // Right after start-up the menu can re-render under the click and stay open: retry.
-      await entry.waitFor({ state: "detached", timeout: 2000 });
+      // Right after start-up the menu can ignore the click and stay open: use the keyboard.
+      try {
+        await entry.waitFor({ state: "detached", timeout: 1500 });
+      } catch {
+        await entry.focus();
+        await page.keyboard.press("Enter");
+        await entry.waitFor({ state: "detached", timeout: 1500 });
+      }
       return t0;
     } catch (e) {
       if (Date.now() > end) throw e;
