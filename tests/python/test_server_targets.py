@@ -63,7 +63,9 @@ def test_direct_and_aliased_bases(tmp_path):
         class J(L.LightningModule): pass
         class K(A): pass           # a model class of the same file
         class Later(Defined): pass  # defined below: still a model
+        class Typed(Generic2[int]): pass
         class Defined(nn.Linear): pass
+        class Generic2(nn.Module, Generic[T]): pass
         class Config(PretrainedConfig): pass
         class Plain: pass
         class Param(nn.Parameter): pass
@@ -73,7 +75,7 @@ def test_direct_and_aliased_bases(tmp_path):
             class Inner(nn.Module): pass  # not at module level
     """,
     )
-    assert classes(path) == list("ABCDEFGHIJK") + ["Later", "Defined"]
+    assert classes(path) == list("ABCDEFGHIJK") + ["Later", "Typed", "Defined", "Generic2"]
 
 
 def test_bases_from_other_project_files(tmp_path):

@@ -283,6 +283,8 @@ class Project:
             return False
         seen.add(key)
         for base in cls.bases:
+            if isinstance(base, ast.Subscript):  # `Base[T]`: a generic model class
+                base = base.value
             name = dotted(base)
             if name is None:
                 continue
