@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import gc
 import importlib
 import importlib.util
@@ -692,6 +693,44 @@ def _error_location(graph: Any) -> tuple[Optional[str], Optional[int]]:
     return None, None
 
 
+def _private_copy(model: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict, bool]:
+    """A deep copy of the call arguments for the trace, sharing the model's own modules,
+    parameters and buffers: a forward that writes into its inputs (`x.mul_(2)`, a
+    transformers cache it appends to, a list it logs into) must not change the live ones."""
+    memo: dict[int, Any] = {}
+    try:
+        for m in model.modules():
+            memo[id(m)] = m
+        for t in model.parameters():
+            memo[id(t)] = t
+        for t in model.buffers():
+            memo[id(t)] = t
+        _seed_tensors((args, kwargs), memo, 0)  # autograd's non-leaf tensors refuse deepcopy
+        copied = copy.deepcopy((args, kwargs), memo)
+        return copied[0], copied[1], True
+    except Exception:
+        return args, kwargs, False
+    finally:
+        memo.clear()
+
+
+def _seed_tensors(value: Any, memo: dict[int, Any], depth: int) -> None:
+    """Detached clones of the tensors in nested tuples/lists/dicts, put in the deepcopy memo."""
+    torch = _torch()
+    if isinstance(value, torch.Tensor):
+        if id(value) not in memo:
+            c = value.detach().clone()
+            if value.requires_grad and (c.is_floating_point() or c.is_complex()):
+                c.requires_grad_(True)
+            memo[id(value)] = c
+    elif depth < 8 and isinstance(value, (tuple, list)):
+        for v in value:
+            _seed_tensors(v, memo, depth + 1)
+    elif depth < 8 and isinstance(value, dict):
+        for v in value.values():
+            _seed_tensors(v, memo, depth + 1)
+
+
 def _write(out_path: str, data: bytes) -> None:
     folder = os.path.dirname(os.path.abspath(out_path))
     os.makedirs(folder, exist_ok=True)
@@ -716,6 +755,7 @@ def _run_trace(
     if cancel_file and os.path.exists(cancel_file):
         raise _Fail("cancelled", "the trace was cancelled")
     started = time.perf_counter()
+    args, kwargs, copied = _private_copy(model, args, kwargs)
     with _quiet() as printed:
         graph = tracer.trace_call(
             model, args, kwargs, time_budget=time_budget or None, cancel=cancel, raise_errors=False
@@ -761,6 +801,8 @@ def _run_trace(
     }
     if out:
         reply["output"] = out[-MAX_OUTPUT:]
+    if not copied:
+        reply["warning"] = "the inputs could not be copied: the trace ran on the live objects"
     reply["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 1)
     return reply
 

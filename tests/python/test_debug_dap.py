@@ -270,20 +270,23 @@ def test_a_caller_frame_selected_and_nothing_imported_by_name(nested):
 
 
 def test_model_that_raises_gives_the_partial_graph(nested):
+    # no input given: the global x1 fits its first layer (Linear(4, 3))
     reply = nested.call("trace", expr="broken", out=str(nested.out / "broken.msgpack"))
-    assert not reply["ok"] and reply["kind"] == "needs-input", reply  # nothing in the frame fits
-
-    reply = nested.call(
-        "trace", expr="broken", input="torch.randn(2, 4)", out=str(nested.out / "broken.msgpack")
-    )
     assert reply["ok"], reply
+    assert reply["summary"]["input"] == "from the frame: x1 (tensor [4, 4] float32)"
     err = reply["summary"]["error"]
     assert err["type"] == "RuntimeError"
     assert err["file"] == NESTED
     assert "h @ torch.ones" in Path(NESTED).read_text().splitlines()[err["line"] - 1]
     g = _graph(reply["path"])
     assert g.error is not None and g.nodes[g.error.node].kind == "error"
-    assert _input_shapes(g) == [[2, 4]]
+    assert _input_shapes(g) == [[4, 4]]
+
+    reply = nested.call(
+        "trace", expr="broken", input="torch.randn(2, 4)", out=str(nested.out / "broken2.msgpack")
+    )
+    assert reply["ok"] and reply["summary"]["error"]["type"] == "RuntimeError", reply
+    assert _input_shapes(_graph(reply["path"])) == [[2, 4]]
 
 
 def test_errors_are_replies(nested):
@@ -292,6 +295,9 @@ def test_errors_are_replies(nested):
     assert "NameError" in missing["error"]
     not_module = nested.call("trace", expr="torch", out=str(nested.out / "x.msgpack"))
     assert (not_module["ok"], not_module["kind"]) == (False, "target-error")
+    no_input = nested.call("trace", expr="model.head", out=str(nested.out / "x.msgpack"))
+    assert (no_input["ok"], no_input["kind"]) == (False, "needs-input")
+    assert "trace the next call" in no_input["error"]
     bad_input = nested.call("trace", expr="self", input="1/0", out=str(nested.out / "x.msgpack"))
     assert (bad_input["ok"], bad_input["kind"]) == (False, "needs-input")
     bad_op = json.loads(
@@ -315,7 +321,7 @@ def test_trace_next_call(nested):
     assert out.exists()
     result = nested.call("poll", out=str(out))
     assert result["ok"] and result["done"], result
-    assert result["summary"]["input"] == "next call (tensor [4, 4] float32)"
+    assert result["summary"]["input"] == "next call (tensor [4, 4] float32, log=list)"
     g = _graph(str(out))
     assert g.model.name == "Net" and _input_shapes(g) == [[4, 4]]
     assert nested.call("disarm", out=str(out)) == {"ok": True, "disarmed": False}

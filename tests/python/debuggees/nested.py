@@ -1,5 +1,6 @@
 """Debuggee: a model in train mode (Dropout draws from the RNG, BatchNorm updates its running
-stats) called twice; a breakpoint in the nested block's forward after it rebinds `x`."""
+stats, the forward writes into its input tensor and into a list argument) called twice; a
+breakpoint in the nested block's forward after it rebinds `x`."""
 
 import random
 
@@ -32,7 +33,9 @@ class Net(nn.Module):
         self.block = Block()
         self.head = nn.Linear(8, 2)
 
-    def forward(self, x):
+    def forward(self, x, log):
+        x.add_(1.0)  # writes into its input: a trace must not do it again
+        log.append(tuple(x.shape))  # and into a list it was given
         return self.head(self.block(self.inp(x)))
 
 
@@ -48,11 +51,14 @@ class Broken(nn.Module):
 
 model = Net()
 broken = Broken()
-y = model(torch.randn(4, 4))
+log = []
+x1, x2 = torch.randn(4, 4), torch.randn(4, 4)
+y = model(x1, log)
 print("first", f"{y.sum().item():.6f}")
-y = model(torch.randn(4, 4) + 1)
+y = model(x2, log=log)
 print("second", f"{y.sum().item():.6f}")
 print("after")  # BREAK: after
+print("inputs", f"{x1.sum().item():.6f}", f"{x2.sum().item():.6f}", "log", log)
 print("running_mean", f"{model.block.norm.running_mean.sum().item():.6f}")
 print("training", model.training, model.block.norm.training)
 print("rng", f"{torch.rand(1).item():.6f}", f"{random.random():.6f}")
