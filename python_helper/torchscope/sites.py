@@ -6,6 +6,7 @@ import inspect
 import linecache
 import os
 import sys
+import weakref
 from types import CodeType, FrameType, TracebackType
 from typing import Optional
 
@@ -101,7 +102,7 @@ def traceback_sites(tb: Optional[TracebackType]) -> list[Site]:
     return out
 
 
-_defn_cache: dict[type, Optional[Site]] = {}
+_defn_cache: weakref.WeakKeyDictionary[type, Optional[Site]] = weakref.WeakKeyDictionary()
 
 
 def _class_line(file: str, line: int, name: str) -> int:

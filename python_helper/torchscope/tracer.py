@@ -395,7 +395,10 @@ def _site() -> Optional[Site]:
     return frame_site(sys._getframe(3))  # skip _site, its caller and the hook/mode frame
 
 
-_class_infos: dict[type, tuple[str, str, Optional[Site], bool]] = {}
+# weak: a user's class re-imported by the runner must not keep its old module (and models) alive
+_class_infos: weakref.WeakKeyDictionary[type, tuple[str, str, Optional[Site], bool]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _class_info(cls: type) -> tuple[str, str, Optional[Site], bool]:
