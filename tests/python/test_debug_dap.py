@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,39 @@ def test_loads_by_path_without_torchscope_or_msgpack_installed(tmp_path):
     assert result["msgpack"].startswith(str(tmp_path / "bundled" / "libs"))
     assert result["torchscope"] is False and result["path"] is True
     assert _input_shapes(_graph(str(out))) == [[2, 3]]
+
+
+def test_a_module_called_from_a_plain_function_is_named_from_its_root():
+    """Paused in a helper function that a block's forward calls: the block has no name in
+    the frame, so its expression is a path from a root the frame can name."""
+    import torch
+    from torch import nn
+
+    seen: dict[str, str] = {}
+
+    def helper(h):
+        if not seen:
+            seen["candidates"] = debug.candidates()
+        return h * 2
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return helper(self.lin(x))
+
+    model = nn.Sequential(nn.Linear(2, 3), Block())
+    globals()["_debug_test_model"] = model
+    try:
+        model(torch.randn(5, 2))
+    finally:
+        del globals()["_debug_test_model"]
+    cands = json.loads(seen["candidates"])["modules"]
+    assert cands[0]["expr"] == "_debug_test_model.get_submodule('1')"
+    assert cands[0]["input"] == "paused call (tensor [5, 3] float32)"
+    assert cands[1]["expr"] == "_debug_test_model"
 
 
 def test_documented_expression_matches_the_entry():
@@ -403,16 +437,29 @@ def test_graph_over_20_mb_arrives_through_the_file(trainer):
 
 
 def test_cancel_file_and_time_budget(trainer):
+    """No DAP cancel exists: the extension writes the cancel file while the evaluate runs."""
     cancel = trainer.out / "cancel"
-    cancel.write_text("")
-    reply = trainer.call(
-        "trace",
-        expr="deep",
-        input="torch.randn(2, 4)",
-        out=str(trainer.out / "c.msgpack"),
-        cancelFile=str(cancel),
+    request = {
+        "op": "trace",
+        "expr": "deep",
+        "input": "torch.randn(2, 4)",
+        "out": str(trainer.out / "c.msgpack"),
+        "cancelFile": str(cancel),
+    }
+    seq = trainer.s.send(
+        "evaluate",
+        {
+            "expression": request_expression(request),
+            "frameId": trainer.frame_id,
+            "context": "clipboard",
+            "format": {"rawString": True},
+        },
     )
-    assert (reply["ok"], reply["kind"]) == (False, "cancelled")
+    time.sleep(0.3)
+    cancel.write_text("")
+    reply = json.loads(trainer.s.response(seq, timeout=120)["result"])
+    assert (reply["ok"], reply["kind"]) == (False, "cancelled"), reply
+
     reply = trainer.call(
         "trace",
         expr="deep",
