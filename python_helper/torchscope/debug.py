@@ -32,7 +32,8 @@ import sys
 import time
 import traceback
 import types
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 MODULE_NAME = "_torchscope_debug"  # sys.modules key of this file when loaded by path
 PACKAGE_ALIAS = "_torchscope_debug_pkg"  # the package, when another torchscope is loaded
@@ -1053,42 +1054,46 @@ def remove(path: str) -> str:
 
 def handle(request_json: str) -> str:
     """One request as JSON (what the extension sends): `{"op": "candidates" | "trace" |
-    "trace_next_call" | "poll" | "disarm" | "read_chunk" | "remove", ...arguments}`."""
+    "trace_next_call" | "poll" | "disarm" | "read_chunk" | "remove", ...arguments}`;
+    docs/protocol.md lists the arguments."""
     start = sys._getframe(1)
     try:
         req = json.loads(request_json)
         op = req.pop("op")
-    except Exception as exc:  # noqa: BLE001
+        return _dispatch(op, req, start)
+    except BaseException as exc:  # noqa: BLE001 - a malformed request: never raise
         return _dump(
             {"ok": False, "kind": "bad-request", "error": _one_line(exc), "traceback": None}
         )
 
+
+def _dispatch(op: str, req: dict[str, Any], start: types.FrameType) -> str:
     def frame() -> types.FrameType:
         return _paused_frame(start)
 
     if op == "candidates":
         return _guarded(lambda: _candidates(frame()))
     if op == "trace":
+        expr, out = str(req["expr"]), str(req["out"])
         return _guarded(
             lambda: _trace(
                 frame(),
-                req["expr"],
-                req["out"],
+                expr,
+                out,
                 req.get("input"),
                 req.get("timeBudget", 60),
                 req.get("cancelFile"),
             )
         )
     if op == "trace_next_call":
-        return _guarded(lambda: _arm(frame(), req["expr"], req["out"], req.get("timeBudget", 60)))
+        expr, out = str(req["expr"]), str(req["out"])
+        return _guarded(lambda: _arm(frame(), expr, out, req.get("timeBudget", 60)))
     if op == "poll":
-        return poll(req["out"])
+        return poll(str(req["out"]))
     if op == "disarm":
-        return disarm(req["out"])
+        return disarm(str(req["out"]))
     if op == "read_chunk":
-        return read_chunk(req["path"], req.get("offset", 0), req.get("size", MAX_CHUNK))
+        return read_chunk(str(req["path"]), req.get("offset", 0), req.get("size", MAX_CHUNK))
     if op == "remove":
-        return remove(req["path"])
-    return _dump(
-        {"ok": False, "kind": "bad-request", "error": f"unknown op {op!r}", "traceback": None}
-    )
+        return remove(str(req["path"]))
+    raise ValueError(f"unknown op {op!r}")

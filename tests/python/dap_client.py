@@ -15,8 +15,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 DEBUG_PY = str(Path(__file__).resolve().parents[2] / "python_helper" / "torchscope" / "debug.py")
 
