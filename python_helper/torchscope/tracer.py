@@ -30,6 +30,7 @@ from .values import (
 )
 
 Tensor = torch.Tensor
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 CHECK_EVERY = 32  # ops between time-budget / cancel checks
 
 
@@ -257,14 +258,17 @@ class Recorder(TorchFunctionMode):
         """A weight of a torch.nn layer (or of its submodules, as MultiheadAttention's out_proj)."""
         if not self._info(module).torch_layer:
             return False
-        for m in module.modules():  # usually one module with one or two weights
-            for t in m._parameters.values():
-                if id(t) == key:
-                    return True
-            for t in m._buffers.values():
-                if id(t) == key:
-                    return True
-        return False
+        for t in module._parameters.values():
+            if id(t) == key:
+                return True
+        for t in module._buffers.values():
+            if id(t) == key:
+                return True
+        if not module._modules:
+            return False
+        return any(
+            id(t) == key for m in module.modules() for t in (*m._parameters.values(), *m._buffers.values())
+        )
 
     def _describe(self, module: nn.Module) -> _ModuleInfo:
         cls = type(module)
@@ -288,14 +292,20 @@ class Recorder(TorchFunctionMode):
         return _ModuleInfo(name, target, path, defn, params, attrs, torch_layer)
 
     def pre_hook(self, module: nn.Module, args: Any) -> None:
-        info = self._info(module)
+        self.count += 1
+        if not self.count % CHECK_EVERY:
+            self._check_budget()  # a forward of many module calls and few ops still stops
         key = id(module)
+        info = self._module_infos.get(key)
+        if info is None:
+            info = self._module_infos[key] = self._describe(module)
         call = self.calls.get(key, 0)
         self.calls[key] = call + 1
         nid = len(self.nodes)
-        self._add(
+        # attrs are shared between calls of one module: nothing mutates a node's attrs
+        self.nodes.append(
             Node(nid, "module", info.name, self._parent(), info.target, info.path, call,
-                 _site(), info.defn, info.params, dict(info.attrs))
+                 _site(), info.defn, info.params, info.attrs)
         )
         self.stack.append(nid)
         self.module_stack.append(module)
@@ -311,10 +321,12 @@ class Recorder(TorchFunctionMode):
         failed = len(rest) == 1
         if not failed and id(module) in self.late_close:
             return  # late_post_hook closes it
-        self._close(module, args, rest, failed)
+        with _NO_TORCH_FUNCTION():  # our own reads of tensors (.shape, ._base) are not ops
+            self._close(module, args, rest, failed)
 
     def late_post_hook(self, module: nn.Module, args: Any, *rest: Any) -> None:
-        self._close(module, args, rest, len(rest) == 1)
+        with _NO_TORCH_FUNCTION():
+            self._close(module, args, rest, len(rest) == 1)
 
     def remove_late_hooks(self) -> None:
         for handle in self.late_close.values():
@@ -346,10 +358,11 @@ class Recorder(TorchFunctionMode):
 
     def _wire_leaf_module(self, nid: int, args: Any, kwargs: Any, result: Any) -> None:
         """A module call with nothing recorded inside (nn.Identity): data flows through its box."""
-        inputs = _unique(iter_tensors((args, kwargs)))
-        for t in inputs:
+        inputs = _tensors_in(args, kwargs)
+        for t in _unique(inputs) if len(inputs) > 1 else inputs:
             self._edge(t, nid)
-        for t in iter_tensors(result):
+        outs = [result] if isinstance(result, Tensor) else _tensors_in((result,), None)
+        for t in outs:
             self._set_producer(t, nid)
 
     # -- the end ---------------------------------------------------------------
@@ -494,9 +507,13 @@ def parameter_counts(model: nn.Module, modules: list[nn.Module]) -> dict[int, in
     return counts
 
 
-def model_info(model: nn.Module, params: Optional[int] = None) -> ModelInfo:
+def model_info(
+    model: nn.Module, params: Optional[int] = None, modules: Optional[list[nn.Module]] = None
+) -> ModelInfo:
     cls = type(model)
-    first = next(iter(model.parameters()), None)
+    first = next((p for m in modules or () for p in m._parameters.values() if p is not None), None)
+    if modules is None:
+        first = next(iter(model.parameters()), None)
     return ModelInfo(
         cls.__name__,
         f"{cls.__module__}.{cls.__qualname__}",
@@ -564,7 +581,7 @@ def _trace(
             # torch's handle forgets this registry (torch 2.13): clean it ourselves
             nn.modules.module._global_forward_hooks_with_kwargs.pop(h.id, None)
         state.restore()
-    graph = Graph(model_info(model, rec.param_counts.get(id(model))), rec.nodes, rec.edges, trace_ms=elapsed)
+    graph = Graph(model_info(model, rec.param_counts.get(id(model)), [m for _, m in named]), rec.nodes, rec.edges, trace_ms=elapsed)
     if error is None:
         rec.add_outputs(result)
     else:
