@@ -586,8 +586,12 @@ def _choose_inputs(
     model: Any, frame: types.FrameType, calls: list[_Call], input_expr: Optional[str]
 ) -> tuple[tuple, dict, str]:
     if input_expr:  # typed by the user: it wins
+        ns = _namespace(frame)
+        torch = _torch()
+        ns.setdefault("torch", torch)  # as in the editor path, even where the frame has no name
+        ns.setdefault("nn", torch.nn)
         try:
-            value = eval(input_expr, _namespace(frame))  # noqa: S307 - the user's expression
+            value = eval(input_expr, ns)  # noqa: S307 - the user's expression
         except Exception as exc:
             raise _Fail(
                 "needs-input", f"the input {input_expr} failed: {_one_line(exc)}", _tb(exc)
