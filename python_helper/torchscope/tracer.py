@@ -421,7 +421,8 @@ def _class_info(cls: type) -> tuple[str, str, Optional[Site], bool]:
             cls.__name__,
             f"{cls.__module__}.{cls.__qualname__}",
             class_definition(cls),
-            cls.__module__.startswith("torch.nn."),
+            # containers (Sequential, ModuleList) own no weights of their own
+            cls.__module__.startswith("torch.nn.") and cls.__module__ != "torch.nn.modules.container",
         )
     return info
 
@@ -500,7 +501,11 @@ def parameter_counts(model: nn.Module, modules: list[nn.Module]) -> dict[int, in
         own[id(m)] = n
     counts: dict[int, int] = {}
     for m in reversed(modules):  # pre-order reversed: children before their parent
-        counts[id(m)] = own[id(m)] + sum(counts.get(id(c), 0) for c in m._modules.values() if c is not None)
+        total = own[id(m)]
+        for child in m._modules.values():
+            if child is not None:
+                total += counts.get(id(child), 0)
+        counts[id(m)] = total
     if shared or counts[id(model)] != sum(own.values()):
         # tied weights or a module registered twice: count each subtree exactly
         counts = {id(m): sum(p.numel() for p in m.parameters()) for m in modules}
