@@ -405,6 +405,22 @@ def test_training_loop_finds_the_model_through_self(trainer):
     assert _input_shapes(_graph(reply["path"])) == [[8, 64]]
 
 
+def test_variables_view_evaluate_name_is_a_trace_expression(trainer):
+    """Right-click in the Variables view: the extension traces the variable's evaluateName."""
+    s = trainer.s
+    scopes = s.request("scopes", {"frameId": trainer.frame_id})["scopes"]
+    local = next(sc for sc in scopes if sc["name"].lower().startswith("locals"))
+    variables = s.request("variables", {"variablesReference": local["variablesReference"]})
+    self_var = next(v for v in variables["variables"] if v["name"] == "self")
+    attrs = s.request("variables", {"variablesReference": self_var["variablesReference"]})
+    model_var = next(v for v in attrs["variables"] if v["name"] == "model")
+    assert model_var["evaluateName"] == "self.model"
+    reply = trainer.call(
+        "trace", expr=model_var["evaluateName"], out=str(trainer.out / "v.msgpack")
+    )
+    assert reply["ok"] and reply["summary"]["model"] == "MLP", reply
+
+
 def test_graph_over_20_mb_arrives_through_the_file(trainer):
     out = trainer.out / "deep.msgpack"
     reply = trainer.call("trace", expr="deep", input="torch.randn(2, 4)", out=str(out), timeout=240)
