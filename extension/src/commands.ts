@@ -145,7 +145,9 @@ export class Commands {
     let target = named?.target;
     if (!target) {
       const editor = vscode.window.activeTextEditor!;
+      const t0 = Date.now();
       const found = await this.targetAt(doc, editor.selection.active);
+      if (found && found !== "failed") this.deps.log.info(`target ${found.target} (${found.kind}) at the cursor, found in ${Date.now() - t0} ms`);
       if (found === "failed") return undefined;
       if (!found) {
         void vscode.window.showInformationMessage(NO_TARGET);
@@ -352,7 +354,9 @@ export class Commands {
     if (kind === "svg" || kind === "png") panel.post({ type: "export", format: kind });
     else if (kind === "html" && panel.bytes) {
       const html = await standaloneHtmlFromBundle(panel.bytes, this.deps.bundle.viewerDir, panel.origin.title);
-      const name = `${panel.origin.target.replace(/[^\w.-]+/g, "_")}.html`;
+      // Named like the viewer's SVG and PNG: after the model's class.
+      const model = panel.origin.title.replace(/^Forward pass: /, "") || panel.origin.target;
+      const name = `${model.replace(/[^\w.-]+/g, "_")}.html`;
       await saveAs(name, "text/html", new TextEncoder().encode(html));
     }
   }
