@@ -5,11 +5,11 @@
 // right-click → graph-drawn times go to tests/artifacts/extension/.
 import { strict as assert } from "node:assert";
 import { after, before, describe, it } from "node:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import {
-  ARTIFACTS, activeTab, cleanup, lastTrace, closeAll, contextMenu, cursorLine, launch, markOld, notifications, openFile,
+  ARTIFACTS, activeTab, chooseMenuItem, cleanup, lastTrace, closeAll, contextMenu, cursorLine, launch, markOld, notifications, openFile,
   openWorkbench, palette, pointerAway, shot, startCodeServer, step, viewer, waitForGraph, type CodeServer,
 } from "./harness";
 
@@ -19,6 +19,8 @@ interface Timing {
   /** The trace request as the extension saw it, and the tracer's own time in it. */
   request_ms?: number;
   trace_ms?: number;
+  /** Finding the target at the cursor (torchscope/targetAt), when the command did. */
+  target_at_ms?: number;
   /** In the viewer: from the click to the start of the layout, and the layout and drawing. */
   to_layout_ms?: number;
   layout_and_draw_ms?: number;
@@ -27,25 +29,31 @@ const timings: Record<string, Timing> = {};
 
 /** Epoch times of the viewer's last performance marks (same clock as Date.now() on this machine). */
 async function viewerMarks(p: Page): Promise<{ layoutStart: number | null; drawn: number | null }> {
-  return viewer(p).locator("#torchscope").evaluate(() => {
-    const at = (n: string): number | null => {
+  // No named inner functions: the test's transpiler would add a helper the page lacks.
+  const [layoutStart, drawn] = await viewer(p).locator("#torchscope").evaluate(() =>
+    ["torchscope:layout-start", "torchscope:drawn"].map((n) => {
       const e = performance.getEntriesByName(n);
       return e.length ? performance.timeOrigin + e[e.length - 1]!.startTime : null;
-    };
-    return { layoutStart: at("torchscope:layout-start"), drawn: at("torchscope:drawn") };
-  });
+    }),
+  );
+  return { layoutStart: layoutStart ?? null, drawn: drawn ?? null };
 }
 
 async function timed(name: string, t0: number): Promise<number> {
   const total = Date.now() - t0;
   const t: Timing = { total_ms: total, ...(cs ? lastTrace(cs) : {}) };
-  const m = await viewerMarks(page).catch(() => ({ layoutStart: null, drawn: null }));
+  const m = await viewerMarks(page).catch((e: Error) => {
+    console.log(`# no viewer marks: ${e.message.split("\n")[0]}`);
+    return { layoutStart: null, drawn: null };
+  });
   if (m.layoutStart && m.drawn) {
     t.to_layout_ms = Math.round(m.layoutStart - t0);
     t.layout_and_draw_ms = Math.round(m.drawn - m.layoutStart);
   }
   timings[name] = t;
-  const parts = t.request_ms !== undefined ? ` (request ${t.request_ms} ms, of which tracing ${t.trace_ms} ms)` : "";
+  const parts = t.request_ms !== undefined
+    ? ` (${t.target_at_ms !== undefined ? `targetAt ${t.target_at_ms} ms, ` : ""}request ${t.request_ms} ms, of which tracing ${t.trace_ms} ms)`
+    : "";
   const view = t.to_layout_ms !== undefined ? ` [click→layout ${t.to_layout_ms} ms, layout+draw ${t.layout_and_draw_ms} ms]` : "";
   console.log(`# timing ${name}: ${total} ms${parts}${view}`);
   return total;
@@ -101,6 +109,8 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
     await page.waitForFunction(() => /Ln 18,/.test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""), null, { timeout: 15_000 });
     assert.equal(await cursorLine(page), 18);
     assert.match(await activeTab(page), /^mlp\.py/);
+    // The cursor's line comes back to the graph: what line 18 made is marked.
+    await v.locator(".ts-match", { hasText: "softmax" }).first().waitFor({ timeout: 10_000 });
 
     // Expand fc1 (an nn.Linear) and click the op inside: torch's own linear.py.
     const before = await v.locator('g[data-kind="op"]').count();
@@ -118,7 +128,7 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
 
     // Right-click a module → Go to Definition: its class in torch's linear.py.
     await v.locator('g[data-kind="module"]', { hasText: "Dropout" }).first().click({ button: "right" });
-    await page.getByRole("menuitem", { name: "Go to Definition" }).click({ timeout: 10_000 });
+    await chooseMenuItem(page, "Go to Definition");
     await page.waitForFunction(() => /dropout\.py/.test(document.querySelector(".editor-group-container.active .tab.active")?.getAttribute("aria-label") ?? ""), null, { timeout: 15_000 });
     assert.match(await activeTab(page), /^dropout\.py/);
 
@@ -139,6 +149,27 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
     await waitForGraph(page);
     await timed("convnet_palette_to_drawn", t0);
     await shot(page, "04-palette-convnet");
+  }));
+
+  it("export from the palette: SVG through the viewer, standalone HTML", () => step(page, "export", async () => {
+    // The convnet panel from the previous step is the active one.
+    for (const [label, file, head] of [["SVG", "ConvNet.svg", "<svg"], ["HTML", "ConvNet.html", "<!DOCTYPE html>"]] as const) {
+      await palette(page, "torchscope: Export forward-pass graph");
+      const pick = page.locator(".quick-input-list .monaco-list-row", { hasText: label }).first();
+      await pick.waitFor({ timeout: 10_000 });
+      await pick.click();
+      // code-server's save dialog is a quick input holding the default path: accept it.
+      const input = page.locator(".quick-input-widget input");
+      await page.waitForFunction((f) => (document.querySelector(".quick-input-widget input") as HTMLInputElement | null)?.value.endsWith(f) ?? false, file, { timeout: 15_000 });
+      await input.press("Enter");
+      const path = join(cs!.workspace, file);
+      const end = Date.now() + 15_000;
+      while (!existsSync(path) && Date.now() < end) await page.waitForTimeout(200);
+      assert.ok(existsSync(path), `${file} written`);
+      assert.ok(readFileSync(path, "utf8").startsWith(head), `${file} starts with ${head}`);
+    }
+    const html = readFileSync(join(cs!.workspace, "ConvNet.html"), "utf8");
+    assert.match(html, /id="torchscope-graph">[A-Za-z0-9+/=]{100,}</);
   }));
 
   it("from the CodeLens; a model that raises shows the banner", () => step(page, "codelens", async () => {

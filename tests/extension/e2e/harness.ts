@@ -125,12 +125,18 @@ function findLog(cs: CodeServer): string | undefined {
 }
 
 /** From the extension's log: the last trace's time in the tracer and for the whole request. */
-export function lastTrace(cs: CodeServer): { trace_ms: number; request_ms: number } | undefined {
+export function lastTrace(cs: CodeServer): { trace_ms: number; request_ms: number; target_at_ms?: number } | undefined {
   const f = findLog(cs);
   if (!f) return undefined;
-  const lines = readFileSync(f, "utf8").split("\n").filter((l) => l.includes("] traced "));
-  const m = /in (\d+(?:\.\d+)?) ms \(request (\d+) ms\)/.exec(lines.at(-1) ?? "");
-  return m ? { trace_ms: Math.round(Number(m[1])), request_ms: Number(m[2]) } : undefined;
+  const text = readFileSync(f, "utf8").split("\n");
+  const traced = text.filter((l) => l.includes("] traced ")).at(-1) ?? "";
+  const m = /in (\d+(?:\.\d+)?) ms \(request (\d+) ms\)/.exec(traced);
+  if (!m) return undefined;
+  // The target lookup logged just before this trace, if the command looked one up.
+  const i = text.lastIndexOf(traced);
+  const found = text.slice(Math.max(0, i - 8), i).filter((l) => l.includes("at the cursor, found in ")).at(-1);
+  const t = found ? /found in (\d+) ms/.exec(found) : null;
+  return { trace_ms: Math.round(Number(m[1])), request_ms: Number(m[2]), ...(t ? { target_at_ms: Number(t[1]) } : {}) };
 }
 
 /** Keep the extension's output channel (the torchscope log) as an artifact. */
@@ -189,19 +195,8 @@ export async function contextMenu(page: Page, text: string, item: string, timeou
   const end = Date.now() + timeoutMs;
   for (;;) {
     await line.click({ button: "right", position: { x: 40, y: 5 } });
-    const entry = page.getByRole("menuitem", { name: item });
     try {
-      await entry.waitFor({ timeout: 2500 });
-      const t0 = Date.now();
-      await entry.click();
-      // Right after start-up the menu can ignore the click and stay open: use the keyboard.
-      try {
-        await entry.waitFor({ state: "detached", timeout: 1500 });
-      } catch {
-        await entry.focus();
-        await page.keyboard.press("Enter");
-        await entry.waitFor({ state: "detached", timeout: 1500 });
-      }
+      const t0 = await chooseMenuItem(page, item, 2500);
       return t0;
     } catch (e) {
       if (Date.now() > end) throw e;
@@ -209,6 +204,25 @@ export async function contextMenu(page: Page, text: string, item: string, timeou
       await page.waitForTimeout(1000);
     }
   }
+}
+
+/**
+ * Click a context-menu item; returns the time of the click. Right after start-up a menu can
+ * ignore the click and stay open: then choose the item with the keyboard.
+ */
+export async function chooseMenuItem(page: Page, item: string, appearTimeout = 10_000): Promise<number> {
+  const entry = page.getByRole("menuitem", { name: item });
+  await entry.waitFor({ timeout: appearTimeout });
+  const t0 = Date.now();
+  await entry.click();
+  try {
+    await entry.waitFor({ state: "detached", timeout: 1500 });
+  } catch {
+    await entry.focus();
+    await page.keyboard.press("Enter");
+    await entry.waitFor({ state: "detached", timeout: 1500 });
+  }
+  return t0;
 }
 
 export async function palette(page: Page, command: string): Promise<number> {
