@@ -164,8 +164,17 @@ def _torch() -> Any:
 
 def _submodule(name: str) -> types.ModuleType:
     _ensure_msgpack()
-    pkg = _package()
-    return importlib.import_module(f"{pkg.__name__}.{name}")
+    try:
+        pkg = _package()
+        return importlib.import_module(f"{pkg.__name__}.{name}")
+    except Exception as exc:
+        version = ".".join(map(str, sys.version_info[:3]))
+        raise _Fail(
+            "import-error",
+            f"torchscope's tracer could not be imported in the debugged Python {version}: "
+            f"{_one_line(exc)}",
+            _tb(exc),
+        ) from exc
 
 
 # -- the paused frame ------------------------------------------------------------------------
