@@ -40,6 +40,7 @@ PACKAGE_ALIAS = "_torchscope_debug_pkg"  # the package, when another torchscope 
 MAX_CHUNK = 4 * 1024 * 1024  # read_chunk: at most 4 MiB per evaluate (base64 ≈ 5.6 MB)
 MAX_CANDIDATES = 40
 MAX_OUTPUT = 4000  # characters of captured stdout/stderr returned with a trace
+_ACTIVE = [False]  # one of our traces is running: armed hooks ignore the calls it makes
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.dirname(_HERE)
@@ -770,10 +771,19 @@ def _run_trace(
         raise _Fail("cancelled", "the trace was cancelled")
     started = time.perf_counter()
     args, kwargs, copied = _private_copy(model, args, kwargs)
-    with _quiet() as printed:
-        graph = tracer.trace_call(
-            model, args, kwargs, time_budget=time_budget or None, cancel=cancel, raise_errors=False
-        )
+    was_active, _ACTIVE[0] = _ACTIVE[0], True
+    try:
+        with _quiet() as printed:
+            graph = tracer.trace_call(
+                model,
+                args,
+                kwargs,
+                time_budget=time_budget or None,
+                cancel=cancel,
+                raise_errors=False,
+            )
+    finally:
+        _ACTIVE[0] = was_active
     args = kwargs = None  # type: ignore[assignment]
     error = graph.error
     if error is not None and error.type in ("TraceTimeout", "TraceCancelled"):
@@ -905,7 +915,6 @@ def trace(
 # trace_next_call: armed hooks and finished results, by output path
 _ARMED: dict[str, Any] = {}  # out_path → hook handle
 _RESULTS: dict[str, dict[str, Any]] = {}
-_ACTIVE = [False]  # a hook-started trace is running: no nested one
 
 
 def _inside_evaluate(frame: Optional[types.FrameType]) -> bool:
@@ -955,14 +964,13 @@ def _arm(
     handle_box: list[Any] = []
 
     def hook(module: Any, args: tuple, kwargs: dict) -> None:
+        if _ACTIVE[0]:
+            return None  # a call inside one of our traces, not the program's: stay armed
         handle = handle_box[0] if handle_box else None
         if handle is not None:
             handle.remove()  # one shot, and the traced call below must not fire it again
         if _ARMED.get(out_path) is handle:
             _ARMED.pop(out_path, None)
-        if _ACTIVE[0]:
-            return None
-        _ACTIVE[0] = True
         back_on = _debugger_tracing_off()
         try:
             described = f"next call {_describe(args, kwargs)}"
@@ -972,7 +980,6 @@ def _arm(
                 )
         finally:
             back_on()
-            _ACTIVE[0] = False
         return None  # the real call goes on with its own arguments
 
     handle = model.register_forward_pre_hook(hook, with_kwargs=True, prepend=True)

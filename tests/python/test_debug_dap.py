@@ -346,6 +346,10 @@ def test_trace_next_call(nested):
     armed = nested.call("trace_next_call", expr="model", out=str(out))
     assert armed == {"ok": True, "armed": True, "path": str(out), "model": "Net"}
     assert nested.call("poll", out=str(out)) == {"ok": True, "done": False, "armed": True}
+    # a trace of ours calls the model too: that is not the program's next call
+    again = nested.call("trace", expr="model", out=str(nested.out / "again.msgpack"))
+    assert again["ok"], again
+    assert nested.call("poll", out=str(out)) == {"ok": True, "done": False, "armed": True}
 
     nested.cont()
     # the next stop is the REAL second call in Block.forward: the hook's trace, which ran
