@@ -762,7 +762,7 @@ def _run_trace(
     described: str,
     out_path: str,
     time_budget: Optional[float],
-    cancel_file: Optional[str],
+    cancel_file: Optional[str] = None,
 ) -> dict[str, Any]:
     """Trace, write the file, and build the reply; no reference to the inputs or graph is kept."""
     tracer = _submodule("tracer")
@@ -976,7 +976,8 @@ def _arm(
             described = f"next call {_describe(args, kwargs)}"
             with _rng_kept():
                 _RESULTS[out_path] = _dump_result(
-                    lambda: _run_trace(module, args, kwargs, described, out_path, time_budget, None)
+                    lambda: _run_trace(module, args, kwargs, described, out_path, time_budget),
+                    out_path,
                 )
         finally:
             back_on()
@@ -988,8 +989,15 @@ def _arm(
     return {"ok": True, "armed": True, "path": out_path, "model": type(model).__name__}
 
 
-def _dump_result(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    return json.loads(_guarded(fn))
+def _dump_result(fn: Callable[[], dict[str, Any]], out_path: str) -> dict[str, Any]:
+    """The reply of a hook's trace; a failure (timeout, …) also goes to `<out>.error.json`, so
+    an extension watching for the graph file learns of it without a paused frame to poll."""
+    text = _guarded(fn)
+    reply = json.loads(text)
+    if not reply.get("ok"):
+        with contextlib.suppress(Exception):
+            _write(out_path + ".error.json", text.encode("utf-8"))
+    return reply
 
 
 def trace_next_call(

@@ -218,6 +218,32 @@ def test_a_module_called_from_a_plain_function_is_named_from_its_root():
     assert cands[1]["expr"] == "_debug_test_model"
 
 
+def test_next_call_that_fails_leaves_an_error_file(tmp_path):
+    """A hook's trace that stops (time budget) writes `<out>.error.json`: an extension
+    watching for the graph file while the program runs learns of it."""
+    import torch
+    from torch import nn
+
+    class Loop(nn.Module):
+        def forward(self, x):
+            for _ in range(100):
+                x = x + 1
+            return x
+
+    model = Loop()
+    out = tmp_path / "next.msgpack"
+    armed = json.loads(debug.trace_next_call("model", str(out), time_budget=1e-9))
+    assert armed["ok"] and armed["armed"], armed
+    y = model(torch.zeros(2))  # the program's own call still runs, and runs once
+    assert torch.equal(y, torch.full((2,), 100.0))
+    assert not out.exists()
+    error = json.loads((tmp_path / "next.msgpack.error.json").read_text())
+    assert (error["ok"], error["kind"]) == (False, "timeout")
+    polled = json.loads(debug.poll(str(out)))
+    assert polled["done"] and polled["kind"] == "timeout"
+    assert not model._forward_pre_hooks
+
+
 def test_documented_expression_matches_the_entry():
     """The expression the tests (and the extension) send is the one debug.py documents."""
     req = {"op": "candidates"}
