@@ -3,6 +3,12 @@
 .PHONY: build-extension package code-server test-extension test-extension-unit test-extension-e2e \
         lint-extension demo-vscode demo-stop
 
+# Defined by make/webview.mk too, which is read after this file: prerequisites are
+# expanded as they are read, so set them here as well.
+NODE_STAMP ?= node_modules/.torchscope-installed
+WEBVIEW_OUT ?= python_helper/torchscope/static/viewer.js
+CHROMIUM ?= /usr/bin/chromium
+
 CODE_SERVER_VERSION := 4.100.3
 CODE_SERVER_DIR := .cache/code-server-$(CODE_SERVER_VERSION)
 CODE_SERVER := $(CODE_SERVER_DIR)/node_modules/code-server/out/node/entry.js
@@ -15,6 +21,7 @@ DEMO_DIR := .cache/demo-vscode
 DEMO_PORT ?= 8765
 
 TEST_DEPS += test-extension
+DEMO_DEPS += demo-vscode
 LINT_DEPS += lint-extension
 
 $(EXT_OUT): $(NODE_STAMP) $(EXT_SRC)

@@ -152,6 +152,7 @@ export class GraphPanel {
   private postGraph(): void {
     if (!this.graph) return;
     void this.panel.webview.postMessage({ type: "graph", data: exactArrayBuffer(this.graph), origin: this.origin } satisfies ToWebview);
+    this.events.log.info(`panel ${this.origin.target}: posted the graph (${this.graph.byteLength} bytes)`);
   }
 
   private onMessage(m: unknown): void {

@@ -21,6 +21,8 @@ interface Timing {
   trace_ms?: number;
   /** Finding the target at the cursor (torchscope/targetAt), when the command did. */
   target_at_ms?: number;
+  /** From the click to the extension posting the graph bytes to the viewer. */
+  to_posted_ms?: number;
   /** In the viewer: from the click to the start of the layout, and the layout and drawing. */
   to_layout_ms?: number;
   layout_and_draw_ms?: number;
@@ -41,7 +43,9 @@ async function viewerMarks(p: Page): Promise<{ layoutStart: number | null; drawn
 
 async function timed(name: string, t0: number): Promise<number> {
   const total = Date.now() - t0;
-  const t: Timing = { total_ms: total, ...(cs ? lastTrace(cs) : {}) };
+  const { posted_at, ...logged } = (cs ? lastTrace(cs) : undefined) ?? {};
+  const t: Timing = { total_ms: total, ...logged };
+  if (posted_at) t.to_posted_ms = posted_at - t0;
   const m = await viewerMarks(page).catch((e: Error) => {
     console.log(`# no viewer marks: ${e.message.split("\n")[0]}`);
     return { layoutStart: null, drawn: null };
@@ -54,7 +58,9 @@ async function timed(name: string, t0: number): Promise<number> {
   const parts = t.request_ms !== undefined
     ? ` (${t.target_at_ms !== undefined ? `targetAt ${t.target_at_ms} ms, ` : ""}request ${t.request_ms} ms, of which tracing ${t.trace_ms} ms)`
     : "";
-  const view = t.to_layout_ms !== undefined ? ` [click→layout ${t.to_layout_ms} ms, layout+draw ${t.layout_and_draw_ms} ms]` : "";
+  const view = t.to_layout_ms !== undefined
+    ? ` [click→posted ${t.to_posted_ms ?? "?"} ms, click→layout ${t.to_layout_ms} ms, layout+draw ${t.layout_and_draw_ms} ms]`
+    : "";
   console.log(`# timing ${name}: ${total} ms${parts}${view}`);
   return total;
 }

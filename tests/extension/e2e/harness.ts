@@ -124,19 +124,40 @@ function findLog(cs: CodeServer): string | undefined {
   return found.length ? join(logs, found[0]!) : undefined;
 }
 
-/** From the extension's log: the last trace's time in the tracer and for the whole request. */
-export function lastTrace(cs: CodeServer): { trace_ms: number; request_ms: number; target_at_ms?: number } | undefined {
+export interface LoggedTrace {
+  trace_ms: number;
+  request_ms: number;
+  target_at_ms?: number;
+  /** Wall-clock time the extension posted the graph to the viewer (epoch ms). */
+  posted_at?: number;
+}
+
+/** A log line's time: "2026-12-02 11:08:06.936 [info] ..." in local time. */
+function lineTime(line: string): number | undefined {
+  const m = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d\.\d+)/.exec(line);
+  return m ? new Date(`${m[1]}T${m[2]}`).getTime() : undefined;
+}
+
+/** From the extension's log: the last trace's timings (see extension/src/commands.ts). */
+export function lastTrace(cs: CodeServer): LoggedTrace | undefined {
   const f = findLog(cs);
   if (!f) return undefined;
   const text = readFileSync(f, "utf8").split("\n");
-  const traced = text.filter((l) => l.includes("] traced ")).at(-1) ?? "";
-  const m = /in (\d+(?:\.\d+)?) ms \(request (\d+) ms\)/.exec(traced);
+  // The extension's own line ("[info] traced X: ..."), not the server's ("[info] [Info - ...] traced").
+  const tracedAt = text.map((l, i) => (l.includes("[info] traced ") ? i : -1)).filter((i) => i >= 0);
+  const i = tracedAt.at(-1);
+  if (i === undefined) return undefined;
+  const m = /in (\d+(?:\.\d+)?) ms \(request (\d+) ms\)/.exec(text[i]!);
   if (!m) return undefined;
-  // The target lookup logged just before this trace, if the command looked one up.
-  const i = text.lastIndexOf(traced);
-  const found = text.slice(Math.max(0, i - 8), i).filter((l) => l.includes("at the cursor, found in ")).at(-1);
+  const out: LoggedTrace = { trace_ms: Math.round(Number(m[1])), request_ms: Number(m[2]) };
+  // The target lookup of this command: after the previous trace, before this one.
+  const found = text.slice((tracedAt.at(-2) ?? -1) + 1, i).filter((l) => l.includes("at the cursor, found in ")).at(-1);
   const t = found ? /found in (\d+) ms/.exec(found) : null;
-  return { trace_ms: Math.round(Number(m[1])), request_ms: Number(m[2]), ...(t ? { target_at_ms: Number(t[1]) } : {}) };
+  if (t) out.target_at_ms = Number(t[1]);
+  const posted = text.slice(i).find((l) => l.includes(": posted the graph ("));
+  const at = posted ? lineTime(posted) : undefined;
+  if (at !== undefined) out.posted_at = at;
+  return out;
 }
 
 /** Keep the extension's output channel (the torchscope log) as an artifact. */
