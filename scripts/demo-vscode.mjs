@@ -92,7 +92,7 @@ async function start() {
   console.log(`
 VS Code with torchscope is running (log: ${logFile}).
 Open ${url}
-  then open mlp.py or gpt2.py, right-click inside the model and pick "Visualize forward pass".
+  then open mlp.py, convnet.py or broken.py, right-click inside the model and pick "Visualize forward pass".
 Stop it with: make demo-stop`);
 }
 
