@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import sys
 from typing import Any, Optional
 
 import torch
@@ -9,7 +11,8 @@ from torch import nn
 
 
 class ModelState:
-    """Training flags, buffers (BatchNorm running stats), RNG state and grad mode.
+    """Training flags, buffers (BatchNorm running stats), RNG states (torch, CUDA, Python's
+    random, numpy's) and grad mode.
 
     Buffers are copied up front (they are small next to parameters). Parameters are
     copied only when an in-place call is about to write one (`protect`), so tracing
@@ -33,6 +36,9 @@ class ModelState:
             torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
         )
         self.grad_enabled = torch.is_grad_enabled()
+        self.py_rng = random.getstate()
+        numpy = sys.modules.get("numpy")  # only if the program already uses it
+        self.np_rng = numpy.random.get_state() if numpy is not None else None
         self.module_dicts = [(m, m.__dict__.copy()) for m in modules]
 
     def protect(self, t: Any) -> None:
@@ -69,6 +75,9 @@ class ModelState:
         if self.cuda_rng is not None:
             torch.cuda.set_rng_state_all(self.cuda_rng)
         torch.set_grad_enabled(self.grad_enabled)
+        random.setstate(self.py_rng)
+        if self.np_rng is not None:
+            sys.modules["numpy"].random.set_state(self.np_rng)
         return warnings
 
 
