@@ -90,3 +90,21 @@ def test_save_picks_the_format_by_suffix(tmp_path) -> None:
     assert torchscope.Graph.load(g.save(tmp_path / "g.json")).model.params == 8
     with pytest.raises(ValueError, match="suffix"):
         g.save(tmp_path / "g.txt")
+
+
+def test_python_and_numpy_random_states_are_restored() -> None:
+    import random
+
+    import numpy as np
+
+    class Dice(nn.Module):
+        def forward(self, x):
+            return x * random.random() + float(np.random.rand())
+
+    random.seed(1)
+    np.random.seed(1)
+    expected = (random.random(), float(np.random.rand()))
+    random.seed(1)
+    np.random.seed(1)
+    torchscope.trace(Dice(), torch.randn(2))
+    assert (random.random(), float(np.random.rand())) == expected
