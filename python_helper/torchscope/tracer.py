@@ -31,6 +31,7 @@ from .values import (
 
 Tensor = torch.Tensor
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+_Parameter = nn.Parameter
 CHECK_EVERY = 32  # ops between time-budget / cancel checks
 
 
@@ -102,6 +103,8 @@ class Recorder(TorchFunctionMode):
     def _source(self, t: Tensor) -> Optional[int]:
         entry = self.producer.get(id(t))
         nid = entry[1] if entry is not None and entry[0]() is t else None
+        if nid is None and type(t) is _Parameter:
+            return None  # a weight: no producer, no base (and its properties cost a dispatch)
         base = t._base
         if base is not None:
             b = self.producer.get(id(base))
