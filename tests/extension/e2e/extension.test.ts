@@ -196,6 +196,44 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
   }));
 });
 
+describe("inputs and cancelling", { timeout: 300_000 }, () => {
+  it("asks for an input it can't find, and remembers it", () => step(page, "input", async () => {
+    await closeAll(page);
+    await openFile(page, "pair.py");
+    await contextMenu(page, "def forward", "Visualize forward pass");
+    const box = page.locator(".quick-input-widget input");
+    await page.locator(".quick-input-widget", { hasText: "Input for Pair" }).waitFor({ timeout: 60_000 });
+    await box.fill("(torch.randn(2, 3), torch.randn(2, 5))");
+    await shot(page, "07-input-box");
+    await box.press("Enter");
+    await waitForGraph(page);
+    assert.equal(await viewer(page).locator(".ts-model").innerText(), "Pair");
+    // Again: the answer is remembered for this target.
+    await closeAll(page);
+    await openFile(page, "pair.py");
+    await contextMenu(page, "def forward", "Visualize forward pass");
+    await waitForGraph(page);
+    assert.equal(await page.locator(".quick-input-widget", { hasText: "Input for Pair" }).isVisible(), false);
+  }));
+
+  it("cancels a trace that doesn't end; the next trace works", () => step(page, "cancel", async () => {
+    await closeAll(page);
+    await openFile(page, "slow.py");
+    await contextMenu(page, "def forward", "Visualize forward pass");
+    const toast = page.locator(".notification-toast", { hasText: "Tracing Slow" }).first();
+    await toast.waitFor({ timeout: 30_000 });
+    await page.waitForTimeout(1500); // let the runner get into the loop
+    await toast.getByRole("button", { name: "Cancel" }).click();
+    await toast.waitFor({ state: "detached", timeout: 30_000 });
+    await page.waitForTimeout(1000);
+    assert.equal(await page.locator(".tabs-container .tab", { hasText: "Forward pass: Slow" }).count(), 0, "the panel opened for it is closed");
+    await closeAll(page);
+    await openFile(page, "mlp.py");
+    await contextMenu(page, "def forward", "Visualize forward pass");
+    await waitForGraph(page);
+  }));
+});
+
 describe("an interpreter without torch", { timeout: 300_000 }, () => {
   let cs2: CodeServer | undefined;
   let page2: Page;
