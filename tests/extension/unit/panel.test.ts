@@ -226,6 +226,41 @@ describe("visualize command", () => {
     assert.match(String(warn.args[0]), /raised RuntimeError: shapes cannot be multiplied/);
   });
 
+  it("re-traces an open panel quietly when its file is saved, if the setting says so", async () => {
+    const { cmds, sent } = setup([() => result, () => result]);
+    const subs = cmds.register();
+    await cmds.visualize();
+    vs.workspace.saved.fire(doc);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(sent.length, 1, "off by default");
+    vs.settings.set("torchscope.retraceOnSave", true);
+    vs.workspace.saved.fire({ ...doc, uri: vs.Uri.file("/w/other.py") });
+    vs.workspace.saved.fire(doc);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(sent.length, 2, "only the saved file's panel");
+    const progress = vs.calls.filter((c) => c.api === "withProgress").at(-1)!.args[0] as { location: number; cancellable: boolean };
+    assert.equal(progress.location, vs.ProgressLocation.Window);
+    assert.equal(vs.panels.length, 1, "the same panel");
+    for (const d of subs) d.dispose();
+  });
+
+  it("registers every command the manifest contributes, and menus name only those", () => {
+    const { cmds } = setup([]);
+    const subs = cmds.register();
+    const manifest = JSON.parse(readFileSync(join(__dirname, "..", "..", "..", "package.json"), "utf8")) as {
+      main: string; activationEvents: string[];
+      contributes: { commands: { command: string }[]; menus: Record<string, { command: string }[]> };
+    };
+    const declared = manifest.contributes.commands.map((c) => c.command).sort();
+    assert.deepEqual([...vs.commands.registered.keys()].sort(), declared);
+    for (const [menu, items] of Object.entries(manifest.contributes.menus)) {
+      for (const i of items) assert.ok(declared.includes(i.command), `${menu}: ${i.command} is declared`);
+    }
+    assert.equal(manifest.main, "./extension/dist/extension.js");
+    assert.deepEqual(manifest.activationEvents, ["onLanguage:python"]);
+    for (const d of subs) d.dispose();
+  });
+
   it("says what to do when no model is at the cursor", async () => {
     const { cmds, sent } = setup([]);
     (cmds as unknown as { deps: { client: Server } }).deps.client.targetAt = async () => null;

@@ -183,7 +183,8 @@ export const workspace = {
     const d = workspace.documents.get(uri.toString());
     return d ? Promise.resolve(d) : Promise.reject(new Error(`no document ${uri.toString()}`));
   },
-  onDidSaveTextDocument: () => new Disposable(),
+  saved: new EventEmitter<unknown>(),
+  onDidSaveTextDocument: (l: (d: unknown) => void) => workspace.saved.event(l),
   onDidChangeConfiguration: () => new Disposable(),
 };
 
@@ -194,9 +195,9 @@ export const extensions = {
 
 export const commands = {
   registered: new Map<string, (...a: unknown[]) => unknown>(),
-  registerCommand(id: string, fn: (...a: unknown[]) => unknown): Disposable {
-    this.registered.set(id, fn);
-    return new Disposable(() => this.registered.delete(id));
+  registerCommand: (id: string, fn: (...a: unknown[]) => unknown): Disposable => {
+    commands.registered.set(id, fn);
+    return new Disposable(() => commands.registered.delete(id));
   },
   executeCommand: (...args: unknown[]) => (record("executeCommand", args), Promise.resolve(undefined)),
 };
@@ -210,6 +211,7 @@ export function reset(): void {
   installedExtensions.clear();
   workspace.workspaceFolders = undefined;
   workspace.documents.clear();
+  workspace.saved.dispose();
   window.activeTextEditor = undefined;
   window.visibleTextEditors = [];
 }
