@@ -4,6 +4,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import { ServerClient, findBundle } from "./client";
 import { Commands } from "./commands";
+import { DebugCommands } from "./debugCommands";
 import { onInterpreterChange } from "./interpreter";
 import { followCursor } from "./reveal";
 
@@ -20,6 +21,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     log,
     { dispose: () => void server.dispose() },
     ...commands.register(),
+    ...new DebugCommands({ context, bundle, log }).register(),
     followCursor(),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration("torchscope.pythonPath") || e.affectsConfiguration("torchscope.traceTimeoutSeconds") ||
