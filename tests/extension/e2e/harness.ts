@@ -44,7 +44,12 @@ export interface CodeServer {
 }
 
 /** Install the .vsix into a fresh profile and start code-server on 127.0.0.1. */
-export async function startCodeServer(opts: { settings?: Record<string, unknown>; files?: Record<string, string> } = {}): Promise<CodeServer> {
+export async function startCodeServer(opts: {
+  settings?: Record<string, unknown>;
+  files?: Record<string, string>;
+  /** Runs after the .vsix is installed, before code-server starts (e.g. to add a fixture extension). */
+  beforeStart?: (dirs: { base: string; userData: string; extensions: string }) => void;
+} = {}): Promise<CodeServer> {
   const base = mkdtempSync(join(tmpdir(), "torchscope-e2e-"));
   const ud = join(base, "user-data");
   const ext = join(base, "extensions");
@@ -71,6 +76,7 @@ export async function startCodeServer(opts: { settings?: Record<string, unknown>
   const env = { ...process.env, XDG_CONFIG_HOME: join(base, "xdg-config"), XDG_DATA_HOME: join(base, "xdg-data") };
   const inst = spawnSync("node", [CODE_SERVER, "--user-data-dir", ud, "--extensions-dir", ext, "--install-extension", VSIX], { env, encoding: "utf8" });
   if (inst.status !== 0) throw new Error(`installing the vsix failed:\n${inst.stdout}\n${inst.stderr}`);
+  opts.beforeStart?.({ base, userData: ud, extensions: ext });
   const workspace = makeWorkspace(base, opts.files);
   const port = await freePort();
   const proc: ChildProcess = spawn(
