@@ -23,6 +23,8 @@ interface Timing {
   target_at_ms?: number;
   /** From the click to the extension posting the graph bytes to the viewer. */
   to_posted_ms?: number;
+  /** A new panel: from the click to the viewer's script starting in the webview. */
+  to_viewer_boot_ms?: number;
   /** In the viewer: from the click to the start of the layout, and the layout and drawing. */
   to_layout_ms?: number;
   layout_and_draw_ms?: number;
@@ -30,15 +32,15 @@ interface Timing {
 const timings: Record<string, Timing> = {};
 
 /** Epoch times of the viewer's last performance marks (same clock as Date.now() on this machine). */
-async function viewerMarks(p: Page): Promise<{ layoutStart: number | null; drawn: number | null }> {
+async function viewerMarks(p: Page): Promise<{ boot: number | null; layoutStart: number | null; drawn: number | null }> {
   // No named inner functions: the test's transpiler would add a helper the page lacks.
-  const [layoutStart, drawn] = await viewer(p).locator("#torchscope").evaluate(() =>
-    ["torchscope:layout-start", "torchscope:drawn"].map((n) => {
+  const [boot, layoutStart, drawn] = await viewer(p).locator("#torchscope").evaluate(() =>
+    ["torchscope:boot", "torchscope:layout-start", "torchscope:drawn"].map((n) => {
       const e = performance.getEntriesByName(n);
       return e.length ? performance.timeOrigin + e[e.length - 1]!.startTime : null;
     }),
   );
-  return { layoutStart: layoutStart ?? null, drawn: drawn ?? null };
+  return { boot: boot ?? null, layoutStart: layoutStart ?? null, drawn: drawn ?? null };
 }
 
 async function timed(name: string, t0: number): Promise<number> {
@@ -48,8 +50,10 @@ async function timed(name: string, t0: number): Promise<number> {
   if (posted_at) t.to_posted_ms = posted_at - t0;
   const m = await viewerMarks(page).catch((e: Error) => {
     console.log(`# no viewer marks: ${e.message.split("\n")[0]}`);
-    return { layoutStart: null, drawn: null };
+    return { boot: null, layoutStart: null, drawn: null };
   });
+  // The viewer page's start, when this panel is new (its script ran after the click).
+  if (m.boot && m.boot > t0) t.to_viewer_boot_ms = Math.round(m.boot - t0);
   if (m.layoutStart && m.drawn) {
     t.to_layout_ms = Math.round(m.layoutStart - t0);
     t.layout_and_draw_ms = Math.round(m.drawn - m.layoutStart);
@@ -59,7 +63,7 @@ async function timed(name: string, t0: number): Promise<number> {
     ? ` (${t.target_at_ms !== undefined ? `targetAt ${t.target_at_ms} ms, ` : ""}request ${t.request_ms} ms, of which tracing ${t.trace_ms} ms)`
     : "";
   const view = t.to_layout_ms !== undefined
-    ? ` [click→posted ${t.to_posted_ms ?? "?"} ms, click→layout ${t.to_layout_ms} ms, layout+draw ${t.layout_and_draw_ms} ms]`
+    ? ` [${t.to_viewer_boot_ms !== undefined ? `click→viewer boot ${t.to_viewer_boot_ms} ms, ` : ""}click→posted ${t.to_posted_ms ?? "?"} ms, click→layout ${t.to_layout_ms} ms, layout+draw ${t.layout_and_draw_ms} ms]`
     : "";
   console.log(`# timing ${name}: ${total} ms${parts}${view}`);
   return total;
@@ -214,6 +218,19 @@ describe("inputs and cancelling", { timeout: 300_000 }, () => {
     await contextMenu(page, "def forward", "Visualize forward pass");
     await waitForGraph(page);
     assert.equal(await page.locator(".quick-input-widget", { hasText: "Input for Pair" }).isVisible(), false);
+  }));
+
+  it("says a file can't be imported, with the traceback in the output channel", () => step(page, "import-error", async () => {
+    await closeAll(page);
+    await openFile(page, "missing_dep.py");
+    await contextMenu(page, "def forward", "Visualize forward pass");
+    const toast = page.locator(".notification-toast", { has: page.getByRole("button", { name: "Show Details" }) }).first();
+    await toast.waitFor({ timeout: 60_000 });
+    assert.match(await toast.innerText(), /torchscope_missing_package_for_tests|import/i);
+    await toast.getByRole("button", { name: "Show Details" }).click();
+    await page.locator(".output-view, .panel .monaco-editor", { hasText: "Traceback" }).first().waitFor({ timeout: 15_000 });
+    await shot(page, "08-import-error-details");
+    assert.equal(await page.locator(".tabs-container .tab", { hasText: "Forward pass: NeedsMissing" }).count(), 0);
   }));
 
   it("cancels a trace that doesn't end; the next trace works", () => step(page, "cancel", async () => {
