@@ -30,22 +30,25 @@ $(EXT_OUT): $(NODE_STAMP) $(EXT_SRC)
 build-extension: $(EXT_OUT)
 
 # Pure-Python libraries of the language server, bundled with the extension (torch never is).
+# Each step builds in a private folder and moves it into place, so two `make` runs at
+# once (a shared machine) never mix their files.
 $(BUNDLED_LIBS): make/extension.mk | setup
-	rm -rf bundled/libs
-	$(VENV_PY) -m pip install -q --no-compile --target bundled/libs pygls==2.1.1 msgpack==1.2.4
-	touch $@
+	set -e; tmp=build/.libs.$$$$; mkdir -p build; rm -rf $$tmp; \
+	$(VENV_PY) -m pip install -q --no-compile --target $$tmp pygls==2.1.1 msgpack==1.2.4; \
+	touch $$tmp/.installed; mkdir -p bundled; rm -rf bundled/libs; mv -T $$tmp bundled/libs
 
 # The helper package (tracer, server, runner) with the viewer bundle in static/.
 bundled/tool/.copied: $(HELPER_SRC) $(WEBVIEW_OUT)
-	rm -rf bundled/tool
-	mkdir -p bundled/tool
-	cp -r python_helper/torchscope bundled/tool/torchscope
-	find bundled/tool -name '__pycache__' -prune -exec rm -rf {} +
-	touch $@
+	set -e; tmp=build/.tool.$$$$; rm -rf $$tmp; mkdir -p $$tmp bundled; \
+	cp -r python_helper/torchscope $$tmp/torchscope; \
+	find $$tmp -name '__pycache__' -prune -exec rm -rf {} +; \
+	touch $$tmp/.copied; rm -rf bundled/tool; mv -T $$tmp bundled/tool
 
 $(VSIX): $(EXT_OUT) $(BUNDLED_LIBS) bundled/tool/.copied package.json .vscodeignore docs/extension.md
 	mkdir -p build
-	npx vsce package --no-dependencies --skip-license --allow-missing-repository --no-update-package-json --readme-path docs/extension.md -o $@
+	set -e; tmp=build/.torchscope.$$$$.vsix; \
+	npx vsce package --no-dependencies --skip-license --allow-missing-repository --no-update-package-json \
+	  --readme-path docs/extension.md -o $$tmp; mv $$tmp $@
 
 package: $(VSIX)
 	@echo "built $(VSIX)"
