@@ -1,0 +1,271 @@
+// End to end in real VS Code (code-server + Chromium): tracing at a breakpoint. A fixture
+// extension (debugpy-fixture/) contributes the `debugpy` debug type backed by the real
+// adapter (`python -m debugpy.adapter`, as the Python debugger extension does) and a
+// command that launches the active file with a breakpoint on its "# BREAK" line. Then, as
+// a user: palette → "Visualize forward pass (paused frame)" → pick the first candidate →
+// the graph → click an op → its line; remove the breakpoints, continue, and the program
+// ends printing what a plain run prints. Palette→drawn times go to timings.json.
+import { strict as assert } from "node:assert";
+import { spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import type { Browser, Page } from "playwright-core";
+import {
+  ARTIFACTS, PYTHON, activeTab, cleanup, closeAll, cursorLine, launch, notifications, openFile, openWorkbench, palette, pointerAway,
+  saveLog, shot, startCodeServer, step, viewer, waitForGraph, type CodeServer,
+} from "./harness";
+
+const FIXTURE_ID = "torchscope-test.debugpy-fixture";
+const FIXTURE_VERSION = "0.0.1";
+
+const BLOCKS = `"""Paused in a block's forward (torchscope e2e: tracing at a breakpoint)."""
+import os
+
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, d)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc(self.norm(x))  # BREAK
+        return self.drop(torch.relu(h)) + x
+
+
+class Net(nn.Module):
+    def __init__(self, d: int = 32, n: int = 2) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(d) for _ in range(n))
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for b in self.blocks:
+            x = b(x)
+        return self.head(x).softmax(dim=-1)
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    net = Net()
+    out = net(torch.randn(4, 32))
+    text = f"{tuple(out.shape)} {out.sum().item():.6f} {torch.rand(1).item():.6f} {net.training}\\n"
+    print(text, end="")
+    with open(os.path.splitext(os.path.abspath(__file__))[0] + ".out", "w") as f:
+        f.write(text)
+`;
+
+const GPT2 = `"""GPT-2 (12 layers, random weights) paused in its wrapper's forward (torchscope e2e)."""
+import os
+
+import torch
+from torch import nn
+from transformers import GPT2Config, GPT2Model
+
+
+class LM(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gpt2 = GPT2Model(GPT2Config(n_layer=12))
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        hidden = self.gpt2(input_ids=input_ids).last_hidden_state  # BREAK
+        return hidden.mean()
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    lm = LM().eval()
+    with torch.no_grad():
+        y = lm(torch.randint(0, 50257, (1, 64)))
+    text = f"{y.item():.6f} {torch.rand(1).item():.6f}\\n"
+    print(text, end="")
+    with open(os.path.splitext(os.path.abspath(__file__))[0] + ".out", "w") as f:
+        f.write(text)
+`;
+
+/** 1-based line of the first line holding `text`. */
+function lineOf(src: string, text: string): number {
+  const i = src.split("\n").findIndex((l) => l.includes(text));
+  assert.ok(i >= 0, `no line with ${text}`);
+  return i + 1;
+}
+
+/** What the program prints when run plainly (no debugger). */
+function plainOutput(name: string, src: string): string {
+  const dir = mkdtempSync(join(tmpdir(), "torchscope-plain-"));
+  writeFileSync(join(dir, name), src);
+  const r = spawnSync(PYTHON, [join(dir, name)], { encoding: "utf8", cwd: dir });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout;
+}
+
+/** Copy the fixture extension into the profile and list it in extensions.json. */
+function installFixture(extensions: string): void {
+  const rel = `${FIXTURE_ID}-${FIXTURE_VERSION}`;
+  const dest = join(extensions, rel);
+  cpSync(join(__dirname, "debugpy-fixture"), dest, { recursive: true });
+  writeFileSync(join(dest, "config.json"), JSON.stringify({ python: PYTHON }));
+  const manifest = join(extensions, "extensions.json");
+  const list = existsSync(manifest) ? (JSON.parse(readFileSync(manifest, "utf8")) as unknown[]) : [];
+  list.push({
+    identifier: { id: FIXTURE_ID },
+    version: FIXTURE_VERSION,
+    location: { $mid: 1, fsPath: dest, external: `file://${dest}`, path: dest, scheme: "file" },
+    relativeLocation: rel,
+    metadata: { installedTimestamp: Date.now(), source: "vsix" },
+  });
+  writeFileSync(manifest, JSON.stringify(list));
+}
+
+interface DebugTiming {
+  /** From Enter on the palette command to the graph drawn (includes picking the candidate). */
+  palette_to_drawn_ms: number;
+  /** From Enter on the candidate to the graph drawn. */
+  pick_to_drawn_ms: number;
+  /** From the extension's log: the candidates evaluate, the trace evaluate, the tracer. */
+  candidates_ms?: number;
+  trace_request_ms?: number;
+  trace_ms?: number;
+  graph_bytes?: number;
+}
+const timings: Record<string, DebugTiming> = {};
+
+let browser: Browser;
+let cs: CodeServer | undefined;
+let page: Page;
+
+before(async () => {
+  cs = await startCodeServer({
+    settings: { "debug.openDebug": "neverOpen", "debug.internalConsoleOptions": "neverOpen", "debug.confirmOnExit": "never" },
+    files: { "debug_blocks.py": BLOCKS, "debug_gpt2.py": GPT2 },
+    beforeStart: ({ extensions }) => installFixture(extensions),
+  });
+  browser = await launch();
+  page = await openWorkbench(browser, cs);
+});
+
+after(async () => {
+  await browser?.close();
+  cleanup(cs, "torchscope-debug");
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const load = (await import("node:os")).loadavg().map((x) => Math.round(x * 100) / 100);
+  const entry = { when: new Date().toISOString(), loadavg: load, timings };
+  writeFileSync(join(ARTIFACTS, "timings-debug.json"), JSON.stringify(entry, null, 2) + "\n");
+  // Also in timings.json beside the editor path's (kept; this file's entries under "debug").
+  const file = join(ARTIFACTS, "timings.json");
+  let all: Record<string, unknown> = {};
+  try {
+    all = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+  } catch {
+    /* none yet */
+  }
+  writeFileSync(file, JSON.stringify({ ...all, debug: entry }, null, 2) + "\n");
+});
+
+/** The extension's log lines so far. */
+function logLines(): string[] {
+  const f = cs ? saveLog(cs, "torchscope-debug") : undefined;
+  return f ? readFileSync(f, "utf8").split("\n") : [];
+}
+
+/** Start debugging the open file (fixture command) and wait until it stops at its BREAK line. */
+async function debugUntilStopped(file: string, breakLine: number): Promise<void> {
+  await openFile(page, file);
+  await palette(page, "torchscope test: debug the active file");
+  // Stopped: the toolbar offers Continue, and the editor is on the breakpoint's line.
+  await page.locator(".debug-toolbar .codicon-debug-continue").first().waitFor({ timeout: 180_000 });
+  await page.waitForFunction((n) => new RegExp(`Ln ${n},`).test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""), breakLine, { timeout: 30_000 });
+}
+
+/** Palette → "Visualize forward pass (paused frame)" → the first candidate → the graph drawn. */
+async function visualizePaused(name: string, expectFirst: RegExp): Promise<void> {
+  const t0 = await palette(page, "Visualize forward pass (paused frame)");
+  const first = page.locator(".quick-input-list .monaco-list-row").first();
+  await page.locator(".quick-input-widget", { hasText: "Visualize forward pass (paused frame)" }).waitFor({ timeout: 60_000 });
+  await first.waitFor({ timeout: 60_000 });
+  await page.waitForTimeout(300);
+  await shot(page, `${name}-candidates`);
+  assert.match(await first.innerText(), expectFirst);
+  const t1 = Date.now();
+  await page.keyboard.press("Enter");
+  await waitForGraph(page);
+  const t2 = Date.now();
+  const t: DebugTiming = { palette_to_drawn_ms: t2 - t0, pick_to_drawn_ms: t2 - t1 };
+  const lines = logLines();
+  const cand = lines.filter((l) => /debug: \d+ candidates .* in \d+ ms/.test(l)).at(-1);
+  if (cand) t.candidates_ms = Number(/in (\d+) ms/.exec(cand)![1]);
+  const traced = lines.filter((l) => l.includes("debug: traced ")).at(-1);
+  if (traced) {
+    const m = /in (\d+(?:\.\d+)?) ms \(evaluate .*request (\d+) ms.*?(\d+) bytes\)/.exec(traced);
+    if (m) Object.assign(t, { trace_ms: Math.round(Number(m[1])), trace_request_ms: Number(m[2]), graph_bytes: Number(m[3]) });
+  }
+  timings[name] = t;
+  console.log(`# timing ${name}: palette→drawn ${t.palette_to_drawn_ms} ms, pick→drawn ${t.pick_to_drawn_ms} ms ` +
+    `(candidates ${t.candidates_ms ?? "?"} ms, trace request ${t.trace_request_ms ?? "?"} ms, of which tracing ${t.trace_ms ?? "?"} ms)`);
+}
+
+/** Remove the breakpoints, continue (F5 in the editor) and wait for the session to end. */
+async function continueToEnd(): Promise<void> {
+  await palette(page, "Remove All Breakpoints");
+  await page.waitForTimeout(300);
+  await page.locator(".editor-group-container .monaco-editor .view-lines").first().click();
+  await page.keyboard.press("F5");
+  await page.locator(".debug-toolbar").first().waitFor({ state: "hidden", timeout: 120_000 });
+}
+
+async function waitForFile(path: string, timeout = 60_000): Promise<string> {
+  const end = Date.now() + timeout;
+  while (!existsSync(path) && Date.now() < end) await page.waitForTimeout(250);
+  assert.ok(existsSync(path), `${path} written`);
+  return readFileSync(path, "utf8");
+}
+
+describe("tracing at a breakpoint (real debugpy in VS Code)", { timeout: 900_000 }, () => {
+  it("paused in a block's forward: palette → the block's graph → click an op → its line; the program goes on", () => step(page, "debug-blocks", async () => {
+    const expected = plainOutput("debug_blocks.py", BLOCKS);
+    const breakLine = lineOf(BLOCKS, "# BREAK");
+    const reluLine = lineOf(BLOCKS, "torch.relu(h)");
+    await debugUntilStopped("debug_blocks.py", breakLine);
+    await shot(page, "debug-01-stopped");
+
+    await visualizePaused("debug_blocks_palette_to_drawn", /self[\s\S]*Block/);
+    await page.locator(".tabs-container .tab", { hasText: "Forward pass: Block" }).first().waitFor({ timeout: 10_000 });
+    const v = viewer(page);
+    assert.equal(await v.locator(".ts-model").innerText(), "Block");
+    await pointerAway(page);
+    await shot(page, "debug-02-block-graph");
+
+    // The relu in Block.forward → that line of debug_blocks.py.
+    await v.locator('g[data-kind="op"]', { hasText: "relu" }).first().click();
+    await page.waitForFunction((n) => new RegExp(`Ln ${n},`).test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""), reluLine, { timeout: 15_000 });
+    assert.equal(await cursorLine(page), reluLine);
+    assert.match(await activeTab(page), /^debug_blocks\.py/);
+    await pointerAway(page);
+    await shot(page, "debug-03-reveal");
+    assert.ok(!(await notifications(page)).some((t) => /torchscope: .*(error|failed|can't)/i.test(t)), "no error message");
+
+    // The session goes on untouched: same output as a plain run.
+    await continueToEnd();
+    const out = await waitForFile(join(cs!.workspace, "debug_blocks.out"));
+    assert.equal(out, expected);
+  }));
+
+  it("GPT-2 (12 layers) paused in its forward: palette → graph drawn (benchmark)", () => step(page, "debug-gpt2", async () => {
+    await closeAll(page);
+    const expected = plainOutput("debug_gpt2.py", GPT2);
+    await debugUntilStopped("debug_gpt2.py", lineOf(GPT2, "# BREAK"));
+    await visualizePaused("debug_gpt2_palette_to_drawn", /self[\s\S]*LM/);
+    await page.locator(".tabs-container .tab", { hasText: "Forward pass: LM" }).first().waitFor({ timeout: 10_000 });
+    await pointerAway(page);
+    await shot(page, "debug-04-gpt2-graph");
+    await continueToEnd();
+    assert.equal(await waitForFile(join(cs!.workspace, "debug_gpt2.out")), expected);
+  }));
+});
