@@ -2,17 +2,21 @@
 // (checked against the Python entry's own `loader_expression` and run by Python on paths
 // with quotes and backslashes), reply parsing, candidate rows, chunk reassembly and the
 // remote-attach fallback against a fake debug session.
+// First: vscode.debug on the stub before the extension's modules load.
+import { fakeDebug, sessionEnded } from "./debug-fake";
 import { strict as assert } from "node:assert";
 import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { describe, it } from "node:test";
+import { afterEach, beforeEach, describe, it } from "node:test";
+import * as vs from "./vscode-stub";
+import { GraphPanel } from "../../../extension/src/graphPanel";
 import {
   DebugBridge, DebugError, MAX_CHUNK, candidateItems, evaluateArgs, formatParams, loaderExpression, modelName, parseReply, pyString,
   readChunked, requestExpression, type Candidate, type ChunkReply, type DebugRequest, type ErrorReply,
 } from "../../../extension/src/debugBridge";
-import { variableExpression } from "../../../extension/src/debugCommands";
+import { DEBUG_URI, DebugCommands, variableExpression } from "../../../extension/src/debugCommands";
 
 const ROOT = resolve(__dirname, "..", "..", "..");
 const PYTHON = process.env.TORCHSCOPE_PYTHON ?? join(ROOT, ".venv", "bin", "python");
@@ -264,3 +268,214 @@ function big9(): Buffer {
   for (let i = 0; i < b.length; i += 1000) b[i] = 7;
   return b;
 }
+
+// ---- the commands' flow against a fake paused session ------------------------------------
+
+type Handler = (req: DebugRequest) => unknown;
+
+function pausedSession(handler: Handler, type = "debugpy") {
+  const requests: DebugRequest[] = [];
+  const session = {
+    id: "s1", type, name: "Debug nested.py",
+    customRequest: async (command: string, args: Record<string, unknown>) => {
+      assert.equal(command, "evaluate");
+      assert.equal(args.frameId, 5);
+      const req = requestOf(args.expression as string);
+      requests.push(req);
+      return { result: JSON.stringify(handler(req)) };
+    },
+  };
+  fakeDebug.activeDebugSession = session;
+  fakeDebug.activeStackItem = { session, threadId: 1, frameId: 5 };
+  return { session, requests };
+}
+
+const GRAPH = Buffer.from([0x81, 0xa1, 0x61, 0x01]);
+const summary = { model: "Block", nodes: 3, edges: 2, ops: 1, trace_ms: 2, input: "paused call", error: null };
+const block: Candidate = { expr: "self", name: "self", cls: "Block", qualname: "m.Block", params: 10, reason: "paused in its forward", inputs: true, input: "paused call" };
+
+function commands(): DebugCommands {
+  const storage = mkdtempSync(join(tmpdir(), "torchscope-debug-storage-"));
+  return new DebugCommands({
+    context: { globalStorageUri: vs.Uri.file(storage) } as never,
+    bundle: { toolDir: "/ext/bundled/tool", libsDir: undefined, viewerDir: "/ext/viewer" },
+    log: vs.logChannel() as never,
+  });
+}
+
+/** withProgress whose Cancel the test can press. */
+const cancelNow: { press?: () => void } = {};
+const stubWithProgress = vs.window.withProgress;
+
+describe("the commands against a fake paused session", () => {
+  beforeEach(() => {
+    for (const p of GraphPanel.all()) p.dispose();
+    vs.reset();
+    fakeDebug.activeStackItem = undefined;
+    fakeDebug.activeDebugSession = undefined;
+    (vs.window as Record<string, unknown>).withProgress = (opts: unknown, task: (p: unknown, t: unknown) => Promise<unknown>) => {
+      vs.calls.push({ api: "withProgress", args: [opts] });
+      const cancel = new vs.EventEmitter<void>();
+      cancelNow.press = () => cancel.fire();
+      return task({ report: (v: unknown) => vs.calls.push({ api: "progress", args: [v] }) }, { isCancellationRequested: false, onCancellationRequested: cancel.event });
+    };
+  });
+  afterEach(() => {
+    (vs.window as Record<string, unknown>).withProgress = stubWithProgress;
+  });
+
+  const messages = (api: string) => vs.calls.filter((c) => c.api === api).map((c) => String(c.args[0]));
+
+  it("not debugging, or not a Python session: a message, no evaluate", async () => {
+    await commands().visualizePausedFrame();
+    assert.match(messages("showInformationMessage")[0]!, /start debugging a Python program/);
+    const { requests } = pausedSession(() => ({ ok: true }), "node");
+    await commands().visualizePausedFrame();
+    assert.match(messages("showInformationMessage")[1]!, /is a node debug session/);
+    assert.equal(requests.length, 0);
+  });
+
+  it("running (a thread with no frames): asks to pause", async () => {
+    const { session } = pausedSession(() => ({ ok: true }));
+    session.customRequest = async () => {
+      throw new Error("Thread is not paused");
+    };
+    fakeDebug.activeStackItem = { session, threadId: 1 };
+    await commands().visualizePausedFrame();
+    assert.match(messages("showInformationMessage")[0]!, /the program is running; pause it/);
+  });
+
+  it("candidates → the first picked → trace with out, cancel file and time budget → the panel", async () => {
+    vs.settings.set("torchscope.traceTimeoutSeconds", 12);
+    const { requests } = pausedSession((req) => {
+      if (req.op === "candidates") return { ok: true, modules: [block], more: 0 };
+      if (req.op === "trace") {
+        writeFileSync(req.out, GRAPH);
+        return { ok: true, path: req.out, size: GRAPH.length, summary, elapsed_ms: 3 };
+      }
+      return { ok: false, kind: "bad-request", error: req.op };
+    });
+    vs.answers.push(candidateItems([block])[0]);
+    await commands().visualizePausedFrame();
+    assert.deepEqual(requests.map((r) => r.op), ["candidates", "trace"]);
+    const t = requests[1] as Extract<DebugRequest, { op: "trace" }>;
+    assert.equal(t.expr, "self");
+    assert.equal(t.timeBudget, 12);
+    assert.equal(t.cancelFile, `${t.out}.cancel`);
+    assert.ok(!("input" in t));
+    const panel = GraphPanel.find(DEBUG_URI, "self")!;
+    assert.ok(panel, "a panel for the paused frame's self");
+    assert.equal(panel.panel.title, "Forward pass: Block");
+    assert.equal(panel.origin.graphPath, t.out);
+    assert.deepEqual([...panel.bytes!], [...GRAPH]);
+    assert.equal(messages("showErrorMessage").length, 0);
+  });
+
+  it("Cancel writes the cancel file the trace checks; a cancelled trace is no message and no panel", async () => {
+    let sawCancel = false;
+    pausedSession((req) => {
+      if (req.op !== "trace") return { ok: false, kind: "bad-request", error: req.op };
+      return { ok: false, kind: "cancelled", error: "cancelled", traceback: null, _cancel: req.cancelFile };
+    });
+    const c = commands();
+    // Press Cancel while the evaluate runs: the file must exist before the reply.
+    const { session } = { session: fakeDebug.activeDebugSession as { customRequest: (c: string, a: Record<string, unknown>) => Promise<unknown> } };
+    const orig = session.customRequest;
+    session.customRequest = async (cmd, args) => {
+      const req = requestOf(args.expression as string) as Extract<DebugRequest, { op: "trace" }>;
+      cancelNow.press!();
+      const end = Date.now() + 2000;
+      while (!existsSync(req.cancelFile!) && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+      sawCancel = existsSync(req.cancelFile!);
+      return orig(cmd, args);
+    };
+    await c.visualizeVariable({ sessionId: "s1", variable: { name: "model", evaluateName: "self.model" } });
+    assert.ok(sawCancel, "the cancel file was written while the evaluate ran");
+    assert.equal(messages("showErrorMessage").length, 0);
+    assert.equal(GraphPanel.find(DEBUG_URI, "self.model"), undefined);
+  });
+
+  it("needs-input → an input typed → traced with it", async () => {
+    const { requests } = pausedSession((req) => {
+      if (req.op !== "trace") return { ok: false, kind: "bad-request", error: req.op };
+      if (!req.input) return { ok: false, kind: "needs-input", error: "no input for Block", traceback: null };
+      writeFileSync(req.out, GRAPH);
+      return { ok: true, path: req.out, size: 4, summary: { ...summary, input: req.input } };
+    });
+    vs.answers.push({ id: "type" }, "torch.randn(2, 8)");
+    await commands().visualizeVariable({ sessionId: "s1", variable: { name: "net", evaluateName: "net" } });
+    assert.deepEqual(requests.map((r) => (r as { input?: string }).input ?? null), [null, "torch.randn(2, 8)"]);
+    assert.ok(GraphPanel.find(DEBUG_URI, "net"));
+  });
+
+  it("inputs unknown → trace the next call: armed, then the graph when the file appears", async () => {
+    const { requests } = pausedSession((req) => {
+      if (req.op === "candidates") return { ok: true, modules: [{ ...block, inputs: false, input: null }], more: 0 };
+      if (req.op === "trace_next_call") {
+        // The program runs the model a little later: the hook writes the file.
+        setTimeout(() => writeFileSync(req.out, GRAPH), 300);
+        return { ok: true, armed: true, path: req.out, model: "Block" };
+      }
+      return { ok: false, kind: "bad-request", error: req.op };
+    });
+    vs.answers.push(candidateItems([{ ...block, inputs: false }])[0], { id: "next" });
+    await commands().visualizePausedFrame();
+    assert.deepEqual(requests.map((r) => r.op), ["candidates", "trace_next_call"]);
+    assert.ok(messages("showInformationMessage").some((m) => /continue the program/.test(m)));
+    const panel = GraphPanel.find(DEBUG_URI, "self")!;
+    assert.equal(panel.panel.title, "Forward pass: Block");
+    assert.deepEqual([...panel.bytes!], [...GRAPH]);
+  });
+
+  it("a next-call trace that fails: its error file is the message", async () => {
+    pausedSession((req) => {
+      if (req.op === "trace_next_call") {
+        setTimeout(() => writeFileSync(`${req.out}.error.json`, JSON.stringify({ ok: false, kind: "timeout", error: "the trace took over 5 s", traceback: null })), 200);
+        return { ok: true, armed: true, path: req.out, model: "Block" };
+      }
+      return { ok: false, kind: "needs-input", error: "no input", traceback: null };
+    });
+    vs.answers.push({ id: "next" });
+    await commands().visualizeVariable({ sessionId: "s1", variable: { name: "m", evaluateName: "m" } });
+    assert.ok(messages("showErrorMessage").some((m) => /took over 5 s/.test(m)));
+    assert.equal(GraphPanel.find(DEBUG_URI, "m"), undefined);
+  });
+
+  it("the session ends before the next call: a message, no graph", async () => {
+    const { session } = pausedSession((req) => (req.op === "trace_next_call" ? { ok: true, armed: true, path: req.out, model: "Block" } : { ok: false, kind: "needs-input", error: "x" }));
+    vs.answers.push({ id: "next" });
+    const done = commands().visualizeVariable({ sessionId: "s1", variable: { name: "m", evaluateName: "m" } });
+    await new Promise((r) => setTimeout(r, 100));
+    sessionEnded.fire(session);
+    await done;
+    assert.ok(messages("showInformationMessage").some((m) => /session ended before Block ran again/.test(m)));
+  });
+
+  it("a model that raises: the partial graph and a message naming the error", async () => {
+    pausedSession((req) => {
+      if (req.op !== "trace") return { ok: false };
+      writeFileSync(req.out, GRAPH);
+      return { ok: true, path: req.out, size: 4, summary: { ...summary, error: { type: "RuntimeError", message: "shapes differ", file: null, line: null } } };
+    });
+    await commands().visualizeVariable({ sessionId: "s1", variable: { name: "m", evaluateName: "m" } });
+    assert.ok(GraphPanel.find(DEBUG_URI, "m")?.bytes);
+    assert.ok(messages("showWarningMessage").some((m) => /Block raised RuntimeError: shapes differ/.test(m)));
+  });
+
+  it("the entry's errors are messages with a way forward", async () => {
+    const cases: [ErrorReply, RegExp, string?][] = [
+      [{ ok: false, kind: "no-torch", error: "torch is not importable" }, /debugged program has no torch/],
+      [{ ok: false, kind: "timeout", error: "took over 60 s" }, /took over 60 s/, "Change Time Limit"],
+      [{ ok: false, kind: "target-error", error: "'foo' is not an nn.Module" }, /not an nn.Module/],
+      [{ ok: false, kind: "internal", error: "boom", traceback: "Traceback..." }, /boom/, "Show Details"],
+    ];
+    for (const [reply, re, button] of cases) {
+      vs.calls.length = 0;
+      pausedSession(() => reply);
+      await commands().visualizeVariable({ sessionId: "s1", variable: { name: "m", evaluateName: "m" } });
+      const err = vs.calls.find((c) => c.api === "showErrorMessage")!;
+      assert.match(String(err.args[0]), re);
+      if (button) assert.ok(err.args.includes(button), `${reply.kind} offers ${button}`);
+    }
+  });
+});
