@@ -12,7 +12,19 @@ import type { Fonts, WorkerReply, WorkerRequest } from "./protocol";
 const ctx = self as unknown as DedicatedWorkerGlobalScope;
 const vizReady = instance();
 let idx: GraphIndex | null = null;
+let bytes: Uint8Array | null = null;
 let measure: Measure = estimateWidth;
+
+/** The graph is decoded on first need (or right after the first view): the first view's
+ * DOT comes from the page, so decoding stays off the path to the first picture. */
+function index(): GraphIndex {
+  if (!idx) {
+    if (!bytes) throw new Error("layout requested before the graph arrived");
+    idx = buildIndex(decodeGraph(bytes));
+    bytes = null;
+  }
+  return idx;
+}
 
 vizReady.then(
   () => ctx.postMessage({ type: "ready" } satisfies WorkerReply),
@@ -39,15 +51,39 @@ function canvasMeasure(fonts: Fonts): Measure {
 ctx.onmessage = async (ev: MessageEvent<WorkerRequest>) => {
   const msg = ev.data;
   if (msg.type === "init") {
-    idx = buildIndex(decodeGraph(msg.bytes));
+    bytes = msg.bytes;
+    idx = null;
     measure = canvasMeasure(msg.fonts);
     return;
   }
   const { id } = msg;
+  if (msg.type === "dot") {
+    try {
+      const t0 = performance.now();
+      const viz = await vizReady;
+      const r = viz.render(msg.dot, { format: "json0" });
+      if (r.status !== "success" || r.output === undefined) {
+        const text = r.errors.filter((e) => e.level === "error").map((e) => e.message).join("; ");
+        ctx.postMessage({ type: "error", id, message: text || "layout failed" } satisfies WorkerReply);
+        return;
+      }
+      ctx.postMessage({ type: "dot", id, layout: parseLayout(r.output), ms: performance.now() - t0 } satisfies WorkerReply);
+    } catch (e) {
+      ctx.postMessage({ type: "error", id, message: String(e) } satisfies WorkerReply);
+    }
+    // Ready for the next request (an expand) while the user looks at the first view.
+    setTimeout(() => {
+      try {
+        index();
+      } catch {
+        /* reported on the next request */
+      }
+    }, 0);
+    return;
+  }
   try {
-    if (!idx) throw new Error("layout requested before the graph arrived");
     const t0 = performance.now();
-    const view = computeView(idx, { modules: new Set(msg.modules), groups: new Set(msg.groups) }, measure);
+    const view = computeView(index(), { modules: new Set(msg.modules), groups: new Set(msg.groups) }, measure);
     const viz = await vizReady;
     const r = viz.render(view.dot, { format: "json0" });
     if (r.status !== "success" || r.output === undefined) {

@@ -1,6 +1,7 @@
 // Main-thread side of layout: a cache keyed by expansion state, one request in flight,
 // and cancellation of a stale request by terminating its worker (Graphviz can't be
 // interrupted from inside). Every new worker gets the graph first.
+import type { View } from "./compute";
 import type { Fonts, ViewResult, WorkerReply, WorkerRequest } from "./protocol";
 
 export class Cancelled extends Error {
@@ -12,6 +13,8 @@ interface Job {
   key: string;
   resolve: (r: ViewResult) => void;
   reject: (e: Error) => void;
+  /** Set when the page computed the view itself and only asked for Graphviz. */
+  view?: View;
 }
 
 export class LayoutClient {
@@ -36,7 +39,9 @@ export class LayoutClient {
     return this.cache.get(key);
   }
 
-  layout(key: string, modules: number[], groups: number[]): Promise<ViewResult> {
+  /** `view`: the page already computed this state's visible graph and DOT (the first view:
+   * the worker then needn't decode the graph before it can lay it out). */
+  layout(key: string, modules: number[], groups: number[], view?: View): Promise<ViewResult> {
     const hit = this.cache.get(key);
     this.cancelCurrent();
     if (hit) {
@@ -46,9 +51,10 @@ export class LayoutClient {
       return Promise.resolve(hit);
     }
     return new Promise<ViewResult>((resolve, reject) => {
-      const job: Job = { id: this.nextId++, key, resolve, reject };
+      const job: Job = { id: this.nextId++, key, resolve, reject, view };
       this.current = job;
-      this.ensureWorker().postMessage({ type: "layout", id: job.id, modules, groups } satisfies WorkerRequest);
+      const msg: WorkerRequest = view ? { type: "dot", id: job.id, dot: view.dot } : { type: "layout", id: job.id, modules, groups };
+      this.ensureWorker().postMessage(msg);
     });
   }
 
@@ -97,8 +103,12 @@ export class LayoutClient {
       job.reject(new Error(msg.message));
       return;
     }
-    this.cache.set(job.key, msg.result);
+    const result: ViewResult =
+      msg.type === "dot"
+        ? { vg: job.view!.vg, labels: [...job.view!.labels], layout: msg.layout }
+        : msg.result;
+    this.cache.set(job.key, result);
     while (this.cache.size > this.cacheSize) this.cache.delete(this.cache.keys().next().value as string);
-    job.resolve(msg.result);
+    job.resolve(result);
   }
 }

@@ -5,6 +5,7 @@ import workerSource from "virtual:layout-worker";
 import "./viewer.css";
 import { decodeGraph, FormatError } from "./format";
 import { StandaloneHost, VsCodeHost, type FromExtension, type Host } from "./host";
+import { nextTask } from "./tasks";
 import { showFatal } from "./ui";
 import { Viewer } from "./viewer";
 
@@ -78,7 +79,7 @@ function nodeContext(viewer: Viewer, ev: Event): void {
   });
 }
 
-function boot(): void {
+async function boot(): Promise<void> {
   performance.mark("torchscope:boot");
   const data = document.getElementById("torchscope-graph");
   if (data) {
@@ -87,6 +88,8 @@ function boot(): void {
       const s = root.querySelector<HTMLElement>("[data-role=status]");
       if (s) s.textContent = text;
     });
+    // Short tasks from here on: the layout worker (created above) starts meanwhile.
+    await nextTask();
     let bytes: Uint8Array;
     try {
       bytes = base64ToBytes(data.textContent ?? "");
@@ -94,6 +97,7 @@ function boot(): void {
       showFatal(root, "This file can't be shown", "the embedded graph data is not valid base64");
       return;
     }
+    await nextTask();
     mount(root, bytes, host);
     return;
   }
@@ -120,5 +124,5 @@ function boot(): void {
 }
 
 (globalThis as unknown as { torchscope: unknown }).torchscope = { mount, StandaloneHost, VsCodeHost };
-if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", boot);
-else boot();
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", () => void boot());
+else void boot();

@@ -11,7 +11,9 @@ export interface Fonts {
 
 export type WorkerRequest =
   | { type: "init"; bytes: Uint8Array; fonts: Fonts }
-  | { type: "layout"; id: number; modules: number[]; groups: number[] };
+  | { type: "layout"; id: number; modules: number[]; groups: number[] }
+  /** The first view: the page computed its DOT already; only Graphviz runs here. */
+  | { type: "dot"; id: number; dot: string };
 
 /** Everything the page needs to draw one expansion state. */
 export interface ViewResult {
@@ -23,4 +25,5 @@ export interface ViewResult {
 export type WorkerReply =
   | { type: "ready" }
   | { type: "layout"; id: number; result: ViewResult; ms: number }
+  | { type: "dot"; id: number; layout: Layout; ms: number }
   | { type: "error"; id: number; message: string };

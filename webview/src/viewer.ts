@@ -12,6 +12,8 @@ import type { VisibleGraph } from "./visible";
 import type { Label } from "./labels";
 import type { Layout } from "./layout";
 import { Cancelled, LayoutClient } from "./layoutClient";
+import { computeView, type View } from "./compute";
+import { nextTask } from "./tasks";
 import { anchorOf, boundsOf } from "./draw";
 import { Scene, type Rect } from "./scene";
 import { describe, formatCount } from "./details";
@@ -119,7 +121,15 @@ export class Viewer {
     let layout: Layout;
     let labels: Map<string, Label>;
     try {
-      const r = await this.client.layout(key, [...exp.modules], [...exp.groups]);
+      // The first view (collapsed: few boxes) is computed here, while the worker is still
+      // compiling Graphviz, so the worker can lay it out without decoding the graph first.
+      let pre: View | undefined;
+      if (this.firstDraw && !restore && !this.client.cached(key)) {
+        await nextTask(); // a short start-up task each (see tasks.ts)
+        if (gen !== this.generation) return;
+        pre = computeView(this.idx, exp, this.measure);
+      }
+      const r = await this.client.layout(key, [...exp.modules], [...exp.groups], pre);
       ({ vg, layout } = r);
       labels = new Map(r.labels);
     } catch (e) {
