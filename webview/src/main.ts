@@ -3,7 +3,7 @@
 // that want to drive it themselves.
 import workerSource from "virtual:layout-worker";
 import "./viewer.css";
-import { decodeGraph, FormatError } from "./format";
+import { decodeGraph, FormatError, type Graph } from "./format";
 import { StandaloneHost, VsCodeHost, type FromExtension, type Host } from "./host";
 import { nextTask } from "./tasks";
 import { showFatal } from "./ui";
@@ -35,8 +35,31 @@ export function mount(root: HTMLElement, bytes: Uint8Array | ArrayBuffer, host: 
     const graph = decodeGraph(data);
     return new Viewer(root, graph, data, host, makeWorker);
   } catch (e) {
-    if (e instanceof FormatError) showFatal(root, "This file can't be shown", e.message);
-    else showFatal(root, "The viewer failed to start", String((e as Error)?.stack ?? e));
+    failed(root, e);
+    return null;
+  }
+}
+
+function failed(root: HTMLElement, e: unknown): void {
+  if (e instanceof FormatError) showFatal(root, "This file can't be shown", e.message);
+  else showFatal(root, "The viewer failed to start", String((e as Error)?.stack ?? e));
+}
+
+/** `mount` in two tasks (decode, then the viewer), for the page's own start-up. */
+async function mountSoon(root: HTMLElement, data: Uint8Array, host: Host): Promise<Viewer | null> {
+  let graph: Graph;
+  try {
+    graph = decodeGraph(data);
+  } catch (e) {
+    failed(root, e);
+    return null;
+  }
+  performance.mark("torchscope:decoded");
+  await nextTask();
+  try {
+    return new Viewer(root, graph, data, host, makeWorker);
+  } catch (e) {
+    failed(root, e);
     return null;
   }
 }
@@ -98,7 +121,7 @@ async function boot(): Promise<void> {
       return;
     }
     await nextTask();
-    mount(root, bytes, host);
+    await mountSoon(root, bytes, host);
     return;
   }
   if (typeof acquireVsCodeApi === "function") {
