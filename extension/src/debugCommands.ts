@@ -95,14 +95,21 @@ export class DebugCommands {
       return;
     }
     const items = candidateItems(r.modules);
+    // The likeliest model's panel opens now (focus stays in the quick pick): the viewer
+    // boots while the user picks. Another choice, or none, closes it again.
+    const first = r.modules[0]!;
+    const warm = GraphPanel.find(DEBUG_URI, first.expr)
+      ? undefined
+      : GraphPanel.createOrShow(this.viewerDir, { uri: DEBUG_URI, target: first.expr, title: `Forward pass: ${first.cls}` }, this.events);
     const pick = await vscode.window.showQuickPick(items, {
       title: "Visualize forward pass (paused frame)",
       placeHolder: r.more ? `Pick a model (${r.more} more not listed: right-click one in the Variables view)` : "Pick a model",
       matchOnDescription: true,
       matchOnDetail: true,
     });
+    if (!pick || pick.candidate.expr !== first.expr) warm?.dispose();
     if (!pick) return;
-    await this.traceFlow(bridge, pick.candidate.expr, pick.candidate.name, pick.candidate);
+    await this.traceFlow(bridge, pick.candidate.expr, pick.candidate.name, pick.candidate, undefined, warm);
   }
 
   /** Variables view: right-click a variable holding a module. */
@@ -161,16 +168,18 @@ export class DebugCommands {
   }
 
   /** Trace `expr`, asking for an input (or arming the next call) when the debuggee has none. */
-  private async traceFlow(bridge: DebugBridge, expr: string, label: string, candidate: Candidate | undefined, input?: string): Promise<void> {
+  private async traceFlow(bridge: DebugBridge, expr: string, label: string, candidate: Candidate | undefined, input?: string, warm?: GraphPanel): Promise<void> {
     let askFirst = candidate !== undefined && !candidate.inputs && !input;
     for (let attempt = 0; attempt < 4; attempt++) {
       if (askFirst) {
         const answer = await this.askInput(label, input);
+        if (!answer || answer === "next-call") warm?.dispose();
         if (!answer) return;
         if (answer === "next-call") return this.traceNextCall(bridge, expr, label);
         input = answer.input;
       }
-      const outcome = await this.traceOnce(bridge, expr, label, input);
+      const outcome = await this.traceOnce(bridge, expr, label, input, warm);
+      warm = undefined;
       if (outcome !== "needs-input") return;
       askFirst = true;
     }
@@ -195,12 +204,14 @@ export class DebugCommands {
     return value?.trim() ? { input: value.trim() } : undefined;
   }
 
-  private async traceOnce(bridge: DebugBridge, expr: string, label: string, input: string | undefined): Promise<Outcome> {
+  /** `opened`: a panel opened for this trace beforehand (closed again if the trace fails). */
+  private async traceOnce(bridge: DebugBridge, expr: string, label: string, input: string | undefined, opened?: GraphPanel): Promise<Outcome> {
     const out = this.newOut();
     const cancelFile = `${out}.cancel`;
     await fs.mkdir(this.graphsDir, { recursive: true });
     // Open the panel right away: the viewer boots while the model is traced.
-    const existed = GraphPanel.find(DEBUG_URI, expr);
+    const found = GraphPanel.find(DEBUG_URI, expr);
+    const existed = found && found !== opened;
     const panel = GraphPanel.createOrShow(this.viewerDir, { uri: DEBUG_URI, target: expr, title: `Forward pass: ${label}` }, this.events);
     const t0 = Date.now();
     let fetched = 0;

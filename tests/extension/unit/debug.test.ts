@@ -371,6 +371,35 @@ describe("the commands against a fake paused session", () => {
     assert.equal(messages("showErrorMessage").length, 0);
   });
 
+  it("the likeliest model's panel opens while the user picks; closed again on Escape or another choice", async () => {
+    const net: Candidate = { ...block, expr: "net", name: "net", cls: "Net" };
+    const { requests } = pausedSession((req) => {
+      if (req.op === "candidates") return { ok: true, modules: [block, net], more: 0 };
+      if (req.op === "trace") {
+        writeFileSync(req.out, GRAPH);
+        return { ok: true, path: req.out, size: 4, summary: { ...summary, model: "Net" } };
+      }
+      return { ok: false, kind: "bad-request", error: req.op };
+    });
+    let openWhilePicking = false;
+    const quickPick = vs.window.showQuickPick;
+    (vs.window as Record<string, unknown>).showQuickPick = (...args: unknown[]) => {
+      openWhilePicking = !!GraphPanel.find(DEBUG_URI, "self");
+      return quickPick(...args);
+    };
+    try {
+      await commands().visualizePausedFrame(); // Escape
+      assert.ok(openWhilePicking);
+      assert.equal(GraphPanel.all().length, 0);
+      vs.answers.push(candidateItems([net])[0]);
+      await commands().visualizePausedFrame();
+    } finally {
+      (vs.window as Record<string, unknown>).showQuickPick = quickPick;
+    }
+    assert.deepEqual(GraphPanel.all().map((p) => p.origin.target), ["net"]);
+    assert.equal(requests.filter((r) => r.op === "trace").length, 1);
+  });
+
   it("Cancel writes the cancel file the trace checks; a cancelled trace is no message and no panel", async () => {
     let sawCancel = false;
     pausedSession((req) => {
