@@ -581,15 +581,6 @@ def _describe(args: tuple, kwargs: dict) -> str:
     return "(" + ", ".join(parts) + ")"
 
 
-def _as_call(value: Any) -> tuple[tuple, dict]:
-    """An input value to call arguments: a tuple → positionals, a dict → keywords."""
-    if isinstance(value, dict):
-        return (), dict(value)
-    if isinstance(value, tuple):
-        return value, {}
-    if isinstance(value, list) and not all(isinstance(v, (int, float)) for v in value):
-        return tuple(value), {}
-    return (value,), {}
 
 
 def _choose_inputs(
@@ -606,7 +597,7 @@ def _choose_inputs(
             raise _Fail(
                 "needs-input", f"the input {input_expr} failed: {_one_line(exc)}", _tb(exc)
             ) from exc
-        args, kwargs = _as_call(value)
+        args, kwargs = _submodule("target").as_call(value)  # the editor path's rule
         return args, kwargs, input_expr
     for call in calls:
         if call.module is model:
