@@ -90,6 +90,26 @@ if __name__ == "__main__":
         f.write(text)
 `;
 
+const LOOP = `"""A training-style loop paused before its model runs: no input yet (torchscope e2e: next call)."""
+import os
+
+import torch
+from torch import nn
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    lines = []
+    for step in range(3):
+        lines.append(f"step {step}")  # BREAK
+        batch = torch.randn(8, 16)
+        lines.append(f"{net(batch).sum().item():.6f}")
+    text = " ".join(lines) + f" {torch.rand(1).item():.6f}\\n"
+    print(text, end="")
+    with open(os.path.splitext(os.path.abspath(__file__))[0] + ".out", "w") as f:
+        f.write(text)
+`;
+
 /** 1-based line of the first line holding `text`. */
 function lineOf(src: string, text: string): number {
   const i = src.split("\n").findIndex((l) => l.includes(text));
@@ -150,7 +170,7 @@ let page: Page;
 before(async () => {
   cs = await startCodeServer({
     settings: { "debug.openDebug": "neverOpen", "debug.internalConsoleOptions": "neverOpen", "debug.confirmOnExit": "never" },
-    files: { "debug_blocks.py": BLOCKS, "debug_gpt2.py": GPT2 },
+    files: { "debug_blocks.py": BLOCKS, "debug_gpt2.py": GPT2, "debug_loop.py": LOOP },
     beforeStart: ({ extensions }) => installFixture(extensions),
   });
   browser = await launch();
@@ -315,6 +335,32 @@ describe("tracing at a breakpoint (real debugpy in VS Code)", { timeout: 900_000
     await continueToEnd();
     const out = await waitForFile(join(cs!.workspace, "debug_blocks.out"));
     assert.equal(out, expected);
+  }));
+
+  it("no input in the frame → trace the next call → continue → the graph appears; the program ends as a plain run", () => step(page, "debug-next-call", async () => {
+    await closeAll(page);
+    const expected = plainOutput("debug_loop.py", LOOP);
+    await debugUntilStopped("debug_loop.py", lineOf(LOOP, "# BREAK"));
+    await palette(page, "Visualize forward pass (paused frame)");
+    const first = page.locator(".quick-input-list .monaco-list-row").first();
+    await page.waitForFunction(() => /input unknown/.test(document.querySelector(".quick-input-list .monaco-list-row")?.textContent ?? ""), null, { timeout: 60_000 });
+    assert.match(await first.innerText(), /net[\s\S]*Sequential/);
+    await page.keyboard.press("Enter");
+    const next = page.locator(".quick-input-list .monaco-list-row", { hasText: "Trace the next call" }).first();
+    await next.waitFor({ timeout: 30_000 });
+    await shot(page, "debug-05-no-input-choice");
+    await next.click();
+    await page.locator(".notification-toast", { hasText: "continue the program" }).first().waitFor({ timeout: 30_000 });
+    await shot(page, "debug-06-next-call-armed");
+    const t0 = Date.now();
+    await continueToEnd();
+    await waitForGraph(page);
+    console.log(`# timing debug_next_call_continue_to_drawn: ${Date.now() - t0} ms`);
+    await page.locator(".tabs-container .tab", { hasText: "Forward pass: Sequential" }).first().waitFor({ timeout: 10_000 });
+    assert.equal(await viewer(page).locator(".ts-model").innerText(), "Sequential");
+    await pointerAway(page);
+    await shot(page, "debug-07-next-call-graph");
+    assert.equal(await waitForFile(join(cs!.workspace, "debug_loop.out")), expected);
   }));
 
   it("GPT-2 (12 layers) paused in its forward: palette → graph drawn (benchmark)", () => step(page, "debug-gpt2", async () => {
