@@ -3,7 +3,7 @@
 // with quotes and backslashes), reply parsing, candidate rows, chunk reassembly and the
 // remote-attach fallback against a fake debug session.
 // First: vscode.debug on the stub before the extension's modules load.
-import { fakeDebug, sessionEnded } from "./debug-fake";
+import { fakeDebug, sessionEnded, stackItemChanged } from "./debug-fake";
 import { strict as assert } from "node:assert";
 import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -453,6 +453,26 @@ describe("the commands against a fake paused session", () => {
     assert.ok(messages("showInformationMessage").some((m) => /continue the program/.test(m)));
     const panel = GraphPanel.find(DEBUG_URI, "self")!;
     assert.equal(panel.panel.title, "Forward pass: Block");
+    assert.deepEqual([...panel.bytes!], [...GRAPH]);
+  });
+
+  it("remote attach, next call: at the next stop `poll` says done and the graph comes through read_chunk", async () => {
+    const remote = "/remote/storage/graphs/g.msgpack";
+    const { session, requests } = pausedSession((req) => {
+      if (req.op === "trace_next_call") return { ok: true, armed: true, path: remote, model: "Block" };
+      if (req.op === "poll") return { ok: true, done: true, path: remote, size: GRAPH.length, summary };
+      if (req.op === "read_chunk") return { ok: true, data: GRAPH.toString("base64"), offset: 0, size: GRAPH.length, total: GRAPH.length, eof: true };
+      if (req.op === "remove") return { ok: true, removed: true };
+      return { ok: false, kind: "needs-input", error: "no input", traceback: null };
+    });
+    vs.answers.push({ id: "next" });
+    const done = commands().visualizeVariable({ sessionId: "s1", variable: { name: "m", evaluateName: "m" } });
+    await new Promise((r) => setTimeout(r, 100));
+    // The program ran the model (on the other machine) and stopped again.
+    stackItemChanged.fire({ session, threadId: 1, frameId: 5 });
+    await done;
+    assert.deepEqual(requests.map((r) => r.op), ["trace", "trace_next_call", "poll", "read_chunk", "remove"]);
+    const panel = GraphPanel.find(DEBUG_URI, "m")!;
     assert.deepEqual([...panel.bytes!], [...GRAPH]);
   });
 
