@@ -200,6 +200,31 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
   }));
 });
 
+describe("after a reload", { timeout: 300_000 }, () => {
+  // todo, not a failure: in code-server the browser workbench does not always keep its open
+  // editors across a reload (seen: panel back with its graph; nothing restored; only mlp.py).
+  const todo = "code-server does not always persist the open editors before a reload";
+  it("the panel comes back with its graph", { todo }, () => step(page, "reload", async () => {
+    await closeAll(page);
+    await openFile(page, "mlp.py");
+    await contextMenu(page, "def forward", "Visualize forward pass");
+    await waitForGraph(page);
+    // Only the panel stays open, so nothing else activates the extension.
+    await page.locator(".tabs-container .tab", { hasText: "mlp.py" }).first().click();
+    await palette(page, "View: Close Editor");
+    await page.locator(".tabs-container .tab", { hasText: "mlp.py" }).waitFor({ state: "detached", timeout: 10_000 });
+    // The browser workbench writes its state (open editors, webview state) a few seconds
+    // after a change; a reload sooner can come back to an older state.
+    await page.waitForTimeout(8000);
+    await page.reload();
+    await page.waitForSelector(".monaco-workbench", { timeout: 60_000 });
+    await page.locator(".tabs-container .tab", { hasText: "Forward pass: MLP" }).first().waitFor({ timeout: 30_000 });
+    await waitForGraph(page, 30_000);
+    assert.equal(await viewer(page).locator(".ts-model").innerText(), "MLP");
+    await shot(page, "09-restored-after-reload");
+  }));
+});
+
 describe("inputs and cancelling", { timeout: 300_000 }, () => {
   it("asks for an input it can't find, and remembers it", () => step(page, "input", async () => {
     await closeAll(page);

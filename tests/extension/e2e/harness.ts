@@ -3,7 +3,7 @@
 // See shared/notes/vscode-e2e.md for why this setup and its traps.
 import { chromium, type Browser, type FrameLocator, type Page } from "playwright-core";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -123,11 +123,18 @@ export async function startCodeServer(opts: {
   };
 }
 
-function findLog(cs: CodeServer): string | undefined {
+/** The extension's log files, oldest first (a reload starts a new extension host and log). */
+function findLogs(cs: CodeServer): string[] {
   const logs = join(cs.base, "user-data", "logs");
-  if (!existsSync(logs)) return undefined;
-  const found = (readdirSync(logs, { recursive: true }) as string[]).filter((f) => f.endsWith(join("torchscope.torchscope", "torchscope.log")));
-  return found.length ? join(logs, found[0]!) : undefined;
+  if (!existsSync(logs)) return [];
+  return (readdirSync(logs, { recursive: true }) as string[])
+    .filter((f) => f.endsWith(join("torchscope.torchscope", "torchscope.log")))
+    .map((f) => join(logs, f))
+    .sort((a, b) => statSync(a).mtimeMs - statSync(b).mtimeMs);
+}
+
+function findLog(cs: CodeServer): string | undefined {
+  return findLogs(cs).at(-1);
 }
 
 export interface LoggedTrace {
@@ -168,11 +175,11 @@ export function lastTrace(cs: CodeServer): LoggedTrace | undefined {
 
 /** Keep the extension's output channel (the torchscope log) as an artifact. */
 export function saveLog(cs: CodeServer, name: string): string | undefined {
-  const f = findLog(cs);
-  if (!f) return undefined;
+  const files = findLogs(cs);
+  if (!files.length) return undefined;
   mkdirSync(ARTIFACTS, { recursive: true });
   const out = join(ARTIFACTS, `${name}.log`);
-  copyFileSync(f, out);
+  writeFileSync(out, files.map((f) => `==> ${f.slice(cs.base.length)}\n${readFileSync(f, "utf8")}`).join("\n"));
   return out;
 }
 
