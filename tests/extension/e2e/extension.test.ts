@@ -5,7 +5,7 @@
 // right-click → graph-drawn times go to tests/artifacts/extension/.
 import { strict as assert } from "node:assert";
 import { after, before, describe, it } from "node:test";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import {
@@ -74,6 +74,10 @@ let cs: CodeServer | undefined;
 let page: Page;
 
 before(async () => {
+  // Screenshots of failures from an earlier run would mislead.
+  for (const n of ["gpt2", "mlp", "palette", "export", "codelens", "reload", "input", "import-error", "cancel", "no-torch"]) {
+    rmSync(join(ARTIFACTS, `fail-${n}.png`), { force: true });
+  }
   cs = await startCodeServer();
   browser = await launch();
   page = await openWorkbench(browser, cs);
