@@ -263,3 +263,18 @@ def test_no_torch_imported():
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_factory_building_a_model_with_a_method_chain(tmp_path) -> None:
+    """examples/gpt2.py: `model = GPT2Model(...).eval()` then `return model, inputs`."""
+    from pathlib import Path
+
+    from torchscope.server.targets import Project, target_at
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "gpt2.py"
+    project = Project((example.parent,))
+    info = project.load(example)
+    assert info is not None
+    line = next(i for i, t in enumerate(example.read_text().splitlines()) if "GPT2Model(" in t)
+    target = target_at(project, info, line, 8)
+    assert target is not None and (target.target, target.kind) == ("gpt2", "factory")

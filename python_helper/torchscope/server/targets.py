@@ -368,7 +368,20 @@ def _contains(node: ast.stmt, line: int) -> bool:
     return _first_line(node) <= line <= (node.end_lineno or node.lineno)
 
 
+# nn.Module methods that return the module itself: `Net().eval()` is still a Net
+_RETURNS_SELF = frozenset(
+    "eval train to cuda cpu float half double bfloat16 requires_grad_ apply to_empty share_memory".split()
+)
+
+
 def _is_module_call(project: Project, info: FileInfo, call: ast.expr) -> bool:
+    while (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr in _RETURNS_SELF
+        and isinstance(call.func.value, ast.Call)
+    ):
+        call = call.func.value
     if not isinstance(call, ast.Call):
         return False
     name = dotted(call.func)
