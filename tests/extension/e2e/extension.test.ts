@@ -204,28 +204,21 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
   }));
 });
 
-describe("after a reload", { timeout: 300_000 }, () => {
-  // todo, not a failure: in code-server the browser workbench does not always keep its open
-  // editors across a reload (seen: panel back with its graph; nothing restored; only mlp.py).
-  const todo = "code-server does not always persist the open editors before a reload";
-  it("the panel comes back with its graph", { todo }, () => step(page, "reload", async () => {
+describe("after the webview reloads", { timeout: 300_000 }, () => {
+  // The webview's document is thrown away and rebuilt (as when VS Code restores a hidden or
+  // restored panel): the viewer says "ready" again and the panel sends the graph again.
+  // (A whole-window reload is not tested here: code-server does not reliably restore open
+  // editors across a browser reload; the panel serializer is covered by the unit tests.)
+  it("the panel shows its graph again", () => step(page, "reload-webviews", async () => {
     await closeAll(page);
     await openFile(page, "mlp.py");
     await contextMenu(page, "def forward", "Visualize forward pass");
     await waitForGraph(page);
-    // Only the panel stays open, so nothing else activates the extension.
-    await page.locator(".tabs-container .tab", { hasText: "mlp.py" }).first().click();
-    await palette(page, "View: Close Editor");
-    await page.locator(".tabs-container .tab", { hasText: "mlp.py" }).waitFor({ state: "detached", timeout: 10_000 });
-    // The browser workbench writes its state (open editors, webview state) a few seconds
-    // after a change; a reload sooner can come back to an older state.
-    await page.waitForTimeout(8000);
-    await page.reload();
-    await page.waitForSelector(".monaco-workbench", { timeout: 60_000 });
-    await page.locator(".tabs-container .tab", { hasText: "Forward pass: MLP" }).first().waitFor({ timeout: 30_000 });
+    await palette(page, "Developer: Reload Webviews");
+    await page.waitForTimeout(1000);
     await waitForGraph(page, 30_000);
     assert.equal(await viewer(page).locator(".ts-model").innerText(), "MLP");
-    await shot(page, "09-restored-after-reload");
+    await shot(page, "09-graph-after-webview-reload");
   }));
 });
 
