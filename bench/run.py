@@ -684,8 +684,22 @@ def render_only(args: argparse.Namespace) -> int:
         text += supplement(args.supplement)
     with open(args.out, "w") as f:
         f.write(text)
+    if not args.quick:
+        viewer_section(args.out)
     print(f"wrote {os.path.relpath(args.out)}")
     return 0
+
+
+def viewer_section(md_path: str) -> None:
+    """Append the viewer benchmark's section (bench/viewer/results.json, `make bench-viewer`)."""
+    sys.path.insert(0, os.path.join(HERE, "viewer"))
+    try:
+        from report import update  # bench/viewer/report.py
+
+        if update(md_path):
+            print(f"added the viewer section to {os.path.relpath(md_path)}")
+    except Exception as e:  # noqa: BLE001  the tracer report stands on its own
+        print(f"viewer section not added: {type(e).__name__}: {e}")
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -761,6 +775,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         f.write(text)
     with open(args.json_out, "w") as f:
         json.dump({"machine": info, "args": vars(args), "rows": rows}, f, indent=1)
+    if not partial:
+        viewer_section(args.out)
     print(f"\nwrote {os.path.relpath(args.out)} and {os.path.relpath(args.json_out)}")
     return 0
 
