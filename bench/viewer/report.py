@@ -55,8 +55,8 @@ WHY: dict[str, str] = {
     "all": (
         "Why: nearly all of it is the layout in the worker, mostly Graphviz dot on ~4,000 "
         "boxes and their edges; dot is single-threaded and its time moves with the machine's "
-        "load (3.9 s and 5.4 s for this same graph in two earlier runs today, 11:42 and "
-        "11:52 UTC). Left to do: a cheaper dot configuration for very large views "
+        "load (3.9 s, 5.4 s and 2.6 s for this same graph in three earlier runs today, "
+        "11:42, 11:52 and 11:57 UTC). Left to do: a cheaper dot configuration for very large views "
         "(the BIG_GRAPH limits in webview/src/compute.ts), or laying out the repeated blocks "
         "once and stacking them."
     ),
@@ -66,15 +66,15 @@ WHY: dict[str, str] = {
 # Written by hand from the development runs of the same build (webview at 7cf8d8e) earlier
 # on the same day; keep in step when re-running.
 NOTES = """
-**How solid these are.** One run per page, on a shared 2-core machine. The same build
-measured twice just before, under heavier load (11:42 and 11:52 UTC, 1-min load average
-3.9-4.5 and 2.8-2.9 against 1.6-2.4 for the run above), gave torchscope first draws of 405 /
-655 / 724 / 688 ms and 559 / 549 / 552 / 767 ms (GPT-2 / T5 / Llama / 4,000 ops): the 0.5 s
-target is met only when the machine is fairly quiet, and is marginal at best here (see *Why*
-under target 1 when it is missed, and below). Expand all on the 4,000-op model took 3.88 s
-and 5.35 s in those runs (2.62 s above): Graphviz's time moves with the load, and 5 s is not
-a safe margin. The expand and Llama targets held in every run (expand median 10-20 ms on
-GPT-2; Llama expanded 0.77-1.50 s).
+**How solid these are.** One run per page, on a shared 2-core machine. The same build, run
+three times just before this run (11:42, 11:52 and 11:57 UTC; 1-min load average 3.9-4.5,
+2.8-2.9 and 1.6-2.4), gave torchscope first draws of 405 / 655 / 724 / 688 ms, 559 / 549 /
+552 / 767 ms and 475 / 468 / 372 / 494 ms (GPT-2 / T5 / Llama / 4,000 ops): the 0.5 s target
+was met on every model in one of the four runs, the quietest; it is marginal on this machine
+(see *Why* under target 1 and below). Expand all on the 4,000-op model took 3.88 s, 5.35 s
+and 2.62 s in those runs: Graphviz's time moves with the load, and 5 s is not a safe margin.
+The expand and Llama targets held in every run (expand median 9-20 ms on GPT-2; Llama
+expanded 0.59-1.50 s).
 
 **What limits the first draw** (the marks above): the browser parsing the page and
 compiling the 2 MB inline bundle until `boot` (0.15-0.35 s; ~0.05 s for the same page
@@ -88,9 +88,9 @@ Blob before the bundle is parsed; that changes the page template in
 python_helper/torchscope/html.py, not only webview/src), which would also remove most of
 the load-time long task; and a graph encoding that decodes faster or in chunks.
 
-**torchvista's numbers.** The issue says torchvista's page took 42 s for 4,000 nodes and
-did not finish the 32-layer Llama in 120 s. Here its fully expanded pages drew in 19-34 s
-(4,000 ops, three runs) and 14-22 s (Llama, two runs), freezing the page all along (the longest
+**torchvista's numbers.** The issue says torchvista's page took 42 s for 4,000 nodes and did
+not finish the 32-layer Llama in 120 s. Here its fully expanded pages drew in 19-34 s (4,000
+ops, four runs) and 14-22 s (Llama, three runs), freezing the page all along (the longest
 task is the whole layout). Two development runs reported "not drawn in 120 s" for some
 torchvista pages (GPT-2 and Llama expanded; the 4,000-op opening view) that drew in 1.5-34 s
 in other runs: the harness, most likely a DevTools call that never answered (run.ts now
@@ -182,8 +182,10 @@ def section(path: str = RESULTS) -> str:
         "of the task).",
         "- *expand*: a click on a collapsed module's expand control (`[data-toggle]` / "
         "torchvista's `+` circle; a `click` event dispatched on it) → drawn again; median over "
-        f"up to {res['args']['expands']} different modules of the opening view, each from the "
-        "opening view (torchscope: collapse-all between them; torchvista: its cluster's `−`).",
+        f"up to {res['args']['expands']} different modules: those of the opening view, each "
+        "from the opening view (torchscope: collapse-all between them; torchvista: its "
+        "cluster's `−`); if it has fewer, also those inside one opened module (torchscope: "
+        "a ×N group if there is one), each collapsed again before the next. *n* = how many.",
         "- *expand all*: torchscope: `[data-action=expand-all]` → ready (expand-all leaves "
         "one-op wrappers such as `nn.Linear` as boxes, see docs/viewer.md). torchvista has no "
         "expand-all control: its page written with `collapse_modules_after_depth=99` (every "

@@ -192,7 +192,7 @@ async function benchTorchscope(b: Browser, model: string, file: string): Promise
       return readyAfter(n0);
     };
     // Level 0: the opening view's modules, collapse-all between them (a cached layout). If
-    // it has fewer than EXPANDS, level 1: open the first one and time the modules inside it,
+    // it has fewer than EXPANDS, level 1: open a group (or the first module), time those inside,
     // each collapsed again with its own control (cached) before the next.
     let restore = async (_key: string): Promise<void> => {
       const n1 = await nStates();
@@ -213,7 +213,8 @@ async function benchTorchscope(b: Browser, model: string, file: string): Promise
         if (ms == null) throw new Error(`expand ${key}: not drawn within ${TIMEOUT / 1000} s`);
         await restore(key);
       }
-      const base = level[0];
+      // open a ×N group if there is one (a one-op wrapper would show no modules inside)
+      const base = level.find((k) => k.startsWith("g")) ?? level[0];
       if (row.expands.length >= EXPANDS || !base) break;
       await expand(base);
       level = (await toggles()).filter((k) => !done.has(k));
