@@ -31,7 +31,8 @@ import statistics
 import tempfile
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from models import Built, build

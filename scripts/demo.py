@@ -49,11 +49,17 @@ def main() -> int:
         if (graph.error is not None) != raises:
             failures += 1
             status = f"UNEXPECTED: {graph.error.type if graph.error else 'no error'}"
-        print(f"{target:34} {device:4}  {s['modules']:5} module calls {s['ops']:5} ops  "
-              f"trace {s['trace_ms']:6.0f} ms  total {time.perf_counter() - start:5.1f} s  {status}")
+        print(
+            f"{target:34} {device:4}  {s['modules']:5} module calls {s['ops']:5} ops  "
+            f"trace {s['trace_ms']:6.0f} ms  total {time.perf_counter() - start:5.1f} s  {status}"
+        )
     print()
     print((OUT / "gpt2.summary.txt").read_text())
-    print(f"wrote {len(list(OUT.iterdir()))} files to {OUT}: " + ", ".join(s.lstrip(".") for s in suffixes) + ", summary.txt")
+    print(
+        f"wrote {len(list(OUT.iterdir()))} files to {OUT}: "
+        + ", ".join(s.lstrip(".") for s in suffixes)
+        + ", summary.txt"
+    )
     if viewer:
         print(f"open {OUT / 'gpt2.html'} in a browser to explore the graph")
     return 1 if failures else 0

@@ -27,7 +27,21 @@ _EXPORTS = {
     "show": "notebook",
 }
 
-__all__ = list(_EXPORTS)
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "Edge",
+    "Graph",
+    "GraphFormatError",
+    "Group",
+    "Node",
+    "Site",
+    "TraceCancelled",
+    "TraceTimeout",
+    "show",
+    "trace",
+    "trace_call",
+]
 
 if TYPE_CHECKING:
     from .graph import FORMAT, VERSION, Edge, Graph, GraphFormatError, Group, Node, Site

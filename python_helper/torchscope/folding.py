@@ -25,7 +25,12 @@ def structure_signatures(graph: Graph) -> list[int]:
     for n in reversed(nodes):  # children always come after their parent
         if n.kind == "module":
             inner = children.get(n.id)
-            key: tuple = (n.target, n.params, tuple(reversed(inner)) if inner else (), out_shape[n.id])
+            key: tuple = (
+                n.target,
+                n.params,
+                tuple(reversed(inner)) if inner else (),
+                out_shape[n.id],
+            )
         else:
             key = (n.kind, n.name if n.kind == "constant" else n.target, out_shape[n.id])
         sig = table.get(key)

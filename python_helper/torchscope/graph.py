@@ -217,10 +217,21 @@ def _nodes_to_wire(nodes: list[Node]) -> list[dict[str, Any]]:
             d = defns.get(id(defn))
             if d is None:
                 d = defns[id(defn)] = {"file": defn.file, "line": defn.line}
-        out.append({
-            "id": n.id, "kind": n.kind, "name": n.name, "parent": n.parent, "target": n.target,
-            "path": n.path, "call": n.call, "site": s, "defn": d, "params": n.params, "attrs": n.attrs,
-        })
+        out.append(
+            {
+                "id": n.id,
+                "kind": n.kind,
+                "name": n.name,
+                "parent": n.parent,
+                "target": n.target,
+                "path": n.path,
+                "call": n.call,
+                "site": s,
+                "defn": d,
+                "params": n.params,
+                "attrs": n.attrs,
+            }
+        )
     return out
 
 
@@ -273,7 +284,9 @@ def from_wire(data: Any) -> Graph:
         groups = [Group(g["parent"], list(g["members"]), g["name"]) for g in data.get("groups", [])]
         err = data["error"]
         error = (
-            ErrorInfo(err["type"], err["message"], err["node"], [_site(s) for s in err["traceback"]])  # type: ignore[misc]
+            ErrorInfo(
+                err["type"], err["message"], err["node"], [_site(s) for s in err["traceback"]]
+            )  # type: ignore[misc]
             if err
             else None
         )

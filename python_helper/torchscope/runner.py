@@ -14,11 +14,11 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable, Optional, TextIO, cast
+from typing import Any, Optional, TextIO, cast
 
 Reply = dict[str, Any]
 

@@ -33,7 +33,9 @@ class ModelState:
         self.saved_params: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self.cpu_rng = torch.get_rng_state()
         self.cuda_rng: Optional[list[torch.Tensor]] = (
-            torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+            torch.cuda.get_rng_state_all()
+            if torch.cuda.is_available() and torch.cuda.is_initialized()
+            else None
         )
         self.grad_enabled = torch.is_grad_enabled()
         self.py_rng = random.getstate()
@@ -52,7 +54,9 @@ class ModelState:
         warnings: list[str] = []
         with torch.no_grad():
             for b, copy, _version in self.buffers:
-                b.copy_(copy)  # kernels such as batch_norm update running stats without a version bump
+                b.copy_(
+                    copy
+                )  # kernels such as batch_norm update running stats without a version bump
             for p, copy in self.saved_params.values():
                 p.copy_(copy)
         for p, version in self.param_versions.values():
@@ -79,6 +83,3 @@ class ModelState:
         if self.np_rng is not None:
             sys.modules["numpy"].random.set_state(self.np_rng)
         return warnings
-
-
-

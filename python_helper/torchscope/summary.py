@@ -27,7 +27,9 @@ def boundary_shapes(graph: Graph) -> dict[int, tuple[list, list]]:
     for n in graph.nodes:
         own = frozenset([n.id]) if n.kind == "module" else frozenset()
         ancestors.append(own | (ancestors[n.parent] if n.parent is not None else frozenset()))
-    result: dict[int, tuple[list, list]] = {n.id: ([], []) for n in graph.nodes if n.kind == "module"}
+    result: dict[int, tuple[list, list]] = {
+        n.id: ([], []) for n in graph.nodes if n.kind == "module"
+    }
     seen: set[tuple[int, int, int]] = set()  # one tensor feeding several consumers counts once
     for e in graph.edges:
         src, dst = ancestors[e.src], ancestors[e.dst]
@@ -50,7 +52,9 @@ def summarize(graph: Graph) -> str:
     folded = {g.members[0]: g for g in graph.groups}
     hidden = {m for g in graph.groups for m in g.members[1:]}
     m = graph.model
-    lines = [f"{m.name} ({m.qualname})  params {human(m.params)}  device {m.device or '-'}  dtype {m.dtype or '-'}"]
+    lines = [
+        f"{m.name} ({m.qualname})  params {human(m.params)}  device {m.device or '-'}  dtype {m.dtype or '-'}"
+    ]
 
     def walk(node: Node, prefix: str, last: bool) -> None:
         ins, outs = shapes.get(node.id, ([], []))
@@ -65,13 +69,19 @@ def summarize(graph: Graph) -> str:
             f"{prefix}{branch}{label}: {name}  {_shapes(ins)} → {_shapes(outs)}"
             f"  params {human(node.params)}" + (f"  ops {ops}" if ops else "")
         )
-        subs = [c for c in children.get(node.id, []) if c.kind in ("module", "error") and c.id not in hidden]
+        subs = [
+            c
+            for c in children.get(node.id, [])
+            if c.kind in ("module", "error") and c.id not in hidden
+        ]
         if group is not None:
             return
         ext = "" if node.parent is None else ("   " if last else "│  ")
         for i, c in enumerate(subs):
             if c.kind == "error":
-                lines.append(f"{prefix}{ext}{'└─ ' if i == len(subs) - 1 else '├─ '}✗ {c.name}: {c.attrs.get('message', '')}")
+                lines.append(
+                    f"{prefix}{ext}{'└─ ' if i == len(subs) - 1 else '├─ '}✗ {c.name}: {c.attrs.get('message', '')}"
+                )
             else:
                 walk(c, prefix + ext, i == len(subs) - 1)
 

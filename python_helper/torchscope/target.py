@@ -122,8 +122,10 @@ def _instantiate(obj: Any, name: str) -> tuple[nn.Module, Optional[Any]]:
         try:
             inspect.signature(obj).bind()
         except TypeError as exc:
-            raise NeedsConstructorArgs(f"{name}() needs constructor arguments ({exc}); "
-                              "point at a factory function that builds it instead") from exc
+            raise NeedsConstructorArgs(
+                f"{name}() needs constructor arguments ({exc}); "
+                "point at a factory function that builds it instead"
+            ) from exc
         return obj(), None
     if callable(obj):
         try:
@@ -135,7 +137,9 @@ def _instantiate(obj: Any, name: str) -> tuple[nn.Module, Optional[Any]]:
             return out, None
         if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], nn.Module):
             return out[0], out[1]
-        raise TargetError(f"{name}() returned {type(out).__name__}, expected a model or (model, example_input)")
+        raise TargetError(
+            f"{name}() returned {type(out).__name__}, expected a model or (model, example_input)"
+        )
     raise TargetError(f"{name} is a {type(obj).__name__}, not an nn.Module, class or factory")
 
 

@@ -7,8 +7,9 @@ import gc
 import sys
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import torch
 from torch import nn
@@ -120,7 +121,9 @@ class Recorder(TorchFunctionMode):
 
     def _edge(self, t: Tensor, dst: int) -> None:
         src = self._source(t)
-        if src is None or (src in self.constants and self.nodes[src].parent != self.nodes[dst].parent):
+        if src is None or (
+            src in self.constants and self.nodes[src].parent != self.nodes[dst].parent
+        ):
             src = self._constant(t)  # one constant node per module call that uses it
             if src is None:
                 return
@@ -195,13 +198,26 @@ class Recorder(TorchFunctionMode):
             self._record_call(info, args, kwargs, outs)
         except Exception:  # an exotic argument: keep a bare node rather than fail the trace
             site = frame_site(sys._getframe(1))
-            self._add(Node(len(self.nodes), "op", info.name, self._parent(), info.target, "", 0, site))
+            self._add(
+                Node(len(self.nodes), "op", info.name, self._parent(), info.target, "", 0, site)
+            )
         return result
 
-    def _record_call(self, info: FuncInfo, args: tuple, kwargs: Optional[dict], outs: list[Tensor]) -> None:
+    def _record_call(
+        self, info: FuncInfo, args: tuple, kwargs: Optional[dict], outs: list[Tensor]
+    ) -> None:
         nid = len(self.nodes)
         inputs = _tensors_in(args, kwargs)
-        node = Node(nid, "op" if inputs else "constant", info.name, self._parent(), info.target, "", 0, _site())
+        node = Node(
+            nid,
+            "op" if inputs else "constant",
+            info.name,
+            self._parent(),
+            info.target,
+            "",
+            0,
+            _site(),
+        )
         if len(inputs) != len(args) or kwargs:
             node.attrs = _call_attrs(info, args, kwargs)
         self.nodes.append(node)
@@ -226,7 +242,9 @@ class Recorder(TorchFunctionMode):
         if self.cancel is not None and self.cancel():
             raise TraceCancelled("the trace was cancelled")
 
-    def _note_failed_call(self, exc: BaseException, info: FuncInfo, args: tuple, kwargs: dict) -> None:
+    def _note_failed_call(
+        self, exc: BaseException, info: FuncInfo, args: tuple, kwargs: dict
+    ) -> None:
         try:
             inputs = _unique(_tensors_in(args, kwargs))
             if self.module_stack:  # a torch.nn layer's own weights are not drawn
@@ -270,7 +288,9 @@ class Recorder(TorchFunctionMode):
         if not module._modules:
             return False
         return any(
-            id(t) == key for m in module.modules() for t in (*m._parameters.values(), *m._buffers.values())
+            id(t) == key
+            for m in module.modules()
+            for t in (*m._parameters.values(), *m._buffers.values())
         )
 
     def _describe(self, module: nn.Module) -> _ModuleInfo:
@@ -307,8 +327,19 @@ class Recorder(TorchFunctionMode):
         nid = len(self.nodes)
         # attrs are shared between calls of one module: nothing mutates a node's attrs
         self.nodes.append(
-            Node(nid, "module", info.name, self._parent(), info.target, info.path, call,
-                 _site(), info.defn, info.params, info.attrs)
+            Node(
+                nid,
+                "module",
+                info.name,
+                self._parent(),
+                info.target,
+                info.path,
+                call,
+                _site(),
+                info.defn,
+                info.params,
+                info.attrs,
+            )
         )
         self.stack.append(nid)
         self.module_stack.append(module)
@@ -395,8 +426,15 @@ class Recorder(TorchFunctionMode):
         nid = len(self.nodes)
         message = str(exc)
         self._add(
-            Node(nid, "error", type(exc).__name__, pending.parent, pending.target, site=pending.site,
-                 attrs={"message": attr_value(message)})
+            Node(
+                nid,
+                "error",
+                type(exc).__name__,
+                pending.parent,
+                pending.target,
+                site=pending.site,
+                attrs={"message": attr_value(message)},
+            )
         )
         if pending.parent is not None:
             self.with_children.add(pending.parent)
@@ -425,7 +463,8 @@ def _class_info(cls: type) -> tuple[str, str, Optional[Site], bool]:
             f"{cls.__module__}.{cls.__qualname__}",
             class_definition(cls),
             # containers (Sequential, ModuleList) own no weights of their own
-            cls.__module__.startswith("torch.nn.") and cls.__module__ != "torch.nn.modules.container",
+            cls.__module__.startswith("torch.nn.")
+            and cls.__module__ != "torch.nn.modules.container",
         )
     return info
 
@@ -572,7 +611,9 @@ def _trace(
     rec.add_inputs(model.forward, args, kwargs)
     handles = [
         nn.modules.module.register_module_forward_pre_hook(rec.pre_hook),
-        nn.modules.module.register_module_forward_hook(rec.post_hook, with_kwargs=True, always_call=True),
+        nn.modules.module.register_module_forward_hook(
+            rec.post_hook, with_kwargs=True, always_call=True
+        ),
     ]
     error: Optional[Exception] = None
     result: Any = None
@@ -589,7 +630,12 @@ def _trace(
             # torch's handle forgets this registry (torch 2.13): clean it ourselves
             nn.modules.module._global_forward_hooks_with_kwargs.pop(h.id, None)
         state.restore()
-    graph = Graph(model_info(model, rec.param_counts.get(id(model)), [m for _, m in named]), rec.nodes, rec.edges, trace_ms=elapsed)
+    graph = Graph(
+        model_info(model, rec.param_counts.get(id(model)), [m for _, m in named]),
+        rec.nodes,
+        rec.edges,
+        trace_ms=elapsed,
+    )
     if error is None:
         rec.add_outputs(result)
     else:

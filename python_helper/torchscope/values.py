@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-from collections.abc import Iterator
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Iterator
+from typing import Any, Optional
 
 import torch
 
@@ -57,13 +57,17 @@ def named_tensors(value: Any, name: str, depth: int = 0) -> Iterator[tuple[str, 
 
 def output_tensors(result: Any) -> Iterator[tuple[str, Tensor]]:
     """Output names: a bare tensor is "output"; dict-like outputs use their keys."""
-    if isinstance(result, dict) or (dataclasses.is_dataclass(result) and not isinstance(result, type)):
+    if isinstance(result, dict) or (
+        dataclasses.is_dataclass(result) and not isinstance(result, type)
+    ):
         yield from named_tensors(result, "")
     else:
         yield from named_tensors(result, "output")
 
 
-def argument_tensors(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Tensor]]:
+def argument_tensors(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> list[tuple[str, Tensor]]:
     """Input names from the forward signature; falls back to arg0, arg1, … ."""
     names: list[tuple[str, Any]] = []
     try:

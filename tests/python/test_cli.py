@@ -88,7 +88,9 @@ def models(tmp_path: Path) -> Path:
     "name, first_input_shape",
     [("Tiny", [1, 6]), ("Conv", [1, 3, 64, 64]), ("Tokens", [1, 16]), ("instance", [1, 6])],
 )
-def test_infers_input_from_first_layer(models: Path, tmp_path: Path, capsys, name, first_input_shape) -> None:
+def test_infers_input_from_first_layer(
+    models: Path, tmp_path: Path, capsys, name, first_input_shape
+) -> None:
     out = tmp_path / "g.msgpack"
     rc, stdout, _ = run(["trace", f"{models}:{name}", "-o", str(out)], capsys)
     assert rc == 0 and str(out) in stdout
@@ -108,7 +110,9 @@ def test_factory_with_keyword_inputs_and_json(models: Path, tmp_path: Path, caps
 
 def test_input_expression_uses_torch_and_the_file(models: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "g.msgpack"
-    rc, _, _ = run(["trace", f"{models}:Tiny", "--input", "(torch.randn(5, 6),)", "-o", str(out)], capsys)
+    rc, _, _ = run(
+        ["trace", f"{models}:Tiny", "--input", "(torch.randn(5, 6),)", "-o", str(out)], capsys
+    )
     assert rc == 0
     g = Graph.load(out)
     assert [e.shape for e in g.edges if g.nodes[e.src].kind == "input"] == [[5, 6]]
@@ -144,14 +148,21 @@ def test_bad_targets_get_one_line(models: Path, tmp_path: Path, capsys, target, 
 
 
 def test_bad_input_expression(models: Path, tmp_path: Path, capsys) -> None:
-    rc, _, err = run(["trace", f"{models}:Tiny", "--input", "torch.randn(", "-o", str(tmp_path / "x")], capsys)
+    rc, _, err = run(
+        ["trace", f"{models}:Tiny", "--input", "torch.randn(", "-o", str(tmp_path / "x")], capsys
+    )
     assert rc == 2 and "--input 'torch.randn(' failed: SyntaxError" in err
 
 
 def test_import_error_in_user_file(tmp_path: Path, capsys) -> None:
     bad = write(tmp_path, "bad_import.py", "import torch\nimport not_a_real_module_xyz\n")
     rc, _, err = run(["trace", f"{bad}:M", "-o", str(tmp_path / "x")], capsys)
-    assert rc == 2 and "ModuleNotFoundError" in err and "bad_import.py:2" in err and err.count("\n") == 1
+    assert (
+        rc == 2
+        and "ModuleNotFoundError" in err
+        and "bad_import.py:2" in err
+        and err.count("\n") == 1
+    )
 
 
 def test_syntax_error_in_user_file(tmp_path: Path, capsys) -> None:
@@ -208,9 +219,18 @@ def test_no_torch_in_interpreter_gives_one_line(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PYTHONPATH"] = str(ROOT / "python_helper")
     proc = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", "import sys; sys.path.insert(0, %r); "
-         "from torchscope.cli import main; sys.exit(main(['trace', 'x.py:M', '-o', 'x']))" % str(ROOT / "python_helper")],
-        capture_output=True, text=True, env=env, timeout=60,
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            "-c",
+            f"import sys; sys.path.insert(0, {str(ROOT / 'python_helper')!r}); "
+            "from torchscope.cli import main; sys.exit(main(['trace', 'x.py:M', '-o', 'x']))",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
     assert proc.returncode == 2
     assert "torch is not installed" in proc.stderr and "Traceback" not in proc.stderr
@@ -219,9 +239,18 @@ def test_no_torch_in_interpreter_gives_one_line(tmp_path: Path) -> None:
 def test_module_entry_point_runs(tmp_path: Path) -> None:
     out = tmp_path / "mlp.msgpack"
     proc = subprocess.run(
-        [sys.executable, "-m", "torchscope", "trace", str(ROOT / "examples/mlp.py") + ":MLP", "-o", str(out)],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "torchscope",
+            "trace",
+            str(ROOT / "examples/mlp.py") + ":MLP",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert Graph.load(out).model.name == "MLP"
-

@@ -30,7 +30,7 @@ def portable(wire: dict[str, Any]) -> dict[str, Any]:
             return None
         f = site["file"]
         if f.startswith(root):
-            f = f[len(root):]
+            f = f[len(root) :]
         elif "/torch/" in f:
             f = "torch/" + f.split("/torch/", 1)[1]
         return {**site, "file": f}

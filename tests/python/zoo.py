@@ -8,7 +8,8 @@ Forwards written here keep one call per line: test_sites.py checks that an op's
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
