@@ -158,7 +158,9 @@ class Graph:
         }
 
     def to_msgpack(self) -> bytes:
-        return msgpack.packb(self.to_wire(), use_bin_type=True)
+        packed = msgpack.packb(self.to_wire(), use_bin_type=True)
+        assert isinstance(packed, bytes)
+        return packed
 
     def to_json(self, indent: Optional[int] = None) -> str:
         return json.dumps(self.to_wire(), indent=indent, allow_nan=False)
@@ -285,8 +287,11 @@ def from_wire(data: Any) -> Graph:
         err = data["error"]
         error = (
             ErrorInfo(
-                err["type"], err["message"], err["node"], [_site(s) for s in err["traceback"]]
-            )  # type: ignore[misc]
+                err["type"],
+                err["message"],
+                err["node"],
+                [s for s in (_site(t) for t in err["traceback"]) if s is not None],
+            )
             if err
             else None
         )

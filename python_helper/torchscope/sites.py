@@ -59,6 +59,7 @@ _site_cache: dict[tuple[CodeType, int], Site] = {}
 def frame_site(frame: Optional[FrameType]) -> Optional[Site]:
     """The innermost frame at or above `frame` outside torchscope and torch's machinery."""
     skip = _skip_cache
+    code: Optional[CodeType] = None
     while frame is not None:
         code = frame.f_code
         s = skip.get(code)
@@ -67,7 +68,7 @@ def frame_site(frame: Optional[FrameType]) -> Optional[Site]:
         if not s:
             break
         frame = frame.f_back
-    if frame is None:
+    if frame is None or code is None:
         return None
     key = (code, frame.f_lineno)
     site = _site_cache.get(key)

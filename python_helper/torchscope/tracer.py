@@ -303,9 +303,10 @@ class Recorder(TorchFunctionMode):
         if type(module).extra_repr is not nn.Module.extra_repr:
             try:
                 text = module.extra_repr()
-                attrs = self._extra_repr_cache.get(text)
-                if attrs is None:
-                    attrs = self._extra_repr_cache[text] = split_extra_repr(text)
+                known = self._extra_repr_cache.get(text)
+                if known is None:
+                    known = self._extra_repr_cache[text] = split_extra_repr(text)
+                attrs = known
             except Exception:
                 attrs = {}
         params = self.param_counts.get(id(module))
@@ -376,6 +377,7 @@ class Recorder(TorchFunctionMode):
                 self.pending = _PendingError(
                     exc, self.stack[-1], traceback_site(exc.__traceback__), "", []
                 )
+        nid = -1
         while self.module_stack:
             top = self.module_stack.pop()
             nid = self.stack.pop()
