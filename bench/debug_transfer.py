@@ -16,7 +16,6 @@ import argparse
 import base64
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -59,7 +58,9 @@ def main() -> int:
 
         out = tmp / "deep.msgpack"
         t0 = time.perf_counter()
-        reply = call(op="trace", expr="deep", input="torch.randn(2, 4)", out=str(out), timeBudget=600)
+        reply = call(
+            op="trace", expr="deep", input="torch.randn(2, 4)", out=str(out), timeBudget=600
+        )
         result["trace_evaluate_s"] = round(time.perf_counter() - t0, 2)
         result["ok"] = reply.get("ok")
         result["bytes"] = reply.get("size")
@@ -80,7 +81,9 @@ def main() -> int:
                 break
         result["chunked_s"] = round(time.perf_counter() - t0, 2)
         result["chunks"] = chunks
-        result["chunked_same_bytes"] = digest.hexdigest() == hashlib.sha256(out.read_bytes()).hexdigest()
+        result["chunked_same_bytes"] = (
+            digest.hexdigest() == hashlib.sha256(out.read_bytes()).hexdigest()
+        )
         s.request("setBreakpoints", {"source": {"path": TRAINER}, "breakpoints": []})
         since = s.cont(thread)
         s.wait_end(since, timeout=300)
