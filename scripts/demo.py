@@ -7,9 +7,12 @@ files come out of `python -m torchscope trace` one format at a time.
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "out"
@@ -62,7 +65,27 @@ def main() -> int:
     )
     if viewer:
         print(f"open {OUT / 'gpt2.html'} in a browser to explore the graph")
+    url = vscode_url()
+    if url:
+        print(
+            f"VS Code with torchscope: {url}  (right-click in a model; stop it with make demo-stop)"
+        )
     return 1 if failures else 0
+
+
+def vscode_url() -> str | None:
+    """The demo code-server started by `make demo-vscode`, if it is running."""
+    state = ROOT / ".cache" / "demo-vscode"
+    try:
+        pid = int((state / "pid").read_text().strip())
+        os.kill(pid, 0)
+        log = (state / "code-server.log").read_text(errors="replace")
+    except (OSError, ValueError):
+        return None
+    match = re.search(r"HTTP server listening on (http://127\.0\.0\.1:\d+)", log)
+    if not match:
+        return None
+    return f"{match.group(1)}/?folder={quote(str(ROOT / 'examples'), safe='')}"
 
 
 if __name__ == "__main__":
