@@ -12,6 +12,7 @@ import {
   TORCHSCOPE_ERROR, isErrorData, panelTitle, targetKey,
   type NodeContext, type PanelOrigin, type TargetAtResult, type TraceParams, type TraceResult, type VisualizeArgs,
 } from "./protocol";
+import { DEBUG_URI, RETRACE_PAUSED } from "./debugCommands";
 import { revealLine, revealSite } from "./reveal";
 
 // ---- pure parts (unit-tested) ------------------------------------------------------------
@@ -309,6 +310,10 @@ export class Commands {
   }
 
   private async retracePanel(panel: GraphPanel, quiet = false): Promise<void> {
+    if (panel.origin.uri === DEBUG_URI) {
+      if (!quiet) await vscode.commands.executeCommand(RETRACE_PAUSED, panel.origin.target);
+      return; // a paused-frame graph: traced again in the frame paused now
+    }
     let doc: vscode.TextDocument;
     try {
       doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(panel.origin.uri));
@@ -330,6 +335,10 @@ export class Commands {
 
   private async changeInput(panel = GraphPanel.active): Promise<void> {
     if (!panel) return;
+    if (panel.origin.uri === DEBUG_URI) {
+      await vscode.commands.executeCommand(RETRACE_PAUSED, panel.origin.target, true);
+      return;
+    }
     if (await this.ask("needs-input", panel.origin.uri, panel.origin.target, "")) await this.retracePanel(panel);
   }
 

@@ -25,6 +25,7 @@ export interface DebugDeps {
 
 /** Panels of debug traces: not a document (a re-trace needs the paused program). */
 export const DEBUG_URI = "torchscope-debug:paused-frame";
+export const RETRACE_PAUSED = "torchscope.retracePausedFrame";
 
 /** What the Variables view passes to a `debug/variables/context` command. */
 export interface VariableMenuArg {
@@ -55,8 +56,7 @@ export class DebugCommands {
     this.events = {
       reveal: (site, panel) => void revealSite(site, panel),
       save: (name, mime, data) => void saveAs(name, mime, data),
-      retrace: () =>
-        void vscode.window.showInformationMessage("torchscope: this graph came from a paused debug session; pause the program again and run “Visualize forward pass (paused frame)”."),
+      retrace: (panel) => void this.retracePaused(panel.origin.target),
       log: deps.log,
     };
   }
@@ -66,7 +66,27 @@ export class DebugCommands {
     return [
       cmd("torchscope.visualizePausedFrame", () => this.visualizePausedFrame()),
       cmd("torchscope.visualizeVariable", (arg?: unknown) => this.visualizeVariable(arg)),
+      // internal (not in the palette): Re-trace / Change Input… of a paused-frame panel
+      cmd(RETRACE_PAUSED, (expr?: unknown, changeInput?: unknown) =>
+        this.retracePaused(typeof expr === "string" ? expr : "", changeInput === true),
+      ),
     ];
+  }
+
+  /** Trace a paused-frame panel's model again in the frame paused now (optionally with a new input). */
+  async retracePaused(expr: string, changeInput = false): Promise<void> {
+    if (!expr) return;
+    const frame = await this.pausedFrame();
+    if (!frame) return;
+    const bridge = new DebugBridge(frame, this.debugPy, this.log);
+    let input: string | undefined;
+    if (changeInput) {
+      const answer = await this.askInput(expr);
+      if (!answer) return;
+      if (answer === "next-call") return this.traceNextCall(bridge, expr, expr);
+      input = answer.input;
+    }
+    await this.traceFlow(bridge, expr, expr, undefined, input);
   }
 
   private get log(): vscode.LogOutputChannel {

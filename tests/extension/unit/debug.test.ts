@@ -371,6 +371,24 @@ describe("the commands against a fake paused session", () => {
     assert.equal(messages("showErrorMessage").length, 0);
   });
 
+  it("Re-trace of a paused-frame panel traces the same expression in the frame paused now", async () => {
+    const { requests } = pausedSession((req) => {
+      if (req.op === "candidates") return { ok: true, modules: [block], more: 0 };
+      if (req.op === "trace") {
+        writeFileSync(req.out, GRAPH);
+        return { ok: true, path: req.out, size: GRAPH.length, summary, elapsed_ms: 3 };
+      }
+      return { ok: false, kind: "bad-request", error: req.op };
+    });
+    vs.answers.push(candidateItems([block])[0]);
+    const c = commands();
+    await c.visualizePausedFrame();
+    await c.retracePaused(GraphPanel.find(DEBUG_URI, "self")!.origin.target);
+    assert.deepEqual(requests.map((r) => r.op), ["candidates", "trace", "trace"]);
+    assert.equal((requests[2] as Extract<DebugRequest, { op: "trace" }>).expr, "self");
+    assert.equal(messages("showWarningMessage").length, 0, "no “can't be opened” warning");
+  });
+
   it("the likeliest model's panel opens while the user picks; closed again on Escape or another choice", async () => {
     const net: Candidate = { ...block, expr: "net", name: "net", cls: "Net" };
     const { requests } = pausedSession((req) => {
