@@ -28,20 +28,31 @@ const workerJs = worker.outputFiles[0].text;
 mkdirSync(dist, { recursive: true });
 writeFileSync(join(dist, "layout.worker.js"), workerJs);
 
-const workerPlugin = {
+const workerPlugin = (contents) => ({
   name: "layout-worker",
   setup(b) {
     b.onResolve({ filter: /^virtual:layout-worker$/ }, (a) => ({ path: a.path, namespace: "worker" }));
-    b.onLoad({ filter: /.*/, namespace: "worker" }, () => ({ contents: workerJs, loader: "text" }));
+    b.onLoad({ filter: /.*/, namespace: "worker" }, () => ({ contents, loader: "text" }));
   },
-};
+});
+// viewer.js carries the worker inside it (the VS Code webview loads this one file);
+// viewer-page.js does not: the standalone page carries the worker in its own inert
+// <script type="text/plain"> and starts it before the main bundle is even parsed.
 await build({
   ...common,
   entryPoints: { viewer: join(here, "src/main.ts") },
   outdir: dist,
-  plugins: [workerPlugin],
+  plugins: [workerPlugin(workerJs)],
+});
+await build({
+  ...common,
+  entryPoints: { "viewer-page": join(here, "src/main.ts") },
+  outdir: dist,
+  plugins: [workerPlugin("")],
 });
 
 mkdirSync(staticDir, { recursive: true });
-for (const f of ["viewer.js", "viewer.css"]) copyFileSync(join(dist, f), join(staticDir, f));
+for (const f of ["viewer.js", "viewer.css", "viewer-page.js", "layout.worker.js"]) {
+  copyFileSync(join(dist, f), join(staticDir, f));
+}
 console.log(`webview built in ${Date.now() - t0} ms → webview/dist, python_helper/torchscope/static`);

@@ -43,9 +43,34 @@ def _inline_style(css: str) -> str:
     return re.sub(r"</(style)", r"<\\/\1", css, flags=re.IGNORECASE)
 
 
+# Starts the layout worker (and its Graphviz WASM compile) from the page's inert worker
+# element before the main bundle is parsed: the longest steps before the first picture
+# then run side by side.
+_BOOT = (
+    "(function(){var e=document.getElementById('torchscope-worker');if(!e||!window.Worker)return;"
+    "try{var u=URL.createObjectURL(new Blob([e.textContent],{type:'text/javascript'}));"
+    "window.__torchscopeWorkerUrl=u;"
+    "window.__torchscopeWorker=new Worker(u,{name:'torchscope-layout'});}catch(x){}})();"
+)
+
+
+def _page_scripts(nonce: str) -> str:
+    """The worker element, its boot script and the main bundle (the one-file bundle when the
+    split build is missing)."""
+    try:
+        worker = _read_static("layout.worker.js")
+        js = _read_static("viewer-page.js")
+    except BundleNotBuiltError:
+        return f'<script nonce="{nonce}">{_inline_script(_read_static("viewer.js"))}</script>\n'
+    return (
+        f'<script type="text/plain" id="torchscope-worker">{_inline_script(worker)}</script>\n'
+        f'<script nonce="{nonce}">{_BOOT}</script>\n'
+        f'<script nonce="{nonce}">{_inline_script(js)}</script>\n'
+    )
+
+
 def render_html(graph_bytes: bytes, title: str) -> str:
     """Return one HTML document that shows ``graph_bytes`` (torchscope.graph msgpack)."""
-    js = _read_static("viewer.js")
     css = _read_static("viewer.css")
     nonce = secrets.token_urlsafe(18)
     csp = (
@@ -66,6 +91,6 @@ def render_html(graph_bytes: bytes, title: str) -> str:
         "</head>\n<body>\n"
         '<div id="torchscope"></div>\n'
         f'<script type="application/octet-stream" id="torchscope-graph">{data}</script>\n'
-        f'<script nonce="{nonce}">{_inline_script(js)}</script>\n'
-        "</body>\n</html>\n"
+        + _page_scripts(nonce)
+        + "</body>\n</html>\n"
     )

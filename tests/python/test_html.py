@@ -29,6 +29,8 @@ def fake_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A tiny stand-in bundle, so these tests don't depend on the JS build."""
     files = {
         "viewer.js": "console.log('viewer'); var s = '</script><!-- x';",
+        "viewer-page.js": "console.log('page'); var s = '</script><!-- x';",
+        "layout.worker.js": "onmessage = () => postMessage('</script>');",
         "viewer.css": ".ts-root{color:red} /* </style> */",
     }
     monkeypatch.setattr(tshtml, "_read_static", lambda name: files[name])
@@ -49,7 +51,7 @@ def test_page_is_self_contained(fake_bundle: None) -> None:
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
     assert "http://" not in page and "https://" not in page
     # Inlined code can't close its element early.
-    assert len(_scripts(page)) == 2
+    assert len(_scripts(page)) == 4  # graph, worker source, boot, main bundle
     assert "</script><!--" not in page
     assert page.count("</style>") == 1
 
@@ -91,7 +93,26 @@ def test_real_bundle_page_has_no_external_urls() -> None:
     page = tshtml.render_html(GOLDEN.read_bytes(), "MLP")
     assert len(page) > 100_000  # bundle + WASM inlined
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
-    assert len(_scripts(page)) == 2
+    # the graph, the inert worker source, its boot script and the main bundle
+    scripts = re.findall(r"<script\b([^>]*)>", page)
+    assert len(scripts) == 4
+    assert 'id="torchscope-graph"' in scripts[0] and 'id="torchscope-worker"' in scripts[1]
+    assert all("nonce=" in s for s in scripts[2:])
+
+
+def test_page_without_the_split_build_uses_the_one_file_bundle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    files = {"viewer.js": "console.log('one file');", "viewer.css": ""}
+
+    def read(name: str) -> str:
+        if name not in files:
+            raise tshtml.BundleNotBuiltError(name)
+        return files[name]
+
+    monkeypatch.setattr(tshtml, "_read_static", read)
+    page = tshtml.render_html(b"x", "t")
+    assert "one file" in page and 'id="torchscope-worker"' not in page
 
 
 class TinyNet(nn.Module):

@@ -9,8 +9,16 @@ import { nextTask } from "./tasks";
 import { showFatal } from "./ui";
 import { Viewer } from "./viewer";
 
-let workerUrl: string | null = null;
-let early: Worker | null = null;
+// The standalone page may have started the worker already, from its own inert
+// <script type="text/plain" id="torchscope-worker">, before this bundle was parsed.
+const booted = globalThis as { __torchscopeWorker?: Worker; __torchscopeWorkerUrl?: string };
+let workerUrl: string | null = booted.__torchscopeWorkerUrl ?? null;
+let early: Worker | null = booted.__torchscopeWorker ?? null;
+
+/** The worker's code: in this bundle, or (standalone page) in the page's worker element. */
+function workerCode(): string {
+  return workerSource || (document.getElementById("torchscope-worker")?.textContent ?? "");
+}
 
 /** Workers can't load from file:// or a webview resource; a Blob URL works everywhere. */
 function makeWorker(): Worker {
@@ -19,13 +27,13 @@ function makeWorker(): Worker {
     early = null;
     return w;
   }
-  workerUrl ??= URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" }));
+  workerUrl ??= URL.createObjectURL(new Blob([workerCode()], { type: "text/javascript" }));
   return new Worker(workerUrl, { name: "torchscope-layout" });
 }
 
 // Start the worker (and its WASM compile) right away, in parallel with decoding the graph
 // and building the page: it is the longest step before the first picture.
-if (document.getElementById("torchscope-graph") || typeof (globalThis as Record<string, unknown>).acquireVsCodeApi === "function") {
+if (!early && (document.getElementById("torchscope-graph") || typeof (globalThis as Record<string, unknown>).acquireVsCodeApi === "function")) {
   early = makeWorker();
 }
 
