@@ -24,7 +24,8 @@ Reply = dict[str, Any]
 
 
 class Failure(Exception):
-    """A request that ends in an error reply of one protocol kind."""
+    """A request that ends in an error reply of one protocol kind: raised in the runner, sent
+    as a reply, and raised again from it in the server (`from_reply`)."""
 
     def __init__(
         self, kind: str, message: str, details: Optional[str] = None, **extra: Any
@@ -41,6 +42,26 @@ class Failure(Exception):
             reply["details"] = self.details
         reply.update(self.extra)
         return reply
+
+    def data(self) -> dict[str, Any]:
+        """The JSON-RPC error's `data` (docs/protocol.md)."""
+        data: dict[str, Any] = {"kind": self.kind}
+        if self.details is not None:
+            data["details"] = self.details
+        data.update(self.extra)
+        return data
+
+    @staticmethod
+    def from_reply(reply: Reply) -> Failure:
+        extra = {
+            k: v for k, v in reply.items() if k not in ("id", "ok", "kind", "message", "details")
+        }
+        return Failure(
+            reply.get("kind", "internal"),
+            reply.get("message", "the runner failed"),
+            reply.get("details"),
+            **extra,
+        )
 
 
 def _one_line(exc: BaseException) -> str:

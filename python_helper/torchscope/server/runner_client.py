@@ -20,43 +20,13 @@ from typing import Any, Optional
 
 import torchscope
 
+from ..runner import Failure
+
 Log = Callable[[str, str], None]  # (level, message): "error" | "warning" | "info" | "debug"
 Progress = Callable[[str], None]
 
 STDERR_TAIL_LINES = 60
 START_TIMEOUT = 120.0  # importing torch on a cold disk can be slow
-
-
-class RunnerError(Exception):
-    """A failed request, with the protocol's error kind (docs/protocol.md)."""
-
-    def __init__(
-        self, kind: str, message: str, details: Optional[str] = None, **extra: Any
-    ) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.details = details
-        self.extra = extra
-
-    def data(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": self.kind}
-        if self.details is not None:
-            data["details"] = self.details
-        data.update(self.extra)
-        return data
-
-    @staticmethod
-    def from_reply(reply: dict[str, Any]) -> RunnerError:
-        extra = {
-            k: v for k, v in reply.items() if k not in ("id", "ok", "kind", "message", "details")
-        }
-        return RunnerError(
-            reply.get("kind", "internal"),
-            reply.get("message", "the runner failed"),
-            reply.get("details"),
-            **extra,
-        )
 
 
 def runner_env() -> dict[str, str]:
@@ -146,9 +116,7 @@ class _Process:
         tail = "\n".join(self.stderr_tail)
         for future in self.pending.values():
             if not future.done():
-                future.set_exception(
-                    RunnerError("runner-crashed", f"the Python runner {how}", tail)
-                )
+                future.set_exception(Failure("runner-crashed", f"the Python runner {how}", tail))
         self.pending.clear()
 
     def send(self, message: dict[str, Any]) -> None:
@@ -253,7 +221,7 @@ class RunnerClient:
             raise
         if not reply.get("ok"):
             await process.kill()
-            raise RunnerError.from_reply(reply)
+            raise Failure.from_reply(reply)
         process.torch = reply.get("torch")
         self.log("info", f"runner ready: torch {process.torch} (pid {proc.pid})")
         self._process = process
@@ -266,8 +234,8 @@ class RunnerClient:
         progress: Optional[Progress] = None,
         grace: float = 0.0,
     ) -> dict[str, Any]:
-        """Send one request; the reply's `result`, or RunnerError. Past `timeout` (+ `grace`,
-        for the runner to stop by itself) seconds the runner is killed (RunnerError "timeout");
+        """Send one request; the reply's `result`, or Failure. Past `timeout` (+ `grace`,
+        for the runner to stop by itself) seconds the runner is killed (Failure "timeout");
         a cancelled request kills it too. Starting the runner does not count."""
         async with self._lock:
             if progress is not None and not self.warm:
@@ -284,7 +252,7 @@ class RunnerClient:
             except asyncio.TimeoutError:
                 self.log("warning", f"request {rid} ran past {timeout:g} s: killing the runner")
                 await self._kill(process)
-                raise RunnerError(
+                raise Failure(
                     "timeout", f"the trace ran past {timeout:g} s and was stopped"
                 ) from None
             except asyncio.CancelledError:
@@ -293,7 +261,7 @@ class RunnerClient:
                 raise
             except (ConnectionError, BrokenPipeError) as exc:
                 await self._kill(process)
-                raise RunnerError(
+                raise Failure(
                     "runner-crashed",
                     f"the Python runner is gone ({exc})",
                     "\n".join(process.stderr_tail),
@@ -303,7 +271,7 @@ class RunnerClient:
                 process.progress.pop(rid, None)
             if reply.get("ok"):
                 return reply.get("result", reply)
-            raise RunnerError.from_reply(reply)
+            raise Failure.from_reply(reply)
 
     def preload_soon(self, modules: set[str]) -> None:
         """Have the runner import these libraries in the background (once per runner)."""
@@ -326,8 +294,8 @@ class RunnerClient:
                 self.log(
                     "debug", f"runner preloaded {', '.join(result.get('loaded', [])) or 'nothing'}"
                 )
-            except (RunnerError, OSError) as exc:
-                self._no_torch = isinstance(exc, RunnerError) and exc.kind == "no-torch"
+            except (Failure, OSError) as exc:
+                self._no_torch = isinstance(exc, Failure) and exc.kind == "no-torch"
                 self.log("debug", f"preloading {wanted} failed: {exc}")
             finally:
                 self._preloading.difference_update(wanted)

@@ -22,9 +22,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..runner import PRELOADABLE
+from ..runner import PRELOADABLE, Failure
 from . import targets
-from .runner_client import RunnerClient, RunnerError
+from .runner_client import RunnerClient
 
 TARGET_AT = "torchscope/targetAt"
 TRACE = "torchscope/trace"
@@ -255,7 +255,7 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
             progress=progress.report,
             grace=TIMEOUT_GRACE,
         )
-    except RunnerError as exc:
+    except Failure as exc:
         ls.log(
             "warning" if exc.kind != "internal" else "error",
             f"trace {target}: {exc.kind}: {exc.message}",
