@@ -131,13 +131,7 @@ class Recorder(TorchFunctionMode):
             shape: Optional[list[int]] = list(t.shape)
         except Exception:
             shape = None
-        dt = t.dtype if isinstance(t, Tensor) else None
-        name = _DTYPES.get(dt)
-        if name is None:
-            name = dtype_name(t)
-            if dt is not None:
-                _DTYPES[dt] = name
-        self.edges.append(Edge(src, dst, shape, name))
+        self.edges.append(Edge(src, dst, shape, dtype_name(t)))
 
     def _constant(self, t: Tensor) -> Optional[int]:
         """A node for a tensor no recorded call made: a parameter used directly, or an outside tensor."""
@@ -146,7 +140,7 @@ class Recorder(TorchFunctionMode):
             return None
         parent = self.stack[-1] if self.stack else None
         known = self._constant_at.get((key, parent))
-        if known is not None and self.nodes[known].parent == parent:
+        if known is not None:
             return known
         path = self.tensor_names().get(key)
         name, target = (path.rsplit(".", 1)[-1], path) if path else ("tensor", "")
@@ -279,19 +273,14 @@ class Recorder(TorchFunctionMode):
         """A weight of a torch.nn layer (or of its submodules, as MultiheadAttention's out_proj)."""
         if not self._info(module).torch_layer:
             return False
-        for t in module._parameters.values():
-            if id(t) == key:
-                return True
-        for t in module._buffers.values():
-            if id(t) == key:
-                return True
-        if not module._modules:
-            return False
-        return any(
-            id(t) == key
-            for m in module.modules()
-            for t in (*m._parameters.values(), *m._buffers.values())
-        )
+        for m in module.modules() if module._modules else (module,):
+            for t in m._parameters.values():
+                if id(t) == key:
+                    return True
+            for t in m._buffers.values():
+                if id(t) == key:
+                    return True
+        return False
 
     def _describe(self, module: nn.Module) -> _ModuleInfo:
         cls = type(module)
@@ -320,9 +309,7 @@ class Recorder(TorchFunctionMode):
         if not self.count % CHECK_EVERY:
             self._check_budget()  # a forward of many module calls and few ops still stops
         key = id(module)
-        info = self._module_infos.get(key)
-        if info is None:
-            info = self._module_infos[key] = self._describe(module)
+        info = self._info(module)
         call = self.calls.get(key, 0)
         self.calls[key] = call + 1
         nid = len(self.nodes)
@@ -474,7 +461,6 @@ def _class_info(cls: type) -> tuple[str, str, Optional[Site], bool]:
 _HASHABLE = frozenset(
     type(f) for f in (torch.add, torch.Tensor.add, torch.Tensor.__add__, torch.nn.functional.relu)
 )
-_DTYPES: dict[Any, str] = {}
 
 
 def _tensors_in(args: Any, kwargs: Optional[dict]) -> list[Tensor]:
