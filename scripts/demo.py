@@ -29,8 +29,7 @@ EXAMPLES = [
 
 
 def main() -> int:
-    from torchscope.inputs import example_input
-    from torchscope.target import as_call, build
+    from torchscope.target import build, call_arguments
     from torchscope.tracer import trace_call
 
     OUT.mkdir(exist_ok=True)
@@ -41,13 +40,12 @@ def main() -> int:
         stem = target.split(":")[0].rsplit("/", 1)[-1].removesuffix(".py")
         start = time.perf_counter()
         built = build(str(ROOT / target), device=device)
-        value = built.example if built.example is not None else example_input(built.model, device)
-        args, kwargs = as_call(value)
+        args, kwargs = call_arguments(built, device)
         graph = trace_call(built.model, args, kwargs, raise_errors=False)
         for suffix in suffixes:
             graph.save(OUT / f"{stem}{suffix}")
         (OUT / f"{stem}.summary.txt").write_text(graph.summary() + "\n")
-        s = graph.to_wire()["stats"]
+        s = graph.stats()
         status = f"raised {graph.error.type} (as intended)" if graph.error else "ok"
         if (graph.error is not None) != raises:
             failures += 1

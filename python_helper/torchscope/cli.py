@@ -69,18 +69,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from .inputs import NoInputError, example_input
-    from .target import TargetError, as_call, build, eval_input
+    from .graph import SUFFIX_FORMATS
+    from .inputs import NoInputError
+    from .target import TargetError, build, call_arguments
     from .tracer import trace_call
 
     try:
         built = build(args.target, device=args.device)
-        if args.input_expr:
-            value = eval_input(args.input_expr, built.module, args.device)
-        elif built.example is not None:
-            value = built.example
-        else:
-            value = example_input(built.model, args.device)
+        call_args, call_kwargs = call_arguments(built, args.device, args.input_expr)
     except (TargetError, NoInputError) as exc:
         print(f"torchscope: {exc}", file=sys.stderr)
         return 2
@@ -97,7 +93,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             file=sys.stderr,
         )
         return 2
-    call_args, call_kwargs = as_call(value)
     graph = trace_call(
         built.model, call_args, call_kwargs, time_budget=args.time_budget, raise_errors=False
     )
@@ -106,21 +101,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(graph.summary())
     else:
         out = Path(args.output)
-        fmt = args.format or {".json": "json", ".html": "html", ".htm": "html"}.get(
-            out.suffix.lower(), "msgpack"
-        )
         out.parent.mkdir(parents=True, exist_ok=True)
-        if fmt == "json":
-            out.write_text(graph.to_json())
-        elif fmt == "html":
-            from .html import render_html
-
-            out.write_text(
-                render_html(graph.to_msgpack(), title=graph.model.name), encoding="utf-8"
-            )
-        else:
-            out.write_bytes(graph.to_msgpack())
-        s = graph.to_wire()["stats"]
+        graph.save(out, args.format or SUFFIX_FORMATS.get(out.suffix.lower(), "msgpack"))
+        s = graph.stats()
         print(
             f"{out}: {graph.model.name}, {s['modules']} module calls, {s['ops']} ops, "
             f"{out.stat().st_size} bytes, traced in {s['trace_ms']:.0f} ms"

@@ -13,6 +13,13 @@ FORMAT = "torchscope.graph"
 VERSION = 1
 
 NODE_KINDS = ("input", "output", "op", "module", "constant", "error")
+SUFFIX_FORMATS = {
+    ".msgpack": "msgpack",
+    ".mpk": "msgpack",
+    ".json": "json",
+    ".html": "html",
+    ".htm": "html",
+}
 
 
 @dataclass(slots=True)
@@ -38,21 +45,6 @@ class Node:
     defn: Optional[Site] = None
     params: int = 0
     attrs: dict[str, Any] = field(default_factory=dict)
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "name": self.name,
-            "parent": self.parent,
-            "target": self.target,
-            "path": self.path,
-            "call": self.call,
-            "site": self.site.to_wire() if self.site else None,
-            "defn": {"file": self.defn.file, "line": self.defn.line} if self.defn else None,
-            "params": self.params,
-            "attrs": self.attrs,
-        }
 
 
 @dataclass(slots=True)
@@ -150,11 +142,15 @@ class Graph:
             "edges": [e.to_wire() for e in self.edges],
             "groups": [g.to_wire() for g in self.groups],
             "error": self.error.to_wire() if self.error else None,
-            "stats": {
-                "trace_ms": round(self.trace_ms, 3),
-                "ops": sum(1 for n in self.nodes if n.kind == "op"),
-                "modules": sum(1 for n in self.nodes if n.kind == "module"),
-            },
+            "stats": self.stats(),
+        }
+
+    def stats(self) -> dict[str, Any]:
+        """`{trace_ms, ops, modules}` as on the wire."""
+        return {
+            "trace_ms": round(self.trace_ms, 3),
+            "ops": sum(1 for n in self.nodes if n.kind == "op"),
+            "modules": sum(1 for n in self.nodes if n.kind == "module"),
         }
 
     def to_msgpack(self) -> bytes:
@@ -165,20 +161,25 @@ class Graph:
     def to_json(self, indent: Optional[int] = None) -> str:
         return json.dumps(self.to_wire(), indent=indent, allow_nan=False)
 
-    def save(self, path: str | Path) -> Path:
-        """Write the graph; the suffix picks the format (.msgpack, .json, .html)."""
+    def save(self, path: str | Path, fmt: Optional[str] = None) -> Path:
+        """Write the graph as `fmt` ("msgpack", "json", "html"); by default the suffix picks it."""
         path = Path(path)
-        suffix = path.suffix.lower()
-        if suffix == ".json":
+        if fmt is None:
+            fmt = SUFFIX_FORMATS.get(path.suffix.lower())
+            if fmt is None:
+                raise ValueError(
+                    f"unknown graph file suffix {path.suffix!r}: use .msgpack, .json or .html"
+                )
+        if fmt == "json":
             path.write_text(self.to_json())
-        elif suffix in (".msgpack", ".mpk"):
+        elif fmt == "msgpack":
             path.write_bytes(self.to_msgpack())
-        elif suffix in (".html", ".htm"):
+        elif fmt == "html":
             from .html import render_html
 
             path.write_text(render_html(self.to_msgpack(), title=self.model.name), encoding="utf-8")
         else:
-            raise ValueError(f"unknown graph file suffix {suffix!r}: use .msgpack, .json or .html")
+            raise ValueError(f"unknown graph format {fmt!r}: use msgpack, json or html")
         return path
 
     def summary(self) -> str:

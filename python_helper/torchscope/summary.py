@@ -91,7 +91,7 @@ def summarize(graph: Graph) -> str:
     ins = [n.name for n in graph.nodes if n.kind == "input"]
     outs = [n.name for n in graph.nodes if n.kind == "output"]
     lines.append(f"inputs: {', '.join(ins) or '-'}   outputs: {', '.join(outs) or '-'}")
-    s = graph.to_wire()["stats"]
+    s = graph.stats()
     lines.append(f"{s['modules']} module calls, {s['ops']} ops, traced in {s['trace_ms']:.0f} ms")
     if graph.error is not None:
         e = graph.error

@@ -160,6 +160,22 @@ def eval_input(expr: str, module: ModuleType, device: str) -> Any:
         raise TargetError(f"--input {expr!r} failed: {type(exc).__name__}: {exc}") from exc
 
 
+def call_arguments(
+    built: Built, device: str = "cpu", input_expr: Optional[str] = None
+) -> tuple[tuple, dict]:
+    """The model's call arguments: the input expression, else the example the target
+    supplied, else the model's own (`inputs.example_input`; raises NoInputError)."""
+    from .inputs import example_input
+
+    if input_expr:
+        value = eval_input(input_expr, built.module, device)
+    elif built.example is not None:
+        value = built.example
+    else:
+        value = example_input(built.model, device)
+    return as_call(value)
+
+
 def as_call(value: Any) -> tuple[tuple, dict]:
     """An example input to call arguments: a tensor, a tuple of positionals or a dict of keywords."""
     if isinstance(value, dict):
