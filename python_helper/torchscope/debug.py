@@ -581,8 +581,6 @@ def _describe(args: tuple, kwargs: dict) -> str:
     return "(" + ", ".join(parts) + ")"
 
 
-
-
 def _choose_inputs(
     model: Any, frame: types.FrameType, calls: list[_Call], input_expr: Optional[str]
 ) -> tuple[tuple, dict, str]:
