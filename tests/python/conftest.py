@@ -48,10 +48,14 @@ def traced(request) -> Traced:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--update-golden", action="store_true", help="rewrite tests/golden/*.msgpack from the tracer"
+        "--update-golden",
+        action="store_true",
+        help="rewrite tests/golden/*.msgpack from the tracer",
     )
 
 
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
-    return bool(request.config.getoption("--update-golden")) or bool(os.environ.get("UPDATE_GOLDEN"))
+    return bool(request.config.getoption("--update-golden")) or bool(
+        os.environ.get("UPDATE_GOLDEN")
+    )
