@@ -117,12 +117,6 @@ class Graph:
     def children(self, node_id: Optional[int]) -> list[Node]:
         return [n for n in self.nodes if n.parent == node_id]
 
-    def modules(self) -> list[Node]:
-        return [n for n in self.nodes if n.kind == "module"]
-
-    def ops(self) -> list[Node]:
-        return [n for n in self.nodes if n.kind == "op"]
-
     def find(self, kind: str, name: str) -> list[Node]:
         return [n for n in self.nodes if n.kind == kind and n.name == name]
 

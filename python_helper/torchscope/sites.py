@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import linecache
 import os
-import sys
 import weakref
 from types import CodeType, FrameType, TracebackType
 from typing import Optional
@@ -75,10 +74,6 @@ def frame_site(frame: Optional[FrameType]) -> Optional[Site]:
     if site is None:  # Site objects are shared between nodes: never mutate one
         site = _site_cache[key] = Site(_abs(code.co_filename), frame.f_lineno, code.co_name)
     return site
-
-
-def current_site() -> Optional[Site]:
-    return frame_site(sys._getframe(1))
 
 
 def traceback_site(tb: Optional[TracebackType]) -> Optional[Site]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,10 +184,3 @@ def as_call(value: Any) -> tuple[tuple, dict]:
     if isinstance(value, list) and not all(isinstance(v, (int, float)) for v in value):
         return tuple(value), {}
     return (value,), {}
-
-
-def relative(path: str) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return path
