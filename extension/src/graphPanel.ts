@@ -20,8 +20,10 @@ export function nonce(): string {
   return crypto.randomBytes(18).toString("base64url");
 }
 
-/** The webview page: the viewer bundle with a strict CSP (Graphviz WASM needs 'wasm-unsafe-eval'). */
-export function panelHtml(opts: { cspSource: string; scriptUri: string; styleUri: string; nonce: string; title: string; waiting?: string }): string {
+/** The webview page: the viewer's page bundle with a strict CSP (Graphviz WASM needs
+ * 'wasm-unsafe-eval'). The page fetches the layout worker's code itself (connect-src),
+ * so the small page bundle starts, and can take the graph, while the large worker loads. */
+export function panelHtml(opts: { cspSource: string; scriptUri: string; workerUri: string; styleUri: string; nonce: string; title: string; waiting?: string }): string {
   const csp = [
     "default-src 'none'",
     `script-src 'nonce-${opts.nonce}' 'wasm-unsafe-eval'`,
@@ -29,7 +31,7 @@ export function panelHtml(opts: { cspSource: string; scriptUri: string; styleUri
     `img-src ${opts.cspSource} blob: data:`,
     `font-src ${opts.cspSource}`,
     "worker-src blob:",
-    "connect-src 'none'",
+    `connect-src ${opts.cspSource}`,
     "base-uri 'none'",
     "form-action 'none'",
   ].join("; ");
@@ -40,6 +42,7 @@ export function panelHtml(opts: { cspSource: string; scriptUri: string; styleUri
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="${esc(csp)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="torchscope-worker" content="${esc(opts.workerUri)}">
 <link rel="stylesheet" href="${esc(opts.styleUri)}">
 <title>${esc(opts.title)}</title>
 </head>
@@ -179,7 +182,8 @@ export class GraphPanel {
     const w = this.panel.webview;
     return panelHtml({
       cspSource: w.cspSource,
-      scriptUri: w.asWebviewUri(vscode.Uri.joinPath(this.viewerDir, "viewer.js")).toString(),
+      scriptUri: w.asWebviewUri(vscode.Uri.joinPath(this.viewerDir, "viewer-page.js")).toString(),
+      workerUri: w.asWebviewUri(vscode.Uri.joinPath(this.viewerDir, "layout.worker.js")).toString(),
       styleUri: w.asWebviewUri(vscode.Uri.joinPath(this.viewerDir, "viewer.css")).toString(),
       nonce: nonce(),
       title: this.origin.title,

@@ -2,6 +2,7 @@
 // and cancellation of a stale request by terminating its worker (Graphviz can't be
 // interrupted from inside). Every new worker gets the graph first.
 import type { View } from "./compute";
+import type { WorkerLike } from "./deferredWorker";
 import type { Fonts, ViewResult, WorkerReply, WorkerRequest } from "./protocol";
 
 export class Cancelled extends Error {
@@ -18,13 +19,13 @@ interface Job {
 }
 
 export class LayoutClient {
-  private worker: Worker | null = null;
+  private worker: WorkerLike | null = null;
   private current: Job | null = null;
   private nextId = 1;
   private readonly cache = new Map<string, ViewResult>();
 
   constructor(
-    private readonly makeWorker: () => Worker,
+    private readonly makeWorker: () => WorkerLike,
     private readonly bytes: Uint8Array,
     private readonly fonts: Fonts,
     private readonly cacheSize = 24,
@@ -74,7 +75,7 @@ export class LayoutClient {
     job.reject(new Cancelled("superseded by a newer layout"));
   }
 
-  private ensureWorker(): Worker {
+  private ensureWorker(): WorkerLike {
     if (this.worker) return this.worker;
     const w = this.makeWorker();
     w.onmessage = (ev: MessageEvent<WorkerReply>) => this.onReply(ev.data);

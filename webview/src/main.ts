@@ -3,17 +3,24 @@
 // that want to drive it themselves.
 import workerSource from "virtual:layout-worker";
 import "./viewer.css";
+import { DeferredWorker, fetchWorkerUrl, type WorkerLike } from "./deferredWorker";
 import { decodeGraph, FormatError, type Graph } from "./format";
 import { StandaloneHost, VsCodeHost, type FromExtension, type Host } from "./host";
 import { nextTask } from "./tasks";
 import { showFatal } from "./ui";
 import { Viewer } from "./viewer";
 
+const WORKER_NAME = "torchscope-layout";
+
 // The standalone page may have started the worker already, from its own inert
 // <script type="text/plain" id="torchscope-worker">, before this bundle was parsed.
 const booted = globalThis as { __torchscopeWorker?: Worker; __torchscopeWorkerUrl?: string };
 let workerUrl: string | null = booted.__torchscopeWorkerUrl ?? null;
-let early: Worker | null = booted.__torchscopeWorker ?? null;
+let early: WorkerLike | null = booted.__torchscopeWorker ?? null;
+// The VS Code webview names the worker's script in <meta name="torchscope-worker">: its
+// fetch starts now, beside the page's own start-up.
+const workerSrc = document.querySelector<HTMLMetaElement>('meta[name="torchscope-worker"]')?.content;
+const fetchedUrl: Promise<string> | null = !workerSource && !workerUrl && workerSrc ? fetchWorkerUrl(workerSrc) : null;
 
 /** The worker's code: in this bundle, or (standalone page) in the page's worker element. */
 function workerCode(): string {
@@ -21,14 +28,15 @@ function workerCode(): string {
 }
 
 /** Workers can't load from file:// or a webview resource; a Blob URL works everywhere. */
-function makeWorker(): Worker {
+function makeWorker(): WorkerLike {
   if (early) {
     const w = early;
     early = null;
     return w;
   }
+  if (fetchedUrl && !workerUrl) return new DeferredWorker(fetchedUrl, WORKER_NAME);
   workerUrl ??= URL.createObjectURL(new Blob([workerCode()], { type: "text/javascript" }));
-  return new Worker(workerUrl, { name: "torchscope-layout" });
+  return new Worker(workerUrl, { name: WORKER_NAME });
 }
 
 // Start the worker (and its WASM compile) right away, in parallel with decoding the graph

@@ -11,6 +11,7 @@ import {
 import type { VisibleGraph } from "./visible";
 import type { Label } from "./labels";
 import type { Layout } from "./layout";
+import type { WorkerLike } from "./deferredWorker";
 import { Cancelled, LayoutClient } from "./layoutClient";
 import { computeView, type View } from "./compute";
 import { nextTask } from "./tasks";
@@ -75,7 +76,7 @@ export class Viewer {
   private depth: number | null = null;
   private readonly disposer = new AbortController();
 
-  constructor(root: HTMLElement, graph: Graph, bytes: Uint8Array, private readonly host: Host, makeWorker: () => Worker) {
+  constructor(root: HTMLElement, graph: Graph, bytes: Uint8Array, private readonly host: Host, makeWorker: () => WorkerLike) {
     this.idx = buildIndex(graph);
     this.ui = buildUi(root);
     this.scene = new Scene(this.ui.scene);

@@ -36,13 +36,16 @@ beforeEach(() => {
 
 describe("panel page", () => {
   it("has a strict nonce CSP that still lets Graphviz WASM run in a Blob worker", () => {
-    const html = panelHtml({ cspSource: "https://x", scriptUri: "https://x/viewer.js", styleUri: "https://x/viewer.css", nonce: "N1", title: "t" });
+    const html = panelHtml({ cspSource: "https://x", scriptUri: "https://x/viewer-page.js", workerUri: "https://x/layout.worker.js", styleUri: "https://x/viewer.css", nonce: "N1", title: "t" });
     const csp = /Content-Security-Policy" content="([^"]+)"/.exec(html)![1]!.replace(/&#39;/g, "'");
     assert.match(csp, /^default-src 'none'/);
     assert.match(csp, /script-src 'nonce-N1' 'wasm-unsafe-eval'/);
     assert.match(csp, /worker-src blob:/);
     assert.ok(!csp.includes("unsafe-inline"));
-    assert.match(html, /<script nonce="N1" src="https:\/\/x\/viewer.js"><\/script>/);
+    // The worker's code is fetched from the viewer folder only, not from anywhere.
+    assert.match(csp, /connect-src https:\/\/x;/);
+    assert.match(html, /<meta name="torchscope-worker" content="https:\/\/x\/layout.worker.js">/);
+    assert.match(html, /<script nonce="N1" src="https:\/\/x\/viewer-page.js"><\/script>/);
   });
   it("posts exactly the file's bytes", () => {
     const pool = Buffer.alloc(64, 7);

@@ -3,6 +3,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { encode } from "@msgpack/msgpack";
@@ -370,33 +372,59 @@ describe("notebook", () => {
   });
 });
 
-describe("VS Code host", () => {
-  test("ready → graph handshake, reveal and state through the webview API, theme colours", async () => {
-    const js = readFileSync(join(ROOT, "webview", "dist", "viewer.js"), "utf8").replace(/<\/script/gi, "<\\/script");
-    const css = readFileSync(join(ROOT, "webview", "dist", "viewer.css"), "utf8");
-    const file = join(FIXTURES, "vscode.html");
-    writeFileSync(file, `<!DOCTYPE html><html><head><style>${css}</style></head>
+/**
+ * The VS Code webview page as GraphPanel writes it: the page bundle, and the worker's code
+ * named in <meta name="torchscope-worker"> and fetched by the page. Served over HTTP (a
+ * fetch from file:// is refused), the worker after `workerDelayMs` or (null) never (404).
+ */
+async function vscodePage(workerDelayMs: number | null): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {
+  const dist = join(ROOT, "webview", "dist");
+  const html = `<!DOCTYPE html><html><head><meta name="torchscope-worker" content="/layout.worker.js">
+<link rel="stylesheet" href="/viewer.css"></head>
 <body class="vscode-dark" style="--vscode-editor-background: rgb(30, 31, 32); --vscode-editor-foreground: rgb(200, 201, 202)">
+<div id="torchscope"><p>Tracing…</p></div>
 <script>
 window.__posted = []; window.__state = undefined;
 function acquireVsCodeApi() {
   return { postMessage: (m) => window.__posted.push(m), getState: () => window.__state, setState: (s) => { window.__state = s; } };
 }
 </script>
-<script>${js}</script></body></html>`);
-    const ctx = await browser.newContext({ viewport: { width: 1000, height: 700 } });
-    const page = await ctx.newPage();
-    const errors: string[] = [];
-    page.on("pageerror", (e) => errors.push(e.message));
-    await page.goto(pathToFileURL(file).href);
-    await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === "ready"));
+<script src="/viewer-page.js"></script></body></html>`;
+  const server = createServer((req, res) => {
+    const send = (type: string, body: string | Buffer) => res.writeHead(200, { "content-type": type }).end(body);
+    if (req.url === "/") send("text/html", html);
+    else if (req.url === "/viewer-page.js") send("text/javascript", readFileSync(join(dist, "viewer-page.js")));
+    else if (req.url === "/viewer.css") send("text/css", readFileSync(join(dist, "viewer.css")));
+    else if (req.url === "/layout.worker.js" && workerDelayMs !== null)
+      setTimeout(() => send("text/javascript", readFileSync(join(dist, "layout.worker.js"))), workerDelayMs);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const ctx = await browser.newContext({ viewport: { width: 1000, height: 700 } });
+  const page = await ctx.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+  await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === "ready"));
+  return { page, errors, close: async () => { await ctx.close(); server.close(); } };
+}
+
+async function postGraph(page: Page, b64: string): Promise<void> {
+  await page.evaluate((data) => {
+    const bin = atob(data);
+    const bytes = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    window.postMessage({ type: "graph", data: bytes.buffer }, "*");
+  }, b64);
+}
+
+describe("VS Code host", () => {
+  test("ready → graph handshake, reveal and state through the webview API, theme colours", async () => {
+    // The page says "ready" (and takes the graph) while the worker's code is still on its way.
+    const { page, errors, close } = await vscodePage(1500);
+    assert.equal(await page.evaluate(() => typeof (window as any).torchscope?.mount), "function");
     const b64 = readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64");
-    await page.evaluate((data) => {
-      const bin = atob(data);
-      const bytes = new Uint8Array(bin.length);
-      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-      window.postMessage({ type: "graph", data: bytes.buffer }, "*");
-    }, b64);
+    await postGraph(page, b64);
     await ready(page);
     await page.click('.ts-node[data-kind=module][data-path="wte"] .ts-title');
     const reveal = await page.evaluate(() => (window as any).__posted.find((m: any) => m.type === "reveal"));
@@ -411,19 +439,25 @@ function acquireVsCodeApi() {
     // A reload of the same graph restores the view: expand wte, then send the graph again.
     await page.click('[data-toggle="n3"]');
     await ready(page);
-    await page.evaluate((data) => {
-      const bin = atob(data);
-      const bytes = new Uint8Array(bin.length);
-      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-      window.postMessage({ type: "graph", data: bytes.buffer }, "*");
-    }, b64);
+    await postGraph(page, b64);
     await page.waitForSelector('.ts-cluster[data-path="wte"]');
     await ready(page);
     const bg = await page.locator("#torchscope").evaluate((el) => getComputedStyle(el).backgroundColor);
     assert.equal(bg, "rgb(30, 31, 32)", "colours from --vscode-* variables");
     await shot(page, "vscode-host");
     assert.deepEqual(errors, []);
-    await ctx.close();
+    await close();
+  });
+
+  test("a worker that can't be loaded says so in the status line", async () => {
+    const { page, close } = await vscodePage(null);
+    try {
+      await postGraph(page, readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64"));
+      await page.waitForFunction(() => /Layout failed: .*can't load the layout worker.*404/.test(document.body.textContent ?? ""), null, { timeout: 10_000 });
+      await shot(page, "vscode-host-no-worker");
+    } finally {
+      await close();
+    }
   });
 });
 
