@@ -114,6 +114,8 @@ export class DebugCommands {
       if (expr?.trim()) await this.traceFlow(bridge, expr.trim(), expr.trim(), undefined);
       return;
     }
+    // While the user reads the list: the tracer's imports (a few hundred ms the first time).
+    void bridge.request({ op: "warm" });
     const items = candidateItems(r.modules);
     // The likeliest model's panel opens now (focus stays in the quick pick): the viewer
     // boots while the user picks. Another choice, or none, closes it again.

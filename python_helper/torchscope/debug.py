@@ -823,6 +823,16 @@ def _run_trace(
 # -- the requests ----------------------------------------------------------------------------
 
 
+def _warm() -> dict[str, Any]:
+    """Import the tracer (and msgpack) ahead of the first trace: the extension asks while
+    the user is still picking a model, so the pick is not followed by the imports' wait."""
+    _torch()  # never import torch (through the tracer) into a program without it
+    started = time.perf_counter()
+    _submodule("tracer")
+    _submodule("graph")
+    return {"ok": True, "elapsed_ms": round((time.perf_counter() - started) * 1000, 1)}
+
+
 def _candidates(frame: types.FrameType) -> dict[str, Any]:
     torch = _torch()
     ordered, calls = _collect(frame)
@@ -1070,7 +1080,7 @@ def remove(path: str) -> str:
 
 
 def handle(request_json: str) -> str:
-    """One request as JSON (what the extension sends): `{"op": "candidates" | "trace" |
+    """One request as JSON (what the extension sends): `{"op": "candidates" | "warm" | "trace" |
     "trace_next_call" | "poll" | "disarm" | "read_chunk" | "remove", ...arguments}`;
     docs/protocol.md lists the arguments."""
     start = sys._getframe(1)
@@ -1090,6 +1100,8 @@ def _dispatch(op: str, req: dict[str, Any], start: types.FrameType) -> str:
 
     if op == "candidates":
         return _guarded(lambda: _candidates(frame()))
+    if op == "warm":
+        return _guarded(_warm)
     if op == "trace":
         expr, out = str(req["expr"]), str(req["out"])
         return _guarded(

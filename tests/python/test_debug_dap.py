@@ -244,6 +244,20 @@ def test_next_call_that_fails_leaves_an_error_file(tmp_path):
     assert not model._forward_pre_hooks
 
 
+def test_warm_never_imports_torch_into_a_program_without_it():
+    """`warm` imports the tracer only where torch already is: in a program that never
+    imported torch it is a `no-torch` reply and torch stays out of sys.modules."""
+    code = (
+        "import json, sys\n"
+        f"entry = eval({debug.loader_expression()!r})\n"
+        "reply = json.loads(entry.handle(json.dumps({'op': 'warm'})))\n"
+        "print(json.dumps([reply['ok'], reply['kind'], 'torch' in sys.modules]))\n"
+    )
+    run = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == [False, "no-torch", False]
+
+
 def test_documented_expression_matches_the_entry():
     """The expression the tests (and the extension) send is the one debug.py documents."""
     req = {"op": "candidates"}
@@ -280,6 +294,15 @@ def test_paused_in_nested_forward_traces_that_module_with_original_inputs(nested
     assert "model" in exprs and "broken" in exprs
     root = cands["modules"][exprs.index("model")]
     assert root["inputs"] is True and root["params"] > first["params"]
+
+    # the extension warms the tracer's imports while the user picks from the list
+    tracer_loaded = (
+        "any(k.split('.')[-1] == 'tracer' and 'torchscope' in k for k in __import__('sys').modules)"
+    )
+    assert nested.s.evaluate(tracer_loaded, nested.frame_id) == "False"
+    warm = nested.call("warm")
+    assert warm["ok"] and warm["elapsed_ms"] >= 0, warm
+    assert nested.s.evaluate(tracer_loaded, nested.frame_id) == "True"
 
     out = nested.out / "block.msgpack"
     reply = nested.call("trace", expr="self", out=str(out))
