@@ -110,6 +110,40 @@ def _class_line(file: str, line: int, name: str) -> int:
     return line
 
 
+def _own_code_lines(cls: type, file: str) -> list[int]:
+    """First lines of the functions defined in the class body itself (in `file`)."""
+    lines = []
+    for f in vars(cls).values():
+        try:
+            code = getattr(inspect.unwrap(f) if callable(f) else f, "__code__", None)
+        except ValueError:  # a __wrapped__ cycle
+            continue
+        if isinstance(code, CodeType) and _abs(code.co_filename) == file:
+            lines.append(code.co_firstlineno)
+    return lines
+
+
+def _find_class_line(cls: type, file: str) -> Optional[int]:
+    """The `class Name` line from the source text, without inspect's parse of the whole
+    file (~10 ms per file, most of a first trace): the only such line, or the last one
+    above the class's own methods. None when unsure."""
+    first = getattr(cls, "__firstlineno__", None)  # Python 3.13+
+    if isinstance(first, int):
+        return _class_line(file, first, cls.__name__)
+    name = cls.__name__
+    hits = [
+        i
+        for i, text in enumerate(linecache.getlines(file), 1)
+        if text.lstrip().startswith(f"class {name}")
+        and text.lstrip()[6 + len(name) : 7 + len(name)] in ("(", ":", " ")
+    ]
+    methods = _own_code_lines(cls, file)
+    if methods:
+        hits = [h for h in hits if h < min(methods)]
+        return hits[-1] if hits else None
+    return hits[0] if len(hits) == 1 else None
+
+
 def class_definition(cls: type) -> Optional[Site]:
     """File and line of a class statement; falls back to its forward's first line."""
     if cls in _defn_cache:
@@ -118,8 +152,10 @@ def class_definition(cls: type) -> Optional[Site]:
     try:
         file = inspect.getsourcefile(cls)
         if file:
-            _, line = inspect.getsourcelines(cls)
-            line = _class_line(file, line, cls.__name__)
+            line = _find_class_line(cls, _abs(file))
+            if line is None:
+                _, line = inspect.getsourcelines(cls)
+                line = _class_line(file, line, cls.__name__)
             site = Site(_abs(file), line, cls.__name__)
     except (OSError, TypeError):
         fwd = getattr(cls, "forward", None)

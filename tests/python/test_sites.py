@@ -210,3 +210,32 @@ def test_local_class_defn():
     assert "class LocalBlock(" in _line(root.defn)
     [op] = [n for n in g.nodes if n.kind == "op"]
     assert "x.sin()" in _line(op.site)
+
+
+def _twin_block(scale: float) -> torch.nn.Module:
+    class Twin(torch.nn.Module):
+        def forward(self, x):
+            return x * scale
+
+    return Twin()
+
+
+def _other_twin_block() -> torch.nn.Module:
+    class Twin(torch.nn.Module):
+        def forward(self, x):
+            return x.cos()
+
+    return Twin()
+
+
+def test_two_classes_of_one_name_in_one_file_each_get_their_own_line():
+    """The class line is found from the source text (no whole-file parse): two `class Twin`
+    statements in this file are told apart by where their methods are."""
+    lines = []
+    for model in (_twin_block(2.0), _other_twin_block()):
+        root = torchscope.trace(model, torch.randn(2)).module_call("", 0)
+        assert root.defn.file == os.path.abspath(__file__)
+        assert _line(root.defn).strip() == "class Twin(torch.nn.Module):"
+        lines.append(root.defn.line)
+    assert lines[0] < lines[1]
+    assert lines[0] == type(_twin_block(1.0)).forward.__code__.co_firstlineno - 1
