@@ -258,6 +258,34 @@ def test_warm_never_imports_torch_into_a_program_without_it():
     assert json.loads(run.stdout.strip().splitlines()[-1]) == [False, "no-torch", False]
 
 
+def test_trace_spares_the_editor_a_core_and_restores_torch_threads(tmp_path):
+    """During a paused-frame trace torch runs one thread fewer than there are cores (the
+    editor is opening the panel meanwhile); the program's own setting is back afterwards."""
+    import torch
+    from torch import nn
+
+    seen: list[int] = []
+
+    class Probe(nn.Module):
+        def forward(self, x):
+            seen.append(torch.get_num_threads())
+            return x + 1
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(4)
+    try:
+        model, x = Probe(), torch.zeros(2)
+        out = tmp_path / "probe.msgpack"
+        reply = json.loads(debug.trace("model", str(out), "x", frame=sys._getframe()))
+        assert reply["ok"], reply
+        assert model(x).tolist() == [1.0, 1.0]
+        cores = len(os.sched_getaffinity(0))
+        assert seen == [max(1, min(4, cores - 1)), 4]
+        assert torch.get_num_threads() == 4
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_documented_expression_matches_the_entry():
     """The expression the tests (and the extension) send is the one debug.py documents."""
     req = {"op": "candidates"}
