@@ -43,6 +43,42 @@ export function requestExpression(request: DebugRequest, debugPy: string): strin
   return `${loaderExpression(debugPy)}.handle(${pyString(JSON.stringify(request))})`;
 }
 
+// ---- sending the helper to a debuggee that can't read the extension's files ----------
+
+/** `debug.SHIPPED_FILES` and `debug.SHIPPED_MSGPACK`: what the tracer needs, no more. */
+export const SHIPPED_FILES = ["__init__.py", "debug.py", "folding.py", "graph.py", "ops.py", "sites.py", "state.py", "target.py", "tracer.py", "values.py"];
+export const SHIPPED_MSGPACK = ["__init__.py", "exceptions.py", "ext.py", "fallback.py"];
+
+/** `debug.ship_expression`: makes the debug module from `source` as if it were at `debugPy`,
+ * with `files` (relative path → source) for the package's and msgpack's imports. */
+export function shipExpression(debugPy: string, source: string, files: Record<string, string>): string {
+  const p = pyString(debugPy);
+  return (
+    `(lambda m, s=__import__('sys'): (m.__dict__.update(__file__=${p}), ` +
+    `exec(compile(${pyString(source)}, ${p}, 'exec'), m.__dict__), ` +
+    `s.modules.__setitem__('_torchscope_debug', m), m._shipped(${pyString(JSON.stringify(files))}))[3])` +
+    `(__import__('types').ModuleType('_torchscope_debug'))`
+  );
+}
+
+/** The debuggee could not load debug.py from the extension's folder (another machine). */
+export function helperMissing(r: ErrorReply): boolean {
+  return r.kind === "bad-reply" && /No such file|FileNotFoundError|spec_from_file_location|NoneType.*loader/.test(r.traceback ?? r.error);
+}
+
+/** The helper's sources as the extension has them: the package beside debug.py, msgpack's
+ * pure-Python files from the bundled libraries (bundled/libs/msgpack) when present. */
+export async function shippedSources(debugPy: string): Promise<{ source: string; files: Record<string, string> }> {
+  const dir = path.dirname(debugPy);
+  const files: Record<string, string> = {};
+  for (const f of SHIPPED_FILES) files[f] = await fs.readFile(path.join(dir, f), "utf8");
+  const msgpack = path.join(dir, "..", "..", "libs", "msgpack");
+  if (await exists(path.join(msgpack, "fallback.py"))) {
+    for (const f of SHIPPED_MSGPACK) files[`msgpack/${f}`] = await fs.readFile(path.join(msgpack, f), "utf8");
+  }
+  return { source: files["debug.py"]!, files };
+}
+
 /** The DAP `evaluate` arguments for one request on one frame. */
 export function evaluateArgs(request: DebugRequest, debugPy: string, frameId: number | undefined): Record<string, unknown> {
   const args: Record<string, unknown> = {
@@ -250,17 +286,42 @@ export class DebugBridge {
 
   async request<T extends { ok: true }>(request: DebugRequest): Promise<T | ErrorReply> {
     const t0 = Date.now();
-    let body: { result?: unknown };
-    try {
-      body = (await this.frame.session.customRequest("evaluate", evaluateArgs(request, this.debugPy, this.frame.frameId))) as { result?: unknown };
-    } catch (e) {
-      const msg = e instanceof Error ? e.message : String(e);
-      this.log?.warn(`debug ${request.op}: evaluate failed: ${msg}`);
-      return { ok: false, kind: "evaluate-failed", error: msg };
+    let reply = await this.evaluate(evaluateArgs(request, this.debugPy, this.frame.frameId), request.op);
+    if (!reply.ok && helperMissing(reply)) {
+      // The debuggee is elsewhere: send it the helper's sources, then ask again.
+      const shipped = await this.ship();
+      if (shipped.ok) reply = await this.evaluate(evaluateArgs(request, this.debugPy, this.frame.frameId), request.op);
+      else this.log?.warn(`debug: sending the helper failed: ${shipped.error}`);
     }
-    const reply = parseReply(body?.result);
     this.log?.info(`debug ${request.op}: ${reply.ok ? "ok" : `${reply.kind}: ${reply.error}`} in ${Date.now() - t0} ms`);
     return reply as T | ErrorReply;
+  }
+
+  private async evaluate(args: ReturnType<typeof evaluateArgs>, op: string): Promise<{ ok: true; [k: string]: unknown } | ErrorReply> {
+    let body: { result?: unknown };
+    try {
+      body = (await this.frame.session.customRequest("evaluate", args)) as { result?: unknown };
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      this.log?.warn(`debug ${op}: evaluate failed: ${msg}`);
+      return { ok: false, kind: "evaluate-failed", error: msg };
+    }
+    return parseReply(body?.result);
+  }
+
+  /** Load the helper into the debuggee from its sources, sent in one evaluate (~150 KB). */
+  private async ship(): Promise<{ ok: true; [k: string]: unknown } | ErrorReply> {
+    let expression: string;
+    try {
+      const { source, files } = await shippedSources(this.debugPy);
+      expression = shipExpression(this.debugPy, source, files);
+    } catch (e) {
+      return { ok: false, kind: "internal", error: `can't read the helper's files: ${String(e)}` };
+    }
+    const t0 = Date.now();
+    const r = await this.evaluate({ ...evaluateArgs({ op: "candidates" }, this.debugPy, this.frame.frameId), expression }, "ship");
+    this.log?.info(`debug: sent the helper's sources to the debuggee (${expression.length} characters): ${r.ok ? "ok" : r.error} in ${Date.now() - t0} ms`);
+    return r;
   }
 
   /** Like `request`, but an `ok: false` reply throws a DebugError. */

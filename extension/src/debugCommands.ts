@@ -10,7 +10,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import type { Bundle } from "./client";
 import {
-  DebugBridge, DebugError, PYTHON_DEBUG_TYPES, candidateItems, exists, modelName, parseReply,
+  DebugBridge, DebugError, PYTHON_DEBUG_TYPES, candidateItems, exists, helperMissing, modelName, parseReply,
   type ArmedReply, type Candidate, type CandidatesReply, type ErrorReply, type PausedFrame, type PollReply, type TraceReply,
 } from "./debugBridge";
 import { saveAs } from "./export";
@@ -440,8 +440,8 @@ export class DebugCommands {
         return;
       case "bad-reply":
         return withDetails(
-          /No such file|FileNotFoundError|spec_from_file_location|NoneType.*loader/.test(r.traceback ?? r.error)
-            ? "torchscope: the debugged program can't load torchscope's helper from the extension's folder (is it running on another machine?)."
+          helperMissing(r)
+            ? "torchscope: the debugged program can't load torchscope's helper, neither from the extension's folder nor from the sources sent to it."
             : `torchscope: ${r.error}`,
         );
       case "bad-request":

@@ -23,12 +23,15 @@ import contextlib
 import copy
 import gc
 import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import io
 import json
 import os
 import random
 import sys
+import tempfile
 import time
 import traceback
 import types
@@ -66,6 +69,36 @@ def loader_expression(path: Optional[str] = None) -> str:
 def request_expression(request: dict[str, Any], path: Optional[str] = None) -> str:
     """The whole evaluate expression for one request: `loader.handle('<json>')`."""
     return f"{loader_expression(path)}.handle({json.dumps(json.dumps(request))})"
+
+
+# When the debuggee can't read the extension's files (another machine, a container), the
+# extension sends this file's source and the package's (and msgpack's pure-Python files)
+# in one evaluate: the module is made from the source under the same `__file__`, so
+# `loader_expression` finds it from then on, and imports come from the sent sources.
+SHIP_TEMPLATE = (
+    "(lambda m, s=__import__('sys'): (m.__dict__.update(__file__={path}), "
+    "exec(compile({source}, {path}, 'exec'), m.__dict__), "
+    "s.modules.__setitem__('" + MODULE_NAME + "', m), m._shipped({files}))[3])"
+    "(__import__('types').ModuleType('" + MODULE_NAME + "'))"
+)
+
+# What the tracer needs of the package (not the CLI, server or viewer), and of msgpack.
+SHIPPED_FILES = (
+    "__init__.py", "debug.py", "folding.py", "graph.py", "ops.py", "sites.py", "state.py",
+    "target.py", "tracer.py", "values.py",
+)  # fmt: skip
+SHIPPED_MSGPACK = ("__init__.py", "exceptions.py", "ext.py", "fallback.py")
+
+
+def ship_expression(path: str, source: str, files: dict[str, str]) -> str:
+    """The evaluate expression that loads this file from `source` as if it were at `path`;
+    `files`: relative path (`tracer.py`, `msgpack/fallback.py`) → source."""
+    return SHIP_TEMPLATE.format(
+        path=json.dumps(path),
+        source=json.dumps(source),
+        # as the extension writes it: JSON.stringify's spacing, then one ASCII literal
+        files=json.dumps(json.dumps(files, separators=(",", ":"), ensure_ascii=False)),
+    )
 
 
 # -- replies ---------------------------------------------------------------------------------
@@ -106,6 +139,57 @@ def _guarded(fn: Callable[..., dict[str, Any]], *args: Any, **kwargs: Any) -> st
 
 # -- the torchscope package, imported from beside this file ----------------------------------
 
+_SHIPPED: dict[str, str] = {}  # relative path → source, when the extension sent the files
+
+
+def _shipped(files_json: str) -> str:
+    """The end of `SHIP_TEMPLATE`: keep the sources the extension sent."""
+    _SHIPPED.update(json.loads(files_json))
+    return _dump({"ok": True, "files": len(_SHIPPED)})
+
+
+class _ShippedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports the package (under its private name) and msgpack from the sent sources, with
+    the file names they have in the extension, so sites and tracebacks read as usual. On
+    sys.meta_path only for the duration of an import (`_shipped_imports`)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        for prefix, folder in ((PACKAGE_ALIAS, ""), ("msgpack", "msgpack/")):
+            if name == prefix:
+                rel, package = folder + "__init__.py", True
+            elif name.startswith(prefix + "."):
+                rel, package = folder + name[len(prefix) + 1 :].replace(".", "/") + ".py", False
+            else:
+                continue
+            if rel not in _SHIPPED:
+                return None
+            spec = importlib.machinery.ModuleSpec(
+                name, self, origin=os.path.join(_HERE, rel), is_package=package
+            )
+            spec.has_location = True
+            return spec
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        origin = str(getattr(module.__spec__, "origin", ""))
+        rel = os.path.relpath(origin, _HERE).replace(os.sep, "/")
+        exec(compile(_SHIPPED[rel], origin, "exec"), module.__dict__)
+
+
+@contextlib.contextmanager
+def _shipped_imports():
+    """The sent sources importable while the block runs (nothing left in sys.meta_path)."""
+    if not _SHIPPED:
+        yield
+        return
+    finder = _ShippedFinder()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(finder)
+
 
 def _package() -> types.ModuleType:
     """The torchscope package this file belongs to."""
@@ -117,6 +201,9 @@ def _package() -> types.ModuleType:
     pkg = sys.modules.get(PACKAGE_ALIAS)
     if pkg is not None and _same_dir(getattr(pkg, "__file__", None)):
         return pkg
+    if _SHIPPED:
+        with _shipped_imports():
+            return importlib.import_module(PACKAGE_ALIAS)
     # a private name: never shadow (or be shadowed by) a torchscope the program imports itself
     spec = importlib.util.spec_from_file_location(
         PACKAGE_ALIAS, os.path.join(_HERE, "__init__.py"), submodule_search_locations=[_HERE]
@@ -137,13 +224,18 @@ def _same_dir(file: Optional[str]) -> bool:
 
 
 def _ensure_msgpack() -> None:
-    """msgpack from the debuggee, else from the extension's bundled libraries (bundled/libs
-    beside bundled/tool); the folder is on sys.path only while msgpack is imported."""
+    """msgpack from the debuggee, else the pure-Python one the extension sent, else from the
+    extension's bundled libraries (bundled/libs beside bundled/tool); the folder is on
+    sys.path only while msgpack is imported."""
     try:
         importlib.import_module("msgpack")
         return
     except ImportError:
         pass
+    if "msgpack/__init__.py" in _SHIPPED:
+        with _shipped_imports():
+            importlib.import_module("msgpack")
+        return
     libs = os.path.join(os.path.dirname(_ROOT), "libs")
     if not os.path.isdir(libs):
         raise _Fail("no-msgpack", "msgpack is not installed in the debugged program's Python")
@@ -167,7 +259,8 @@ def _submodule(name: str) -> types.ModuleType:
     _ensure_msgpack()
     try:
         pkg = _package()
-        return importlib.import_module(f"{pkg.__name__}.{name}")
+        with _shipped_imports():
+            return importlib.import_module(f"{pkg.__name__}.{name}")
     except Exception as exc:
         version = ".".join(map(str, sys.version_info[:3]))
         raise _Fail(
@@ -754,6 +847,16 @@ def _seed_tensors(value: Any, memo: dict[int, Any], depth: int) -> None:
             _seed_tensors(v, memo, depth + 1)
 
 
+def _out_path(out_path: str) -> str:
+    """Where the graph is written: the extension's file, or (the helper was sent over: the
+    extension's folders are not on this machine) the same name in the temp folder, which
+    the extension reads back with `read_chunk`."""
+    if not _SHIPPED:
+        return os.path.abspath(out_path)
+    name = out_path.replace("\\", "/").rsplit("/", 1)[-1]
+    return os.path.join(tempfile.gettempdir(), "torchscope-debug", name)
+
+
 def _write(out_path: str, data: bytes) -> None:
     folder = os.path.dirname(os.path.abspath(out_path))
     os.makedirs(folder, exist_ok=True)
@@ -773,6 +876,7 @@ def _run_trace(
     cancel_file: Optional[str] = None,
 ) -> dict[str, Any]:
     """Trace, write the file, and build the reply; no reference to the inputs or graph is kept."""
+    out_path = _out_path(out_path)
     tracer = _submodule("tracer")
     cancel = (lambda: os.path.exists(cancel_file)) if cancel_file else None
     if cancel_file and os.path.exists(cancel_file):
@@ -827,7 +931,7 @@ def _run_trace(
     out = printed.getvalue()
     reply: dict[str, Any] = {
         "ok": True,
-        "path": os.path.abspath(out_path),
+        "path": out_path,
         "size": size,
         "summary": summary,
     }
@@ -974,7 +1078,7 @@ def _arm(
 ) -> dict[str, Any]:
     with _rng_kept():
         model = _resolve(expr, frame, _module_calls(frame))
-    out_path = os.path.abspath(out_path)
+    out_path = _out_path(out_path)
     old = _ARMED.pop(out_path, None)
     if old is not None:
         old.remove()
@@ -1039,7 +1143,7 @@ def poll(out_path: str) -> str:
     ran, then the trace reply (`{ok, path, size, summary}` or `{ok: false}`) with `done: true`."""
 
     def run() -> dict[str, Any]:
-        key = os.path.abspath(out_path)
+        key = _out_path(out_path)
         result = _RESULTS.get(key)
         if result is None:
             return {"ok": True, "done": False, "armed": key in _ARMED}
@@ -1052,7 +1156,7 @@ def disarm(out_path: str) -> str:
     """Remove an armed hook (the user cancelled). `{ok, disarmed: bool}`."""
 
     def run() -> dict[str, Any]:
-        key = os.path.abspath(out_path)
+        key = _out_path(out_path)
         handle = _ARMED.pop(key, None)
         _RESULTS.pop(key, None)
         if handle is not None:

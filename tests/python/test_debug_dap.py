@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -572,3 +573,74 @@ def test_training_goes_on_as_without_a_debugger(trainer):
     trainer.cont()
     trainer.s.wait_end(trainer.since, timeout=60)
     assert trainer.s.output("stdout") == trainer.plain_output()
+
+
+# -- remote: the debuggee can't read the extension's files -----------------------------------
+
+FAR_DEBUG_PY = "/nowhere/on/this/machine/bundled/tool/torchscope/debug.py"
+
+
+def _shipped_files() -> tuple[str, dict[str, str]]:
+    """debug.py's source and the files sent with it, as the extension reads them."""
+    here = Path(DEBUG_PY).parent
+    files = {f: (here / f).read_text("utf-8") for f in debug.SHIPPED_FILES}
+    mp = Path(msgpack.__file__).parent
+    files.update({f"msgpack/{f}": (mp / f).read_text("utf-8") for f in debug.SHIPPED_MSGPACK})
+    return files["debug.py"], files
+
+
+def test_a_debuggee_without_the_extensions_files_gets_the_helper_over_dap(tmp_path):
+    """The loader's path does not exist in the debuggee, which can import neither torchscope
+    nor msgpack: the sources go over in one evaluate, then requests work as usual, the graph
+    is written to the debuggee's temp folder and comes back through read_chunk, and the
+    program goes on printing what it prints without a debugger."""
+    program = str(HERE / "debuggees" / "isolated.py")
+    p = _start(program, [{"line": marker_lines(program, "here")[0]}], tmp_path)
+    try:
+        p.stop()
+        missing = p.s.evaluate(request_expression({"op": "candidates"}, FAR_DEBUG_PY), p.frame_id)
+        assert "FileNotFoundError" in missing
+        source, files = _shipped_files()
+        expr = debug.ship_expression(FAR_DEBUG_PY, source, files)
+        assert len(expr) < 1 << 20  # far below debugpy's 16 MiB message limit
+        shipped = json.loads(p.s.evaluate(expr, p.frame_id))
+        assert shipped == {"ok": True, "files": len(files)}
+
+        def call(op: str, **args: Any) -> dict[str, Any]:
+            text = p.s.evaluate(request_expression({"op": op, **args}, FAR_DEBUG_PY), p.frame_id)
+            return json.loads(text)
+
+        cands = call("candidates")
+        assert cands["ok"] and cands["modules"][0]["expr"] == "model", cands
+        reply = call("trace", expr="model", out="C:\\Users\\me\\storage\\debug-1.msgpack")
+        assert reply["ok"], reply
+        assert reply["path"].startswith(tempfile.gettempdir())
+        assert reply["path"].endswith("debug-1.msgpack")
+        data = b""
+        while True:
+            part = call("read_chunk", path=reply["path"], offset=len(data), size=1 << 20)
+            data += base64.b64decode(part["data"])
+            if part["eof"]:
+                break
+        assert len(data) == reply["size"]
+        g = Graph.from_wire(msgpack.unpackb(data, raw=False))
+        assert [n.name for n in g.nodes if n.kind == "op"] == ["linear", "relu", "linear"]
+        assert _input_shapes(g) == [[4, 3]]
+        assert call("remove", path=reply["path"]) == {"ok": True, "removed": True}
+        # where the debuggee's msgpack and tracer came from; nothing left on sys.meta_path
+        where = p.s.evaluate(
+            "(lambda s: __import__('json').dumps([s.modules['msgpack'].__file__, "
+            "s.modules['_torchscope_debug_pkg.tracer'].__file__, "
+            "[type(f).__name__ for f in s.meta_path]]))(__import__('sys'))",
+            p.frame_id,
+        )
+        far = os.path.dirname(FAR_DEBUG_PY)
+        msgpack_file, tracer_file, finders = json.loads(where)
+        assert msgpack_file == os.path.join(far, "msgpack", "__init__.py")
+        assert tracer_file == os.path.join(far, "tracer.py")
+        assert "_ShippedFinder" not in finders
+        p.cont()
+        p.s.wait_end(p.since, timeout=120)
+        assert p.s.output() == p.plain_output()
+    finally:
+        _end(p)

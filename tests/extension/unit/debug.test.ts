@@ -8,12 +8,13 @@ import { strict as assert } from "node:assert";
 import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import * as vs from "./vscode-stub";
 import { GraphPanel } from "../../../extension/src/graphPanel";
 import {
-  DebugBridge, DebugError, MAX_CHUNK, candidateItems, evaluateArgs, formatParams, loaderExpression, modelName, parseReply, pyString,
+  DebugBridge, DebugError, MAX_CHUNK, SHIPPED_FILES, SHIPPED_MSGPACK, candidateItems, evaluateArgs, formatParams, loaderExpression, modelName, parseReply, pyString,
+  shipExpression,
   readChunked, requestExpression, type Candidate, type ChunkReply, type DebugRequest, type ErrorReply,
 } from "../../../extension/src/debugBridge";
 import { DEBUG_URI, DebugCommands, variableExpression } from "../../../extension/src/debugCommands";
@@ -55,6 +56,17 @@ describe("the evaluate expression", () => {
       );
       assert.equal(loaderExpression(p), expected);
     }
+  });
+
+  it("sends the helper as the Python entry's ship_expression does, character for character", { skip: !havePython && "no venv python" }, () => {
+    const files = { "debug.py": `x = "é☃"\n`, "tracer.py": `s = 'a\\b "q"'\n`, "msgpack/fallback.py": "# m\n" };
+    const expected = py(
+      "import importlib.util,json,sys\n" +
+        "s=importlib.util.spec_from_file_location('d', sys.argv[1]); m=importlib.util.module_from_spec(s); s.loader.exec_module(m)\n" +
+        "f=json.loads(sys.argv[3]); sys.stdout.write(json.dumps([m.ship_expression(sys.argv[2], f['debug.py'], f), m.SHIPPED_FILES, m.SHIPPED_MSGPACK]))",
+      DEBUG_PY, NASTY, JSON.stringify(files),
+    );
+    assert.deepEqual(JSON.parse(expected), [shipExpression(NASTY, files["debug.py"], files), SHIPPED_FILES, SHIPPED_MSGPACK]);
   });
 
   it("round-trips a request with quotes, backslashes and non-ASCII", () => {
@@ -246,6 +258,48 @@ describe("the bridge against a fake session", () => {
     assert.deepEqual(r, { ok: false, kind: "evaluate-failed", error: "not paused" });
   });
 
+  it("a debuggee that can't load debug.py from here gets its sources, then the request again", async () => {
+    // The extension's layout: bundled/tool/torchscope/*.py and bundled/libs/msgpack/*.py.
+    const tool = join(tmp, "bundled", "tool", "torchscope");
+    const libs = join(tmp, "bundled", "libs", "msgpack");
+    mkdirSync(tool, { recursive: true });
+    mkdirSync(libs, { recursive: true });
+    for (const f of SHIPPED_FILES) writeFileSync(join(tool, f), readFileSync(join(dirname(DEBUG_PY), f)));
+    for (const f of SHIPPED_MSGPACK) writeFileSync(join(libs, f), `# msgpack ${f}\n`);
+    const debugPy = join(tool, "debug.py");
+    const sent: string[] = [];
+    let loaded = false;
+    const session = {
+      customRequest: async (_: string, args: Record<string, unknown>) => {
+        const e = args.expression as string;
+        sent.push(e.startsWith("(lambda m, s=") ? "ship" : requestOf(e).op);
+        if (e.startsWith("(lambda m, s=")) {
+          assert.equal(e, shipExpression(debugPy, readFileSync(debugPy, "utf8"), Object.fromEntries([
+            ...SHIPPED_FILES.map((f) => [f, readFileSync(join(tool, f), "utf8")]),
+            ...SHIPPED_MSGPACK.map((f) => [`msgpack/${f}`, `# msgpack ${f}\n`]),
+          ])));
+          assert.equal(args.frameId, 4);
+          loaded = true;
+          return { result: JSON.stringify({ ok: true, files: SHIPPED_FILES.length + SHIPPED_MSGPACK.length }) };
+        }
+        return { result: loaded ? JSON.stringify({ ok: true, modules: [], more: 0 }) : "FileNotFoundError(2, 'No such file or directory')" };
+      },
+    };
+    const r = await new DebugBridge({ session: session as never, frameId: 4 }, debugPy).request({ op: "candidates" });
+    assert.deepEqual(r, { ok: true, modules: [], more: 0 });
+    assert.deepEqual(sent, ["candidates", "ship", "candidates"]);
+    // Loaded already (a second bridge on the same debuggee): nothing is sent again.
+    sent.length = 0;
+    await new DebugBridge({ session: session as never, frameId: 4 }, debugPy).request({ op: "candidates" });
+    assert.deepEqual(sent, ["candidates"]);
+  });
+
+  it("when the sources can't be loaded either, the reply says the helper is missing", async () => {
+    const session = { customRequest: async () => ({ result: "FileNotFoundError(2, 'No such file or directory')" }) };
+    const r = await new DebugBridge({ session: session as never, frameId: 1 }, join(tmp, "nowhere", "debug.py")).request({ op: "candidates" });
+    assert.ok(!r.ok && r.kind === "bad-reply" && /FileNotFoundError/.test(r.traceback ?? ""), JSON.stringify(r));
+  });
+
   it("remote attach: a graph that is not here comes through read_chunk and is removed there", async () => {
     const remote = "/remote/graphs/g.msgpack";
     const bytes = Buffer.concat([big9(), Buffer.from("end")]);
@@ -357,8 +411,9 @@ describe("the commands against a fake paused session", () => {
     });
     vs.answers.push(candidateItems([block])[0]);
     await commands().visualizePausedFrame();
-    assert.deepEqual(requests.map((r) => r.op), ["candidates", "trace"]);
-    const t = requests[1] as Extract<DebugRequest, { op: "trace" }>;
+    // `warm` while the list is shown: the tracer's imports before the pick.
+    assert.deepEqual(requests.map((r) => r.op), ["candidates", "warm", "trace"]);
+    const t = requests[2] as Extract<DebugRequest, { op: "trace" }>;
     assert.equal(t.expr, "self");
     assert.equal(t.timeBudget, 12);
     assert.equal(t.cancelFile, `${t.out}.cancel`);
@@ -384,7 +439,7 @@ describe("the commands against a fake paused session", () => {
     const c = commands();
     await c.visualizePausedFrame();
     await c.retracePaused(GraphPanel.find(DEBUG_URI, "self")!.origin.target);
-    assert.deepEqual(requests.map((r) => r.op), ["candidates", "trace", "trace"]);
+    assert.deepEqual(requests.map((r) => r.op), ["candidates", "warm", "trace", "trace"]);
     assert.equal((requests[2] as Extract<DebugRequest, { op: "trace" }>).expr, "self");
     assert.equal(messages("showWarningMessage").length, 0, "no “can't be opened” warning");
   });
@@ -467,7 +522,7 @@ describe("the commands against a fake paused session", () => {
     });
     vs.answers.push(candidateItems([{ ...block, inputs: false }])[0], { id: "next" });
     await commands().visualizePausedFrame();
-    assert.deepEqual(requests.map((r) => r.op), ["candidates", "trace_next_call"]);
+    assert.deepEqual(requests.map((r) => r.op), ["candidates", "warm", "trace_next_call"]);
     assert.ok(messages("showInformationMessage").some((m) => /continue the program/.test(m)));
     const panel = GraphPanel.find(DEBUG_URI, "self")!;
     assert.equal(panel.panel.title, "Forward pass: Block");
