@@ -55,7 +55,8 @@ export function shipExpression(debugPy: string, source: string, files: Record<st
   const p = pyString(debugPy);
   return (
     `(lambda m, s=__import__('sys'): (m.__dict__.update(__file__=${p}), ` +
-    `exec(compile(${pyString(source)}, ${p}, 'exec'), m.__dict__), ` +
+    `exec(compile(${pyString(source)}, __import__('os').path.join(__import__('tempfile').gettempdir(), ` +
+    `'torchscope-shipped', 'torchscope', 'debug.py'), 'exec'), m.__dict__), ` +
     `s.modules.__setitem__('_torchscope_debug', m), m._shipped(${pyString(JSON.stringify(files))}))[3])` +
     `(__import__('types').ModuleType('_torchscope_debug'))`
   );

@@ -74,10 +74,13 @@ def request_expression(request: dict[str, Any], path: Optional[str] = None) -> s
 # When the debuggee can't read the extension's files (another machine, a container), the
 # extension sends this file's source and the package's (and msgpack's pure-Python files)
 # in one evaluate: the module is made from the source under the same `__file__`, so
-# `loader_expression` finds it from then on, and imports come from the sent sources.
+# `loader_expression` finds it from then on, and imports come from the sent sources. The
+# code is named after a folder of the debuggee's temp dir (`_shipped_dir`), as the
+# package's files are: sites skip the tracer's own frames by that folder.
 SHIP_TEMPLATE = (
     "(lambda m, s=__import__('sys'): (m.__dict__.update(__file__={path}), "
-    "exec(compile({source}, {path}, 'exec'), m.__dict__), "
+    "exec(compile({source}, __import__('os').path.join(__import__('tempfile').gettempdir(), "
+    "'torchscope-shipped', 'torchscope', 'debug.py'), 'exec'), m.__dict__), "
     "s.modules.__setitem__('" + MODULE_NAME + "', m), m._shipped({files}))[3])"
     "(__import__('types').ModuleType('" + MODULE_NAME + "'))"
 )
@@ -148,9 +151,15 @@ def _shipped(files_json: str) -> str:
     return _dump({"ok": True, "files": len(_SHIPPED)})
 
 
+def _shipped_dir() -> str:
+    """The folder the sent files are named in (they are not written): absolute on this
+    machine, apart from the program's own files, as sites need to tell the tracer's frames
+    from the model's. The extension's own path may not even be one here (Windows → Linux)."""
+    return os.path.join(tempfile.gettempdir(), "torchscope-shipped", "torchscope")
+
+
 class _ShippedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports the package (under its private name) and msgpack from the sent sources, with
-    the file names they have in the extension, so sites and tracebacks read as usual. On
+    """Imports the package (under its private name) and msgpack from the sent sources. On
     sys.meta_path only for the duration of an import (`_shipped_imports`)."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
@@ -163,17 +172,18 @@ class _ShippedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 continue
             if rel not in _SHIPPED:
                 return None
+            origin = os.path.join(_shipped_dir(), *rel.split("/"))
             spec = importlib.machinery.ModuleSpec(
-                name, self, origin=os.path.join(_HERE, rel), is_package=package
+                name, self, origin=origin, is_package=package, loader_state=rel
             )
             spec.has_location = True
             return spec
         return None
 
     def exec_module(self, module: types.ModuleType) -> None:
-        origin = str(getattr(module.__spec__, "origin", ""))
-        rel = os.path.relpath(origin, _HERE).replace(os.sep, "/")
-        exec(compile(_SHIPPED[rel], origin, "exec"), module.__dict__)
+        spec = module.__spec__
+        assert spec is not None and spec.origin is not None
+        exec(compile(_SHIPPED[spec.loader_state], spec.origin, "exec"), module.__dict__)
 
 
 @contextlib.contextmanager

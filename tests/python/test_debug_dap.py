@@ -577,7 +577,8 @@ def test_training_goes_on_as_without_a_debugger(trainer):
 
 # -- remote: the debuggee can't read the extension's files -----------------------------------
 
-FAR_DEBUG_PY = "/nowhere/on/this/machine/bundled/tool/torchscope/debug.py"
+# the extension on Windows, the debuggee here: not even a path on this machine
+FAR_DEBUG_PY = "C:\\Users\\me\\.vscode\\extensions\\torchscope\\bundled\\tool\\torchscope\\debug.py"
 
 
 def _shipped_files() -> tuple[str, dict[str, str]]:
@@ -625,6 +626,11 @@ def test_a_debuggee_without_the_extensions_files_gets_the_helper_over_dap(tmp_pa
         assert len(data) == reply["size"]
         g = Graph.from_wire(msgpack.unpackb(data, raw=False))
         assert [n.name for n in g.nodes if n.kind == "op"] == ["linear", "relu", "linear"]
+        # sites tell the tracer's frames from the model's as usual: none is ours
+        named = os.path.join(tempfile.gettempdir(), "torchscope-shipped", "torchscope")
+        sites = [n.site.file for n in g.nodes if n.site is not None]
+        assert sites and not [f for f in sites if f.startswith(named) or "debug.py" in f], sites
+        assert all(os.path.isfile(n.site.file) for n in g.nodes if n.kind == "op")
         assert _input_shapes(g) == [[4, 3]]
         assert call("remove", path=reply["path"]) == {"ok": True, "removed": True}
         # where the debuggee's msgpack and tracer came from; nothing left on sys.meta_path
@@ -634,10 +640,9 @@ def test_a_debuggee_without_the_extensions_files_gets_the_helper_over_dap(tmp_pa
             "[type(f).__name__ for f in s.meta_path]]))(__import__('sys'))",
             p.frame_id,
         )
-        far = os.path.dirname(FAR_DEBUG_PY)
         msgpack_file, tracer_file, finders = json.loads(where)
-        assert msgpack_file == os.path.join(far, "msgpack", "__init__.py")
-        assert tracer_file == os.path.join(far, "tracer.py")
+        assert msgpack_file == os.path.join(named, "msgpack", "__init__.py")
+        assert tracer_file == os.path.join(named, "tracer.py")
         assert "_ShippedFinder" not in finders
         p.cont()
         p.s.wait_end(p.since, timeout=120)
