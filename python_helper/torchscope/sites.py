@@ -125,7 +125,7 @@ def _own_code_lines(cls: type, file: str) -> list[int]:
 
 def _find_class_line(cls: type, file: str) -> Optional[int]:
     """The `class Name` line from the source text, without inspect's parse of the whole
-    file (~10 ms per file, most of a first trace): the only such line, or the last one
+    file (~10 ms a class, most of a first trace): the only such line, or the last one
     above the class's own methods. None when unsure."""
     first = getattr(cls, "__firstlineno__", None)  # Python 3.13+
     if isinstance(first, int):
