@@ -802,21 +802,10 @@ def _library_dirs() -> tuple[str, ...]:
     return _LIB_DIRS
 
 
-def _error_location(graph: Any) -> tuple[Optional[str], Optional[int]]:
-    """The innermost traceback frame in the user's code, else the error node's site."""
-    error = graph.error
-    libs = _library_dirs()
-    frames = list(error.traceback)
-    for site in reversed(frames):
-        f = os.path.abspath(site.file) if not site.file.startswith("<") else site.file
-        if not f.startswith(libs) and not f.startswith("<"):
-            return site.file, site.line
-    node = graph.nodes[error.node] if 0 <= error.node < len(graph.nodes) else None
-    if node is not None and node.site is not None:
-        return node.site.file, node.site.line
-    if frames:
-        return frames[-1].file, frames[-1].line
-    return None, None
+def _user_code(file: str) -> bool:
+    """Not the standard library, site-packages, torch or an eval string: where an error is
+    best shown (`Graph.error_location`)."""
+    return not file.startswith("<") and not os.path.abspath(file).startswith(_library_dirs())
 
 
 def _private_copy(model: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict, bool]:
@@ -916,24 +905,7 @@ def _run_trace(
         raise _Fail("cancelled", "the trace was cancelled")
     data = graph.to_msgpack()
     _write(out_path, data)
-    err = None
-    if error is not None:
-        file, line = _error_location(graph)
-        err = {"type": error.type, "message": error.message, "file": file, "line": line}
-    ops = sum(1 for n in graph.nodes if n.kind == "op")
-    modules = sum(1 for n in graph.nodes if n.kind == "module")
-    summary = {
-        "model": graph.model.name,
-        "qualname": graph.model.qualname,
-        "nodes": len(graph.nodes),
-        "edges": len(graph.edges),
-        "ops": ops,
-        "modules": modules,
-        "params": graph.model.params,
-        "trace_ms": round(graph.trace_ms, 3),
-        "input": described,
-        "error": err,
-    }
+    summary = graph.result_summary(described, _user_code)
     size = len(data)
     graph = data = None
     if error is not None:

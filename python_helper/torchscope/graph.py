@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -145,6 +146,52 @@ class Graph:
             "trace_ms": round(self.trace_ms, 3),
             "ops": sum(1 for n in self.nodes if n.kind == "op"),
             "modules": sum(1 for n in self.nodes if n.kind == "module"),
+        }
+
+    def error_location(self, *prefer: Callable[[str], bool]) -> tuple[Optional[str], Optional[int]]:
+        """Where to show the error: the innermost traceback frame whose file the first of
+        `prefer` accepts (else the next one's), else the error node's site, else the
+        innermost frame."""
+        if self.error is None:
+            return None, None
+        frames = self.error.traceback
+        for accept in prefer:
+            for site in reversed(frames):
+                if accept(site.file):
+                    return site.file, site.line
+        i = self.error.node
+        node = self.nodes[i] if 0 <= i < len(self.nodes) else None
+        if node is not None and node.site is not None:
+            return node.site.file, node.site.line
+        if frames:
+            return frames[-1].file, frames[-1].line
+        return None, None
+
+    def result_summary(self, described: str, *prefer: Callable[[str], bool]) -> dict[str, Any]:
+        """A trace result's `summary` (docs/protocol.md), the same from the editor's runner
+        and from the paused-debugger entry; `described`: where the input came from;
+        `prefer`: as in `error_location`."""
+        error = None
+        if self.error is not None:
+            file, line = self.error_location(*prefer)
+            error = {
+                "type": self.error.type,
+                "message": self.error.message,
+                "file": file,
+                "line": line,
+            }
+        stats = self.stats()
+        return {
+            "model": self.model.name,
+            "qualname": self.model.qualname,
+            "nodes": len(self.nodes),
+            "edges": len(self.edges),
+            "ops": stats["ops"],
+            "modules": stats["modules"],
+            "params": self.model.params,
+            "trace_ms": stats["trace_ms"],
+            "input": described,
+            "error": error,
         }
 
     def to_msgpack(self) -> bytes:

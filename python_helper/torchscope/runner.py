@@ -204,25 +204,15 @@ def _in_construction(tb: Optional[TracebackType]) -> bool:
     return False
 
 
-def error_location(graph: Any, user_file: Path) -> tuple[Optional[str], Optional[int]]:
-    """The innermost traceback frame in the user's file, else in another project file,
-    else the error node's site."""
-    error = graph.error
+def user_code(user_file: Path) -> tuple[Callable[[str], bool], Callable[[str], bool]]:
+    """Where an error is best shown, for `Graph.error_location`: the user's file, then
+    another file of the project (its folder)."""
     user = os.path.normcase(str(user_file.resolve()))
-    frames = list(error.traceback)
-    for site in reversed(frames):
-        if os.path.normcase(os.path.abspath(site.file)) == user:
-            return site.file, site.line
     roots = [os.path.normcase(str(user_file.resolve().parent)) + os.sep]
-    for site in reversed(frames):
-        if _is_project_file(site.file, roots):
-            return site.file, site.line
-    node = graph.nodes[error.node] if 0 <= error.node < len(graph.nodes) else None
-    if node is not None and node.site is not None:
-        return node.site.file, node.site.line
-    if frames:
-        return frames[-1].file, frames[-1].line
-    return None, None
+    return (
+        lambda f: os.path.normcase(os.path.abspath(f)) == user,
+        lambda f: _is_project_file(f, roots),
+    )
 
 
 def describe_input(value: Any) -> str:
@@ -382,30 +372,10 @@ def _trace_built(
     tmp = out.with_name(out.name + ".part")
     tmp.write_bytes(data)
     os.replace(tmp, out)
-    error = None
-    if graph.error is not None:
-        file, line = error_location(graph, path)
-        error = {
-            "type": graph.error.type,
-            "message": graph.error.message,
-            "file": file,
-            "line": line,
-        }
     return {
         "path": str(out),
         "size": len(data),
-        "summary": {
-            "model": graph.model.name,
-            "qualname": graph.model.qualname,
-            "nodes": len(graph.nodes),
-            "edges": len(graph.edges),
-            "ops": sum(1 for n in graph.nodes if n.kind == "op"),
-            "modules": sum(1 for n in graph.nodes if n.kind == "module"),
-            "params": graph.model.params,
-            "trace_ms": round(graph.trace_ms, 3),
-            "input": described,
-            "error": error,
-        },
+        "summary": graph.result_summary(described, *user_code(path)),
     }
 
 
