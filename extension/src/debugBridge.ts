@@ -82,8 +82,13 @@ export async function shippedSources(debugPy: string): Promise<{ source: string;
 
 /** The DAP `evaluate` arguments for one request on one frame. */
 export function evaluateArgs(request: DebugRequest, debugPy: string, frameId: number | undefined): Record<string, unknown> {
+  return expressionArgs(requestExpression(request, debugPy), frameId);
+}
+
+/** The DAP `evaluate` arguments for one expression: the whole string, never truncated. */
+function expressionArgs(expression: string, frameId: number | undefined): Record<string, unknown> {
   const args: Record<string, unknown> = {
-    expression: requestExpression(request, debugPy),
+    expression,
     context: "clipboard",
     format: { rawString: true },
   };
@@ -298,7 +303,7 @@ export class DebugBridge {
     return reply as T | ErrorReply;
   }
 
-  private async evaluate(args: ReturnType<typeof evaluateArgs>, op: string): Promise<{ ok: true; [k: string]: unknown } | ErrorReply> {
+  private async evaluate(args: Record<string, unknown>, op: string): Promise<{ ok: true; [k: string]: unknown } | ErrorReply> {
     let body: { result?: unknown };
     try {
       body = (await this.frame.session.customRequest("evaluate", args)) as { result?: unknown };
@@ -320,7 +325,7 @@ export class DebugBridge {
       return { ok: false, kind: "internal", error: `can't read the helper's files: ${String(e)}` };
     }
     const t0 = Date.now();
-    const r = await this.evaluate({ ...evaluateArgs({ op: "candidates" }, this.debugPy, this.frame.frameId), expression }, "ship");
+    const r = await this.evaluate(expressionArgs(expression, this.frame.frameId), "ship");
     this.log?.info(`debug: sent the helper's sources to the debuggee (${expression.length} characters): ${r.ok ? "ok" : r.error} in ${Date.now() - t0} ms`);
     return r;
   }
