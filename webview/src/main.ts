@@ -34,7 +34,7 @@ function makeWorker(): WorkerLike {
     early = null;
     return w;
   }
-  if (fetchedUrl && !workerUrl) return new DeferredWorker(fetchedUrl, WORKER_NAME);
+  if (fetchedUrl) return new DeferredWorker(fetchedUrl, WORKER_NAME);
   workerUrl ??= URL.createObjectURL(new Blob([workerCode()], { type: "text/javascript" }));
   return new Worker(workerUrl, { name: WORKER_NAME });
 }
