@@ -21,13 +21,10 @@ Writes pages/manifest.json (node counts, sizes, trace times).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,8 +36,10 @@ HERE = Path(__file__).resolve().parent
 PAGES = HERE / "pages"
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "webview"))
+sys.path.insert(0, str(HERE.parent))
 
 import make_fixtures as fx  # noqa: E402  (gpt2, t5, llama32: the browser tests' models)
+from tools import quiet  # noqa: E402  (the tracer benchmark's: peers print, drop it)
 
 
 class Block(nn.Module):
@@ -94,14 +93,6 @@ MODELS: dict[str, tuple[str, Callable[[], tuple[nn.Module, tuple, dict]]]] = {
         synth4000,
     ),
 }
-
-
-@contextlib.contextmanager
-def quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            yield
 
 
 def torchscope_page(name: str, model: nn.Module, args: tuple, kwargs: dict) -> dict[str, Any]:
