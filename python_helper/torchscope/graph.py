@@ -34,6 +34,29 @@ class Site:
 
 
 @dataclass(slots=True)
+class Cost:
+    """FLOPs, output bytes and wall time of a call; inclusive for module calls and groups."""
+
+    flops: int
+    bytes: int
+    time_ns: int
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"flops": self.flops, "bytes": self.bytes, "time_ns": self.time_ns}
+
+
+@dataclass(slots=True)
+class Recorded:
+    """What a trace recorded besides the structure: `graph.values` on the wire."""
+
+    stats: bool = False
+    costs: bool = False
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"stats": self.stats, "costs": self.costs}
+
+
+@dataclass(slots=True)
 class Node:
     id: int
     kind: str
@@ -46,6 +69,7 @@ class Node:
     defn: Optional[Site] = None
     params: int = 0
     attrs: dict[str, Any] = field(default_factory=dict)
+    cost: Optional[Cost] = None
 
 
 @dataclass(slots=True)
@@ -54,9 +78,17 @@ class Edge:
     dst: int
     shape: Optional[list[int]]
     dtype: str
+    # {min, max, mean, std, absmax, zeros, nan, inf, numel}; shared by the edges of one tensor
+    stats: Optional[dict[str, Any]] = None
+    hist: Optional[dict[str, Any]] = None  # {lo, hi, counts: [16 ints]}
 
     def to_wire(self) -> dict[str, Any]:
-        return {"src": self.src, "dst": self.dst, "shape": self.shape, "dtype": self.dtype}
+        wire = {"src": self.src, "dst": self.dst, "shape": self.shape, "dtype": self.dtype}
+        if self.stats is not None:
+            wire["stats"] = self.stats
+        if self.hist is not None:
+            wire["hist"] = self.hist
+        return wire
 
 
 @dataclass(slots=True)
@@ -66,9 +98,13 @@ class Group:
     parent: Optional[int]
     members: list[int]
     name: str
+    cost: Optional[Cost] = None  # the members' costs summed
 
     def to_wire(self) -> dict[str, Any]:
-        return {"parent": self.parent, "members": self.members, "name": self.name}
+        wire = {"parent": self.parent, "members": self.members, "name": self.name}
+        if self.cost is not None:
+            wire["cost"] = self.cost.to_wire()
+        return wire
 
 
 @dataclass(slots=True)
@@ -113,6 +149,10 @@ class Graph:
     groups: list[Group] = field(default_factory=list)
     error: Optional[ErrorInfo] = None
     trace_ms: float = 0.0
+    values: Recorded = field(default_factory=Recorded)
+    # first op whose output is non-finite while its inputs are finite; None also when
+    # statistics were off (values.stats tells the two apart)
+    nan_origin: Optional[int] = None
 
     # -- queries -----------------------------------------------------------
     def children(self, node_id: Optional[int]) -> list[Node]:
@@ -129,7 +169,7 @@ class Graph:
 
     # -- wire format -------------------------------------------------------
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire = {
             "format": FORMAT,
             "version": VERSION,
             "model": self.model.to_wire(),
@@ -138,7 +178,11 @@ class Graph:
             "groups": [g.to_wire() for g in self.groups],
             "error": self.error.to_wire() if self.error else None,
             "stats": self.stats(),
+            "values": self.values.to_wire(),
         }
+        if self.values.stats:
+            wire["nan_origin"] = self.nan_origin
+        return wire
 
     def stats(self) -> dict[str, Any]:
         """`{trace_ms, ops, modules}` as on the wire."""
@@ -261,21 +305,22 @@ def _nodes_to_wire(nodes: list[Node]) -> list[dict[str, Any]]:
             d = defns.get(id(defn))
             if d is None:
                 d = defns[id(defn)] = {"file": defn.file, "line": defn.line}
-        out.append(
-            {
-                "id": n.id,
-                "kind": n.kind,
-                "name": n.name,
-                "parent": n.parent,
-                "target": n.target,
-                "path": n.path,
-                "call": n.call,
-                "site": s,
-                "defn": d,
-                "params": n.params,
-                "attrs": n.attrs,
-            }
-        )
+        wire = {
+            "id": n.id,
+            "kind": n.kind,
+            "name": n.name,
+            "parent": n.parent,
+            "target": n.target,
+            "path": n.path,
+            "call": n.call,
+            "site": s,
+            "defn": d,
+            "params": n.params,
+            "attrs": n.attrs,
+        }
+        if n.cost is not None:
+            wire["cost"] = n.cost.to_wire()
+        out.append(wire)
     return out
 
 
@@ -321,11 +366,21 @@ def from_wire(data: Any) -> Graph:
                 defn=_site(n["defn"]),
                 params=n["params"],
                 attrs=n["attrs"],
+                cost=_cost(n.get("cost")),
             )
             for n in data["nodes"]
         ]
-        edges = [Edge(e["src"], e["dst"], e["shape"], e["dtype"]) for e in data["edges"]]
-        groups = [Group(g["parent"], list(g["members"]), g["name"]) for g in data.get("groups", [])]
+        edges = [
+            Edge(e["src"], e["dst"], e["shape"], e["dtype"], e.get("stats"), e.get("hist"))
+            for e in data["edges"]
+        ]
+        groups = [
+            Group(g["parent"], list(g["members"]), g["name"], _cost(g.get("cost")))
+            for g in data.get("groups", [])
+        ]
+        v = data.get("values") or {}
+        values = Recorded(bool(v.get("stats", False)), bool(v.get("costs", False)))
+        nan_origin = data.get("nan_origin")
         err = data["error"]
         error = (
             ErrorInfo(
@@ -341,7 +396,15 @@ def from_wire(data: Any) -> Graph:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GraphFormatError(f"malformed graph: missing or bad field {exc}") from exc
     _check_references(nodes, edges, groups, error)
-    return Graph(model, nodes, edges, groups, error, trace_ms)
+    if nan_origin is not None and not (type(nan_origin) is int and 0 <= nan_origin < len(nodes)):
+        raise GraphFormatError(f"nan_origin names missing node {nan_origin!r}")
+    return Graph(model, nodes, edges, groups, error, trace_ms, values, nan_origin)
+
+
+def _cost(d: Any) -> Optional[Cost]:
+    if d is None:
+        return None
+    return Cost(int(d["flops"]), int(d["bytes"]), int(d["time_ns"]))
 
 
 def _check_references(

@@ -15,11 +15,13 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from .costs import FlopCounter, group_costs, output_bytes, roll_up
 from .folding import fold_repeated_blocks
-from .graph import Edge, ErrorInfo, Graph, ModelInfo, Node, Site
+from .graph import Cost, Edge, ErrorInfo, Graph, ModelInfo, Node, Recorded, Site
 from .ops import FuncInfo, func_info
 from .sites import class_definition, frame_site, traceback_site, traceback_sites
 from .state import ModelState
+from .stats import TensorStats, tensor_stats
 from .values import (
     argument_tensors,
     attr_value,
@@ -33,6 +35,7 @@ from .values import (
 Tensor = torch.Tensor
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 _Parameter = nn.Parameter
+_ns = time.perf_counter_ns
 CHECK_EVERY = 32  # ops between time-budget / cancel checks
 
 
@@ -65,7 +68,12 @@ class _PendingError:
 
 
 class Recorder(TorchFunctionMode):
-    """Builds the Graph while a forward runs; a TorchFunctionMode plus global module hooks."""
+    """Builds the Graph while a forward runs; a TorchFunctionMode plus global module hooks.
+
+    With `values`, every tensor a node makes gets its statistics when it is made (kept with
+    its producer entry, put on each edge that passes it); with `costs`, every recorded call
+    gets its FLOPs (from `counter`, a dispatch mode the caller enters), output bytes and
+    wall time. Times leave out the recorder's own work (`overhead`, measured)."""
 
     def __init__(
         self,
@@ -74,6 +82,8 @@ class Recorder(TorchFunctionMode):
         state: Optional[ModelState] = None,
         deadline: Optional[float] = None,
         cancel: Optional[Callable[[], bool]] = None,
+        values: bool = False,
+        costs: bool = False,
     ) -> None:
         super().__init__()
         self.nodes: list[Node] = []
@@ -81,7 +91,15 @@ class Recorder(TorchFunctionMode):
         self.stack: list[int] = []  # open module-call node ids
         self.module_stack: list[nn.Module] = []
         self.with_children: set[int] = set()
-        self.producer: dict[int, tuple[weakref.ref[Tensor], int]] = {}
+        # id(tensor) → (weak ref, producer node id, its statistics when values are on)
+        self.producer: dict[int, tuple[weakref.ref[Tensor], int, Optional[TensorStats]]] = {}
+        self.values = values
+        self.nan_origin: Optional[int] = None
+        self.counter: Optional[FlopCounter] = FlopCounter() if costs else None
+        self.overhead = 0  # ns spent in the recorder's own bookkeeping (costs only)
+        self.call_cost: tuple[int, int] = (0, 0)  # (flops, ns) of the call being recorded
+        self.module_clock: dict[int, tuple[int, int]] = {}  # nid → (start ns, overhead then)
+        self._const_stats: dict[int, Optional[TensorStats]] = {}
         self.calls: dict[int, int] = {}
         self.state = state
         self.deadline = deadline
@@ -102,36 +120,54 @@ class Recorder(TorchFunctionMode):
 
     # -- producers: which node last wrote a tensor ---------------------------
     def _source(self, t: Tensor) -> Optional[int]:
+        return self._source_stats(t)[0]
+
+    def _source_stats(self, t: Tensor) -> tuple[Optional[int], Optional[TensorStats]]:
+        """The node that last wrote `t`, and t's statistics as that node left it."""
         entry = self.producer.get(id(t))
-        nid = entry[1] if entry is not None and entry[0]() is t else None
+        if entry is not None and entry[0]() is t:
+            nid, st = entry[1], entry[2]
+        else:
+            nid, st = None, None
         if nid is None and type(t) is _Parameter:
-            return None  # a weight: no producer, no base (and its properties cost a dispatch)
+            return None, None  # a weight: no producer, no base (its properties cost a dispatch)
         base = t._base
         if base is not None:
             b = self.producer.get(id(base))
             if b is not None and b[0]() is base and (nid is None or b[1] > nid):
                 nid = b[1]  # the base was written in place after this view was made
-        return nid
+                st = self._stats(t)
+                self._set_producer(t, nid, st)
+        return nid, st
 
-    def _set_producer(self, t: Tensor, nid: int) -> None:
+    def _stats(self, t: Tensor) -> Optional[TensorStats]:
+        return tensor_stats(t) if self.values else None
+
+    def _set_producer(self, t: Tensor, nid: int, st: Optional[TensorStats] = None) -> None:
         try:
-            self.producer[id(t)] = (weakref.ref(t), nid)
+            self.producer[id(t)] = (weakref.ref(t), nid, st)
         except TypeError:
             pass
 
-    def _edge(self, t: Tensor, dst: int) -> None:
-        src = self._source(t)
+    def _edge(self, t: Tensor, dst: int) -> Optional[TensorStats]:
+        """An edge for tensor `t` into node `dst`; returns t's statistics (None if off/unknown)."""
+        src, st = self._source_stats(t)
         if src is None or (
             src in self.constants and self.nodes[src].parent != self.nodes[dst].parent
         ):
             src = self._constant(t)  # one constant node per module call that uses it
             if src is None:
-                return
+                return None
+            st = self.producer[id(t)][2]
         try:
             shape: Optional[list[int]] = list(t.shape)
         except Exception:
             shape = None
-        self.edges.append(Edge(src, dst, shape, dtype_name(t)))
+        if st is None:
+            self.edges.append(Edge(src, dst, shape, dtype_name(t)))
+        else:
+            self.edges.append(Edge(src, dst, shape, dtype_name(t), st.stats, st.hist))
+        return st
 
     def _constant(self, t: Tensor) -> Optional[int]:
         """A node for a tensor no recorded call made: a parameter used directly, or an outside tensor."""
@@ -147,7 +183,12 @@ class Recorder(TorchFunctionMode):
         nid = self._add(Node(len(self.nodes), "constant", name, self._parent(), target))
         self.constants.add(nid)
         self._constant_at[(key, parent)] = nid
-        self._set_producer(t, nid)
+        if self.values:
+            if key not in self._const_stats:  # a weight used by many calls: read it once
+                self._const_stats[key] = tensor_stats(t)
+            self._set_producer(t, nid, self._const_stats[key])
+        else:
+            self._set_producer(t, nid)
         return nid
 
     def _parent(self) -> Optional[int]:
@@ -163,6 +204,8 @@ class Recorder(TorchFunctionMode):
 
     # -- torch calls ---------------------------------------------------------
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        counter = self.counter
+        entered = _ns() if counter is not None else 0
         info = self._funcs.get(func) if type(func) in _HASHABLE else None
         if info is None:
             info = func_info(func)
@@ -173,11 +216,37 @@ class Recorder(TorchFunctionMode):
             self._check_budget()
         if info.writes_first_arg and args and self.state is not None:
             self.state.protect(args[0])
+        if counter is None:
+            try:
+                result = func(*args, **kwargs) if kwargs else func(*args)
+            except Exception as exc:
+                self._note_failed_call(exc, info, args, kwargs or {})
+                raise
+            return self._after_call(info, args, kwargs, result)
+        counter.flops = 0
+        counter.active = True
+        start = _ns()
         try:
             result = func(*args, **kwargs) if kwargs else func(*args)
         except Exception as exc:
+            counter.active = False
+            counter.loose += counter.flops
             self._note_failed_call(exc, info, args, kwargs or {})
             raise
+        end = _ns()
+        counter.active = False
+        self.call_cost = (counter.flops, end - start)
+        counter.flops = 0
+        try:
+            return self._after_call(info, args, kwargs, result)
+        finally:
+            counter.loose += counter.flops  # FLOPs of a call that made no node
+            self.overhead += (start - entered) + (_ns() - end)
+
+    def _after_call(self, info: FuncInfo, args: tuple, kwargs: Optional[dict], result: Any) -> Any:
+        """Record the call that returned `result`, if it made tensors (else it is metadata)."""
+        if self.counter is not None:
+            self.counter.flops = self.call_cost[0]  # taken back by the node that records it
         if isinstance(result, Tensor):
             outs: list[Tensor] = [result]
         elif isinstance(result, (tuple, list)):
@@ -191,7 +260,7 @@ class Recorder(TorchFunctionMode):
         try:
             self._record_call(info, args, kwargs, outs)
         except Exception:  # an exotic argument: keep a bare node rather than fail the trace
-            site = frame_site(sys._getframe(1))
+            site = frame_site(sys._getframe(2))
             self._add(
                 Node(len(self.nodes), "op", info.name, self._parent(), info.target, "", 0, site)
             )
@@ -217,18 +286,42 @@ class Recorder(TorchFunctionMode):
         self.nodes.append(node)
         if len(inputs) > 1:
             inputs = _unique(inputs)
-        for t in inputs:
-            self._edge(t, nid)
         producer = self.producer
-        for t in outs:
-            producer[id(t)] = (weakref.ref(t), nid)
         writes = info.writes_first_arg or (kwargs is not None and "out" in kwargs)
-        if writes:
-            written = args[0] if info.writes_first_arg else kwargs["out"]  # type: ignore[index]
-            for t in _tensors_in((written,), None):
-                producer[id(t)] = (weakref.ref(t), nid)
-                if t._base is not None:
-                    self._set_producer(t._base, nid)
+        if not self.values:
+            for t in inputs:
+                self._edge(t, nid)
+            for t in outs:
+                producer[id(t)] = (weakref.ref(t), nid, None)
+            if writes:
+                written = args[0] if info.writes_first_arg else kwargs["out"]  # type: ignore[index]
+                for t in _tensors_in((written,), None):
+                    producer[id(t)] = (weakref.ref(t), nid, None)
+                    if t._base is not None:
+                        self._set_producer(t._base, nid)
+        else:
+            finite_in = True
+            for t in inputs:
+                st = self._edge(t, nid)
+                if st is not None and st.nonfinite:
+                    finite_in = False
+            made: dict[int, Optional[TensorStats]] = {}  # one reading per tensor of this call
+            for t in outs:
+                st = made[id(t)] = made[id(t)] if id(t) in made else tensor_stats(t)
+                producer[id(t)] = (weakref.ref(t), nid, st)
+            if writes:
+                written = args[0] if info.writes_first_arg else kwargs["out"]  # type: ignore[index]
+                for t in _tensors_in((written,), None):
+                    st = made[id(t)] = made[id(t)] if id(t) in made else tensor_stats(t)
+                    producer[id(t)] = (weakref.ref(t), nid, st)
+                    if t._base is not None:
+                        self._set_producer(t._base, nid, tensor_stats(t._base))
+            if finite_in and self.nan_origin is None:
+                if any(st is not None and st.nonfinite for st in made.values()):
+                    self.nan_origin = nid
+        if self.counter is not None:
+            node.cost = Cost(self.counter.flops, output_bytes(outs), self.call_cost[1])
+            self.counter.flops = 0
 
     def _check_budget(self) -> None:
         if self.deadline is not None and time.perf_counter() > self.deadline:
@@ -305,6 +398,27 @@ class Recorder(TorchFunctionMode):
         return _ModuleInfo(name, target, path, defn, params, attrs, torch_layer)
 
     def pre_hook(self, module: nn.Module, args: Any) -> None:
+        counter = self.counter
+        if counter is None:
+            self._open(module)
+            return
+        start = _ns()
+        overhead = self.overhead
+        if counter.loose and self.stack:  # ops outside any recorded call, in the parent
+            self._add_loose_flops(self.stack[-1])
+        self._open(module)
+        nid = self.stack[-1]
+        self.nodes[nid].cost = Cost(0, 0, 0)
+        self.module_clock[nid] = (start, overhead)
+        self.overhead += _ns() - start
+
+    def _add_loose_flops(self, nid: int) -> None:
+        cost = self.nodes[nid].cost
+        if cost is not None and self.counter is not None:
+            cost.flops += self.counter.loose
+            self.counter.loose = 0
+
+    def _open(self, module: nn.Module) -> None:
         self.count += 1
         if not self.count % CHECK_EVERY:
             self._check_budget()  # a forward of many module calls and few ops still stops
@@ -358,6 +472,23 @@ class Recorder(TorchFunctionMode):
     def _close(self, module: nn.Module, args: Any, rest: tuple, failed: bool) -> None:
         if not self.module_stack or module not in self.module_stack:
             return
+        if self.counter is None:
+            self._close_call(module, args, rest, failed)
+            return
+        end = _ns()
+        overhead = self.overhead
+        if self.counter.loose:
+            self._add_loose_flops(self.stack[-1])
+        for nid in self._close_call(module, args, rest, failed):
+            opened = self.module_clock.pop(nid, None)
+            cost = self.nodes[nid].cost
+            if opened is not None and cost is not None:
+                # the call's wall time less the recorder's own work inside it
+                cost.time_ns = max(0, end - opened[0] - (overhead - opened[1]))
+        self.overhead += _ns() - end
+
+    def _close_call(self, module: nn.Module, args: Any, rest: tuple, failed: bool) -> list[int]:
+        """Pop `module`'s call (and calls left open inside it); returns their node ids."""
         if failed:
             exc = sys.exc_info()[1]
             if exc is not None and (self.pending is None or self.pending.exc is not exc):
@@ -365,9 +496,11 @@ class Recorder(TorchFunctionMode):
                     exc, self.stack[-1], traceback_site(exc.__traceback__), "", []
                 )
         nid = -1
+        closed: list[int] = []
         while self.module_stack:
             top = self.module_stack.pop()
             nid = self.stack.pop()
+            closed.append(nid)
             if top is module:
                 break
         if nid not in self.with_children:
@@ -378,6 +511,7 @@ class Recorder(TorchFunctionMode):
                 self.failed_leaves.append((nid, sources))
             else:
                 self._wire_leaf_module(nid, args, rest[0], rest[1])
+        return closed
 
     def _wire_leaf_module(self, nid: int, args: Any, kwargs: Any, result: Any) -> None:
         """A module call with nothing recorded inside (nn.Identity): data flows through its box."""
@@ -386,13 +520,22 @@ class Recorder(TorchFunctionMode):
             self._edge(t, nid)
         outs = [result] if isinstance(result, Tensor) else _tensors_in((result,), None)
         for t in outs:
-            self._set_producer(t, nid)
+            if self.values:
+                known = self.producer.get(id(t))  # the same tensor passed through: same values
+                st = known[2] if known is not None and known[0]() is t else tensor_stats(t)
+                self._set_producer(t, nid, st)
+            else:
+                self._set_producer(t, nid)
+        cost = self.nodes[nid].cost
+        if cost is not None:
+            cost.bytes = output_bytes(_unique(outs))
 
     # -- the end ---------------------------------------------------------------
     def add_inputs(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
         for name, t in argument_tensors(fn, args, kwargs):
             if self._source(t) is None:
-                self._set_producer(t, self._add(Node(len(self.nodes), "input", name)))
+                nid = self._add(Node(len(self.nodes), "input", name))
+                self._set_producer(t, nid, self._stats(t))
 
     def wire_failed_leaves(self) -> None:
         """Inputs of module calls that raised (and were caught) with nothing recorded inside."""
@@ -567,16 +710,23 @@ def trace_call(
     time_budget: Optional[float] = None,
     cancel: Optional[Callable[[], bool]] = None,
     raise_errors: bool = True,
+    values: bool = True,
+    costs: bool = True,
 ) -> Graph:
     """Trace `model(*args, **kwargs)`. With raise_errors, a forward that raises re-raises
-    the original exception with the partial graph on it as `exc.torchscope_graph`."""
+    the original exception with the partial graph on it as `exc.torchscope_graph`.
+
+    `values`: statistics of every tensor (`Edge.stats`, `Edge.hist`) and the NaN origin;
+    `costs`: FLOPs, output bytes and time of every call (`Node.cost`)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"torchscope.trace needs an nn.Module, got {type(model).__name__}")
     kwargs = dict(kwargs or {})
     gc_was_enabled = gc.isenabled()
     gc.disable()  # a trace allocates many small objects; collections would dominate
     try:
-        return _trace(model, args, kwargs, no_grad, time_budget, cancel, raise_errors)
+        return _trace(
+            model, args, kwargs, no_grad, time_budget, cancel, raise_errors, values, costs
+        )
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -590,12 +740,14 @@ def _trace(
     time_budget: Optional[float],
     cancel: Optional[Callable[[], bool]],
     raise_errors: bool,
+    values: bool,
+    costs: bool,
 ) -> Graph:
     start = time.perf_counter()
     named = list(model.named_modules())
     state = ModelState([m for _, m in named])
     deadline = start + time_budget if time_budget else None
-    rec = Recorder(model, named, state, deadline, cancel)
+    rec = Recorder(model, named, state, deadline, cancel, values, costs)
     rec.add_inputs(model.forward, args, kwargs)
     handles = [
         nn.modules.module.register_module_forward_pre_hook(rec.pre_hook),
@@ -606,7 +758,11 @@ def _trace(
     error: Optional[Exception] = None
     result: Any = None
     try:
-        with torch.no_grad() if no_grad else contextlib.nullcontext(), rec:
+        with (
+            torch.no_grad() if no_grad else contextlib.nullcontext(),
+            rec,
+            rec.counter if rec.counter is not None else contextlib.nullcontext(),
+        ):
             result = model(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - the graph shows it; re-raised below
         error = exc
@@ -623,6 +779,8 @@ def _trace(
         rec.nodes,
         rec.edges,
         trace_ms=elapsed,
+        values=Recorded(values, costs),
+        nan_origin=rec.nan_origin,
     )
     if error is None:
         rec.add_outputs(result)
@@ -631,6 +789,9 @@ def _trace(
     rec.wire_failed_leaves()
     rec.producer.clear()
     graph.groups = fold_repeated_blocks(graph)
+    if costs:
+        roll_up(graph.nodes)
+        group_costs(graph)
     if error is not None and raise_errors:
         try:
             error.torchscope_graph = graph  # type: ignore[attr-defined]
@@ -640,6 +801,12 @@ def _trace(
     return graph
 
 
-def trace(model: nn.Module, *args: Any, **kwargs: Any) -> Graph:
-    """Trace one forward pass of `model(*args, **kwargs)` under no_grad, without side effects."""
-    return trace_call(model, args, kwargs)
+def trace(
+    model: nn.Module, *args: Any, values: bool = True, costs: bool = True, **kwargs: Any
+) -> Graph:
+    """Trace one forward pass of `model(*args, **kwargs)` under no_grad, without side effects.
+
+    `values=False` leaves out the tensor statistics and the NaN origin, `costs=False` the
+    FLOPs, bytes and times. A forward that takes keyword arguments named `values` or `costs`
+    itself is traced with `trace_call(model, args, kwargs)`."""
+    return trace_call(model, args, kwargs, values=values, costs=costs)
