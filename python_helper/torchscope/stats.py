@@ -1,38 +1,52 @@
-"""Statistics of one tensor's values: what `Edge.stats` and `Edge.hist` carry.
+"""Statistics of tensors' values: what `Edge.stats` and `Edge.hist` carry.
 
-Pure: torch's own reductions on the tensor, run with torch functions, dispatch modes and
-autograd off, so the tracer does not record them, the FLOP counter does not count them and
-nothing is kept of the tensor but a few numbers. Tuned for speed (one of these runs for
-every tensor a traced forward makes): min and max from one `aminmax`, mean and spread from
-a sum and a norm, the histogram from one bucketing pass and a `bincount`; the slower exact
-reductions only when those would lose precision or non-finite values are present.
+Torch's own reductions, run with torch functions, dispatch modes and autograd off, so the
+tracer does not record them, the FLOP counter does not count them and nothing is kept of a
+tensor but a few numbers.
+
+One of these runs for every tensor a traced forward makes, and a torch call costs a few
+µs whatever its size, so `Reader` batches: a small floating tensor is copied into a
+staging buffer of its size (one copy), and a whole buffer of same-sized tensors is reduced
+row-wise at once (`flush`). Larger tensors, float64 and complex ones are read directly.
+Either way: min and max exactly; the mean from a sum, the spread around it; NaN and ±Inf
+counted, the other statistics over the finite values. The histogram bins as `torch.histc` does (16 bins over [min, max] of
+the finite values, the last bin closed), over all values up to `HIST_SAMPLE` of them and
+over an evenly spaced sample of that many past it (a picture, not a statistic).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import torch
 
 Tensor = torch.Tensor
 BINS = 16
+HIST_SAMPLE = 1 << 9  # values binned at most; larger tensors bin an evenly spaced sample
+STAGED_MAX = 1 << 16  # float tensors up to this many elements are read in batches
+STAGE = 1 << 18  # elements of one staging buffer (1 MB of float32)
+MAX_BUFFERS = 16  # distinct staged sizes at once; more flush and drop them all
 # mean² above this many times the variance: sum-of-squares would cancel, centre first
 _ILL_CONDITIONED = 16.0
 _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
-_READABLE_DEVICES = frozenset(("cpu", "cuda", "mps", "xpu"))
+_STAGED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _EXACT_FLOATS = (torch.float32, torch.float64)
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+_NO_DISPATCH = torch._C._DisableTorchDispatch
 _is_wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
 
 
 @dataclass(slots=True)
 class TensorStats:
-    """`stats` and `hist` as on the wire, and whether any value is NaN or ±Inf."""
+    """One tensor's `stats` and `hist` as on the wire (None until read, or if unreadable),
+    whether any value is NaN or ±Inf, and the tensor's version counter when it was read."""
 
-    stats: dict[str, Any]
-    hist: Optional[dict[str, Any]]
-    nonfinite: bool
+    stats: Optional[dict[str, Any]] = None
+    hist: Optional[dict[str, Any]] = None
+    nonfinite: bool = False
+    version: int = -1
 
 
 def readable(t: Tensor) -> bool:
@@ -41,9 +55,9 @@ def readable(t: Tensor) -> bool:
     if type(t) not in _PLAIN_TYPES:
         return False
     try:
-        if t.device.type not in _READABLE_DEVICES or t.layout is not torch.strided:
+        if not (t.is_cpu or t.is_cuda or t.is_mps or t.is_xpu):
             return False
-        if t.is_quantized or t.is_nested:
+        if t.layout is not torch.strided or t.is_quantized or t.is_nested:
             return False
         return not (_is_wrapped is not None and _is_wrapped(t))
     except Exception:  # an exotic tensor that won't even say where it lives
@@ -51,74 +65,233 @@ def readable(t: Tensor) -> bool:
 
 
 def tensor_stats(t: Tensor) -> Optional[TensorStats]:
-    """Statistics of `t`, or None when its values can't be read (see `readable`)."""
-    if not readable(t):
-        return None
-    try:
-        with (
-            torch._C.DisableTorchFunction(),
-            torch._C._DisableTorchDispatch(),
-            torch.no_grad(),
-        ):
-            return _compute(t)
-    except Exception:  # an unsupported dtype or kernel: no statistics rather than no trace
-        return None
+    """Statistics of one tensor, read at once (the tracer batches with a `Reader`)."""
+    reader = Reader()
+    st = reader.read(t)
+    reader.flush()
+    return st if st is not None and st.stats is not None else None
 
 
-def _compute(t: Tensor) -> Optional[TensorStats]:
-    dtype = t.dtype
-    if dtype.is_complex:
-        return _floating(t.abs())  # of the magnitude
-    if dtype.is_floating_point:
-        return _floating(t if dtype in _EXACT_FLOATS else t.float())
-    if dtype is torch.bool:
-        return _boolean(t)
-    return _integer(t)
+@dataclass(slots=True)
+class _Buffer:
+    """Staged copies of same-sized tensors, one per row."""
+
+    numel: int
+    data: Tensor
+    pending: list[tuple[TensorStats, int]] = field(default_factory=list)  # (stats, inner size)
+    views: dict[Any, list[Tensor]] = field(default_factory=dict)  # shape → each row as it
 
 
-def _boolean(t: Tensor) -> TensorStats:
+class Reader:
+    """Reads tensors' statistics; small float tensors in batches. `read` returns a
+    TensorStats at once, filled in now or by the next `flush` (the owner flushes before
+    it looks at them)."""
+
+    def __init__(self) -> None:
+        self.buffers: dict[tuple[int, Any], _Buffer] = {}
+
+    def read(self, t: Tensor) -> Optional[TensorStats]:
+        """None when t's values can't be read (see `readable`)."""
+        if not readable(t):
+            return None
+        st = TensorStats()
+        try:
+            if _quiet_already():
+                self._read(t, st)
+            else:
+                with _NO_TORCH_FUNCTION(), _NO_DISPATCH(), torch.no_grad():
+                    self._read(t, st)
+        except Exception:  # an unsupported dtype or kernel: no statistics, not no trace
+            return None
+        return st
+
+    def flush(self) -> None:
+        """Reduce everything staged and fill in its TensorStats."""
+        with _NO_TORCH_FUNCTION(), _NO_DISPATCH(), torch.no_grad():
+            for buf in self.buffers.values():
+                _flush(buf)
+
+    def _read(self, t: Tensor, st: TensorStats) -> None:
+        dtype = t.dtype
+        n = t.numel()
+        if dtype in _STAGED_DTYPES and 0 < n <= STAGED_MAX:
+            self._stage(t, n, st)
+        elif dtype.is_complex:
+            _floating(t.abs(), st)  # of the magnitude
+        elif dtype.is_floating_point:
+            _floating(t if dtype in _EXACT_FLOATS else t.float(), st)
+        elif dtype is torch.bool:
+            _boolean(t, st)
+        else:
+            _integer(t, st)
+
+    def _stage(self, t: Tensor, n: int, st: TensorStats) -> None:
+        key = (n, t.device)
+        buf = self.buffers.get(key)
+        if buf is None:
+            if len(self.buffers) >= MAX_BUFFERS:
+                self.flush()
+                self.buffers.clear()
+            rows = max(1, STAGE // n)
+            data = torch.empty((rows, n), dtype=torch.float32, device=t.device)
+            buf = self.buffers[key] = _Buffer(n, data)
+        shape = t.shape
+        views = buf.views.get(shape)
+        if views is None:  # making a view costs more than the copy: once per shape
+            views = buf.views[shape] = [r.view(shape) for r in buf.data.unbind(0)]
+        row = len(buf.pending)
+        views[row].copy_(t)  # logical order; half precision converts exactly
+        buf.pending.append((st, shape[-1] if shape else 1))
+        if row + 1 == len(views):
+            _flush(buf)
+
+
+def _flush(buf: _Buffer) -> None:
+    """Row-wise reductions over the staged rows, then each row's TensorStats."""
+    pending = buf.pending
+    if not pending:
+        return
+    buf.pending = []
+    rows, n = len(pending), buf.numel
+    data = buf.data[:rows]
+    lo, hi = data.amin(1), data.amax(1)
+    mean = data.sum(1).div_(n)
+    spread = torch.linalg.vector_norm(torch.sub(data, mean.unsqueeze(1)), dim=1)  # two-pass
+    # x / x is 1 except where x is 0 (NaN there): a branch-free count of the non-zeros
+    nonzero = torch.nan_to_num_(torch.div(data, data), nan=0.0).sum(1)  # exact: n <= 2**24
+    per_row = torch.stack((lo, hi, mean, spread, nonzero)).t().tolist()
+    counts = _row_histograms(data, lo, hi, [inner for _, inner in pending])
+    for r, ((st, _), (mn, mx, mu, norm, nz)) in enumerate(zip(pending, per_row)):
+        try:
+            var = norm * norm / n
+            if not (math.isfinite(mn) and math.isfinite(mx) and math.isfinite(var)):
+                _floating(data[r], st)  # NaN or ±Inf in this row (or overflow): on its own
+                continue
+            moments = (mn, mx, min(max(mu, mn), mx), math.sqrt(var))
+            st.stats = _float_map(moments, (n - int(nz)) / n, 0, 0, n)
+            st.hist = {"lo": mn, "hi": mx, "counts": counts[r]}
+        except Exception:
+            st.stats = None
+
+
+def _row_histograms(data: Tensor, lo: Tensor, hi: Tensor, inners: list[int]) -> list[list[int]]:
+    """16-bin counts of each row over [its min, its max] (rows with NaN/Inf: garbage,
+    their callers bin again), binned by histc's formula: (x - lo) / (hi - lo) * 16."""
+    rows, n = data.shape
+    values = data
+    if n > HIST_SAMPLE:
+        step = _sample_step(n, inners)
+        values = data[:, ::step]
+    width = values.shape[1]
+    span = torch.sub(hi, lo)
+    flat = span <= 0  # one value repeated: every value in the first bin
+    span.masked_fill_(flat, 1.0)
+    pos = torch.sub(values, lo.unsqueeze(1)).div_(span.unsqueeze(1)).mul_(BINS)
+    pos.nan_to_num_(nan=0.0).clamp_(0, BINS)
+    offsets = torch.arange(rows, device=data.device, dtype=torch.int32).mul_(BINS + 1)
+    bins = pos.to(torch.int32).add_(offsets.unsqueeze(1))
+    counts = torch.bincount(bins.view(-1), minlength=rows * (BINS + 1)).view(rows, BINS + 1)
+    out = []
+    for c, single in zip(counts.tolist(), flat.tolist()):
+        if single:
+            c = [width] + [0] * BINS
+        c[BINS - 1] += c[BINS]  # x == max lands in the last bin
+        out.append(c[:BINS])
+    return out
+
+
+def _sample_step(n: int, inners: list[int]) -> int:
+    """Every k-th value, k prime to the innermost sizes so that every column shows."""
+    step = -(-n // HIST_SAMPLE)
+    while any(math.gcd(step, inner) != 1 for inner in inners):
+        step += 1
+    return step
+
+
+def _boolean(t: Tensor, st: TensorStats) -> None:
     n = t.numel()
     if n == 0:
-        return TensorStats({"min": None, "max": None, "mean": None, "numel": 0}, None, False)
+        st.stats = {"min": None, "max": None, "mean": None, "numel": 0}
+        return
     true = int(torch.count_nonzero(t))
-    return TensorStats(
-        {"min": int(true == n), "max": int(true > 0), "mean": true / n, "numel": n}, None, False
-    )
+    st.stats = {"min": int(true == n), "max": int(true > 0), "mean": true / n, "numel": n}
 
 
-def _integer(t: Tensor) -> TensorStats:
+def _integer(t: Tensor, st: TensorStats) -> None:
     n = t.numel()
     if n == 0:
-        return TensorStats({"min": None, "max": None, "mean": None, "numel": 0}, None, False)
+        st.stats = {"min": None, "max": None, "mean": None, "numel": 0}
+        return
     lo, hi = torch.aminmax(t)
     mean = torch.sum(t, dtype=torch.float64).item() / n
-    return TensorStats({"min": lo.item(), "max": hi.item(), "mean": mean, "numel": n}, None, False)
+    st.stats = {"min": lo.item(), "max": hi.item(), "mean": mean, "numel": n}
 
 
-def _floating(x: Tensor) -> TensorStats:
-    """x is float32 or float64 (lower precisions arrive converted)."""
+def _floating(x: Tensor, st: TensorStats) -> None:
+    """One float32/float64 tensor read on its own (lower precisions arrive converted)."""
     n = x.numel()
     if n == 0:
-        return TensorStats(_float_map(None, 0.0, 0, 0, 0), None, False)
+        st.stats = _float_map(None, 0.0, 0, 0, 0)
+        return
+    x = x.reshape(-1)  # a view when dense in logical order, else one copy
     mn, mx = torch.aminmax(x)
     lo, hi = mn.item(), mx.item()
-    zeros = int(torch.eq(x, 0).sum()) / n
     if math.isfinite(lo) and math.isfinite(hi):
-        return TensorStats(
-            _float_map(_moments(x, n, lo, hi), zeros, 0, 0, n), _hist(x, mn, mx), False
-        )
+        zeros = _zeros(x, n) / n
+        total = torch.sum(x).item()
+        squares = torch.dot(x, x).item()
+        st.stats = _float_map(_moments(x, n, lo, hi, total, squares), zeros, 0, 0, n)
+        st.hist = _histogram(x, lo, hi)
+        return
     # NaN (aminmax propagates it) or ±Inf somewhere: count them, describe the finite rest
+    st.nonfinite = True
+    zeros = int(torch.eq(x, 0).sum()) / n
     nan = int(torch.isnan(x).sum())
     inf = int(torch.isinf(x).sum())
     finite = x[torch.isfinite(x)]
     m = finite.numel()
     if m == 0:
-        return TensorStats(_float_map(None, zeros, nan, inf, n), None, True)
+        st.stats = _float_map(None, zeros, nan, inf, n)
+        return
     mn, mx = torch.aminmax(finite)
     lo, hi = mn.item(), mx.item()
-    return TensorStats(
-        _float_map(_moments(finite, m, lo, hi), zeros, nan, inf, n), _hist(finite, mn, mx), True
+    total = torch.sum(finite).item()
+    squares = torch.dot(finite, finite).item()
+    st.stats = _float_map(_moments(finite, m, lo, hi, total, squares), zeros, nan, inf, n)
+    st.hist = _histogram(finite, lo, hi)
+
+
+def _zeros(x: Tensor, n: int) -> int:
+    """How many of the finite values x are 0. count_nonzero branches on every value (slow on
+    half-zero ReLU outputs); x / x is 1 except where x is 0 (NaN there), vectorised."""
+    if n <= STAGED_MAX:
+        return n - int(torch.count_nonzero(x))
+    ones = torch.nan_to_num_(torch.div(x, x), nan=0.0)
+    nonzero = torch.sum(ones, dtype=torch.float64) if n > 1 << 24 else torch.sum(ones)
+    return n - int(nonzero.item())
+
+
+def _quiet_already() -> bool:
+    """Neither torch-function modes, dispatch modes nor autograd would see our own calls
+    (the tracer's usual state when it reads): skip three context managers per tensor."""
+    return not (
+        torch.is_grad_enabled()
+        or torch._C._is_torch_function_mode_enabled()
+        or torch._C._len_torch_dispatch_stack()
     )
+
+
+def _histogram(x: Tensor, lo: float, hi: float) -> dict[str, Any]:
+    """x: 1-D finite values with min lo and max hi."""
+    n = x.numel()
+    values = x[:: _sample_step(n, [1])] if n > HIST_SAMPLE else x
+    counts = _row_histograms(
+        values.unsqueeze(0).float(),
+        torch.tensor([lo], dtype=torch.float32, device=x.device),
+        torch.tensor([hi], dtype=torch.float32, device=x.device),
+        [1],
+    )[0]
+    return {"lo": lo, "hi": hi, "counts": counts}
 
 
 def _float_map(
@@ -138,35 +311,48 @@ def _float_map(
     }
 
 
-def _moments(x: Tensor, n: int, lo: float, hi: float) -> tuple[float, float, float, float]:
-    """(min, max, mean, population std) of finite values: from a sum and a 2-norm when that
-    is exact enough, else from torch's own mean and a centred norm, else in float64."""
-    total = torch.sum(x).item()
-    norm = torch.linalg.vector_norm(x).item()
+def _moments(
+    x: Tensor, n: int, lo: float, hi: float, total: float, squares: float
+) -> tuple[float, float, float, float]:
+    """(min, max, mean, population std) of n finite values x (1-D) from their sum and sum
+    of squares; around the mean again when the sums cancel or overflow, else in float64."""
     mean = total / n
-    var = norm * norm / n - mean * mean
+    var = squares / n - mean * mean
     if not (math.isfinite(mean) and math.isfinite(var)) or mean * mean > _ILL_CONDITIONED * var:
-        mean = torch.mean(x, dtype=torch.float64).item()
-        centred = torch.linalg.vector_norm(x - mean).item()
-        var = centred * centred / n
+        if not math.isfinite(mean):
+            mean = torch.mean(x, dtype=torch.float64).item()
+        centred = torch.sub(x, mean)
+        var = torch.dot(centred, centred).item() / n
         if not math.isfinite(var):  # squares past float32's range
             var = torch.var(x.double(), correction=0).item()
     mean = min(max(mean, lo), hi)  # rounding can't put the mean outside the values
     return lo, hi, mean, math.sqrt(max(var, 0.0))
 
 
-def _hist(x: Tensor, mn: Tensor, mx: Tensor) -> dict[str, Any]:
-    """16 equal bins over [min, max], binned as `torch.histc` bins (the last bin closed)."""
-    lo, hi = mn.item(), mx.item()
-    n = x.numel()
-    if not hi > lo:  # one value (or float rounding made the range empty): one bar
-        return {"lo": lo, "hi": hi, "counts": [n] + [0] * (BINS - 1)}
-    # histc's own formula, in the tensor's dtype: (x - lo) / (hi - lo) * bins, truncated
-    pos = torch.sub(x, mn).div_(mx - mn).mul_(BINS).to(torch.int32)
-    counts = torch.bincount(pos.reshape(-1), minlength=BINS + 1).tolist()
-    counts[BINS - 1] += sum(counts[BINS:])  # x == max lands in the last bin
-    return {"lo": lo, "hi": hi, "counts": counts[:BINS]}
+def same_values(view: Tensor, base: Tensor) -> bool:
+    """Whether `view` holds exactly `base`'s elements (reshaped or permuted): then it has
+    base's statistics. Both dense over the same storage span, same dtype and count."""
+    try:
+        return (
+            view.dtype == base.dtype
+            and view.numel() == base.numel() > 0
+            and view.storage_offset() == base.storage_offset()
+            and _dense(view)
+            and _dense(base)
+        )
+    except Exception:
+        return False
 
 
-def nonfinite(s: Optional[TensorStats]) -> bool:
-    return s is not None and s.nonfinite
+def _dense(t: Tensor) -> bool:
+    """Non-overlapping and without gaps, in some order of dimensions."""
+    if t.is_contiguous():
+        return True
+    expected = 1
+    for stride, size in sorted(zip(t.stride(), t.shape)):
+        if size == 1:
+            continue
+        if stride != expected:
+            return False
+        expected *= size
+    return True

@@ -15,13 +15,22 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from .costs import FlopCounter, group_costs, output_bytes, roll_up
+from .costs import (
+    COUNTED,
+    LINEAR,
+    FlopCounter,
+    group_costs,
+    linear_flops,
+    output_bytes,
+    roll_up,
+    route,
+)
 from .folding import fold_repeated_blocks
 from .graph import Cost, Edge, ErrorInfo, Graph, ModelInfo, Node, Recorded, Site
 from .ops import FuncInfo, func_info
 from .sites import class_definition, frame_site, traceback_site, traceback_sites
 from .state import ModelState
-from .stats import TensorStats, tensor_stats
+from .stats import Reader, TensorStats, same_values
 from .values import (
     argument_tensors,
     attr_value,
@@ -94,6 +103,10 @@ class Recorder(TorchFunctionMode):
         # id(tensor) → (weak ref, producer node id, its statistics when values are on)
         self.producer: dict[int, tuple[weakref.ref[Tensor], int, Optional[TensorStats]]] = {}
         self.values = values
+        self.reader = Reader()  # reads in batches: statistics are complete after finish_values
+        self.edge_values: list[tuple[Edge, TensorStats]] = []
+        # op node id, statistics of its inputs, of its outputs: for the NaN origin
+        self.checks: list[tuple[int, list[TensorStats], list[TensorStats]]] = []
         self.nan_origin: Optional[int] = None
         self.counter: Optional[FlopCounter] = FlopCounter() if costs else None
         self.overhead = 0  # ns spent in the recorder's own bookkeeping (costs only)
@@ -106,7 +119,7 @@ class Recorder(TorchFunctionMode):
         self.cancel = cancel
         self.count = 0
         self.pending: Optional[_PendingError] = None
-        self._funcs: dict[Any, FuncInfo] = {}
+        self._funcs: dict[Any, tuple[FuncInfo, int]] = {}  # func → (info, how FLOPs count)
         self._module_infos: dict[int, _ModuleInfo] = {}
         self._extra_repr_cache: dict[str, dict[str, Any]] = {}
         self.paths = {id(m): p for p, m in named}
@@ -141,7 +154,32 @@ class Recorder(TorchFunctionMode):
         return nid, st
 
     def _stats(self, t: Tensor) -> Optional[TensorStats]:
-        return tensor_stats(t) if self.values else None
+        return self._read(t) if self.values else None
+
+    def _read(self, t: Tensor) -> Optional[TensorStats]:
+        """t's statistics: those read before for the same values (t itself, or a base it
+        views whole, unchanged since: reshapes, permutes, a layer that returns its input),
+        else read now. A third of a transformer's tensors are such views."""
+        try:
+            version = t._version
+        except Exception:  # inference tensors keep no version counter
+            return self.reader.read(t)
+        entry = self.producer.get(id(t))
+        if entry is not None and entry[0]() is t:
+            st = entry[2]
+            if st is not None and st.version == version:
+                return st
+        base = t._base
+        if base is not None:
+            b = self.producer.get(id(base))
+            if b is not None and b[0]() is base:
+                st = b[2]
+                if st is not None and st.version == version and same_values(t, base):
+                    return st
+        st = self.reader.read(t)
+        if st is not None:
+            st.version = version
+        return st
 
     def _set_producer(self, t: Tensor, nid: int, st: Optional[TensorStats] = None) -> None:
         try:
@@ -163,10 +201,10 @@ class Recorder(TorchFunctionMode):
             shape: Optional[list[int]] = list(t.shape)
         except Exception:
             shape = None
-        if st is None:
-            self.edges.append(Edge(src, dst, shape, dtype_name(t)))
-        else:
-            self.edges.append(Edge(src, dst, shape, dtype_name(t), st.stats, st.hist))
+        edge = Edge(src, dst, shape, dtype_name(t))
+        self.edges.append(edge)
+        if st is not None:
+            self.edge_values.append((edge, st))  # filled in by finish_values
         return st
 
     def _constant(self, t: Tensor) -> Optional[int]:
@@ -185,11 +223,32 @@ class Recorder(TorchFunctionMode):
         self._constant_at[(key, parent)] = nid
         if self.values:
             if key not in self._const_stats:  # a weight used by many calls: read it once
-                self._const_stats[key] = tensor_stats(t)
+                self._const_stats[key] = self._weight_stats(t)
             self._set_producer(t, nid, self._const_stats[key])
         else:
             self._set_producer(t, nid)
         return nid
+
+    def _weight_stats(self, t: Tensor) -> Optional[TensorStats]:
+        """A tensor from outside the forward (a weight used directly, as GPT-2's Conv1D
+        does): read once and kept between traces while its version stays the same. Weights
+        outweigh activations at small batches, and a model is often traced again."""
+        try:
+            version = t._version
+        except Exception:  # inference tensors keep no version counter
+            return self.reader.read(t)
+        known = _WEIGHT_STATS.get(id(t))
+        if known is not None and known[0]() is t and known[1] == version:
+            if known[2].stats is not None:  # (a trace that died before it finished: read again)
+                return known[2]
+        st = self.reader.read(t)
+        if st is not None:
+            st.version = version
+            try:
+                _WEIGHT_STATS[id(t)] = (weakref.ref(t, _forget_weight(id(t))), version, st)
+            except TypeError:
+                pass
+        return st
 
     def _parent(self) -> Optional[int]:
         if not self.stack:
@@ -206,11 +265,13 @@ class Recorder(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         counter = self.counter
         entered = _ns() if counter is not None else 0
-        info = self._funcs.get(func) if type(func) in _HASHABLE else None
-        if info is None:
+        known = self._funcs.get(func) if type(func) in _HASHABLE else None
+        if known is None:
             info = func_info(func)
+            known = (info, route(info.target, info.name))
             if type(func) in _HASHABLE:
-                self._funcs[func] = info
+                self._funcs[func] = known
+        info = known[0]
         self.count += 1
         if not self.count % CHECK_EVERY:
             self._check_budget()
@@ -223,30 +284,38 @@ class Recorder(TorchFunctionMode):
                 self._note_failed_call(exc, info, args, kwargs or {})
                 raise
             return self._after_call(info, args, kwargs, result)
-        counter.flops = 0
-        counter.active = True
+        how = known[1]
         start = _ns()
         try:
-            result = func(*args, **kwargs) if kwargs else func(*args)
+            if how == COUNTED:
+                counter.flops = 0
+                with counter:
+                    result = func(*args, **kwargs) if kwargs else func(*args)
+                flops = counter.flops
+            else:
+                result = func(*args, **kwargs) if kwargs else func(*args)
+                flops = 0
         except Exception as exc:
-            counter.active = False
-            counter.loose += counter.flops
             self._note_failed_call(exc, info, args, kwargs or {})
             raise
         end = _ns()
-        counter.active = False
-        self.call_cost = (counter.flops, end - start)
-        counter.flops = 0
+        if how == LINEAR:
+            flops = self._linear_flops(args, kwargs)
+        self.call_cost = (flops, end - start)
         try:
             return self._after_call(info, args, kwargs, result)
         finally:
-            counter.loose += counter.flops  # FLOPs of a call that made no node
             self.overhead += (start - entered) + (_ns() - end)
+
+    def _linear_flops(self, args: tuple, kwargs: Optional[dict]) -> int:
+        with _NO_TORCH_FUNCTION():
+            flops = linear_flops(args, kwargs)
+        if flops is None:  # unusual arguments: none of the shortcut's business
+            return 0
+        return flops
 
     def _after_call(self, info: FuncInfo, args: tuple, kwargs: Optional[dict], result: Any) -> Any:
         """Record the call that returned `result`, if it made tensors (else it is metadata)."""
-        if self.counter is not None:
-            self.counter.flops = self.call_cost[0]  # taken back by the node that records it
         if isinstance(result, Tensor):
             outs: list[Tensor] = [result]
         elif isinstance(result, (tuple, list)):
@@ -300,28 +369,22 @@ class Recorder(TorchFunctionMode):
                     if t._base is not None:
                         self._set_producer(t._base, nid)
         else:
-            finite_in = True
-            for t in inputs:
-                st = self._edge(t, nid)
-                if st is not None and st.nonfinite:
-                    finite_in = False
+            seen = [st for st in (self._edge(t, nid) for t in inputs) if st is not None]
             made: dict[int, Optional[TensorStats]] = {}  # one reading per tensor of this call
             for t in outs:
-                st = made[id(t)] = made[id(t)] if id(t) in made else tensor_stats(t)
+                st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t)
                 producer[id(t)] = (weakref.ref(t), nid, st)
             if writes:
                 written = args[0] if info.writes_first_arg else kwargs["out"]  # type: ignore[index]
                 for t in _tensors_in((written,), None):
-                    st = made[id(t)] = made[id(t)] if id(t) in made else tensor_stats(t)
+                    st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t)
                     producer[id(t)] = (weakref.ref(t), nid, st)
                     if t._base is not None:
-                        self._set_producer(t._base, nid, tensor_stats(t._base))
-            if finite_in and self.nan_origin is None:
-                if any(st is not None and st.nonfinite for st in made.values()):
-                    self.nan_origin = nid
+                        self._set_producer(t._base, nid, self._read(t._base))
+            self.checks.append((nid, seen, [st for st in made.values() if st is not None]))
         if self.counter is not None:
-            node.cost = Cost(self.counter.flops, output_bytes(outs), self.call_cost[1])
-            self.counter.flops = 0
+            flops, ns = self.call_cost
+            node.cost = Cost(flops, output_bytes(outs), ns)
 
     def _check_budget(self) -> None:
         if self.deadline is not None and time.perf_counter() > self.deadline:
@@ -404,19 +467,11 @@ class Recorder(TorchFunctionMode):
             return
         start = _ns()
         overhead = self.overhead
-        if counter.loose and self.stack:  # ops outside any recorded call, in the parent
-            self._add_loose_flops(self.stack[-1])
         self._open(module)
         nid = self.stack[-1]
         self.nodes[nid].cost = Cost(0, 0, 0)
         self.module_clock[nid] = (start, overhead)
         self.overhead += _ns() - start
-
-    def _add_loose_flops(self, nid: int) -> None:
-        cost = self.nodes[nid].cost
-        if cost is not None and self.counter is not None:
-            cost.flops += self.counter.loose
-            self.counter.loose = 0
 
     def _open(self, module: nn.Module) -> None:
         self.count += 1
@@ -477,8 +532,6 @@ class Recorder(TorchFunctionMode):
             return
         end = _ns()
         overhead = self.overhead
-        if self.counter.loose:
-            self._add_loose_flops(self.stack[-1])
         for nid in self._close_call(module, args, rest, failed):
             opened = self.module_clock.pop(nid, None)
             cost = self.nodes[nid].cost
@@ -520,17 +573,25 @@ class Recorder(TorchFunctionMode):
             self._edge(t, nid)
         outs = [result] if isinstance(result, Tensor) else _tensors_in((result,), None)
         for t in outs:
-            if self.values:
-                known = self.producer.get(id(t))  # the same tensor passed through: same values
-                st = known[2] if known is not None and known[0]() is t else tensor_stats(t)
-                self._set_producer(t, nid, st)
-            else:
-                self._set_producer(t, nid)
+            self._set_producer(t, nid, self._stats(t))
         cost = self.nodes[nid].cost
         if cost is not None:
             cost.bytes = output_bytes(_unique(outs))
 
     # -- the end ---------------------------------------------------------------
+    def finish_values(self) -> None:
+        """Complete the statistics read in batches, put them on the edges, find the NaN
+        origin: the first op whose output holds NaN/Inf while none of its inputs does."""
+        self.reader.flush()
+        for edge, st in self.edge_values:
+            edge.stats, edge.hist = st.stats, st.hist
+        for nid, ins, outs in self.checks:
+            if any(st.nonfinite for st in outs) and not any(st.nonfinite for st in ins):
+                self.nan_origin = nid
+                break
+        self.edge_values.clear()
+        self.checks.clear()
+
     def add_inputs(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
         for name, t in argument_tensors(fn, args, kwargs):
             if self._source(t) is None:
@@ -575,6 +636,19 @@ class Recorder(TorchFunctionMode):
         for t in pending.inputs:
             self._edge(t, nid)  # outside tensors become constants beside the error node
         return ErrorInfo(type(exc).__name__, message, nid, traceback_sites(exc.__traceback__))
+
+
+# id(weight) → (weak ref, version, statistics): see Recorder._weight_stats
+_WEIGHT_STATS: dict[int, tuple[weakref.ref[Tensor], int, TensorStats]] = {}
+
+
+def _forget_weight(key: int) -> Callable[[weakref.ref[Tensor]], None]:
+    def forget(ref: weakref.ref[Tensor]) -> None:
+        known = _WEIGHT_STATS.get(key)
+        if known is not None and known[0] is ref:  # not a newer tensor with the same id
+            del _WEIGHT_STATS[key]
+
+    return forget
 
 
 def _site() -> Optional[Site]:
@@ -758,11 +832,7 @@ def _trace(
     error: Optional[Exception] = None
     result: Any = None
     try:
-        with (
-            torch.no_grad() if no_grad else contextlib.nullcontext(),
-            rec,
-            rec.counter if rec.counter is not None else contextlib.nullcontext(),
-        ):
+        with torch.no_grad() if no_grad else contextlib.nullcontext(), rec:
             result = model(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - the graph shows it; re-raised below
         error = exc
@@ -780,13 +850,14 @@ def _trace(
         rec.edges,
         trace_ms=elapsed,
         values=Recorded(values, costs),
-        nan_origin=rec.nan_origin,
     )
     if error is None:
         rec.add_outputs(result)
     else:
         graph.error = rec.add_error(error)
     rec.wire_failed_leaves()
+    rec.finish_values()
+    graph.nan_origin = rec.nan_origin
     rec.producer.clear()
     graph.groups = fold_repeated_blocks(graph)
     if costs:
