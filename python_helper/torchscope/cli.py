@@ -47,6 +47,18 @@ def _parser() -> argparse.ArgumentParser:
             metavar="SECONDS",
             help="stop a trace that runs longer than this",
         )
+        c.add_argument(
+            "--no-values",
+            dest="values",
+            action="store_false",
+            help="leave out tensor statistics (Edge.stats, Edge.hist) and the NaN origin",
+        )
+        c.add_argument(
+            "--no-costs",
+            dest="costs",
+            action="store_false",
+            help="leave out FLOPs, output bytes and times (Node.cost)",
+        )
         if name == "trace":
             c.add_argument(
                 "--format",
@@ -94,7 +106,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         )
         return 2
     graph = trace_call(
-        built.model, call_args, call_kwargs, time_budget=args.time_budget, raise_errors=False
+        built.model,
+        call_args,
+        call_kwargs,
+        time_budget=args.time_budget,
+        raise_errors=False,
+        values=args.values,
+        costs=args.costs,
     )
 
     if args.command == "summary":

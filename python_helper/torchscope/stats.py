@@ -176,7 +176,8 @@ def _flush(buf: _Buffer) -> None:
 
 def _row_histograms(data: Tensor, lo: Tensor, hi: Tensor, inners: list[int]) -> list[list[int]]:
     """16-bin counts of each row over [its min, its max] (rows with NaN/Inf: garbage,
-    their callers bin again), binned by histc's formula: (x - lo) / (hi - lo) * 16."""
+    their callers bin again), binned by histc's formula in float32: (x - lo) / (hi - lo)
+    * 16, truncated (in float64 where hi - lo overflows float32; histc gives up there)."""
     rows, n = data.shape
     values = data
     if n > HIST_SAMPLE:
@@ -184,6 +185,8 @@ def _row_histograms(data: Tensor, lo: Tensor, hi: Tensor, inners: list[int]) -> 
         values = data[:, ::step]
     width = values.shape[1]
     span = torch.sub(hi, lo)
+    if not bool(torch.isfinite(span).all()):  # a range past float32's (or NaN rows): float64
+        values, lo, span = values.double(), lo.double(), torch.sub(hi.double(), lo.double())
     flat = span <= 0  # one value repeated: every value in the first bin
     span.masked_fill_(flat, 1.0)
     pos = torch.sub(values, lo.unsqueeze(1)).div_(span.unsqueeze(1)).mul_(BINS)
