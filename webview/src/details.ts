@@ -1,12 +1,15 @@
 // Hover details for a drawn item, as plain [label, value] rows (pure).
-import type { AttrValue, GraphNode } from "./format";
+import type { AttrValue, GraphNode, Histogram } from "./format";
 import type { GraphIndex } from "./model";
 import type { VisibleGraph } from "./visible";
 import { shapeText } from "./labels";
+import { valueDetails } from "./valueDetails";
 
 export interface Details {
   title: string;
   rows: [string, string][];
+  /** Of the tensor the item outputs, when the trace recorded statistics. */
+  hist?: Histogram;
 }
 
 export function formatCount(n: number): string {
@@ -66,8 +69,10 @@ export function describe(idx: GraphIndex, vg: VisibleGraph, key: string): Detail
     const params = g.members.reduce((s, m) => s + idx.graph.nodes[m]!.params, 0);
     if (params) rows.push(["params", formatCount(params)]);
     addTensors();
+    const values = valueDetails(idx, id, inIds, outIds, true);
+    rows.push(...values.rows);
     if (first.site) rows.push(["site", siteText(first.site)]);
-    return { title: g.name || `${first.name} ×${g.members.length}`, rows };
+    return { title: g.name || `${first.name} ×${g.members.length}`, rows, ...(values.hist ? { hist: values.hist } : {}) };
   }
   const node = idx.graph.nodes[id]!;
   if (kind === "ref") {
@@ -86,9 +91,12 @@ export function describe(idx: GraphIndex, vg: VisibleGraph, key: string): Detail
   }
   addTensors();
   for (const [k, val] of Object.entries(node.attrs)) rows.push([k, attrText(val)]);
+  const values = valueDetails(idx, id, inIds, outIds);
+  rows.push(...values.rows);
   if (node.site) rows.push(["site", siteText(node.site)]);
   if (node.defn) rows.push(["defined", siteText(node.defn)]);
   const err = idx.graph.error;
   if (err && err.node === node.id) rows.push(["error", `${err.type}: ${err.message}`]);
-  return { title: node.name, rows };
+  if (idx.graph.nan_origin === node.id) rows.push(["NaN/Inf", "first made here: its inputs are finite"]);
+  return { title: node.name, rows, ...(values.hist ? { hist: values.hist } : {}) };
 }

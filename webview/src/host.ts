@@ -16,6 +16,8 @@ export interface Host {
   saveState(state: ViewState): void;
   loadState(): ViewState | undefined;
   saveFile(name: string, mime: string, data: Blob): void;
+  /** Whether the graph is of the live model in a paused debugger frame (real inputs). */
+  live?(): boolean;
 }
 
 /** Anchor download; works from file:// and inside notebook iframes. */
@@ -78,6 +80,9 @@ export type FromExtension =
   | { type: "highlightLine"; file: string; line: number }
   | { type: "export"; format: "svg" | "png" };
 
+/** Scheme of a paused-frame graph's origin uri (extension/src/debugCommands.ts DEBUG_URI). */
+export const PAUSED_FRAME_SCHEME = "torchscope-debug:";
+
 /** The webview state: the viewer's view plus the panel's origin (the extension's). */
 type StoredState = Partial<ViewState> & { origin?: Origin };
 
@@ -106,6 +111,10 @@ export class VsCodeHost implements Host {
     const s = this.stored();
     const same = s.origin?.uri === origin.uri && s.origin?.target === origin.target;
     this.api.setState((same ? { ...s, origin } : { origin }) satisfies StoredState);
+  }
+  /** The extension names paused-frame graphs' origin with this scheme (DEBUG_URI). */
+  live(): boolean {
+    return this.stored().origin?.uri?.startsWith(PAUSED_FRAME_SCHEME) ?? false;
   }
   saveFile(name: string, mime: string, data: Blob): void {
     // Webviews can't download; the extension writes the file.

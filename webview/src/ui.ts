@@ -117,7 +117,7 @@ export function showFatal(root: HTMLElement, heading: string, detail: string): v
   p.textContent = detail;
 }
 
-export function fillTooltip(tip: HTMLElement, title: string, rows: [string, string][]): void {
+export function fillTooltip(tip: HTMLElement, title: string, rows: [string, string][], chart?: HTMLElement): void {
   tip.replaceChildren();
   const h = el("div", "ts-tip-title", tip);
   h.textContent = title;
@@ -129,4 +129,5 @@ export function fillTooltip(tip: HTMLElement, title: string, rows: [string, stri
     const td = el("td", "", tr);
     td.textContent = v;
   }
+  if (chart) tip.appendChild(chart);
 }

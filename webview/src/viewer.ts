@@ -24,6 +24,8 @@ import { exportSvg, svgToPng } from "./export";
 import { buildUi, fillTooltip, type Ui } from "./ui";
 import { MONO, SANS, fontCss, type Font, type Measure } from "./metrics";
 import type { Host, ViewState } from "./host";
+import { ValuesPanel } from "./valuesPanel";
+import { histogramChart } from "./histogram";
 
 interface Drawn {
   key: string;
@@ -75,6 +77,8 @@ export class Viewer {
   /** The depth the user asked for; null after a change by hand (then derived). */
   private depth: number | null = null;
   private readonly disposer = new AbortController();
+  /** Overlay, legend, table of the heaviest nodes, NaN banner (values and costs). */
+  readonly values: ValuesPanel;
 
   constructor(root: HTMLElement, graph: Graph, bytes: Uint8Array, private readonly host: Host, makeWorker: () => WorkerLike) {
     this.idx = buildIndex(graph);
@@ -103,6 +107,12 @@ export class Viewer {
 
     this.ui.title.textContent = graph.model.name || "model";
     this.ui.title.title = graph.model.qualname;
+    this.values = new ValuesPanel(
+      this.ui,
+      this.idx,
+      { reveal: (id) => void this.revealAndOpen(id), setHeat: (h) => this.scene.setHeat(h) },
+      host.live?.() ?? false,
+    );
     this.wireControls();
     this.showError();
     void this.apply(this.exp, null, saved?.transform);
@@ -159,6 +169,7 @@ export class Viewer {
     }
     this.firstDraw = false;
     this.refreshMarks();
+    this.values.update(vg);
     this.scene.flush();
     await this.scene.settled();
     if (gen !== this.generation) return;
@@ -350,6 +361,13 @@ export class Viewer {
     this.zoomTo(key);
   }
 
+  /** Reveal node `id` and open its line in the host (table rows, Find NaN origin). */
+  async revealAndOpen(id: number): Promise<void> {
+    await this.revealNode(id);
+    const node = this.idx.graph.nodes[id];
+    if (node?.site) this.host.reveal(node.site, node);
+  }
+
   search(query: string): void {
     this.matches = searchNodes(this.idx, query);
     this.matchPos = -1;
@@ -457,7 +475,7 @@ export class Viewer {
       this.ui.search.select();
       return;
     }
-    if (tag === "INPUT" || tag === "TEXTAREA" || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     const k = ev.key;
     if (k === "/") {
       ev.preventDefault();
@@ -503,7 +521,7 @@ export class Viewer {
     if (!this.drawn) return;
     const d = describe(this.idx, this.drawn.vg, key);
     if (!d) return;
-    fillTooltip(this.ui.tooltip, d.title, d.rows);
+    fillTooltip(this.ui.tooltip, d.title, d.rows, d.hist ? histogramChart(d.hist) : undefined);
     this.ui.tooltip.hidden = false;
     this.placeTooltip(ev);
   }
