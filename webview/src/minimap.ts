@@ -38,7 +38,8 @@ export class Minimap {
     this.canvas.addEventListener("pointerup", () => (this.dragging = false));
   }
 
-  setLayout(layout: Layout, colors: { node: string; cluster: string; bg: string }): void {
+  /** Draw `layout` in miniature; again with new colours when the theme changes. */
+  setLayout(layout: Layout, colors: { node: string; cluster: string }): void {
     this.layout = layout;
     // At most a quarter of the stage, so small notebook views stay usable.
     const stage = this.canvas.parentElement!;
@@ -57,8 +58,7 @@ export class Minimap {
     base.height = h * dpr;
     const ctx = base.getContext("2d")!;
     ctx.scale(dpr * this.sx, dpr * this.sy);
-    ctx.fillStyle = colors.bg;
-    ctx.fillRect(0, 0, layout.width, layout.height);
+    // No background of its own: the element's CSS background (the theme's) shows through.
     ctx.strokeStyle = colors.cluster;
     ctx.lineWidth = 1 / this.sy;
     for (const c of layout.clusters) ctx.strokeRect(c.x, c.y, c.w, c.h);

@@ -104,6 +104,7 @@ export class Viewer {
     this.ui.title.textContent = graph.model.name || "model";
     this.ui.title.title = graph.model.qualname;
     this.wireControls();
+    this.watchTheme();
     this.showError();
     void this.apply(this.exp, null, saved?.transform);
   }
@@ -585,7 +586,23 @@ export class Viewer {
     return getComputedStyle(this.ui.root).getPropertyValue(name).trim() || fallback;
   }
 
-  private colors(): { node: string; cluster: string; bg: string } {
-    return { node: this.css("--ts-mini-node", "#888"), cluster: this.css("--ts-border", "#aaa"), bg: this.css("--ts-bg", "#fff") };
+  private colors(): { node: string; cluster: string } {
+    return { node: this.css("--ts-mini-node", "#888"), cluster: this.css("--ts-border", "#aaa") };
   }
-}
+
+  /** The SVG follows a theme change through CSS; the overview's canvas is painted again. */
+  private watchTheme(): void {
+    const repaint = (): void => {
+      if (!this.drawn) return;
+      this.minimap.setLayout(this.drawn.layout, this.colors());
+      this.onViewChange();
+    };
+    // VS Code sets the theme's variables on <html> and its kind as a class on <body>.
+    const doc = this.ui.root.ownerDocument;
+    const mo = new MutationObserver(repaint);
+    mo.observe(doc.documentElement, { attributes: true, attributeFilter: ["style", "class"] });
+    if (doc.body) mo.observe(doc.body, { attributes: true, attributeFilter: ["style", "class"] });
+    const dark = doc.defaultView?.matchMedia?.("(prefers-color-scheme: dark)");
+    dark?.addEventListener("change", repaint, { signal: this.disposer.signal });
+    this.disposer.signal.addEventListener("abort", () => mo.disconnect());
+  }}
