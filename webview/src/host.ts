@@ -7,6 +7,8 @@ export interface ViewState {
   graph?: string;
   expanded: number[];
   groups: number[];
+  /** Open segments of long runs (absent in state saved before segments existed). */
+  segments?: number[];
   transform?: { x: number; y: number; k: number };
 }
 

@@ -2,6 +2,9 @@
 // A canvas keeps it cheap for thousands of nodes; click or drag to move the view.
 import type { Layout } from "./layout";
 
+/** Distance of the overview from the stage's edges (viewer.css .ts-minimap). */
+const INSET = 12;
+
 export interface ViewRect {
   x: number;
   y: number;
@@ -69,6 +72,13 @@ export class Minimap {
     this.canvas.height = base.height;
     this.canvas.style.width = `${w}px`;
     this.canvas.style.height = `${h}px`;
+  }
+
+  /** Screen space the overview takes in the stage's bottom-right corner (with its inset). */
+  footprint(): { w: number; h: number } {
+    const w = parseFloat(this.canvas.style.width) || 0;
+    const h = parseFloat(this.canvas.style.height) || 0;
+    return { w: w + INSET, h: h + INSET };
   }
 
   /** Draw the visible window (layout coordinates). */

@@ -6,9 +6,13 @@ import type { Graph } from "./format";
 import { buildIndex, type GraphIndex } from "./model";
 import {
   collapseAll, currentDepth, expandAll, expansionKey, initialExpansion, reveal, toDepth, toggleGroup, toggleModule,
-  type Expansion,
+  toggleSegment, type Expansion,
 } from "./expansion";
-import type { VisibleGraph } from "./visible";
+import { buildVisible, TooManyToDraw, type VisibleGraph } from "./visible";
+import { DRAW_LIMITS } from "./compute";
+import { errorText } from "./errorText";
+import { clip } from "./labels";
+import { segmentRange, segmentsOf } from "./segments";
 import type { Label } from "./labels";
 import type { Layout } from "./layout";
 import type { WorkerLike } from "./deferredWorker";
@@ -17,7 +21,7 @@ import { computeView, type View } from "./compute";
 import { nextTask } from "./tasks";
 import { anchorOf, boundsOf } from "./draw";
 import { Scene, type Rect } from "./scene";
-import { describe, formatCount } from "./details";
+import { describe, describeEdge, formatCount } from "./details";
 import { highlightKeys, nodesAtLine, searchNodes } from "./search";
 import { Minimap } from "./minimap";
 import { exportSvg, svgToPng } from "./export";
@@ -27,12 +31,19 @@ import type { Host, ViewState } from "./host";
 
 interface Drawn {
   key: string;
+  exp: Expansion;
   vg: VisibleGraph;
   layout: Layout;
   labels: Map<string, Label>;
 }
 
 const BUSY_NOTE_AFTER_MS = 150;
+/** The opening view zooms out to show the whole graph down to this zoom (text ≥ 9.6 px). */
+const READABLE_ZOOM = 0.8;
+/** Bringing an opened module into view zooms out no further than this. */
+const REVEAL_MIN_ZOOM = 0.5;
+/** A click hides the hover card until the pointer moves this far (px). */
+const TIP_MOVE_PX = 6;
 
 /** Text widths in the fonts the page really uses (a VS Code theme sets its own). */
 function canvasMeasure(root: HTMLElement): Measure {
@@ -75,6 +86,11 @@ export class Viewer {
   /** The depth the user asked for; null after a change by hand (then derived). */
   private depth: number | null = null;
   private readonly disposer = new AbortController();
+  /** Where a click hid the hover card: it stays hidden until the pointer moves away. */
+  private tipHold: { x: number; y: number } | null = null;
+  /** The view the page chose itself (opening view or Fit): redone when the stage resizes,
+   * until the user zooms, pans or opens something. */
+  private autoView: "initial" | "fit" | null = null;
 
   constructor(root: HTMLElement, graph: Graph, bytes: Uint8Array, private readonly host: Host, makeWorker: () => WorkerLike) {
     this.idx = buildIndex(graph);
@@ -90,18 +106,22 @@ export class Viewer {
     this.client.warm();
     const loaded = host.loadState();
     const saved = loaded && loaded.graph === this.fingerprint() ? loaded : undefined;
-    this.exp = saved ? { modules: new Set(saved.expanded), groups: new Set(saved.groups) } : initialExpansion(this.idx);
+    this.exp = saved
+      ? { modules: new Set(saved.expanded), groups: new Set(saved.groups), segments: new Set(saved.segments ?? []) }
+      : initialExpansion(this.idx);
 
     this.zoomer = zoom<SVGSVGElement, unknown>()
       .scaleExtent([0.02, 4])
-      .on("zoom", (ev: { transform: { toString(): string } }) => {
+      .on("zoom", (ev: { transform: { toString(): string }; sourceEvent: Event | null }) => {
         this.ui.viewport.setAttribute("transform", ev.transform.toString());
+        // A wheel or a drag by the user: from now on the view is theirs.
+        if (ev.sourceEvent) this.autoView = null;
         this.onViewChange();
       });
     select(this.ui.svg).call(this.zoomer).on("dblclick.zoom", null);
     this.minimap = new Minimap(this.ui.stage, (x, y) => this.centerOn(x, y));
 
-    this.ui.title.textContent = graph.model.name || "model";
+    this.ui.title.textContent = clip(graph.model.name || "model", 60);
     this.ui.title.title = graph.model.qualname;
     this.wireControls();
     this.watchTheme();
@@ -131,13 +151,13 @@ export class Viewer {
         if (gen !== this.generation) return;
         pre = computeView(this.idx, exp, this.measure);
       }
-      const r = await this.client.layout(key, [...exp.modules], [...exp.groups], pre);
+      const lists = { modules: [...exp.modules], groups: [...exp.groups], segments: [...exp.segments] };
+      const r = await this.client.layout(key, lists, pre);
       ({ vg, layout } = r);
       labels = new Map(r.labels);
     } catch (e) {
       if (e instanceof Cancelled || gen !== this.generation) return;
-      this.setBusy(false);
-      this.status(`Layout failed: ${(e as Error).message}`);
+      this.failed(e);
       return;
     }
     // A big result took a while to arrive (structured clone); draw in a fresh task.
@@ -147,7 +167,7 @@ export class Viewer {
     performance.mark("torchscope:layout-done");
     const before = anchor && this.drawn ? this.screenAnchor(this.drawn.layout, anchor) : null;
     this.scene.set({ idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow! });
-    this.drawn = { key, vg, layout, labels };
+    this.drawn = { key, exp, vg, layout, labels };
     this.minimap.setLayout(layout, this.colors());
     if (restore) {
       this.setTransform(restore.x, restore.y, restore.k);
@@ -155,6 +175,8 @@ export class Viewer {
       this.initialView();
     } else if (before && anchor) {
       this.keepAnchor(anchor, before);
+      // An opened module (group, segment) is a frame now: show what it holds.
+      if (layout.clusters.some((c) => c.key === anchor)) this.bringIntoView(anchor);
     } else {
       this.onViewChange();
     }
@@ -165,9 +187,39 @@ export class Viewer {
     if (gen !== this.generation) return;
     this.ui.depth.textContent = String(this.depthShown());
     this.setBusy(false);
+    this.notice(null);
     performance.mark("torchscope:drawn");
     this.saveState();
     this.status(this.summary());
+  }
+
+  /**
+   * A layout that didn't happen. Too big a view is refused and the drawn one stays (ready,
+   * with a notice); anything else is the error state with its message: a failed layout
+   * is never reported as ready.
+   */
+  private failed(e: unknown): void {
+    this.setBusy(false);
+    if (this.drawn) {
+      // What is on screen is still the state.
+      this.exp = this.drawn.exp;
+      this.depth = null;
+      this.ui.depth.textContent = String(this.depthShown());
+    }
+    if (e instanceof TooManyToDraw && this.drawn) {
+      this.notice(`Not drawn: ${e.message}.`);
+      return;
+    }
+    const text = `Layout failed: ${errorText(e)}`;
+    this.ui.root.dataset.state = "error";
+    this.notice(text);
+    this.status(text);
+  }
+
+  /** A message over the graph (a refused or failed layout); null hides it. */
+  private notice(text: string | null): void {
+    this.ui.notice.hidden = text === null;
+    this.ui.notice.textContent = text ?? "";
   }
 
   private setBusy(on: boolean): void {
@@ -194,15 +246,50 @@ export class Viewer {
   toggle(key: string): void {
     this.searchBase = null;
     this.depth = null;
-    if (key.startsWith("g")) void this.apply(toggleGroup(this.exp, Number(key.slice(1))), key);
-    else if (key.startsWith("n")) void this.apply(toggleModule(this.exp, Number(key.slice(1))), key);
+    this.autoView = null;
+    const n = Number(key.slice(1));
+    if (key.startsWith("g")) void this.apply(toggleGroup(this.exp, n), key);
+    else if (key.startsWith("s")) void this.apply(toggleSegment(this.exp, n), key);
+    else if (key.startsWith("n")) void this.apply(toggleModule(this.exp, n), key);
   }
 
   expandAll(): void {
     this.depth = null;
     // Without a selection to hold still, start again from the inputs.
     const anchor = this.selected;
-    void this.apply(expandAll(this.idx), anchor).then(() => anchor ?? this.initialView());
+    let exp = expandAll(this.idx);
+    let note: string | null = null;
+    if (!this.drawable(exp)) {
+      // Everything at once is too much for Graphviz: open as many levels as can be drawn.
+      let lo = 0;
+      let hi = this.idx.maxDepth + 1;
+      while (lo < hi) {
+        const mid = Math.ceil((lo + hi) / 2);
+        if (this.drawable(toDepth(this.idx, mid))) lo = mid;
+        else hi = mid - 1;
+      }
+      exp = toDepth(this.idx, Math.max(lo, 1));
+      this.depth = Math.max(lo, 1);
+      note = `Expanded ${this.depth} level${this.depth === 1 ? "" : "s"} deep: everything at once would be too many nodes to draw (${DRAW_LIMITS.boxes.toLocaleString("en-US")} boxes at most, ${DRAW_LIMITS.levels} levels); open the rest one by one.`;
+    }
+    const done = this.apply(exp, anchor);
+    const gen = this.generation;
+    void done.then(() => {
+      if (gen !== this.generation) return;
+      if (note && this.ui.notice.hidden) this.notice(note);
+      if (!anchor) this.initialView();
+    });
+  }
+
+  /** Whether Graphviz may be asked to draw `exp` (same limits as the worker's). */
+  private drawable(exp: Expansion): boolean {
+    try {
+      buildVisible(this.idx, exp, DRAW_LIMITS);
+      return true;
+    } catch (e) {
+      if (e instanceof TooManyToDraw) return false;
+      throw e;
+    }
   }
 
   collapseAll(): void {
@@ -219,6 +306,7 @@ export class Viewer {
 
   dispose(): void {
     this.generation++;
+    this.autoView = null;
     if (this.busyTimer) clearInterval(this.busyTimer);
     this.client.dispose();
     this.scene.dispose();
@@ -249,36 +337,100 @@ export class Viewer {
     this.setTransform(screen.x - a.x * k, screen.y - a.y * k, k);
   }
 
-  /** Readable from the start: at least 100 % zoom, beginning at the inputs (top). */
+  /**
+   * The opening view (also after E, C and 0): the whole graph when it fits at a readable
+   * zoom (≥ READABLE_ZOOM), else its top (the inputs) at that zoom or more, across as much
+   * of its width as fits, centred where the boxes are.
+   */
   initialView(): void {
     if (!this.drawn) return;
+    this.autoView = "initial";
     const { width, height } = this.drawn.layout;
     const { w, h } = this.size();
     const m = 24;
-    const fit = Math.min((w - 2 * m) / width, (h - 2 * m) / height);
-    const k = Math.max(1, Math.min(fit, 1.25));
-    const x = width * k <= w - 2 * m ? (w - width * k) / 2 : this.inputsCenterX(w, k);
-    const y = height * k <= h - 2 * m ? (h - height * k) / 2 : m;
-    this.setTransform(x, y, k);
+    const fitAll = Math.min((w - 2 * m) / width, (h - 2 * m) / height);
+    if (fitAll >= READABLE_ZOOM) {
+      const k = Math.min(fitAll, 1.25);
+      this.setTransform((w - width * k) / 2, (h - height * k) / 2, k);
+      return;
+    }
+    const k = Math.max(READABLE_ZOOM, Math.min((w - 2 * m) / width, 1));
+    const x = width * k <= w - 2 * m ? (w - width * k) / 2 : this.busiestX(w, h, k);
+    this.setTransform(x, m, k);
   }
 
-  private inputsCenterX(w: number, k: number): number {
+  /**
+   * x translation for a graph wider than the window: the window's width placed over the
+   * most boxes of the first screenful (not the inputs, which may sit far to one side).
+   */
+  private busiestX(w: number, h: number, k: number): number {
     const layout = this.drawn!.layout;
-    const inputs = layout.nodes.filter((n) => {
-      const id = Number(n.key.slice(1));
-      return n.key.startsWith("n") && this.idx.graph.nodes[id]?.kind === "input";
-    });
-    const cx = inputs.length ? inputs.reduce((s, n) => s + n.x, 0) / inputs.length : layout.width / 2;
+    const span = w / k;
+    const xs = layout.nodes.filter((n) => n.y - n.h / 2 < h / k).map((n) => n.x).sort((a, b) => a - b);
+    if (xs.length === 0) return (w - layout.width * k) / 2;
+    let best = 0;
+    let bestCount = 0;
+    for (let i = 0, j = 0; i < xs.length; i++) {
+      while (xs[j]! < xs[i]! - span * 0.9) j++;
+      if (i - j + 1 > bestCount) [best, bestCount] = [(xs[i]! + xs[j]!) / 2, i - j + 1];
+    }
+    const cx = Math.max(span / 2 - 24 / k, Math.min(best, layout.width - span / 2 + 24 / k));
     return w / 2 - cx * k;
   }
 
+  /** The whole graph in the window (no larger than 200 %). */
   fit(): void {
     if (!this.drawn) return;
+    this.autoView = "fit";
     const { width, height } = this.drawn.layout;
     const { w, h } = this.size();
     const m = 16;
     const k = Math.max(0.02, Math.min((w - 2 * m) / width, (h - 2 * m) / height, 2));
     this.setTransform((w - width * k) / 2, (h - height * k) / 2, k);
+  }
+
+  /**
+   * After opening `key`: move (and if need be zoom out, not below REVEAL_MIN_ZOOM) as
+   * little as possible so its frame is in the window and clear of the overview; its header
+   * stays put when the whole frame fits where it is.
+   */
+  private bringIntoView(key: string): void {
+    const b = boundsOf(this.drawn!.layout, key);
+    if (!b) return;
+    const t = zoomTransform(this.ui.svg);
+    const { w, h } = this.size();
+    const m = 16;
+    let k = t.k;
+    const fitK = Math.min((w - 2 * m) / b.w, (h - 2 * m) / b.h);
+    if (fitK < k) k = Math.max(fitK, Math.min(k, REVEAL_MIN_ZOOM));
+    // Zoom about the header: it keeps its place on screen.
+    const hx = t.x + b.x * t.k;
+    const hy = t.y + b.y * t.k;
+    const place = (lo: number, size: number, view: number): number => {
+      if (size * k > view - 2 * m) return m; // too big: header at the edge, most content shown
+      if (lo + size * k > view - m) return view - m - size * k;
+      return Math.max(lo, m);
+    };
+    // The overview sits in the bottom-right corner: try the space above it, then beside it.
+    // (It is hidden while the whole graph is in the window.)
+    const { width, height } = this.drawn!.layout;
+    const whole = (x: number, y: number): boolean =>
+      x - b.x * k >= 0 && y - b.y * k >= 0 && x + (width - b.x) * k <= w && y + (height - b.y) * k <= h;
+    const mm = this.minimap.footprint();
+    const areas: [number, number][] = [[w, h], [w, h - mm.h - 8], [w - mm.w - 8, h]];
+    let best: [number, number] | null = null;
+    for (const [aw, ah] of areas) {
+      const x = place(hx, b.w, aw);
+      const y = place(hy, b.h, ah);
+      const clear = whole(x, y) || x + b.w * k <= w - mm.w - 8 || y + b.h * k <= h - mm.h - 8;
+      const fits = b.w * k <= aw - 2 * m && b.h * k <= ah - 2 * m;
+      if (fits && clear) {
+        best = [x, y];
+        break;
+      }
+      best ??= [x, y];
+    }
+    this.setTransform(best![0] - b.x * k, best![1] - b.y * k, k);
   }
 
   private centerOn(x: number, y: number, k = zoomTransform(this.ui.svg).k): void {
@@ -408,6 +560,8 @@ export class Viewer {
       return g ? (g.dataset.key ?? g.dataset.head ?? null) : null;
     };
     ui.svg.addEventListener("click", (ev) => {
+      // The card would cover what the click opens or selects: away until the pointer moves.
+      this.holdTooltip(ev);
       const t = (ev.target as Element).closest<SVGGElement>("[data-toggle]");
       if (t) {
         ev.stopPropagation();
@@ -419,26 +573,43 @@ export class Viewer {
       else this.select(null);
     });
     ui.svg.addEventListener("dblclick", (ev) => {
+      this.holdTooltip(ev);
       if ((ev.target as Element).closest("[data-toggle]")) return;
       const key = keyOf(ev);
       if (key && this.isExpandable(key)) this.toggle(key);
     });
-    ui.svg.addEventListener("pointerover", (ev) => {
+    const hover = (ev: PointerEvent): void => {
       const key = keyOf(ev);
+      const edge = key ? null : (ev.target as Element).closest<SVGGElement>("[data-edge]")?.dataset.edge;
       if (key) this.showTooltip(key, ev);
+      else if (edge) this.showTooltip(edge, ev, true);
       else ui.tooltip.hidden = true;
+    };
+    ui.svg.addEventListener("pointerover", (ev) => {
+      if (!this.tipHeld(ev)) hover(ev);
     });
-    ui.svg.addEventListener("pointermove", (ev) => !ui.tooltip.hidden && this.placeTooltip(ev));
+    ui.svg.addEventListener("pointermove", (ev) => {
+      if (this.tipHeld(ev)) return;
+      if (ui.tooltip.hidden) hover(ev);
+      else this.placeTooltip(ev);
+    });
     ui.svg.addEventListener("pointerleave", () => (ui.tooltip.hidden = true));
 
     // Document-level listeners go away with the viewer (VS Code mounts a new one per trace).
     ui.root.ownerDocument.addEventListener("keydown", (ev) => this.onKey(ev), { signal: this.disposer.signal });
-    const resize = new ResizeObserver(() => this.onViewChange());
+    const resize = new ResizeObserver(() => {
+      // A view the page chose fits the new size (a VS Code panel settles its size after
+      // the graph is drawn); one the user set stays as it is.
+      if (this.autoView === "initial") this.initialView();
+      else if (this.autoView === "fit") this.fit();
+      else this.onViewChange();
+    });
     resize.observe(ui.stage);
     this.disposer.signal.addEventListener("abort", () => resize.disconnect());
   }
 
   private action(name: string): void {
+    this.notice(null);
     switch (name) {
       case "expand-all": return this.expandAll();
       case "collapse-all": return this.collapseAll();
@@ -475,7 +646,7 @@ export class Viewer {
   }
 
   private isExpandable(key: string): boolean {
-    if (key.startsWith("g")) return true;
+    if (key.startsWith("g") || key.startsWith("s")) return true;
     if (!key.startsWith("n")) return false;
     return this.idx.children[Number(key.slice(1))]!.length > 0;
   }
@@ -489,6 +660,10 @@ export class Viewer {
       return;
     }
     this.select(key);
+    if (key.startsWith("s")) {
+      this.status(`${segmentRange(segmentsOf(this.idx).list[Number(key.slice(1))]!)}: open it with + to see the calls`);
+      return;
+    }
     const id = key.startsWith("g") ? this.idx.graph.groups[Number(key.slice(1))]!.members[0]! : Number(key.slice(1));
     const node = this.idx.graph.nodes[id];
     if (node?.site) this.host.reveal(node.site, node);
@@ -500,9 +675,23 @@ export class Viewer {
     if (id !== null && id !== undefined) void this.revealNode(id);
   }
 
-  private showTooltip(key: string, ev: PointerEvent): void {
+  /** Hide the hover card where the pointer is now; it comes back once the pointer moves. */
+  private holdTooltip(ev: MouseEvent): void {
+    this.ui.tooltip.hidden = true;
+    this.tipHold = { x: ev.clientX, y: ev.clientY };
+  }
+
+  private tipHeld(ev: PointerEvent): boolean {
+    const h = this.tipHold;
+    if (!h) return false;
+    if (Math.hypot(ev.clientX - h.x, ev.clientY - h.y) < TIP_MOVE_PX) return true;
+    this.tipHold = null;
+    return false;
+  }
+
+  private showTooltip(key: string, ev: PointerEvent, edge = false): void {
     if (!this.drawn) return;
-    const d = describe(this.idx, this.drawn.vg, key);
+    const d = edge ? describeEdge(this.idx, this.drawn.vg, key) : describe(this.idx, this.drawn.vg, key);
     if (!d) return;
     fillTooltip(this.ui.tooltip, d.title, d.rows);
     this.ui.tooltip.hidden = false;
@@ -561,6 +750,7 @@ export class Viewer {
       graph: this.fingerprint(),
       expanded: [...this.exp.modules],
       groups: [...this.exp.groups],
+      segments: [...this.exp.segments],
       transform: { x: t.x, y: t.y, k: t.k },
     });
   }
@@ -605,4 +795,5 @@ export class Viewer {
     const dark = doc.defaultView?.matchMedia?.("(prefers-color-scheme: dark)");
     dark?.addEventListener("change", repaint, { signal: this.disposer.signal });
     this.disposer.signal.addEventListener("abort", () => mo.disconnect());
-  }}
+  }
+}
