@@ -22,8 +22,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..runner import PRELOADABLE, Failure
-from . import targets
+from ..failure import Failure
+from ..runner import PRELOADABLE
+from . import find_targets as targets
 from .runner_client import RunnerClient
 
 TARGET_AT = "torchscope/targetAt"
