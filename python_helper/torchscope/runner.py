@@ -14,32 +14,19 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Optional, TextIO
 
 from .failure import Failure, one_line
-from .usercode import folder_key, is_library_file, is_under
+from .usercode import is_user_file
 
 Reply = dict[str, Any]
 
 
-# -- project modules: forget them between requests so edited files are re-imported ----------
-
-
-def _is_project_file(file: str, roots: list[str]) -> bool:
-    return not is_library_file(file) and is_under(file, roots)
-
-
-def project_roots(path: Path, extra_roots: Iterable[str] = ()) -> list[str]:
-    """The user's project folders: the file's folder, its package tree's root, the workspace."""
-    from .build_target import module_name_for
-
-    _, root = module_name_for(path)
-    folders = [str(root), str(path.resolve().parent), *extra_roots]
-    return sorted({folder_key(f) for f in folders})
+# -- the user's modules: forget them between requests, as a fresh `python` would -------------
 
 
 def _module_paths() -> list[tuple[str, list[str]]]:
@@ -51,12 +38,12 @@ def _module_paths() -> list[tuple[str, list[str]]]:
     return out
 
 
-def project_files(roots: list[str]) -> dict[str, tuple[int, int]]:
-    """The project's imported files with their (mtime_ns, size): what a reused build depends on."""
+def user_files() -> dict[str, tuple[int, int]]:
+    """The user's imported files with their (mtime_ns, size): what a reused build depends on."""
     files: dict[str, tuple[int, int]] = {}
     for _, paths in _module_paths():
         for p in paths:
-            if _is_project_file(p, roots) and os.path.isfile(p):
+            if is_user_file(p) and os.path.isfile(p):
                 st = os.stat(p)
                 files[p] = (st.st_mtime_ns, st.st_size)
     return files
@@ -86,18 +73,35 @@ class _LastBuild:
 _last: Optional[_LastBuild] = None
 
 
-def forget_project_modules(path: Path, extra_roots: Iterable[str] = ()) -> list[str]:
-    """Remove from sys.modules every module loaded from the user's project (the file's folder,
-    its package tree's root, the workspace folders), so the next import reads the files again."""
-
-    roots = project_roots(path, extra_roots)
+def forget_user_modules() -> list[str]:
+    """Remove from sys.modules every module loaded from the user's code (anything but the
+    standard library, installed packages, torch and torchscope), whichever folder it came
+    from, so the next trace imports its own file's modules afresh: two folders each with a
+    `helpers.py` never see each other's."""
     gone: list[str] = []
     for name, paths in _module_paths():
-        if paths and all(_is_project_file(p, roots) for p in paths):
+        if paths and all(is_user_file(p) for p in paths):
             del sys.modules[name]
             gone.append(name)
     importlib.invalidate_caches()
     return gone
+
+
+_added_paths: list[str] = []  # sys.path entries a trace added for its file's folder
+
+
+def _own_folder_first(path: Path) -> None:
+    """The traced file's folder (or package root) first on sys.path, as `python file.py` would
+    have it, and no folder an earlier trace added: `import helpers` finds this file's."""
+    from .build_target import module_name_for
+
+    for p in _added_paths:
+        while p in sys.path:
+            sys.path.remove(p)
+    _added_paths.clear()
+    root = str(module_name_for(path)[1])
+    sys.path.insert(0, root)
+    _added_paths.append(root)
 
 
 # -- where an error happened -----------------------------------------------------------------
@@ -151,14 +155,13 @@ def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any
         else None
     )
     key = (str(path), digest, name, req.get("ctorArgs"), device)
-    roots = project_roots(path, req.get("roots") or ())
     if _last is not None and _last.key == key and _unchanged(_last.files):
         built = _last.built
     else:
         _last = None  # free the old model before building the next
         progress("Importing")
-        built = _build(path, name, device, text, req.get("ctorArgs"), roots)
-        _last = _LastBuild(key, built, project_files(roots))
+        built = _build(path, name, device, text, req.get("ctorArgs"))
+        _last = _LastBuild(key, built, user_files())
     return _trace_built(req, built, started, progress)
 
 
@@ -168,11 +171,11 @@ def _build(
     device: str,
     text: Optional[str],
     ctor_args: Optional[str],
-    roots: list[str],
 ) -> Any:
     from . import build_target as tg
 
-    forget_project_modules(path, roots)
+    forget_user_modules()
+    _own_folder_first(path)
     old_argv, old_cwd = sys.argv, os.getcwd()
     try:
         return tg.build(f"{path}:{name}", device, source=text, ctor_args=ctor_args)

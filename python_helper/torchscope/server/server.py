@@ -232,7 +232,6 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         "device": p.get("device") or "cpu",
         "out": str(_graph_path(ls, target)),
         "timeout": ls.settings.trace_timeout,
-        "roots": [str(r) for r in ls.project.roots],
     }
     for key in ("text", "input", "ctorArgs"):
         value = text if key == "text" else p.get(key)
