@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +114,8 @@ class Graph:
     groups: list[Group] = field(default_factory=list)
     error: Optional[ErrorInfo] = None
     trace_ms: float = 0.0
+    # what the trace could not undo (a parameter written behind torch's back): said, never silent
+    warnings: list[str] = field(default_factory=list[str])
 
     # -- queries -----------------------------------------------------------
     def children(self, node_id: Optional[int]) -> list[Node]:
@@ -138,6 +141,7 @@ class Graph:
             "groups": [g.to_wire() for g in self.groups],
             "error": self.error.to_wire() if self.error else None,
             "stats": self.stats(),
+            "warnings": list(self.warnings),
         }
 
     def stats(self) -> dict[str, Any]:
@@ -192,6 +196,7 @@ class Graph:
             "trace_ms": stats["trace_ms"],
             "input": described,
             "error": error,
+            "warnings": list(self.warnings),
         }
 
     def to_msgpack(self) -> bytes:
@@ -212,15 +217,16 @@ class Graph:
                     f"unknown graph file suffix {path.suffix!r}: use .msgpack, .json or .html"
                 )
         if fmt == "json":
-            path.write_text(self.to_json())
+            data = self.to_json().encode("utf-8")
         elif fmt == "msgpack":
-            path.write_bytes(self.to_msgpack())
+            data = self.to_msgpack()
         elif fmt == "html":
             from .html import render_html
 
-            path.write_text(render_html(self.to_msgpack(), title=self.model.name), encoding="utf-8")
+            data = render_html(self.to_msgpack(), title=self.model.name).encode("utf-8")
         else:
             raise ValueError(f"unknown graph format {fmt!r}: use msgpack, json or html")
+        write_atomic(path, data)
         return path
 
     def summary(self) -> str:
@@ -239,6 +245,20 @@ class Graph:
         raw = path.read_bytes()
         data = json.loads(raw) if path.suffix.lower() == ".json" else unpack(raw)
         return from_wire(data)
+
+
+def write_atomic(path: str | Path, data: bytes) -> None:
+    """Write to `path.part`, then rename: a reader (the extension watching for a paused
+    program's graph, a panel reloading) never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _nodes_to_wire(nodes: list[Node]) -> list[dict[str, Any]]:
@@ -338,10 +358,11 @@ def from_wire(data: Any) -> Graph:
             else None
         )
         trace_ms = float(data.get("stats", {}).get("trace_ms", 0.0))
+        warnings = [str(w) for w in data.get("warnings", [])]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GraphFormatError(f"malformed graph: missing or bad field {exc}") from exc
     _check_references(nodes, edges, groups, error)
-    return Graph(model, nodes, edges, groups, error, trace_ms)
+    return Graph(model, nodes, edges, groups, error, trace_ms, warnings)
 
 
 def _check_references(
