@@ -49,9 +49,7 @@ const tensorText = (t: Tensor): string => `${shapeText(t.shape)} ${t.dtype}`.tri
 function tensorRows(idx: GraphIndex, edgeIds: number[], end: "in" | "out"): [string, string][] {
   const rows: [string, string][] = distinctTensors(idx.graph.edges, edgeIds).map((t) => [
     end,
-    end === "in"
-      ? `${tensorText(t)}  from ${nodeWhere(idx, t.src)}${usesText(t)}`
-      : `${tensorText(t)}  to ${consumers(idx, t.uses)}${usesText(t)}`,
+    end === "in" ? `${tensorText(t)}  from ${nodeWhere(idx, t.src)}${usesText(t)}` : `${tensorText(t)}  to ${consumers(idx, t.uses)}${usesText(t)}`,
   ]);
   if (rows.length > MAX_TENSORS) return [...rows.slice(0, MAX_TENSORS), [end, `… ${rows.length - MAX_TENSORS} more`]];
   return rows;
@@ -108,7 +106,12 @@ export function describe(idx: GraphIndex, vg: VisibleGraph, key: string): Detail
   if (kind === "segment") {
     const segs = segmentsOf(idx);
     const seg = segs.list[id]!;
-    const where = seg.container === null ? "the top level" : seg.container.startsWith("g") ? groupName(idx, Number(seg.container.slice(1))) : nodeWhere(idx, Number(seg.container.slice(1)));
+    const where =
+      seg.container === null
+        ? "the top level"
+        : seg.container.startsWith("g")
+          ? groupName(idx, Number(seg.container.slice(1)))
+          : nodeWhere(idx, Number(seg.container.slice(1)));
     rows.push(["kind", "a run of consecutive calls, folded"]);
     rows.push(["calls", `${segmentRange(seg)} in ${where}`]);
     rows.push(["holds", segmentSummary(idx, segs, id)]);

@@ -239,9 +239,7 @@ export function fromObject(raw: unknown): Graph {
     throw new FormatError(`graph format version ${version} is not a valid version (versions start at 1)`);
   }
   if (version > VERSION) {
-    throw new FormatError(
-      `graph format version ${version} is newer than this viewer understands (version ${VERSION}); update torchscope`,
-    );
+    throw new FormatError(`graph format version ${version} is newer than this viewer understands (version ${VERSION}); update torchscope`);
   }
   if (!Array.isArray(raw.nodes)) throw new FormatError("graph: nodes should be a list");
   if (!Array.isArray(raw.edges)) throw new FormatError("graph: edges should be a list");

@@ -27,8 +27,12 @@ export function clip(text: string, max = LABEL_MAX): string {
   if (text.length <= max || (text.length <= 2 * max && Array.from(text).length <= max)) return text;
   const head = Math.ceil((max - 1) * 0.6);
   const tail = max - 1 - head;
-  const start = Array.from(text.slice(0, head * 2)).slice(0, head).join("");
-  const end = Array.from(text.slice(-tail * 2)).slice(-tail).join("");
+  const start = Array.from(text.slice(0, head * 2))
+    .slice(0, head)
+    .join("");
+  const end = Array.from(text.slice(-tail * 2))
+    .slice(-tail)
+    .join("");
   return `${start}…${end}`;
 }
 
@@ -39,7 +43,10 @@ export function clip(text: string, max = LABEL_MAX): string {
 export function edgeLabel(edges: GraphEdge[], ids: number[]): string {
   const ts = distinctTensors(edges, ids);
   if (ts.length === 0) return "";
-  const shown = ts.slice(0, 2).map((t) => shapeText(t.shape)).join(", ");
+  const shown = ts
+    .slice(0, 2)
+    .map((t) => shapeText(t.shape))
+    .join(", ");
   return clip(ts.length > 2 ? `${shown} +${ts.length - 2} more` : shown, 48);
 }
 

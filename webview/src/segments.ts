@@ -92,8 +92,15 @@ function build(idx: GraphIndex): Segments {
  * as many levels as needed (100 items a level: 10⁴ calls in two levels, 10⁶ in three).
  */
 function split(
-  items: Item[], from: number, to: number, parent: number, container: string | null, total: number,
-  list: Segment[], ofNode: Int32Array, ofGroup: Int32Array,
+  items: Item[],
+  from: number,
+  to: number,
+  parent: number,
+  container: string | null,
+  total: number,
+  list: Segment[],
+  ofNode: Int32Array,
+  ofGroup: Int32Array,
 ): Item[] {
   const n = to - from;
   let span = SEGMENT_LIMIT;
@@ -143,7 +150,11 @@ export function segmentSummary(idx: GraphIndex, segs: Segments, si: number): str
     counts.set(name, (counts.get(name) ?? 0) + 1);
   }
   const top = [...counts].sort((a, b) => b[1] - a[1]);
-  text = top.slice(0, 2).map(([name, c]) => (c > 1 ? `${name} ×${c}` : name)).join(" · ") + (top.length > 2 ? " · …" : "");
+  text =
+    top
+      .slice(0, 2)
+      .map(([name, c]) => (c > 1 ? `${name} ×${c}` : name))
+      .join(" · ") + (top.length > 2 ? " · …" : "");
   summaries.set(seg, text);
   return text;
 }

@@ -5,8 +5,17 @@ import { zoom, zoomIdentity, zoomTransform, type ZoomBehavior } from "d3-zoom";
 import type { Graph } from "./format";
 import { buildIndex, type GraphIndex } from "./model";
 import {
-  collapseAll, currentDepth, expandAll, expansionKey, initialExpansion, reveal, toDepth, toggleGroup, toggleModule,
-  toggleSegment, type Expansion,
+  collapseAll,
+  currentDepth,
+  expandAll,
+  expansionKey,
+  initialExpansion,
+  reveal,
+  toDepth,
+  toggleGroup,
+  toggleModule,
+  toggleSegment,
+  type Expansion,
 } from "./expansion";
 import { buildVisible, TooManyToDraw, type VisibleGraph } from "./visible";
 import { DRAW_LIMITS } from "./compute";
@@ -92,7 +101,13 @@ export class Viewer {
    * until the user zooms, pans or opens something. */
   private autoView: "initial" | "fit" | null = null;
 
-  constructor(root: HTMLElement, graph: Graph, bytes: Uint8Array, private readonly host: Host, makeWorker: () => WorkerLike) {
+  constructor(
+    root: HTMLElement,
+    graph: Graph,
+    bytes: Uint8Array,
+    private readonly host: Host,
+    makeWorker: () => WorkerLike,
+  ) {
     this.idx = buildIndex(graph);
     this.ui = buildUi(root);
     this.scene = new Scene(this.ui.scene);
@@ -366,7 +381,10 @@ export class Viewer {
   private busiestX(w: number, h: number, k: number): number {
     const layout = this.drawn!.layout;
     const span = w / k;
-    const xs = layout.nodes.filter((n) => n.y - n.h / 2 < h / k).map((n) => n.x).sort((a, b) => a - b);
+    const xs = layout.nodes
+      .filter((n) => n.y - n.h / 2 < h / k)
+      .map((n) => n.x)
+      .sort((a, b) => a - b);
     if (xs.length === 0) return (w - layout.width * k) / 2;
     let best = 0;
     let bestCount = 0;
@@ -417,7 +435,11 @@ export class Viewer {
     const whole = (x: number, y: number): boolean =>
       x - b.x * k >= 0 && y - b.y * k >= 0 && x + (width - b.x) * k <= w && y + (height - b.y) * k <= h;
     const mm = this.minimap.footprint();
-    const areas: [number, number][] = [[w, h], [w, h - mm.h - 8], [w - mm.w - 8, h]];
+    const areas: [number, number][] = [
+      [w, h],
+      [w, h - mm.h - 8],
+      [w - mm.w - 8, h],
+    ];
     let best: [number, number] | null = null;
     for (const [aw, ah] of areas) {
       const x = place(hx, b.w, aw);
@@ -611,13 +633,20 @@ export class Viewer {
   private action(name: string): void {
     this.notice(null);
     switch (name) {
-      case "expand-all": return this.expandAll();
-      case "collapse-all": return this.collapseAll();
-      case "fit": return this.fit();
-      case "depth-up": return this.setDepth(this.depthShown() + 1);
-      case "depth-down": return this.setDepth(this.depthShown() - 1);
-      case "export-svg": return void this.exportAs("svg");
-      case "export-png": return void this.exportAs("png");
+      case "expand-all":
+        return this.expandAll();
+      case "collapse-all":
+        return this.collapseAll();
+      case "fit":
+        return this.fit();
+      case "depth-up":
+        return this.setDepth(this.depthShown() + 1);
+      case "depth-down":
+        return this.setDepth(this.depthShown() - 1);
+      case "export-svg":
+        return void this.exportAs("svg");
+      case "export-png":
+        return void this.exportAs("png");
     }
   }
 

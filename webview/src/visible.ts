@@ -123,8 +123,7 @@ export function buildVisible(idx: GraphIndex, exp: Expansion, limits: Limits = {
   const visit = (items: readonly Item[], cluster: string | null): void => {
     for (let i = items.length - 1; i >= 0; i--) stack.push([items[i]!, cluster]);
   };
-  const itemsOf = (container: string | null, ids: readonly number[]): readonly Item[] =>
-    segs.top.get(container) ?? rawItems(idx, ids);
+  const itemsOf = (container: string | null, ids: readonly number[]): readonly Item[] => segs.top.get(container) ?? rawItems(idx, ids);
   visit(itemsOf(null, idx.roots), null);
   for (let top = stack.pop(); top; top = stack.pop()) {
     const [it, cluster] = top;

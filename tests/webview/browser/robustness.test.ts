@@ -51,7 +51,7 @@ describe("long runs of ops at one level", () => {
     const s = (await page.locator(".ts-svg").boundingBox())!;
     const f = (await frame.boundingBox())!;
     assert.ok(f.y >= s.y - 1 && f.x >= s.x - 1, "its header is in view");
-    assert.ok(await page.locator(".ts-node[data-kind=op]").count() > 5);
+    assert.ok((await page.locator(".ts-node[data-kind=op]").count()) > 5);
     await shot(page, "flat5000-segment-open");
     assert.deepEqual(o.errors, []);
     await page.context().close();
@@ -128,7 +128,9 @@ describe("views too big or too deep for Graphviz", () => {
 describe("files that are broken", () => {
   const GOLDEN = join(ROOT, "tests", "golden", "mlp.graph.msgpack");
   const CASES = JSON.parse(readFileSync(join(ROOT, "tests", "golden", "malformed.json"), "utf8")).cases as {
-    name: string; set?: [(string | number)[], unknown]; append?: [(string | number)[], unknown];
+    name: string;
+    set?: [(string | number)[], unknown];
+    append?: [(string | number)[], unknown];
   }[];
 
   async function pageFor(name: string, data: Uint8Array): Promise<Page> {

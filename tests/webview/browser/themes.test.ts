@@ -57,12 +57,15 @@ after(async () => {
 async function applyTheme(page: Page, kind: (typeof KINDS)[number]): Promise<void> {
   const t = THEMES[kind]!;
   const classes = t.bodyClass.split(/\s+/).filter((c) => /^vscode-(light|dark|high-contrast(-light)?)$/.test(c));
-  await page.evaluate(({ vars, classes }) => {
-    const html = document.documentElement;
-    html.removeAttribute("style");
-    for (const [k, v] of Object.entries(vars)) html.style.setProperty(k, v);
-    document.body.className = classes.join(" ");
-  }, { vars: t.vars, classes });
+  await page.evaluate(
+    ({ vars, classes }) => {
+      const html = document.documentElement;
+      html.removeAttribute("style");
+      for (const [k, v] of Object.entries(vars)) html.style.setProperty(k, v);
+      document.body.className = classes.join(" ");
+    },
+    { vars: t.vars, classes },
+  );
 }
 
 async function vscodePage(kind: (typeof KINDS)[number], graph: string, size = { width: 1100, height: 560 }): Promise<Page> {
@@ -228,7 +231,10 @@ describe("standalone page palettes", () => {
     test(`${dark ? "dark" : "light"} palette: readable boxes`, async () => {
       const o = await open(browser, "gpt2", { dark, width: 1100, height: 560 });
       assertReadable(await contrasts(o.page), dark ? "standalone dark" : "standalone light");
-      const m = await minimap(o.page, await o.page.locator("#torchscope").evaluate((el) => getComputedStyle(el).getPropertyValue("--ts-mini-node").trim()));
+      const m = await minimap(
+        o.page,
+        await o.page.locator("#torchscope").evaluate((el) => getComputedStyle(el).getPropertyValue("--ts-mini-node").trim()),
+      );
       assert.equal(m.background, dark ? "rgb(13, 17, 23)" : "rgb(255, 255, 255)");
       assert.ok(m.nodes);
       await shot(o.page, `theme-standalone-${dark ? "dark" : "light"}`);

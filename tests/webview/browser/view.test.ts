@@ -32,10 +32,12 @@ async function assertAllBoxesVisible(page: Page, what: string): Promise<number> 
   const s = await box(page.locator(".ts-svg"));
   const mini = page.locator("canvas.ts-minimap");
   const m = (await mini.isVisible()) ? await box(mini) : null;
-  const rects = await page.$$eval(".ts-nodes > g > .ts-box", (els) => els.map((e) => {
-    const r = e.getBoundingClientRect();
-    return { x: r.left, y: r.top, width: r.width, height: r.height, key: (e.parentElement as HTMLElement).dataset.key };
-  }));
+  const rects = await page.$$eval(".ts-nodes > g > .ts-box", (els) =>
+    els.map((e) => {
+      const r = e.getBoundingClientRect();
+      return { x: r.left, y: r.top, width: r.width, height: r.height, key: (e.parentElement as HTMLElement).dataset.key };
+    }),
+  );
   assert.ok(rects.length > 0, what);
   for (const r of rects) {
     assert.ok(inside(r, s), `${what}: ${r.key} ${JSON.stringify(r)} is outside the stage ${JSON.stringify(s)}`);
@@ -56,12 +58,15 @@ async function drawnCount(page: Page): Promise<number> {
 
 /** Move the pointer onto the middle of a drawn edge's line. */
 async function hoverEdge(page: Page, edge: Locator): Promise<void> {
-  const p = await edge.locator("path").first().evaluate((path) => {
-    const el = path as SVGPathElement;
-    const pt = el.getPointAtLength(el.getTotalLength() / 2);
-    const m = el.getScreenCTM()!;
-    return { x: pt.x * m.a + pt.y * m.c + m.e, y: pt.x * m.b + pt.y * m.d + m.f };
-  });
+  const p = await edge
+    .locator("path")
+    .first()
+    .evaluate((path) => {
+      const el = path as SVGPathElement;
+      const pt = el.getPointAtLength(el.getTotalLength() / 2);
+      const m = el.getScreenCTM()!;
+      return { x: pt.x * m.a + pt.y * m.c + m.e, y: pt.x * m.b + pt.y * m.d + m.f };
+    });
   await page.mouse.move(p.x - 30, p.y - 30);
   await page.mouse.move(p.x, p.y, { steps: 4 });
 }
@@ -142,7 +147,10 @@ describe("what flows on edges", () => {
     const page = o.page;
     const labels = await page.locator(".ts-elabel").allTextContents();
     assert.ok(labels.length > 0);
-    assert.ok(labels.every((t) => !/\(\+\d+\)/.test(t)), `no "(+N)" labels: ${labels.join(" | ")}`);
+    assert.ok(
+      labels.every((t) => !/\(\+\d+\)/.test(t)),
+      `no "(+N)" labels: ${labels.join(" | ")}`,
+    );
     // embedder → encoder: the stem's output feeds the first block's main path and its shortcut.
     const enc = (await page.locator('.ts-node[data-path="encoder"]').getAttribute("data-key"))!;
     const emb = (await page.locator('.ts-node[data-path="embedder"]').getAttribute("data-key"))!;
@@ -167,16 +175,21 @@ describe("what flows on edges", () => {
     await page.press("[data-role=search]", "Enter");
     await ready(page);
     await page.press("[data-role=search]", "Escape");
-    const sdpa = page.locator('.ts-node[data-kind=op]', { hasText: "scaled_dot_product_attention" }).first();
+    const sdpa = page.locator(".ts-node[data-kind=op]", { hasText: "scaled_dot_product_attention" }).first();
     const key = (await sdpa.getAttribute("data-key"))!;
     const drawn = await page.locator(`.ts-edge[data-dst="${key}"]`).count();
     await sdpa.hover();
     const tip = page.locator(".ts-tooltip");
     await tip.waitFor({ state: "visible" });
-    const ins = await tip.locator("tr").evaluateAll((rows) => rows.filter((r) => r.querySelector("th")?.textContent === "in").map((r) => r.textContent));
+    const ins = await tip
+      .locator("tr")
+      .evaluateAll((rows) => rows.filter((r) => r.querySelector("th")?.textContent === "in").map((r) => r.textContent));
     assert.equal(ins.length, 3, ins.join("\n"));
     assert.ok(drawn >= 1 && drawn <= 3);
-    assert.ok(ins.every((t) => /1×12×16×64 float32 {2}from /.test(t!)), ins.join("\n"));
+    assert.ok(
+      ins.every((t) => /1×12×16×64 float32 {2}from /.test(t!)),
+      ins.join("\n"),
+    );
     await shot(page, "gpt2-sdpa-hover");
     assert.deepEqual(o.errors, []);
     await page.context().close();

@@ -43,7 +43,8 @@ function assertNoErrors(o: Opened): void {
  */
 async function countAfterFit(page: Page, selector: string, n: number): Promise<void> {
   await page.click("[data-action=fit]");
-  await page.waitForFunction(([sel, want]) => document.querySelectorAll(sel as string).length === want, [selector, n] as const, { timeout: 10_000 })
+  await page
+    .waitForFunction(([sel, want]) => document.querySelectorAll(sel as string).length === want, [selector, n] as const, { timeout: 10_000 })
     .catch(async () => assert.equal(await page.locator(selector).count(), n, selector));
 }
 
@@ -94,10 +95,12 @@ async function assertAllBoxesVisible(page: Page, what: string): Promise<void> {
   const s = await stage(page);
   const mini = page.locator("canvas.ts-minimap");
   const m = (await mini.isVisible()) ? await box(mini) : null;
-  const rects = await page.$$eval(".ts-nodes > g > .ts-box", (els) => els.map((e) => {
-    const r = e.getBoundingClientRect();
-    return { x: r.left, y: r.top, width: r.width, height: r.height, key: (e.parentElement as HTMLElement).dataset.key };
-  }));
+  const rects = await page.$$eval(".ts-nodes > g > .ts-box", (els) =>
+    els.map((e) => {
+      const r = e.getBoundingClientRect();
+      return { x: r.left, y: r.top, width: r.width, height: r.height, key: (e.parentElement as HTMLElement).dataset.key };
+    }),
+  );
   assert.ok(rects.length > 0);
   for (const r of rects) {
     assert.ok(inside(r, s), `${what}: ${r.key} ${JSON.stringify(r)} outside the stage ${JSON.stringify(s)}`);
@@ -143,7 +146,10 @@ describe("GPT-2", () => {
     assert.equal(await page.locator(".ts-node[data-kind=input]").count(), 1);
     assert.ok((await page.locator(".ts-node[data-kind=output]").count()) >= 1);
     const labels = await page.locator(".ts-elabel").allTextContents();
-    assert.ok(labels.some((t) => /^1×16×768/.test(t)), "tensor shapes on edges");
+    assert.ok(
+      labels.some((t) => /^1×16×768/.test(t)),
+      "tensor shapes on edges",
+    );
     // The opening view shows the whole graph at a readable zoom (≥ 0.8: 10 px text ≥ 8 px);
     // the overview only shows when part of the graph is out of sight.
     assert.ok((await minScreenFont(page)) >= 8, "text at least 8 px on screen");
@@ -165,8 +171,7 @@ describe("GPT-2", () => {
     assert.equal(await page.locator(`.ts-node${sel}`).count(), 0);
     assert.match((await page.locator(`[data-head="${key}"]`).textContent())!, /Embedding/);
     const after = await box(cluster);
-    assert.ok(Math.abs(after.x - before.x) <= 2 && Math.abs(after.y - before.y) <= 2,
-      `moved from ${before.x},${before.y} to ${after.x},${after.y}`);
+    assert.ok(Math.abs(after.x - before.x) <= 2 && Math.abs(after.y - before.y) <= 2, `moved from ${before.x},${before.y} to ${after.x},${after.y}`);
     assert.ok((await page.locator(".ts-node[data-kind=op]").allTextContents()).includes("embedding"));
     await assertNoOverlaps(page);
 
@@ -272,7 +277,10 @@ describe("GPT-2", () => {
     // Containers are open; only one-op wrappers (Dropout, LayerNorm, Embedding) stay boxes.
     assert.equal(await page.locator('.ts-cluster[data-kind=module][data-path="h.0.attn"]').count(), 1);
     const boxes = await page.locator(".ts-node[data-kind=module] .ts-title").allTextContents();
-    assert.ok(boxes.every((t) => ["Dropout", "LayerNorm", "Embedding", "NewGELUActivation"].includes(t)), boxes.join(","));
+    assert.ok(
+      boxes.every((t) => ["Dropout", "LayerNorm", "Embedding", "NewGELUActivation"].includes(t)),
+      boxes.join(","),
+    );
     await assertNoOverlaps(page);
     await shot(page, "gpt2-expand-all");
     // Fit: the whole graph is in the window, so every box is drawn.
@@ -360,10 +368,7 @@ describe("hostile names", () => {
 
 describe("bad files", () => {
   async function pageWithData(name: string, base64: string): Promise<Page> {
-    const html = readFileSync(join(FIXTURES, "hostile.html"), "utf8").replace(
-      /(id="torchscope-graph">)[^<]*/,
-      (_m, open: string) => open + base64,
-    );
+    const html = readFileSync(join(FIXTURES, "hostile.html"), "utf8").replace(/(id="torchscope-graph">)[^<]*/, (_m, open: string) => open + base64);
     const file = join(FIXTURES, `${name}.html`);
     writeFileSync(file, html);
     const ctx = await browser.newContext();
@@ -443,7 +448,14 @@ function acquireVsCodeApi() {
   page.on("pageerror", (e) => errors.push(e.message));
   await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
   await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === "ready"));
-  return { page, errors, close: async () => { await ctx.close(); server.close(); } };
+  return {
+    page,
+    errors,
+    close: async () => {
+      await ctx.close();
+      server.close();
+    },
+  };
 }
 
 async function postGraph(page: Page, b64: string): Promise<void> {

@@ -34,15 +34,40 @@ async function capture(theme: string): Promise<{ bodyClass: string; vars: Record
   mkdirSync(join(ud, "User"), { recursive: true });
   mkdirSync(ws);
   writeFileSync(join(ws, "README.md"), "# theme\n");
-  writeFileSync(join(ud, "User", "settings.json"), JSON.stringify({
-    "workbench.colorTheme": theme, "workbench.startupEditor": "none", "security.workspace.trust.enabled": false,
-    "telemetry.telemetryLevel": "off", "git.enabled": false, "window.autoDetectColorScheme": false,
-  }));
+  writeFileSync(
+    join(ud, "User", "settings.json"),
+    JSON.stringify({
+      "workbench.colorTheme": theme,
+      "workbench.startupEditor": "none",
+      "security.workspace.trust.enabled": false,
+      "telemetry.telemetryLevel": "off",
+      "git.enabled": false,
+      "window.autoDetectColorScheme": false,
+    }),
+  );
   const port = await freePort();
   const env = { ...process.env, XDG_CONFIG_HOME: join(base, "xdg-config"), XDG_DATA_HOME: join(base, "xdg-data") };
-  const proc = spawn("node", [CODE_SERVER, "--bind-addr", `127.0.0.1:${port}`, "--auth", "none", "--user-data-dir", ud,
-    "--extensions-dir", join(base, "ext"), "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
-    "--disable-getting-started-override", "--ignore-last-opened", ws], { env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(
+    "node",
+    [
+      CODE_SERVER,
+      "--bind-addr",
+      `127.0.0.1:${port}`,
+      "--auth",
+      "none",
+      "--user-data-dir",
+      ud,
+      "--extensions-dir",
+      join(base, "ext"),
+      "--disable-telemetry",
+      "--disable-update-check",
+      "--disable-workspace-trust",
+      "--disable-getting-started-override",
+      "--ignore-last-opened",
+      ws,
+    ],
+    { env, detached: true, stdio: ["ignore", "pipe", "pipe"] },
+  );
   await new Promise<void>((res) => {
     let log = "";
     const on = (b: Buffer) => (log += b.toString()).includes("HTTP server listening") && res();

@@ -81,6 +81,9 @@ test("a view too big to draw is refused with a readable reason", async () => {
   const p = c.layout("big", lists([1]));
   const w = FakeWorker.made[0]!;
   w.onmessage?.({ data: { type: "too-many", id: w.sent[0]!.id, limit: 6000, what: "boxes" } });
-  await assert.rejects(p, (e: unknown) => e instanceof TooManyToDraw && /more than 6,000 boxes: too many nodes to draw at once; expand fewer/.test(e.message));
+  await assert.rejects(
+    p,
+    (e: unknown) => e instanceof TooManyToDraw && /more than 6,000 boxes: too many nodes to draw at once; expand fewer/.test(e.message),
+  );
   assert.equal(c.cached("big"), undefined);
 });

@@ -95,7 +95,10 @@ test("a group with thousands of members unfolds into segments; the folded group 
   b.groups.push({ parent: root, members, name: "Block ×3000" });
   const idx = buildIndex(b.build());
   const folded = buildVisible(idx, initialExpansion(idx));
-  assert.deepEqual(folded.nodes.filter((v) => v.cluster === `n${root}`).map((v) => v.key), ["g0"]);
+  assert.deepEqual(
+    folded.nodes.filter((v) => v.cluster === `n${root}`).map((v) => v.key),
+    ["g0"],
+  );
   const open = buildVisible(idx, { ...initialExpansion(idx), groups: new Set([0]) });
   const inGroup = open.nodes.filter((v) => v.cluster === "g0");
   assert.equal(inGroup.length, 30);
@@ -118,8 +121,10 @@ test("a 10,000-deep chain of module calls: no recursion, and too deep a view is 
   const all = buildVisible(idx, expandAll(idx));
   assert.equal(all.clusters.length, 9_999);
   assert.ok(toDot(idx, all).dot.includes('subgraph "cluster_n9999"'), "DOT of 10,000 nested frames (no recursion)");
-  assert.throws(() => buildVisible(idx, expandAll(idx), DRAW_LIMITS), (e: unknown) =>
-    e instanceof TooManyToDraw && e.what === "levels" && /more than 100 levels deep: too deep to draw at once/.test(e.message));
+  assert.throws(
+    () => buildVisible(idx, expandAll(idx), DRAW_LIMITS),
+    (e: unknown) => e instanceof TooManyToDraw && e.what === "levels" && /more than 100 levels deep: too deep to draw at once/.test(e.message),
+  );
 });
 
 test("a view of more than DRAW_LIMITS.boxes boxes is refused before any layout", () => {
@@ -136,6 +141,8 @@ test("a view of more than DRAW_LIMITS.boxes boxes is refused before any layout",
   }
   const idx = buildIndex(b.build());
   assert.ok(computeView(idx, initialExpansion(idx)).vg.nodes.length < 100);
-  assert.throws(() => computeView(idx, expandAll(idx)), (e: unknown) =>
-    e instanceof TooManyToDraw && e.message === "more than 6,000 boxes: too many nodes to draw at once; expand fewer");
+  assert.throws(
+    () => computeView(idx, expandAll(idx)),
+    (e: unknown) => e instanceof TooManyToDraw && e.message === "more than 6,000 boxes: too many nodes to draw at once; expand fewer",
+  );
 });

@@ -67,11 +67,10 @@ test("an SDPA node's hover lists every input drawn, also from same-named produce
   const vg = buildVisible(idx, initialExpansion(idx)); // attn is open: its ops are drawn
   assert.ok(vg.clusters.some((c) => c.key === `n${attn}`));
   const ins = describe(idx, vg, `n${sdpa}`)!.rows.filter(([key]) => key === "in");
-  assert.deepEqual(ins.map(([, t]) => t), [
-    "1×4×16×8 float32  from transpose in attn",
-    "1×4×16×8 float32  from transpose in attn",
-    "1×4×16×8 float32  from transpose in attn",
-  ]);
+  assert.deepEqual(
+    ins.map(([, t]) => t),
+    ["1×4×16×8 float32  from transpose in attn", "1×4×16×8 float32  from transpose in attn", "1×4×16×8 float32  from transpose in attn"],
+  );
   assert.equal(vg.edges.filter((e) => e.dst === `n${sdpa}`).length, 3, "as many as drawn");
 });
 
@@ -106,7 +105,11 @@ test("long labels are cut in the middle; the hover keeps the full name", () => {
   const x = b.add("input", "x");
   const m = b.module(huge, "m", null);
   const op = b.op("relu", m);
-  b.edge(x, op, Array.from({ length: 5000 }, () => 2));
+  b.edge(
+    x,
+    op,
+    Array.from({ length: 5000 }, () => 2),
+  );
   const idx = buildIndex(b.build());
   const view = computeView(idx, initialExpansion(idx));
   assert.equal([...view.labels.get(`n${m}`)!.title].length, LABEL_MAX);
