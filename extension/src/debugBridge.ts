@@ -6,6 +6,7 @@
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import type * as vscode from "vscode";
+import type { TraceSummary } from "./protocol";
 
 // ---- the evaluate expression ---------------------------------------------------------
 
@@ -122,24 +123,11 @@ export interface Candidate {
   input: string | null;
 }
 
-export interface TraceSummaryLike {
-  model: string;
-  qualname?: string;
-  nodes: number;
-  edges?: number;
-  ops: number;
-  modules?: number;
-  params?: number;
-  trace_ms: number;
-  input: string;
-  error: { type: string; message: string; file: string | null; line: number | null } | null;
-}
-
 export interface TraceReply {
   ok: true;
   path: string;
   size: number;
-  summary: TraceSummaryLike;
+  summary: TraceSummary;
   output?: string;
   warning?: string;
   elapsed_ms?: number;

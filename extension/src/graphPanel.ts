@@ -6,7 +6,7 @@
 import * as crypto from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as vscode from "vscode";
-import { isFromWebview, targetKey, type FromWebview, type PanelOrigin, type Site, type ToWebview } from "./protocol";
+import { isViewerMessage, targetKey, type HostMessage, type PanelOrigin, type Site, type ViewerMessage } from "./protocol";
 
 export interface PanelEvents {
   reveal(site: Site, panel: GraphPanel): void;
@@ -148,19 +148,19 @@ export class GraphPanel {
     if (this.ready) this.postGraph();
   }
 
-  post(msg: ToWebview): void {
+  post(msg: HostMessage): void {
     if (!this.disposed && this.ready) void this.panel.webview.postMessage(msg);
   }
 
   private postGraph(): void {
     if (!this.graph) return;
-    void this.panel.webview.postMessage({ type: "graph", data: exactArrayBuffer(this.graph), origin: this.origin } satisfies ToWebview);
+    void this.panel.webview.postMessage({ type: "graph", data: exactArrayBuffer(this.graph), origin: this.origin } satisfies HostMessage);
     this.events.log.info(`panel ${this.origin.target}: posted the graph (${this.graph.byteLength} bytes)`);
   }
 
   private onMessage(m: unknown): void {
-    if (!isFromWebview(m)) return;
-    const msg: FromWebview = m;
+    if (!isViewerMessage(m)) return;
+    const msg: ViewerMessage = m;
     switch (msg.type) {
       case "ready":
         this.ready = true;

@@ -5,7 +5,8 @@ import workerSource from "virtual:layout-worker";
 import "./viewer.css";
 import { DeferredWorker, fetchWorkerUrl, type WorkerLike } from "./deferredWorker";
 import { decodeGraph, FormatError, type Graph } from "./format";
-import { StandaloneHost, VsCodeHost, type FromExtension, type Host } from "./host";
+import { StandaloneHost, VsCodeHost, type Host } from "./host";
+import type { HostMessage } from "./messages";
 import { nextTask } from "./tasks";
 import { showFatal } from "./ui";
 import { Viewer } from "./viewer";
@@ -143,12 +144,12 @@ async function boot(): Promise<void> {
   if (typeof acquireVsCodeApi === "function") {
     const host = new VsCodeHost(acquireVsCodeApi());
     let viewer: Viewer | null = null;
-    window.addEventListener("message", (ev: MessageEvent<FromExtension | undefined>) => {
+    window.addEventListener("message", (ev: MessageEvent<HostMessage | undefined>) => {
       const m = ev.data;
       if (m?.type === "graph" && m.data) {
         // A new trace replaces the old view; its layouts are stale.
         viewer?.dispose();
-        if (m.origin) host.setOrigin(m.origin);
+        host.setOrigin(m.origin);
         viewer = mount(rootElement(), m.data, host);
       } else if (m?.type === "highlightLine") {
         viewer?.highlightLine(m.file, m.line);

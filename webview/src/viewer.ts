@@ -23,7 +23,8 @@ import { Minimap } from "./minimap";
 import { exportSvg, svgToPng } from "./export";
 import { buildUi, fillTooltip, type Ui } from "./ui";
 import { MONO, SANS, fontCss, type Font, type Measure } from "./metrics";
-import type { Host, ViewState } from "./host";
+import type { Host } from "./host";
+import type { ViewState } from "./messages";
 
 interface Drawn {
   key: string;

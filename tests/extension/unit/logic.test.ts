@@ -4,7 +4,7 @@ import { strict as assert } from "node:assert";
 import { beforeEach, describe, it } from "node:test";
 import * as path from "node:path";
 import * as vs from "./vscode-stub";
-import { isFromWebview, panelTitle, shortName, targetKey, TORCHSCOPE_ERROR } from "../../../extension/src/protocol";
+import { isViewerMessage, panelTitle, shortName, targetKey, TORCHSCOPE_ERROR } from "../../../extension/src/protocol";
 import { chooseInterpreter, expandPath, resolveInterpreter } from "../../../extension/src/interpreter";
 import { debounce, findBundle, readInitOptions, serverPythonPath } from "../../../extension/src/client";
 import { AnswerStore, classifyFailure, traceParams, visualizeArgs } from "../../../extension/src/commands";
@@ -24,11 +24,11 @@ describe("protocol helpers", () => {
     assert.equal(shortName("transformers.GPT2LMHeadModel"), "GPT2LMHeadModel");
   });
   it("accepts only the viewer's message types", () => {
-    assert.ok(isFromWebview({ type: "ready" }));
-    assert.ok(isFromWebview({ type: "reveal", site: { file: "/a.py", line: 3 }, nodeId: 1 }));
-    assert.ok(!isFromWebview({ type: "graph" }));
-    assert.ok(!isFromWebview(null));
-    assert.ok(!isFromWebview("ready"));
+    assert.ok(isViewerMessage({ type: "ready" }));
+    assert.ok(isViewerMessage({ type: "reveal", site: { file: "/a.py", line: 3 }, nodeId: 1 }));
+    assert.ok(!isViewerMessage({ type: "graph" }));
+    assert.ok(!isViewerMessage(null));
+    assert.ok(!isViewerMessage("ready"));
   });
 });
 
