@@ -6,6 +6,7 @@
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import type * as vscode from "vscode";
+import { formatCount } from "../../webview/src/count";
 import type { TraceSummary } from "./protocol";
 
 // ---- the evaluate expression ---------------------------------------------------------
@@ -178,16 +179,6 @@ export function parseReply(result: unknown): { ok: true; [k: string]: unknown } 
 
 // ---- candidates ----------------------------------------------------------------------
 
-/** 1234 → "1.2K", 124_439_808 → "124.4M". */
-export function formatParams(n: number): string {
-  if (!Number.isFinite(n) || n < 0) return "?";
-  if (n < 1000) return String(n);
-  for (const [d, u] of [[1e12, "T"], [1e9, "B"], [1e6, "M"], [1e3, "K"]] as const) {
-    if (n >= d) return `${(n / d).toFixed(n / d >= 100 ? 0 : 1).replace(/\.0$/, "")}${u}`;
-  }
-  return String(n);
-}
-
 export interface CandidateItem {
   label: string;
   description: string;
@@ -199,7 +190,7 @@ export interface CandidateItem {
 export function candidateItems(modules: Candidate[]): CandidateItem[] {
   return modules.map((c) => ({
     label: c.name === c.cls ? c.cls : c.name,
-    description: `${c.cls} · ${formatParams(c.params)} params`,
+    description: `${c.cls} · ${formatCount(c.params)} params`,
     detail: [c.reason, c.inputs ? `input: ${c.input ?? "known"}` : "input unknown: you type one or trace the next call"]
       .filter(Boolean)
       .join(" — "),
