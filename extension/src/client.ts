@@ -11,8 +11,8 @@ import {
 } from "vscode-languageclient/node";
 import { resolveInterpreter, type Interpreter } from "./interpreter";
 import {
-  SHUTDOWN_RUNNER, TARGET_AT, TRACE,
-  type InitOptions, type TargetAtParams, type TargetAtResult, type TraceParams, type TraceResult,
+  LOG_LEVELS, SHUTDOWN_RUNNER, TARGET_AT, TRACE,
+  type InitOptions, type LogLevel, type TargetAtParams, type TargetAtResult, type TraceParams, type TraceResult,
 } from "./protocol";
 
 /** The JSON-RPC code of a cancelled request (LSP RequestCancelled). */
@@ -50,13 +50,17 @@ export function serverPythonPath(bundle: Bundle, existing: string | undefined): 
   return parts.filter((p): p is string => !!p).join(path.delimiter);
 }
 
+function logLevel(setting: unknown): LogLevel {
+  return LOG_LEVELS.find((l) => l === setting) ?? "info";
+}
+
 export function readInitOptions(storageDir: string): InitOptions {
   const cfg = vscode.workspace.getConfiguration("torchscope");
   const timeout = cfg.get<number>("traceTimeoutSeconds", 60);
   return {
     storageDir,
     traceTimeoutSeconds: typeof timeout === "number" && timeout > 0 ? timeout : 60,
-    logLevel: cfg.get<string>("logLevel", "info") === "debug" ? "debug" : "info",
+    logLevel: logLevel(cfg.get<string>("logLevel", "info")),
   };
 }
 

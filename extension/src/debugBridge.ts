@@ -309,13 +309,6 @@ export class DebugBridge {
     return r;
   }
 
-  /** Like `request`, but an `ok: false` reply throws a DebugError. */
-  async call<T extends { ok: true }>(request: DebugRequest): Promise<T> {
-    const r = await this.request<T>(request);
-    if (!r.ok) throw new DebugError(r);
-    return r;
-  }
-
   /**
    * Make sure the graph the debuggee wrote at `remotePath` is at `localPath` here: it is
    * when the debuggee runs on this machine; else fetch it with `read_chunk` and remove it there.

@@ -10,10 +10,14 @@ export const SHUTDOWN_RUNNER = "torchscope/shutdownRunner";
 /** JSON-RPC error code of every torchscope error response. */
 export const TORCHSCOPE_ERROR = -32001;
 
+/** The server's log levels, least to most (docs/protocol.md). */
+export const LOG_LEVELS = ["error", "warning", "info", "debug"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 export interface InitOptions {
   storageDir: string;
   traceTimeoutSeconds: number;
-  logLevel: "info" | "debug";
+  logLevel: LogLevel;
 }
 
 export interface Position {

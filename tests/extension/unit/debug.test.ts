@@ -242,7 +242,7 @@ describe("the bridge against a fake session", () => {
   it("sends one evaluate per request on the frame and parses the reply", async () => {
     const { session, seen } = fakeSession(new Map(), { candidates: { ok: true, modules: [], more: 0 } });
     const b = new DebugBridge({ session: session as never, frameId: 3 }, DEBUG_PY);
-    assert.deepEqual(await b.call({ op: "candidates" }), { ok: true, modules: [], more: 0 });
+    assert.deepEqual(await b.request({ op: "candidates" }), { ok: true, modules: [], more: 0 });
     assert.equal(seen[0]!.command, "evaluate");
     assert.equal(seen[0]!.args.frameId, 3);
   });

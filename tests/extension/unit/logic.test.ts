@@ -2,6 +2,7 @@
 // options, failure classification, remembered answers, reveal lines, HTML export.
 import { strict as assert } from "node:assert";
 import { beforeEach, describe, it } from "node:test";
+import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import * as vs from "./vscode-stub";
 import { isViewerMessage, panelTitle, shortName, targetKey, TORCHSCOPE_ERROR } from "../../../extension/src/protocol";
@@ -86,6 +87,17 @@ describe("server start-up", () => {
     vs.settings.set("torchscope.traceTimeoutSeconds", -1);
     vs.settings.set("torchscope.logLevel", "loud");
     assert.deepEqual(readInitOptions("/s"), { storageDir: "/s", traceTimeoutSeconds: 60, logLevel: "info" });
+  });
+  it("passes each of the server's four log levels, and only those", () => {
+    const manifest = JSON.parse(readFileSync(path.join(__dirname, "..", "..", "..", "package.json"), "utf8")) as {
+      contributes: { configuration: { properties: Record<string, { enum?: string[] }> } };
+    };
+    const levels = manifest.contributes.configuration.properties["torchscope.logLevel"]!.enum!;
+    assert.deepEqual(levels, ["error", "warning", "info", "debug"]);
+    for (const level of levels) {
+      vs.settings.set("torchscope.logLevel", level);
+      assert.equal(readInitOptions("/s").logLevel, level);
+    }
   });
   it("restarts once for a burst of changes", async () => {
     let n = 0;
