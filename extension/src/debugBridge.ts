@@ -198,13 +198,6 @@ export function candidateItems(modules: Candidate[]): CandidateItem[] {
   }));
 }
 
-/** The class name for a panel title: from the summary, else the candidate, else the expression. */
-export function modelName(summary: { model?: string } | undefined, fallback: string): string {
-  const m = summary?.model || fallback;
-  const i = m.lastIndexOf(".");
-  return i >= 0 && !m.includes("(") && !m.includes("[") ? m.slice(i + 1) : m;
-}
-
 // ---- chunked transfer ----------------------------------------------------------------
 
 export const MAX_CHUNK = 4 * 1024 * 1024;

@@ -85,8 +85,7 @@ export class GraphPanel {
   static createOrShow(viewerDir: vscode.Uri, origin: PanelOrigin, events: PanelEvents): GraphPanel {
     const existing = GraphPanel.find(origin.uri, origin.target);
     if (existing) {
-      existing.origin = { ...existing.origin, ...origin };
-      existing.panel.title = origin.title;
+      existing.retitle(origin.title);
       existing.panel.reveal(undefined, true);
       return existing;
     }
@@ -118,9 +117,9 @@ export class GraphPanel {
   }
 
   private constructor(
-    readonly panel: vscode.WebviewPanel,
+    private readonly panel: vscode.WebviewPanel,
     private readonly viewerDir: vscode.Uri,
-    public origin: PanelOrigin,
+    private shown: PanelOrigin,
     private readonly events: PanelEvents,
   ) {
     GraphPanel.panels.set(this.key, this);
@@ -133,13 +132,32 @@ export class GraphPanel {
   }
 
   get key(): string {
-    return targetKey(this.origin.uri, this.origin.target);
+    return targetKey(this.shown.uri, this.shown.target);
+  }
+
+  /** What the panel shows: its target (fixed for the panel's life), title and graph file. */
+  get origin(): Readonly<PanelOrigin> {
+    return this.shown;
+  }
+
+  get title(): string {
+    return this.panel.title;
+  }
+
+  get viewColumn(): vscode.ViewColumn | undefined {
+    return this.panel.viewColumn;
+  }
+
+  /** A new title (the traced model's name, known once its trace is done). */
+  retitle(title: string): void {
+    this.shown = { ...this.shown, title };
+    this.panel.title = title;
   }
 
   /** Read a graph file written by the server (or the CLI) and show it. */
   async load(graphPath: string): Promise<void> {
     const bytes = await fs.readFile(graphPath);
-    this.origin = { ...this.origin, graphPath };
+    this.shown = { ...this.shown, graphPath };
     this.show(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   }
 
@@ -154,7 +172,7 @@ export class GraphPanel {
 
   private postGraph(): void {
     if (!this.graph) return;
-    void this.panel.webview.postMessage({ type: "graph", data: exactArrayBuffer(this.graph), origin: this.origin } satisfies HostMessage);
+    void this.panel.webview.postMessage({ type: "graph", data: exactArrayBuffer(this.graph), origin: this.shown } satisfies HostMessage);
     this.events.log.info(`panel ${this.origin.target}: posted the graph (${this.graph.byteLength} bytes)`);
   }
 

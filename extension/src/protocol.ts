@@ -120,6 +120,13 @@ export function shortName(name: string): string {
   return i >= 0 ? name.slice(i + 1) : name;
 }
 
-export function panelTitle(summary: Pick<TraceSummary, "model"> | null, target: string): string {
-  return `Forward pass: ${shortName(summary?.model || target)}`;
+/** The model's name for a title: the class (last dotted part) from the summary, else from
+ * `fallback` (a target or an expression, kept whole when it is not a dotted name: `nets["g.x"]`). */
+export function modelName(summary: Pick<TraceSummary, "model"> | null | undefined, fallback: string): string {
+  const m = summary?.model || fallback;
+  return m.includes("(") || m.includes("[") ? m : shortName(m);
+}
+
+export function panelTitle(summary: Pick<TraceSummary, "model"> | null | undefined, fallback: string): string {
+  return `Forward pass: ${modelName(summary, fallback)}`;
 }

@@ -13,11 +13,14 @@ import { afterEach, beforeEach, describe, it } from "node:test";
 import * as vs from "./vscode-stub";
 import { GraphPanel } from "../../../extension/src/graphPanel";
 import {
-  DebugBridge, DebugError, MAX_CHUNK, SHIPPED_FILES, SHIPPED_MSGPACK, candidateItems, evaluateArgs, loaderExpression, modelName, parseReply, pyString,
+  DebugBridge, DebugError, MAX_CHUNK, SHIPPED_FILES, SHIPPED_MSGPACK, candidateItems, evaluateArgs, loaderExpression, parseReply, pyString,
   shipExpression,
   readChunked, requestExpression, type Candidate, type ChunkReply, type DebugRequest, type ErrorReply,
 } from "../../../extension/src/debugBridge";
-import { DEBUG_URI, DebugCommands, variableExpression } from "../../../extension/src/debugCommands";
+import { variableExpression } from "../../../extension/src/debugCommands";
+import { wire } from "../../../extension/src/extension";
+import { DEBUG_URI } from "../../../extension/src/pausedSource";
+import { modelName } from "../../../extension/src/protocol";
 
 const ROOT = resolve(__dirname, "..", "..", "..");
 const PYTHON = process.env.TORCHSCOPE_PYTHON ?? join(ROOT, ".venv", "bin", "python");
@@ -343,13 +346,16 @@ const GRAPH = Buffer.from([0x81, 0xa1, 0x61, 0x01]);
 const summary = { model: "Block", nodes: 3, edges: 2, ops: 1, trace_ms: 2, input: "paused call", error: null };
 const block: Candidate = { expr: "self", name: "self", cls: "Block", qualname: "m.Block", params: 10, reason: "paused in its forward", inputs: true, input: "paused call" };
 
-function commands(): DebugCommands {
+/** The extension's wiring with no language server: the paused-frame commands and the flow. */
+function wired() {
   const storage = mkdtempSync(join(tmpdir(), "torchscope-debug-storage-"));
-  return new DebugCommands({
-    context: { globalStorageUri: vs.Uri.file(storage) } as never,
-    bundle: { toolDir: "/ext/bundled/tool", libsDir: undefined, viewerDir: "/ext/viewer" },
-    log: vs.logChannel() as never,
-  });
+  const noServer = { python: undefined, targetAt: async () => null, trace: async () => Promise.reject(new Error("no server")), restart: async () => undefined };
+  const memento = { get: (_k: string, d: unknown) => d, update: async () => undefined };
+  return wire({ globalStorageUri: vs.Uri.file(storage), workspaceState: memento } as never, noServer, { toolDir: "/ext/bundled/tool", libsDir: undefined, viewerDir: "/ext/viewer" }, vs.logChannel() as never);
+}
+
+function commands() {
+  return wired().debug;
 }
 
 /** withProgress whose Cancel the test can press. */
@@ -415,7 +421,7 @@ describe("the commands against a fake paused session", () => {
     assert.ok(!("input" in t));
     const panel = GraphPanel.find(DEBUG_URI, "self")!;
     assert.ok(panel, "a panel for the paused frame's self");
-    assert.equal(panel.panel.title, "Forward pass: Block");
+    assert.equal(panel.title, "Forward pass: Block");
     assert.equal(panel.origin.graphPath, t.out);
     assert.deepEqual([...panel.bytes!], [...GRAPH]);
     assert.equal(messages("showErrorMessage").length, 0);
@@ -431,9 +437,9 @@ describe("the commands against a fake paused session", () => {
       return { ok: false, kind: "bad-request", error: req.op };
     });
     vs.answers.push(candidateItems([block])[0]);
-    const c = commands();
-    await c.visualizePausedFrame();
-    await c.retracePaused(GraphPanel.find(DEBUG_URI, "self")!.origin.target);
+    const { debug, flow } = wired();
+    await debug.visualizePausedFrame();
+    await flow.retrace(GraphPanel.find(DEBUG_URI, "self")!);
     assert.deepEqual(requests.map((r) => r.op), ["candidates", "warm", "trace", "trace"]);
     assert.equal((requests[2] as Extract<DebugRequest, { op: "trace" }>).expr, "self");
     assert.equal(messages("showWarningMessage").length, 0, "no “can't be opened” warning");
@@ -520,7 +526,7 @@ describe("the commands against a fake paused session", () => {
     assert.deepEqual(requests.map((r) => r.op), ["candidates", "warm", "trace_next_call"]);
     assert.ok(messages("showInformationMessage").some((m) => /continue the program/.test(m)));
     const panel = GraphPanel.find(DEBUG_URI, "self")!;
-    assert.equal(panel.panel.title, "Forward pass: Block");
+    assert.equal(panel.title, "Forward pass: Block");
     assert.deepEqual([...panel.bytes!], [...GRAPH]);
   });
 

@@ -8,7 +8,8 @@ import * as vs from "./vscode-stub";
 import { isViewerMessage, panelTitle, shortName, targetKey, TORCHSCOPE_ERROR } from "../../../extension/src/protocol";
 import { chooseInterpreter, expandPath, resolveInterpreter } from "../../../extension/src/interpreter";
 import { debounce, findBundle, readInitOptions, serverPythonPath } from "../../../extension/src/client";
-import { AnswerStore, classifyFailure, traceParams, visualizeArgs } from "../../../extension/src/commands";
+import { visualizeArgs } from "../../../extension/src/commands";
+import { AnswerStore, classifyFailure, traceParams } from "../../../extension/src/editorSource";
 import { editorLine, sameFile } from "../../../extension/src/reveal";
 import { standaloneHtml } from "../../../extension/src/export";
 

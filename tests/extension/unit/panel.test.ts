@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as vs from "./vscode-stub";
 import { GraphPanel, exactArrayBuffer, panelHtml, type PanelEvents } from "../../../extension/src/graphPanel";
-import { Commands } from "../../../extension/src/commands";
+import { wire } from "../../../extension/src/extension";
 import type { Server } from "../../../extension/src/client";
 import { TORCHSCOPE_ERROR, type TraceParams, type TraceResult } from "../../../extension/src/protocol";
 
@@ -154,11 +154,12 @@ describe("visualize command", () => {
     };
     const context = {
       workspaceState: { get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d), update: async (k: string, v: unknown) => void memento.set(k, v) },
+      globalStorageUri: vs.Uri.file(dir),
     };
     vs.window.activeTextEditor = { document: doc, selection: { active: new vs.Position(3, 4) } };
     vs.workspace.documents.set(doc.uri.toString(), doc);
     const log = vs.logChannel();
-    const cmds = new Commands({ context: context as never, client: server, bundle: { toolDir: "/t", libsDir: undefined, viewerDir: "/v" }, log: log as never });
+    const { commands: cmds } = wire(context as never, server, { toolDir: "/t", libsDir: undefined, viewerDir: "/v" }, log as never);
     return { cmds, sent, log };
   }
   const fail = (kind: string, extra: object = {}) => () => {

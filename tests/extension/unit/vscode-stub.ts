@@ -95,6 +95,13 @@ export interface StubPanel {
 
 export const panels: StubPanel[] = [];
 
+export interface CancellationToken {
+  isCancellationRequested: boolean;
+  onCancellationRequested: (l: () => void) => Disposable;
+}
+/** Presses Cancel on the last progress notification. */
+export const progressCancel: { press: () => void } = { press: () => undefined };
+
 function makePanel(viewType: string, title: string, options: unknown): StubPanel {
   const messages = new EventEmitter<unknown>();
   const disposed = new EventEmitter<void>();
@@ -152,9 +159,20 @@ export const window = {
   showErrorMessage: (...args: unknown[]) => (record("showErrorMessage", args), Promise.resolve(nextAnswer())),
   showInputBox: (...args: unknown[]) => (record("showInputBox", args), Promise.resolve(nextAnswer())),
   showQuickPick: (...args: unknown[]) => (record("showQuickPick", args), Promise.resolve(nextAnswer())),
-  withProgress: <R>(opts: unknown, task: (p: { report(v: unknown): void }, t: { isCancellationRequested: boolean }) => Promise<R>) => {
+  withProgress: <R>(opts: unknown, task: (p: { report(v: unknown): void }, t: CancellationToken) => Promise<R>) => {
     record("withProgress", [opts]);
-    return task({ report: (v) => record("progress", [v]) }, { isCancellationRequested: false });
+    const cancelled = new EventEmitter<void>();
+    const token = { isCancellationRequested: false, onCancellationRequested: cancelled.event };
+    // The notification's Cancel button, for the test to press while the task runs.
+    progressCancel.press = () => {
+      token.isCancellationRequested = true;
+      cancelled.fire();
+    };
+    return task({ report: (v) => record("progress", [v]) }, token);
+  },
+  showTextDocument: (doc: unknown, options?: unknown) => {
+    record("showTextDocument", [doc, options]);
+    return Promise.resolve({ document: doc, revealRange: (...a: unknown[]) => record("revealRange", a) });
   },
   createOutputChannel: (name: string) => logChannel(name),
   onDidChangeTextEditorSelection: () => new Disposable(),
