@@ -6,7 +6,7 @@
 import * as crypto from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as vscode from "vscode";
-import { isViewerMessage, targetKey, type HostMessage, type PanelOrigin, type Site, type ViewerMessage } from "./protocol";
+import { isViewerMessage, targetKey, type HostMessage, type PanelOrigin, type Site, type ViewerMessage, type ViewState } from "./protocol";
 
 export interface PanelEvents {
   reveal(site: Site, panel: GraphPanel): void;
@@ -67,6 +67,7 @@ export class GraphPanel {
   private readonly disposables: vscode.Disposable[] = [];
   private ready = false;
   private graph: Uint8Array | undefined;
+  private lastView: ViewState | undefined;
   private disposed = false;
 
   static get active(): GraphPanel | undefined {
@@ -193,6 +194,9 @@ export class GraphPanel {
       case "error":
         this.events.log.error(`viewer: ${msg.message}`);
         return;
+      case "view":
+        this.lastView = msg.view;
+        return;
     }
   }
 
@@ -213,6 +217,11 @@ export class GraphPanel {
   /** The graph bytes shown now (for the HTML export). */
   get bytes(): Uint8Array | undefined {
     return this.graph;
+  }
+
+  /** The viewer's view of the graph shown now (which modules are open), if it said. */
+  get view(): ViewState | undefined {
+    return this.lastView;
   }
 
   dispose(): void {

@@ -26,9 +26,12 @@ export function downloadBlob(name: string, data: Blob): void {
 
 export class StandaloneHost implements Host {
   readonly kind = "standalone";
-  private state: ViewState | undefined;
 
-  constructor(private readonly status: (text: string) => void) {}
+  /** `state`: the view to open at (an HTML export of a VS Code panel's view). */
+  constructor(
+    private readonly status: (text: string) => void,
+    private state?: ViewState,
+  ) {}
 
   reveal(site: Site): void {
     this.status(`${site.file}:${site.line}${site.func ? ` (${site.func})` : ""}`);
@@ -65,6 +68,7 @@ export class VsCodeHost implements Host {
   }
   saveState(state: ViewState): void {
     this.api.setState({ ...state, origin: this.stored().origin } satisfies WebviewState);
+    this.post({ type: "view", view: state });
   }
   loadState(): ViewState | undefined {
     const s = this.stored();

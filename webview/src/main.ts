@@ -6,7 +6,7 @@ import "./viewer.css";
 import { DeferredWorker, fetchWorkerUrl, type WorkerLike } from "./deferredWorker";
 import { decodeGraph, FormatError, type Graph } from "./format";
 import { StandaloneHost, VsCodeHost, type Host } from "./host";
-import type { HostMessage } from "./messages";
+import type { HostMessage, ViewState } from "./messages";
 import { nextTask } from "./tasks";
 import { showFatal } from "./ui";
 import { Viewer } from "./viewer";
@@ -88,6 +88,16 @@ function base64ToBytes(text: string): Uint8Array {
   return out;
 }
 
+/** The view a page opens at (`data-view` on the root: an HTML export of a panel's view). */
+function pageView(root: HTMLElement): ViewState | undefined {
+  try {
+    const v = JSON.parse(root.dataset.view || "null") as Partial<ViewState> | null;
+    return v && Array.isArray(v.expanded) && Array.isArray(v.groups) ? (v as ViewState) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function rootElement(): HTMLElement {
   let root = document.getElementById("torchscope");
   if (!root) {
@@ -127,7 +137,7 @@ async function boot(): Promise<void> {
     const host = new StandaloneHost((text) => {
       const s = root.querySelector<HTMLElement>("[data-role=status]");
       if (s) s.textContent = text;
-    });
+    }, pageView(root));
     // Short tasks from here on: the layout worker (created above) starts meanwhile.
     await nextTask();
     let bytes: Uint8Array;

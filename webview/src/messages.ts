@@ -31,7 +31,9 @@ export type ViewerMessage =
   | { type: "ready" }
   | { type: "reveal"; site: Site; nodeId: number }
   | { type: "save"; name: string; mime: string; data: ArrayBuffer }
-  | { type: "error"; message: string };
+  | { type: "error"; message: string }
+  /** The view changed (after each layout): an HTML export opens at it. */
+  | { type: "view"; view: ViewState };
 
 /** Messages the extension posts to the viewer. */
 export type HostMessage =
@@ -44,7 +46,7 @@ export type HostMessage =
 export type WebviewState = Partial<ViewState> & { origin?: PanelOrigin };
 
 // Every viewer message type, and no other (`satisfies` fails to compile on a missing or extra one).
-const VIEWER_MESSAGE_TYPES = { ready: true, reveal: true, save: true, error: true } satisfies Record<ViewerMessage["type"], true>;
+const VIEWER_MESSAGE_TYPES = { ready: true, reveal: true, save: true, error: true, view: true } satisfies Record<ViewerMessage["type"], true>;
 
 /** A message from the webview that the extension knows (anything can be posted there). */
 export function isViewerMessage(x: unknown): x is ViewerMessage {

@@ -2,7 +2,9 @@
 // options, failure classification, remembered answers, reveal lines, HTML export.
 import { strict as assert } from "node:assert";
 import { beforeEach, describe, it } from "node:test";
-import { readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import * as path from "node:path";
 import * as vs from "./vscode-stub";
 import { isViewerMessage, panelTitle, shortName, targetKey, TORCHSCOPE_ERROR } from "../../../extension/src/protocol";
@@ -12,6 +14,8 @@ import { visualizeArgs } from "../../../extension/src/commands";
 import { AnswerStore, classifyFailure, traceParams } from "../../../extension/src/editorSource";
 import { editorLine, sameFile } from "../../../extension/src/reveal";
 import { standaloneHtml } from "../../../extension/src/export";
+
+const PYTHON = process.env.TORCHSCOPE_PYTHON ?? path.join(__dirname, "..", "..", "..", ".venv", "bin", "python");
 
 beforeEach(() => vs.reset());
 
@@ -181,12 +185,54 @@ describe("reveal", () => {
 });
 
 describe("standalone HTML export", () => {
+  const ROOT = path.resolve(__dirname, "..", "..", "..");
+  const template = readFileSync(path.join(ROOT, "webview", "src", "page.html"), "utf8");
+
   it("inlines the viewer and the data under a nonce CSP", () => {
-    const html = standaloneHtml(new Uint8Array([1, 2, 3]), 'var s = "</script>";', "a{}</style>", "Forward pass: <MLP>", "NONCE");
+    const parts = { template, worker: "", viewer: 'var s = "</script>";', css: "a{}</style>" };
+    const html = standaloneHtml(new Uint8Array([1, 2, 3]), parts, "Forward pass: <MLP>", "NONCE");
     assert.ok(html.includes("default-src &#x27;none&#x27;; script-src &#x27;nonce-NONCE&#x27; &#x27;wasm-unsafe-eval&#x27;"));
     assert.match(html, /<script type="application\/octet-stream" id="torchscope-graph">AQID<\/script>/);
     assert.ok(html.includes('var s = "<\\/script>";'));
     assert.ok(html.includes("a{}<\\/style>"));
     assert.ok(html.includes("<title>Forward pass: &lt;MLP&gt;</title>"));
+  });
+
+  it("is the page the CLI writes, byte for byte: one template, filled the same way", { skip: !existsSync(PYTHON) && "no venv python" }, () => {
+    const parts = {
+      template,
+      worker: "onmessage = () => postMessage('</script>'); // {{title}}",
+      viewer: "var s = '</SCRIPT><!-- x'; var t = '{{nonce}}';",
+      css: ".ts-root{color:red} /* </style> */",
+    };
+    const dir = mkdtempSync(path.join(tmpdir(), "torchscope-page-"));
+    for (const [f, text] of [["page.html", parts.template], ["layout.worker.js", parts.worker], ["viewer-page.js", parts.viewer], ["viewer.css", parts.css]]) {
+      writeFileSync(path.join(dir, f!), text!);
+    }
+    const bytes = new Uint8Array([0x81, 0xa1, 0x61, 0x01]);
+    const title = `it's <b>"Net"</b> & co`;
+    const code =
+      "import sys, pathlib, secrets\n" +
+      "from torchscope import html\n" +
+      "html._read_static = lambda name: (pathlib.Path(sys.argv[1]) / name).read_text(encoding='utf-8')\n" +
+      "secrets.token_urlsafe = lambda n: 'NONCE'\n" +
+      "sys.stdout.write(html.render_html(bytes.fromhex(sys.argv[2]), sys.argv[3]))";
+    const r = spawnSync(PYTHON, ["-c", code, dir, Buffer.from(bytes).toString("hex"), title], {
+      encoding: "utf8",
+      env: { ...process.env, PYTHONPATH: path.join(ROOT, "python_helper") },
+    });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(standaloneHtml(bytes, parts, title, "NONCE"), r.stdout);
+    // A bundle's own "{{...}}" text is not a place to fill.
+    assert.ok(r.stdout.includes("var t = '{{nonce}}';") && r.stdout.includes("// {{title}}"));
+  });
+
+  it("opens at the panel's view when it has one", () => {
+    const view = { graph: `m.<Net>|3|2`, expanded: [1, 4], groups: [0] };
+    const html = standaloneHtml(new Uint8Array([1]), { template, worker: "", viewer: "", css: "" }, "t", "N", view);
+    const attr = /<div id="torchscope" data-view="([^"]*)">/.exec(html)![1]!;
+    assert.ok(!attr.includes("<"));
+    const decoded = attr.replace(/&quot;/g, '"').replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&#x27;/g, "'").replace(/&amp;/g, "&");
+    assert.deepEqual(JSON.parse(decoded), view);
   });
 });

@@ -101,6 +101,14 @@ describe("GraphPanel", () => {
     assert.deepEqual(ev.revealed, [{ file: "/w/mlp.py", line: 17 }]);
   });
 
+  it("keeps the viewer's last view (for an HTML export at the same expansion)", () => {
+    const panel = GraphPanel.createOrShow(viewerDir, origin, events());
+    assert.equal(panel.view, undefined);
+    const view = { graph: "m.MLP|3|2", expanded: [0, 2], groups: [], transform: { x: 1, y: 2, k: 1 } };
+    vs.panels[0]!.webview.receive({ type: "view", view });
+    assert.deepEqual(panel.view, view);
+  });
+
   it("forgets a closed panel", () => {
     GraphPanel.createOrShow(viewerDir, origin, events());
     vs.panels[0]!.dispose();
