@@ -64,7 +64,9 @@ function probe(): void {
   };
   (globalThis as any).__bench = b;
   try {
-    new PerformanceObserver((l) => l.getEntries().forEach((e) => b.long.push({ start: e.startTime, dur: e.duration }))).observe({ type: "longtask", buffered: true });
+    new PerformanceObserver((l) => {
+      for (const e of l.getEntries()) b.long.push({ start: e.startTime, dur: e.duration });
+    }).observe({ type: "longtask", buffered: true });
   } catch { /* no longtask support */ }
   document.addEventListener("click", (ev) => b.clicks.push(ev.timeStamp), true);
   const mo = new MutationObserver((recs) => {

@@ -55,7 +55,7 @@ export class Commands {
   async visualize(arg?: unknown): Promise<Traced | undefined> {
     const named = visualizeArgs(arg);
     const doc = named ? await vscode.workspace.openTextDocument(vscode.Uri.parse(named.uri)) : vscode.window.activeTextEditor?.document;
-    if (!doc || doc.languageId !== "python") {
+    if (doc?.languageId !== "python") {
       void vscode.window.showInformationMessage("torchscope: open a Python file with a model first.");
       return undefined;
     }

@@ -128,7 +128,13 @@ export class GraphPanel {
     void vscode.commands.executeCommand("setContext", "torchscope.hasPanel", true);
     panel.webview.html = this.html();
     panel.onDidDispose(() => this.dispose(), null, this.disposables);
-    panel.onDidChangeViewState((e) => e.webviewPanel.active && (GraphPanel.lastActive = this), null, this.disposables);
+    panel.onDidChangeViewState(
+      (e) => {
+        if (e.webviewPanel.active) GraphPanel.lastActive = this;
+      },
+      null,
+      this.disposables,
+    );
     panel.webview.onDidReceiveMessage((m: unknown) => this.onMessage(m), null, this.disposables);
   }
 

@@ -258,9 +258,11 @@ export function reportDebugError(r: ErrorReply, log: vscode.LogOutputChannel): v
       void vscode.window.showErrorMessage(`torchscope: the debugged program has no torch: ${r.error}`);
       return;
     case "no-msgpack":
-      return withDetails(`torchscope: ${r.error} (install msgpack in the debugged program's environment).`);
+      withDetails(`torchscope: ${r.error} (install msgpack in the debugged program's environment).`);
+      return;
     case "import-error":
-      return withDetails(`torchscope: the tracer does not load in the debugged Python: ${r.error}`);
+      withDetails(`torchscope: the tracer does not load in the debugged Python: ${r.error}`);
+      return;
     case "no-frame":
       void vscode.window.showErrorMessage(`torchscope: ${r.error} Select a frame in the Call Stack and try again.`);
       return;
@@ -277,15 +279,14 @@ export function reportDebugError(r: ErrorReply, log: vscode.LogOutputChannel): v
       void vscode.window.showErrorMessage(`torchscope: the debugger refused the request (${r.error}). Is the program still paused?`);
       return;
     case "bad-reply":
-      return withDetails(
+      withDetails(
         helperMissing(r)
           ? "torchscope: the debugged program can't load torchscope's helper, neither from the extension's folder nor from the sources sent to it."
           : `torchscope: ${r.error}`,
       );
-    case "bad-request":
-    case "internal":
-    default:
-      return withDetails(`torchscope: ${r.error}`);
+      return;
+    default: // bad-request, internal, and any kind added later
+      withDetails(`torchscope: ${r.error}`);
   }
 }
 

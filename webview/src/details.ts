@@ -23,7 +23,7 @@ function tensors(idx: GraphIndex, edgeIds: number[], end: "src" | "dst"): string
   for (const i of edgeIds) {
     const e = idx.graph.edges[i]!;
     const other = idx.graph.nodes[e[end]]!;
-    const text = `${shapeText(e.shape)} ${e.dtype}`.trim() + `  ${end === "src" ? "from" : "to"} ${other.name}`;
+    const text = `${`${shapeText(e.shape)} ${e.dtype}`.trim()}  ${end === "src" ? "from" : "to"} ${other.name}`;
     if (seen.has(text)) continue;
     seen.add(text);
     out.push(text);

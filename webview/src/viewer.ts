@@ -415,13 +415,27 @@ export class Viewer {
 
   private run(a: ViewerAction): void {
     switch (a.type) {
-      case "expand-all": return this.expandAll();
-      case "collapse-all": return this.collapseAll();
-      case "fit": return this.fit();
-      case "initial-view": return this.initialView();
-      case "depth": return this.setDepth(a.depth);
-      case "depth-step": return this.setDepth(this.depthShown() + a.step);
-      case "export": return void this.exportAs(a.format);
+      case "expand-all":
+        this.expandAll();
+        return;
+      case "collapse-all":
+        this.collapseAll();
+        return;
+      case "fit":
+        this.fit();
+        return;
+      case "initial-view":
+        this.initialView();
+        return;
+      case "depth":
+        this.setDepth(a.depth);
+        return;
+      case "depth-step":
+        this.setDepth(this.depthShown() + a.step);
+        return;
+      case "export":
+        void this.exportAs(a.format);
+        return;
       case "find":
         this.ui.search.focus();
         if (a.selectText) this.ui.search.select();

@@ -192,7 +192,7 @@ after(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   const load = (await import("node:os")).loadavg().map((x) => Math.round(x * 100) / 100);
   const entry = { when: new Date().toISOString(), loadavg: load, timings };
-  writeFileSync(join(ARTIFACTS, "timings-debug.json"), JSON.stringify(entry, null, 2) + "\n");
+  writeFileSync(join(ARTIFACTS, "timings-debug.json"), `${JSON.stringify(entry, null, 2)}\n`);
   // Also in timings.json beside the editor path's (kept; this file's entries under "debug").
   const file = join(ARTIFACTS, "timings.json");
   let all: Record<string, unknown> = {};
@@ -201,7 +201,7 @@ after(async () => {
   } catch {
     /* none yet */
   }
-  writeFileSync(file, JSON.stringify({ ...all, debug: entry }, null, 2) + "\n");
+  writeFileSync(file, `${JSON.stringify({ ...all, debug: entry }, null, 2)}\n`);
 });
 
 /** The extension's log lines so far. */

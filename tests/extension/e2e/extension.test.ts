@@ -97,7 +97,7 @@ after(async () => {
     earlier = {};
   }
   const merged = { ...earlier, ...timings };
-  writeFileSync(file, JSON.stringify({ when: new Date().toISOString(), loadavg: load, timings: merged }, null, 2) + "\n");
+  writeFileSync(file, `${JSON.stringify({ when: new Date().toISOString(), loadavg: load, timings: merged }, null, 2)}\n`);
 });
 
 describe("torchscope in VS Code", { timeout: 600_000 }, () => {

@@ -44,8 +44,10 @@ describe("interpreter", () => {
     assert.deepEqual(chooseInterpreter("  ", "/venv/bin/python"), { path: "/venv/bin/python", source: "python-extension" });
     assert.deepEqual(chooseInterpreter(undefined, undefined), { path: "python3", source: "default" });
   });
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: VS Code's ${workspaceFolder}, not a template
   it("expands ~ and ${workspaceFolder}", () => {
     assert.equal(expandPath("~/venv/bin/python", "/w", "/home/u"), "/home/u/venv/bin/python");
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: VS Code's ${workspaceFolder}, not a template
     assert.equal(expandPath("${workspaceFolder}/.venv/bin/python", "/w", "/home/u"), "/w/.venv/bin/python");
     assert.equal(expandPath("/usr/bin/python3", undefined), "/usr/bin/python3");
   });

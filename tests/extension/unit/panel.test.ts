@@ -188,7 +188,11 @@ describe("visualize command", () => {
   });
 
   it("asks for an input on needs-input, retries with it, and remembers it for next time", async () => {
-    const { cmds, sent } = setup([fail("needs-input"), (p) => (assert.equal(p.input, "torch.randn(1, 8)"), result), () => result]);
+    const withInput = (p: Omit<TraceParams, "workDoneToken">) => {
+      assert.equal(p.input, "torch.randn(1, 8)");
+      return result;
+    };
+    const { cmds, sent } = setup([fail("needs-input"), withInput, () => result]);
     vs.answers.push("torch.randn(1, 8)");
     assert.equal(await cmds.visualize(), result);
     assert.equal(sent.length, 2);

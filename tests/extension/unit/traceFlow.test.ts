@@ -116,7 +116,10 @@ describe("the flow itself, over a scripted source", () => {
         const o = outcomes.shift()!;
         return typeof o === "function" ? o() : o;
       },
-      ask: async (missing) => (asked.push(missing), answers.shift()),
+      ask: async (missing) => {
+        asked.push(missing);
+        return answers.shift();
+      },
       ...(nextCall ? { traceNextCall: async () => nextCall } : {}),
     };
     return { source, asked, traced: () => traced };
@@ -126,7 +129,12 @@ describe("the flow itself, over a scripted source", () => {
 
   it("opens the panel before the trace, and shows the graph there", async () => {
     let openDuringTrace = false;
-    const s = scripted([async () => ((openDuringTrace = !!GraphPanel.find("file:///w/net.py", "Net")), shown)]);
+    const s = scripted([
+      async () => {
+        openDuringTrace = !!GraphPanel.find("file:///w/net.py", "Net");
+        return shown;
+      },
+    ]);
     const r = await flow().run(s.source);
     assert.ok(openDuringTrace, "the viewer boots while the model is traced");
     assert.equal(vs.panels.length, 1);

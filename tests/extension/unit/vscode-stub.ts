@@ -18,7 +18,9 @@ export class Disposable {
     this.fn();
   }
   static from(...ds: { dispose(): unknown }[]): Disposable {
-    return new Disposable(() => ds.forEach((d) => d.dispose()));
+    return new Disposable(() => {
+      for (const d of ds) d.dispose();
+    });
   }
 }
 
@@ -143,8 +145,10 @@ function makePanel(viewType: string, title: string, options: unknown): StubPanel
   return panel;
 }
 
-function nextAnswer(): unknown {
-  return answers.shift();
+/** A question or message to the user: recorded, answered with the next of `answers`. */
+function answer(api: string, args: unknown[]): Promise<unknown> {
+  record(api, args);
+  return Promise.resolve(answers.shift());
 }
 
 export const window = {
@@ -154,11 +158,11 @@ export const window = {
     record("createWebviewPanel", [viewType, title, column, options]);
     return makePanel(viewType, title, options);
   },
-  showInformationMessage: (...args: unknown[]) => (record("showInformationMessage", args), Promise.resolve(nextAnswer())),
-  showWarningMessage: (...args: unknown[]) => (record("showWarningMessage", args), Promise.resolve(nextAnswer())),
-  showErrorMessage: (...args: unknown[]) => (record("showErrorMessage", args), Promise.resolve(nextAnswer())),
-  showInputBox: (...args: unknown[]) => (record("showInputBox", args), Promise.resolve(nextAnswer())),
-  showQuickPick: (...args: unknown[]) => (record("showQuickPick", args), Promise.resolve(nextAnswer())),
+  showInformationMessage: (...args: unknown[]) => answer("showInformationMessage", args),
+  showWarningMessage: (...args: unknown[]) => answer("showWarningMessage", args),
+  showErrorMessage: (...args: unknown[]) => answer("showErrorMessage", args),
+  showInputBox: (...args: unknown[]) => answer("showInputBox", args),
+  showQuickPick: (...args: unknown[]) => answer("showQuickPick", args),
   withProgress: <R>(opts: unknown, task: (p: { report(v: unknown): void }, t: CancellationToken) => Promise<R>) => {
     record("withProgress", [opts]);
     const cancelled = new EventEmitter<void>();
@@ -217,7 +221,10 @@ export const commands = {
     commands.registered.set(id, fn);
     return new Disposable(() => commands.registered.delete(id));
   },
-  executeCommand: (...args: unknown[]) => (record("executeCommand", args), Promise.resolve(undefined)),
+  executeCommand: (...args: unknown[]) => {
+    record("executeCommand", args);
+    return Promise.resolve(undefined);
+  },
 };
 
 /** Forget everything recorded and configured between tests. */
