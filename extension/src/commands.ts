@@ -19,8 +19,7 @@ export function visualizeArgs(arg: unknown): VisualizeArgs | undefined {
   return a && typeof a.uri === "string" && typeof a.target === "string" ? { uri: a.uri, target: a.target } : undefined;
 }
 
-const NO_TARGET =
-  "torchscope: put the cursor inside an nn.Module class, on a variable assigned from one, or in a function that builds a model.";
+const NO_TARGET = "torchscope: put the cursor inside an nn.Module class, on a variable assigned from one, or in a function that builds a model.";
 
 // ---- the commands ------------------------------------------------------------------------
 

@@ -48,7 +48,18 @@ export function requestExpression(request: DebugRequest, debugPy: string): strin
 // ---- sending the helper to a debuggee that can't read the extension's files ----------
 
 /** `debug.SHIPPED_FILES` and `debug.SHIPPED_MSGPACK`: what the tracer needs, no more. */
-export const SHIPPED_FILES = ["__init__.py", "debug.py", "folding.py", "graph.py", "ops.py", "sites.py", "state.py", "target.py", "tracer.py", "values.py"];
+export const SHIPPED_FILES = [
+  "__init__.py",
+  "debug.py",
+  "folding.py",
+  "graph.py",
+  "ops.py",
+  "sites.py",
+  "state.py",
+  "target.py",
+  "tracer.py",
+  "values.py",
+];
 export const SHIPPED_MSGPACK = ["__init__.py", "exceptions.py", "ext.py", "fallback.py"];
 
 /** `debug.ship_expression`: makes the debug module from `source` as if it were at `debugPy`,
@@ -101,10 +112,19 @@ function expressionArgs(expression: string, frameId: number | undefined): Record
 // ---- replies -------------------------------------------------------------------------
 
 export type DebugErrorKind =
-  | "no-torch" | "no-msgpack" | "import-error" | "no-frame" | "target-error" | "needs-input"
-  | "timeout" | "cancelled" | "bad-request" | "internal"
+  | "no-torch"
+  | "no-msgpack"
+  | "import-error"
+  | "no-frame"
+  | "target-error"
+  | "needs-input"
+  | "timeout"
+  | "cancelled"
+  | "bad-request"
+  | "internal"
   // Ours, not the entry's: the evaluate itself failed, or its result was not a reply.
-  | "evaluate-failed" | "bad-reply";
+  | "evaluate-failed"
+  | "bad-reply";
 
 export interface ErrorReply {
   ok: false;
@@ -135,10 +155,30 @@ export interface TraceReply {
   done?: boolean;
 }
 
-export interface CandidatesReply { ok: true; modules: Candidate[]; more: number }
-export interface ArmedReply { ok: true; armed: true; path: string; model: string }
-export interface PollReply { ok: true; done: false; armed: boolean }
-export interface ChunkReply { ok: true; data: string; offset: number; size: number; total: number; eof: boolean }
+export interface CandidatesReply {
+  ok: true;
+  modules: Candidate[];
+  more: number;
+}
+export interface ArmedReply {
+  ok: true;
+  armed: true;
+  path: string;
+  model: string;
+}
+export interface PollReply {
+  ok: true;
+  done: false;
+  armed: boolean;
+}
+export interface ChunkReply {
+  ok: true;
+  data: string;
+  offset: number;
+  size: number;
+  total: number;
+  eof: boolean;
+}
 
 /** Undo Python's `repr` of a str (a debug adapter that ignored `rawString`). */
 function unrepr(s: string): string | undefined {
@@ -191,9 +231,7 @@ export function candidateItems(modules: Candidate[]): CandidateItem[] {
   return modules.map((c) => ({
     label: c.name === c.cls ? c.cls : c.name,
     description: `${c.cls} · ${formatCount(c.params)} params`,
-    detail: [c.reason, c.inputs ? `input: ${c.input ?? "known"}` : "input unknown: you type one or trace the next call"]
-      .filter(Boolean)
-      .join(" — "),
+    detail: [c.reason, c.inputs ? `input: ${c.input ?? "known"}` : "input unknown: you type one or trace the next call"].filter(Boolean).join(" — "),
     candidate: c,
   }));
 }
@@ -298,7 +336,9 @@ export class DebugBridge {
     }
     const t0 = Date.now();
     const r = await this.evaluate(expressionArgs(expression, this.frame.frameId), "ship");
-    this.log?.info(`debug: sent the helper's sources to the debuggee (${expression.length} characters): ${r.ok ? "ok" : r.error} in ${Date.now() - t0} ms`);
+    this.log?.info(
+      `debug: sent the helper's sources to the debuggee (${expression.length} characters): ${r.ok ? "ok" : r.error} in ${Date.now() - t0} ms`,
+    );
     return r;
   }
 
@@ -309,7 +349,11 @@ export class DebugBridge {
   async fetchGraph(remotePath: string, localPath: string, onProgress?: (done: number, total: number) => void): Promise<"local" | "fetched"> {
     if (await exists(localPath)) return "local";
     const t0 = Date.now();
-    const bytes = await readChunked((offset, size) => this.request<ChunkReply>({ op: "read_chunk", path: remotePath, offset, size }), MAX_CHUNK, onProgress);
+    const bytes = await readChunked(
+      (offset, size) => this.request<ChunkReply>({ op: "read_chunk", path: remotePath, offset, size }),
+      MAX_CHUNK,
+      onProgress,
+    );
     await fs.mkdir(path.dirname(localPath), { recursive: true });
     await fs.writeFile(localPath, bytes);
     void this.request({ op: "remove", path: remotePath });

@@ -56,7 +56,12 @@ export class DebugCommands {
         "Enter an Expression…",
       );
       if (!c) return;
-      const expr = await vscode.window.showInputBox({ title: "Model to trace", prompt: "An expression evaluated in the paused frame", placeHolder: "self.model", ignoreFocusOut: true });
+      const expr = await vscode.window.showInputBox({
+        title: "Model to trace",
+        prompt: "An expression evaluated in the paused frame",
+        placeHolder: "self.model",
+        ignoreFocusOut: true,
+      });
       if (expr?.trim()) await flow.run(paused.source(bridge, expr.trim(), expr.trim()));
       return;
     }
@@ -66,7 +71,9 @@ export class DebugCommands {
     // The likeliest model's panel opens now (focus stays in the quick pick): the viewer
     // boots while the user picks. Another choice, or none, closes it again.
     const first = r.modules[0]!;
-    const warm = GraphPanel.find(DEBUG_URI, first.expr) ? undefined : flow.openPanel({ uri: DEBUG_URI, target: first.expr, title: `Forward pass: ${first.cls}` });
+    const warm = GraphPanel.find(DEBUG_URI, first.expr)
+      ? undefined
+      : flow.openPanel({ uri: DEBUG_URI, target: first.expr, title: `Forward pass: ${first.cls}` });
     const pick = await vscode.window.showQuickPick(items, {
       title: "Visualize forward pass (paused frame)",
       placeHolder: r.more ? `Pick a model (${r.more} more not listed: right-click one in the Variables view)` : "Pick a model",
@@ -83,7 +90,9 @@ export class DebugCommands {
   async visualizeVariable(arg?: unknown): Promise<void> {
     const v = variableExpression(arg);
     if (!v) {
-      void vscode.window.showInformationMessage("torchscope: this variable has no expression to evaluate; use “Visualize forward pass (paused frame)” from the palette.");
+      void vscode.window.showInformationMessage(
+        "torchscope: this variable has no expression to evaluate; use “Visualize forward pass (paused frame)” from the palette.",
+      );
       return;
     }
     const frame = await this.deps.paused.pausedFrame((arg as VariableMenuArg | undefined)?.sessionId);

@@ -4,10 +4,7 @@
 // become messages with a way forward (pick another interpreter, show the import error, …).
 import * as vscode from "vscode";
 import { REQUEST_CANCELLED, type Server } from "./client";
-import {
-  TORCHSCOPE_ERROR, isErrorData, targetKey,
-  type PanelOrigin, type TraceParams,
-} from "./protocol";
+import { TORCHSCOPE_ERROR, isErrorData, targetKey, type PanelOrigin, type TraceParams } from "./protocol";
 import type { Answer, Missing, SourceKind, TraceOutcome, TraceSource } from "./traceFlow";
 
 // ---- pure parts (unit-tested) ------------------------------------------------------------
@@ -31,12 +28,18 @@ export function classifyFailure(e: unknown): Failure {
   if (err?.code !== TORCHSCOPE_ERROR || !isErrorData(err.data)) return { kind: "other", message };
   const d = err.data;
   switch (d.kind) {
-    case "needs-input": return { kind: "needs-input", message };
-    case "target-error": return d.needsCtorArgs ? { kind: "needs-ctor-args", message } : { kind: "target-error", message };
-    case "no-torch": return { kind: "no-torch", message, python: d.details ?? "" };
-    case "import-error": return { kind: "import-error", message, details: d.details ?? "" };
-    case "timeout": return { kind: "timeout", message };
-    case "runner-crashed": return { kind: "runner-crashed", message, details: d.details ?? "" };
+    case "needs-input":
+      return { kind: "needs-input", message };
+    case "target-error":
+      return d.needsCtorArgs ? { kind: "needs-ctor-args", message } : { kind: "target-error", message };
+    case "no-torch":
+      return { kind: "no-torch", message, python: d.details ?? "" };
+    case "import-error":
+      return { kind: "import-error", message, details: d.details ?? "" };
+    case "timeout":
+      return { kind: "timeout", message };
+    case "runner-crashed":
+      return { kind: "runner-crashed", message, details: d.details ?? "" };
   }
   return { kind: "other", message };
 }
@@ -103,9 +106,7 @@ export class EditorSource implements TraceSource {
     try {
       const result = await server.trace(params, cancel, progress);
       const s = result.summary;
-      log.info(
-        `traced ${this.target}: ${s.nodes} nodes, ${s.ops} ops in ${s.trace_ms} ms (request ${Date.now() - t0} ms); input ${s.input}`,
-      );
+      log.info(`traced ${this.target}: ${s.nodes} nodes, ${s.ops} ops in ${s.trace_ms} ms (request ${Date.now() - t0} ms); input ${s.input}`);
       return { ok: true, traced: result };
     } catch (e) {
       const f = classifyFailure(e);
@@ -140,12 +141,10 @@ export class EditorSource implements TraceSource {
       case "no-torch": {
         const hasPython = !!vscode.extensions.getExtension("ms-python.python");
         const buttons = hasPython ? ["Select Interpreter", "Set torchscope.pythonPath"] : ["Set torchscope.pythonPath"];
-        void vscode.window
-          .showErrorMessage(`torchscope: ${f.message || `torch is not installed in ${f.python}`}`, ...buttons)
-          .then((c) => {
-            if (c === "Select Interpreter") void vscode.commands.executeCommand("python.setInterpreter");
-            else if (c) void vscode.commands.executeCommand("workbench.action.openSettings", "torchscope.pythonPath");
-          });
+        void vscode.window.showErrorMessage(`torchscope: ${f.message || `torch is not installed in ${f.python}`}`, ...buttons).then((c) => {
+          if (c === "Select Interpreter") void vscode.commands.executeCommand("python.setInterpreter");
+          else if (c) void vscode.commands.executeCommand("workbench.action.openSettings", "torchscope.pythonPath");
+        });
         return;
       }
       case "import-error":

@@ -61,7 +61,12 @@ export function standaloneHtml(
 /** The page from the viewer's folder (the split bundles, as the panel loads them). */
 export async function standaloneHtmlFromBundle(bytes: Uint8Array, viewerDir: string, title: string, view?: ViewState): Promise<string> {
   const read = (f: string): Promise<string> => fs.readFile(path.join(viewerDir, f), "utf8");
-  const [template, worker, viewer, css] = await Promise.all([read("page.html"), read("layout.worker.js"), read("viewer-page.js"), read("viewer.css")]);
+  const [template, worker, viewer, css] = await Promise.all([
+    read("page.html"),
+    read("layout.worker.js"),
+    read("viewer-page.js"),
+    read("viewer.css"),
+  ]);
   return standaloneHtml(bytes, { template, worker, viewer, css }, title, undefined, view);
 }
 

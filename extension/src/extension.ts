@@ -51,8 +51,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     ...debug.register(),
     followCursor(),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration("torchscope.pythonPath") || e.affectsConfiguration("torchscope.traceTimeoutSeconds") ||
-          e.affectsConfiguration("torchscope.logLevel")) server.restartSoon();
+      if (
+        e.affectsConfiguration("torchscope.pythonPath") ||
+        e.affectsConfiguration("torchscope.traceTimeoutSeconds") ||
+        e.affectsConfiguration("torchscope.logLevel")
+      )
+        server.restartSoon();
     }),
     await onInterpreterChange(() => {
       void server.shutdownRunner();

@@ -23,7 +23,15 @@ export function nonce(): string {
 /** The webview page: the viewer's page bundle with a strict CSP (Graphviz WASM needs
  * 'wasm-unsafe-eval'). The page fetches the layout worker's code itself (connect-src),
  * so the small page bundle starts, and can take the graph, while the large worker loads. */
-export function panelHtml(opts: { cspSource: string; scriptUri: string; workerUri: string; styleUri: string; nonce: string; title: string; waiting?: string }): string {
+export function panelHtml(opts: {
+  cspSource: string;
+  scriptUri: string;
+  workerUri: string;
+  styleUri: string;
+  nonce: string;
+  title: string;
+  waiting?: string;
+}): string {
   const csp = [
     "default-src 'none'",
     `script-src 'nonce-${opts.nonce}' 'wasm-unsafe-eval'`,
@@ -108,7 +116,14 @@ export class GraphPanel {
     }
     panel.webview.options = GraphPanel.webviewOptions(viewerDir);
     const p = new GraphPanel(panel, viewerDir, origin, events);
-    if (origin.graphPath && (await p.load(origin.graphPath).then(() => true, () => false))) return p;
+    if (
+      origin.graphPath &&
+      (await p.load(origin.graphPath).then(
+        () => true,
+        () => false,
+      ))
+    )
+      return p;
     events.retrace(p);
     return p;
   }

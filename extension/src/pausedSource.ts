@@ -9,8 +9,17 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import {
-  DebugBridge, DebugError, PYTHON_DEBUG_TYPES, exists, helperMissing, parseReply,
-  type ArmedReply, type ErrorReply, type PausedFrame, type PollReply, type TraceReply,
+  DebugBridge,
+  DebugError,
+  PYTHON_DEBUG_TYPES,
+  exists,
+  helperMissing,
+  parseReply,
+  type ArmedReply,
+  type ErrorReply,
+  type PausedFrame,
+  type PollReply,
+  type TraceReply,
 } from "./debugBridge";
 import type { PanelOrigin, TraceSummary } from "./protocol";
 import type { Answer, SourceKind, TraceOutcome, TraceSource } from "./traceFlow";
@@ -87,7 +96,14 @@ export class PausedSource implements TraceSource {
     let fetched = 0;
     let result: TraceReply | ErrorReply;
     try {
-      const req = { op: "trace" as const, expr: this.target, out, timeBudget: this.timeBudget(), cancelFile, ...(this.input ? { input: this.input } : {}) };
+      const req = {
+        op: "trace" as const,
+        expr: this.target,
+        out,
+        timeBudget: this.timeBudget(),
+        cancelFile,
+        ...(this.input ? { input: this.input } : {}),
+      };
       result = await this.bridge.request<TraceReply>(req);
       if (result.ok) {
         const t1 = Date.now();
@@ -120,10 +136,21 @@ export class PausedSource implements TraceSource {
   /** Type an input expression (evaluated in the paused frame), or trace the next call. */
   async ask(): Promise<Answer> {
     const items: (vscode.QuickPickItem & { id: "type" | "next" })[] = [
-      { id: "type", label: "$(edit) Type an input expression…", detail: "Evaluated in the paused frame: x[:2], batch[\"pixel_values\"], torch.randn(1, 3, 224, 224)" },
-      { id: "next", label: "$(debug-continue) Trace the next call", detail: "Continue the program; the graph appears when it next runs the model, with its real inputs" },
+      {
+        id: "type",
+        label: "$(edit) Type an input expression…",
+        detail: 'Evaluated in the paused frame: x[:2], batch["pixel_values"], torch.randn(1, 3, 224, 224)',
+      },
+      {
+        id: "next",
+        label: "$(debug-continue) Trace the next call",
+        detail: "Continue the program; the graph appears when it next runs the model, with its real inputs",
+      },
     ];
-    const pick = await vscode.window.showQuickPick(items, { title: `No input found for ${this.label}`, placeHolder: "How should torchscope get the model's input?" });
+    const pick = await vscode.window.showQuickPick(items, {
+      title: `No input found for ${this.label}`,
+      placeHolder: "How should torchscope get the model's input?",
+    });
     if (!pick) return undefined;
     if (pick.id === "next") return "next-call";
     const value = await vscode.window.showInputBox({
@@ -238,7 +265,6 @@ export class PausedSource implements TraceSource {
         }),
     );
   }
-
 }
 
 /** The entry's error (or ours) as a message with a way forward. */
@@ -319,9 +345,17 @@ export class PausedSources implements SourceKind {
   async pausedFrame(sessionId?: string): Promise<PausedFrame | undefined> {
     const item = vscode.debug.activeStackItem;
     const active = vscode.debug.activeDebugSession;
-    const session = sessionId ? (item?.session.id === sessionId ? item.session : active?.id === sessionId ? active : undefined) : (item?.session ?? active);
+    const session = sessionId
+      ? item?.session.id === sessionId
+        ? item.session
+        : active?.id === sessionId
+          ? active
+          : undefined
+      : (item?.session ?? active);
     if (!session) {
-      void vscode.window.showInformationMessage("torchscope: start debugging a Python program and stop at a breakpoint first, then run “Visualize forward pass (paused frame)”.");
+      void vscode.window.showInformationMessage(
+        "torchscope: start debugging a Python program and stop at a breakpoint first, then run “Visualize forward pass (paused frame)”.",
+      );
       return undefined;
     }
     if (!PYTHON_DEBUG_TYPES.includes(session.type)) {
@@ -334,14 +368,18 @@ export class PausedSources implements SourceKind {
       if ("frameId" in item) return { session, frameId: item.frameId };
       // A thread is selected: its top frame.
       try {
-        const st = (await session.customRequest("stackTrace", { threadId: item.threadId, startFrame: 0, levels: 1 })) as { stackFrames?: { id: number }[] };
+        const st = (await session.customRequest("stackTrace", { threadId: item.threadId, startFrame: 0, levels: 1 })) as {
+          stackFrames?: { id: number }[];
+        };
         const id = st.stackFrames?.[0]?.id;
         if (id !== undefined) return { session, frameId: id };
       } catch (e) {
         this.deps.log.info(`debug: stackTrace of thread ${item.threadId}: ${String(e)}`);
       }
     }
-    void vscode.window.showInformationMessage("torchscope: the program is running; pause it (or stop at a breakpoint) and select a frame in the Call Stack first.");
+    void vscode.window.showInformationMessage(
+      "torchscope: the program is running; pause it (or stop at a breakpoint) and select a frame in the Call Stack first.",
+    );
     return undefined;
   }
 }

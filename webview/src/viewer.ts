@@ -5,7 +5,15 @@ import { zoom, zoomIdentity, zoomTransform, type ZoomBehavior } from "d3-zoom";
 import type { Graph } from "./format";
 import { buildIndex, type GraphIndex } from "./model";
 import {
-  collapseAll, currentDepth, expandAll, expansionKey, initialExpansion, reveal, toDepth, toggleGroup, toggleModule,
+  collapseAll,
+  currentDepth,
+  expandAll,
+  expansionKey,
+  initialExpansion,
+  reveal,
+  toDepth,
+  toggleGroup,
+  toggleModule,
   type Expansion,
 } from "./expansion";
 import type { VisibleGraph } from "./visible";
@@ -18,8 +26,19 @@ import { nextTask } from "./tasks";
 import { anchorOf, boundsOf } from "./draw";
 import { Scene } from "./scene";
 import {
-  MAX_ZOOM, MIN_ZOOM, centerTransform, detailLevel, fitTransform, initialTransform, inputsCenterX, pinTransform, showsAll, toScreen,
-  visibleRect, zoomToBox, type Transform,
+  MAX_ZOOM,
+  MIN_ZOOM,
+  centerTransform,
+  detailLevel,
+  fitTransform,
+  initialTransform,
+  inputsCenterX,
+  pinTransform,
+  showsAll,
+  toScreen,
+  visibleRect,
+  zoomToBox,
+  type Transform,
 } from "./camera";
 import { buttonAction, keyAction, searchKeyAction, type ViewerAction } from "./keys";
 import { describe } from "./details";
@@ -83,7 +102,13 @@ export class Viewer {
   private depth: number | null = null;
   private readonly disposer = new AbortController();
 
-  constructor(root: HTMLElement, graph: Graph, bytes: Uint8Array, private readonly host: Host, makeWorker: () => WorkerLike) {
+  constructor(
+    root: HTMLElement,
+    graph: Graph,
+    bytes: Uint8Array,
+    private readonly host: Host,
+    makeWorker: () => WorkerLike,
+  ) {
     this.idx = buildIndex(graph);
     this.ui = buildUi(root);
     this.scene = new Scene(this.ui.scene);
@@ -449,7 +474,13 @@ export class Viewer {
 
   private onKey(ev: KeyboardEvent): void {
     const tag = (ev.target as HTMLElement | null)?.tagName;
-    const a = keyAction({ key: ev.key, ctrlKey: ev.ctrlKey, metaKey: ev.metaKey, altKey: ev.altKey, inTextField: tag === "INPUT" || tag === "TEXTAREA" });
+    const a = keyAction({
+      key: ev.key,
+      ctrlKey: ev.ctrlKey,
+      metaKey: ev.metaKey,
+      altKey: ev.altKey,
+      inTextField: tag === "INPUT" || tag === "TEXTAREA",
+    });
     if (!a) return;
     // The browser's own find and "/" quick-find give way to the graph's search.
     if (a.type === "find") ev.preventDefault();

@@ -76,7 +76,9 @@ describe("server start-up", () => {
     const ext = "/ext";
     const inVsix = findBundle(ext, (p) => p.startsWith("/ext/bundled"));
     assert.deepEqual(inVsix, {
-      toolDir: "/ext/bundled/tool", libsDir: "/ext/bundled/libs", viewerDir: "/ext/bundled/tool/torchscope/static",
+      toolDir: "/ext/bundled/tool",
+      libsDir: "/ext/bundled/libs",
+      viewerDir: "/ext/bundled/tool/torchscope/static",
     });
     const inRepo = findBundle(ext, () => false);
     assert.deepEqual(inRepo, { toolDir: "/ext/python_helper", libsDir: undefined, viewerDir: "/ext/python_helper/torchscope/static" });
@@ -123,14 +125,24 @@ describe("server start-up", () => {
 
 describe("trace failures", () => {
   const err = (kind: string, extra: Record<string, unknown> = {}, message = "msg") => ({
-    code: TORCHSCOPE_ERROR, message, data: { kind, ...extra },
+    code: TORCHSCOPE_ERROR,
+    message,
+    data: { kind, ...extra },
   });
   it("maps each error kind of docs/protocol.md to a way forward", () => {
     assert.deepEqual(classifyFailure(err("needs-input")), { kind: "needs-input", message: "msg" });
     assert.deepEqual(classifyFailure(err("target-error", { needsCtorArgs: true })), { kind: "needs-ctor-args", message: "msg" });
     assert.deepEqual(classifyFailure(err("target-error")), { kind: "target-error", message: "msg" });
-    assert.deepEqual(classifyFailure(err("no-torch", { details: "/usr/bin/python3" })), { kind: "no-torch", message: "msg", python: "/usr/bin/python3" });
-    assert.deepEqual(classifyFailure(err("import-error", { details: "Traceback…" })), { kind: "import-error", message: "msg", details: "Traceback…" });
+    assert.deepEqual(classifyFailure(err("no-torch", { details: "/usr/bin/python3" })), {
+      kind: "no-torch",
+      message: "msg",
+      python: "/usr/bin/python3",
+    });
+    assert.deepEqual(classifyFailure(err("import-error", { details: "Traceback…" })), {
+      kind: "import-error",
+      message: "msg",
+      details: "Traceback…",
+    });
     assert.deepEqual(classifyFailure(err("timeout")), { kind: "timeout", message: "msg" });
     assert.deepEqual(classifyFailure(err("runner-crashed", { details: "exit 3" })), { kind: "runner-crashed", message: "msg", details: "exit 3" });
   });
@@ -148,7 +160,10 @@ describe("trace failures", () => {
   it("sends only the answers there are", () => {
     assert.deepEqual(traceParams("u", "text", "Net", {}), { uri: "u", text: "text", target: "Net" });
     assert.deepEqual(traceParams("u", undefined, "Net", { input: "torch.randn(1, 3)", ctorArgs: "10" }), {
-      uri: "u", target: "Net", input: "torch.randn(1, 3)", ctorArgs: "10",
+      uri: "u",
+      target: "Net",
+      input: "torch.randn(1, 3)",
+      ctorArgs: "10",
     });
   });
 });
@@ -208,7 +223,12 @@ describe("standalone HTML export", () => {
       css: ".ts-root{color:red} /* </style> */",
     };
     const dir = mkdtempSync(path.join(tmpdir(), "torchscope-page-"));
-    for (const [f, text] of [["page.html", parts.template], ["layout.worker.js", parts.worker], ["viewer-page.js", parts.viewer], ["viewer.css", parts.css]]) {
+    for (const [f, text] of [
+      ["page.html", parts.template],
+      ["layout.worker.js", parts.worker],
+      ["viewer-page.js", parts.viewer],
+      ["viewer.css", parts.css],
+    ]) {
       writeFileSync(path.join(dir, f!), text!);
     }
     const bytes = new Uint8Array([0x81, 0xa1, 0x61, 0x01]);
@@ -234,7 +254,12 @@ describe("standalone HTML export", () => {
     const html = standaloneHtml(new Uint8Array([1]), { template, worker: "", viewer: "", css: "" }, "t", "N", view);
     const attr = /<div id="torchscope" data-view="([^"]*)">/.exec(html)![1]!;
     assert.ok(!attr.includes("<"));
-    const decoded = attr.replace(/&quot;/g, '"').replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&#x27;/g, "'").replace(/&amp;/g, "&");
+    const decoded = attr
+      .replace(/&quot;/g, '"')
+      .replace(/&lt;/g, "<")
+      .replace(/&gt;/g, ">")
+      .replace(/&#x27;/g, "'")
+      .replace(/&amp;/g, "&");
     assert.deepEqual(JSON.parse(decoded), view);
   });
 });

@@ -23,8 +23,22 @@ const dir = mkdtempSync(join(tmpdir(), "torchscope-flow-"));
 const GRAPH = Buffer.from([0x81, 0xa1, 0x61, 0x01]);
 const graphFile = join(dir, "g.msgpack");
 writeFileSync(graphFile, GRAPH);
-const summary: TraceSummary = { model: "Net", qualname: "net.Net", nodes: 3, edges: 2, ops: 1, modules: 1, params: 10, trace_ms: 5, input: "inferred", error: null };
-const raised = (file: string | null, line: number | null): TraceSummary => ({ ...summary, error: { type: "RuntimeError", message: "shapes differ", file, line } });
+const summary: TraceSummary = {
+  model: "Net",
+  qualname: "net.Net",
+  nodes: 3,
+  edges: 2,
+  ops: 1,
+  modules: 1,
+  params: 10,
+  trace_ms: 5,
+  input: "inferred",
+  error: null,
+};
+const raised = (file: string | null, line: number | null): TraceSummary => ({
+  ...summary,
+  error: { type: "RuntimeError", message: "shapes differ", file, line },
+});
 
 const calls = (api: string) => vs.calls.filter((c) => c.api === api);
 const messages = (api: string) => calls(api).map((c) => String(c.args[0]));
@@ -59,22 +73,34 @@ function extension(replies: ((p: Omit<TraceParams, "workDoneToken">) => TraceRes
   };
   const storage = mkdtempSync(join(tmpdir(), "torchscope-flow-storage-"));
   const context = {
-    workspaceState: { get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d), update: async (k: string, v: unknown) => void memento.set(k, v) },
+    workspaceState: {
+      get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d),
+      update: async (k: string, v: unknown) => void memento.set(k, v),
+    },
     globalStorageUri: vs.Uri.file(storage),
   };
   const log = vs.logChannel();
-  return { ...wire(context as never, server, { toolDir: "/ext/tool", libsDir: undefined, viewerDir: "/ext/viewer" }, log as never), sent, log, storage };
+  return {
+    ...wire(context as never, server, { toolDir: "/ext/tool", libsDir: undefined, viewerDir: "/ext/viewer" }, log as never),
+    sent,
+    log,
+    storage,
+  };
 }
 
-const fail = (kind: string, extra: object = {}) => () => {
-  throw Object.assign(new Error(`${kind} happened`), { code: TORCHSCOPE_ERROR, data: { kind, ...extra } });
-};
+const fail =
+  (kind: string, extra: object = {}) =>
+  () => {
+    throw Object.assign(new Error(`${kind} happened`), { code: TORCHSCOPE_ERROR, data: { kind, ...extra } });
+  };
 
 /** A paused debugpy session whose entry answers with `handler`. */
 function pausedSession(handler: (req: DebugRequest) => unknown) {
   const requests: DebugRequest[] = [];
   const session = {
-    id: "s1", type: "debugpy", name: "Debug nested.py",
+    id: "s1",
+    type: "debugpy",
+    name: "Debug nested.py",
     customRequest: async (_command: string, args: Record<string, unknown>) => {
       const m = /\.handle\(("(?:[^"\\]|\\.)*")\)$/.exec(args.expression as string)!;
       const req = JSON.parse(JSON.parse(m[1]!) as string) as DebugRequest;
@@ -88,11 +114,13 @@ function pausedSession(handler: (req: DebugRequest) => unknown) {
 }
 
 /** The entry tracing: writes the graph where it is told and says what it traced. */
-const traces = (s: TraceSummary = summary) => (req: DebugRequest) => {
-  if (req.op !== "trace") return { ok: false, kind: "bad-request", error: req.op };
-  writeFileSync(req.out, GRAPH);
-  return { ok: true, path: req.out, size: GRAPH.length, summary: { ...s, input: req.input ?? "paused call" } };
-};
+const traces =
+  (s: TraceSummary = summary) =>
+  (req: DebugRequest) => {
+    if (req.op !== "trace") return { ok: false, kind: "bad-request", error: req.op };
+    writeFileSync(req.out, GRAPH);
+    return { ok: true, path: req.out, size: GRAPH.length, summary: { ...s, input: req.input ?? "paused call" } };
+  };
 
 beforeEach(() => {
   for (const p of GraphPanel.all()) p.dispose();
@@ -190,7 +218,10 @@ describe("the editor's source", () => {
     const x = extension([fail("needs-input"), () => result, () => result]);
     vs.answers.push("torch.randn(1, 8)");
     assert.equal(await x.commands.visualize({ uri: uri(), target: "Net" }), result);
-    assert.deepEqual(x.sent.map((p) => p.input ?? null), [null, "torch.randn(1, 8)"]);
+    assert.deepEqual(
+      x.sent.map((p) => p.input ?? null),
+      [null, "torch.randn(1, 8)"],
+    );
     await x.commands.visualize({ uri: uri(), target: "Net" });
     assert.equal(x.sent[2]!.input, "torch.randn(1, 8)");
     assert.equal(calls("showInputBox").length, 1);
@@ -220,17 +251,29 @@ describe("the editor's source", () => {
     assert.equal(warn.args[0], "torchscope: Net raised RuntimeError: shapes differ");
     assert.deepEqual(warn.args.slice(1), ["Go to Line", "Change Input…"]);
     const shown = calls("showTextDocument").map((c) => c.args as [typeof doc, { preserveFocus: boolean; selection: { start: { line: number } } }]);
-    assert.deepEqual(shown.map(([d, o]) => [d, o.preserveFocus, o.selection.start.line]), [[doc, true, 11], [doc, false, 11]]);
+    assert.deepEqual(
+      shown.map(([d, o]) => [d, o.preserveFocus, o.selection.start.line]),
+      [
+        [doc, true, 11],
+        [doc, false, 11],
+      ],
+    );
   });
 
   it("Change Input… after a model raised: the input box, then traced again with the answer", async () => {
     pyDoc("/w/net.py");
-    const x = extension([() => ({ path: graphFile, size: 4, summary: raised(null, null) }), (p) => ({ path: graphFile, size: 4, summary: { ...summary, input: p.input! } })]);
+    const x = extension([
+      () => ({ path: graphFile, size: 4, summary: raised(null, null) }),
+      (p) => ({ path: graphFile, size: 4, summary: { ...summary, input: p.input! } }),
+    ]);
     vs.answers.push("Change Input…", "torch.randn(2, 8)");
     await x.commands.visualize({ uri: uri(), target: "Net" });
     await settle();
     assert.deepEqual(calls("showWarningMessage")[0]!.args.slice(1), ["Change Input…"]);
-    assert.deepEqual(x.sent.map((p) => p.input ?? null), [null, "torch.randn(2, 8)"]);
+    assert.deepEqual(
+      x.sent.map((p) => p.input ?? null),
+      [null, "torch.randn(2, 8)"],
+    );
     assert.equal(vs.panels.length, 1);
   });
 
@@ -240,7 +283,10 @@ describe("the editor's source", () => {
     await x.commands.visualize({ uri: uri(), target: "Net" });
     pyDoc("/w/net.py", "v2");
     await x.commands.retrace();
-    assert.deepEqual(x.sent.map((p) => p.text), ["v1", "v2"]);
+    assert.deepEqual(
+      x.sent.map((p) => p.text),
+      ["v1", "v2"],
+    );
     assert.equal(vs.panels.length, 1);
     const opts = calls("withProgress").at(-1)!.args[0] as { location: number; title: string };
     assert.deepEqual([opts.location, opts.title], [vs.ProgressLocation.Notification, "Tracing Net"]);
@@ -263,11 +309,16 @@ describe("the editor's source", () => {
 
 describe("the paused frame's source", () => {
   it("needs-input → type an expression → traced with it in the paused frame", async () => {
-    const requests = pausedSession((req) => (req.op === "trace" && !req.input ? { ok: false, kind: "needs-input", error: "no input for Net" } : traces()(req)));
+    const requests = pausedSession((req) =>
+      req.op === "trace" && !req.input ? { ok: false, kind: "needs-input", error: "no input for Net" } : traces()(req),
+    );
     const x = extension();
     vs.answers.push({ id: "type" }, "x[:2]");
     await x.debug.visualizeVariable({ sessionId: "s1", variable: { name: "net", evaluateName: "net" } });
-    assert.deepEqual(requests.map((r) => (r as { input?: string }).input ?? null), [null, "x[:2]"]);
+    assert.deepEqual(
+      requests.map((r) => (r as { input?: string }).input ?? null),
+      [null, "x[:2]"],
+    );
     const panel = GraphPanel.find(DEBUG_URI, "net")!;
     assert.equal(panel.title, "Forward pass: Net");
     // Its graph went to the paused frame's own folder.
@@ -298,7 +349,13 @@ describe("the paused frame's source", () => {
     await x.debug.visualizeVariable({ sessionId: "s1", variable: { name: "net", evaluateName: "net" } });
     await settle();
     assert.equal(messages("showWarningMessage")[0], "torchscope: Net raised RuntimeError: shapes differ");
-    assert.deepEqual(calls("showTextDocument").map((c) => [c.args[0], (c.args[1] as { preserveFocus: boolean }).preserveFocus]), [[doc, true], [doc, false]]);
+    assert.deepEqual(
+      calls("showTextDocument").map((c) => [c.args[0], (c.args[1] as { preserveFocus: boolean }).preserveFocus]),
+      [
+        [doc, true],
+        [doc, false],
+      ],
+    );
   });
 
   it("Re-trace and Change Input… of a paused-frame panel: the same expression in the frame paused now", async () => {
@@ -310,7 +367,14 @@ describe("the paused frame's source", () => {
     vs.answers.push({ id: "type" }, "torch.zeros(1, 8)");
     await x.flow.changeInput(panel);
     const t = requests.filter((r): r is Extract<DebugRequest, { op: "trace" }> => r.op === "trace");
-    assert.deepEqual(t.map((r) => [r.expr, r.input ?? null]), [["self.net", null], ["self.net", null], ["self.net", "torch.zeros(1, 8)"]]);
+    assert.deepEqual(
+      t.map((r) => [r.expr, r.input ?? null]),
+      [
+        ["self.net", null],
+        ["self.net", null],
+        ["self.net", "torch.zeros(1, 8)"],
+      ],
+    );
     assert.equal(GraphPanel.all().length, 1);
     assert.equal(messages("showWarningMessage").length, 0);
   });
@@ -333,7 +397,10 @@ describe("the paused frame's source", () => {
     }
     writeFileSync(join(folder, "notes.txt"), "kept");
     const removed = await pruneGraphs(folder, 20);
-    assert.deepEqual(removed.map((f) => f.slice(folder.length + 1)), ["g0.msgpack", "g1.msgpack", "g2.msgpack", "g3.msgpack", "g4.msgpack", "g5.msgpack"]);
+    assert.deepEqual(
+      removed.map((f) => f.slice(folder.length + 1)),
+      ["g0.msgpack", "g1.msgpack", "g2.msgpack", "g3.msgpack", "g4.msgpack", "g5.msgpack"],
+    );
     assert.equal(readdirSync(folder).length, 20, "19 graphs, room for the next, and the other file");
   });
 });

@@ -39,7 +39,11 @@ export class EventEmitter<T> {
 }
 
 export class Uri {
-  private constructor(readonly scheme: string, readonly fsPath: string, readonly raw?: string) {}
+  private constructor(
+    readonly scheme: string,
+    readonly fsPath: string,
+    readonly raw?: string,
+  ) {}
   static file(p: string): Uri {
     return new Uri("file", path.normalize(p));
   }
@@ -60,16 +64,37 @@ export class Uri {
 }
 
 export class Position {
-  constructor(readonly line: number, readonly character: number) {}
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
 }
 export class Range {
-  constructor(readonly start: Position, readonly end: Position) {}
+  constructor(
+    readonly start: Position,
+    readonly end: Position,
+  ) {}
 }
 export class CancellationError extends Error {}
 
-export enum ViewColumn { Active = -1, Beside = -2, One = 1, Two = 2, Three = 3 }
-export enum ProgressLocation { SourceControl = 1, Window = 10, Notification = 15 }
-export enum TextEditorRevealType { Default = 0, InCenter = 1, InCenterIfOutsideViewport = 2, AtTop = 3 }
+export enum ViewColumn {
+  Active = -1,
+  Beside = -2,
+  One = 1,
+  Two = 2,
+  Three = 3,
+}
+export enum ProgressLocation {
+  SourceControl = 1,
+  Window = 10,
+  Notification = 15,
+}
+export enum TextEditorRevealType {
+  Default = 0,
+  InCenter = 1,
+  InCenterIfOutsideViewport = 2,
+  AtTop = 3,
+}
 
 export interface StubWebview {
   html: string;
@@ -125,7 +150,12 @@ function makePanel(viewType: string, title: string, options: unknown): StubPanel
     receive: (m) => messages.fire(m),
   };
   const panel: StubPanel = {
-    viewType, title, webview, viewColumn: ViewColumn.Two, revealed: 0, disposed: false,
+    viewType,
+    title,
+    webview,
+    viewColumn: ViewColumn.Two,
+    revealed: 0,
+    disposed: false,
     reveal() {
       this.revealed++;
     },
@@ -186,7 +216,18 @@ export const window = {
 export function logChannel(name = "torchscope"): Record<string, unknown> & { lines: string[] } {
   const lines: string[] = [];
   const put = (level: string) => (m: string) => lines.push(`${level} ${m}`);
-  return { name, lines, info: put("info"), warn: put("warn"), error: put("error"), debug: put("debug"), trace: put("trace"), appendLine: put(""), show: () => undefined, dispose: () => undefined };
+  return {
+    name,
+    lines,
+    info: put("info"),
+    warn: put("warn"),
+    error: put("error"),
+    debug: put("debug"),
+    trace: put("trace"),
+    appendLine: put(""),
+    show: () => undefined,
+    dispose: () => undefined,
+  };
 }
 
 export const workspace = {

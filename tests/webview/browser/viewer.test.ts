@@ -43,7 +43,8 @@ function assertNoErrors(o: Opened): void {
  */
 async function countAfterFit(page: Page, selector: string, n: number): Promise<void> {
   await page.click("[data-action=fit]");
-  await page.waitForFunction(([sel, want]) => document.querySelectorAll(sel as string).length === want, [selector, n] as const, { timeout: 10_000 })
+  await page
+    .waitForFunction(([sel, want]) => document.querySelectorAll(sel as string).length === want, [selector, n] as const, { timeout: 10_000 })
     .catch(async () => assert.equal(await page.locator(selector).count(), n, selector));
 }
 
@@ -104,7 +105,10 @@ describe("GPT-2", () => {
     assert.equal(await page.locator(".ts-node[data-kind=input]").count(), 1);
     assert.ok((await page.locator(".ts-node[data-kind=output]").count()) >= 1);
     const labels = await page.locator(".ts-elabel").allTextContents();
-    assert.ok(labels.some((t) => /^1×16×768/.test(t)), "tensor shapes on edges");
+    assert.ok(
+      labels.some((t) => /^1×16×768/.test(t)),
+      "tensor shapes on edges",
+    );
     assert.ok((await minScreenFont(page)) >= 10, "text at least 10 px on screen");
     // The view starts at the inputs: the input box is on screen.
     const input = await box(page.locator(".ts-node[data-kind=input]"));
@@ -127,8 +131,7 @@ describe("GPT-2", () => {
     assert.equal(await page.locator(`.ts-node${sel}`).count(), 0);
     assert.match((await page.locator(`[data-head="${key}"]`).textContent())!, /Embedding/);
     const after = await box(cluster);
-    assert.ok(Math.abs(after.x - before.x) <= 2 && Math.abs(after.y - before.y) <= 2,
-      `moved from ${before.x},${before.y} to ${after.x},${after.y}`);
+    assert.ok(Math.abs(after.x - before.x) <= 2 && Math.abs(after.y - before.y) <= 2, `moved from ${before.x},${before.y} to ${after.x},${after.y}`);
     assert.ok((await page.locator(".ts-node[data-kind=op]").allTextContents()).includes("embedding"));
     await assertNoOverlaps(page);
 
@@ -233,7 +236,10 @@ describe("GPT-2", () => {
     // Containers are open; only one-op wrappers (Dropout, LayerNorm, Embedding) stay boxes.
     assert.equal(await page.locator('.ts-cluster[data-kind=module][data-path="h.0.attn"]').count(), 1);
     const boxes = await page.locator(".ts-node[data-kind=module] .ts-title").allTextContents();
-    assert.ok(boxes.every((t) => ["Dropout", "LayerNorm", "Embedding", "NewGELUActivation"].includes(t)), boxes.join(","));
+    assert.ok(
+      boxes.every((t) => ["Dropout", "LayerNorm", "Embedding", "NewGELUActivation"].includes(t)),
+      boxes.join(","),
+    );
     await assertNoOverlaps(page);
     await shot(page, "gpt2-expand-all");
     // Fit: the whole graph is in the window, so every box is drawn.
@@ -306,13 +312,18 @@ describe("error graph", () => {
 describe("a page that opens at a view (the extension's HTML export)", () => {
   test("the modules open in the panel are open in the page", async () => {
     const g = decode(readFileSync(join(FIXTURES, "gpt2.msgpack"))) as {
-      model: { qualname: string }; nodes: { id: number; kind: string; parent: number | null; path: string }[]; edges: unknown[];
+      model: { qualname: string };
+      nodes: { id: number; kind: string; parent: number | null; path: string }[];
+      edges: unknown[];
     };
     const root = g.nodes.find((n) => n.kind === "module" && n.parent === null && n.path === "")!;
     const wte = g.nodes.find((n) => n.kind === "module" && n.path === "wte")!;
     const view = { graph: `${g.model.qualname}|${g.nodes.length}|${g.edges.length}`, expanded: [root.id, wte.id], groups: [] };
     const attr = JSON.stringify(view).replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-    const page = readFileSync(join(FIXTURES, "gpt2.html"), "utf8").replace('<div id="torchscope" data-view="">', `<div id="torchscope" data-view="${attr}">`);
+    const page = readFileSync(join(FIXTURES, "gpt2.html"), "utf8").replace(
+      '<div id="torchscope" data-view="">',
+      `<div id="torchscope" data-view="${attr}">`,
+    );
     assert.ok(page.includes(attr), "the fixture page has the template's data-view");
     writeFileSync(join(FIXTURES, "gpt2-view.html"), page);
     const o = await open(browser, "gpt2-view");
@@ -345,10 +356,7 @@ describe("hostile names", () => {
 
 describe("bad files", () => {
   async function pageWithData(name: string, base64: string): Promise<Page> {
-    const html = readFileSync(join(FIXTURES, "hostile.html"), "utf8").replace(
-      /(id="torchscope-graph">)[^<]*/,
-      (_m, open: string) => open + base64,
-    );
+    const html = readFileSync(join(FIXTURES, "hostile.html"), "utf8").replace(/(id="torchscope-graph">)[^<]*/, (_m, open: string) => open + base64);
     const file = join(FIXTURES, `${name}.html`);
     writeFileSync(file, html);
     const ctx = await browser.newContext();
@@ -428,7 +436,14 @@ function acquireVsCodeApi() {
   page.on("pageerror", (e) => errors.push(e.message));
   await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
   await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === "ready"));
-  return { page, errors, close: async () => { await ctx.close(); server.close(); } };
+  return {
+    page,
+    errors,
+    close: async () => {
+      await ctx.close();
+      server.close();
+    },
+  };
 }
 
 async function postGraph(page: Page, b64: string): Promise<void> {
@@ -437,7 +452,10 @@ async function postGraph(page: Page, b64: string): Promise<void> {
     const bytes = new Uint8Array(bin.length);
     for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
     // As GraphPanel posts it: with the panel's origin (kept in the webview state for a reload).
-    window.postMessage({ type: "graph", data: bytes.buffer, origin: { uri: "file:///w/gpt2.py", target: "model", title: "Forward pass: GPT2Model" } }, "*");
+    window.postMessage(
+      { type: "graph", data: bytes.buffer, origin: { uri: "file:///w/gpt2.py", target: "model", title: "Forward pass: GPT2Model" } },
+      "*",
+    );
   }, b64);
 }
 
@@ -495,7 +513,9 @@ describe("VS Code host", () => {
     const { page, close } = await vscodePage(null);
     try {
       await postGraph(page, readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64"));
-      await page.waitForFunction(() => /Layout failed: .*can't load the layout worker.*404/.test(document.body.textContent ?? ""), null, { timeout: 10_000 });
+      await page.waitForFunction(() => /Layout failed: .*can't load the layout worker.*404/.test(document.body.textContent ?? ""), null, {
+        timeout: 10_000,
+      });
       await shot(page, "vscode-host-no-worker");
     } finally {
       await close();

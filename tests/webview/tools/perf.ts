@@ -20,8 +20,20 @@ import { FIXTURES, launch, ready, shot } from "../browser/browser";
   await ready(page, 300_000);
   const first = await page.evaluate(() => performance.now());
   console.log(`${name}: first drawn at ${Math.round(first)} ms after navigation start (wall ${Date.now() - t0} ms)`);
-  console.log(await page.evaluate(() => { const n = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming; return `responseEnd ${Math.round(n.responseEnd)} domInteractive ${Math.round(n.domInteractive)} dcl ${Math.round(n.domContentLoadedEventStart)}`; }));
-  console.log(await page.evaluate(() => performance.getEntriesByType("mark").map((m) => `${m.name} ${Math.round(m.startTime)}`).join("\n")));
+  console.log(
+    await page.evaluate(() => {
+      const n = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
+      return `responseEnd ${Math.round(n.responseEnd)} domInteractive ${Math.round(n.domInteractive)} dcl ${Math.round(n.domContentLoadedEventStart)}`;
+    }),
+  );
+  console.log(
+    await page.evaluate(() =>
+      performance
+        .getEntriesByType("mark")
+        .map((m) => `${m.name} ${Math.round(m.startTime)}`)
+        .join("\n"),
+    ),
+  );
   const toggle = page.locator("[data-toggle]").nth(1);
   let t = Date.now();
   await toggle.click();

@@ -3,7 +3,16 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  centerTransform, detailLevel, fitTransform, initialTransform, inputsCenterX, pinTransform, showsAll, toScreen, visibleRect, zoomToBox,
+  centerTransform,
+  detailLevel,
+  fitTransform,
+  initialTransform,
+  inputsCenterX,
+  pinTransform,
+  showsAll,
+  toScreen,
+  visibleRect,
+  zoomToBox,
 } from "../../../webview/src/camera";
 
 const view = { w: 800, h: 600 };

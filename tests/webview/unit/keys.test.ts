@@ -3,7 +3,14 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { buttonAction, keyAction, searchKeyAction, type KeyPress } from "../../../webview/src/keys";
 
-const press = (key: string, mods: Partial<KeyPress> = {}): KeyPress => ({ key, ctrlKey: false, metaKey: false, altKey: false, inTextField: false, ...mods });
+const press = (key: string, mods: Partial<KeyPress> = {}): KeyPress => ({
+  key,
+  ctrlKey: false,
+  metaKey: false,
+  altKey: false,
+  inTextField: false,
+  ...mods,
+});
 
 test("single keys on the graph", () => {
   assert.deepEqual(keyAction(press("f")), { type: "fit" });
