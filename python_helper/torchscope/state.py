@@ -176,18 +176,11 @@ class ModelState:
         """Put everything back; returns warnings about what could not be restored."""
         with _NO_TORCH_FUNCTION(), torch.no_grad():
             for m, params, buffers, modules in self.tables:
-                for now, saved in (
-                    (m._parameters, params),
-                    (m._buffers, buffers),
-                    (m._modules, modules),
-                ):
-                    if len(now) != len(saved) or any(now.get(k) is not v for k, v in saved.items()):
-                        now.clear()  # a parameter, buffer or submodule rebound or added
-                        now.update(saved)
+                _put_back(m._parameters, params)  # a parameter, buffer or submodule rebound
+                _put_back(m._buffers, buffers)
+                _put_back(m._modules, modules)
             for b, copy in self.buffers:
-                b.copy_(
-                    copy
-                )  # kernels such as batch_norm update running stats without a version bump
+                b.copy_(copy)  # kernels like batch_norm update running stats without a version bump
             for info in self.params.values():
                 info.repoint()  # `p.data = other` gave it another storage
             for p, copy in self.saved_params.values():
@@ -215,6 +208,12 @@ class ModelState:
         self.settings.restore()
         torch.set_grad_enabled(self.grad_enabled)
         return warnings
+
+
+def _put_back(now: dict[str, Any], saved: dict[str, Any]) -> None:
+    if len(now) != len(saved) or any(now.get(k) is not v for k, v in saved.items()):
+        now.clear()
+        now.update(saved)
 
 
 _SAMPLES = 64

@@ -6,17 +6,11 @@ import type { VisibleGraph } from "./visible";
 import { clip, shapeText } from "./labels";
 import { segmentRange, segmentSummary, segmentsOf } from "./segments";
 import { distinctTensors, type Tensor } from "./tensors";
+import { formatCount } from "./count";
 
 export interface Details {
   title: string;
   rows: [string, string][];
-}
-
-export function formatCount(n: number): string {
-  if (n >= 1e9) return `${(n / 1e9).toFixed(2)}B`;
-  if (n >= 1e6) return `${(n / 1e6).toFixed(2)}M`;
-  if (n >= 1e4) return `${(n / 1e3).toFixed(1)}k`;
-  return String(n);
 }
 
 function attrText(v: AttrValue): string {
@@ -32,7 +26,7 @@ function nodeWhere(idx: GraphIndex, id: number): string {
   const node = idx.graph.nodes[id]!;
   const p = node.parent === null ? null : idx.graph.nodes[node.parent]!;
   const name = clip(node.kind === "module" ? node.path || node.name : node.name, 40);
-  return p && p.path ? `${name} in ${clip(p.path, 40)}` : name;
+  return p?.path ? `${name} in ${clip(p.path, 40)}` : name;
 }
 
 /** "add, mul in fc +3 more": the consumers of one tensor. */

@@ -83,9 +83,8 @@ export function parseLayout(json: string): Layout {
       if (part.startsWith("e,")) {
         const [x, y] = nums(part.slice(2)) as [number, number];
         end = [x, flip(y)];
-      } else if (part.startsWith("s,")) {
-        continue; // start arrowheads are never requested
-      } else if (part) {
+      } else if (part && !part.startsWith("s,")) {
+        // ("s,": a start arrowhead, never requested)
         const [x, y] = nums(part) as [number, number];
         points.push([x, flip(y)]);
       }

@@ -18,7 +18,6 @@ import {
   type Expansion,
 } from "./expansion";
 import { buildVisible, TooManyToDraw, type VisibleGraph } from "./visible";
-import { DRAW_LIMITS } from "./compute";
 import { errorText } from "./errorText";
 import { clip } from "./labels";
 import { segmentRange, segmentsOf } from "./segments";
@@ -26,17 +25,35 @@ import type { Label } from "./labels";
 import type { Layout } from "./layout";
 import type { WorkerLike } from "./deferredWorker";
 import { Cancelled, LayoutClient } from "./layoutClient";
-import { computeView, type View } from "./compute";
+import { computeView, DRAW_LIMITS, type View } from "./compute";
 import { nextTask } from "./tasks";
 import { anchorOf, boundsOf } from "./draw";
-import { Scene, type Rect } from "./scene";
-import { describe, describeEdge, formatCount } from "./details";
+import { Scene } from "./scene";
+import {
+  MAX_ZOOM,
+  MIN_ZOOM,
+  centerTransform,
+  detailLevel,
+  fitTransform,
+  initialTransform,
+  pinTransform,
+  revealTransform,
+  showsAll,
+  toScreen,
+  visibleRect,
+  zoomToBox,
+  type Transform,
+} from "./camera";
+import { buttonAction, keyAction, searchKeyAction, type ViewerAction } from "./keys";
+import { describe, describeEdge } from "./details";
+import { formatCount } from "./count";
 import { highlightKeys, nodesAtLine, searchNodes } from "./search";
 import { Minimap } from "./minimap";
 import { exportSvg, svgToPng } from "./export";
 import { buildUi, fillTooltip, type Ui } from "./ui";
 import { MONO, SANS, fontCss, type Font, type Measure } from "./metrics";
-import type { Host, ViewState } from "./host";
+import type { Host } from "./host";
+import type { ViewState } from "./messages";
 
 interface Drawn {
   key: string;
@@ -47,10 +64,6 @@ interface Drawn {
 }
 
 const BUSY_NOTE_AFTER_MS = 150;
-/** The opening view zooms out to show the whole graph down to this zoom (text ≥ 9.6 px). */
-const READABLE_ZOOM = 0.8;
-/** Bringing an opened module into view zooms out no further than this. */
-const REVEAL_MIN_ZOOM = 0.5;
 /** A click hides the hover card until the pointer moves this far (px). */
 const TIP_MOVE_PX = 6;
 
@@ -126,7 +139,7 @@ export class Viewer {
       : initialExpansion(this.idx);
 
     this.zoomer = zoom<SVGSVGElement, unknown>()
-      .scaleExtent([0.02, 4])
+      .scaleExtent([MIN_ZOOM, MAX_ZOOM])
       .on("zoom", (ev: { transform: { toString(): string }; sourceEvent: Event | null }) => {
         this.ui.viewport.setAttribute("transform", ev.transform.toString());
         // A wheel or a drag by the user: from now on the view is theirs.
@@ -185,7 +198,7 @@ export class Viewer {
     this.drawn = { key, exp, vg, layout, labels };
     this.minimap.setLayout(layout, this.colors());
     if (restore) {
-      this.setTransform(restore.x, restore.y, restore.k);
+      this.setTransform(restore);
     } else if (this.firstDraw) {
       this.initialView();
     } else if (before && anchor) {
@@ -283,9 +296,11 @@ export class Viewer {
         if (this.drawable(toDepth(this.idx, mid))) lo = mid;
         else hi = mid - 1;
       }
-      exp = toDepth(this.idx, Math.max(lo, 1));
       this.depth = Math.max(lo, 1);
-      note = `Expanded ${this.depth} level${this.depth === 1 ? "" : "s"} deep: everything at once would be too many nodes to draw (${DRAW_LIMITS.boxes.toLocaleString("en-US")} boxes at most, ${DRAW_LIMITS.levels} levels); open the rest one by one.`;
+      exp = toDepth(this.idx, this.depth);
+      const levels = `${this.depth} level${this.depth === 1 ? "" : "s"}`;
+      const limits = `${DRAW_LIMITS.boxes.toLocaleString("en-US")} boxes at most, ${DRAW_LIMITS.levels} levels`;
+      note = `Expanded ${levels} deep: everything at once would be too many nodes to draw (${limits}); open the rest one by one.`;
     }
     const done = this.apply(exp, anchor);
     const gen = this.generation;
@@ -296,7 +311,7 @@ export class Viewer {
     });
   }
 
-  /** Whether Graphviz may be asked to draw `exp` (same limits as the worker's). */
+  /** Whether Graphviz may be asked to draw `exp` (the limits the worker applies). */
   private drawable(exp: Expansion): boolean {
     try {
       buildVisible(this.idx, exp, DRAW_LIMITS);
@@ -334,162 +349,65 @@ export class Viewer {
     return { w: this.ui.svg.clientWidth || 800, h: this.ui.svg.clientHeight || 600 };
   }
 
-  private setTransform(x: number, y: number, k: number): void {
-    select(this.ui.svg).call(this.zoomer.transform, zoomIdentity.translate(x, y).scale(k));
+  private transform(): Transform {
+    const { x, y, k } = zoomTransform(this.ui.svg);
+    return { x, y, k };
+  }
+
+  private setTransform(t: Transform): void {
+    select(this.ui.svg).call(this.zoomer.transform, zoomIdentity.translate(t.x, t.y).scale(t.k));
   }
 
   private screenAnchor(layout: Layout, key: string): { x: number; y: number } | null {
     const a = anchorOf(layout, key);
-    if (!a) return null;
-    const [x, y] = zoomTransform(this.ui.svg).apply([a.x, a.y]);
-    return { x, y };
+    return a && toScreen(this.transform(), a);
   }
 
   private keepAnchor(key: string, screen: { x: number; y: number }): void {
     const a = anchorOf(this.drawn!.layout, key);
-    if (!a) return;
-    const k = zoomTransform(this.ui.svg).k;
-    this.setTransform(screen.x - a.x * k, screen.y - a.y * k, k);
+    if (a) this.setTransform(pinTransform(a, screen, this.transform().k));
   }
 
-  /**
-   * The opening view (also after E, C and 0): the whole graph when it fits at a readable
-   * zoom (≥ READABLE_ZOOM), else its top (the inputs) at that zoom or more, across as much
-   * of its width as fits, centred where the boxes are.
-   */
+  /** The opening view (also after E, C and 0): see camera.ts initialTransform. */
   initialView(): void {
     if (!this.drawn) return;
     this.autoView = "initial";
-    const { width, height } = this.drawn.layout;
-    const { w, h } = this.size();
-    const m = 24;
-    const fitAll = Math.min((w - 2 * m) / width, (h - 2 * m) / height);
-    if (fitAll >= READABLE_ZOOM) {
-      const k = Math.min(fitAll, 1.25);
-      this.setTransform((w - width * k) / 2, (h - height * k) / 2, k);
-      return;
-    }
-    const k = Math.max(READABLE_ZOOM, Math.min((w - 2 * m) / width, 1));
-    const x = width * k <= w - 2 * m ? (w - width * k) / 2 : this.busiestX(w, h, k);
-    this.setTransform(x, m, k);
+    this.setTransform(initialTransform(this.drawn.layout, this.size(), this.drawn.layout.nodes));
   }
 
-  /**
-   * x translation for a graph wider than the window: the window's width placed over the
-   * most boxes of the first screenful (not the inputs, which may sit far to one side).
-   */
-  private busiestX(w: number, h: number, k: number): number {
-    const layout = this.drawn!.layout;
-    const span = w / k;
-    const xs = layout.nodes
-      .filter((n) => n.y - n.h / 2 < h / k)
-      .map((n) => n.x)
-      .sort((a, b) => a - b);
-    if (xs.length === 0) return (w - layout.width * k) / 2;
-    let best = 0;
-    let bestCount = 0;
-    for (let i = 0, j = 0; i < xs.length; i++) {
-      while (xs[j]! < xs[i]! - span * 0.9) j++;
-      if (i - j + 1 > bestCount) [best, bestCount] = [(xs[i]! + xs[j]!) / 2, i - j + 1];
-    }
-    const cx = Math.max(span / 2 - 24 / k, Math.min(best, layout.width - span / 2 + 24 / k));
-    return w / 2 - cx * k;
-  }
-
-  /** The whole graph in the window (no larger than 200 %). */
   fit(): void {
     if (!this.drawn) return;
     this.autoView = "fit";
-    const { width, height } = this.drawn.layout;
-    const { w, h } = this.size();
-    const m = 16;
-    const k = Math.max(0.02, Math.min((w - 2 * m) / width, (h - 2 * m) / height, 2));
-    this.setTransform((w - width * k) / 2, (h - height * k) / 2, k);
+    this.setTransform(fitTransform(this.drawn.layout, this.size()));
   }
 
-  /**
-   * After opening `key`: move (and if need be zoom out, not below REVEAL_MIN_ZOOM) as
-   * little as possible so its frame is in the window and clear of the overview; its header
-   * stays put when the whole frame fits where it is.
-   */
+  /** After opening `key`: its frame in view, clear of the overview (camera.ts revealTransform). */
   private bringIntoView(key: string): void {
     const b = boundsOf(this.drawn!.layout, key);
-    if (!b) return;
-    const t = zoomTransform(this.ui.svg);
-    const { w, h } = this.size();
-    const m = 16;
-    let k = t.k;
-    const fitK = Math.min((w - 2 * m) / b.w, (h - 2 * m) / b.h);
-    if (fitK < k) k = Math.max(fitK, Math.min(k, REVEAL_MIN_ZOOM));
-    // Zoom about the header: it keeps its place on screen.
-    const hx = t.x + b.x * t.k;
-    const hy = t.y + b.y * t.k;
-    const place = (lo: number, size: number, view: number): number => {
-      if (size * k > view - 2 * m) return m; // too big: header at the edge, most content shown
-      if (lo + size * k > view - m) return view - m - size * k;
-      return Math.max(lo, m);
-    };
-    // The overview sits in the bottom-right corner: try the space above it, then beside it.
-    // (It is hidden while the whole graph is in the window.)
-    const { width, height } = this.drawn!.layout;
-    const whole = (x: number, y: number): boolean =>
-      x - b.x * k >= 0 && y - b.y * k >= 0 && x + (width - b.x) * k <= w && y + (height - b.y) * k <= h;
-    const mm = this.minimap.footprint();
-    const areas: [number, number][] = [
-      [w, h],
-      [w, h - mm.h - 8],
-      [w - mm.w - 8, h],
-    ];
-    let best: [number, number] | null = null;
-    for (const [aw, ah] of areas) {
-      const x = place(hx, b.w, aw);
-      const y = place(hy, b.h, ah);
-      const clear = whole(x, y) || x + b.w * k <= w - mm.w - 8 || y + b.h * k <= h - mm.h - 8;
-      const fits = b.w * k <= aw - 2 * m && b.h * k <= ah - 2 * m;
-      if (fits && clear) {
-        best = [x, y];
-        break;
-      }
-      best ??= [x, y];
-    }
-    this.setTransform(best![0] - b.x * k, best![1] - b.y * k, k);
+    if (b) this.setTransform(revealTransform(b, this.drawn!.layout, this.transform(), this.size(), this.minimap.footprint()));
   }
 
-  private centerOn(x: number, y: number, k = zoomTransform(this.ui.svg).k): void {
-    const { w, h } = this.size();
-    this.setTransform(w / 2 - x * k, h / 2 - y * k, k);
+  private centerOn(x: number, y: number): void {
+    this.setTransform(centerTransform(x, y, this.transform().k, this.size()));
   }
 
   zoomTo(key: string): void {
     const b = this.drawn && boundsOf(this.drawn.layout, key);
-    if (!b) return;
-    const { w, h } = this.size();
-    const fitK = Math.min((w - 40) / b.w, (h - 40) / b.h);
-    const k = Math.max(Math.min(Math.max(zoomTransform(this.ui.svg).k, 1), fitK, 2), 0.1);
-    this.centerOn(b.x + b.w / 2, b.y + Math.min(b.h, h / k - 40) / 2, k);
-  }
-
-  private viewRect(): Rect {
-    const t = zoomTransform(this.ui.svg);
-    const { w, h } = this.size();
-    const [x0, y0] = t.invert([0, 0]);
-    const [x1, y1] = t.invert([w, h]);
-    return { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
+    if (b) this.setTransform(zoomToBox(b, this.transform().k, this.size()));
   }
 
   /** After any zoom or pan: draw what came into view, update the overview and detail level. */
   private onViewChange(): void {
     if (!this.drawn) return;
-    const r = this.viewRect();
+    const t = this.transform();
+    const r = visibleRect(t, this.size());
     this.scene.setView(r);
     // The overview only helps when part of the graph is out of sight.
-    const { width, height } = this.drawn.layout;
-    this.minimap.canvas.hidden = r.x <= 0 && r.y <= 0 && r.x + r.w >= width && r.y + r.h >= height;
+    this.minimap.canvas.hidden = showsAll(r, this.drawn.layout);
     this.minimap.update(r, this.css("--ts-accent", "#3b82f6"));
-    // Text too small to read is not drawn: it costs the most to paint.
-    const k = zoomTransform(this.ui.svg).k;
-    this.ui.svg.classList.toggle("ts-lod-low", k < 0.3);
-    this.ui.svg.classList.toggle("ts-lod-mid", k < 0.55);
+    const lod = detailLevel(t.k);
+    this.ui.svg.classList.toggle("ts-lod-low", lod.low);
+    this.ui.svg.classList.toggle("ts-lod-mid", lod.mid);
   }
 
   // ---- selection, search, marks -------------------------------------------------------
@@ -562,14 +480,16 @@ export class Viewer {
     const { ui } = this;
     ui.toolbar.addEventListener("click", (ev) => {
       const b = (ev.target as Element).closest<HTMLElement>("[data-action]");
-      if (b) this.action(b.dataset.action!);
+      const a = b && buttonAction(b.dataset.action!);
+      if (a) this.run(a);
     });
     ui.search.addEventListener("input", () => this.search(ui.search.value));
     ui.search.addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter") {
+      const a = searchKeyAction(ev.key, ev.shiftKey);
+      if (a?.type === "step") {
         ev.preventDefault();
-        void this.nextMatch(ev.shiftKey ? -1 : 1);
-      } else if (ev.key === "Escape") {
+        void this.nextMatch(a.step);
+      } else if (a?.type === "leave") {
         this.clearSearch();
         ui.search.blur();
       }
@@ -615,7 +535,9 @@ export class Viewer {
       if (ui.tooltip.hidden) hover(ev);
       else this.placeTooltip(ev);
     });
-    ui.svg.addEventListener("pointerleave", () => (ui.tooltip.hidden = true));
+    ui.svg.addEventListener("pointerleave", () => {
+      ui.tooltip.hidden = true;
+    });
 
     // Document-level listeners go away with the viewer (VS Code mounts a new one per trace).
     ui.root.ownerDocument.addEventListener("keydown", (ev) => this.onKey(ev), { signal: this.disposer.signal });
@@ -630,48 +552,55 @@ export class Viewer {
     this.disposer.signal.addEventListener("abort", () => resize.disconnect());
   }
 
-  private action(name: string): void {
-    this.notice(null);
-    switch (name) {
+  private run(a: ViewerAction): void {
+    // A refused or failed layout's message goes with the next thing the user does.
+    if (a.type !== "find") this.notice(null);
+    switch (a.type) {
       case "expand-all":
-        return this.expandAll();
+        this.expandAll();
+        return;
       case "collapse-all":
-        return this.collapseAll();
+        this.collapseAll();
+        return;
       case "fit":
-        return this.fit();
-      case "depth-up":
-        return this.setDepth(this.depthShown() + 1);
-      case "depth-down":
-        return this.setDepth(this.depthShown() - 1);
-      case "export-svg":
-        return void this.exportAs("svg");
-      case "export-png":
-        return void this.exportAs("png");
+        this.fit();
+        return;
+      case "initial-view":
+        this.initialView();
+        return;
+      case "depth":
+        this.setDepth(a.depth);
+        return;
+      case "depth-step":
+        this.setDepth(this.depthShown() + a.step);
+        return;
+      case "export":
+        void this.exportAs(a.format);
+        return;
+      case "find":
+        this.ui.search.focus();
+        if (a.selectText) this.ui.search.select();
+        return;
+      case "clear":
+        this.clearSearch();
+        this.select(null);
+        return;
     }
   }
 
   private onKey(ev: KeyboardEvent): void {
     const tag = (ev.target as HTMLElement | null)?.tagName;
-    if ((ev.ctrlKey || ev.metaKey) && ev.key.toLowerCase() === "f") {
-      ev.preventDefault();
-      this.ui.search.focus();
-      this.ui.search.select();
-      return;
-    }
-    if (tag === "INPUT" || tag === "TEXTAREA" || ev.ctrlKey || ev.metaKey || ev.altKey) return;
-    const k = ev.key;
-    if (k === "/") {
-      ev.preventDefault();
-      this.ui.search.focus();
-    } else if (k === "f" || k === "F") this.fit();
-    else if (k === "e" || k === "E") this.expandAll();
-    else if (k === "c" || k === "C") this.collapseAll();
-    else if (k === "0") this.initialView();
-    else if (/^[1-9]$/.test(k)) this.setDepth(Number(k));
-    else if (k === "Escape") {
-      this.clearSearch();
-      this.select(null);
-    }
+    const a = keyAction({
+      key: ev.key,
+      ctrlKey: ev.ctrlKey,
+      metaKey: ev.metaKey,
+      altKey: ev.altKey,
+      inTextField: tag === "INPUT" || tag === "TEXTAREA",
+    });
+    if (!a) return;
+    // The browser's own find and "/" quick-find give way to the graph's search.
+    if (a.type === "find") ev.preventDefault();
+    this.run(a);
   }
 
   private isExpandable(key: string): boolean {

@@ -78,7 +78,8 @@ async function vscodePage(kind: (typeof KINDS)[number], graph: string, size = { 
     const bin = atob(data);
     const bytes = new Uint8Array(bin.length);
     for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    window.postMessage({ type: "graph", data: bytes.buffer }, "*");
+    // As GraphPanel posts it: with the panel's origin.
+    window.postMessage({ type: "graph", data: bytes.buffer, origin: { uri: "file:///w/m.py", target: "model", title: "Forward pass" } }, "*");
   }, b64);
   await ready(page);
   return page;
@@ -112,7 +113,7 @@ async function contrasts(page: Page): Promise<Pair[]> {
     };
     const over = (top: number[], under: number[]): number[] => [0, 1, 2].map((i) => top[i]! * top[3]! + under[i]! * (1 - top[3]!)).concat(1);
     const lum = (c: number[]): number => {
-      const f = (v: number): number => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+      const f = (v: number): number => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4);
       return 0.2126 * f(c[0]!) + 0.7152 * f(c[1]!) + 0.0722 * f(c[2]!);
     };
     const ratio = (a: number[], b: number[]): number => {

@@ -7,7 +7,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { encode } from "@msgpack/msgpack";
+import { decode, encode } from "@msgpack/msgpack";
 import type { Browser, Locator, Page } from "playwright-core";
 import { FIXTURES, ROOT, launch, open, ready, shot, type Opened } from "./browser";
 
@@ -348,6 +348,33 @@ describe("error graph", () => {
   });
 });
 
+describe("a page that opens at a view (the extension's HTML export)", () => {
+  test("the modules open in the panel are open in the page", async () => {
+    const g = decode(readFileSync(join(FIXTURES, "gpt2.msgpack"))) as {
+      model: { qualname: string };
+      nodes: { id: number; kind: string; parent: number | null; path: string }[];
+      edges: unknown[];
+    };
+    const root = g.nodes.find((n) => n.kind === "module" && n.parent === null && n.path === "")!;
+    const wte = g.nodes.find((n) => n.kind === "module" && n.path === "wte")!;
+    const view = { graph: `${g.model.qualname}|${g.nodes.length}|${g.edges.length}`, expanded: [root.id, wte.id], groups: [] };
+    const attr = JSON.stringify(view).replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+    const page = readFileSync(join(FIXTURES, "gpt2.html"), "utf8").replace(
+      '<div id="torchscope" data-view="">',
+      `<div id="torchscope" data-view="${attr}">`,
+    );
+    assert.ok(page.includes(attr), "the fixture page has the template's data-view");
+    writeFileSync(join(FIXTURES, "gpt2-view.html"), page);
+    const o = await open(browser, "gpt2-view");
+    assert.equal(await o.page.locator('.ts-cluster[data-kind=module][data-path="wte"]').count(), 1, "wte open from the start");
+    assert.equal(await o.page.locator('.ts-node[data-kind=module][data-path="wpe"]').count(), 1, "the others as they were");
+    await shot(o.page, "gpt2-opened-at-view");
+    assertNoErrors(o);
+    assertOffline(o);
+    await o.page.context().close();
+  });
+});
+
 describe("hostile names", () => {
   test("a module named <img src=x onerror=alert(1)> shows those characters", async () => {
     const o = await open(browser, "hostile");
@@ -463,7 +490,11 @@ async function postGraph(page: Page, b64: string): Promise<void> {
     const bin = atob(data);
     const bytes = new Uint8Array(bin.length);
     for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    window.postMessage({ type: "graph", data: bytes.buffer }, "*");
+    // As GraphPanel posts it: with the panel's origin (kept in the webview state for a reload).
+    window.postMessage(
+      { type: "graph", data: bytes.buffer, origin: { uri: "file:///w/gpt2.py", target: "model", title: "Forward pass: GPT2Model" } },
+      "*",
+    );
   }, b64);
 }
 
@@ -494,6 +525,25 @@ describe("VS Code host", () => {
     const bg = await page.locator("#torchscope").evaluate((el) => getComputedStyle(el).backgroundColor);
     assert.equal(bg, "rgb(30, 31, 32)", "colours from --vscode-* variables");
     await shot(page, "vscode-host");
+    assert.deepEqual(errors, []);
+    await close();
+  });
+
+  test("each new view goes to the extension too (an HTML export opens at it)", async () => {
+    const { page, errors, close } = await vscodePage(0);
+    await postGraph(page, readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64"));
+    await ready(page);
+    const views = () => page.evaluate(() => (window as any).__posted.filter((m: any) => m.type === "view").map((m: any) => m.view));
+    const first = await views();
+    assert.ok(first.length >= 1);
+    await page.click('[data-toggle="n3"]');
+    await ready(page);
+    const last = (await views()).at(-1);
+    assert.ok(last.expanded.includes(3) && !first.at(-1).expanded.includes(3), "wte's expansion was posted");
+    // The same view the webview state keeps (without the panel's origin).
+    const { origin, ...saved } = await page.evaluate(() => (window as any).__state);
+    assert.equal(origin.target, "model");
+    assert.deepEqual(last, saved);
     assert.deepEqual(errors, []);
     await close();
   });

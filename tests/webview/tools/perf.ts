@@ -11,10 +11,9 @@ import { FIXTURES, launch, ready, shot } from "../browser/browser";
   page.on("console", (m) => console.log("console:", m.text()));
   await page.addInitScript(() => {
     (globalThis as any).__long = [];
-    new PerformanceObserver((l) => l.getEntries().forEach((e) => (globalThis as any).__long.push(Math.round(e.duration)))).observe({
-      type: "longtask",
-      buffered: true,
-    });
+    new PerformanceObserver((l) => {
+      for (const e of l.getEntries()) (globalThis as any).__long.push(Math.round(e.duration));
+    }).observe({ type: "longtask", buffered: true });
   });
   const t0 = Date.now();
   await page.goto(pathToFileURL(join(FIXTURES, `${name}.html`)).href);

@@ -70,7 +70,10 @@ async function capture(theme: string): Promise<{ bodyClass: string; vars: Record
   );
   await new Promise<void>((res) => {
     let log = "";
-    const on = (b: Buffer) => (log += b.toString()).includes("HTTP server listening") && res();
+    const on = (b: Buffer): void => {
+      log += b.toString();
+      if (log.includes("HTTP server listening")) res();
+    };
     proc.stdout!.on("data", on);
     proc.stderr!.on("data", on);
   });
