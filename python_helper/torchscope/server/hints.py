@@ -21,8 +21,8 @@ import math
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Optional, cast
+from dataclasses import dataclass
+from typing import Any, Optional
 from urllib.parse import quote
 
 from lsprotocol import types
@@ -36,7 +36,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _KINDS = ("op", "module", "constant", "error")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TensorOut:
     """One tensor a call made, as the edge that carries it out describes it."""
 
@@ -46,7 +46,7 @@ class TensorOut:
     stats: Optional[dict[str, Any]] = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Made:
     """One call written on a line (a top node), with the tensors leaving it."""
 
@@ -56,7 +56,7 @@ class Made:
     target: str
     path: str
     cost: Optional[dict[str, Any]]
-    outputs: list[TensorOut] = field(default_factory=list)
+    outputs: list[TensorOut]
 
     def words(self) -> set[str]:
         """Names a cursor may rest on to mean this call: `relu`, `fc` of `self.fc`."""
@@ -67,15 +67,15 @@ class Made:
         return {w.strip("_") or w for w in found if w}
 
 
-@dataclass
+@dataclass(slots=True)
 class Run:
     """One execution of a line."""
 
     made: list[Made]
-    outputs: list[TensorOut] = field(default_factory=list)
+    outputs: list[TensorOut]
 
 
-@dataclass
+@dataclass(slots=True)
 class LineInfo:
     """What one line (0-based) of one file made in the trace."""
 
@@ -137,27 +137,30 @@ def index_graph(wire: dict[str, Any]) -> Indexed:
     edges: list[dict[str, Any]] = wire["edges"]
     count = len(nodes)
     parent: list[Optional[int]] = [n["parent"] for n in nodes]
-    where: list[Optional[tuple[str, int]]] = [None] * count
-    for i, n in enumerate(nodes):
-        site = n.get("site")
-        if site and n["kind"] in _KINDS:
-            file = str(site["file"])
-            if not file.startswith("<"):  # <string>, <frozen …>: nothing to put a hint in
-                where[i] = (file, int(site["line"]))
-
-    # top nodes: the calls written on a line (a node whose ancestor sits on the same line
-    # is part of that ancestor's call, e.g. a recursive forward)
-    is_top = [False] * count
+    # up[i]: the nearest top node at or above node i (-1: none). Top nodes are the calls
+    # written on a line: a node under a call made on its own line (a recursive forward) is
+    # part of that call. Parents come before their children, so one pass fills it.
+    up: list[int] = [-1] * count
+    where: dict[int, tuple[str, int]] = {}
     per_line: dict[tuple[str, int], list[int]] = {}
-    for i in range(count):
-        key = where[i]
-        if key is None:
-            continue
+    for i, n in enumerate(nodes):
         p = parent[i]
-        while p is not None and where[p] != key:
-            p = parent[p]
-        if p is None:
-            is_top[i] = True
+        above = up[p] if p is not None else -1
+        up[i] = above
+        site = n["site"]
+        if site is None or n["kind"] not in _KINDS:
+            continue
+        file = site["file"]
+        if file[:1] == "<":  # <string>, <frozen …>: nothing to put a hint in
+            continue
+        key = (file, site["line"])
+        where[i] = key
+        t = above
+        while t >= 0 and where[t] != key:
+            q = parent[t]
+            t = up[q] if q is not None else -1
+        if t < 0:
+            up[i] = i
             per_line.setdefault(key, []).append(i)
 
     children: dict[Optional[int], list[int]] = {}
@@ -168,73 +171,83 @@ def index_graph(wire: dict[str, Any]) -> Indexed:
     runs: list[Run] = []
     lines: dict[tuple[str, int], LineInfo] = {}
     for key, tops in per_line.items():
-        line_runs = _split_runs(nodes, parent, children, tops)
+        line_runs = _split_runs(nodes, parent, children, tops) if len(tops) > 1 else [tops]
+        first = len(runs)
         for members in line_runs:
-            run = Run([])
+            run = Run([], [])
             for i in members:
                 n = nodes[i]
-                m = Made(i, n["kind"], n["name"], n.get("target") or "", n.get("path") or "", None)
                 cost = n.get("cost")
-                m.cost = cost if isinstance(cost, dict) else None
+                m = Made(
+                    i,
+                    n["kind"],
+                    n["name"],
+                    n.get("target") or "",
+                    n.get("path") or "",
+                    cost if isinstance(cost, dict) else None,
+                    [],
+                )
                 made[i] = m
                 run.made.append(m)
                 run_of[i] = len(runs)
             runs.append(run)
-        lines[key] = LineInfo(key[1] - 1, [runs[run_of[r[0]]] for r in line_runs])
+        lines[key] = LineInfo(key[1] - 1, runs[first:])
 
-    # nearest top node at or above each node: the chain of calls it is part of
-    up: list[int] = [-1] * count
-    for i in range(count):
-        p = parent[i]
-        up[i] = i if is_top[i] else (up[p] if p is not None else -1)
+    chains: dict[int, list[int]] = {}
 
     def chain(i: int) -> list[int]:
-        out: list[int] = []
+        """The calls node i is part of, innermost first."""
         t = up[i]
-        while t >= 0:
-            out.append(t)
-            p = parent[t]
-            t = up[p] if p is not None else -1
-        return out
+        found = chains.get(t)
+        if found is None:
+            found = []
+            while t >= 0:
+                found.append(t)
+                q = parent[t]
+                t = up[q] if q is not None else -1
+            chains[up[i]] = found
+        return found
 
     seen_node: set[tuple[Any, ...]] = set()
     seen_run: set[tuple[Any, ...]] = set()
     for e in edges:
-        src, dst = e["src"], e["dst"]
-        outer = chain(src)
-        if not outer:
+        src = e["src"]
+        if up[src] < 0:
             continue
-        inner = chain(dst)
-        shape = e.get("shape")
-        dims = tuple(int(d) for d in cast(list[Any], shape)) if isinstance(shape, list) else None
+        outer = chain(src)
+        inner = chain(e["dst"])
+        if outer[0] in inner:
+            continue  # made and used inside one call
+        shape = e["shape"]
+        dims = tuple(shape) if isinstance(shape, list) else None
+        dtype = str(e["dtype"] or "")
         stats = e.get("stats")
-        tensor = TensorOut(
-            src, dims, str(e.get("dtype") or ""), stats if isinstance(stats, dict) else None
-        )
-        ident = (src, dims, tensor.dtype)
+        tensor = TensorOut(src, dims, dtype, stats if isinstance(stats, dict) else None)
         inner_runs = {run_of[t] for t in inner}
         for t in outer:
             if t in inner:
                 break  # this call and the ones around it contain the consumer too
-            if (t, *ident) not in seen_node:
-                seen_node.add((t, *ident))
+            ident = (t, src, dims, dtype)
+            if ident not in seen_node:
+                seen_node.add(ident)
                 made[t].outputs.append(tensor)
             r = run_of[t]
-            if r not in inner_runs and (r, *ident) not in seen_run:
-                seen_run.add((r, *ident))
+            ident = (r, src, dims, dtype)
+            if r not in inner_runs and ident not in seen_run:
+                seen_run.add(ident)
                 runs[r].outputs.append(tensor)
 
     err = wire.get("error")
     if isinstance(err, dict):
         node = err.get("node")
-        key = where[node] if isinstance(node, int) and 0 <= node < count else None
+        key = where.get(node) if isinstance(node, int) else None
         if key is not None and key in lines:
             lines[key].error = f"{err.get('type', 'Error')}: {err.get('message', '')}"
 
     files: dict[str, dict[int, LineInfo]] = {}
     for (file, line), info in lines.items():
-        if line >= 1:
-            files.setdefault(file, {})[line - 1] = info
+        if isinstance(line, int) and line >= 1:
+            files.setdefault(str(file), {})[line - 1] = info
     model = wire.get("model") or {}
     return Indexed(str(model.get("name", "")), str(model.get("device", "")), files)
 
@@ -265,6 +278,9 @@ def _split_runs(
 
     out: list[list[int]] = []
     for p, siblings in by_parent.items():
+        if len(siblings) == 1:  # the line's calls in a module called once per parent
+            out.append(siblings)
+            continue
         kids = children.get(p, [])
         segment: list[int] = [siblings[0]]
         for i, j in zip(siblings, siblings[1:]):
