@@ -242,7 +242,9 @@ def index_graph(wire: dict[str, Any]) -> Indexed:
         node = err.get("node")
         key = where.get(node) if isinstance(node, int) else None
         if key is not None and key in lines:
-            lines[key].error = f"{err.get('type', 'Error')}: {err.get('message', '')}"
+            message = str(err.get("message", "")).strip().split("\n", 1)[0]
+            message = message if len(message) <= 200 else message[:199] + "…"
+            lines[key].error = f"{err.get('type', 'Error')}: {message}"
 
     files: dict[str, dict[int, LineInfo]] = {}
     for (file, line), info in lines.items():

@@ -197,8 +197,8 @@ class TraceStore:
             try:
                 indexed = await asyncio.get_running_loop().run_in_executor(None, read_graph, graph)
                 trace = self.add(key, graph, indexed, mark, open_texts())
-            except (OSError, GraphFormatError, KeyError, TypeError, IndexError, ValueError) as e:
-                failed(f"cannot read the graph {graph} for hints: {e}")
+            except Exception as e:  # unreadable, malformed, or an index bug: no hints, said so
+                failed(f"cannot read the graph {graph} for hints: {type(e).__name__}: {e}")
                 return None
             finally:
                 if mark is not None:
