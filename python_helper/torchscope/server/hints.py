@@ -4,10 +4,11 @@ plain data and LSP values out; no torch, no I/O.
 
 A line's nodes are the graph nodes whose `site` is that line (ops, module calls, constants,
 the error). The calls written on the line are its *top* nodes (no ancestor on the same
-line). One *run* is one execution of the line: the top nodes under one parent (module
-call), split where the line's last call ends (a loop runs the line once per iteration; a
-line inside a block that is called N times runs once per call). A run's outputs are the
-tensors leaving it: edges from a node under the run to a node outside it.
+line). One *run* is one execution of the line: its top nodes under one parent (module
+call), cut where another statement of the same function ran in between and by the calls'
+repeating pattern (a loop runs the line once per iteration; a line inside a block called N
+times runs once per call). A run's outputs are the tensors leaving it: edges from a node
+under the run to a node outside it.
 
 The graph is read from its wire map (docs/graph-format.md) rather than through
 `Graph.from_wire`: added fields such as `Edge.stats` and `Node.cost` come along as they
@@ -263,7 +264,7 @@ def _split_runs(
     """A line's top nodes (in call order) as runs. Under one parent, another statement of
     the same function running in between starts a new run (a loop body of several lines);
     calls of the line back to back are split by their repeating pattern (`for b in blocks:
-    x = b(x)` is one call per run; `0.5 * x * (1 + torch.tanh(…))` is one run of five)."""
+    x = b(x)` is one call per run; `0.5 * x * (1 + torch.tanh(…))` is one run of eight)."""
     by_parent: dict[Optional[int], list[int]] = {}
     for i in tops:
         by_parent.setdefault(parent[i], []).append(i)
