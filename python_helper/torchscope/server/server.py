@@ -23,8 +23,10 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..runner import PRELOADABLE, Failure
-from . import hints, targets
+from ..failure import Failure
+from ..runner import PRELOADABLE
+from . import find_targets as targets
+from . import hints
 from .runner_client import RunnerClient
 from .traces import Change, Mark, Trace, TraceStore, file_key
 
@@ -275,7 +277,6 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         "device": p.get("device") or "cpu",
         "out": str(_graph_path(ls, target)),
         "timeout": ls.settings.trace_timeout,
-        "roots": [str(r) for r in ls.project.roots],
     }
     for key in ("text", "input", "ctorArgs"):
         value = text if key == "text" else p.get(key)
