@@ -111,11 +111,10 @@ def main() -> int:
             rows.append(session.run(one(), 600))
     finally:
         session.close()
-    indexed = [
-        float(line.rsplit(" in ", 1)[1].split()[0])
-        for line in session.logs
-        if line.startswith("hints: ")
-    ][1:]  # the server's own time: read + index, logged once per trace (first one: cold)
+    logged = [line for line in session.logs if line.startswith("hints: ")][1:]  # [0]: cold
+    # the server's own times, logged once per trace: "… in W ms (C ms CPU reading and indexing)"
+    indexed = [float(line.split(" in ")[-1].split()[0]) for line in logged]
+    cpu = [float(line.rsplit("(", 1)[1].split()[0]) for line in logged]
     info["load_end"] = os.getloadavg()
     report = {
         "machine": info,
@@ -127,6 +126,7 @@ def main() -> int:
             "result_to_modeling_gpt2_hints": stats([r["library_ms"] for r in rows]),
             "result_to_refresh_request": stats([r["refresh_ms"] for r in rows]),
             "server_read_and_index": stats(indexed) if indexed else None,
+            "server_read_and_index_cpu": stats(cpu) if cpu else None,
         },
         "hints": {
             "traced_file": rows[0]["traced_file_hints"],

@@ -23,7 +23,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 from urllib.parse import quote
 
 from lsprotocol import types
@@ -37,8 +37,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _KINDS = ("op", "module", "constant", "error")
 
 
-@dataclass(frozen=True, slots=True)
-class TensorOut:
+class TensorOut(NamedTuple):
     """One tensor a call made, as the edge that carries it out describes it."""
 
     node: int  # the producing leaf node
@@ -194,48 +193,51 @@ def index_graph(wire: dict[str, Any]) -> Indexed:
             runs.append(run)
         lines[key] = LineInfo(key[1] - 1, runs[first:])
 
-    chains: dict[int, list[int]] = {}
+    # each node's chain of enclosing calls (innermost first) and their runs, by nearest call
+    chains: dict[int, tuple[list[int], set[int]]] = {}
 
-    def chain(i: int) -> list[int]:
-        """The calls node i is part of, innermost first."""
-        t = up[i]
-        found = chains.get(t)
+    def chain(i: int) -> tuple[list[int], set[int]]:
+        found = chains.get(up[i])
         if found is None:
-            found = []
+            calls: list[int] = []
+            t = up[i]
             while t >= 0:
-                found.append(t)
+                calls.append(t)
                 q = parent[t]
                 t = up[q] if q is not None else -1
-            chains[up[i]] = found
+            found = chains[up[i]] = (calls, {run_of[t] for t in calls})
         return found
 
-    seen_node: set[tuple[Any, ...]] = set()
-    seen_run: set[tuple[Any, ...]] = set()
+    tensors: dict[tuple[Any, ...], tuple[int, TensorOut]] = {}  # one per (producer, shape, dtype)
+    seen_node: set[tuple[int, int]] = set()
+    seen_run: set[tuple[int, int]] = set()
     for e in edges:
         src = e["src"]
         if up[src] < 0:
             continue
-        outer = chain(src)
-        inner = chain(e["dst"])
+        outer = chain(src)[0]
+        inner, inner_runs = chain(e["dst"])
         if outer[0] in inner:
             continue  # made and used inside one call
         shape = e["shape"]
-        dims = tuple(shape) if isinstance(shape, list) else None
-        dtype = str(e["dtype"] or "")
-        stats = e.get("stats")
-        tensor = TensorOut(src, dims, dtype, stats if isinstance(stats, dict) else None)
-        inner_runs = {run_of[t] for t in inner}
+        ident = (src, tuple(shape) if isinstance(shape, list) else None, e["dtype"])
+        known = tensors.get(ident)
+        if known is None:
+            stats = e.get("stats")
+            tensor = TensorOut(
+                src, ident[1], str(ident[2] or ""), stats if isinstance(stats, dict) else None
+            )
+            known = tensors[ident] = (len(tensors), tensor)
+        tid, tensor = known
         for t in outer:
             if t in inner:
                 break  # this call and the ones around it contain the consumer too
-            ident = (t, src, dims, dtype)
-            if ident not in seen_node:
-                seen_node.add(ident)
+            if (t, tid) not in seen_node:
+                seen_node.add((t, tid))
                 made[t].outputs.append(tensor)
             r = run_of[t]
-            ident = (r, src, dims, dtype)
-            if r not in inner_runs and ident not in seen_run:
-                seen_run.add(ident)
+            if r not in inner_runs and (r, tid) not in seen_run:
+                seen_run.add((r, tid))
                 runs[r].outputs.append(tensor)
 
     err = wire.get("error")

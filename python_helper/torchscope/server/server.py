@@ -162,7 +162,8 @@ class TorchscopeServer(LanguageServer):
             self.log(
                 "debug",
                 f"hints: {lines} lines in {len(trace.files)} files from {Path(graph).name} "
-                f"in {(time.perf_counter() - started) * 1000:.0f} ms",
+                f"in {(time.perf_counter() - started) * 1000:.0f} ms "
+                f"({trace.cpu_ms:.0f} ms CPU reading and indexing)",
             )
             self.refresh_hints()
 
