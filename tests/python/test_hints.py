@@ -71,6 +71,27 @@ def test_runs_and_labels():
     }
 
 
+class Nested(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Linear(4, 4))
+        self.body = nn.Sequential(nn.Linear(4, 4))
+
+    def forward(self, x):
+        x = self.body(self.stem(x))
+        x = x.transpose(0, 1).transpose(1, 0)
+        for _ in range(2):
+            x = x * 2
+        return x
+
+
+def test_calls_alike_on_one_line_are_one_run():
+    lines = indexed(Nested(), torch.randn(2, 4))
+    assert lines[here("x = self.body(self.stem(x))")].label() == "2×4"  # two Sequentials
+    assert lines[here("x = x.transpose(0, 1).transpose(1, 0)")].label() == "2×4"
+    assert lines[here("x = x * 2")].label() == "2×4 ×2"  # a loop: the same call, alike
+
+
 def test_label_names_at_most_three_shapes():
     info = hints.LineInfo(
         0, [hints.Run([], [hints.TensorOut(0, (i, 2), "float32")]) for i in range(1, 6)]

@@ -35,6 +35,7 @@ MAX_REVEAL = 64  # node ids a reveal link carries
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _KINDS = ("op", "module", "constant", "error")
+_INDEX = re.compile(r"(^|\.)\d+(?=\.|$)")  # the item of a ModuleList/Sequential in a path
 
 
 class TensorOut(NamedTuple):
@@ -266,7 +267,10 @@ def _split_runs(
     """A line's top nodes (in call order) as runs. Under one parent, another statement of
     the same function running in between starts a new run (a loop body of several lines);
     calls of the line back to back are split by their repeating pattern (`for b in blocks:
-    x = b(x)` is one call per run; `0.5 * x * (1 + torch.tanh(…))` is one run of eight)."""
+    x = b(x)` is one call per run; `0.5 * x * (1 + torch.tanh(…))` is one run of eight). A
+    statement that calls one thing twice the same way (`act(act(x))`) looks like two runs:
+    sites have no column to tell them apart; a loop whose calls differ in their arguments
+    looks like one run (fewer runs is the safer mistake)."""
     by_parent: dict[Optional[int], list[int]] = {}
     for i in tops:
         by_parent.setdefault(parent[i], []).append(i)
@@ -277,9 +281,13 @@ def _split_runs(
         s = nodes[k].get("site")
         return bool(s) and s["file"] == file and s.get("func", "") == func and s["line"] != line
 
-    def key(i: int) -> tuple[str, str, str]:
+    def key(i: int) -> tuple[str, ...]:
+        """What must repeat for calls to be one run each: the same callable, with the same
+        arguments, of the same module attribute (`blocks.0` and `blocks.1` alike; `stem` and
+        `blocks` not: `self.blocks(self.stem(x))` is one run)."""
         n = nodes[i]
-        return (n["kind"], n.get("target") or "", n["name"])
+        path = _INDEX.sub(r"\1#", n.get("path") or "")
+        return (n["kind"], n.get("target") or "", n["name"], path, repr(n.get("attrs")))
 
     out: list[list[int]] = []
     for p, siblings in by_parent.items():
