@@ -128,9 +128,9 @@ def test_the_line_that_raised():
 def test_positions_in_utf16():
     line = "    y = f(x)  # 🙂 ünïcode"
     assert hints.utf16_len(line) == len(line) + 1  # the emoji is two UTF-16 units
-    assert hints.word_at(line, 4) == "y" and hints.word_at(line, 10) == "x"
+    assert hints.word_at(line, 4) == ("y", 4, 5) and hints.word_at(line, 10) == ("x", 10, 11)
     assert hints.word_at(line, 2) is None
-    assert hints.word_at("🙂 relu", 3) == "relu"  # column 3 = after the emoji and the space
+    assert hints.word_at("🙂 relu", 3) == ("relu", 3, 7)  # after the emoji (2 units) and a space
     assert hints.split_lines("a\r\nb\rc\nd") == ["a", "b", "c", "d"]
 
 

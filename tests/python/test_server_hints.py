@@ -5,6 +5,7 @@ graphs shown from elsewhere, the option that turns hints off."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -188,6 +189,7 @@ def hints(lsp: Session, path: Path, text: Optional[str] = None) -> dict[int, str
 
 
 def hover(lsp: Session, path: Path, line: int, character: int) -> Optional[str]:
+    """The hover's markdown; checks its range is the word under the cursor (or that character)."""
     params = types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri(path)),
         position=types.Position(line=line, character=character),
@@ -197,7 +199,11 @@ def hover(lsp: Session, path: Path, line: int, character: int) -> Optional[str]:
         return None
     assert isinstance(found.contents, types.MarkupContent)
     assert found.contents.kind == types.MarkupKind.Markdown
-    assert found.range is not None and found.range.start.line == line
+    r = found.range
+    assert r is not None and r.start.line == r.end.line == line
+    text = path.read_text().split("\n")[line]
+    word = re.search(r"\w*$", text[:character]).group() + re.match(r"\w*", text[character:]).group()
+    assert text[r.start.character : r.end.character] == (word or text[character])
     return found.contents.value
 
 

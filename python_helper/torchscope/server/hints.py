@@ -339,12 +339,12 @@ def index_of_utf16(text: str, column: int) -> int:
     return len(text)
 
 
-def word_at(text: str, column: int) -> Optional[str]:
-    """The identifier under an LSP column of one line, if any."""
+def word_at(text: str, column: int) -> Optional[tuple[str, int, int]]:
+    """The identifier under an LSP column of one line, with its start and end columns."""
     at = index_of_utf16(text, column)
     for m in _WORD.finditer(text):
         if m.start() <= at <= m.end():
-            return m.group()
+            return m.group(), utf16_len(text[: m.start()]), utf16_len(text[: m.end()])
     return None
 
 
@@ -371,6 +371,28 @@ def inlay_hints(
             )
         )
     return out
+
+
+def hover(
+    info: LineInfo, graph: str, device: str, line: int, text: str, column: int
+) -> Optional[types.Hover]:
+    """The hover at `column` of hinted line `line` (its text: `text`); none on its indentation.
+    Its range is the word under the cursor (or that one character), so that moving onto another
+    name of the line asks again."""
+    if column < utf16_len(text) - utf16_len(text.lstrip()):
+        return None
+    found = word_at(text, column)
+    start, end = (found[1], found[2]) if found else (column, column + 1)
+    return types.Hover(
+        contents=types.MarkupContent(
+            kind=types.MarkupKind.Markdown,
+            value=hover_markdown(info, graph, device, found[0] if found else None),
+        ),
+        range=types.Range(
+            start=types.Position(line=line, character=start),
+            end=types.Position(line=line, character=end),
+        ),
+    )
 
 
 def hover_markdown(info: LineInfo, graph: str, device: str, word: Optional[str] = None) -> str:

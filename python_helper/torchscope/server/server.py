@@ -369,21 +369,8 @@ async def hover(ls: TorchscopeServer, params: types.HoverParams) -> Optional[typ
     doc = ls.workspace.get_text_document(params.text_document.uri)
     lines = hints.split_lines(doc.source)
     text = lines[line] if line < len(lines) else ""
-    start = hints.utf16_len(text) - hints.utf16_len(text.lstrip())
-    if params.position.character < start:  # the indentation is not the line
-        return None
     trace = found[0]
-    word = hints.word_at(text, params.position.character)
-    return types.Hover(
-        contents=types.MarkupContent(
-            kind=types.MarkupKind.Markdown,
-            value=hints.hover_markdown(info, trace.graph, trace.device, word),
-        ),
-        range=types.Range(
-            start=types.Position(line=line, character=start),
-            end=types.Position(line=line, character=hints.utf16_len(text)),
-        ),
-    )
+    return hints.hover(info, trace.graph, trace.device, line, text, params.position.character)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
