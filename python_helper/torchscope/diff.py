@@ -64,7 +64,7 @@ class Change:
 class _Facts:
     """What the diff reads about one graph, computed once per graph."""
 
-    __slots__ = ("graph", "children", "ins", "outs", "in_edges", "out_edges", "own_params")
+    __slots__ = ("graph", "children", "ins", "outs", "in_edges", "out_edges", "child_params")
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
@@ -86,7 +86,7 @@ class _Facts:
                 self.ins[n.id] = tuple(tensors[k] for k in self.in_edges[n.id])
                 self.outs[n.id] = tuple(dict.fromkeys(tensors[k] for k in self.out_edges[n.id]))
         self._module_boundaries(tensors)
-        self.own_params: dict[int, int] = {}
+        self.child_params: dict[int, int] = {}  # module call → params of the modules it called
         for n in nodes:
             if n.kind == "module":
                 inner = {
@@ -94,7 +94,7 @@ class _Facts:
                     for c in self.children.get(n.id, ())
                     if nodes[c].kind == "module"
                 }
-                self.own_params[n.id] = n.params - sum(inner.values())
+                self.child_params[n.id] = sum(inner.values())
 
     def _module_boundaries(self, tensors: list[Tensor]) -> None:
         """For each module call: the tensors entering it and leaving it, in edge order (one
@@ -215,6 +215,17 @@ class _Compare:
         self.b_to_a = [-1] * len(b.nodes)
         self.moved: dict[int, tuple[int, int]] = {}  # node of b → (position in a, in b)
         self.keys: dict[Any, int] = {}  # signature → small int, shared by both graphs
+        # Two copies of one file (model.py, model_v2.py) name their classes after the file:
+        # a's names are read as b's, so `model.Block` and `model_v2.Block` are one class.
+        home_a = a.model.qualname.rpartition(".")[0]
+        home_b = b.model.qualname.rpartition(".")[0]
+        self.home = (home_a + ".", home_b + ".") if home_a and home_b and home_a != home_b else None
+
+    def _target_a(self, target: str) -> str:
+        """A target of a as b would name it (see `home`)."""
+        if self.home is not None and target.startswith(self.home[0]):
+            return self.home[1] + target[len(self.home[0]) :]
+        return target
 
     def run(self) -> Diff:
         self._match_modules()
@@ -265,9 +276,11 @@ class _Compare:
             else:
                 sig = ("module", i) if self.b_to_a[i] >= 0 else ("module b", i)
         elif not full:
-            sig = (n.kind, n.name) if n.kind in ("input", "output") else (n.kind, n.target)
+            target = self._target_a(n.target) if facts is self.fa else n.target
+            sig = (n.kind, n.name) if n.kind in ("input", "output") else (n.kind, target)
         else:
-            sig = (n.kind, n.target, n.name, repr(n.attrs), facts.ins[i], facts.outs[i])
+            target = self._target_a(n.target) if facts is self.fa else n.target
+            sig = (n.kind, target, n.name, repr(n.attrs), facts.ins[i], facts.outs[i])
         key = self.keys.get(sig)
         if key is None:
             key = self.keys[sig] = len(self.keys)
@@ -358,7 +371,7 @@ class _Compare:
         """Before → after lines for the matched pair (i of a, j of b); empty when equal."""
         na, nb = self.a.nodes[i], self.b.nodes[j]
         out: list[str] = []
-        if na.target != nb.target:
+        if self._target_a(na.target) != nb.target:
             out.append(f"target: {na.target or '-'} → {nb.target or '-'}")
         elif na.name != nb.name:
             out.append(f"name: {na.name} → {nb.name}")
@@ -367,8 +380,11 @@ class _Compare:
                 va, vb = na.attrs.get(key, _MISSING), nb.attrs.get(key, _MISSING)
                 if va != vb or type(va) is not type(vb):
                     out.append(f"{key}: {_value(va)} → {_value(vb)}")
-        if na.kind == "module" and self.fa.own_params[i] != self.fb.own_params[j]:
-            out.append(f"params: {na.params:,} → {nb.params:,}")
+        if na.kind == "module" and na.params != nb.params:
+            # a count that moved only with the modules it called is their change, not its own
+            inner = self.fb.child_params[j] - self.fa.child_params[i]
+            if nb.params - na.params != inner:
+                out.append(f"params: {na.params:,} → {nb.params:,}")
         out.extend(_tensor_changes("input", self.fa.ins[i], self.fb.ins[j]))
         out.extend(_tensor_changes("output", self.fa.outs[i], self.fb.outs[j]))
         if na.kind != "module":

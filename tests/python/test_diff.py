@@ -296,6 +296,23 @@ def test_change_names_the_module_call_it_happened_in() -> None:
     ]
 
 
+def test_parameter_counts_change_where_the_parameters_are() -> None:
+    class Gated(nn.Module):
+        def __init__(self, gates: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.gate = nn.Parameter(torch.ones(gates))
+
+        def forward(self, x):
+            return self.fc(x) * self.gate.sum()
+
+    x = torch.randn(2, 4)
+    d = diff_graphs(trace(Gated(1), x), trace(Gated(3), x))
+    changed = {(c.kind, c.path): c.details for c in d.changed()}
+    assert changed[("module", "")] == ["params: 21 → 23"]
+    assert ("module", "fc") not in changed
+
+
 # -- values (Edge.stats) -------------------------------------------------------------
 
 
