@@ -71,6 +71,10 @@ def run_diff(args: argparse.Namespace) -> int:
             "--format html needs the compare view of the viewer, which is not built yet; "
             "use --format text or json"
         )
+    if is_graph_file(args.b) and (args.input_b or args.train_b):
+        return _fail("--input-b and --train-b apply to a target B (FILE.py:NAME), not a graph file")
+    if is_graph_file(args.a) and is_graph_file(args.b) and args.input_expr:
+        return _fail("--input applies to targets (FILE.py:NAME); A and B are graph files")
     try:
         a = load_side(args.a, args.device, args.input_expr, False if args.train_b else None, args)
         b = load_side(

@@ -223,6 +223,19 @@ def test_missing_and_broken_inputs_are_one_line(tmp_path, capsys) -> None:
         assert rc == 2 and message in err and err.count("\n") == 1, (sides, err)
 
 
+def test_target_options_on_graph_files_are_refused(models, tmp_path, capsys) -> None:
+    a, _ = models
+    saved = tmp_path / "a.msgpack"
+    run(["trace", f"{a}:Net", "-o", str(saved)], capsys)
+    for extra in (["--input-b", "torch.randn(3, 16)"], ["--train-b"]):
+        rc, _, err = run(["diff", f"{a}:Net", str(saved), *extra], capsys)
+        assert rc == 2 and "apply to a target B" in err
+    rc, _, err = run(["diff", str(saved), str(saved), "--input", "torch.randn(3, 16)"], capsys)
+    assert rc == 2 and "A and B are graph files" in err
+    rc, out, _ = run(["diff", str(saved), f"{a}:Net", "--input", "torch.randn(3, 16)"], capsys)
+    assert rc == 0 and "~ input x: output: [1, 16] → [3, 16]" in out
+
+
 def test_html_compare_page_is_not_there_yet(models, capsys) -> None:
     a, _ = models
     rc, _, err = run(["diff", f"{a}:Net", f"{a}:Net", "--format", "html", "-o", "x.html"], capsys)
