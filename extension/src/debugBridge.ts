@@ -45,9 +45,16 @@ export function requestExpression(request: DebugRequest, debugPy: string): strin
 
 // ---- sending the helper to a debuggee that can't read the extension's files ----------
 
-/** `debug.SHIPPED_FILES` and `debug.SHIPPED_MSGPACK`: what the tracer needs, no more. */
-export const SHIPPED_FILES = ["__init__.py", "debug.py", "folding.py", "graph.py", "ops.py", "sites.py", "state.py", "target.py", "tracer.py", "values.py"];
+/** `debug.NOT_SHIPPED` and `debug.SHIPPED_MSGPACK`: the package's modules a paused trace
+ * doesn't need (every other top-level module is sent), and msgpack's pure-Python files. */
+export const NOT_SHIPPED = ["__main__.py", "cli.py", "html.py", "notebook.py", "runner.py", "summary.py"];
 export const SHIPPED_MSGPACK = ["__init__.py", "exceptions.py", "ext.py", "fallback.py"];
+
+/** `debug.shipped_files`: the package files sent to a remote debuggee, sorted. */
+export async function shippedFiles(dir: string): Promise<string[]> {
+  const names = await fs.readdir(dir);
+  return names.filter((f) => f.endsWith(".py") && !NOT_SHIPPED.includes(f)).sort();
+}
 
 /** `debug.ship_expression`: makes the debug module from `source` as if it were at `debugPy`,
  * with `files` (relative path → source) for the package's and msgpack's imports. */
@@ -72,7 +79,7 @@ export function helperMissing(r: ErrorReply): boolean {
 export async function shippedSources(debugPy: string): Promise<{ source: string; files: Record<string, string> }> {
   const dir = path.dirname(debugPy);
   const files: Record<string, string> = {};
-  for (const f of SHIPPED_FILES) files[f] = await fs.readFile(path.join(dir, f), "utf8");
+  for (const f of await shippedFiles(dir)) files[f] = await fs.readFile(path.join(dir, f), "utf8");
   const msgpack = path.join(dir, "..", "..", "libs", "msgpack");
   if (await exists(path.join(msgpack, "fallback.py"))) {
     for (const f of SHIPPED_MSGPACK) files[`msgpack/${f}`] = await fs.readFile(path.join(msgpack, f), "utf8");

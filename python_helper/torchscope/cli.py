@@ -78,9 +78,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             file=sys.stderr,
         )
         return 2
+    from .build_target import TargetError, build, call_arguments
     from .graph import SUFFIX_FORMATS
     from .inputs import NoInputError
-    from .target import TargetError, build, call_arguments
     from .tracer import trace_call
 
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,15 +213,16 @@ class Graph:
                     f"unknown graph file suffix {path.suffix!r}: use .msgpack, .json or .html"
                 )
         if fmt == "json":
-            path.write_text(self.to_json())
+            data = self.to_json().encode("utf-8")
         elif fmt == "msgpack":
-            path.write_bytes(self.to_msgpack())
+            data = self.to_msgpack()
         elif fmt == "html":
             from .html import render_html
 
-            path.write_text(render_html(self.to_msgpack(), title=self.model.name), encoding="utf-8")
+            data = render_html(self.to_msgpack(), title=self.model.name).encode("utf-8")
         else:
             raise ValueError(f"unknown graph format {fmt!r}: use msgpack, json or html")
+        write_atomic(path, data)
         return path
 
     def summary(self) -> str:
@@ -239,6 +241,20 @@ class Graph:
         raw = path.read_bytes()
         data = json.loads(raw) if path.suffix.lower() == ".json" else unpack(raw)
         return from_wire(data)
+
+
+def write_atomic(path: str | Path, data: bytes) -> None:
+    """Write to `path.part`, then rename: a reader (the extension watching for a paused
+    program's graph, a panel reloading) never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _nodes_to_wire(nodes: list[Node]) -> list[dict[str, Any]]:

@@ -2,12 +2,49 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
+from collections.abc import Iterator
 from typing import Any, Optional
 
 import torch
 from torch import nn
+
+
+class RngState:
+    """Every random number generator a forward may draw from: torch's (CPU, and CUDA when it
+    is initialised), Python's `random` and numpy's (only if the program already uses it)."""
+
+    def __init__(self) -> None:
+        self.cpu = torch.get_rng_state()
+        self.cuda: Optional[list[torch.Tensor]] = (
+            torch.cuda.get_rng_state_all()
+            if torch.cuda.is_available() and torch.cuda.is_initialized()
+            else None
+        )
+        self.py = random.getstate()
+        numpy = sys.modules.get("numpy")
+        self.np = numpy.random.get_state() if numpy is not None else None
+
+    def restore(self) -> None:
+        torch.set_rng_state(self.cpu)
+        if self.cuda is not None:
+            torch.cuda.set_rng_state_all(self.cuda)
+        random.setstate(self.py)
+        if self.np is not None:
+            sys.modules["numpy"].random.set_state(self.np)
+
+
+@contextlib.contextmanager
+def rng_kept() -> Iterator[None]:
+    """Every RNG as it was when the block is left, however it is left: around code that is
+    not a traced forward but draws random numbers (an input expression `torch.randn(1, 8)`)."""
+    state = RngState()
+    try:
+        yield
+    finally:
+        state.restore()
 
 
 class ModelState:
@@ -31,16 +68,8 @@ class ModelState:
                 if p is not None:
                     self.param_versions[id(p)] = (p, p._version)
         self.saved_params: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-        self.cpu_rng = torch.get_rng_state()
-        self.cuda_rng: Optional[list[torch.Tensor]] = (
-            torch.cuda.get_rng_state_all()
-            if torch.cuda.is_available() and torch.cuda.is_initialized()
-            else None
-        )
+        self.rng = RngState()
         self.grad_enabled = torch.is_grad_enabled()
-        self.py_rng = random.getstate()
-        numpy = sys.modules.get("numpy")  # only if the program already uses it
-        self.np_rng = numpy.random.get_state() if numpy is not None else None
         self.module_dicts = [(m, m.__dict__.copy()) for m in modules]
 
     def protect(self, t: Any) -> None:
@@ -75,11 +104,6 @@ class ModelState:
         for m, flag in self.training:
             if m.training != flag:
                 m.training = flag
-        torch.set_rng_state(self.cpu_rng)
-        if self.cuda_rng is not None:
-            torch.cuda.set_rng_state_all(self.cuda_rng)
+        self.rng.restore()
         torch.set_grad_enabled(self.grad_enabled)
-        random.setstate(self.py_rng)
-        if self.np_rng is not None:
-            sys.modules["numpy"].random.set_state(self.np_rng)
         return warnings

@@ -23,6 +23,7 @@ from .state import ModelState
 from .values import (
     argument_tensors,
     attr_value,
+    count_parameters,
     dtype_name,
     iter_tensors,
     output_tensors,
@@ -300,8 +301,7 @@ class Recorder(TorchFunctionMode):
                 attrs = {}
         params = self.param_counts.get(id(module))
         if params is None:  # a module from outside the model's tree
-            with torch._C.DisableTorchFunction():
-                params = sum(p.numel() for p in module.parameters())
+            params = count_parameters(module)
         return _ModuleInfo(name, target, path, defn, params, attrs, torch_layer)
 
     def pre_hook(self, module: nn.Module, args: Any) -> None:
@@ -538,7 +538,7 @@ def parameter_counts(model: nn.Module, modules: list[nn.Module]) -> dict[int, in
         counts[id(m)] = total
     if shared or counts[id(model)] != sum(own.values()):
         # tied weights or a module registered twice: count each subtree exactly
-        counts = {id(m): sum(p.numel() for p in m.parameters()) for m in modules}
+        counts = {id(m): count_parameters(m) for m in modules}
     return counts
 
 
@@ -552,7 +552,7 @@ def model_info(
     return ModelInfo(
         cls.__name__,
         f"{cls.__module__}.{cls.__qualname__}",
-        params if params is not None else sum(p.numel() for p in model.parameters()),
+        params if params is not None else count_parameters(model),
         str(first.device) if first is not None else "",
         dtype_name(first) if first is not None else "",
     )

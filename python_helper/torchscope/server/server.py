@@ -22,8 +22,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..runner import PRELOADABLE, Failure
-from . import targets
+from ..failure import Failure
+from ..runner import PRELOADABLE
+from . import find_targets as targets
 from .runner_client import RunnerClient
 
 TARGET_AT = "torchscope/targetAt"
@@ -231,7 +232,6 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         "device": p.get("device") or "cpu",
         "out": str(_graph_path(ls, target)),
         "timeout": ls.settings.trace_timeout,
-        "roots": [str(r) for r in ls.project.roots],
     }
     for key in ("text", "input", "ctorArgs"):
         value = text if key == "text" else p.get(key)

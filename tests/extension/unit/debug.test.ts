@@ -13,7 +13,7 @@ import { afterEach, beforeEach, describe, it } from "node:test";
 import * as vs from "./vscode-stub";
 import { GraphPanel } from "../../../extension/src/graphPanel";
 import {
-  DebugBridge, DebugError, MAX_CHUNK, SHIPPED_FILES, SHIPPED_MSGPACK, candidateItems, evaluateArgs, formatParams, loaderExpression, modelName, parseReply, pyString,
+  DebugBridge, DebugError, MAX_CHUNK, NOT_SHIPPED, SHIPPED_MSGPACK, shippedFiles, candidateItems, evaluateArgs, formatParams, loaderExpression, modelName, parseReply, pyString,
   shipExpression,
   readChunked, requestExpression, type Candidate, type ChunkReply, type DebugRequest, type ErrorReply,
 } from "../../../extension/src/debugBridge";
@@ -58,15 +58,15 @@ describe("the evaluate expression", () => {
     }
   });
 
-  it("sends the helper as the Python entry's ship_expression does, character for character", { skip: !havePython && "no venv python" }, () => {
+  it("sends the helper as the Python entry's ship_expression does, character for character", { skip: !havePython && "no venv python" }, async () => {
     const files = { "debug.py": `x = "é☃"\n`, "tracer.py": `s = 'a\\b "q"'\n`, "msgpack/fallback.py": "# m\n" };
     const expected = py(
       "import importlib.util,json,sys\n" +
         "s=importlib.util.spec_from_file_location('d', sys.argv[1]); m=importlib.util.module_from_spec(s); s.loader.exec_module(m)\n" +
-        "f=json.loads(sys.argv[3]); sys.stdout.write(json.dumps([m.ship_expression(sys.argv[2], f['debug.py'], f), m.SHIPPED_FILES, m.SHIPPED_MSGPACK]))",
+        "f=json.loads(sys.argv[3]); sys.stdout.write(json.dumps([m.ship_expression(sys.argv[2], f['debug.py'], f), list(m.NOT_SHIPPED), list(m.SHIPPED_MSGPACK), m.shipped_files()]))",
       DEBUG_PY, NASTY, JSON.stringify(files),
     );
-    assert.deepEqual(JSON.parse(expected), [shipExpression(NASTY, files["debug.py"], files), SHIPPED_FILES, SHIPPED_MSGPACK]);
+    assert.deepEqual(JSON.parse(expected), [shipExpression(NASTY, files["debug.py"], files), NOT_SHIPPED, SHIPPED_MSGPACK, await shippedFiles(dirname(DEBUG_PY))]);
   });
 
   it("round-trips a request with quotes, backslashes and non-ASCII", () => {
@@ -264,7 +264,8 @@ describe("the bridge against a fake session", () => {
     const libs = join(tmp, "bundled", "libs", "msgpack");
     mkdirSync(tool, { recursive: true });
     mkdirSync(libs, { recursive: true });
-    for (const f of SHIPPED_FILES) writeFileSync(join(tool, f), readFileSync(join(dirname(DEBUG_PY), f)));
+    const shipped = await shippedFiles(dirname(DEBUG_PY));
+    for (const f of shipped) writeFileSync(join(tool, f), readFileSync(join(dirname(DEBUG_PY), f)));
     for (const f of SHIPPED_MSGPACK) writeFileSync(join(libs, f), `# msgpack ${f}\n`);
     const debugPy = join(tool, "debug.py");
     const sent: string[] = [];
@@ -275,12 +276,12 @@ describe("the bridge against a fake session", () => {
         sent.push(e.startsWith("(lambda m, s=") ? "ship" : requestOf(e).op);
         if (e.startsWith("(lambda m, s=")) {
           assert.equal(e, shipExpression(debugPy, readFileSync(debugPy, "utf8"), Object.fromEntries([
-            ...SHIPPED_FILES.map((f) => [f, readFileSync(join(tool, f), "utf8")]),
+            ...shipped.map((f) => [f, readFileSync(join(tool, f), "utf8")]),
             ...SHIPPED_MSGPACK.map((f) => [`msgpack/${f}`, `# msgpack ${f}\n`]),
           ])));
           assert.equal(args.frameId, 4);
           loaded = true;
-          return { result: JSON.stringify({ ok: true, files: SHIPPED_FILES.length + SHIPPED_MSGPACK.length }) };
+          return { result: JSON.stringify({ ok: true, files: shipped.length + SHIPPED_MSGPACK.length }) };
         }
         return { result: loaded ? JSON.stringify({ ok: true, modules: [], more: 0 }) : "FileNotFoundError(2, 'No such file or directory')" };
       },
