@@ -66,7 +66,7 @@ def _llama(layers: int = 80, intermediate: int = 28672):
 
 def _example_llama():
     """examples/llama70b.py:llama70b, built as `torchscope diff … --device meta` builds it."""
-    from torchscope.target import build, call_arguments
+    from torchscope.build_target import build, call_arguments
 
     built = build(os.path.join(ROOT, "examples", "llama70b.py") + ":llama70b", device="meta")
     args, kwargs = call_arguments(built, "meta")

@@ -139,8 +139,8 @@ def load_side(
             f"torch is not installed in this Python ({sys.executable}); "
             "install it or pick an interpreter that has it"
         ) from None
+    from .build_target import TargetError, build, call_arguments
     from .inputs import NoInputError
-    from .target import TargetError, build, call_arguments
     from .tracer import trace_call
 
     try:
