@@ -108,14 +108,17 @@ def _trace(factory: Callable[[], Any]):
     return torchscope.trace_call(model, args, kwargs)
 
 
-def _timed(fn: Callable[[], Any], runs: int) -> list[float]:
-    out = []
+def _timed(fn: Callable[[], Any], runs: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU milliseconds of each run: on this shared 2-core machine the wall time
+    grows with the other jobs' load, the CPU time much less."""
+    wall, cpu = [], []
     for _ in range(runs):
         gc.collect()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
+        wall.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.process_time() - c0) * 1000)
+    return wall, cpu
 
 
 def measure(runs: int) -> dict[str, Any]:
@@ -140,13 +143,18 @@ def measure(runs: int) -> dict[str, Any]:
             "removed": len(d.removed()),
             "changed": len(d.details),
             "same": d.same,
-            "diff_ms": _timed(lambda a=a, b=b: diff_graphs(a, b), runs),
-            "text_ms": _timed(lambda d=d: render_text(compare_view(d)), runs),
-            "json_ms": _timed(lambda d=d: json.dumps(d.to_wire(), ensure_ascii=False), runs),
         }
+        for key, fn in (
+            ("diff", lambda a=a, b=b: diff_graphs(a, b)),
+            ("text", lambda d=d: render_text(compare_view(d))),
+            ("json", lambda d=d: json.dumps(d.to_wire(), ensure_ascii=False)),
+        ):
+            row[f"{key}_ms"], row[f"{key}_cpu_ms"] = _timed(fn, runs)
+        row["load"] = os.getloadavg()[0]
         print(
             f"  {model:<9} {case:<20} nodes {row['nodes'][0]:>5}/{row['nodes'][1]:<5} "
-            f"diff {statistics.median(row['diff_ms']):7.1f} ms  "
+            f"diff {statistics.median(row['diff_ms']):7.1f} ms "
+            f"(cpu {statistics.median(row['diff_cpu_ms']):6.1f})  "
             f"view+text {statistics.median(row['text_ms']):7.1f} ms  "
             f"json {statistics.median(row['json_ms']):6.1f} ms",
             flush=True,
@@ -192,14 +200,16 @@ def section(results: dict[str, Any]) -> str:
         f"`python bench/diff.py`: {m['date']}, {m['cpu']} ({m['cores']} cores, load average "
         f"{m['load']:.2f} at start), Python {m['python']}, torch {m['torch']}, commit "
         f"{m['commit']}. Each pair traced once; each step timed {results['runs']} times in one "
-        "process (median, best in brackets). *diff*: `diff_graphs(a, b)`, the comparison "
-        "itself (the issue's target); *view + text*: `compare_view` (the merged graph the "
-        "compare page will draw) and `render_text` after it; *json*: the `torchscope.diff` "
-        "document serialised.",
+        "process: wall-clock median (best) and, after the slash, the median CPU time of the "
+        "process, which the other jobs on this shared machine inflate much less. *diff*: "
+        "`diff_graphs(a, b)`, the comparison itself (the issue's target, judged on wall time); "
+        "*view + text*: `compare_view` (the merged graph the compare page will draw) and "
+        "`render_text` after it; *json*: the `torchscope.diff` document serialised; *load*: "
+        "the 1-minute load average after the row.",
         "",
         "| model | case | nodes a / b | added / removed / changed / same | diff ms | "
-        "view + text ms | json ms | target |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        "view + text ms | json ms | load | target |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results["rows"]:
         med = statistics.median(r["diff_ms"])
@@ -210,7 +220,7 @@ def section(results: dict[str, Any]) -> str:
         lines.append(
             f"| {r['model']} | {r['case']}: {r['note']} | {r['nodes'][0]:,} / {r['nodes'][1]:,} "
             f"| {r['added']:,} / {r['removed']:,} / {r['changed']:,} / {r['same']:,} "
-            f"| {_ms(r['diff_ms'])} | {_ms(r['text_ms'])} | {_ms(r['json_ms'])} "
+            f"| {_ms(r, 'diff')} | {_ms(r, 'text')} | {_ms(r, 'json')} | {r['load']:.1f} "
             f"| ≤ {target:,.0f} ms: {verdict} |"
         )
     lines.append("")
@@ -221,8 +231,9 @@ def section(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _ms(values: list[float]) -> str:
-    return f"{statistics.median(values):,.1f} ({min(values):,.1f})"
+def _ms(row: dict[str, Any], key: str) -> str:
+    wall, cpu = row[f"{key}_ms"], row[f"{key}_cpu_ms"]
+    return f"{statistics.median(wall):,.1f} ({min(wall):,.1f}) / {statistics.median(cpu):,.1f}"
 
 
 def update(md_path: str, results_path: str = RESULTS) -> bool:

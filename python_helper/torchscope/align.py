@@ -26,7 +26,7 @@ def common_pairs(xs: Sequence[Hashable], ys: Sequence[Hashable]) -> list[tuple[i
         hx -= 1
         hy -= 1
     pairs = [(i, i) for i in range(lo)]
-    if hx > lo and hy > lo:
+    if hx > lo and hy > lo and not set(xs[lo:hx]).isdisjoint(ys[lo:hy]):
         middle = _myers(xs[lo:hx], ys[lo:hy])
         if middle is None:
             middle = _blocks(xs[lo:hx], ys[lo:hy])

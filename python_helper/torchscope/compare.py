@@ -23,7 +23,7 @@ from typing import Any, Optional
 import msgpack
 
 from .diff import FORMAT as DIFF_FORMAT
-from .diff import Diff, side_summary
+from .diff import Diff, no_gc, side_summary
 from .folding import fold_repeated_blocks
 from .graph import Edge, Graph, Group, Node
 
@@ -68,6 +68,11 @@ class CompareView:
 
 
 def compare_view(diff: Diff, a_source: str = "", b_source: str = "") -> CompareView:
+    with no_gc():
+        return _compare_view(diff, a_source, b_source)
+
+
+def _compare_view(diff: Diff, a_source: str, b_source: str) -> CompareView:
     a, b = diff.a, diff.b
     nodes: list[Node] = []
     origin: list[tuple[str, int]] = []
