@@ -283,31 +283,30 @@ class _Compare:
                     self._pair(n.id, j)
 
     def _key(self, facts: _Facts, i: int, full: bool) -> int:
-        """A small int for what a child node is; modules are keyed by their match."""
+        """A small int for what a child node is: with `full`, everything about it; else its
+        callable (inputs and outputs: their name). A module call is keyed by its match."""
         n = facts.graph.nodes[i]
         of_a = facts is self.fa
-        if n.kind != "module":
-            key = self.cached.get((of_a, full, i))
-            if key is not None:
-                return key
         if n.kind == "module":
-            if facts is self.fa:
-                j = self.a_to_b[i]
-                sig: tuple = ("module", j) if j >= 0 else ("module a", i)
+            j = self.a_to_b[i] if of_a else (i if self.b_to_a[i] >= 0 else -1)
+            return self._intern(
+                ("module", j) if j >= 0 else ("module a" if of_a else "module b", i)
+            )
+        key = self.cached.get((of_a, full, i))
+        if key is None:
+            target = self._target_a(n.target) if of_a else n.target
+            if not full:
+                sig = (n.kind, n.name) if n.kind in ("input", "output") else (n.kind, target)
             else:
-                sig = ("module", i) if self.b_to_a[i] >= 0 else ("module b", i)
-        elif not full:
-            target = self._target_a(n.target) if facts is self.fa else n.target
-            sig = (n.kind, n.name) if n.kind in ("input", "output") else (n.kind, target)
-        else:
-            target = self._target_a(n.target) if facts is self.fa else n.target
-            attrs = repr(n.attrs) if n.attrs else ""
-            sig = (n.kind, target, n.name, attrs, facts.ins[i], facts.outs[i])
+                attrs = repr(n.attrs) if n.attrs else ""
+                sig = (n.kind, target, n.name, attrs, facts.ins[i], facts.outs[i])
+            key = self.cached[(of_a, full, i)] = self._intern(sig)
+        return key
+
+    def _intern(self, sig: tuple) -> int:
         key = self.keys.get(sig)
         if key is None:
             key = self.keys[sig] = len(self.keys)
-        if n.kind != "module":
-            self.cached[(of_a, full, i)] = key
         return key
 
     def _match_children(self, pa: Optional[int], pb: Optional[int]) -> None:
@@ -315,8 +314,9 @@ class _Compare:
         ys = self.fb.children.get(pb, [])
         if not xs or not ys:
             return
-        chain = common_pairs([self._key(self.fa, i, True) for i in xs],
-                             [self._key(self.fb, j, True) for j in ys])  # fmt: skip
+        chain = common_pairs(
+            [self._key(self.fa, i, True) for i in xs], [self._key(self.fb, j, True) for j in ys]
+        )
         # Between the anchors: the same callable with other shapes or attrs.
         refined: list[tuple[int, int]] = []
         for (x0, x1), (y0, y1) in _gaps(chain, len(xs), len(ys)):
