@@ -11,7 +11,7 @@ Pure: no torch, no files. Matching, in this order:
   numbers on both sides, is a node whose callable changed (relu → gelu). The rest is
   added or removed;
 - edges by their matched ends.
-A matched node is "changed" when its own facts differ (see `_Compare.details`); a module
+A matched node is "changed" when its own facts differ (see `_Compare._details`); a module
 whose only difference is inside it is not changed itself: its descendants are. Folded ×N
 groups need nothing special: their members are module calls like any other.
 """
