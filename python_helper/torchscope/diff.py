@@ -395,6 +395,11 @@ class _Compare:
         """Before → after lines for the matched pair (i of a, j of b); empty when equal."""
         na, nb = self.a.nodes[i], self.b.nodes[j]
         out: list[str] = []
+        key_a = self.cached.get((True, True, i))
+        if key_a is not None and key_a == self.cached.get((False, True, j)):
+            # one full signature: the same callable, attrs and tensors; only the wiring and
+            # the place can differ
+            return self._placement(i, j)
         if self._target_a(na.target) != nb.target:
             out.append(f"target: {na.target or '-'} → {nb.target or '-'}")
         elif na.name != nb.name:
@@ -412,9 +417,15 @@ class _Compare:
         out.extend(_tensor_changes("input", self.fa.ins[i], self.fb.ins[j]))
         out.extend(_tensor_changes("output", self.fa.outs[i], self.fb.outs[j]))
         if na.kind != "module":
-            wiring = self._rewired(i, j)
-            if wiring:
-                out.append(wiring)
+            out.extend(self._placement(i, j))
+        return out
+
+    def _placement(self, i: int, j: int) -> list[str]:
+        """Where a matched op sits: the producers of its inputs, its place in its module."""
+        out: list[str] = []
+        wiring = self._rewired(i, j)
+        if wiring:
+            out.append(wiring)
         if j in self.moved:
             x, y = self.moved[j]
             out.append(f"position in its module: {x + 1} → {y + 1}")
