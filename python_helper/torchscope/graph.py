@@ -114,6 +114,8 @@ class Graph:
     groups: list[Group] = field(default_factory=list)
     error: Optional[ErrorInfo] = None
     trace_ms: float = 0.0
+    # what the trace could not undo (a parameter written behind torch's back): said, never silent
+    warnings: list[str] = field(default_factory=list[str])
 
     # -- queries -----------------------------------------------------------
     def children(self, node_id: Optional[int]) -> list[Node]:
@@ -139,6 +141,7 @@ class Graph:
             "groups": [g.to_wire() for g in self.groups],
             "error": self.error.to_wire() if self.error else None,
             "stats": self.stats(),
+            "warnings": list(self.warnings),
         }
 
     def stats(self) -> dict[str, Any]:
@@ -193,6 +196,7 @@ class Graph:
             "trace_ms": stats["trace_ms"],
             "input": described,
             "error": error,
+            "warnings": list(self.warnings),
         }
 
     def to_msgpack(self) -> bytes:
@@ -354,10 +358,11 @@ def from_wire(data: Any) -> Graph:
             else None
         )
         trace_ms = float(data.get("stats", {}).get("trace_ms", 0.0))
+        warnings = [str(w) for w in data.get("warnings", [])]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GraphFormatError(f"malformed graph: missing or bad field {exc}") from exc
     _check_references(nodes, edges, groups, error)
-    return Graph(model, nodes, edges, groups, error, trace_ms)
+    return Graph(model, nodes, edges, groups, error, trace_ms, warnings)
 
 
 def _check_references(

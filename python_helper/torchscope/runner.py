@@ -73,13 +73,22 @@ class _LastBuild:
 _last: Optional[_LastBuild] = None
 
 
+_before_traces: Optional[set[str]] = None  # modules the process had before its first trace
+
+
 def forget_user_modules() -> list[str]:
-    """Remove from sys.modules every module loaded from the user's code (anything but the
-    standard library, installed packages, torch and torchscope), whichever folder it came
-    from, so the next trace imports its own file's modules afresh: two folders each with a
-    `helpers.py` never see each other's."""
+    """Remove from sys.modules every module the traces loaded from the user's code (anything
+    but the standard library, installed packages, torch and torchscope), whichever folder it
+    came from, so the next trace imports its own file's modules afresh: two folders each with
+    a `helpers.py` never see each other's. Modules the process had before its first trace
+    stay (the runner's own; a test's, when called in process)."""
+    global _before_traces
+    if _before_traces is None:
+        _before_traces = set(sys.modules)
     gone: list[str] = []
     for name, paths in _module_paths():
+        if name in _before_traces:
+            continue
         if paths and all(is_user_file(p) for p in paths):
             del sys.modules[name]
             gone.append(name)

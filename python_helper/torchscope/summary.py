@@ -11,7 +11,7 @@ _UNITS = (("K", 10**3), ("M", 10**6), ("B", 10**9), ("T", 10**12))
 
 def format_count(n: int) -> str:
     """A parameter count as every part of torchscope writes it (the CLI, the editor's lists,
-    the viewer: webview/src/numbers.ts does the same): "512", "1K", "1.5K", "124.4M", "70.6B".
+    the viewer: webview/src/count.ts does the same): "512", "1K", "1.5K", "124.4M", "70.6B".
     One decimal, rounded half up in integers (so both languages agree), ".0" dropped."""
     if n < 1000:
         return str(n)

@@ -172,8 +172,11 @@ class Recorder(TorchFunctionMode):
         self.count += 1
         if not self.count % CHECK_EVERY:
             self._check_budget()
-        if info.writes_first_arg and args and self.state is not None:
-            self.state.protect(args[0])
+        if self.state is not None:
+            if info.may_write and args:
+                self.state.protect(args[0])
+            if kwargs and "out" in kwargs:
+                self.state.protect(kwargs["out"])
         try:
             result = func(*args, **kwargs) if kwargs else func(*args)
         except Exception as exc:
@@ -190,7 +193,10 @@ class Recorder(TorchFunctionMode):
         else:
             return result  # metadata: .shape, .dim(), .item(), comparisons to bool …
         try:
-            self._record_call(info, args, kwargs, outs)
+            with (
+                _NO_TORCH_FUNCTION()
+            ):  # our reads (.shape, ._base): no mode of the user's sees them
+                self._record_call(info, args, kwargs, outs)
         except Exception:  # an exotic argument: keep a bare node rather than fail the trace
             site = frame_site(sys._getframe(1))
             self._add(
@@ -593,7 +599,7 @@ def _trace(
 ) -> Graph:
     start = time.perf_counter()
     named = list(model.named_modules())
-    state = ModelState([m for _, m in named])
+    state = ModelState(named)
     deadline = start + time_budget if time_budget else None
     rec = Recorder(model, named, state, deadline, cancel)
     rec.add_inputs(model.forward, args, kwargs)
@@ -605,9 +611,14 @@ def _trace(
     ]
     error: Optional[Exception] = None
     result: Any = None
+    warnings: list[str] = []
     try:
-        with torch.no_grad() if no_grad else contextlib.nullcontext(), rec:
-            result = model(*args, **kwargs)
+        with torch.no_grad() if no_grad else contextlib.nullcontext():
+            rec.__enter__()
+            try:
+                result = model(*args, **kwargs)
+            finally:
+                _remove_mode(rec)
     except Exception as exc:  # noqa: BLE001 - the graph shows it; re-raised below
         error = exc
     finally:
@@ -617,12 +628,13 @@ def _trace(
             h.remove()
             # torch's handle forgets this registry (torch 2.13): clean it ourselves
             nn.modules.module._global_forward_hooks_with_kwargs.pop(h.id, None)
-        state.restore()
+        warnings = state.restore()
     graph = Graph(
         model_info(model, rec.param_counts.get(id(model)), [m for _, m in named]),
         rec.nodes,
         rec.edges,
         trace_ms=elapsed,
+        warnings=warnings,
     )
     if error is None:
         rec.add_outputs(result)
@@ -638,6 +650,19 @@ def _trace(
             pass
         raise error
     return graph
+
+
+def _remove_mode(mode: TorchFunctionMode) -> None:
+    """Take `mode` off torch's function-mode stack wherever it is: a forward may have pushed
+    modes of its own above it and never popped them; those stay, in their order."""
+    above: list[Any] = []
+    while torch._C._len_torch_function_stack() > 0:
+        top = torch._C._pop_torch_function_stack()
+        if top is mode:
+            break
+        above.append(top)
+    for m in reversed(above):
+        torch._C._push_on_torch_function_stack(m)
 
 
 def trace(model: nn.Module, *args: Any, **kwargs: Any) -> Graph:

@@ -20,6 +20,7 @@ export interface View {
 export function computeView(idx: GraphIndex, exp: Expansion, measure?: Measure): View {
   const vg = replaceHubEdges(buildVisible(idx, exp));
   const { dot, labels } = toDot(idx, vg, measure);
-  const tuned = vg.nodes.length > BIG_GRAPH ? dot.replace("outputorder=edgesfirst", "outputorder=edgesfirst, mclimit=0.2, nslimit=1, nslimit1=1") : dot;
+  const tuned =
+    vg.nodes.length > BIG_GRAPH ? dot.replace("outputorder=edgesfirst", "outputorder=edgesfirst, mclimit=0.2, nslimit=1, nslimit1=1") : dot;
   return { vg, labels, dot: tuned };
 }

@@ -3,17 +3,11 @@ import type { AttrValue, GraphNode } from "./format";
 import type { GraphIndex } from "./model";
 import type { VisibleGraph } from "./visible";
 import { shapeText } from "./labels";
+import { formatCount } from "./count";
 
 export interface Details {
   title: string;
   rows: [string, string][];
-}
-
-export function formatCount(n: number): string {
-  if (n >= 1e9) return `${(n / 1e9).toFixed(2)}B`;
-  if (n >= 1e6) return `${(n / 1e6).toFixed(2)}M`;
-  if (n >= 1e4) return `${(n / 1e3).toFixed(1)}k`;
-  return String(n);
 }
 
 function attrText(v: AttrValue): string {
@@ -29,7 +23,7 @@ function tensors(idx: GraphIndex, edgeIds: number[], end: "src" | "dst"): string
   for (const i of edgeIds) {
     const e = idx.graph.edges[i]!;
     const other = idx.graph.nodes[e[end]]!;
-    const text = `${shapeText(e.shape)} ${e.dtype}`.trim() + `  ${end === "src" ? "from" : "to"} ${other.name}`;
+    const text = `${`${shapeText(e.shape)} ${e.dtype}`.trim()}  ${end === "src" ? "from" : "to"} ${other.name}`;
     if (seen.has(text)) continue;
     seen.add(text);
     out.push(text);

@@ -68,7 +68,7 @@ export function toDot(idx: GraphIndex, vg: VisibleGraph, measure: Measure = esti
       const text = `    ${l.title}  ${l.sub}`;
       out.push(`${indent}subgraph ${quote(`cluster_${ck}`)} {`);
       out.push(`${indent}  label=${quote(text)}; margin=10;`);
-      emit(ck, indent + "  ");
+      emit(ck, `${indent}  `);
       out.push(`${indent}}`);
     }
   };

@@ -59,9 +59,17 @@ export function drawClusterHeader(root: G, d: DrawInput, c: LCluster): SVGGEleme
   const l = d.labels.get(c.key)!;
   toggle(g, c.x + 6, c.y + 5, c.key, true);
   const tx = c.x + 6 + TOGGLE + 6;
-  g.append("text").attr("class", "ts-title").attr("x", tx).attr("y", c.y + 16).text(l.title);
+  g.append("text")
+    .attr("class", "ts-title")
+    .attr("x", tx)
+    .attr("y", c.y + 16)
+    .text(l.title);
   if (l.sub) {
-    g.append("text").attr("class", "ts-sub").attr("x", tx + d.measure(l.title, FONT_TITLE) + 8).attr("y", c.y + 16).text(l.sub);
+    g.append("text")
+      .attr("class", "ts-sub")
+      .attr("x", tx + d.measure(l.title, FONT_TITLE) + 8)
+      .attr("y", c.y + 16)
+      .text(l.sub);
   }
   return g.node()!;
 }
@@ -92,7 +100,11 @@ export function drawNode(root: G, d: DrawInput, n: LNode, v: VNode): SVGGElement
     const expandable = v.kind === "group" || d.idx.children[v.id]!.length > 0;
     const tx = expandable ? 6 + TOGGLE + 6 : 10;
     if (expandable) toggle(g, 6, (h - TOGGLE) / 2, n.key, false);
-    g.append("text").attr("class", "ts-title").attr("x", tx).attr("y", l.sub ? 16 : h / 2 + 4).text(l.title);
+    g.append("text")
+      .attr("class", "ts-title")
+      .attr("x", tx)
+      .attr("y", l.sub ? 16 : h / 2 + 4)
+      .text(l.title);
     if (l.sub) g.append("text").attr("class", "ts-sub").attr("x", tx).attr("y", 31).text(l.sub);
     return g.node()!;
   }
@@ -109,7 +121,11 @@ export function drawEdge(root: G, d: DrawInput, e: LEdge, ve: VEdge): SVGGElemen
   const g = root.append("g").attr("class", "ts-edge").attr("data-src", ve.src).attr("data-dst", ve.dst);
   g.append("path").attr("d", e.path).attr("marker-end", `url(#${d.arrowId})`);
   if (e.label) {
-    g.append("text").attr("class", "ts-elabel").attr("x", e.label[0]).attr("y", e.label[1] + 3).attr("text-anchor", "middle")
+    g.append("text")
+      .attr("class", "ts-elabel")
+      .attr("x", e.label[0])
+      .attr("y", e.label[1] + 3)
+      .attr("text-anchor", "middle")
       .text(edgeLabel(d.idx.graph.edges, ve.edges));
   }
   return g.node()!;

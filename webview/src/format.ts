@@ -196,9 +196,7 @@ export function fromObject(raw: unknown): Graph {
   }
   const version = int(raw, "version", "graph");
   if (version > VERSION) {
-    throw new FormatError(
-      `graph format version ${version} is newer than this viewer understands (version ${VERSION}); update torchscope`,
-    );
+    throw new FormatError(`graph format version ${version} is newer than this viewer understands (version ${VERSION}); update torchscope`);
   }
   if (!Array.isArray(raw.nodes)) throw new FormatError("graph: nodes should be a list");
   if (!Array.isArray(raw.edges)) throw new FormatError("graph: edges should be a list");

@@ -63,7 +63,10 @@ ctx.onmessage = async (ev: MessageEvent<WorkerRequest>) => {
       const viz = await vizReady;
       const r = viz.render(msg.dot, { format: "json0" });
       if (r.status !== "success" || r.output === undefined) {
-        const text = r.errors.filter((e) => e.level === "error").map((e) => e.message).join("; ");
+        const text = r.errors
+          .filter((e) => e.level === "error")
+          .map((e) => e.message)
+          .join("; ");
         ctx.postMessage({ type: "error", id, message: text || "layout failed" } satisfies WorkerReply);
         return;
       }
@@ -87,7 +90,10 @@ ctx.onmessage = async (ev: MessageEvent<WorkerRequest>) => {
     const viz = await vizReady;
     const r = viz.render(view.dot, { format: "json0" });
     if (r.status !== "success" || r.output === undefined) {
-      const text = r.errors.filter((e) => e.level === "error").map((e) => e.message).join("; ");
+      const text = r.errors
+        .filter((e) => e.level === "error")
+        .map((e) => e.message)
+        .join("; ");
       ctx.postMessage({ type: "error", id, message: text || "layout failed" } satisfies WorkerReply);
       return;
     }

@@ -104,10 +104,7 @@ export class LayoutClient {
       job.reject(new Error(msg.message));
       return;
     }
-    const result: ViewResult =
-      msg.type === "dot"
-        ? { vg: job.view!.vg, labels: [...job.view!.labels], layout: msg.layout }
-        : msg.result;
+    const result: ViewResult = msg.type === "dot" ? { vg: job.view!.vg, labels: [...job.view!.labels], layout: msg.layout } : msg.result;
     this.cache.set(job.key, result);
     while (this.cache.size > this.cacheSize) this.cache.delete(this.cache.keys().next().value as string);
     job.resolve(result);

@@ -14,7 +14,6 @@ export type Measure = (text: string, font: Font) => number;
 export const FONT_TITLE: Font = { size: 12, weight: 600, mono: false };
 export const FONT_OP: Font = { size: 12, weight: 400, mono: false };
 export const FONT_SUB: Font = { size: 10, weight: 400, mono: false };
-export const FONT_EDGE: Font = { size: 10, weight: 400, mono: true };
 
 export const SANS = "system-ui, -apple-system, 'Segoe UI', sans-serif";
 export const MONO = "ui-monospace, Menlo, Consolas, monospace";

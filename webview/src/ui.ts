@@ -80,9 +80,16 @@ export function buildUi(root: HTMLElement): Ui {
   const arrowId = `ts-arrow-${++instance}`;
   const marker = document.createElementNS(SVG, "marker");
   for (const [k, v] of Object.entries({
-    id: arrowId, viewBox: "0 0 10 10", refX: "10", refY: "5", markerWidth: "7", markerHeight: "7",
-    markerUnits: "userSpaceOnUse", orient: "auto",
-  })) marker.setAttribute(k, v);
+    id: arrowId,
+    viewBox: "0 0 10 10",
+    refX: "10",
+    refY: "5",
+    markerWidth: "7",
+    markerHeight: "7",
+    markerUnits: "userSpaceOnUse",
+    orient: "auto",
+  }))
+    marker.setAttribute(k, v);
   const tip = document.createElementNS(SVG, "path");
   tip.setAttribute("d", "M0,0L10,5L0,10z");
   tip.setAttribute("class", "ts-arrow");

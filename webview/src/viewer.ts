@@ -5,7 +5,15 @@ import { zoom, zoomIdentity, zoomTransform, type ZoomBehavior } from "d3-zoom";
 import type { Graph } from "./format";
 import { buildIndex, type GraphIndex } from "./model";
 import {
-  collapseAll, currentDepth, expandAll, expansionKey, initialExpansion, reveal, toDepth, toggleGroup, toggleModule,
+  collapseAll,
+  currentDepth,
+  expandAll,
+  expansionKey,
+  initialExpansion,
+  reveal,
+  toDepth,
+  toggleGroup,
+  toggleModule,
   type Expansion,
 } from "./expansion";
 import type { VisibleGraph } from "./visible";
@@ -16,14 +24,32 @@ import { Cancelled, LayoutClient } from "./layoutClient";
 import { computeView, type View } from "./compute";
 import { nextTask } from "./tasks";
 import { anchorOf, boundsOf } from "./draw";
-import { Scene, type Rect } from "./scene";
-import { describe, formatCount } from "./details";
+import { Scene } from "./scene";
+import {
+  MAX_ZOOM,
+  MIN_ZOOM,
+  centerTransform,
+  detailLevel,
+  fitTransform,
+  initialTransform,
+  inputsCenterX,
+  pinTransform,
+  showsAll,
+  toScreen,
+  visibleRect,
+  zoomToBox,
+  type Transform,
+} from "./camera";
+import { buttonAction, keyAction, searchKeyAction, type ViewerAction } from "./keys";
+import { describe } from "./details";
+import { formatCount } from "./count";
 import { highlightKeys, nodesAtLine, searchNodes } from "./search";
 import { Minimap } from "./minimap";
 import { exportSvg, svgToPng } from "./export";
 import { buildUi, fillTooltip, type Ui } from "./ui";
 import { MONO, SANS, fontCss, type Font, type Measure } from "./metrics";
-import type { Host, ViewState } from "./host";
+import type { Host } from "./host";
+import type { ViewState } from "./messages";
 
 interface Drawn {
   key: string;
@@ -76,7 +102,13 @@ export class Viewer {
   private depth: number | null = null;
   private readonly disposer = new AbortController();
 
-  constructor(root: HTMLElement, graph: Graph, bytes: Uint8Array, private readonly host: Host, makeWorker: () => WorkerLike) {
+  constructor(
+    root: HTMLElement,
+    graph: Graph,
+    bytes: Uint8Array,
+    private readonly host: Host,
+    makeWorker: () => WorkerLike,
+  ) {
     this.idx = buildIndex(graph);
     this.ui = buildUi(root);
     this.scene = new Scene(this.ui.scene);
@@ -93,7 +125,7 @@ export class Viewer {
     this.exp = saved ? { modules: new Set(saved.expanded), groups: new Set(saved.groups) } : initialExpansion(this.idx);
 
     this.zoomer = zoom<SVGSVGElement, unknown>()
-      .scaleExtent([0.02, 4])
+      .scaleExtent([MIN_ZOOM, MAX_ZOOM])
       .on("zoom", (ev: { transform: { toString(): string } }) => {
         this.ui.viewport.setAttribute("transform", ev.transform.toString());
         this.onViewChange();
@@ -149,7 +181,7 @@ export class Viewer {
     this.drawn = { key, vg, layout, labels };
     this.minimap.setLayout(layout, this.colors());
     if (restore) {
-      this.setTransform(restore.x, restore.y, restore.k);
+      this.setTransform(restore);
     } else if (this.firstDraw) {
       this.initialView();
     } else if (before && anchor) {
@@ -230,91 +262,58 @@ export class Viewer {
     return { w: this.ui.svg.clientWidth || 800, h: this.ui.svg.clientHeight || 600 };
   }
 
-  private setTransform(x: number, y: number, k: number): void {
-    select(this.ui.svg).call(this.zoomer.transform, zoomIdentity.translate(x, y).scale(k));
+  private transform(): Transform {
+    const { x, y, k } = zoomTransform(this.ui.svg);
+    return { x, y, k };
+  }
+
+  private setTransform(t: Transform): void {
+    select(this.ui.svg).call(this.zoomer.transform, zoomIdentity.translate(t.x, t.y).scale(t.k));
   }
 
   private screenAnchor(layout: Layout, key: string): { x: number; y: number } | null {
     const a = anchorOf(layout, key);
-    if (!a) return null;
-    const [x, y] = zoomTransform(this.ui.svg).apply([a.x, a.y]);
-    return { x, y };
+    return a && toScreen(this.transform(), a);
   }
 
   private keepAnchor(key: string, screen: { x: number; y: number }): void {
     const a = anchorOf(this.drawn!.layout, key);
-    if (!a) return;
-    const k = zoomTransform(this.ui.svg).k;
-    this.setTransform(screen.x - a.x * k, screen.y - a.y * k, k);
+    if (a) this.setTransform(pinTransform(a, screen, this.transform().k));
   }
 
   /** Readable from the start: at least 100 % zoom, beginning at the inputs (top). */
   initialView(): void {
     if (!this.drawn) return;
-    const { width, height } = this.drawn.layout;
-    const { w, h } = this.size();
-    const m = 24;
-    const fit = Math.min((w - 2 * m) / width, (h - 2 * m) / height);
-    const k = Math.max(1, Math.min(fit, 1.25));
-    const x = width * k <= w - 2 * m ? (w - width * k) / 2 : this.inputsCenterX(w, k);
-    const y = height * k <= h - 2 * m ? (h - height * k) / 2 : m;
-    this.setTransform(x, y, k);
-  }
-
-  private inputsCenterX(w: number, k: number): number {
-    const layout = this.drawn!.layout;
-    const inputs = layout.nodes.filter((n) => {
-      const id = Number(n.key.slice(1));
-      return n.key.startsWith("n") && this.idx.graph.nodes[id]?.kind === "input";
-    });
-    const cx = inputs.length ? inputs.reduce((s, n) => s + n.x, 0) / inputs.length : layout.width / 2;
-    return w / 2 - cx * k;
+    const layout = this.drawn.layout;
+    const inputs = layout.nodes.filter((n) => n.key.startsWith("n") && this.idx.graph.nodes[Number(n.key.slice(1))]?.kind === "input");
+    this.setTransform(initialTransform(layout, this.size(), inputsCenterX(inputs, layout.width)));
   }
 
   fit(): void {
-    if (!this.drawn) return;
-    const { width, height } = this.drawn.layout;
-    const { w, h } = this.size();
-    const m = 16;
-    const k = Math.max(0.02, Math.min((w - 2 * m) / width, (h - 2 * m) / height, 2));
-    this.setTransform((w - width * k) / 2, (h - height * k) / 2, k);
+    if (this.drawn) this.setTransform(fitTransform(this.drawn.layout, this.size()));
   }
 
-  private centerOn(x: number, y: number, k = zoomTransform(this.ui.svg).k): void {
-    const { w, h } = this.size();
-    this.setTransform(w / 2 - x * k, h / 2 - y * k, k);
+  private centerOn(x: number, y: number): void {
+    this.setTransform(centerTransform(x, y, this.transform().k, this.size()));
   }
 
   zoomTo(key: string): void {
     const b = this.drawn && boundsOf(this.drawn.layout, key);
-    if (!b) return;
-    const { w, h } = this.size();
-    const fitK = Math.min((w - 40) / b.w, (h - 40) / b.h);
-    const k = Math.max(Math.min(Math.max(zoomTransform(this.ui.svg).k, 1), fitK, 2), 0.1);
-    this.centerOn(b.x + b.w / 2, b.y + Math.min(b.h, h / k - 40) / 2, k);
-  }
-
-  private viewRect(): Rect {
-    const t = zoomTransform(this.ui.svg);
-    const { w, h } = this.size();
-    const [x0, y0] = t.invert([0, 0]);
-    const [x1, y1] = t.invert([w, h]);
-    return { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
+    if (b) this.setTransform(zoomToBox(b, this.transform().k, this.size()));
   }
 
   /** After any zoom or pan: draw what came into view, update the overview and detail level. */
   private onViewChange(): void {
     if (!this.drawn) return;
-    const r = this.viewRect();
+    const t = this.transform();
+    const r = visibleRect(t, this.size());
     this.scene.setView(r);
     // The overview only helps when part of the graph is out of sight.
-    const { width, height } = this.drawn.layout;
-    this.minimap.canvas.hidden = r.x <= 0 && r.y <= 0 && r.x + r.w >= width && r.y + r.h >= height;
+    this.minimap.canvas.hidden = showsAll(r, this.drawn.layout);
     this.minimap.update(r, this.css("--ts-accent", "#3b82f6"));
-    // Text too small to read is not drawn: it costs the most to paint.
-    const k = zoomTransform(this.ui.svg).k;
-    this.ui.svg.classList.toggle("ts-lod-low", k < 0.3);
-    this.ui.svg.classList.toggle("ts-lod-mid", k < 0.55);
+    const lod = detailLevel(t.k);
+    this.ui.svg.classList.toggle("ts-lod-low", lod.low);
+    this.ui.svg.classList.toggle("ts-lod-mid", lod.mid);
   }
 
   // ---- selection, search, marks -------------------------------------------------------
@@ -387,14 +386,16 @@ export class Viewer {
     const { ui } = this;
     ui.toolbar.addEventListener("click", (ev) => {
       const b = (ev.target as Element).closest<HTMLElement>("[data-action]");
-      if (b) this.action(b.dataset.action!);
+      const a = b && buttonAction(b.dataset.action!);
+      if (a) this.run(a);
     });
     ui.search.addEventListener("input", () => this.search(ui.search.value));
     ui.search.addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter") {
+      const a = searchKeyAction(ev.key, ev.shiftKey);
+      if (a?.type === "step") {
         ev.preventDefault();
-        void this.nextMatch(ev.shiftKey ? -1 : 1);
-      } else if (ev.key === "Escape") {
+        void this.nextMatch(a.step);
+      } else if (a?.type === "leave") {
         this.clearSearch();
         ui.search.blur();
       }
@@ -437,40 +438,53 @@ export class Viewer {
     this.disposer.signal.addEventListener("abort", () => resize.disconnect());
   }
 
-  private action(name: string): void {
-    switch (name) {
-      case "expand-all": return this.expandAll();
-      case "collapse-all": return this.collapseAll();
-      case "fit": return this.fit();
-      case "depth-up": return this.setDepth(this.depthShown() + 1);
-      case "depth-down": return this.setDepth(this.depthShown() - 1);
-      case "export-svg": return void this.exportAs("svg");
-      case "export-png": return void this.exportAs("png");
+  private run(a: ViewerAction): void {
+    switch (a.type) {
+      case "expand-all":
+        this.expandAll();
+        return;
+      case "collapse-all":
+        this.collapseAll();
+        return;
+      case "fit":
+        this.fit();
+        return;
+      case "initial-view":
+        this.initialView();
+        return;
+      case "depth":
+        this.setDepth(a.depth);
+        return;
+      case "depth-step":
+        this.setDepth(this.depthShown() + a.step);
+        return;
+      case "export":
+        void this.exportAs(a.format);
+        return;
+      case "find":
+        this.ui.search.focus();
+        if (a.selectText) this.ui.search.select();
+        return;
+      case "clear":
+        this.clearSearch();
+        this.select(null);
+        return;
     }
   }
 
   private onKey(ev: KeyboardEvent): void {
     const tag = (ev.target as HTMLElement | null)?.tagName;
-    if ((ev.ctrlKey || ev.metaKey) && ev.key.toLowerCase() === "f") {
-      ev.preventDefault();
-      this.ui.search.focus();
-      this.ui.search.select();
-      return;
-    }
-    if (tag === "INPUT" || tag === "TEXTAREA" || ev.ctrlKey || ev.metaKey || ev.altKey) return;
-    const k = ev.key;
-    if (k === "/") {
-      ev.preventDefault();
-      this.ui.search.focus();
-    } else if (k === "f" || k === "F") this.fit();
-    else if (k === "e" || k === "E") this.expandAll();
-    else if (k === "c" || k === "C") this.collapseAll();
-    else if (k === "0") this.initialView();
-    else if (/^[1-9]$/.test(k)) this.setDepth(Number(k));
-    else if (k === "Escape") {
-      this.clearSearch();
-      this.select(null);
-    }
+    const a = keyAction({
+      key: ev.key,
+      ctrlKey: ev.ctrlKey,
+      metaKey: ev.metaKey,
+      altKey: ev.altKey,
+      inTextField: tag === "INPUT" || tag === "TEXTAREA",
+    });
+    if (!a) return;
+    // The browser's own find and "/" quick-find give way to the graph's search.
+    if (a.type === "find") ev.preventDefault();
+    this.run(a);
   }
 
   private isExpandable(key: string): boolean {

@@ -7,7 +7,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { encode } from "@msgpack/msgpack";
+import { decode, encode } from "@msgpack/msgpack";
 import type { Browser, Locator, Page } from "playwright-core";
 import { FIXTURES, ROOT, launch, open, ready, shot, type Opened } from "./browser";
 
@@ -43,7 +43,8 @@ function assertNoErrors(o: Opened): void {
  */
 async function countAfterFit(page: Page, selector: string, n: number): Promise<void> {
   await page.click("[data-action=fit]");
-  await page.waitForFunction(([sel, want]) => document.querySelectorAll(sel as string).length === want, [selector, n] as const, { timeout: 10_000 })
+  await page
+    .waitForFunction(([sel, want]) => document.querySelectorAll(sel as string).length === want, [selector, n] as const, { timeout: 10_000 })
     .catch(async () => assert.equal(await page.locator(selector).count(), n, selector));
 }
 
@@ -104,7 +105,10 @@ describe("GPT-2", () => {
     assert.equal(await page.locator(".ts-node[data-kind=input]").count(), 1);
     assert.ok((await page.locator(".ts-node[data-kind=output]").count()) >= 1);
     const labels = await page.locator(".ts-elabel").allTextContents();
-    assert.ok(labels.some((t) => /^1×16×768/.test(t)), "tensor shapes on edges");
+    assert.ok(
+      labels.some((t) => /^1×16×768/.test(t)),
+      "tensor shapes on edges",
+    );
     assert.ok((await minScreenFont(page)) >= 10, "text at least 10 px on screen");
     // The view starts at the inputs: the input box is on screen.
     const input = await box(page.locator(".ts-node[data-kind=input]"));
@@ -127,8 +131,7 @@ describe("GPT-2", () => {
     assert.equal(await page.locator(`.ts-node${sel}`).count(), 0);
     assert.match((await page.locator(`[data-head="${key}"]`).textContent())!, /Embedding/);
     const after = await box(cluster);
-    assert.ok(Math.abs(after.x - before.x) <= 2 && Math.abs(after.y - before.y) <= 2,
-      `moved from ${before.x},${before.y} to ${after.x},${after.y}`);
+    assert.ok(Math.abs(after.x - before.x) <= 2 && Math.abs(after.y - before.y) <= 2, `moved from ${before.x},${before.y} to ${after.x},${after.y}`);
     assert.ok((await page.locator(".ts-node[data-kind=op]").allTextContents()).includes("embedding"));
     await assertNoOverlaps(page);
 
@@ -233,7 +236,10 @@ describe("GPT-2", () => {
     // Containers are open; only one-op wrappers (Dropout, LayerNorm, Embedding) stay boxes.
     assert.equal(await page.locator('.ts-cluster[data-kind=module][data-path="h.0.attn"]').count(), 1);
     const boxes = await page.locator(".ts-node[data-kind=module] .ts-title").allTextContents();
-    assert.ok(boxes.every((t) => ["Dropout", "LayerNorm", "Embedding", "NewGELUActivation"].includes(t)), boxes.join(","));
+    assert.ok(
+      boxes.every((t) => ["Dropout", "LayerNorm", "Embedding", "NewGELUActivation"].includes(t)),
+      boxes.join(","),
+    );
     await assertNoOverlaps(page);
     await shot(page, "gpt2-expand-all");
     // Fit: the whole graph is in the window, so every box is drawn.
@@ -303,6 +309,33 @@ describe("error graph", () => {
   });
 });
 
+describe("a page that opens at a view (the extension's HTML export)", () => {
+  test("the modules open in the panel are open in the page", async () => {
+    const g = decode(readFileSync(join(FIXTURES, "gpt2.msgpack"))) as {
+      model: { qualname: string };
+      nodes: { id: number; kind: string; parent: number | null; path: string }[];
+      edges: unknown[];
+    };
+    const root = g.nodes.find((n) => n.kind === "module" && n.parent === null && n.path === "")!;
+    const wte = g.nodes.find((n) => n.kind === "module" && n.path === "wte")!;
+    const view = { graph: `${g.model.qualname}|${g.nodes.length}|${g.edges.length}`, expanded: [root.id, wte.id], groups: [] };
+    const attr = JSON.stringify(view).replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+    const page = readFileSync(join(FIXTURES, "gpt2.html"), "utf8").replace(
+      '<div id="torchscope" data-view="">',
+      `<div id="torchscope" data-view="${attr}">`,
+    );
+    assert.ok(page.includes(attr), "the fixture page has the template's data-view");
+    writeFileSync(join(FIXTURES, "gpt2-view.html"), page);
+    const o = await open(browser, "gpt2-view");
+    assert.equal(await o.page.locator('.ts-cluster[data-kind=module][data-path="wte"]').count(), 1, "wte open from the start");
+    assert.equal(await o.page.locator('.ts-node[data-kind=module][data-path="wpe"]').count(), 1, "the others as they were");
+    await shot(o.page, "gpt2-opened-at-view");
+    assertNoErrors(o);
+    assertOffline(o);
+    await o.page.context().close();
+  });
+});
+
 describe("hostile names", () => {
   test("a module named <img src=x onerror=alert(1)> shows those characters", async () => {
     const o = await open(browser, "hostile");
@@ -323,10 +356,7 @@ describe("hostile names", () => {
 
 describe("bad files", () => {
   async function pageWithData(name: string, base64: string): Promise<Page> {
-    const html = readFileSync(join(FIXTURES, "hostile.html"), "utf8").replace(
-      /(id="torchscope-graph">)[^<]*/,
-      (_m, open: string) => open + base64,
-    );
+    const html = readFileSync(join(FIXTURES, "hostile.html"), "utf8").replace(/(id="torchscope-graph">)[^<]*/, (_m, open: string) => open + base64);
     const file = join(FIXTURES, `${name}.html`);
     writeFileSync(file, html);
     const ctx = await browser.newContext();
@@ -406,7 +436,14 @@ function acquireVsCodeApi() {
   page.on("pageerror", (e) => errors.push(e.message));
   await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
   await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === "ready"));
-  return { page, errors, close: async () => { await ctx.close(); server.close(); } };
+  return {
+    page,
+    errors,
+    close: async () => {
+      await ctx.close();
+      server.close();
+    },
+  };
 }
 
 async function postGraph(page: Page, b64: string): Promise<void> {
@@ -414,7 +451,11 @@ async function postGraph(page: Page, b64: string): Promise<void> {
     const bin = atob(data);
     const bytes = new Uint8Array(bin.length);
     for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    window.postMessage({ type: "graph", data: bytes.buffer }, "*");
+    // As GraphPanel posts it: with the panel's origin (kept in the webview state for a reload).
+    window.postMessage(
+      { type: "graph", data: bytes.buffer, origin: { uri: "file:///w/gpt2.py", target: "model", title: "Forward pass: GPT2Model" } },
+      "*",
+    );
   }, b64);
 }
 
@@ -449,11 +490,32 @@ describe("VS Code host", () => {
     await close();
   });
 
+  test("each new view goes to the extension too (an HTML export opens at it)", async () => {
+    const { page, errors, close } = await vscodePage(0);
+    await postGraph(page, readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64"));
+    await ready(page);
+    const views = () => page.evaluate(() => (window as any).__posted.filter((m: any) => m.type === "view").map((m: any) => m.view));
+    const first = await views();
+    assert.ok(first.length >= 1);
+    await page.click('[data-toggle="n3"]');
+    await ready(page);
+    const last = (await views()).at(-1);
+    assert.ok(last.expanded.includes(3) && !first.at(-1).expanded.includes(3), "wte's expansion was posted");
+    // The same view the webview state keeps (without the panel's origin).
+    const { origin, ...saved } = await page.evaluate(() => (window as any).__state);
+    assert.equal(origin.target, "model");
+    assert.deepEqual(last, saved);
+    assert.deepEqual(errors, []);
+    await close();
+  });
+
   test("a worker that can't be loaded says so in the status line", async () => {
     const { page, close } = await vscodePage(null);
     try {
       await postGraph(page, readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64"));
-      await page.waitForFunction(() => /Layout failed: .*can't load the layout worker.*404/.test(document.body.textContent ?? ""), null, { timeout: 10_000 });
+      await page.waitForFunction(() => /Layout failed: .*can't load the layout worker.*404/.test(document.body.textContent ?? ""), null, {
+        timeout: 10_000,
+      });
       await shot(page, "vscode-host-no-worker");
     } finally {
       await close();

@@ -53,7 +53,7 @@ test("DOT has clusters, fixed-size nodes and escaped labels", () => {
   const b = new GraphBuilder();
   const x = b.add("input", 'x"\\\n');
   const root = b.module("<img src=x onerror=alert(1)>", "", null);
-  const sub = b.module("Evil\"Name", 'a"b', root);
+  const sub = b.module('Evil"Name', 'a"b', root);
   const op = b.op("op", sub);
   const op2 = b.op("op2", sub);
   b.edge(x, op, [2, 3]).edge(op, op2, [2, 3]);

@@ -68,7 +68,8 @@ test("big graphs get external edge labels, still parsed as label positions", asy
 
 test("crowded external labels are dropped, never drawn over boxes, titles or each other", () => {
   const layout: Layout = {
-    width: 400, height: 400,
+    width: 400,
+    height: 400,
     nodes: [{ key: "a", x: 100, y: 100, w: 60, h: 20 }],
     clusters: [{ key: "c", x: 150, y: 150, w: 200, h: 200 }],
     edges: [
