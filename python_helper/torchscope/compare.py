@@ -123,7 +123,9 @@ def _compare_view(diff: Diff, a_source: str, b_source: str) -> CompareView:
         if n.parent is not None:
             inside[n.parent] += inside[n.id] + site[n.id]
 
-    graph = Graph(b.model, nodes, edges, [], b.error, b.trace_ms)
+    # b's own fields, built field by field: one that names node ids must be mapped to the
+    # merged ids (as the error's node is), so none is copied blindly
+    graph = Graph(b.model, nodes, edges, [], b.error, b.trace_ms, warnings=list(b.warnings))
     if b.error is not None:
         graph.error = dataclasses.replace(b.error, node=b_new[b.error.node])
     graph.groups = _unchanged_groups(graph, status, inside)

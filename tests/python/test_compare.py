@@ -181,3 +181,12 @@ def test_text_diff_of_inputs_and_later_calls() -> None:
     assert "~ input x: output: [2, 16] → [3, 16]" in text.splitlines()
     assert "~ fc (call 2)" in text and "~ fc (call 3)" in text
     assert "    ~ sum #2: input: [2, 16] → [3, 16]" in text.splitlines()
+
+
+def test_the_view_keeps_b_s_warnings_and_error() -> None:
+    x = x16()
+    a, b = trace(Net(), x), trace(Net(width=64), x)
+    b.warnings = ["fc1.weight was written during the forward"]
+    v = compare_view(diff_graphs(a, b))
+    assert v.graph.warnings == b.warnings and v.graph.error is None
+    assert Graph.from_wire(v.to_wire()).warnings == b.warnings
