@@ -6,6 +6,7 @@ import msgpack
 import torch
 from test_diff import Net, Tower, trace, x16
 
+import torchscope
 from torchscope.compare import compare_view
 from torchscope.diff import diff_graphs
 from torchscope.diff_text import render_text
@@ -190,3 +191,21 @@ def test_the_view_keeps_b_s_warnings_and_error() -> None:
     v = compare_view(diff_graphs(a, b))
     assert v.graph.warnings == b.warnings and v.graph.error is None
     assert Graph.from_wire(v.to_wire()).warnings == b.warnings
+
+
+def test_the_view_points_b_s_error_at_its_merged_node() -> None:
+    class Breaks(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.fc(x) @ torch.ones(3, 3)
+
+    x = x16()
+    broken = torchscope.trace_call(Breaks(), (x,), raise_errors=False)
+    v = compare_view(diff_graphs(trace(Net(), x), broken))
+    assert v.graph.error is not None
+    node = v.graph.error.node
+    assert v.graph.nodes[node].kind == "error" and v.status[node] == "added"
+    assert v.b_ids[node] == broken.error.node
