@@ -47,6 +47,9 @@ class Node:
     defn: Optional[Site] = None
     params: int = 0
     attrs: dict[str, Any] = field(default_factory=dict)
+    # the library line behind `site` (a torch helper the user's line called, the layer that
+    # raised); on the wire only when set
+    inside: Optional[Site] = None
 
 
 @dataclass(slots=True)
@@ -281,21 +284,22 @@ def _nodes_to_wire(nodes: list[Node]) -> list[dict[str, Any]]:
             d = defns.get(id(defn))
             if d is None:
                 d = defns[id(defn)] = {"file": defn.file, "line": defn.line}
-        out.append(
-            {
-                "id": n.id,
-                "kind": n.kind,
-                "name": n.name,
-                "parent": n.parent,
-                "target": n.target,
-                "path": n.path,
-                "call": n.call,
-                "site": s,
-                "defn": d,
-                "params": n.params,
-                "attrs": n.attrs,
-            }
-        )
+        wire = {
+            "id": n.id,
+            "kind": n.kind,
+            "name": n.name,
+            "parent": n.parent,
+            "target": n.target,
+            "path": n.path,
+            "call": n.call,
+            "site": s,
+            "defn": d,
+            "params": n.params,
+            "attrs": n.attrs,
+        }
+        if n.inside is not None:
+            wire["inside"] = n.inside.to_wire()
+        out.append(wire)
     return out
 
 
@@ -341,6 +345,7 @@ def from_wire(data: Any) -> Graph:
                 defn=_site(n["defn"]),
                 params=n["params"],
                 attrs=n["attrs"],
+                inside=_site(n.get("inside")),
             )
             for n in data["nodes"]
         ]

@@ -1,5 +1,5 @@
 // One way to write a count (a model's parameters) for people, the same in the viewer, the
-// extension's lists and the Python side (`summary.human`): below 1000 the number itself;
+// extension's lists and the Python side (`summary.format_count`): below 1000 the number itself;
 // else in K, M, B or T with one decimal, rounded half up, without a trailing ".0":
 // "999", "1K", "1.5K", "786.4K", "124.4M", "70.6B". Integer arithmetic, so that no float
 // rounding (1250 / 1000 is exactly 1.25) can make two implementations disagree.

@@ -1,7 +1,10 @@
 // The one parameter-count format (webview/src/count.ts), shared by the viewer and the
-// extension, with the vectors the Python side (summary.human) must give too.
+// extension, checked against the Python side (summary.format_count) on the same vectors.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { formatCount } from "../../../webview/src/count";
 
 const CASES: [number, string][] = [
@@ -33,4 +36,15 @@ test("counts read the same everywhere: the integer below 1000, else K/M/B/T with
 
 test("a count that is not one reads as ?", () => {
   for (const n of [-1, Number.NaN, Number.POSITIVE_INFINITY]) assert.equal(formatCount(n), "?");
+});
+
+const PYTHON = join(import.meta.dirname, "..", "..", "..", ".venv", "bin", "python");
+
+test("the Python side (torchscope.summary.format_count) writes every count the same", { skip: !existsSync(PYTHON) && "no venv python" }, () => {
+  const code = "import json,sys\nfrom torchscope.summary import format_count\nprint(json.dumps([format_count(n) for n in json.loads(sys.argv[1])]))";
+  const out = execFileSync(PYTHON, ["-c", code, JSON.stringify(CASES.map(([n]) => n))], { encoding: "utf8" });
+  assert.deepEqual(
+    JSON.parse(out),
+    CASES.map(([, text]) => text),
+  );
 });
