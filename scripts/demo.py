@@ -29,7 +29,7 @@ EXAMPLES = [
 
 
 def main() -> int:
-    from torchscope.target import build, call_arguments
+    from torchscope.build_target import build, call_arguments
     from torchscope.tracer import trace_call
 
     OUT.mkdir(exist_ok=True)

@@ -1,7 +1,9 @@
 // Builds the viewer: the layout worker first (its code becomes a string the page turns
 // into a Blob URL, since workers can't load from file:// or webview resources), then the
-// page bundle (viewer.js + viewer.css). Copies both into the Python package's static/
-// folder, where render_html() inlines them into one self-contained HTML file.
+// page bundles (viewer-page.js without the worker, viewer.js with it; viewer.css). Copies
+// them and the standalone page's template (src/page.html) into the Python package's
+// static/ folder, where render_html() (torchscope/html.py) and the extension's HTML export
+// (extension/src/export.ts) fill the template into one self-contained HTML file.
 import { build } from "esbuild";
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -35,9 +37,10 @@ const workerPlugin = (contents) => ({
     b.onLoad({ filter: /.*/, namespace: "worker" }, () => ({ contents, loader: "text" }));
   },
 });
-// viewer.js carries the worker inside it (the VS Code webview loads this one file);
-// viewer-page.js does not: the standalone page carries the worker in its own inert
+// viewer-page.js leaves the worker out: the VS Code webview fetches layout.worker.js
+// beside it, and the standalone page carries the worker in its own inert
 // <script type="text/plain"> and starts it before the main bundle is even parsed.
+// viewer.js carries the worker inside it (a page with only the one file still works).
 await build({
   ...common,
   entryPoints: { viewer: join(here, "src/main.ts") },
@@ -51,8 +54,10 @@ await build({
   plugins: [workerPlugin("")],
 });
 
+copyFileSync(join(here, "src/page.html"), join(dist, "page.html"));
+
 mkdirSync(staticDir, { recursive: true });
-for (const f of ["viewer.js", "viewer.css", "viewer-page.js", "layout.worker.js"]) {
+for (const f of ["viewer.js", "viewer.css", "viewer-page.js", "layout.worker.js", "page.html"]) {
   copyFileSync(join(dist, f), join(staticDir, f));
 }
 console.log(`webview built in ${Date.now() - t0} ms → webview/dist, python_helper/torchscope/static`);

@@ -47,8 +47,14 @@ async function launch(): Promise<Browser> {
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
     headless: true,
     args: [
-      "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--disable-dev-shm-usage",
     ],
   });
 }
@@ -64,8 +70,12 @@ function probe(): void {
   };
   (globalThis as any).__bench = b;
   try {
-    new PerformanceObserver((l) => l.getEntries().forEach((e) => b.long.push({ start: e.startTime, dur: e.duration }))).observe({ type: "longtask", buffered: true });
-  } catch { /* no longtask support */ }
+    new PerformanceObserver((l) => {
+      for (const e of l.getEntries()) b.long.push({ start: e.startTime, dur: e.duration });
+    }).observe({ type: "longtask", buffered: true });
+  } catch {
+    /* no longtask support */
+  }
   document.addEventListener("click", (ev) => b.clicks.push(ev.timeStamp), true);
   const mo = new MutationObserver((recs) => {
     const t = performance.now();
@@ -129,10 +139,15 @@ async function until<T>(page: Page, fn: (a: any) => T, a: unknown, timeout: numb
   const pending = new Set<Promise<void>>();
   while (found == null && Date.now() < deadline) {
     let p: Promise<void> | null = null;
-    p = page.evaluate(fn as any, a).then(
-      (v) => { if (v && found == null) found = v as T; },
-      () => {},
-    ).finally(() => pending.delete(p!));
+    p = page
+      .evaluate(fn as any, a)
+      .then(
+        (v) => {
+          if (v && found == null) found = v as T;
+        },
+        () => {},
+      )
+      .finally(() => pending.delete(p!));
     pending.add(p);
     await Promise.race([...pending, sleep(Math.min(Math.max(0, deadline - Date.now()), 5000))]);
     if (found == null) await sleep(50);
@@ -144,7 +159,9 @@ async function newPage(b: Browser): Promise<{ ctx: BrowserContext; page: Page; r
   const ctx = await b.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await ctx.newPage();
   const requests: string[] = [];
-  page.on("request", (r) => { if (!r.url().startsWith("file:") && !r.url().startsWith("blob:") && !r.url().startsWith("data:")) requests.push(r.url()); });
+  page.on("request", (r) => {
+    if (!r.url().startsWith("file:") && !r.url().startsWith("blob:") && !r.url().startsWith("data:")) requests.push(r.url());
+  });
   // tsx (esbuild keepNames) wraps named inner functions in __name(): define it in the page.
   await page.addInitScript({ content: "globalThis.__name = globalThis.__name || ((f) => f);" });
   await page.addInitScript(probe);
@@ -168,27 +185,42 @@ async function benchTorchscope(b: Browser, model: string, file: string): Promise
     const firstReady = await until(page, () => (globalThis as any).__bench.states.find((s: any) => s.s === "ready")?.t, null, TIMEOUT);
     row.first = { ms: firstReady ?? null };
     if (firstReady == null) throw new Error(`no first draw within ${TIMEOUT / 1000} s`);
-    Object.assign(row, await page.evaluate(() => {
-      const n = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
-      const marks: Record<string, number> = {};
-      for (const m of performance.getEntriesByType("mark")) if (!(m.name in marks)) marks[m.name] = m.startTime;
-      return { marks, responseEnd: n.responseEnd, domInteractive: n.domInteractive };
-    }));
+    Object.assign(
+      row,
+      await page.evaluate(() => {
+        const n = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
+        const marks: Record<string, number> = {};
+        for (const m of performance.getEntriesByType("mark")) if (!(m.name in marks)) marks[m.name] = m.startTime;
+        return { marks, responseEnd: n.responseEnd, domInteractive: n.domInteractive };
+      }),
+    );
     const tLoad = await page.evaluate(() => performance.now());
 
     // One expand, several modules: collapsed modules and ×N groups in the opening view.
     const targets = await page.evaluate(() =>
-      Array.from(document.querySelectorAll(".ts-node [data-toggle]")).map((e) => e.getAttribute("data-toggle")!).filter((k) => /^[ng]\d+$/.test(k)));
+      Array.from(document.querySelectorAll(".ts-node [data-toggle]"))
+        .map((e) => e.getAttribute("data-toggle")!)
+        .filter((k) => /^[ng]\d+$/.test(k)),
+    );
     row.expands = [];
-    const readyAfter = (n0: number) => until(page, (n0: number) => {
-      const b = (globalThis as any).__bench;
-      const s = b.states.slice(n0).find((s: any) => s.s === "ready");
-      return s ? s.t - b.clicks[b.clicks.length - 1] : null;
-    }, n0, TIMEOUT);
+    const readyAfter = (n0: number) =>
+      until(
+        page,
+        (n0: number) => {
+          const b = (globalThis as any).__bench;
+          const s = b.states.slice(n0).find((s: any) => s.s === "ready");
+          return s ? s.t - b.clicks[b.clicks.length - 1] : null;
+        },
+        n0,
+        TIMEOUT,
+      );
     const nStates = () => page.evaluate(() => (globalThis as any).__bench.states.length as number);
     const expand = async (key: string): Promise<number | null> => {
       const n0 = await nStates();
-      await page.evaluate((k) => document.querySelector(`.ts-node [data-toggle="${k}"]`)!.dispatchEvent(new MouseEvent("click", { bubbles: true })), key);
+      await page.evaluate(
+        (k) => document.querySelector(`.ts-node [data-toggle="${k}"]`)!.dispatchEvent(new MouseEvent("click", { bubbles: true })),
+        key,
+      );
       return readyAfter(n0);
     };
     // Level 0: the opening view's modules, collapse-all between them (a cached layout). If
@@ -200,8 +232,12 @@ async function benchTorchscope(b: Browser, model: string, file: string): Promise
       await readyAfter(n1);
     };
     const done = new Set<string>();
-    const toggles = () => page.evaluate(() =>
-      Array.from(document.querySelectorAll(".ts-node [data-toggle]")).map((e) => e.getAttribute("data-toggle")!).filter((k) => /^[ng]\d+$/.test(k)));
+    const toggles = () =>
+      page.evaluate(() =>
+        Array.from(document.querySelectorAll(".ts-node [data-toggle]"))
+          .map((e) => e.getAttribute("data-toggle")!)
+          .filter((k) => /^[ng]\d+$/.test(k)),
+      );
     let level = targets;
     for (let depth = 0; depth < 2 && row.expands.length < EXPANDS; depth++) {
       for (const key of level) {
@@ -239,21 +275,39 @@ async function benchTorchscope(b: Browser, model: string, file: string): Promise
 
     // Expand all.
     const n0 = await page.evaluate(() => (globalThis as any).__bench.states.length);
-    await page.evaluate(() => document.querySelector<HTMLElement>("[data-action=expand-all]")!.dispatchEvent(new MouseEvent("click", { bubbles: true })));
-    const all = await until(page, (n0: number) => {
-      const b = (globalThis as any).__bench;
-      const s = b.states.slice(n0).find((s: any) => s.s === "ready");
-      return s ? s.t - b.clicks[b.clicks.length - 1] : null;
-    }, n0, TIMEOUT);
+    await page.evaluate(() =>
+      document.querySelector<HTMLElement>("[data-action=expand-all]")!.dispatchEvent(new MouseEvent("click", { bubbles: true })),
+    );
+    const all = await until(
+      page,
+      (n0: number) => {
+        const b = (globalThis as any).__bench;
+        const s = b.states.slice(n0).find((s: any) => s.s === "ready");
+        return s ? s.t - b.clicks[b.clicks.length - 1] : null;
+      },
+      n0,
+      TIMEOUT,
+    );
     row.expandAll = { ms: all };
     if (all != null) row.expandAllStatus = (await page.locator("[data-role=status]").textContent()) ?? "";
     const m = /([\d,]+) drawn/.exec(row.expandAllStatus ?? "");
     row.expandAllNodes = m ? Number(m[1]!.replace(/,/g, "")) : null;
-    const long = await Promise.race([page.evaluate(() => (globalThis as any).__bench.long as { start: number; dur: number }[]), sleep(10_000).then(() => null)]);
+    const long = await Promise.race([
+      page.evaluate(() => (globalThis as any).__bench.long as { start: number; dur: number }[]),
+      sleep(10_000).then(() => null),
+    ]);
     if (long) {
-      row.longest = { load: longMax(long, 0, tLoad), expands: longMax(long, tLoad, tExp), expandAll: longMax(long, tExp, Infinity), all: longMax(long, 0, Infinity) };
+      row.longest = {
+        load: longMax(long, 0, tLoad),
+        expands: longMax(long, tLoad, tExp),
+        expandAll: longMax(long, tExp, Infinity),
+        all: longMax(long, 0, Infinity),
+      };
     }
-    if (all == null) { row.status = "timeout"; row.error = `expand all not drawn within ${TIMEOUT / 1000} s`; }
+    if (all == null) {
+      row.status = "timeout";
+      row.error = `expand all not drawn within ${TIMEOUT / 1000} s`;
+    }
   } catch (e) {
     row.status = row.first?.ms == null ? "fail" : "partial";
     row.error = String((e as Error).message ?? e).split("\n")[0];
@@ -278,30 +332,44 @@ async function tvLoad(page: Page, file: string): Promise<{ ms: number | null; no
 async function benchTorchvista(b: Browser, model: string, file: string, fileAll: string): Promise<Row> {
   const row: Row = { model, tool: "torchvista", status: "ok" };
   let { ctx, page, requests } = await newPage(b);
-  let longLoad = 0, longExp = 0, longAll = 0;
+  let longLoad = 0,
+    longExp = 0,
+    longAll = 0;
   try {
     const first = await tvLoad(page, file);
     row.first = { ms: first.ms };
     if (first.ms == null) throw new Error(`no first draw within ${TIMEOUT / 1000} s`);
-    Object.assign(row, await page.evaluate(() => {
-      const n = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
-      return { responseEnd: n.responseEnd, domInteractive: n.domInteractive };
-    }));
+    Object.assign(
+      row,
+      await page.evaluate(() => {
+        const n = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
+        return { responseEnd: n.responseEnd, domInteractive: n.domInteractive };
+      }),
+    );
     const tLoad = await page.evaluate(() => performance.now());
     // Expandable modules drawn as boxes (d3 keeps [name, data] on each element).
     const targets: string[] = await page.evaluate(() =>
-      Array.from(document.querySelectorAll('g[class^="node_"] > circle[class^="collapse-button_"]')).map((c) => (c as any).__data__[0] as string));
+      Array.from(document.querySelectorAll('g[class^="node_"] > circle[class^="collapse-button_"]')).map((c) => (c as any).__data__[0] as string),
+    );
     row.expands = [];
     const nDraws = () => page.evaluate(() => (globalThis as any).__bench.draws.length as number);
-    const drawnAfter = (n0: number) => until(page, (n0: number) => {
-      const b = (globalThis as any).__bench;
-      const d = b.draws[n0];
-      return d ? d.t - b.clicks[b.clicks.length - 1] : null;
-    }, n0, TIMEOUT);
+    const drawnAfter = (n0: number) =>
+      until(
+        page,
+        (n0: number) => {
+          const b = (globalThis as any).__bench;
+          const d = b.draws[n0];
+          return d ? d.t - b.clicks[b.clicks.length - 1] : null;
+        },
+        n0,
+        TIMEOUT,
+      );
     const expand = async (name: string): Promise<number | null> => {
       const n0 = await nDraws();
       await page.evaluate((name) => {
-        const c = Array.from(document.querySelectorAll('g[class^="node_"] > circle[class^="collapse-button_"]')).find((c) => (c as any).__data__[0] === name)!;
+        const c = Array.from(document.querySelectorAll('g[class^="node_"] > circle[class^="collapse-button_"]')).find(
+          (c) => (c as any).__data__[0] === name,
+        )!;
         c.dispatchEvent(new MouseEvent("click", { bubbles: true }));
       }, name);
       return drawnAfter(n0);
@@ -332,8 +400,11 @@ async function benchTorchvista(b: Browser, model: string, file: string, fileAll:
       const base = level[0];
       if (row.expands.length >= EXPANDS || !base) break;
       await expand(base);
-      level = (await page.evaluate(() =>
-        Array.from(document.querySelectorAll('g[class^="node_"] > circle[class^="collapse-button_"]')).map((c) => (c as any).__data__[0] as string))).filter((k) => !done.has(k));
+      level = (
+        await page.evaluate(() =>
+          Array.from(document.querySelectorAll('g[class^="node_"] > circle[class^="collapse-button_"]')).map((c) => (c as any).__data__[0] as string),
+        )
+      ).filter((k) => !done.has(k));
     }
     row.expandMedian = median(row.expands.map((e) => e.ms!).filter((x) => x != null));
     const long = await page.evaluate(() => (globalThis as any).__bench.long as { start: number; dur: number }[]);
@@ -398,7 +469,17 @@ async function benchTorchvista(b: Browser, model: string, file: string, fileAll:
         else row = await benchTorchvista(b, model, file, join(PAGES, `${model}.${tool}-all.html`));
         row.pageBytes = existsSync(file) ? readFileSync(file).length : undefined;
         rows.push(row);
-        console.log(JSON.stringify({ status: row.status, first: row.first?.ms, expand: row.expandMedian, all: row.expandAll?.ms, nodes: row.expandAllNodes, longest: row.longest, error: row.error }));
+        console.log(
+          JSON.stringify({
+            status: row.status,
+            first: row.first?.ms,
+            expand: row.expandMedian,
+            all: row.expandAll?.ms,
+            nodes: row.expandAllNodes,
+            longest: row.longest,
+            error: row.error,
+          }),
+        );
       }
     }
   } finally {
@@ -411,8 +492,11 @@ async function benchTorchvista(b: Browser, model: string, file: string, fileAll:
   const out = {
     machine: {
       date: started.toISOString().replace(/\.\d+Z$/, "Z"),
-      cpu: cpus()[0]?.model, cores: cpus().length, chromium: version,
-      load_start: load0, load_end: loadavg(),
+      cpu: cpus()[0]?.model,
+      cores: cpus().length,
+      chromium: version,
+      load_start: load0,
+      load_end: loadavg(),
       git: execSync("git rev-parse --short HEAD", { cwd: HERE }).toString().trim(),
     },
     args: { models: MODELS, tools: TOOLS, expands: EXPANDS, timeout_s: TIMEOUT / 1000 },

@@ -6,13 +6,26 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import {
-  LanguageClient, ResponseError, RevealOutputChannelOn, State, WorkDoneProgress,
-  type LanguageClientOptions, type ServerOptions,
+  LanguageClient,
+  ResponseError,
+  RevealOutputChannelOn,
+  State,
+  WorkDoneProgress,
+  type LanguageClientOptions,
+  type ServerOptions,
 } from "vscode-languageclient/node";
 import { resolveInterpreter, type Interpreter } from "./interpreter";
 import {
-  SHUTDOWN_RUNNER, TARGET_AT, TRACE,
-  type InitOptions, type TargetAtParams, type TargetAtResult, type TraceParams, type TraceResult,
+  LOG_LEVELS,
+  SHUTDOWN_RUNNER,
+  TARGET_AT,
+  TRACE,
+  type InitOptions,
+  type LogLevel,
+  type TargetAtParams,
+  type TargetAtResult,
+  type TraceParams,
+  type TraceResult,
 } from "./protocol";
 
 /** The JSON-RPC code of a cancelled request (LSP RequestCancelled). */
@@ -38,7 +51,11 @@ export function findBundle(extensionPath: string, exists: (p: string) => boolean
   const bundled = path.join(extensionPath, "bundled");
   if (exists(path.join(bundled, "tool", "torchscope"))) {
     const libs = path.join(bundled, "libs");
-    return { toolDir: path.join(bundled, "tool"), libsDir: exists(libs) ? libs : undefined, viewerDir: path.join(bundled, "tool", "torchscope", "static") };
+    return {
+      toolDir: path.join(bundled, "tool"),
+      libsDir: exists(libs) ? libs : undefined,
+      viewerDir: path.join(bundled, "tool", "torchscope", "static"),
+    };
   }
   const tool = path.join(extensionPath, "python_helper");
   return { toolDir: tool, libsDir: undefined, viewerDir: path.join(tool, "torchscope", "static") };
@@ -50,13 +67,17 @@ export function serverPythonPath(bundle: Bundle, existing: string | undefined): 
   return parts.filter((p): p is string => !!p).join(path.delimiter);
 }
 
+function logLevel(setting: unknown): LogLevel {
+  return LOG_LEVELS.find((l) => l === setting) ?? "info";
+}
+
 export function readInitOptions(storageDir: string): InitOptions {
   const cfg = vscode.workspace.getConfiguration("torchscope");
   const timeout = cfg.get<number>("traceTimeoutSeconds", 60);
   return {
     storageDir,
     traceTimeoutSeconds: typeof timeout === "number" && timeout > 0 ? timeout : 60,
-    logLevel: cfg.get<string>("logLevel", "info") === "debug" ? "debug" : "info",
+    logLevel: logLevel(cfg.get<string>("logLevel", "info")),
   };
 }
 
@@ -133,7 +154,11 @@ export class ServerClient implements Server, vscode.Disposable {
     return client.sendRequest<TargetAtResult | null>(TARGET_AT, params);
   }
 
-  async trace(params: Omit<TraceParams, "workDoneToken">, cancel: vscode.CancellationToken, progress: (message: string) => void): Promise<TraceResult> {
+  async trace(
+    params: Omit<TraceParams, "workDoneToken">,
+    cancel: vscode.CancellationToken,
+    progress: (message: string) => void,
+  ): Promise<TraceResult> {
     const client = await this.ready();
     const token = `torchscope-trace-${++this.progressIds}`;
     const sub = client.onProgress(WorkDoneProgress.type, token, (v) => {

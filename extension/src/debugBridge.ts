@@ -6,6 +6,8 @@
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import type * as vscode from "vscode";
+import { formatCount } from "../../webview/src/count";
+import type { TraceSummary } from "./protocol";
 
 // ---- the evaluate expression ---------------------------------------------------------
 
@@ -45,9 +47,16 @@ export function requestExpression(request: DebugRequest, debugPy: string): strin
 
 // ---- sending the helper to a debuggee that can't read the extension's files ----------
 
-/** `debug.SHIPPED_FILES` and `debug.SHIPPED_MSGPACK`: what the tracer needs, no more. */
-export const SHIPPED_FILES = ["__init__.py", "debug.py", "folding.py", "graph.py", "ops.py", "sites.py", "state.py", "target.py", "tracer.py", "values.py"];
+/** `debug.NOT_SHIPPED` and `debug.SHIPPED_MSGPACK`: the package's modules a paused trace
+ * doesn't need (every other top-level module is sent), and msgpack's pure-Python files. */
+export const NOT_SHIPPED = ["__main__.py", "cli.py", "html.py", "notebook.py", "runner.py", "summary.py"];
 export const SHIPPED_MSGPACK = ["__init__.py", "exceptions.py", "ext.py", "fallback.py"];
+
+/** `debug.shipped_files`: the package files sent to a remote debuggee, sorted. */
+export async function shippedFiles(dir: string): Promise<string[]> {
+  const names = await fs.readdir(dir);
+  return names.filter((f) => f.endsWith(".py") && !NOT_SHIPPED.includes(f)).sort();
+}
 
 /** `debug.ship_expression`: makes the debug module from `source` as if it were at `debugPy`,
  * with `files` (relative path → source) for the package's and msgpack's imports. */
@@ -72,7 +81,7 @@ export function helperMissing(r: ErrorReply): boolean {
 export async function shippedSources(debugPy: string): Promise<{ source: string; files: Record<string, string> }> {
   const dir = path.dirname(debugPy);
   const files: Record<string, string> = {};
-  for (const f of SHIPPED_FILES) files[f] = await fs.readFile(path.join(dir, f), "utf8");
+  for (const f of await shippedFiles(dir)) files[f] = await fs.readFile(path.join(dir, f), "utf8");
   const msgpack = path.join(dir, "..", "..", "libs", "msgpack");
   if (await exists(path.join(msgpack, "fallback.py"))) {
     for (const f of SHIPPED_MSGPACK) files[`msgpack/${f}`] = await fs.readFile(path.join(msgpack, f), "utf8");
@@ -99,10 +108,19 @@ function expressionArgs(expression: string, frameId: number | undefined): Record
 // ---- replies -------------------------------------------------------------------------
 
 export type DebugErrorKind =
-  | "no-torch" | "no-msgpack" | "import-error" | "no-frame" | "target-error" | "needs-input"
-  | "timeout" | "cancelled" | "bad-request" | "internal"
+  | "no-torch"
+  | "no-msgpack"
+  | "import-error"
+  | "no-frame"
+  | "target-error"
+  | "needs-input"
+  | "timeout"
+  | "cancelled"
+  | "bad-request"
+  | "internal"
   // Ours, not the entry's: the evaluate itself failed, or its result was not a reply.
-  | "evaluate-failed" | "bad-reply";
+  | "evaluate-failed"
+  | "bad-reply";
 
 export interface ErrorReply {
   ok: false;
@@ -122,34 +140,41 @@ export interface Candidate {
   input: string | null;
 }
 
-export interface TraceSummaryLike {
-  model: string;
-  qualname?: string;
-  nodes: number;
-  edges?: number;
-  ops: number;
-  modules?: number;
-  params?: number;
-  trace_ms: number;
-  input: string;
-  error: { type: string; message: string; file: string | null; line: number | null } | null;
-}
-
 export interface TraceReply {
   ok: true;
   path: string;
   size: number;
-  summary: TraceSummaryLike;
+  summary: TraceSummary;
   output?: string;
   warning?: string;
   elapsed_ms?: number;
   done?: boolean;
 }
 
-export interface CandidatesReply { ok: true; modules: Candidate[]; more: number }
-export interface ArmedReply { ok: true; armed: true; path: string; model: string }
-export interface PollReply { ok: true; done: false; armed: boolean }
-export interface ChunkReply { ok: true; data: string; offset: number; size: number; total: number; eof: boolean }
+export interface CandidatesReply {
+  ok: true;
+  modules: Candidate[];
+  more: number;
+}
+export interface ArmedReply {
+  ok: true;
+  armed: true;
+  path: string;
+  model: string;
+}
+export interface PollReply {
+  ok: true;
+  done: false;
+  armed: boolean;
+}
+export interface ChunkReply {
+  ok: true;
+  data: string;
+  offset: number;
+  size: number;
+  total: number;
+  eof: boolean;
+}
 
 /** Undo Python's `repr` of a str (a debug adapter that ignored `rawString`). */
 function unrepr(s: string): string | undefined {
@@ -190,16 +215,6 @@ export function parseReply(result: unknown): { ok: true; [k: string]: unknown } 
 
 // ---- candidates ----------------------------------------------------------------------
 
-/** 1234 → "1.2K", 124_439_808 → "124.4M". */
-export function formatParams(n: number): string {
-  if (!Number.isFinite(n) || n < 0) return "?";
-  if (n < 1000) return String(n);
-  for (const [d, u] of [[1e12, "T"], [1e9, "B"], [1e6, "M"], [1e3, "K"]] as const) {
-    if (n >= d) return `${(n / d).toFixed(n / d >= 100 ? 0 : 1).replace(/\.0$/, "")}${u}`;
-  }
-  return String(n);
-}
-
 export interface CandidateItem {
   label: string;
   description: string;
@@ -211,19 +226,10 @@ export interface CandidateItem {
 export function candidateItems(modules: Candidate[]): CandidateItem[] {
   return modules.map((c) => ({
     label: c.name === c.cls ? c.cls : c.name,
-    description: `${c.cls} · ${formatParams(c.params)} params`,
-    detail: [c.reason, c.inputs ? `input: ${c.input ?? "known"}` : "input unknown: you type one or trace the next call"]
-      .filter(Boolean)
-      .join(" — "),
+    description: `${c.cls} · ${formatCount(c.params)} params`,
+    detail: [c.reason, c.inputs ? `input: ${c.input ?? "known"}` : "input unknown: you type one or trace the next call"].filter(Boolean).join(" — "),
     candidate: c,
   }));
-}
-
-/** The class name for a panel title: from the summary, else the candidate, else the expression. */
-export function modelName(summary: { model?: string } | undefined, fallback: string): string {
-  const m = summary?.model || fallback;
-  const i = m.lastIndexOf(".");
-  return i >= 0 && !m.includes("(") && !m.includes("[") ? m.slice(i + 1) : m;
 }
 
 // ---- chunked transfer ----------------------------------------------------------------
@@ -326,14 +332,9 @@ export class DebugBridge {
     }
     const t0 = Date.now();
     const r = await this.evaluate(expressionArgs(expression, this.frame.frameId), "ship");
-    this.log?.info(`debug: sent the helper's sources to the debuggee (${expression.length} characters): ${r.ok ? "ok" : r.error} in ${Date.now() - t0} ms`);
-    return r;
-  }
-
-  /** Like `request`, but an `ok: false` reply throws a DebugError. */
-  async call<T extends { ok: true }>(request: DebugRequest): Promise<T> {
-    const r = await this.request<T>(request);
-    if (!r.ok) throw new DebugError(r);
+    this.log?.info(
+      `debug: sent the helper's sources to the debuggee (${expression.length} characters): ${r.ok ? "ok" : r.error} in ${Date.now() - t0} ms`,
+    );
     return r;
   }
 
@@ -344,7 +345,11 @@ export class DebugBridge {
   async fetchGraph(remotePath: string, localPath: string, onProgress?: (done: number, total: number) => void): Promise<"local" | "fetched"> {
     if (await exists(localPath)) return "local";
     const t0 = Date.now();
-    const bytes = await readChunked((offset, size) => this.request<ChunkReply>({ op: "read_chunk", path: remotePath, offset, size }), MAX_CHUNK, onProgress);
+    const bytes = await readChunked(
+      (offset, size) => this.request<ChunkReply>({ op: "read_chunk", path: remotePath, offset, size }),
+      MAX_CHUNK,
+      onProgress,
+    );
     await fs.mkdir(path.dirname(localPath), { recursive: true });
     await fs.writeFile(localPath, bytes);
     void this.request({ op: "remove", path: remotePath });

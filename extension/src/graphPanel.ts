@@ -6,7 +6,7 @@
 import * as crypto from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as vscode from "vscode";
-import { isFromWebview, targetKey, type FromWebview, type PanelOrigin, type Site, type ToWebview } from "./protocol";
+import { isViewerMessage, targetKey, type HostMessage, type PanelOrigin, type Site, type ViewerMessage, type ViewState } from "./protocol";
 
 export interface PanelEvents {
   reveal(site: Site, panel: GraphPanel): void;
@@ -23,7 +23,15 @@ export function nonce(): string {
 /** The webview page: the viewer's page bundle with a strict CSP (Graphviz WASM needs
  * 'wasm-unsafe-eval'). The page fetches the layout worker's code itself (connect-src),
  * so the small page bundle starts, and can take the graph, while the large worker loads. */
-export function panelHtml(opts: { cspSource: string; scriptUri: string; workerUri: string; styleUri: string; nonce: string; title: string; waiting?: string }): string {
+export function panelHtml(opts: {
+  cspSource: string;
+  scriptUri: string;
+  workerUri: string;
+  styleUri: string;
+  nonce: string;
+  title: string;
+  waiting?: string;
+}): string {
   const csp = [
     "default-src 'none'",
     `script-src 'nonce-${opts.nonce}' 'wasm-unsafe-eval'`,
@@ -67,6 +75,7 @@ export class GraphPanel {
   private readonly disposables: vscode.Disposable[] = [];
   private ready = false;
   private graph: Uint8Array | undefined;
+  private lastView: ViewState | undefined;
   private disposed = false;
 
   static get active(): GraphPanel | undefined {
@@ -85,8 +94,7 @@ export class GraphPanel {
   static createOrShow(viewerDir: vscode.Uri, origin: PanelOrigin, events: PanelEvents): GraphPanel {
     const existing = GraphPanel.find(origin.uri, origin.target);
     if (existing) {
-      existing.origin = { ...existing.origin, ...origin };
-      existing.panel.title = origin.title;
+      existing.retitle(origin.title);
       existing.panel.reveal(undefined, true);
       return existing;
     }
@@ -108,7 +116,14 @@ export class GraphPanel {
     }
     panel.webview.options = GraphPanel.webviewOptions(viewerDir);
     const p = new GraphPanel(panel, viewerDir, origin, events);
-    if (origin.graphPath && (await p.load(origin.graphPath).then(() => true, () => false))) return p;
+    if (
+      origin.graphPath &&
+      (await p.load(origin.graphPath).then(
+        () => true,
+        () => false,
+      ))
+    )
+      return p;
     events.retrace(p);
     return p;
   }
@@ -118,9 +133,9 @@ export class GraphPanel {
   }
 
   private constructor(
-    readonly panel: vscode.WebviewPanel,
+    private readonly panel: vscode.WebviewPanel,
     private readonly viewerDir: vscode.Uri,
-    public origin: PanelOrigin,
+    private shown: PanelOrigin,
     private readonly events: PanelEvents,
   ) {
     GraphPanel.panels.set(this.key, this);
@@ -128,18 +143,43 @@ export class GraphPanel {
     void vscode.commands.executeCommand("setContext", "torchscope.hasPanel", true);
     panel.webview.html = this.html();
     panel.onDidDispose(() => this.dispose(), null, this.disposables);
-    panel.onDidChangeViewState((e) => e.webviewPanel.active && (GraphPanel.lastActive = this), null, this.disposables);
+    panel.onDidChangeViewState(
+      (e) => {
+        if (e.webviewPanel.active) GraphPanel.lastActive = this;
+      },
+      null,
+      this.disposables,
+    );
     panel.webview.onDidReceiveMessage((m: unknown) => this.onMessage(m), null, this.disposables);
   }
 
   get key(): string {
-    return targetKey(this.origin.uri, this.origin.target);
+    return targetKey(this.shown.uri, this.shown.target);
+  }
+
+  /** What the panel shows: its target (fixed for the panel's life), title and graph file. */
+  get origin(): Readonly<PanelOrigin> {
+    return this.shown;
+  }
+
+  get title(): string {
+    return this.panel.title;
+  }
+
+  get viewColumn(): vscode.ViewColumn | undefined {
+    return this.panel.viewColumn;
+  }
+
+  /** A new title (the traced model's name, known once its trace is done). */
+  retitle(title: string): void {
+    this.shown = { ...this.shown, title };
+    this.panel.title = title;
   }
 
   /** Read a graph file written by the server (or the CLI) and show it. */
   async load(graphPath: string): Promise<void> {
     const bytes = await fs.readFile(graphPath);
-    this.origin = { ...this.origin, graphPath };
+    this.shown = { ...this.shown, graphPath };
     this.show(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   }
 
@@ -148,19 +188,19 @@ export class GraphPanel {
     if (this.ready) this.postGraph();
   }
 
-  post(msg: ToWebview): void {
+  post(msg: HostMessage): void {
     if (!this.disposed && this.ready) void this.panel.webview.postMessage(msg);
   }
 
   private postGraph(): void {
     if (!this.graph) return;
-    void this.panel.webview.postMessage({ type: "graph", data: exactArrayBuffer(this.graph), origin: this.origin } satisfies ToWebview);
+    void this.panel.webview.postMessage({ type: "graph", data: exactArrayBuffer(this.graph), origin: this.shown } satisfies HostMessage);
     this.events.log.info(`panel ${this.origin.target}: posted the graph (${this.graph.byteLength} bytes)`);
   }
 
   private onMessage(m: unknown): void {
-    if (!isFromWebview(m)) return;
-    const msg: FromWebview = m;
+    if (!isViewerMessage(m)) return;
+    const msg: ViewerMessage = m;
     switch (msg.type) {
       case "ready":
         this.ready = true;
@@ -174,6 +214,9 @@ export class GraphPanel {
         return;
       case "error":
         this.events.log.error(`viewer: ${msg.message}`);
+        return;
+      case "view":
+        this.lastView = msg.view;
         return;
     }
   }
@@ -195,6 +238,11 @@ export class GraphPanel {
   /** The graph bytes shown now (for the HTML export). */
   get bytes(): Uint8Array | undefined {
     return this.graph;
+  }
+
+  /** The viewer's view of the graph shown now (which modules are open), if it said. */
+  get view(): ViewState | undefined {
+    return this.lastView;
   }
 
   dispose(): void {

@@ -12,7 +12,7 @@ export interface Interpreter {
 
 /** Pure choice among the candidates (tested without VS Code). */
 export function chooseInterpreter(setting: string | undefined, fromPythonExt: string | undefined): Interpreter {
-  if (setting && setting.trim()) return { path: setting.trim(), source: "setting" };
+  if (setting?.trim()) return { path: setting.trim(), source: "setting" };
   if (fromPythonExt) return { path: fromPythonExt, source: "python-extension" };
   return { path: "python3", source: "default" };
 }

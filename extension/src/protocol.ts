@@ -1,5 +1,5 @@
 // The contracts the extension speaks: requests to the language server (docs/protocol.md)
-// and the messages exchanged with the viewer in the webview (webview/src/host.ts).
+// and the messages exchanged with the viewer in the webview (webview/src/messages.ts).
 // Types only, plus a few pure helpers; no vscode import so unit tests need no stub.
 
 // ---- language server ---------------------------------------------------------------
@@ -10,10 +10,14 @@ export const SHUTDOWN_RUNNER = "torchscope/shutdownRunner";
 /** JSON-RPC error code of every torchscope error response. */
 export const TORCHSCOPE_ERROR = -32001;
 
+/** The server's log levels, least to most (docs/protocol.md). */
+export const LOG_LEVELS = ["error", "warning", "info", "debug"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 export interface InitOptions {
   storageDir: string;
   traceTimeoutSeconds: number;
-  logLevel: "info" | "debug";
+  logLevel: LogLevel;
 }
 
 export interface Position {
@@ -83,39 +87,11 @@ export interface VisualizeArgs {
   target: string;
 }
 
-// ---- webview -------------------------------------------------------------------------
+// ---- webview ------------------------------------------------------------------------
 
-export interface Site {
-  file: string;
-  line: number;
-  func?: string;
-}
-
-export interface Defn {
-  file: string;
-  line: number;
-}
-
-/** What a panel shows; kept in the webview state so a reload can restore the panel. */
-export interface PanelOrigin {
-  uri: string;
-  target: string;
-  title: string;
-  graphPath?: string;
-}
-
-/** Messages the viewer posts to the extension. */
-export type FromWebview =
-  | { type: "ready" }
-  | { type: "reveal"; site: Site; nodeId: number }
-  | { type: "save"; name: string; mime: string; data: ArrayBuffer }
-  | { type: "error"; message: string };
-
-/** Messages the extension posts to the viewer. */
-export type ToWebview =
-  | { type: "graph"; data: ArrayBuffer | Uint8Array; origin: PanelOrigin }
-  | { type: "highlightLine"; file: string; line: number }
-  | { type: "export"; format: "svg" | "png" };
+// Declared once for both sides, in the viewer's folder (webview/src/messages.ts).
+export { isViewerMessage } from "../../webview/src/messages";
+export type { HostMessage, PanelOrigin, Site, ViewState, ViewerMessage, WebviewState } from "../../webview/src/messages";
 
 /** Context a right-click on a graph node passes to `webview/context` menu commands. */
 export interface NodeContext {
@@ -133,12 +109,6 @@ export function isErrorData(x: unknown): x is ErrorData {
   return typeof x === "object" && x !== null && typeof (x as { kind?: unknown }).kind === "string";
 }
 
-export function isFromWebview(x: unknown): x is FromWebview {
-  if (typeof x !== "object" || x === null) return false;
-  const t = (x as { type?: unknown }).type;
-  return t === "ready" || t === "reveal" || t === "save" || t === "error";
-}
-
 /** The key of a panel and of remembered answers: one per (document, target). */
 export function targetKey(uri: string, target: string): string {
   return `${uri}#${target}`;
@@ -150,6 +120,13 @@ export function shortName(name: string): string {
   return i >= 0 ? name.slice(i + 1) : name;
 }
 
-export function panelTitle(summary: Pick<TraceSummary, "model"> | null, target: string): string {
-  return `Forward pass: ${shortName(summary?.model || target)}`;
+/** The model's name for a title: the class (last dotted part) from the summary, else from
+ * `fallback` (a target or an expression, kept whole when it is not a dotted name: `nets["g.x"]`). */
+export function modelName(summary: Pick<TraceSummary, "model"> | null | undefined, fallback: string): string {
+  const m = summary?.model || fallback;
+  return m.includes("(") || m.includes("[") ? m : shortName(m);
+}
+
+export function panelTitle(summary: Pick<TraceSummary, "model"> | null | undefined, fallback: string): string {
+  return `Forward pass: ${modelName(summary, fallback)}`;
 }

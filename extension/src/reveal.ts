@@ -26,7 +26,7 @@ function columnFor(uri: vscode.Uri, panel: GraphPanel | undefined): vscode.ViewC
   if (shown?.viewColumn) return shown.viewColumn;
   const origin = panel && vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === panel.origin.uri);
   if (origin?.viewColumn) return origin.viewColumn;
-  const panelColumn = panel?.panel.viewColumn;
+  const panelColumn = panel?.viewColumn;
   return panelColumn === vscode.ViewColumn.One ? vscode.ViewColumn.Two : vscode.ViewColumn.One;
 }
 

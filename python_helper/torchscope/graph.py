@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,9 @@ class Node:
     defn: Optional[Site] = None
     params: int = 0
     attrs: dict[str, Any] = field(default_factory=dict)
+    # the library line behind `site` (a torch helper the user's line called, the layer that
+    # raised); on the wire only when set
+    inside: Optional[Site] = None
     cost: Optional[Cost] = None
 
 
@@ -149,6 +153,8 @@ class Graph:
     groups: list[Group] = field(default_factory=list)
     error: Optional[ErrorInfo] = None
     trace_ms: float = 0.0
+    # what the trace could not undo (a parameter written behind torch's back): said, never silent
+    warnings: list[str] = field(default_factory=list[str])
     values: Recorded = field(default_factory=Recorded)
     # first op whose output is non-finite while its inputs are finite; None also when
     # statistics were off (values.stats tells the two apart)
@@ -178,6 +184,7 @@ class Graph:
             "groups": [g.to_wire() for g in self.groups],
             "error": self.error.to_wire() if self.error else None,
             "stats": self.stats(),
+            "warnings": list(self.warnings),
             "values": self.values.to_wire(),
         }
         if self.values.stats:
@@ -236,6 +243,7 @@ class Graph:
             "trace_ms": stats["trace_ms"],
             "input": described,
             "error": error,
+            "warnings": list(self.warnings),
         }
 
     def to_msgpack(self) -> bytes:
@@ -256,15 +264,16 @@ class Graph:
                     f"unknown graph file suffix {path.suffix!r}: use .msgpack, .json or .html"
                 )
         if fmt == "json":
-            path.write_text(self.to_json())
+            data = self.to_json().encode("utf-8")
         elif fmt == "msgpack":
-            path.write_bytes(self.to_msgpack())
+            data = self.to_msgpack()
         elif fmt == "html":
             from .html import render_html
 
-            path.write_text(render_html(self.to_msgpack(), title=self.model.name), encoding="utf-8")
+            data = render_html(self.to_msgpack(), title=self.model.name).encode("utf-8")
         else:
             raise ValueError(f"unknown graph format {fmt!r}: use msgpack, json or html")
+        write_atomic(path, data)
         return path
 
     def summary(self) -> str:
@@ -283,6 +292,20 @@ class Graph:
         raw = path.read_bytes()
         data = json.loads(raw) if path.suffix.lower() == ".json" else unpack(raw)
         return from_wire(data)
+
+
+def write_atomic(path: str | Path, data: bytes) -> None:
+    """Write to `path.part`, then rename: a reader (the extension watching for a paused
+    program's graph, a panel reloading) never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _nodes_to_wire(nodes: list[Node]) -> list[dict[str, Any]]:
@@ -318,6 +341,8 @@ def _nodes_to_wire(nodes: list[Node]) -> list[dict[str, Any]]:
             "params": n.params,
             "attrs": n.attrs,
         }
+        if n.inside is not None:
+            wire["inside"] = n.inside.to_wire()
         if n.cost is not None:
             wire["cost"] = n.cost.to_wire()
         out.append(wire)
@@ -366,6 +391,7 @@ def from_wire(data: Any) -> Graph:
                 defn=_site(n["defn"]),
                 params=n["params"],
                 attrs=n["attrs"],
+                inside=_site(n.get("inside")),
                 cost=_cost(n.get("cost")),
             )
             for n in data["nodes"]
@@ -393,12 +419,23 @@ def from_wire(data: Any) -> Graph:
             else None
         )
         trace_ms = float(data.get("stats", {}).get("trace_ms", 0.0))
+        warnings = [str(w) for w in data.get("warnings", [])]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GraphFormatError(f"malformed graph: missing or bad field {exc}") from exc
     _check_references(nodes, edges, groups, error)
     if nan_origin is not None and not (type(nan_origin) is int and 0 <= nan_origin < len(nodes)):
         raise GraphFormatError(f"nan_origin names missing node {nan_origin!r}")
-    return Graph(model, nodes, edges, groups, error, trace_ms, values, nan_origin)
+    return Graph(
+        model,
+        nodes,
+        edges,
+        groups,
+        error,
+        trace_ms,
+        warnings,
+        values=values,
+        nan_origin=nan_origin,
+    )
 
 
 def _cost(d: Any) -> Optional[Cost]:
@@ -415,6 +452,8 @@ def _check_references(
     def valid(i: Any) -> bool:
         return isinstance(i, int) and not isinstance(i, bool) and 0 <= i < count
 
+    sibling_pos: list[int] = []  # position of each node among its parent's children
+    sibling_count: dict[Optional[int], int] = {}
     for i, n in enumerate(nodes):
         if n.id != i:
             raise GraphFormatError(f"node {i} has id {n.id}")
@@ -422,11 +461,44 @@ def _check_references(
             raise GraphFormatError(f"node {i} has unknown kind {n.kind!r}")
         if n.parent is not None and not (valid(n.parent) and n.parent < i):
             raise GraphFormatError(f"node {i} has parent {n.parent!r}, not an earlier node")
+        if n.parent is not None and nodes[n.parent].kind != "module":
+            raise GraphFormatError(
+                f"node {i} has parent {n.parent}, a {nodes[n.parent].kind}, not a module call"
+            )
+        sibling_pos.append(sibling_count.get(n.parent, 0))
+        sibling_count[n.parent] = sibling_pos[-1] + 1
     for e in edges:
         if not (valid(e.src) and valid(e.dst)):
             raise GraphFormatError(f"edge {e.src!r} → {e.dst!r} names a missing node")
-    for g in groups:
-        if not all(valid(m) for m in g.members):
-            raise GraphFormatError(f"group {g.name!r} names a missing node")
+    _check_groups(nodes, groups, sibling_pos, valid)
     if error is not None and not valid(error.node):
         raise GraphFormatError(f"error names missing node {error.node!r}")
+
+
+def _check_groups(
+    nodes: list[Node], groups: list[Group], sibling_pos: list[int], valid: Callable[[Any], bool]
+) -> None:
+    """A group folds consecutive sibling module calls; anything else would hide nodes."""
+    group_of: dict[int, int] = {}
+    for gi, g in enumerate(groups):
+        where = f"group {gi} ({g.name!r})"
+        if len(g.members) < 2:
+            raise GraphFormatError(f"{where} needs at least 2 members, it has {len(g.members)}")
+        for j, m in enumerate(g.members):
+            if not valid(m):
+                raise GraphFormatError(f"{where} names a missing node {m!r}")
+            if nodes[m].kind != "module":
+                raise GraphFormatError(
+                    f"{where}: member {m} is a {nodes[m].kind}, not a module call"
+                )
+            if nodes[m].parent != g.parent:
+                raise GraphFormatError(
+                    f"{where}: member {m} is not a child of the group's parent {g.parent}"
+                )
+            if m in group_of:
+                raise GraphFormatError(f"{where}: node {m} is already in group {group_of[m]}")
+            group_of[m] = gi
+            if j and sibling_pos[m] != sibling_pos[g.members[j - 1]] + 1:
+                raise GraphFormatError(
+                    f"{where}: members {g.members[j - 1]} and {m} are not consecutive siblings"
+                )

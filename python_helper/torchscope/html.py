@@ -3,6 +3,11 @@
 The page works offline from disk (file://) and in a notebook iframe. It carries a strict
 Content-Security-Policy: scripts and styles only with a per-page nonce, no network, and
 ``'wasm-unsafe-eval'`` for Graphviz (WASM) in a Blob-URL worker.
+
+The page's structure is the viewer's template ``static/page.html`` (from
+``webview/src/page.html``), which the VS Code extension's HTML export fills the same way
+(``extension/src/export.ts``): the layout worker in an inert element, started before the
+main bundle is parsed, so that its WASM compile and the page's start-up run side by side.
 """
 
 from __future__ import annotations
@@ -13,9 +18,7 @@ import re
 import secrets
 from importlib import resources
 
-__all__ = ["BundleNotBuiltError", "render_html"]
-
-_STATIC_FILES = ("viewer.js", "viewer.css")
+__all__ = ["BundleNotBuiltError", "fill_page", "render_html"]
 
 
 class BundleNotBuiltError(RuntimeError):
@@ -43,54 +46,38 @@ def _inline_style(css: str) -> str:
     return re.sub(r"</(style)", r"<\\/\1", css, flags=re.IGNORECASE)
 
 
-# Starts the layout worker (and its Graphviz WASM compile) from the page's inert worker
-# element before the main bundle is parsed: the longest steps before the first picture
-# then run side by side.
-_BOOT = (
-    "(function(){var e=document.getElementById('torchscope-worker');if(!e||!window.Worker)return;"
-    "try{var u=URL.createObjectURL(new Blob([e.textContent],{type:'text/javascript'}));"
-    "window.__torchscopeWorkerUrl=u;"
-    "window.__torchscopeWorker=new Worker(u,{name:'torchscope-layout'});}catch(x){}})();"
-)
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
-def _page_scripts(nonce: str) -> str:
-    """The worker element, its boot script and the main bundle (the one-file bundle when the
-    split build is missing)."""
-    try:
-        worker = _read_static("layout.worker.js")
-        js = _read_static("viewer-page.js")
-    except BundleNotBuiltError:
-        return f'<script nonce="{nonce}">{_inline_script(_read_static("viewer.js"))}</script>\n'
-    return (
-        f'<script type="text/plain" id="torchscope-worker">{_inline_script(worker)}</script>\n'
-        f'<script nonce="{nonce}">{_BOOT}</script>\n'
-        f'<script nonce="{nonce}">{_inline_script(js)}</script>\n'
-    )
+def fill_page(template: str, values: dict[str, str]) -> str:
+    """The template with each ``{{name}}`` replaced by ``values[name]``, in one pass (so a
+    value that contains ``{{…}}``, as a bundle may, is left as it is)."""
+    missing = sorted(set(_PLACEHOLDER.findall(template)) - values.keys())
+    if missing:
+        raise ValueError(f"no value for {', '.join(missing)} in the page template")
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
 
 def render_html(graph_bytes: bytes, title: str) -> str:
     """Return one HTML document that shows ``graph_bytes`` (torchscope.graph msgpack)."""
+    template = _read_static("page.html")
     css = _read_static("viewer.css")
-    nonce = secrets.token_urlsafe(18)
-    csp = (
-        "default-src 'none'; "
-        f"script-src 'nonce-{nonce}' 'wasm-unsafe-eval'; "
-        f"style-src 'nonce-{nonce}'; "
-        "worker-src blob:; img-src blob: data:; font-src 'none'; connect-src 'none'; "
-        "base-uri 'none'; form-action 'none'"
-    )
-    data = base64.b64encode(graph_bytes).decode("ascii")
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp, quote=True)}">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title>\n"
-        f'<style nonce="{nonce}">{_inline_style(css)}</style>\n'
-        "</head>\n<body>\n"
-        '<div id="torchscope"></div>\n'
-        f'<script type="application/octet-stream" id="torchscope-graph">{data}</script>\n'
-        + _page_scripts(nonce)
-        + "</body>\n</html>\n"
+    try:
+        worker = _read_static("layout.worker.js")
+        viewer = _read_static("viewer-page.js")
+    except BundleNotBuiltError:
+        # A build without the split bundles: the one-file bundle carries its worker inside.
+        template = re.sub(r"^.*\{\{worker\}\}.*\n", "", template, flags=re.MULTILINE)
+        worker, viewer = "", _read_static("viewer.js")
+    return fill_page(
+        template,
+        {
+            "nonce": secrets.token_urlsafe(18),
+            "title": html.escape(title),
+            "style": _inline_style(css),
+            "view": "",
+            "graph": base64.b64encode(graph_bytes).decode("ascii"),
+            "worker": _inline_script(worker),
+            "viewer": _inline_script(viewer),
+        },
     )

@@ -34,6 +34,9 @@ class FuncInfo:
     name: str
     writes_first_arg: bool  # in-place by name: add_, __iadd__, __setitem__
     arg_names: tuple[str, ...]
+    # may write the storage of its first argument (a tensor or a list of them): in place,
+    # `_foreach_*_`, `.data = …` (the data setter), `.numpy()` (writable from numpy)
+    may_write: bool = False
 
 
 _cache: dict[Any, FuncInfo] = {}
@@ -60,7 +63,7 @@ def _describe(func: Callable[..., Any]) -> FuncInfo:
         ns, _, op = schema.name.partition("::")
         target, short = f"torch.ops.{ns}.{op}", op
         names = tuple(a.name for a in schema.arguments if not a.kwarg_only)
-        return FuncInfo(target, short, op.endswith("_"), names)
+        return FuncInfo(target, short, op.endswith("_"), names, op.endswith("_"))
     if raw_name == "__get__" and objclass is not None:
         # a Tensor property such as `.T` or `.data`: `__get__` of a getset descriptor
         prop = getattr(getattr(func, "__self__", None), "__name__", "property")
@@ -77,7 +80,12 @@ def _describe(func: Callable[..., Any]) -> FuncInfo:
         raw_name.endswith("_") and not raw_name.endswith("__") and not raw_name.startswith("_")
     )
     name = short.strip("_") if short.startswith("__") else short
-    return FuncInfo(target, name or short, writes, _arg_names(func))
+    may_write = (
+        writes
+        or (raw_name.startswith("_foreach_") and raw_name.endswith("_"))
+        or raw_name in ("__set__", "numpy", "set_")
+    )
+    return FuncInfo(target, name or short, writes, _arg_names(func), may_write)
 
 
 def _op_schema(func: Any) -> Any:

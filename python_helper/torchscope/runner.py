@@ -14,92 +14,19 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Optional, TextIO, cast
+from typing import Any, Optional, TextIO
+
+from .failure import Failure, one_line
+from .usercode import is_user_file
 
 Reply = dict[str, Any]
 
 
-class Failure(Exception):
-    """A request that ends in an error reply of one protocol kind: raised in the runner, sent
-    as a reply, and raised again from it in the server (`from_reply`)."""
-
-    def __init__(
-        self, kind: str, message: str, details: Optional[str] = None, **extra: Any
-    ) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.details = details
-        self.extra = extra
-
-    def to_reply(self, rid: Any) -> Reply:
-        reply: Reply = {"id": rid, "ok": False, "kind": self.kind, "message": self.message}
-        if self.details is not None:
-            reply["details"] = self.details
-        reply.update(self.extra)
-        return reply
-
-    def data(self) -> dict[str, Any]:
-        """The JSON-RPC error's `data` (docs/protocol.md)."""
-        data: dict[str, Any] = {"kind": self.kind}
-        if self.details is not None:
-            data["details"] = self.details
-        data.update(self.extra)
-        return data
-
-    @staticmethod
-    def from_reply(reply: Reply) -> Failure:
-        extra = {
-            k: v for k, v in reply.items() if k not in ("id", "ok", "kind", "message", "details")
-        }
-        return Failure(
-            reply.get("kind", "internal"),
-            reply.get("message", "the runner failed"),
-            reply.get("details"),
-            **extra,
-        )
-
-
-def _one_line(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-# -- project modules: forget them between requests so edited files are re-imported ----------
-
-
-def _library_dirs() -> list[str]:
-    """The standard library and torchscope itself: never the user's project."""
-    import sysconfig
-
-    paths = sysconfig.get_paths()
-    dirs = {paths.get("stdlib", ""), paths.get("platstdlib", ""), os.path.dirname(__file__)}
-    return [os.path.normcase(os.path.abspath(d)) + os.sep for d in dirs if d]
-
-
-_LIBRARY_DIRS = _library_dirs()
-
-
-def _is_project_file(file: str, roots: list[str]) -> bool:
-    file = os.path.normcase(os.path.abspath(file))
-    if "site-packages" in file or "dist-packages" in file:
-        return False
-    if any(file.startswith(d) for d in _LIBRARY_DIRS):
-        return False
-    return any(file.startswith(r) for r in roots)
-
-
-def project_roots(path: Path, extra_roots: Iterable[str] = ()) -> list[str]:
-    """The user's project folders: the file's folder, its package tree's root, the workspace."""
-    from .target import module_name_for
-
-    _, root = module_name_for(path)
-    folders = [str(root), str(path.resolve().parent), *extra_roots]
-    return sorted({os.path.normcase(os.path.abspath(f)).rstrip(os.sep) + os.sep for f in folders})
+# -- the user's modules: forget them between requests, as a fresh `python` would -------------
 
 
 def _module_paths() -> list[tuple[str, list[str]]]:
@@ -111,12 +38,12 @@ def _module_paths() -> list[tuple[str, list[str]]]:
     return out
 
 
-def project_files(roots: list[str]) -> dict[str, tuple[int, int]]:
-    """The project's imported files with their (mtime_ns, size): what a reused build depends on."""
+def user_files() -> dict[str, tuple[int, int]]:
+    """The user's imported files with their (mtime_ns, size): what a reused build depends on."""
     files: dict[str, tuple[int, int]] = {}
     for _, paths in _module_paths():
         for p in paths:
-            if _is_project_file(p, roots) and os.path.isfile(p):
+            if is_user_file(p) and os.path.isfile(p):
                 st = os.stat(p)
                 files[p] = (st.st_mtime_ns, st.st_size)
     return files
@@ -146,32 +73,44 @@ class _LastBuild:
 _last: Optional[_LastBuild] = None
 
 
-def forget_project_modules(path: Path, extra_roots: Iterable[str] = ()) -> list[str]:
-    """Remove from sys.modules every module loaded from the user's project (the file's folder,
-    its package tree's root, the workspace folders), so the next import reads the files again."""
+_before_traces: Optional[set[str]] = None  # modules the process had before its first trace
 
-    roots = project_roots(path, extra_roots)
+
+def forget_user_modules() -> list[str]:
+    """Remove from sys.modules every module the traces loaded from the user's code (anything
+    but the standard library, installed packages, torch and torchscope), whichever folder it
+    came from, so the next trace imports its own file's modules afresh: two folders each with
+    a `helpers.py` never see each other's. Modules the process had before its first trace
+    stay (the runner's own; a test's, when called in process)."""
+    global _before_traces
+    if _before_traces is None:
+        _before_traces = set(sys.modules)
     gone: list[str] = []
     for name, paths in _module_paths():
-        if paths and all(_is_project_file(p, roots) for p in paths):
+        if name in _before_traces:
+            continue
+        if paths and all(is_user_file(p) for p in paths):
             del sys.modules[name]
             gone.append(name)
     importlib.invalidate_caches()
     return gone
 
 
-def drop_stale_caches(gone: Iterable[str]) -> None:
-    """Forget the tracer's per-class cache entries for classes of forgotten modules: through
-    their methods' globals they hold the old module, and any model built at its top level."""
-    from . import sites, tracer
+_added_paths: list[str] = []  # sys.path entries a trace added for its file's folder
 
-    names = set(gone)
-    caches: list[Any] = [getattr(tracer, "_class_infos", None), getattr(sites, "_defn_cache", None)]
-    for cache in caches:
-        if isinstance(cache, dict):
-            table = cast(dict[Any, Any], cache)
-            for cls in [c for c in table if getattr(c, "__module__", None) in names]:
-                del table[cls]
+
+def _own_folder_first(path: Path) -> None:
+    """The traced file's folder (or package root) first on sys.path, as `python file.py` would
+    have it, and no folder an earlier trace added: `import helpers` finds this file's."""
+    from .build_target import module_name_for
+
+    for p in _added_paths:
+        while p in sys.path:
+            sys.path.remove(p)
+    _added_paths.clear()
+    root = str(module_name_for(path)[1])
+    sys.path.insert(0, root)
+    _added_paths.append(root)
 
 
 # -- where an error happened -----------------------------------------------------------------
@@ -191,7 +130,7 @@ def _user_traceback(exc: BaseException) -> Optional[str]:
 
 def _in_construction(tb: Optional[TracebackType]) -> bool:
     """The exception came out of building the model, not out of importing the file."""
-    from . import target
+    from . import build_target as target
 
     codes = {
         target._instantiate.__code__,  # pyright: ignore[reportPrivateUsage]
@@ -202,33 +141,6 @@ def _in_construction(tb: Optional[TracebackType]) -> bool:
             return True
         tb = tb.tb_next
     return False
-
-
-def user_code(user_file: Path) -> tuple[Callable[[str], bool], Callable[[str], bool]]:
-    """Where an error is best shown, for `Graph.error_location`: the user's file, then
-    another file of the project (its folder)."""
-    user = os.path.normcase(str(user_file.resolve()))
-    roots = [os.path.normcase(str(user_file.resolve().parent)) + os.sep]
-    return (
-        lambda f: os.path.normcase(os.path.abspath(f)) == user,
-        lambda f: _is_project_file(f, roots),
-    )
-
-
-def describe_input(value: Any) -> str:
-    import torch
-
-    def one(v: Any) -> str:
-        if isinstance(v, torch.Tensor):
-            return f"tensor {list(v.shape)} {str(v.dtype).replace('torch.', '')}"
-        return type(v).__name__
-
-    if isinstance(value, dict):
-        items = cast(dict[Any, Any], value).items()
-        return "{" + ", ".join(f"{k}: {one(v)}" for k, v in items) + "}"
-    if isinstance(value, (tuple, list)):
-        return "(" + ", ".join(one(v) for v in cast(list[Any], value)) + ")"
-    return one(value)
 
 
 # -- one trace -------------------------------------------------------------------------------
@@ -252,14 +164,13 @@ def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any
         else None
     )
     key = (str(path), digest, name, req.get("ctorArgs"), device)
-    roots = project_roots(path, req.get("roots") or ())
     if _last is not None and _last.key == key and _unchanged(_last.files):
         built = _last.built
     else:
         _last = None  # free the old model before building the next
         progress("Importing")
-        built = _build(path, name, device, text, req.get("ctorArgs"), roots)
-        _last = _LastBuild(key, built, project_files(roots))
+        built = _build(path, name, device, text, req.get("ctorArgs"))
+        _last = _LastBuild(key, built, user_files())
     return _trace_built(req, built, started, progress)
 
 
@@ -269,11 +180,11 @@ def _build(
     device: str,
     text: Optional[str],
     ctor_args: Optional[str],
-    roots: list[str],
 ) -> Any:
-    from . import target as tg
+    from . import build_target as tg
 
-    drop_stale_caches(forget_project_modules(path, roots))
+    forget_user_modules()
+    _own_folder_first(path)
     old_argv, old_cwd = sys.argv, os.getcwd()
     try:
         return tg.build(f"{path}:{name}", device, source=text, ctor_args=ctor_args)
@@ -289,7 +200,7 @@ def _build(
         if isinstance(exc, SystemExit):
             what = f"called sys.exit({exc.code!r})"
         else:
-            what = f"raised {_one_line(exc)}"
+            what = f"raised {one_line(exc)}"
         details = _user_traceback(exc) or "".join(traceback.format_exception_only(type(exc), exc))
         if _in_construction(exc.__traceback__):
             raise Failure("target-error", f"building {name} {what}", details) from exc
@@ -305,15 +216,13 @@ def _build(
 def _trace_built(
     req: dict[str, Any], built: Any, started: float, progress: Callable[[str], None]
 ) -> dict[str, Any]:
-    from . import target as tg
-    from .inputs import NoInputError, example_input
-    from .tracer import trace_call  # pyright: ignore[reportUnknownVariableType]
+    from . import build_target as tg
+    from .inputs import NoInputError, describe_input, example_input
+    from .tracefile import trace_to_file
 
     budget = req.get("timeout")
-    path = Path(req["file"]).resolve()
     name = req["target"]
     device = req.get("device") or "cpu"
-    out = Path(req["out"])
 
     progress("Building input")
     expr = req.get("input")
@@ -324,7 +233,7 @@ def _trace_built(
             value = tg.eval_input(expr, built.module, device)
         except tg.TargetError as exc:
             cause = exc.__cause__ or exc
-            raise Failure("needs-input", f"the input {expr} failed: {_one_line(cause)}") from exc
+            raise Failure("needs-input", f"the input {expr} failed: {one_line(cause)}") from exc
         described = expr
     elif built.example is not None:
         value, described = built.example, f"from {name}()"
@@ -355,28 +264,22 @@ def _trace_built(
     remaining = None
     if budget:
         remaining = max(0.05, float(budget) - (time.monotonic() - started))
-    call = tg.as_call(value)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    args, kwargs = cast("tuple[tuple[Any, ...], dict[str, Any]]", call)
+    args, kwargs = tg.as_call(value)
     try:
-        graph = trace_call(built.model, args, kwargs, time_budget=remaining, raise_errors=False)
+        return trace_to_file(
+            built.model, args, kwargs, out=req["out"], described=described, time_budget=remaining
+        )
+    except Failure as exc:
+        if exc.kind == "timeout" and budget:  # the request's budget, not what was left of it
+            raise Failure(
+                "timeout", f"the trace ran past {float(budget):g} s and was stopped"
+            ) from None
+        raise
     except (SystemExit, KeyboardInterrupt) as exc:  # the tracer keeps only Exceptions
         what = f"sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else type(exc).__name__
         raise Failure(
             "runner-crashed", f"the model's forward called {what}", _user_traceback(exc)
         ) from exc
-    if graph.error is not None and graph.error.type == "TraceTimeout":
-        raise Failure("timeout", f"the trace ran past {budget:g} s and was stopped")
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    data = graph.to_msgpack()
-    tmp = out.with_name(out.name + ".part")
-    tmp.write_bytes(data)
-    os.replace(tmp, out)
-    return {
-        "path": str(out),
-        "size": len(data),
-        "summary": graph.result_summary(described, *user_code(path)),
-    }
 
 
 # Libraries slow to import that a model file may use: imported ahead when the server sees an
@@ -403,7 +306,7 @@ def preload(modules: list[str]) -> list[str]:
             importlib.import_module(name)
             loaded.append(name)
         except BaseException as exc:  # noqa: BLE001 - not installed or broken: the trace will say
-            print(f"torchscope: preloading {name} failed: {_one_line(exc)}", file=sys.stderr)
+            print(f"torchscope: preloading {name} failed: {one_line(exc)}", file=sys.stderr)
     return loaded
 
 
@@ -428,7 +331,7 @@ class Runner:
             for name in ("inputs", "target", "tracer"):  # warm: the first trace is faster
                 importlib.import_module(f"{__package__}.{name}")
         except Exception as exc:  # ImportError, or a broken install
-            self.torch_error = _one_line(exc)
+            self.torch_error = one_line(exc)
 
     def no_torch(self, rid: Any) -> Reply:
         return Failure(
@@ -437,7 +340,7 @@ class Runner:
             "interpreter that has it",
             sys.executable,
             error=self.torch_error,
-        ).to_reply(rid)
+        ).runner_reply(rid)
 
     def handle(self, req: dict[str, Any]) -> Reply:
         rid = req.get("id")
@@ -449,15 +352,15 @@ class Runner:
         if op == "preload":
             return {"id": rid, "ok": True, "loaded": preload(req.get("modules") or [])}
         if op != "trace":
-            return Failure("internal", f"unknown op {op!r}").to_reply(rid)
+            return Failure("internal", f"unknown op {op!r}").runner_reply(rid)
         try:
             result = trace(req, lambda stage: self.send({"id": rid, "progress": stage}))
         except Failure as exc:
-            return exc.to_reply(rid)
+            return exc.runner_reply(rid)
         except BaseException as exc:  # noqa: BLE001 - a bug of ours or a strange user object
             return Failure(
-                "internal", f"torchscope failed: {_one_line(exc)}", traceback.format_exc()
-            ).to_reply(rid)
+                "internal", f"torchscope failed: {one_line(exc)}", traceback.format_exc()
+            ).runner_reply(rid)
         return {"id": rid, "ok": True, "result": result}
 
     def serve(self, requests: TextIO) -> None:

@@ -2,66 +2,195 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
 import torch
 from torch import nn
 
 
-class ModelState:
-    """Training flags, buffers (BatchNorm running stats), RNG states (torch, CUDA, Python's
-    random, numpy's) and grad mode.
+class RngState:
+    """Every random number generator a forward may draw from: torch's (CPU, and CUDA when it
+    is initialised), Python's `random` and numpy's (only if the program already uses it)."""
 
-    Buffers are copied up front (they are small next to parameters). Parameters are
-    copied only when an in-place call is about to write one (`protect`), so tracing
-    a large model does not double its memory.
-    """
-
-    def __init__(self, modules: list[nn.Module]) -> None:
-        self.training = [(m, m.training) for m in modules]
-        self.buffers: list[tuple[torch.Tensor, torch.Tensor, int]] = []
-        self.param_versions: dict[int, tuple[torch.Tensor, int]] = {}
-        for m in modules:
-            for b in m._buffers.values():
-                if b is not None and b.device.type != "meta":
-                    self.buffers.append((b, b.detach().clone(), b._version))
-            for p in m._parameters.values():
-                if p is not None:
-                    self.param_versions[id(p)] = (p, p._version)
-        self.saved_params: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-        self.cpu_rng = torch.get_rng_state()
-        self.cuda_rng: Optional[list[torch.Tensor]] = (
+    def __init__(self) -> None:
+        self.cpu = torch.get_rng_state()
+        self.cuda: Optional[list[torch.Tensor]] = (
             torch.cuda.get_rng_state_all()
             if torch.cuda.is_available() and torch.cuda.is_initialized()
             else None
         )
+        self.py = random.getstate()
+        numpy = sys.modules.get("numpy")
+        self.np = numpy.random.get_state() if numpy is not None else None
+
+    def restore(self) -> None:
+        torch.set_rng_state(self.cpu)
+        if self.cuda is not None:
+            torch.cuda.set_rng_state_all(self.cuda)
+        random.setstate(self.py)
+        if self.np is not None:
+            sys.modules["numpy"].random.set_state(self.np)
+
+
+@contextlib.contextmanager
+def rng_kept() -> Iterator[None]:
+    """Every RNG as it was when the block is left, however it is left: around code that is
+    not a traced forward but draws random numbers (an input expression `torch.randn(1, 8)`)."""
+    state = RngState()
+    try:
+        yield
+    finally:
+        state.restore()
+
+
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction  # our own ops: no mode sees them
+
+
+def _setting(get: Callable[[], Any], put: Callable[[Any], None]) -> Optional[tuple[Any, Any]]:
+    try:
+        return put, get()
+    except Exception:  # a backend this build lacks
+        return None
+
+
+class GlobalSettings:
+    """torch's process-wide settings a forward may change: the default dtype and device, the
+    matmul precision, deterministic algorithms, the backends' flags, the thread count."""
+
+    def __init__(self) -> None:
+        b = torch.backends
+        pairs: list[tuple[Callable[[], Any], Callable[[Any], None]]] = [
+            (torch.get_default_dtype, torch.set_default_dtype),
+            (torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
+            (
+                lambda: (
+                    torch.are_deterministic_algorithms_enabled(),
+                    torch.is_deterministic_algorithms_warn_only_enabled(),
+                ),
+                lambda v: torch.use_deterministic_algorithms(v[0], warn_only=v[1]),
+            ),
+            (torch.get_num_threads, torch.set_num_threads),
+            (torch.is_anomaly_enabled, torch.set_anomaly_enabled),
+        ]
+        for obj, names in (
+            (b.cudnn, ("enabled", "benchmark", "deterministic", "allow_tf32")),
+            (
+                b.cuda.matmul,
+                (
+                    "allow_tf32",
+                    "allow_fp16_reduced_precision_reduction",
+                    "allow_bf16_reduced_precision_reduction",
+                ),
+            ),
+            (b.mkldnn, ("enabled",)),
+        ):
+            for name in names:
+                pairs.append(
+                    (
+                        lambda o=obj, n=name: getattr(o, n),
+                        lambda v, o=obj, n=name: setattr(o, n, v),
+                    )
+                )
+        default_device = getattr(torch, "get_default_device", None)
+        if default_device is not None:
+            pairs.append((default_device, torch.set_default_device))
+        self.saved = [s for s in (_setting(g, p) for g, p in pairs) if s is not None]
+        self.getters = pairs
+
+    def restore(self) -> None:
+        for (put, value), (get, _put) in zip(self.saved, self.getters):
+            try:
+                if get() != value:
+                    put(value)
+            except Exception:
+                pass
+
+
+class ModelState:
+    """Everything a forward may change, put back afterwards: training flags, buffers
+    (BatchNorm running stats), parameters however they are written, the modules' parameter,
+    buffer and submodule tables and plain attributes, RNG states, grad mode and torch's
+    global settings.
+
+    Buffers are copied up front (they are small next to parameters). A parameter is copied
+    only when a call is about to write its storage (`protect`: an in-place op on it or on any
+    alias of it, `.data`, `out=`, `_foreach_*_`, `.numpy()`), so tracing a large model does
+    not double its memory. A few sampled values of each parameter are compared afterwards:
+    a write nothing saw coming (a numpy view made before the trace) is reported, never
+    silent.
+    """
+
+    def __init__(self, named: list[tuple[str, nn.Module]]) -> None:
+        with _NO_TORCH_FUNCTION():
+            self._snapshot(named)
+        self.saved_params: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.rng = RngState()
         self.grad_enabled = torch.is_grad_enabled()
-        self.py_rng = random.getstate()
-        numpy = sys.modules.get("numpy")  # only if the program already uses it
-        self.np_rng = numpy.random.get_state() if numpy is not None else None
+        self.settings = GlobalSettings()
+
+    def _snapshot(self, named: list[tuple[str, nn.Module]]) -> None:
+        modules = [m for _, m in named]
+        self.training = [(m, m.training) for m in modules]
         self.module_dicts = [(m, m.__dict__.copy()) for m in modules]
+        self.tables = [
+            (m, dict(m._parameters), dict(m._buffers), dict(m._modules)) for m in modules
+        ]
+        self.buffers: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.params: dict[int, _Param] = {}
+        self.by_storage: dict[int, list[torch.Tensor]] = {}
+        for path, m in named:
+            for b in m._buffers.values():
+                if b is not None and b.device.type != "meta":
+                    self.buffers.append((b, b.detach().clone()))
+            for name, p in m._parameters.items():
+                if p is None or id(p) in self.params:
+                    continue
+                info = _Param(f"{path}.{name}" if path else name, p)
+                self.params[id(p)] = info
+                if info.storage:
+                    self.by_storage.setdefault(info.storage, []).append(p)
 
     def protect(self, t: Any) -> None:
-        """Called before an in-place call on `t`: keep a copy if it is one of our parameters."""
-        key = id(t)
-        if key in self.param_versions and key not in self.saved_params and t.device.type != "meta":
-            self.saved_params[key] = (t, t.detach().clone())
+        """Called before a call that may write `t` (a tensor, or a list of them): keep a copy
+        of every parameter whose storage it shares."""
+        if isinstance(t, (list, tuple)):
+            for x in t:
+                self.protect(x)
+            return
+        if not isinstance(t, torch.Tensor) or not self.by_storage:
+            return
+        with _NO_TORCH_FUNCTION():
+            try:
+                key = t.untyped_storage().data_ptr()
+            except Exception:  # no storage (a subclass, a nested tensor)
+                return
+            for p in self.by_storage.get(key, ()):
+                if id(p) not in self.saved_params:
+                    self.saved_params[id(p)] = (p, p.detach().clone())
 
     def restore(self) -> list[str]:
         """Put everything back; returns warnings about what could not be restored."""
-        warnings: list[str] = []
-        with torch.no_grad():
-            for b, copy, _version in self.buffers:
-                b.copy_(
-                    copy
-                )  # kernels such as batch_norm update running stats without a version bump
+        with _NO_TORCH_FUNCTION(), torch.no_grad():
+            for m, params, buffers, modules in self.tables:
+                _put_back(m._parameters, params)  # a parameter, buffer or submodule rebound
+                _put_back(m._buffers, buffers)
+                _put_back(m._modules, modules)
+            for b, copy in self.buffers:
+                b.copy_(copy)  # kernels like batch_norm update running stats without a version bump
+            for info in self.params.values():
+                info.repoint()  # `p.data = other` gave it another storage
             for p, copy in self.saved_params.values():
                 p.copy_(copy)
-        for p, version in self.param_versions.values():
-            if p._version != version and id(p) not in self.saved_params and p.device.type != "meta":
-                warnings.append("a parameter was written by the forward and could not be restored")
+            warnings = [
+                f"{info.name} was written by the forward in a way torchscope could not see "
+                "(a numpy view made before the trace? a C extension?): it could not be restored"
+                for info in self.params.values()
+                if id(info.param) not in self.saved_params and info.changed()
+            ]
         for m, saved in self.module_dicts:
             now = m.__dict__
             try:
@@ -75,11 +204,65 @@ class ModelState:
         for m, flag in self.training:
             if m.training != flag:
                 m.training = flag
-        torch.set_rng_state(self.cpu_rng)
-        if self.cuda_rng is not None:
-            torch.cuda.set_rng_state_all(self.cuda_rng)
+        self.rng.restore()
+        self.settings.restore()
         torch.set_grad_enabled(self.grad_enabled)
-        random.setstate(self.py_rng)
-        if self.np_rng is not None:
-            sys.modules["numpy"].random.set_state(self.np_rng)
         return warnings
+
+
+def _put_back(now: dict[str, Any], saved: dict[str, Any]) -> None:
+    if len(now) != len(saved) or any(now.get(k) is not v for k, v in saved.items()):
+        now.clear()
+        now.update(saved)
+
+
+_SAMPLES = 64
+
+
+class _Param:
+    """A parameter as it was: its storage (an alias to put back if the forward repoints it)
+    and a few of its values, to notice writes nothing saw."""
+
+    def __init__(self, name: str, p: torch.Tensor) -> None:
+        self.name = name
+        self.param = p
+        self.original = p.detach()  # shares the storage: no copy
+        self.storage = 0
+        self.sample: Optional[torch.Tensor] = None
+        if p.device.type == "meta":
+            return
+        try:
+            self.storage = p.untyped_storage().data_ptr()
+        except Exception:
+            return
+        self.sample = self._sample()
+
+    def _sample(self) -> Optional[torch.Tensor]:
+        p = self.param
+        if p.numel() == 0 or not p.is_contiguous():
+            return None
+        flat = p.detach().view(-1)
+        n = flat.numel()
+        k = min(_SAMPLES, n)
+        # Integer steps: float32 linspace rounds indexes past 2**24 (beyond the last one).
+        idx = torch.arange(k, device=flat.device) * (n - 1) // max(k - 1, 1)
+        return flat[idx].clone()
+
+    def repoint(self) -> None:
+        p = self.param
+        if p.device.type == "meta" or not self.storage:
+            return
+        try:
+            same = p.untyped_storage().data_ptr() == self.storage and p.shape == self.original.shape
+        except Exception:
+            return
+        if not same:
+            p.data = self.original
+
+    def changed(self) -> bool:
+        if self.sample is None:
+            return False
+        now = self._sample()
+        if now is None or now.shape != self.sample.shape:
+            return True
+        return not torch.equal(now.view(torch.uint8), self.sample.view(torch.uint8))

@@ -6,12 +6,21 @@ from typing import Optional
 
 from .graph import Cost, Graph, Node
 
+_UNITS = (("K", 10**3), ("M", 10**6), ("B", 10**9), ("T", 10**12))
 
-def human(n: int) -> str:
-    for unit, size in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f}{unit}"
-    return str(n)
+
+def format_count(n: int) -> str:
+    """A parameter count as every part of torchscope writes it (the CLI, the editor's lists,
+    the viewer: webview/src/count.ts does the same): "512", "1K", "1.5K", "124.4M", "70.6B".
+    One decimal, rounded half up in integers (so both languages agree), ".0" dropped."""
+    if n < 1000:
+        return str(n)
+    for unit, size in _UNITS:
+        tenths = (n * 10 + size // 2) // size
+        if tenths < 10_000 or unit == "T":
+            whole, tenth = divmod(tenths, 10)
+            return f"{whole}.{tenth}{unit}" if tenth else f"{whole}{unit}"
+    raise AssertionError("unreachable")
 
 
 def _scaled(value: float, units: tuple[str, ...], base: float) -> str:
@@ -93,7 +102,7 @@ def summarize(graph: Graph) -> str:
     hidden = {m for g in graph.groups for m in g.members[1:]}
     m = graph.model
     lines = [
-        f"{m.name} ({m.qualname})  params {human(m.params)}  device {m.device or '-'}  dtype {m.dtype or '-'}"
+        f"{m.name} ({m.qualname})  params {format_count(m.params)}  device {m.device or '-'}  dtype {m.dtype or '-'}"
     ]
 
     def walk(node: Node, prefix: str, last: bool) -> None:
@@ -108,7 +117,7 @@ def summarize(graph: Graph) -> str:
         params = sum(graph.nodes[m].params for m in group.members) if group else node.params
         lines.append(
             f"{prefix}{branch}{label}: {name}  {_shapes(ins)} → {_shapes(outs)}"
-            f"  params {human(params)}"
+            f"  params {format_count(params)}"
             + (f"  ops {ops}" if ops else "")
             + _cost(group.cost if group else node.cost)
         )

@@ -28,12 +28,20 @@ from .costs import (
 from .folding import fold_repeated_blocks
 from .graph import Cost, Edge, ErrorInfo, Graph, ModelInfo, Node, Recorded, Site
 from .ops import FuncInfo, func_info
-from .sites import class_definition, frame_site, traceback_site, traceback_sites
+from .sites import (
+    class_definition,
+    frame_site,
+    frame_sites,
+    traceback_site,
+    traceback_sites,
+    user_traceback_site,
+)
 from .state import ModelState
 from .stats import Reader, TensorStats, same_values
 from .values import (
     argument_tensors,
     attr_value,
+    count_parameters,
     dtype_name,
     iter_tensors,
     output_tensors,
@@ -275,8 +283,11 @@ class Recorder(TorchFunctionMode):
         self.count += 1
         if not self.count % CHECK_EVERY:
             self._check_budget()
-        if info.writes_first_arg and args and self.state is not None:
-            self.state.protect(args[0])
+        if self.state is not None:
+            if info.may_write and args:
+                self.state.protect(args[0])
+            if kwargs and "out" in kwargs:
+                self.state.protect(kwargs["out"])
         if counter is None:
             try:
                 result = func(*args, **kwargs) if kwargs else func(*args)
@@ -327,7 +338,9 @@ class Recorder(TorchFunctionMode):
         else:
             return result  # metadata: .shape, .dim(), .item(), comparisons to bool …
         try:
-            self._record_call(info, args, kwargs, outs)
+            # our reads (.shape, ._base): no mode of the user's sees them
+            with _NO_TORCH_FUNCTION():
+                self._record_call(info, args, kwargs, outs)
         except Exception:  # an exotic argument: keep a bare node rather than fail the trace
             site = frame_site(sys._getframe(2))
             self._add(
@@ -340,6 +353,7 @@ class Recorder(TorchFunctionMode):
     ) -> None:
         nid = len(self.nodes)
         inputs = _tensors_in(args, kwargs)
+        site, inside = _sites()
         node = Node(
             nid,
             "op" if inputs else "constant",
@@ -348,8 +362,10 @@ class Recorder(TorchFunctionMode):
             info.target,
             "",
             0,
-            _site(),
+            site,
         )
+        if inside is not None:
+            node.inside = inside
         if len(inputs) != len(args) or kwargs:
             node.attrs = _call_attrs(info, args, kwargs)
         self.nodes.append(node)
@@ -456,8 +472,7 @@ class Recorder(TorchFunctionMode):
                 attrs = {}
         params = self.param_counts.get(id(module))
         if params is None:  # a module from outside the model's tree
-            with torch._C.DisableTorchFunction():
-                params = sum(p.numel() for p in module.parameters())
+            params = count_parameters(module)
         return _ModuleInfo(name, target, path, defn, params, attrs, torch_layer)
 
     def pre_hook(self, module: nn.Module, args: Any) -> None:
@@ -618,6 +633,11 @@ class Recorder(TorchFunctionMode):
             pending = _PendingError(exc, None, traceback_site(exc.__traceback__), "", [])
         nid = len(self.nodes)
         message = str(exc)
+        # the user's line that called the failing layer; the library's line stays as `inside`
+        site, inside = pending.site, None
+        user = user_traceback_site(exc.__traceback__)
+        if user is not None and (site is None or (user.file, user.line) != (site.file, site.line)):
+            site, inside = user, site
         self._add(
             Node(
                 nid,
@@ -625,8 +645,9 @@ class Recorder(TorchFunctionMode):
                 type(exc).__name__,
                 pending.parent,
                 pending.target,
-                site=pending.site,
+                site=site,
                 attrs={"message": attr_value(message)},
+                inside=inside,
             )
         )
         if pending.parent is not None:
@@ -653,6 +674,10 @@ def _forget_weight(key: int) -> Callable[[weakref.ref[Tensor]], None]:
 
 def _site() -> Optional[Site]:
     return frame_site(sys._getframe(3))  # skip _site, its caller and the hook/mode frame
+
+
+def _sites() -> tuple[Optional[Site], Optional[Site]]:
+    return frame_sites(sys._getframe(3))  # skip _sites, its caller and the mode frame
 
 
 # weak: a user's class re-imported by the runner must not keep its old module (and models) alive
@@ -755,7 +780,7 @@ def parameter_counts(model: nn.Module, modules: list[nn.Module]) -> dict[int, in
         counts[id(m)] = total
     if shared or counts[id(model)] != sum(own.values()):
         # tied weights or a module registered twice: count each subtree exactly
-        counts = {id(m): sum(p.numel() for p in m.parameters()) for m in modules}
+        counts = {id(m): count_parameters(m) for m in modules}
     return counts
 
 
@@ -769,7 +794,7 @@ def model_info(
     return ModelInfo(
         cls.__name__,
         f"{cls.__module__}.{cls.__qualname__}",
-        params if params is not None else sum(p.numel() for p in model.parameters()),
+        params if params is not None else count_parameters(model),
         str(first.device) if first is not None else "",
         dtype_name(first) if first is not None else "",
     )
@@ -819,7 +844,7 @@ def _trace(
 ) -> Graph:
     start = time.perf_counter()
     named = list(model.named_modules())
-    state = ModelState([m for _, m in named])
+    state = ModelState(named)
     deadline = start + time_budget if time_budget else None
     rec = Recorder(model, named, state, deadline, cancel, values, costs)
     rec.add_inputs(model.forward, args, kwargs)
@@ -831,9 +856,14 @@ def _trace(
     ]
     error: Optional[Exception] = None
     result: Any = None
+    warnings: list[str] = []
     try:
-        with torch.no_grad() if no_grad else contextlib.nullcontext(), rec:
-            result = model(*args, **kwargs)
+        with torch.no_grad() if no_grad else contextlib.nullcontext():
+            rec.__enter__()
+            try:
+                result = model(*args, **kwargs)
+            finally:
+                _remove_mode(rec)
     except Exception as exc:  # noqa: BLE001 - the graph shows it; re-raised below
         error = exc
     finally:
@@ -843,13 +873,14 @@ def _trace(
             h.remove()
             # torch's handle forgets this registry (torch 2.13): clean it ourselves
             nn.modules.module._global_forward_hooks_with_kwargs.pop(h.id, None)
-        state.restore()
+        warnings = state.restore()
     graph = Graph(
         model_info(model, rec.param_counts.get(id(model)), [m for _, m in named]),
         rec.nodes,
         rec.edges,
         trace_ms=elapsed,
         values=Recorded(values, costs),
+        warnings=warnings,
     )
     if error is None:
         rec.add_outputs(result)
@@ -870,6 +901,19 @@ def _trace(
             pass
         raise error
     return graph
+
+
+def _remove_mode(mode: TorchFunctionMode) -> None:
+    """Take `mode` off torch's function-mode stack wherever it is: a forward may have pushed
+    modes of its own above it and never popped them; those stay, in their order."""
+    above: list[Any] = []
+    while torch._C._len_torch_function_stack() > 0:
+        top = torch._C._pop_torch_function_stack()
+        if top is mode:
+            break
+        above.append(top)
+    for m in reversed(above):
+        torch._C._push_on_torch_function_stack(m)
 
 
 def trace(

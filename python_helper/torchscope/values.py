@@ -88,6 +88,12 @@ def argument_tensors(
     return out
 
 
+def count_parameters(model: torch.nn.Module) -> int:
+    """Parameters of a module and its submodules, a shared (tied) one counted once."""
+    with torch._C.DisableTorchFunction():
+        return sum(p.numel() for p in model.parameters())  # parameters() yields each once
+
+
 def shape_of(t: Tensor) -> Optional[list[int]]:
     try:
         return [int(d) for d in t.shape]

@@ -196,7 +196,7 @@ def test_a_module_called_from_a_plain_function_is_named_from_its_root():
 
     def helper(h):
         if not seen:
-            seen["candidates"] = debug.candidates()
+            seen["candidates"] = debug.handle(json.dumps({"op": "candidates"}))
         return h * 2
 
     class Block(nn.Module):
@@ -233,14 +233,15 @@ def test_next_call_that_fails_leaves_an_error_file(tmp_path):
 
     model = Loop()
     out = tmp_path / "next.msgpack"
-    armed = json.loads(debug.trace_next_call("model", str(out), time_budget=1e-9))
+    request = {"op": "trace_next_call", "expr": "model", "out": str(out), "timeBudget": 1e-9}
+    armed = json.loads(debug.handle(json.dumps(request)))
     assert armed["ok"] and armed["armed"], armed
     y = model(torch.zeros(2))  # the program's own call still runs, and runs once
     assert torch.equal(y, torch.full((2,), 100.0))
     assert not out.exists()
     error = json.loads((tmp_path / "next.msgpack.error.json").read_text())
     assert (error["ok"], error["kind"]) == (False, "timeout")
-    polled = json.loads(debug.poll(str(out)))
+    polled = json.loads(debug.handle(json.dumps({"op": "poll", "out": str(out)})))
     assert polled["done"] and polled["kind"] == "timeout"
     assert not model._forward_pre_hooks
 
@@ -277,7 +278,8 @@ def test_trace_spares_the_editor_a_core_and_restores_torch_threads(tmp_path):
     try:
         model, x = Probe(), torch.zeros(2)
         out = tmp_path / "probe.msgpack"
-        reply = json.loads(debug.trace("model", str(out), "x", frame=sys._getframe()))
+        request = {"op": "trace", "expr": "model", "out": str(out), "input": "x"}
+        reply = json.loads(debug.handle(json.dumps(request), frame=sys._getframe()))
         assert reply["ok"], reply
         assert model(x).tolist() == [1.0, 1.0]
         cores = len(os.sched_getaffinity(0))
@@ -584,7 +586,7 @@ FAR_DEBUG_PY = "C:\\Users\\me\\.vscode\\extensions\\torchscope\\bundled\\tool\\t
 def _shipped_files() -> tuple[str, dict[str, str]]:
     """debug.py's source and the files sent with it, as the extension reads them."""
     here = Path(DEBUG_PY).parent
-    files = {f: (here / f).read_text("utf-8") for f in debug.SHIPPED_FILES}
+    files = {f: (here / f).read_text("utf-8") for f in debug.shipped_files()}
     mp = Path(msgpack.__file__).parent
     files.update({f"msgpack/{f}": (mp / f).read_text("utf-8") for f in debug.SHIPPED_MSGPACK})
     return files["debug.py"], files

@@ -18,6 +18,8 @@ from torchscope import notebook
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "mlp.graph.msgpack"
 STATIC = ROOT / "python_helper" / "torchscope" / "static"
+# The page template as the viewer's build copies it into static/.
+TEMPLATE = (ROOT / "webview" / "src" / "page.html").read_text(encoding="utf-8")
 
 needs_bundle = pytest.mark.skipif(
     not (STATIC / "viewer.js").exists(), reason="viewer bundle not built (make build-webview)"
@@ -32,6 +34,7 @@ def fake_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         "viewer-page.js": "console.log('page'); var s = '</script><!-- x';",
         "layout.worker.js": "onmessage = () => postMessage('</script>');",
         "viewer.css": ".ts-root{color:red} /* </style> */",
+        "page.html": TEMPLATE,
     }
     monkeypatch.setattr(tshtml, "_read_static", lambda name: files[name])
 
@@ -103,7 +106,7 @@ def test_real_bundle_page_has_no_external_urls() -> None:
 def test_page_without_the_split_build_uses_the_one_file_bundle(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    files = {"viewer.js": "console.log('one file');", "viewer.css": ""}
+    files = {"viewer.js": "console.log('one file');", "viewer.css": "", "page.html": TEMPLATE}
 
     def read(name: str) -> str:
         if name not in files:

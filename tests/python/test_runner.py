@@ -253,7 +253,7 @@ def test_old_imports_are_freed(tmp_path):
     r.trace(req, lambda stage: None)
     gc.collect()
     assert first() is None
-    r.forget_project_modules(path)
+    r.forget_user_modules()
 
 
 def test_model_that_raises_is_a_result(runner, tmp_path):
@@ -435,3 +435,52 @@ def test_stdout_of_user_code_goes_to_stderr(runner, tmp_path):
     assert reply["ok"]
     err = runner.close()
     assert "printed at import" in err and "written to fd 1" in err
+
+
+HELPER_MODEL = """
+    import torch
+    from torch import nn
+    import helpers
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, helpers.WIDTH)
+
+        def forward(self, x):
+            return self.fc(x)
+"""
+
+
+@pytest.fixture
+def fresh_runner():
+    r = RunnerProcess()
+    yield r
+    r.close()
+
+
+@pytest.mark.parametrize("in_workspace", [True, False])
+def test_each_trace_sees_its_own_folders_modules(fresh_runner, tmp_path, in_workspace):
+    """Two folders each with a `helpers.py` of their own (issue 15, item 1): sub1, sub2, sub1
+    again give WIDTH 3, 7, 3, as a fresh `python` would, whether or not the folders are in
+    the workspace."""
+    for sub, width in (("sub1", 3), ("sub2", 7)):
+        write(tmp_path, f"{sub}/helpers.py", f"WIDTH = {width}\n")
+        write(tmp_path, f"{sub}/{'a' if sub == 'sub1' else 'b'}.py", HELPER_MODEL)
+    roots = [str(tmp_path)] if in_workspace else []
+
+    def width(sub: str, name: str) -> int:
+        out = tmp_path / f"{sub}.msgpack"
+        reply = fresh_runner.ask(
+            op="trace",
+            file=str(tmp_path / sub / name),
+            target="Net",
+            out=str(out),
+            input="torch.ones(1, 4)",
+            roots=roots,
+        )
+        assert reply["ok"], reply
+        g = Graph.load(out)
+        return next(e.shape for e in g.edges if g.nodes[e.dst].kind == "output")[-1]
+
+    assert [width("sub1", "a.py"), width("sub2", "b.py"), width("sub1", "a.py")] == [3, 7, 3]

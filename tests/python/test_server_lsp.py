@@ -39,7 +39,14 @@ def plain(value: Any) -> Any:
 class Session:
     """One server process and a client, driven from a private event loop."""
 
-    def __init__(self, python: str, env: dict[str, str], workspace: Path, timeout: float) -> None:
+    def __init__(
+        self,
+        python: str,
+        env: dict[str, str],
+        workspace: Path,
+        timeout: float,
+        options: Optional[dict[str, Any]] = None,
+    ) -> None:
         self.loop = asyncio.new_event_loop()
         self.client = LanguageClient("torchscope-tests", "1")
         self.logs: list[str] = []
@@ -47,6 +54,7 @@ class Session:
         self.stderr: list[str] = []
         self.workspace = workspace
         self.killed = False
+        self.refreshes = 0  # workspace/inlayHint/refresh requests from the server
 
         @self.client.feature(types.WINDOW_LOG_MESSAGE)
         def on_log(ls: Any, params: types.LogMessageParams) -> None:
@@ -56,12 +64,18 @@ class Session:
         def on_progress(ls: Any, params: types.ProgressParams) -> None:
             self.progress.append((params.token, plain(params.value)))
 
-        self.run(self._start(python, env, timeout))
+        @self.client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+        def on_refresh(ls: Any, params: Any) -> None:
+            self.refreshes += 1
+
+        self.run(self._start(python, env, timeout, options or {}))
 
     def run(self, coro: Any, timeout: float = 60) -> Any:
         return self.loop.run_until_complete(asyncio.wait_for(coro, timeout))
 
-    async def _start(self, python: str, env: dict[str, str], timeout: float) -> None:
+    async def _start(
+        self, python: str, env: dict[str, str], timeout: float, options: dict[str, Any]
+    ) -> None:
         await self.client.start_io(
             python, "-m", "torchscope.server", env=env, cwd=str(self.workspace)
         )
@@ -76,7 +90,10 @@ class Session:
 
         self._drain = asyncio.ensure_future(drain())
         caps = types.ClientCapabilities(
-            window=types.WindowClientCapabilities(work_done_progress=True)
+            window=types.WindowClientCapabilities(work_done_progress=True),
+            workspace=types.WorkspaceClientCapabilities(
+                inlay_hint=types.InlayHintWorkspaceClientCapabilities(refresh_support=True)
+            ),
         )
         await self.client.initialize_async(
             types.InitializeParams(
@@ -86,6 +103,7 @@ class Session:
                     "storageDir": str(self.workspace / ".storage"),
                     "traceTimeoutSeconds": timeout,
                     "logLevel": "debug",
+                    **options,
                 },
             )
         )

@@ -1,14 +1,7 @@
 // What the viewer needs from where it runs: reveal a source line, keep view state,
 // save an exported file. Implemented for VS Code and for a standalone page.
 import type { GraphNode, Site } from "./format";
-
-export interface ViewState {
-  /** Which graph the state belongs to: a new trace starts fresh, a reload restores. */
-  graph?: string;
-  expanded: number[];
-  groups: number[];
-  transform?: { x: number; y: number; k: number };
-}
+import type { PanelOrigin, ViewState, ViewerMessage, WebviewState } from "./messages";
 
 export interface Host {
   readonly kind: "vscode" | "standalone";
@@ -35,9 +28,12 @@ export function downloadBlob(name: string, data: Blob): void {
 
 export class StandaloneHost implements Host {
   readonly kind = "standalone";
-  private state: ViewState | undefined;
 
-  constructor(private readonly status: (text: string) => void) {}
+  /** `state`: the view to open at (an HTML export of a VS Code panel's view). */
+  constructor(
+    private readonly status: (text: string) => void,
+    private state?: ViewState,
+  ) {}
 
   reveal(site: Site): void {
     this.status(`${site.file}:${site.line}${site.func ? ` (${site.func})` : ""}`);
@@ -59,58 +55,35 @@ interface VsCodeApi {
   setState(state: unknown): void;
 }
 
-/** Messages the viewer posts to the VS Code extension. */
-export type ToExtension =
-  | { type: "ready" }
-  | { type: "reveal"; site: Site; nodeId: number }
-  | { type: "save"; name: string; mime: string; data: ArrayBuffer }
-  | { type: "error"; message: string };
-
-/** What the VS Code extension's panel shows; kept in the webview state for a reload. */
-export interface Origin {
-  uri: string;
-  target: string;
-  title: string;
-  graphPath?: string;
-}
-
-/** Messages the VS Code extension posts to the viewer (extension/src/protocol.ts). */
-export type FromExtension =
-  | { type: "graph"; data: ArrayBuffer | Uint8Array; origin?: Origin }
-  | { type: "highlightLine"; file: string; line: number }
-  | { type: "export"; format: "svg" | "png" };
-
-/** Scheme of a paused-frame graph's origin uri (extension/src/debugCommands.ts DEBUG_URI). */
+/** Scheme of a paused-frame graph's origin uri (extension/src/pausedSource.ts DEBUG_URI). */
 export const PAUSED_FRAME_SCHEME = "torchscope-debug:";
-
-/** The webview state: the viewer's view plus the panel's origin (the extension's). */
-type StoredState = Partial<ViewState> & { origin?: Origin };
 
 export class VsCodeHost implements Host {
   readonly kind = "vscode";
   constructor(private readonly api: VsCodeApi) {}
 
-  post(msg: ToExtension): void {
+  post(msg: ViewerMessage): void {
     this.api.postMessage(msg);
   }
   reveal(site: Site, node: GraphNode): void {
     this.post({ type: "reveal", site, nodeId: node.id });
   }
-  private stored(): StoredState {
-    return (this.api.getState() as StoredState | undefined) ?? {};
+  private stored(): WebviewState {
+    return (this.api.getState() as WebviewState | undefined) ?? {};
   }
   saveState(state: ViewState): void {
-    this.api.setState({ ...state, origin: this.stored().origin } satisfies StoredState);
+    this.api.setState({ ...state, origin: this.stored().origin } satisfies WebviewState);
+    this.post({ type: "view", view: state });
   }
   loadState(): ViewState | undefined {
     const s = this.stored();
     return Array.isArray(s.expanded) && Array.isArray(s.groups) ? (s as ViewState) : undefined;
   }
   /** A graph of another target starts from a fresh view; the same target keeps its view. */
-  setOrigin(origin: Origin): void {
+  setOrigin(origin: PanelOrigin): void {
     const s = this.stored();
     const same = s.origin?.uri === origin.uri && s.origin?.target === origin.target;
-    this.api.setState((same ? { ...s, origin } : { origin }) satisfies StoredState);
+    this.api.setState((same ? { ...s, origin } : { origin }) satisfies WebviewState);
   }
   /** The extension names paused-frame graphs' origin with this scheme (DEBUG_URI). */
   live(): boolean {

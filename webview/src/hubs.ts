@@ -10,7 +10,10 @@ export function replaceHubEdges(vg: VisibleGraph, threshold = HUB_FANOUT): Visib
   const bySrc = new Map<string, VEdge[]>();
   for (const e of vg.edges) {
     let list = bySrc.get(e.src);
-    if (!list) bySrc.set(e.src, (list = []));
+    if (!list) {
+      list = [];
+      bySrc.set(e.src, list);
+    }
     list.push(e);
   }
   const hubs = [...bySrc.values()].filter((l) => l.length >= threshold);

@@ -83,9 +83,8 @@ export function parseLayout(json: string): Layout {
       if (part.startsWith("e,")) {
         const [x, y] = nums(part.slice(2)) as [number, number];
         end = [x, flip(y)];
-      } else if (part.startsWith("s,")) {
-        continue; // start arrowheads are never requested
-      } else if (part) {
+      } else if (part && !part.startsWith("s,")) {
+        // ("s,": a start arrowhead, never requested)
         const [x, y] = nums(part) as [number, number];
         points.push([x, flip(y)]);
       }
@@ -157,8 +156,7 @@ export function dropCrowdedLabels(layout: Layout, lengths: Map<string, number>):
       else grid.set(c, [b]);
     }
   };
-  const hits = (b: Box): boolean =>
-    cells(b).some((c) => (grid.get(c) ?? []).some((o) => b.x0 < o.x1 && o.x0 < b.x1 && b.y0 < o.y1 && o.y0 < b.y1));
+  const hits = (b: Box): boolean => cells(b).some((c) => (grid.get(c) ?? []).some((o) => b.x0 < o.x1 && o.x0 < b.x1 && b.y0 < o.y1 && o.y0 < b.y1));
   for (const n of layout.nodes) add({ x0: n.x - n.w / 2, y0: n.y - n.h / 2, x1: n.x + n.w / 2, y1: n.y + n.h / 2 });
   for (const c of layout.clusters) add({ x0: c.x, y0: c.y, x1: c.x + c.w, y1: c.y + 24 });
   for (const e of layout.edges) {

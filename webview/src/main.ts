@@ -5,7 +5,8 @@ import workerSource from "virtual:layout-worker";
 import "./viewer.css";
 import { DeferredWorker, fetchWorkerUrl, type WorkerLike } from "./deferredWorker";
 import { decodeGraph, FormatError, type Graph } from "./format";
-import { StandaloneHost, VsCodeHost, type FromExtension, type Host } from "./host";
+import { StandaloneHost, VsCodeHost, type Host } from "./host";
+import type { HostMessage, ViewState } from "./messages";
 import { nextTask } from "./tasks";
 import { showFatal } from "./ui";
 import { Viewer } from "./viewer";
@@ -87,6 +88,16 @@ function base64ToBytes(text: string): Uint8Array {
   return out;
 }
 
+/** The view a page opens at (`data-view` on the root: an HTML export of a panel's view). */
+function pageView(root: HTMLElement): ViewState | undefined {
+  try {
+    const v = JSON.parse(root.dataset.view || "null") as Partial<ViewState> | null;
+    return v && Array.isArray(v.expanded) && Array.isArray(v.groups) ? (v as ViewState) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function rootElement(): HTMLElement {
   let root = document.getElementById("torchscope");
   if (!root) {
@@ -126,7 +137,7 @@ async function boot(): Promise<void> {
     const host = new StandaloneHost((text) => {
       const s = root.querySelector<HTMLElement>("[data-role=status]");
       if (s) s.textContent = text;
-    });
+    }, pageView(root));
     // Short tasks from here on: the layout worker (created above) starts meanwhile.
     await nextTask();
     let bytes: Uint8Array;
@@ -143,12 +154,12 @@ async function boot(): Promise<void> {
   if (typeof acquireVsCodeApi === "function") {
     const host = new VsCodeHost(acquireVsCodeApi());
     let viewer: Viewer | null = null;
-    window.addEventListener("message", (ev: MessageEvent<FromExtension | undefined>) => {
+    window.addEventListener("message", (ev: MessageEvent<HostMessage | undefined>) => {
       const m = ev.data;
       if (m?.type === "graph" && m.data) {
         // A new trace replaces the old view; its layouts are stale.
         viewer?.dispose();
-        if (m.origin) host.setOrigin(m.origin);
+        host.setOrigin(m.origin);
         viewer = mount(rootElement(), m.data, host);
       } else if (m?.type === "highlightLine") {
         viewer?.highlightLine(m.file, m.line);

@@ -2,7 +2,6 @@
 // a scale over the drawn items, and the heaviest nodes. Pure: no DOM.
 import type { Graph, GraphNode } from "./format";
 import type { GraphIndex } from "./model";
-import { displayPath } from "./model";
 import type { VisibleGraph, VNode } from "./visible";
 import { formatBytes, formatFlops, formatParams, formatTime, formatValue } from "./units";
 
@@ -67,7 +66,7 @@ export function nodeValues(idx: GraphIndex, m: Measure): Float64Array {
   for (const e of edges) {
     const s = e.stats;
     if (!s) continue;
-    const v = m === "absmax" ? s.absmax ?? null : (s.nan ?? 0) + (s.inf ?? 0);
+    const v = m === "absmax" ? (s.absmax ?? null) : (s.nan ?? 0) + (s.inf ?? 0);
     if (v === null) continue;
     const cur = out[e.src]!;
     if (Number.isNaN(cur) || v > cur) out[e.src] = v;
@@ -147,9 +146,17 @@ export function overlay(idx: GraphIndex, vg: VisibleGraph, m: Measure, values = 
   const out = new Map<string, number>();
   if (m === "none") return { measure: m, scale: null, heat: out };
   const drawn = vg.nodes.map((v) => [v.key, drawnValue(idx, values, m, v)] as const);
-  const scale = scaleOf(drawn.map(([, x]) => x), MEASURES[m].log);
+  const scale = scaleOf(
+    drawn.map(([, x]) => x),
+    MEASURES[m].log,
+  );
   if (scale) for (const [key, x] of drawn) if (!Number.isNaN(x)) out.set(key, heat(scale, x));
   return { measure: m, scale, heat: out };
+}
+
+/** A short name for where a node is: a module's path ("(root)" for the model itself). */
+function displayPath(node: GraphNode): string {
+  return node.kind === "module" ? node.path || "(root)" : node.name;
 }
 
 export interface Row {

@@ -14,7 +14,6 @@ export type Measure = (text: string, font: Font) => number;
 export const FONT_TITLE: Font = { size: 12, weight: 600, mono: false };
 export const FONT_OP: Font = { size: 12, weight: 400, mono: false };
 export const FONT_SUB: Font = { size: 10, weight: 400, mono: false };
-export const FONT_EDGE: Font = { size: 10, weight: 400, mono: true };
 
 export const SANS = "system-ui, -apple-system, 'Segoe UI', sans-serif";
 export const MONO = "ui-monospace, Menlo, Consolas, monospace";
@@ -33,8 +32,8 @@ export interface Size {
   h: number;
 }
 
-export function boxSize(kind: VKind, nodeKind: NodeKind | "group" | "ref", title: string, sub: string, measure: Measure): Size {
-  if (kind === "module" || kind === "group") {
+export function boxSize(kind: VKind, nodeKind: NodeKind | "group" | "ref" | "segment", title: string, sub: string, measure: Measure): Size {
+  if (kind === "module" || kind === "group" || kind === "segment") {
     const tw = measure(title, FONT_TITLE);
     const sw = sub ? measure(sub, FONT_SUB) : 0;
     // A ×N box reserves room for the stacked frames drawn behind it.

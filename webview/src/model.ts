@@ -1,6 +1,6 @@
 // Derived, read-only indexes over a decoded Graph: children, depth, groups.
 // Built once per graph; every pure function below takes it instead of re-scanning.
-import type { Graph, GraphNode } from "./format";
+import type { Graph } from "./format";
 
 export interface GraphIndex {
   graph: Graph;
@@ -17,10 +17,6 @@ export interface GraphIndex {
   /** The root model call (module with path "" and no parent), or -1. */
   rootModule: number;
   maxDepth: number;
-}
-
-export function isContainer(idx: GraphIndex, id: number): boolean {
-  return idx.children[id]!.length > 0;
 }
 
 export function buildIndex(graph: Graph): GraphIndex {
@@ -56,9 +52,4 @@ export function ancestors(idx: GraphIndex, id: number): number[] {
     p = idx.graph.nodes[p]!.parent;
   }
   return out.reverse();
-}
-
-/** A short human name for a node: module path for modules, else its name. */
-export function displayPath(node: GraphNode): string {
-  return node.kind === "module" ? node.path || "(root)" : node.name;
 }

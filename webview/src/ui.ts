@@ -12,6 +12,7 @@ export interface Ui {
   scene: SVGGElement;
   tooltip: HTMLElement;
   busy: HTMLElement;
+  notice: HTMLElement;
   status: HTMLElement;
   search: HTMLInputElement;
   searchCount: HTMLElement;
@@ -80,9 +81,16 @@ export function buildUi(root: HTMLElement): Ui {
   const arrowId = `ts-arrow-${++instance}`;
   const marker = document.createElementNS(SVG, "marker");
   for (const [k, v] of Object.entries({
-    id: arrowId, viewBox: "0 0 10 10", refX: "10", refY: "5", markerWidth: "7", markerHeight: "7",
-    markerUnits: "userSpaceOnUse", orient: "auto",
-  })) marker.setAttribute(k, v);
+    id: arrowId,
+    viewBox: "0 0 10 10",
+    refX: "10",
+    refY: "5",
+    markerWidth: "7",
+    markerHeight: "7",
+    markerUnits: "userSpaceOnUse",
+    orient: "auto",
+  }))
+    marker.setAttribute(k, v);
   const tip = document.createElementNS(SVG, "path");
   tip.setAttribute("d", "M0,0L10,5L0,10z");
   tip.setAttribute("class", "ts-arrow");
@@ -99,9 +107,14 @@ export function buildUi(root: HTMLElement): Ui {
   tooltip.hidden = true;
   const busy = el("div", "ts-busy", stage);
   busy.hidden = true;
+  // A refused or failed layout says so over the graph, not only in the status line.
+  const notice = el("div", "ts-notice", stage);
+  notice.hidden = true;
+  notice.dataset.role = "notice";
+  notice.setAttribute("role", "alert");
   const status = el("div", "ts-status", root);
   status.dataset.role = "status";
-  return { root, toolbar, banner, stage, svg, defs, viewport, scene, tooltip, busy, status, search, searchCount, depth, title };
+  return { root, toolbar, banner, stage, svg, defs, viewport, scene, tooltip, busy, notice, status, search, searchCount, depth, title };
 }
 
 /** A full-page message for files that can't be shown (bad format, wrong version). */
@@ -117,17 +130,25 @@ export function showFatal(root: HTMLElement, heading: string, detail: string): v
   p.textContent = detail;
 }
 
+/** Longest text of one line of the hover card: the full name of anything drawn cut short,
+ * but not a megabyte of it. */
+export const TIP_TEXT_MAX = 1000;
+
+function tipText(s: string): string {
+  return s.length <= TIP_TEXT_MAX ? s : `${s.slice(0, TIP_TEXT_MAX)}… (${(s.length - TIP_TEXT_MAX).toLocaleString("en-US")} more characters)`;
+}
+
 export function fillTooltip(tip: HTMLElement, title: string, rows: [string, string][], chart?: HTMLElement): void {
   tip.replaceChildren();
   const h = el("div", "ts-tip-title", tip);
-  h.textContent = title;
+  h.textContent = tipText(title);
   const table = el("table", "", tip);
   for (const [k, v] of rows) {
     const tr = el("tr", "", table as unknown as HTMLElement);
     const th = el("th", "", tr);
-    th.textContent = k;
+    th.textContent = tipText(k);
     const td = el("td", "", tr);
-    td.textContent = v;
+    td.textContent = tipText(v);
   }
   if (chart) tip.appendChild(chart);
 }

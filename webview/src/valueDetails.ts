@@ -43,13 +43,7 @@ function tensorOf(idx: GraphIndex, id: number, inIds: number[], outIds: number[]
  * of the tensor it outputs. inIds/outIds: indexes into graph.edges of the drawn edges
  * into and out of the box.
  */
-export function valueDetails(
-  idx: GraphIndex,
-  id: number,
-  inIds: number[],
-  outIds: number[],
-  group = false,
-): ValueDetails {
+export function valueDetails(idx: GraphIndex, id: number, inIds: number[], outIds: number[], group = false): ValueDetails {
   const rows: [string, string][] = [];
   const cost = group ? idx.graph.groups[id]?.cost : idx.graph.nodes[id]?.cost;
   rows.push(...costRows(cost));

@@ -5,9 +5,7 @@
 import type { GraphIndex } from "./model";
 import type { Ui } from "./ui";
 import type { VisibleGraph } from "./visible";
-import {
-  available, MEASURE_ORDER, MEASURES, nodeValues, overlay, topRows, type Measure, type Row,
-} from "./measures";
+import { available, MEASURE_ORDER, MEASURES, nodeValues, overlay, topRows, type Measure, type Row } from "./measures";
 import { formatShare } from "./units";
 
 export interface ValuesHooks {
@@ -41,7 +39,12 @@ export class ValuesPanel {
   /** The table shows only its caption (it covers part of the graph). */
   private folded = false;
 
-  constructor(ui: Ui, private readonly idx: GraphIndex, private readonly hooks: ValuesHooks, live: boolean) {
+  constructor(
+    ui: Ui,
+    private readonly idx: GraphIndex,
+    private readonly hooks: ValuesHooks,
+    live: boolean,
+  ) {
     const graph = idx.graph;
     const box = el("span", "ts-overlay");
     const label = el("label", "ts-overlay-label", box);
@@ -158,7 +161,11 @@ export class ValuesPanel {
     const t = el("table", "", this.table);
     const tr = el("tr", "", el("thead", "", t));
     const cols: [SortKey | null, string][] = [
-      [null, "#"], ["name", "node"], ["where", "in"], ["value", info.label], ["share", "share"],
+      [null, "#"],
+      ["name", "node"],
+      ["where", "in"],
+      ["value", info.label],
+      ["share", "share"],
     ];
     for (const [key, text] of cols) {
       const th = el("th", "", tr);
@@ -184,7 +191,7 @@ export class ValuesPanel {
   private sorted(): Row[] {
     const { key, desc } = this.sort;
     const sign = desc ? -1 : 1;
-    const by = (r: Row): number | string => (key === "share" ? r.share ?? 0 : r[key]);
+    const by = (r: Row): number | string => (key === "share" ? (r.share ?? 0) : r[key]);
     return [...this.rows].sort((a, b) => {
       const x = by(a);
       const y = by(b);

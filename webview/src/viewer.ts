@@ -5,36 +5,69 @@ import { zoom, zoomIdentity, zoomTransform, type ZoomBehavior } from "d3-zoom";
 import type { Graph } from "./format";
 import { buildIndex, type GraphIndex } from "./model";
 import {
-  collapseAll, currentDepth, expandAll, expansionKey, initialExpansion, reveal, toDepth, toggleGroup, toggleModule,
+  collapseAll,
+  currentDepth,
+  expandAll,
+  expansionKey,
+  initialExpansion,
+  reveal,
+  toDepth,
+  toggleGroup,
+  toggleModule,
+  toggleSegment,
   type Expansion,
 } from "./expansion";
-import type { VisibleGraph } from "./visible";
+import { buildVisible, TooManyToDraw, type VisibleGraph } from "./visible";
+import { errorText } from "./errorText";
+import { clip } from "./labels";
+import { segmentRange, segmentsOf } from "./segments";
 import type { Label } from "./labels";
 import type { Layout } from "./layout";
 import type { WorkerLike } from "./deferredWorker";
 import { Cancelled, LayoutClient } from "./layoutClient";
-import { computeView, type View } from "./compute";
+import { computeView, DRAW_LIMITS, type View } from "./compute";
 import { nextTask } from "./tasks";
 import { anchorOf, boundsOf } from "./draw";
-import { Scene, type Rect } from "./scene";
-import { describe, formatCount } from "./details";
+import { Scene } from "./scene";
+import {
+  MAX_ZOOM,
+  MIN_ZOOM,
+  centerTransform,
+  detailLevel,
+  fitTransform,
+  initialTransform,
+  pinTransform,
+  revealTransform,
+  showsAll,
+  toScreen,
+  visibleRect,
+  zoomToBox,
+  type Transform,
+} from "./camera";
+import { buttonAction, keyAction, searchKeyAction, type ViewerAction } from "./keys";
+import { describe, describeEdge } from "./details";
+import { formatCount } from "./count";
 import { highlightKeys, nodesAtLine, searchNodes } from "./search";
 import { Minimap } from "./minimap";
 import { exportSvg, svgToPng } from "./export";
 import { buildUi, fillTooltip, type Ui } from "./ui";
 import { MONO, SANS, fontCss, type Font, type Measure } from "./metrics";
-import type { Host, ViewState } from "./host";
+import type { Host } from "./host";
+import type { ViewState } from "./messages";
 import { ValuesPanel } from "./valuesPanel";
 import { histogramChart } from "./histogram";
 
 interface Drawn {
   key: string;
+  exp: Expansion;
   vg: VisibleGraph;
   layout: Layout;
   labels: Map<string, Label>;
 }
 
 const BUSY_NOTE_AFTER_MS = 150;
+/** A click hides the hover card until the pointer moves this far (px). */
+const TIP_MOVE_PX = 6;
 
 /** Text widths in the fonts the page really uses (a VS Code theme sets its own). */
 function canvasMeasure(root: HTMLElement): Measure {
@@ -77,10 +110,21 @@ export class Viewer {
   /** The depth the user asked for; null after a change by hand (then derived). */
   private depth: number | null = null;
   private readonly disposer = new AbortController();
+  /** Where a click hid the hover card: it stays hidden until the pointer moves away. */
+  private tipHold: { x: number; y: number } | null = null;
+  /** The view the page chose itself (opening view or Fit): redone when the stage resizes,
+   * until the user zooms, pans or opens something. */
+  private autoView: "initial" | "fit" | null = null;
   /** Overlay, legend, table of the heaviest nodes, NaN banner (values and costs). */
   readonly values: ValuesPanel;
 
-  constructor(root: HTMLElement, graph: Graph, bytes: Uint8Array, private readonly host: Host, makeWorker: () => WorkerLike) {
+  constructor(
+    root: HTMLElement,
+    graph: Graph,
+    bytes: Uint8Array,
+    private readonly host: Host,
+    makeWorker: () => WorkerLike,
+  ) {
     this.idx = buildIndex(graph);
     this.ui = buildUi(root);
     this.scene = new Scene(this.ui.scene);
@@ -94,18 +138,22 @@ export class Viewer {
     this.client.warm();
     const loaded = host.loadState();
     const saved = loaded && loaded.graph === this.fingerprint() ? loaded : undefined;
-    this.exp = saved ? { modules: new Set(saved.expanded), groups: new Set(saved.groups) } : initialExpansion(this.idx);
+    this.exp = saved
+      ? { modules: new Set(saved.expanded), groups: new Set(saved.groups), segments: new Set(saved.segments ?? []) }
+      : initialExpansion(this.idx);
 
     this.zoomer = zoom<SVGSVGElement, unknown>()
-      .scaleExtent([0.02, 4])
-      .on("zoom", (ev: { transform: { toString(): string } }) => {
+      .scaleExtent([MIN_ZOOM, MAX_ZOOM])
+      .on("zoom", (ev: { transform: { toString(): string }; sourceEvent: Event | null }) => {
         this.ui.viewport.setAttribute("transform", ev.transform.toString());
+        // A wheel or a drag by the user: from now on the view is theirs.
+        if (ev.sourceEvent) this.autoView = null;
         this.onViewChange();
       });
     select(this.ui.svg).call(this.zoomer).on("dblclick.zoom", null);
     this.minimap = new Minimap(this.ui.stage, (x, y) => this.centerOn(x, y));
 
-    this.ui.title.textContent = graph.model.name || "model";
+    this.ui.title.textContent = clip(graph.model.name || "model", 60);
     this.ui.title.title = graph.model.qualname;
     this.values = new ValuesPanel(
       this.ui,
@@ -114,6 +162,7 @@ export class Viewer {
       host.live?.() ?? false,
     );
     this.wireControls();
+    this.watchTheme();
     this.showError();
     void this.apply(this.exp, null, saved?.transform);
   }
@@ -140,13 +189,13 @@ export class Viewer {
         if (gen !== this.generation) return;
         pre = computeView(this.idx, exp, this.measure);
       }
-      const r = await this.client.layout(key, [...exp.modules], [...exp.groups], pre);
+      const lists = { modules: [...exp.modules], groups: [...exp.groups], segments: [...exp.segments] };
+      const r = await this.client.layout(key, lists, pre);
       ({ vg, layout } = r);
       labels = new Map(r.labels);
     } catch (e) {
       if (e instanceof Cancelled || gen !== this.generation) return;
-      this.setBusy(false);
-      this.status(`Layout failed: ${(e as Error).message}`);
+      this.failed(e);
       return;
     }
     // A big result took a while to arrive (structured clone); draw in a fresh task.
@@ -156,14 +205,16 @@ export class Viewer {
     performance.mark("torchscope:layout-done");
     const before = anchor && this.drawn ? this.screenAnchor(this.drawn.layout, anchor) : null;
     this.scene.set({ idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow! });
-    this.drawn = { key, vg, layout, labels };
+    this.drawn = { key, exp, vg, layout, labels };
     this.minimap.setLayout(layout, this.colors());
     if (restore) {
-      this.setTransform(restore.x, restore.y, restore.k);
+      this.setTransform(restore);
     } else if (this.firstDraw) {
       this.initialView();
     } else if (before && anchor) {
       this.keepAnchor(anchor, before);
+      // An opened module (group, segment) is a frame now: show what it holds.
+      if (layout.clusters.some((c) => c.key === anchor)) this.bringIntoView(anchor);
     } else {
       this.onViewChange();
     }
@@ -175,9 +226,39 @@ export class Viewer {
     if (gen !== this.generation) return;
     this.ui.depth.textContent = String(this.depthShown());
     this.setBusy(false);
+    this.notice(null);
     performance.mark("torchscope:drawn");
     this.saveState();
     this.status(this.summary());
+  }
+
+  /**
+   * A layout that didn't happen. Too big a view is refused and the drawn one stays (ready,
+   * with a notice); anything else is the error state with its message: a failed layout
+   * is never reported as ready.
+   */
+  private failed(e: unknown): void {
+    this.setBusy(false);
+    if (this.drawn) {
+      // What is on screen is still the state.
+      this.exp = this.drawn.exp;
+      this.depth = null;
+      this.ui.depth.textContent = String(this.depthShown());
+    }
+    if (e instanceof TooManyToDraw && this.drawn) {
+      this.notice(`Not drawn: ${e.message}.`);
+      return;
+    }
+    const text = `Layout failed: ${errorText(e)}`;
+    this.ui.root.dataset.state = "error";
+    this.notice(text);
+    this.status(text);
+  }
+
+  /** A message over the graph (a refused or failed layout); null hides it. */
+  private notice(text: string | null): void {
+    this.ui.notice.hidden = text === null;
+    this.ui.notice.textContent = text ?? "";
   }
 
   private setBusy(on: boolean): void {
@@ -204,15 +285,52 @@ export class Viewer {
   toggle(key: string): void {
     this.searchBase = null;
     this.depth = null;
-    if (key.startsWith("g")) void this.apply(toggleGroup(this.exp, Number(key.slice(1))), key);
-    else if (key.startsWith("n")) void this.apply(toggleModule(this.exp, Number(key.slice(1))), key);
+    this.autoView = null;
+    const n = Number(key.slice(1));
+    if (key.startsWith("g")) void this.apply(toggleGroup(this.exp, n), key);
+    else if (key.startsWith("s")) void this.apply(toggleSegment(this.exp, n), key);
+    else if (key.startsWith("n")) void this.apply(toggleModule(this.exp, n), key);
   }
 
   expandAll(): void {
     this.depth = null;
     // Without a selection to hold still, start again from the inputs.
     const anchor = this.selected;
-    void this.apply(expandAll(this.idx), anchor).then(() => anchor ?? this.initialView());
+    let exp = expandAll(this.idx);
+    let note: string | null = null;
+    if (!this.drawable(exp)) {
+      // Everything at once is too much for Graphviz: open as many levels as can be drawn.
+      let lo = 0;
+      let hi = this.idx.maxDepth + 1;
+      while (lo < hi) {
+        const mid = Math.ceil((lo + hi) / 2);
+        if (this.drawable(toDepth(this.idx, mid))) lo = mid;
+        else hi = mid - 1;
+      }
+      this.depth = Math.max(lo, 1);
+      exp = toDepth(this.idx, this.depth);
+      const levels = `${this.depth} level${this.depth === 1 ? "" : "s"}`;
+      const limits = `${DRAW_LIMITS.boxes.toLocaleString("en-US")} boxes at most, ${DRAW_LIMITS.levels} levels`;
+      note = `Expanded ${levels} deep: everything at once would be too many nodes to draw (${limits}); open the rest one by one.`;
+    }
+    const done = this.apply(exp, anchor);
+    const gen = this.generation;
+    void done.then(() => {
+      if (gen !== this.generation) return;
+      if (note && this.ui.notice.hidden) this.notice(note);
+      if (!anchor) this.initialView();
+    });
+  }
+
+  /** Whether Graphviz may be asked to draw `exp` (the limits the worker applies). */
+  private drawable(exp: Expansion): boolean {
+    try {
+      buildVisible(this.idx, exp, DRAW_LIMITS);
+      return true;
+    } catch (e) {
+      if (e instanceof TooManyToDraw) return false;
+      throw e;
+    }
   }
 
   collapseAll(): void {
@@ -229,6 +347,7 @@ export class Viewer {
 
   dispose(): void {
     this.generation++;
+    this.autoView = null;
     if (this.busyTimer) clearInterval(this.busyTimer);
     this.client.dispose();
     this.scene.dispose();
@@ -241,91 +360,65 @@ export class Viewer {
     return { w: this.ui.svg.clientWidth || 800, h: this.ui.svg.clientHeight || 600 };
   }
 
-  private setTransform(x: number, y: number, k: number): void {
-    select(this.ui.svg).call(this.zoomer.transform, zoomIdentity.translate(x, y).scale(k));
+  private transform(): Transform {
+    const { x, y, k } = zoomTransform(this.ui.svg);
+    return { x, y, k };
+  }
+
+  private setTransform(t: Transform): void {
+    select(this.ui.svg).call(this.zoomer.transform, zoomIdentity.translate(t.x, t.y).scale(t.k));
   }
 
   private screenAnchor(layout: Layout, key: string): { x: number; y: number } | null {
     const a = anchorOf(layout, key);
-    if (!a) return null;
-    const [x, y] = zoomTransform(this.ui.svg).apply([a.x, a.y]);
-    return { x, y };
+    return a && toScreen(this.transform(), a);
   }
 
   private keepAnchor(key: string, screen: { x: number; y: number }): void {
     const a = anchorOf(this.drawn!.layout, key);
-    if (!a) return;
-    const k = zoomTransform(this.ui.svg).k;
-    this.setTransform(screen.x - a.x * k, screen.y - a.y * k, k);
+    if (a) this.setTransform(pinTransform(a, screen, this.transform().k));
   }
 
-  /** Readable from the start: at least 100 % zoom, beginning at the inputs (top). */
+  /** The opening view (also after E, C and 0): see camera.ts initialTransform. */
   initialView(): void {
     if (!this.drawn) return;
-    const { width, height } = this.drawn.layout;
-    const { w, h } = this.size();
-    const m = 24;
-    const fit = Math.min((w - 2 * m) / width, (h - 2 * m) / height);
-    const k = Math.max(1, Math.min(fit, 1.25));
-    const x = width * k <= w - 2 * m ? (w - width * k) / 2 : this.inputsCenterX(w, k);
-    const y = height * k <= h - 2 * m ? (h - height * k) / 2 : m;
-    this.setTransform(x, y, k);
-  }
-
-  private inputsCenterX(w: number, k: number): number {
-    const layout = this.drawn!.layout;
-    const inputs = layout.nodes.filter((n) => {
-      const id = Number(n.key.slice(1));
-      return n.key.startsWith("n") && this.idx.graph.nodes[id]?.kind === "input";
-    });
-    const cx = inputs.length ? inputs.reduce((s, n) => s + n.x, 0) / inputs.length : layout.width / 2;
-    return w / 2 - cx * k;
+    this.autoView = "initial";
+    this.setTransform(initialTransform(this.drawn.layout, this.size(), this.drawn.layout.nodes));
   }
 
   fit(): void {
     if (!this.drawn) return;
-    const { width, height } = this.drawn.layout;
-    const { w, h } = this.size();
-    const m = 16;
-    const k = Math.max(0.02, Math.min((w - 2 * m) / width, (h - 2 * m) / height, 2));
-    this.setTransform((w - width * k) / 2, (h - height * k) / 2, k);
+    this.autoView = "fit";
+    this.setTransform(fitTransform(this.drawn.layout, this.size()));
   }
 
-  private centerOn(x: number, y: number, k = zoomTransform(this.ui.svg).k): void {
-    const { w, h } = this.size();
-    this.setTransform(w / 2 - x * k, h / 2 - y * k, k);
+  /** After opening `key`: its frame in view, clear of the overview (camera.ts revealTransform). */
+  private bringIntoView(key: string): void {
+    const b = boundsOf(this.drawn!.layout, key);
+    if (b) this.setTransform(revealTransform(b, this.drawn!.layout, this.transform(), this.size(), this.minimap.footprint()));
+  }
+
+  private centerOn(x: number, y: number): void {
+    this.setTransform(centerTransform(x, y, this.transform().k, this.size()));
   }
 
   zoomTo(key: string): void {
     const b = this.drawn && boundsOf(this.drawn.layout, key);
-    if (!b) return;
-    const { w, h } = this.size();
-    const fitK = Math.min((w - 40) / b.w, (h - 40) / b.h);
-    const k = Math.max(Math.min(Math.max(zoomTransform(this.ui.svg).k, 1), fitK, 2), 0.1);
-    this.centerOn(b.x + b.w / 2, b.y + Math.min(b.h, h / k - 40) / 2, k);
-  }
-
-  private viewRect(): Rect {
-    const t = zoomTransform(this.ui.svg);
-    const { w, h } = this.size();
-    const [x0, y0] = t.invert([0, 0]);
-    const [x1, y1] = t.invert([w, h]);
-    return { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
+    if (b) this.setTransform(zoomToBox(b, this.transform().k, this.size()));
   }
 
   /** After any zoom or pan: draw what came into view, update the overview and detail level. */
   private onViewChange(): void {
     if (!this.drawn) return;
-    const r = this.viewRect();
+    const t = this.transform();
+    const r = visibleRect(t, this.size());
     this.scene.setView(r);
     // The overview only helps when part of the graph is out of sight.
-    const { width, height } = this.drawn.layout;
-    this.minimap.canvas.hidden = r.x <= 0 && r.y <= 0 && r.x + r.w >= width && r.y + r.h >= height;
+    this.minimap.canvas.hidden = showsAll(r, this.drawn.layout);
     this.minimap.update(r, this.css("--ts-accent", "#3b82f6"));
-    // Text too small to read is not drawn: it costs the most to paint.
-    const k = zoomTransform(this.ui.svg).k;
-    this.ui.svg.classList.toggle("ts-lod-low", k < 0.3);
-    this.ui.svg.classList.toggle("ts-lod-mid", k < 0.55);
+    const lod = detailLevel(t.k);
+    this.ui.svg.classList.toggle("ts-lod-low", lod.low);
+    this.ui.svg.classList.toggle("ts-lod-mid", lod.mid);
   }
 
   // ---- selection, search, marks -------------------------------------------------------
@@ -405,14 +498,16 @@ export class Viewer {
     const { ui } = this;
     ui.toolbar.addEventListener("click", (ev) => {
       const b = (ev.target as Element).closest<HTMLElement>("[data-action]");
-      if (b) this.action(b.dataset.action!);
+      const a = b && buttonAction(b.dataset.action!);
+      if (a) this.run(a);
     });
     ui.search.addEventListener("input", () => this.search(ui.search.value));
     ui.search.addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter") {
+      const a = searchKeyAction(ev.key, ev.shiftKey);
+      if (a?.type === "step") {
         ev.preventDefault();
-        void this.nextMatch(ev.shiftKey ? -1 : 1);
-      } else if (ev.key === "Escape") {
+        void this.nextMatch(a.step);
+      } else if (a?.type === "leave") {
         this.clearSearch();
         ui.search.blur();
       }
@@ -425,6 +520,8 @@ export class Viewer {
       return g ? (g.dataset.key ?? g.dataset.head ?? null) : null;
     };
     ui.svg.addEventListener("click", (ev) => {
+      // The card would cover what the click opens or selects: away until the pointer moves.
+      this.holdTooltip(ev);
       const t = (ev.target as Element).closest<SVGGElement>("[data-toggle]");
       if (t) {
         ev.stopPropagation();
@@ -436,63 +533,97 @@ export class Viewer {
       else this.select(null);
     });
     ui.svg.addEventListener("dblclick", (ev) => {
+      this.holdTooltip(ev);
       if ((ev.target as Element).closest("[data-toggle]")) return;
       const key = keyOf(ev);
       if (key && this.isExpandable(key)) this.toggle(key);
     });
-    ui.svg.addEventListener("pointerover", (ev) => {
+    const hover = (ev: PointerEvent): void => {
       const key = keyOf(ev);
+      const edge = key ? null : (ev.target as Element).closest<SVGGElement>("[data-edge]")?.dataset.edge;
       if (key) this.showTooltip(key, ev);
+      else if (edge) this.showTooltip(edge, ev, true);
       else ui.tooltip.hidden = true;
+    };
+    ui.svg.addEventListener("pointerover", (ev) => {
+      if (!this.tipHeld(ev)) hover(ev);
     });
-    ui.svg.addEventListener("pointermove", (ev) => !ui.tooltip.hidden && this.placeTooltip(ev));
-    ui.svg.addEventListener("pointerleave", () => (ui.tooltip.hidden = true));
+    ui.svg.addEventListener("pointermove", (ev) => {
+      if (this.tipHeld(ev)) return;
+      if (ui.tooltip.hidden) hover(ev);
+      else this.placeTooltip(ev);
+    });
+    ui.svg.addEventListener("pointerleave", () => {
+      ui.tooltip.hidden = true;
+    });
 
     // Document-level listeners go away with the viewer (VS Code mounts a new one per trace).
     ui.root.ownerDocument.addEventListener("keydown", (ev) => this.onKey(ev), { signal: this.disposer.signal });
-    const resize = new ResizeObserver(() => this.onViewChange());
+    const resize = new ResizeObserver(() => {
+      // A view the page chose fits the new size (a VS Code panel settles its size after
+      // the graph is drawn); one the user set stays as it is.
+      if (this.autoView === "initial") this.initialView();
+      else if (this.autoView === "fit") this.fit();
+      else this.onViewChange();
+    });
     resize.observe(ui.stage);
     this.disposer.signal.addEventListener("abort", () => resize.disconnect());
   }
 
-  private action(name: string): void {
-    switch (name) {
-      case "expand-all": return this.expandAll();
-      case "collapse-all": return this.collapseAll();
-      case "fit": return this.fit();
-      case "depth-up": return this.setDepth(this.depthShown() + 1);
-      case "depth-down": return this.setDepth(this.depthShown() - 1);
-      case "export-svg": return void this.exportAs("svg");
-      case "export-png": return void this.exportAs("png");
+  private run(a: ViewerAction): void {
+    // A refused or failed layout's message goes with the next thing the user does.
+    if (a.type !== "find") this.notice(null);
+    switch (a.type) {
+      case "expand-all":
+        this.expandAll();
+        return;
+      case "collapse-all":
+        this.collapseAll();
+        return;
+      case "fit":
+        this.fit();
+        return;
+      case "initial-view":
+        this.initialView();
+        return;
+      case "depth":
+        this.setDepth(a.depth);
+        return;
+      case "depth-step":
+        this.setDepth(this.depthShown() + a.step);
+        return;
+      case "export":
+        void this.exportAs(a.format);
+        return;
+      case "find":
+        this.ui.search.focus();
+        if (a.selectText) this.ui.search.select();
+        return;
+      case "clear":
+        this.clearSearch();
+        this.select(null);
+        return;
     }
   }
 
   private onKey(ev: KeyboardEvent): void {
     const tag = (ev.target as HTMLElement | null)?.tagName;
-    if ((ev.ctrlKey || ev.metaKey) && ev.key.toLowerCase() === "f") {
-      ev.preventDefault();
-      this.ui.search.focus();
-      this.ui.search.select();
-      return;
-    }
-    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || ev.ctrlKey || ev.metaKey || ev.altKey) return;
-    const k = ev.key;
-    if (k === "/") {
-      ev.preventDefault();
-      this.ui.search.focus();
-    } else if (k === "f" || k === "F") this.fit();
-    else if (k === "e" || k === "E") this.expandAll();
-    else if (k === "c" || k === "C") this.collapseAll();
-    else if (k === "0") this.initialView();
-    else if (/^[1-9]$/.test(k)) this.setDepth(Number(k));
-    else if (k === "Escape") {
-      this.clearSearch();
-      this.select(null);
-    }
+    const a = keyAction({
+      key: ev.key,
+      ctrlKey: ev.ctrlKey,
+      metaKey: ev.metaKey,
+      altKey: ev.altKey,
+      // a focused select (the overlay) takes its letters too
+      inTextField: tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT",
+    });
+    if (!a) return;
+    // The browser's own find and "/" quick-find give way to the graph's search.
+    if (a.type === "find") ev.preventDefault();
+    this.run(a);
   }
 
   private isExpandable(key: string): boolean {
-    if (key.startsWith("g")) return true;
+    if (key.startsWith("g") || key.startsWith("s")) return true;
     if (!key.startsWith("n")) return false;
     return this.idx.children[Number(key.slice(1))]!.length > 0;
   }
@@ -506,6 +637,10 @@ export class Viewer {
       return;
     }
     this.select(key);
+    if (key.startsWith("s")) {
+      this.status(`${segmentRange(segmentsOf(this.idx).list[Number(key.slice(1))]!)}: open it with + to see the calls`);
+      return;
+    }
     const id = key.startsWith("g") ? this.idx.graph.groups[Number(key.slice(1))]!.members[0]! : Number(key.slice(1));
     const node = this.idx.graph.nodes[id];
     if (node?.site) this.host.reveal(node.site, node);
@@ -517,9 +652,23 @@ export class Viewer {
     if (id !== null && id !== undefined) void this.revealNode(id);
   }
 
-  private showTooltip(key: string, ev: PointerEvent): void {
+  /** Hide the hover card where the pointer is now; it comes back once the pointer moves. */
+  private holdTooltip(ev: MouseEvent): void {
+    this.ui.tooltip.hidden = true;
+    this.tipHold = { x: ev.clientX, y: ev.clientY };
+  }
+
+  private tipHeld(ev: PointerEvent): boolean {
+    const h = this.tipHold;
+    if (!h) return false;
+    if (Math.hypot(ev.clientX - h.x, ev.clientY - h.y) < TIP_MOVE_PX) return true;
+    this.tipHold = null;
+    return false;
+  }
+
+  private showTooltip(key: string, ev: PointerEvent, edge = false): void {
     if (!this.drawn) return;
-    const d = describe(this.idx, this.drawn.vg, key);
+    const d = edge ? describeEdge(this.idx, this.drawn.vg, key) : describe(this.idx, this.drawn.vg, key);
     if (!d) return;
     fillTooltip(this.ui.tooltip, d.title, d.rows, d.hist ? histogramChart(d.hist) : undefined);
     this.ui.tooltip.hidden = false;
@@ -578,6 +727,7 @@ export class Viewer {
       graph: this.fingerprint(),
       expanded: [...this.exp.modules],
       groups: [...this.exp.groups],
+      segments: [...this.exp.segments],
       transform: { x: t.x, y: t.y, k: t.k },
     });
   }
@@ -603,7 +753,24 @@ export class Viewer {
     return getComputedStyle(this.ui.root).getPropertyValue(name).trim() || fallback;
   }
 
-  private colors(): { node: string; cluster: string; bg: string } {
-    return { node: this.css("--ts-mini-node", "#888"), cluster: this.css("--ts-border", "#aaa"), bg: this.css("--ts-bg", "#fff") };
+  private colors(): { node: string; cluster: string } {
+    return { node: this.css("--ts-mini-node", "#888"), cluster: this.css("--ts-border", "#aaa") };
+  }
+
+  /** The SVG follows a theme change through CSS; the overview's canvas is painted again. */
+  private watchTheme(): void {
+    const repaint = (): void => {
+      if (!this.drawn) return;
+      this.minimap.setLayout(this.drawn.layout, this.colors());
+      this.onViewChange();
+    };
+    // VS Code sets the theme's variables on <html> and its kind as a class on <body>.
+    const doc = this.ui.root.ownerDocument;
+    const mo = new MutationObserver(repaint);
+    mo.observe(doc.documentElement, { attributes: true, attributeFilter: ["style", "class"] });
+    if (doc.body) mo.observe(doc.body, { attributes: true, attributeFilter: ["style", "class"] });
+    const dark = doc.defaultView?.matchMedia?.("(prefers-color-scheme: dark)");
+    dark?.addEventListener("change", repaint, { signal: this.disposer.signal });
+    this.disposer.signal.addEventListener("abort", () => mo.disconnect());
   }
 }

@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 import torchscope
 
-from ..runner import Failure
+from ..failure import Failure
 
 Log = Callable[[str, str], None]  # (level, message): "error" | "warning" | "info" | "debug"
 Progress = Callable[[str], None]
@@ -221,7 +221,7 @@ class RunnerClient:
             raise
         if not reply.get("ok"):
             await process.kill()
-            raise Failure.from_reply(reply)
+            raise Failure.from_runner_reply(reply)
         process.torch = reply.get("torch")
         self.log("info", f"runner ready: torch {process.torch} (pid {proc.pid})")
         self._process = process
@@ -271,7 +271,7 @@ class RunnerClient:
                 process.progress.pop(rid, None)
             if reply.get("ok"):
                 return reply.get("result", reply)
-            raise Failure.from_reply(reply)
+            raise Failure.from_runner_reply(reply)
 
     def preload_soon(self, modules: set[str]) -> None:
         """Have the runner import these libraries in the background (once per runner)."""

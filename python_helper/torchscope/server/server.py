@@ -1,5 +1,6 @@
-"""The torchscope language server (pygls): code lenses, target at a position, and traces run
-in a warm runner process. The protocol is docs/protocol.md. Never imports torch."""
+"""The torchscope language server (pygls): code lenses, target at a position, traces run in a
+warm runner process, and inlay hints and hovers from the last trace. The protocol is
+docs/protocol.md. Never imports torch."""
 
 from __future__ import annotations
 
@@ -22,13 +23,18 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..runner import PRELOADABLE, Failure
-from . import targets
+from ..failure import Failure
+from ..runner import PRELOADABLE
+from . import find_targets as targets
+from . import hints
 from .runner_client import RunnerClient
+from .traces import Change, Mark, Trace, TraceStore, file_key
 
 TARGET_AT = "torchscope/targetAt"
 TRACE = "torchscope/trace"
 SHUTDOWN_RUNNER = "torchscope/shutdownRunner"
+GRAPH_SHOWN = "torchscope/graphShown"
+SHOWN_KEY = "torchscope/graphShown"  # the key of graphs shown without one
 VISUALIZE_COMMAND = "torchscope.visualize"
 ERROR_CODE = -32001
 KEEP_GRAPH_FILES = 20
@@ -62,6 +68,7 @@ class Settings:
     storage_dir: Path
     trace_timeout: float = 60.0
     log_level: str = "info"
+    inlay_hints: bool = True
 
     @staticmethod
     def from_options(options: Any) -> Settings:
@@ -75,7 +82,10 @@ class Settings:
             timeout = 60.0
         level = str(o.get("logLevel", "info"))
         return Settings(
-            Path(storage), timeout if timeout > 0 else 60.0, level if level in _LEVELS else "info"
+            Path(storage),
+            timeout if timeout > 0 else 60.0,
+            level if level in _LEVELS else "info",
+            o.get("inlayHints", True) is not False,
         )
 
 
@@ -101,6 +111,7 @@ class TorchscopeServer(LanguageServer):
         self.settings = Settings.from_options(None)
         self.runner = RunnerClient(sys.executable, log=self.log)
         self.project = targets.Project()
+        self.traces = TraceStore()
         self._files = itertools.count(1)
 
     def log(self, level: str, message: str) -> None:
@@ -131,6 +142,42 @@ class TorchscopeServer(LanguageServer):
                 return None
             path = (self.project.roots[0] if self.project.roots else Path.cwd()) / "untitled.py"
         return self.project.load(path, text)
+
+    def open_texts(self) -> dict[str, str]:
+        """The open files' texts by file_key (what a trace starting now sees)."""
+        out: dict[str, str] = {}
+        for uri, doc in self.workspace.text_documents.items():
+            path = to_fs_path(uri)
+            if path:
+                out[file_key(path)] = doc.source
+        return out
+
+    def load_hints(self, key: str, graph: str, mark: Optional[Mark]) -> Any:
+        """Index a graph for hints and hovers (off the event loop), then ask the editor to
+        fetch the hints again."""
+        started = time.perf_counter()
+
+        def loaded(trace: Trace) -> None:
+            lines = sum(len(t.lines) for t in trace.files.values())
+            self.log(
+                "debug",
+                f"hints: {lines} lines in {len(trace.files)} files from {Path(graph).name} "
+                f"in {(time.perf_counter() - started) * 1000:.0f} ms "
+                f"({trace.cpu_ms:.0f} ms CPU reading and indexing)",
+            )
+            self.refresh_hints()
+
+        return self.traces.load(
+            key, graph, mark, self.open_texts, loaded, lambda m: self.log("warning", m)
+        )
+
+    def refresh_hints(self) -> None:
+        caps = self.client_capabilities.workspace
+        hint_caps = caps.inlay_hint if caps is not None else None
+        if not self.settings.inlay_hints or not (hint_caps and hint_caps.refresh_support):
+            return
+        future: Any = self.workspace_inlay_hint_refresh(None)
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())  # answered or not
 
     def graph_path(self, target: str) -> Path:
         folder = self.settings.storage_dir
@@ -231,7 +278,6 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         "device": p.get("device") or "cpu",
         "out": str(_graph_path(ls, target)),
         "timeout": ls.settings.trace_timeout,
-        "roots": [str(r) for r in ls.project.roots],
     }
     for key in ("text", "input", "ctorArgs"):
         value = text if key == "text" else p.get(key)
@@ -247,6 +293,10 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         f"trace {path.name}:{target}" + (f" with input {p['input']}" if p.get("input") else ""),
     )
     started = time.perf_counter()
+    texts = ls.open_texts()
+    if text is not None:
+        texts[file_key(path)] = text
+    mark = ls.traces.begin(texts)  # hints fit the texts traced, replaying edits made meanwhile
     progress.begin("")
     try:
         result = await ls.runner.request(
@@ -256,6 +306,7 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
             grace=TIMEOUT_GRACE,
         )
     except Failure as exc:
+        ls.traces.end(mark)
         ls.log(
             "warning" if exc.kind != "internal" else "error",
             f"trace {target}: {exc.kind}: {exc.message}",
@@ -263,6 +314,9 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         if exc.details:
             ls.log("info", exc.details)
         raise _error(exc.kind, exc.message, exc.details, **exc.extra) from None
+    except BaseException:  # cancelled
+        ls.traces.end(mark)
+        raise
     finally:
         progress.end()
     summary = result.get("summary", {})
@@ -271,7 +325,81 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         f"traced {target} in {(time.perf_counter() - started) * 1000:.0f} ms: "
         f"{summary.get('nodes')} nodes, {result.get('size')} bytes -> {result.get('path')}",
     )
+    ls.load_hints(uri, str(result.get("path")), mark)
     return result
+
+
+@server.feature(GRAPH_SHOWN)
+async def graph_shown(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
+    """A graph traced elsewhere (a paused debugger) is shown: its lines get hints too."""
+    p = params_dict(params)
+    graph = str(p.get("path") or "")
+    trace = ls.traces.find_graph(graph)
+    if trace is not None:  # a graph this server traced and indexed already
+        ls.traces.touch(trace)
+        ls.refresh_hints()
+    else:
+        trace = await ls.load_hints(str(p.get("key") or SHOWN_KEY), graph, None)
+    if trace is None:
+        raise _error("bad-graph", f"cannot read the graph {graph}")
+    return {"files": len(trace.files), "lines": sum(len(t.lines) for t in trace.files.values())}
+
+
+@server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
+async def inlay_hint(ls: TorchscopeServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+    await ls.traces.settled()
+    path = to_fs_path(params.text_document.uri)
+    found = ls.traces.table(path) if path and ls.settings.inlay_hints else None
+    if found is None:
+        return []
+    doc = ls.workspace.get_text_document(params.text_document.uri)
+    lines = hints.split_lines(doc.source)
+    return hints.inlay_hints(found[1].lines, lines, params.range.start.line, params.range.end.line)
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+async def hover(ls: TorchscopeServer, params: types.HoverParams) -> Optional[types.Hover]:
+    await ls.traces.settled()
+    path = to_fs_path(params.text_document.uri)
+    found = ls.traces.table(path) if path else None
+    line = params.position.line
+    info = found[1].lines.get(line) if found is not None else None
+    if found is None or info is None:
+        return None
+    doc = ls.workspace.get_text_document(params.text_document.uri)
+    lines = hints.split_lines(doc.source)
+    text = lines[line] if line < len(lines) else ""
+    trace = found[0]
+    return hints.hover(info, trace.graph, trace.device, line, text, params.position.character)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: TorchscopeServer, params: types.DidOpenTextDocumentParams) -> None:
+    path = to_fs_path(params.text_document.uri)
+    if path:
+        ls.traces.did_open(path, params.text_document.text)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: TorchscopeServer, params: types.DidChangeTextDocumentParams) -> None:
+    path = to_fs_path(params.text_document.uri)
+    if not path:
+        return
+    changes: list[Change] = []
+    for c in params.content_changes:
+        if isinstance(c, types.TextDocumentContentChangePartial):
+            changes.append((c.range.start.line, c.range.end.line, c.text))
+        else:
+            changes.append((None, None, c.text))
+    doc = ls.workspace.get_text_document(params.text_document.uri)
+    ls.traces.did_change(path, changes, doc.source)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: TorchscopeServer, params: types.DidCloseTextDocumentParams) -> None:
+    path = to_fs_path(params.text_document.uri)
+    if path:
+        ls.traces.did_close(path)
 
 
 @server.feature(SHUTDOWN_RUNNER)

@@ -13,8 +13,27 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import {
-  ARTIFACTS, PYTHON, activeTab, chooseMenuItem, cleanup, closeAll, cursorLine, launch, markOld, notifications, openFile, openWorkbench, palette, pointerAway,
-  saveLog, shot, startCodeServer, step, viewer, waitForGraph, type CodeServer,
+  ARTIFACTS,
+  PYTHON,
+  activeTab,
+  chooseMenuItem,
+  cleanup,
+  closeAll,
+  cursorLine,
+  launch,
+  markOld,
+  notifications,
+  openFile,
+  openWorkbench,
+  palette,
+  pointerAway,
+  saveLog,
+  shot,
+  startCodeServer,
+  step,
+  viewer,
+  waitForGraph,
+  type CodeServer,
 } from "./harness";
 
 const FIXTURE_ID = "torchscope-test.debugpy-fixture";
@@ -192,7 +211,7 @@ after(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   const load = (await import("node:os")).loadavg().map((x) => Math.round(x * 100) / 100);
   const entry = { when: new Date().toISOString(), loadavg: load, timings };
-  writeFileSync(join(ARTIFACTS, "timings-debug.json"), JSON.stringify(entry, null, 2) + "\n");
+  writeFileSync(join(ARTIFACTS, "timings-debug.json"), `${JSON.stringify(entry, null, 2)}\n`);
   // Also in timings.json beside the editor path's (kept; this file's entries under "debug").
   const file = join(ARTIFACTS, "timings.json");
   let all: Record<string, unknown> = {};
@@ -201,7 +220,7 @@ after(async () => {
   } catch {
     /* none yet */
   }
-  writeFileSync(file, JSON.stringify({ ...all, debug: entry }, null, 2) + "\n");
+  writeFileSync(file, `${JSON.stringify({ ...all, debug: entry }, null, 2)}\n`);
 });
 
 /** The extension's log lines so far. */
@@ -216,7 +235,11 @@ async function debugUntilStopped(file: string, breakLine: number): Promise<void>
   await palette(page, "torchscope test: debug the active file");
   // Stopped: the toolbar offers Continue, and the editor is on the breakpoint's line.
   await page.locator(".debug-toolbar .codicon-debug-continue").first().waitFor({ timeout: 180_000 });
-  await page.waitForFunction((n) => new RegExp(`Ln ${n},`).test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""), breakLine, { timeout: 30_000 });
+  await page.waitForFunction(
+    (n) => new RegExp(`Ln ${n},`).test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""),
+    breakLine,
+    { timeout: 30_000 },
+  );
 }
 
 /** A log line's time: "2026-12-02 11:08:06.936 [info] ..." in local time. */
@@ -227,21 +250,27 @@ function lineTime(line: string | undefined): number | undefined {
 
 /** Epoch times of the viewer's last layout start and drawing (performance marks). */
 async function viewerMarks(): Promise<(number | null)[]> {
-  return viewer(page).locator("#torchscope").evaluate(() =>
-    ["torchscope:layout-start", "torchscope:drawn"].map((n) => {
-      const e = performance.getEntriesByName(n);
-      return e.length ? performance.timeOrigin + e[e.length - 1]!.startTime : null;
-    }),
-  ).catch(() => [null, null]);
+  return viewer(page)
+    .locator("#torchscope")
+    .evaluate(() =>
+      ["torchscope:layout-start", "torchscope:drawn"].map((n) => {
+        const e = performance.getEntriesByName(n);
+        return e.length ? performance.timeOrigin + e[e.length - 1]!.startTime : null;
+      }),
+    )
+    .catch(() => [null, null]);
 }
 
 /** When the viewer's page started loading (epoch), and how long VS Code's webview took to
  * begin fetching it (its service worker): time the viewer's code can't shorten. */
 async function viewerPageStart(): Promise<{ origin: number; fetchStart: number } | null> {
-  return viewer(page).locator("#torchscope").evaluate(() => {
-    const nav = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming | undefined;
-    return nav ? { origin: performance.timeOrigin, fetchStart: Math.round(nav.fetchStart) } : null;
-  }).catch(() => null);
+  return viewer(page)
+    .locator("#torchscope")
+    .evaluate(() => {
+      const nav = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming | undefined;
+      return nav ? { origin: performance.timeOrigin, fetchStart: Math.round(nav.fetchStart) } : null;
+    })
+    .catch(() => null);
 }
 
 /** Palette → "Visualize forward pass (paused frame)" → the first candidate → the graph drawn.
@@ -282,7 +311,10 @@ async function visualizePaused(name: string, expectFirst: RegExp, readMs = 0): P
   if (cand) t.candidates_ms = Number(/in (\d+) ms/.exec(cand)![1]);
   const candAt = lineTime(cand);
   if (candAt) t.palette_to_candidates_reply_ms = candAt - t0;
-  const tracedAt = lines.map((l, i) => (l.includes("debug: traced ") ? i : -1)).filter((i) => i >= 0).at(-1);
+  const tracedAt = lines
+    .map((l, i) => (l.includes("debug: traced ") ? i : -1))
+    .filter((i) => i >= 0)
+    .at(-1);
   if (tracedAt !== undefined) {
     const m = /in (\d+(?:\.\d+)?) ms \(evaluate .*request (\d+) ms.*?(\d+) bytes\)/.exec(lines[tracedAt]!);
     if (m) Object.assign(t, { trace_ms: Math.round(Number(m[1])), trace_request_ms: Number(m[2]), graph_bytes: Number(m[3]) });
@@ -303,11 +335,13 @@ async function visualizePaused(name: string, expectFirst: RegExp, readMs = 0): P
     t.webview_fetch_start_ms = page0.fetchStart;
   }
   timings[name] = t;
-  console.log(`# timing ${name}: palette→drawn ${t.palette_to_drawn_ms} ms (by the page's marks ${t.palette_to_drawn_mark_ms ?? "?"} ms, list at ${t.palette_to_list_mark_ms ?? "?"} ms; palette→candidates ${t.palette_to_candidates_ms} ms, palette→reply ${t.palette_to_candidates_reply_ms ?? "?"} ms, ` +
-    `candidates evaluate ${t.candidates_ms ?? "?"} ms; pick→drawn ${t.pick_to_drawn_ms} ms: trace request ${t.trace_request_ms ?? "?"} ms ` +
-    `of which tracing ${t.trace_ms ?? "?"} ms, pick→posted ${t.pick_to_posted_ms ?? "?"} ms, pick→layout ${t.pick_to_layout_ms ?? "?"} ms, ` +
-    `layout+draw ${t.layout_and_draw_ms ?? "?"} ms; panel opened ${t.panel_opened_before_pick_ms ?? "?"} ms before the pick, ` +
-    `its page fetched after ${t.webview_fetch_start_ms ?? "?"} ms)`);
+  console.log(
+    `# timing ${name}: palette→drawn ${t.palette_to_drawn_ms} ms (by the page's marks ${t.palette_to_drawn_mark_ms ?? "?"} ms, list at ${t.palette_to_list_mark_ms ?? "?"} ms; palette→candidates ${t.palette_to_candidates_ms} ms, palette→reply ${t.palette_to_candidates_reply_ms ?? "?"} ms, ` +
+      `candidates evaluate ${t.candidates_ms ?? "?"} ms; pick→drawn ${t.pick_to_drawn_ms} ms: trace request ${t.trace_request_ms ?? "?"} ms ` +
+      `of which tracing ${t.trace_ms ?? "?"} ms, pick→posted ${t.pick_to_posted_ms ?? "?"} ms, pick→layout ${t.pick_to_layout_ms ?? "?"} ms, ` +
+      `layout+draw ${t.layout_and_draw_ms ?? "?"} ms; panel opened ${t.panel_opened_before_pick_ms ?? "?"} ms before the pick, ` +
+      `its page fetched after ${t.webview_fetch_start_ms ?? "?"} ms)`,
+  );
 }
 
 /** Remove the breakpoints, continue (F5 in the editor) and wait for the session to end. */
@@ -327,102 +361,114 @@ async function waitForFile(path: string, timeout = 60_000): Promise<string> {
 }
 
 describe("tracing at a breakpoint (real debugpy in VS Code)", { timeout: 900_000 }, () => {
-  it("paused in a block's forward: palette → the block's graph → click an op → its line; the program goes on", () => step(page, "debug-blocks", async () => {
-    const expected = plainOutput("debug_blocks.py", BLOCKS);
-    const breakLine = lineOf(BLOCKS, "# BREAK");
-    const reluLine = lineOf(BLOCKS, "torch.relu(h)");
-    await debugUntilStopped("debug_blocks.py", breakLine);
-    await shot(page, "debug-01-stopped");
+  it("paused in a block's forward: palette → the block's graph → click an op → its line; the program goes on", () =>
+    step(page, "debug-blocks", async () => {
+      const expected = plainOutput("debug_blocks.py", BLOCKS);
+      const breakLine = lineOf(BLOCKS, "# BREAK");
+      const reluLine = lineOf(BLOCKS, "torch.relu(h)");
+      await debugUntilStopped("debug_blocks.py", breakLine);
+      await shot(page, "debug-01-stopped");
 
-    await visualizePaused("debug_blocks_palette_to_drawn", /self[\s\S]*Block/);
-    await page.locator(".tabs-container .tab", { hasText: "Forward pass: Block" }).first().waitFor({ timeout: 10_000 });
-    const v = viewer(page);
-    assert.equal(await v.locator(".ts-model").innerText(), "Block");
-    await pointerAway(page);
-    await shot(page, "debug-02-block-graph");
+      await visualizePaused("debug_blocks_palette_to_drawn", /self[\s\S]*Block/);
+      await page.locator(".tabs-container .tab", { hasText: "Forward pass: Block" }).first().waitFor({ timeout: 10_000 });
+      const v = viewer(page);
+      assert.equal(await v.locator(".ts-model").innerText(), "Block");
+      await pointerAway(page);
+      await shot(page, "debug-02-block-graph");
 
-    // The relu in Block.forward → that line of debug_blocks.py.
-    await v.locator('g[data-kind="op"]', { hasText: "relu" }).first().click();
-    await page.waitForFunction((n) => new RegExp(`Ln ${n},`).test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""), reluLine, { timeout: 15_000 });
-    assert.equal(await cursorLine(page), reluLine);
-    assert.match(await activeTab(page), /^debug_blocks\.py/);
-    await pointerAway(page);
-    await shot(page, "debug-03-reveal");
-    assert.ok(!(await notifications(page)).some((t) => /torchscope: .*(error|failed|can't)/i.test(t)), "no error message");
+      // The relu in Block.forward → that line of debug_blocks.py.
+      await v.locator('g[data-kind="op"]', { hasText: "relu" }).first().click();
+      await page.waitForFunction(
+        (n) => new RegExp(`Ln ${n},`).test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""),
+        reluLine,
+        { timeout: 15_000 },
+      );
+      assert.equal(await cursorLine(page), reluLine);
+      assert.match(await activeTab(page), /^debug_blocks\.py/);
+      await pointerAway(page);
+      await shot(page, "debug-03-reveal");
+      assert.ok(!(await notifications(page)).some((t) => /torchscope: .*(error|failed|can't)/i.test(t)), "no error message");
 
-    // The Variables view: right-click `self` → Visualize forward pass (its evaluateName).
-    await markOld(page);
-    await palette(page, "View: Show Run and Debug");
-    const selfRow = page.locator(".debug-variables .monaco-list-row", { hasText: /^\s*self\b/ }).first();
-    const locals = page.locator(".debug-variables .monaco-list-row", { hasText: /^\s*Locals/ }).first();
-    await locals.waitFor({ timeout: 30_000 });
-    if ((await locals.getAttribute("aria-expanded")) !== "true") await locals.click();
-    await selfRow.waitFor({ timeout: 30_000 });
-    const t0 = Date.now();
-    for (let i = 0; ; i++) {
-      await selfRow.click({ button: "right" });
-      try {
-        await chooseMenuItem(page, "Visualize forward pass", 3000);
-        break;
-      } catch (e) {
-        if (i >= 3) throw e;
-        await page.keyboard.press("Escape");
+      // The Variables view: right-click `self` → Visualize forward pass (its evaluateName).
+      await markOld(page);
+      await palette(page, "View: Show Run and Debug");
+      const selfRow = page.locator(".debug-variables .monaco-list-row", { hasText: /^\s*self\b/ }).first();
+      const locals = page.locator(".debug-variables .monaco-list-row", { hasText: /^\s*Locals/ }).first();
+      await locals.waitFor({ timeout: 30_000 });
+      if ((await locals.getAttribute("aria-expanded")) !== "true") await locals.click();
+      await selfRow.waitFor({ timeout: 30_000 });
+      const t0 = Date.now();
+      for (let i = 0; ; i++) {
+        await selfRow.click({ button: "right" });
+        try {
+          await chooseMenuItem(page, "Visualize forward pass", 3000);
+          break;
+        } catch (e) {
+          if (i >= 3) throw e;
+          await page.keyboard.press("Escape");
+        }
       }
-    }
-    await waitForGraph(page);
-    console.log(`# timing debug_variables_menu_to_drawn: ${Date.now() - t0} ms`);
-    assert.equal(await viewer(page).locator(".ts-model").innerText(), "Block");
-    await pointerAway(page);
-    await shot(page, "debug-03b-variables-view");
-    await palette(page, "View: Show Explorer");
+      await waitForGraph(page);
+      console.log(`# timing debug_variables_menu_to_drawn: ${Date.now() - t0} ms`);
+      assert.equal(await viewer(page).locator(".ts-model").innerText(), "Block");
+      await pointerAway(page);
+      await shot(page, "debug-03b-variables-view");
+      await palette(page, "View: Show Explorer");
 
-    // The session goes on untouched: same output as a plain run.
-    await continueToEnd();
-    const out = await waitForFile(join(cs!.workspace, "debug_blocks.out"));
-    assert.equal(out, expected);
-  }));
+      // The session goes on untouched: same output as a plain run.
+      await continueToEnd();
+      const out = await waitForFile(join(cs!.workspace, "debug_blocks.out"));
+      assert.equal(out, expected);
+    }));
 
-  it("no input in the frame → trace the next call → continue → the graph appears; the program ends as a plain run", () => step(page, "debug-next-call", async () => {
-    await closeAll(page);
-    const expected = plainOutput("debug_loop.py", LOOP);
-    await debugUntilStopped("debug_loop.py", lineOf(LOOP, "# BREAK"));
-    await palette(page, "Visualize forward pass (paused frame)");
-    const first = page.locator(".quick-input-list .monaco-list-row").first();
-    await page.waitForFunction(() => /input unknown/.test(document.querySelector(".quick-input-list .monaco-list-row")?.textContent ?? ""), null, { timeout: 60_000 });
-    assert.match(await first.innerText(), /net[\s\S]*Sequential/);
-    await page.keyboard.press("Enter");
-    const next = page.locator(".quick-input-list .monaco-list-row", { hasText: "Trace the next call" }).first();
-    await next.waitFor({ timeout: 30_000 });
-    await shot(page, "debug-05-no-input-choice");
-    await next.click();
-    await page.locator(".notification-toast", { hasText: "continue the program" }).first().waitFor({ timeout: 30_000 });
-    await shot(page, "debug-06-next-call-armed");
-    const t0 = Date.now();
-    await continueToEnd();
-    await waitForGraph(page);
-    console.log(`# timing debug_next_call_continue_to_drawn: ${Date.now() - t0} ms`);
-    await page.locator(".tabs-container .tab", { hasText: "Forward pass: Sequential" }).first().waitFor({ timeout: 10_000 });
-    assert.equal(await viewer(page).locator(".ts-model").innerText(), "Sequential");
-    await pointerAway(page);
-    await shot(page, "debug-07-next-call-graph");
-    assert.equal(await waitForFile(join(cs!.workspace, "debug_loop.out")), expected);
-  }));
+  it("no input in the frame → trace the next call → continue → the graph appears; the program ends as a plain run", () =>
+    step(page, "debug-next-call", async () => {
+      await closeAll(page);
+      const expected = plainOutput("debug_loop.py", LOOP);
+      await debugUntilStopped("debug_loop.py", lineOf(LOOP, "# BREAK"));
+      await palette(page, "Visualize forward pass (paused frame)");
+      const first = page.locator(".quick-input-list .monaco-list-row").first();
+      await page.waitForFunction(() => /input unknown/.test(document.querySelector(".quick-input-list .monaco-list-row")?.textContent ?? ""), null, {
+        timeout: 60_000,
+      });
+      assert.match(await first.innerText(), /net[\s\S]*Sequential/);
+      await page.keyboard.press("Enter");
+      const next = page.locator(".quick-input-list .monaco-list-row", { hasText: "Trace the next call" }).first();
+      await next.waitFor({ timeout: 30_000 });
+      await shot(page, "debug-05-no-input-choice");
+      await next.click();
+      await page.locator(".notification-toast", { hasText: "continue the program" }).first().waitFor({ timeout: 30_000 });
+      await shot(page, "debug-06-next-call-armed");
+      const t0 = Date.now();
+      await continueToEnd();
+      await waitForGraph(page);
+      console.log(`# timing debug_next_call_continue_to_drawn: ${Date.now() - t0} ms`);
+      await page.locator(".tabs-container .tab", { hasText: "Forward pass: Sequential" }).first().waitFor({ timeout: 10_000 });
+      assert.equal(await viewer(page).locator(".ts-model").innerText(), "Sequential");
+      await pointerAway(page);
+      await shot(page, "debug-07-next-call-graph");
+      assert.equal(await waitForFile(join(cs!.workspace, "debug_loop.out")), expected);
+    }));
 
   // Twice, each in a new debuggee (a first trace both times): Enter at once on the list, so
   // the new panel's start-up competes with the trace for the 2 cores; and after a second
   // of reading the list, as a person picks.
-  for (const [name, readMs] of [["debug_gpt2_palette_to_drawn", 0], ["debug_gpt2_palette_to_drawn_read_1s", 1000]] as const) {
-    it(`GPT-2 (12 layers) paused in its forward: palette → graph drawn, picked after ${readMs} ms (benchmark)`, () => step(page, name, async () => {
-      await closeAll(page);
-      const expected = plainOutput("debug_gpt2.py", GPT2);
-      rmSync(join(cs!.workspace, "debug_gpt2.out"), { force: true });
-      await debugUntilStopped("debug_gpt2.py", lineOf(GPT2, "# BREAK"));
-      await visualizePaused(name, /self[\s\S]*LM/, readMs);
-      await page.locator(".tabs-container .tab", { hasText: "Forward pass: LM" }).first().waitFor({ timeout: 10_000 });
-      await pointerAway(page);
-      await shot(page, readMs ? "debug-04-gpt2-graph" : "debug-04-gpt2-graph-at-once");
-      await continueToEnd();
-      assert.equal(await waitForFile(join(cs!.workspace, "debug_gpt2.out")), expected);
-    }));
+  for (const [name, readMs] of [
+    ["debug_gpt2_palette_to_drawn", 0],
+    ["debug_gpt2_palette_to_drawn_read_1s", 1000],
+  ] as const) {
+    it(`GPT-2 (12 layers) paused in its forward: palette → graph drawn, picked after ${readMs} ms (benchmark)`, () =>
+      step(page, name, async () => {
+        await closeAll(page);
+        const expected = plainOutput("debug_gpt2.py", GPT2);
+        rmSync(join(cs!.workspace, "debug_gpt2.out"), { force: true });
+        await debugUntilStopped("debug_gpt2.py", lineOf(GPT2, "# BREAK"));
+        await visualizePaused(name, /self[\s\S]*LM/, readMs);
+        await page.locator(".tabs-container .tab", { hasText: "Forward pass: LM" }).first().waitFor({ timeout: 10_000 });
+        await pointerAway(page);
+        await shot(page, readMs ? "debug-04-gpt2-graph" : "debug-04-gpt2-graph-at-once");
+        await continueToEnd();
+        assert.equal(await waitForFile(join(cs!.workspace, "debug_gpt2.out")), expected);
+      }));
   }
 });

@@ -9,8 +9,27 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import {
-  ARTIFACTS, activeTab, chooseMenuItem, cleanup, lastTrace, closeAll, contextMenu, cursorLine, launch, markOld, notifications, openFile,
-  openWorkbench, palette, pointerAway, shot, startCodeServer, step, viewer, waitForGraph, type CodeServer,
+  ARTIFACTS,
+  activeTab,
+  chooseMenuItem,
+  cleanup,
+  lastTrace,
+  closeAll,
+  contextMenu,
+  cursorLine,
+  launch,
+  markOld,
+  notifications,
+  openFile,
+  openWorkbench,
+  palette,
+  pointerAway,
+  shot,
+  startCodeServer,
+  step,
+  viewer,
+  waitForGraph,
+  type CodeServer,
 } from "./harness";
 
 interface Timing {
@@ -34,12 +53,14 @@ const timings: Record<string, Timing> = {};
 /** Epoch times of the viewer's last performance marks (same clock as Date.now() on this machine). */
 async function viewerMarks(p: Page): Promise<{ boot: number | null; layoutStart: number | null; drawn: number | null }> {
   // No named inner functions: the test's transpiler would add a helper the page lacks.
-  const [boot, layoutStart, drawn] = await viewer(p).locator("#torchscope").evaluate(() =>
-    ["torchscope:boot", "torchscope:layout-start", "torchscope:drawn"].map((n) => {
-      const e = performance.getEntriesByName(n);
-      return e.length ? performance.timeOrigin + e[e.length - 1]!.startTime : null;
-    }),
-  );
+  const [boot, layoutStart, drawn] = await viewer(p)
+    .locator("#torchscope")
+    .evaluate(() =>
+      ["torchscope:boot", "torchscope:layout-start", "torchscope:drawn"].map((n) => {
+        const e = performance.getEntriesByName(n);
+        return e.length ? performance.timeOrigin + e[e.length - 1]!.startTime : null;
+      }),
+    );
   return { boot: boot ?? null, layoutStart: layoutStart ?? null, drawn: drawn ?? null };
 }
 
@@ -59,12 +80,14 @@ async function timed(name: string, t0: number): Promise<number> {
     t.layout_and_draw_ms = Math.round(m.drawn - m.layoutStart);
   }
   timings[name] = t;
-  const parts = t.request_ms !== undefined
-    ? ` (${t.target_at_ms !== undefined ? `targetAt ${t.target_at_ms} ms, ` : ""}request ${t.request_ms} ms, of which tracing ${t.trace_ms} ms)`
-    : "";
-  const view = t.to_layout_ms !== undefined
-    ? ` [${t.to_viewer_boot_ms !== undefined ? `click→viewer boot ${t.to_viewer_boot_ms} ms, ` : ""}click→posted ${t.to_posted_ms ?? "?"} ms, click→layout ${t.to_layout_ms} ms, layout+draw ${t.layout_and_draw_ms} ms]`
-    : "";
+  const parts =
+    t.request_ms !== undefined
+      ? ` (${t.target_at_ms !== undefined ? `targetAt ${t.target_at_ms} ms, ` : ""}request ${t.request_ms} ms, of which tracing ${t.trace_ms} ms)`
+      : "";
+  const view =
+    t.to_layout_ms !== undefined
+      ? ` [${t.to_viewer_boot_ms !== undefined ? `click→viewer boot ${t.to_viewer_boot_ms} ms, ` : ""}click→posted ${t.to_posted_ms ?? "?"} ms, click→layout ${t.to_layout_ms} ms, layout+draw ${t.layout_and_draw_ms} ms]`
+      : "";
   console.log(`# timing ${name}: ${total} ms${parts}${view}`);
   return total;
 }
@@ -97,119 +120,144 @@ after(async () => {
     earlier = {};
   }
   const merged = { ...earlier, ...timings };
-  writeFileSync(file, JSON.stringify({ when: new Date().toISOString(), loadavg: load, timings: merged }, null, 2) + "\n");
+  writeFileSync(file, `${JSON.stringify({ when: new Date().toISOString(), loadavg: load, timings: merged }, null, 2)}\n`);
 });
 
 describe("torchscope in VS Code", { timeout: 600_000 }, () => {
-  it("right-click in a model factory → the graph beside the code (GPT-2, cold then warm)", () => step(page, "gpt2", async () => {
-    // the fixture builds the same model as examples/gpt2.py in two statements
-    await openFile(page, "gpt2_factory.py");
-    let t0 = await contextMenu(page, "model = GPT2Model", "Visualize forward pass");
-    await waitForGraph(page);
-    await timed("gpt2_cold_rightclick_to_drawn", t0);
-    assert.match(await page.locator(".tabs-container .tab", { hasText: "Forward pass: GPT2Model" }).first().innerText(), /Forward pass: GPT2Model/);
-    await shot(page, "01-gpt2-panel");
+  it("right-click in a model factory → the graph beside the code (GPT-2, cold then warm)", () =>
+    step(page, "gpt2", async () => {
+      // the fixture builds the same model as examples/gpt2.py in two statements
+      await openFile(page, "gpt2_factory.py");
+      let t0 = await contextMenu(page, "model = GPT2Model", "Visualize forward pass");
+      await waitForGraph(page);
+      await timed("gpt2_cold_rightclick_to_drawn", t0);
+      assert.match(await page.locator(".tabs-container .tab", { hasText: "Forward pass: GPT2Model" }).first().innerText(), /Forward pass: GPT2Model/);
+      await shot(page, "01-gpt2-panel");
 
-    await markOld(page);
-    t0 = await contextMenu(page, "model = GPT2Model", "Visualize forward pass");
-    await waitForGraph(page);
-    await timed("gpt2_warm_rightclick_to_drawn", t0);
-    assert.equal(await page.locator(".tabs-container .tab", { hasText: "Forward pass:" }).count(), 1, "the same target reuses its panel");
-  }));
+      await markOld(page);
+      t0 = await contextMenu(page, "model = GPT2Model", "Visualize forward pass");
+      await waitForGraph(page);
+      await timed("gpt2_warm_rightclick_to_drawn", t0);
+      assert.equal(await page.locator(".tabs-container .tab", { hasText: "Forward pass:" }).count(), 1, "the same target reuses its panel");
+    }));
 
-  it("right-click inside a class; expand a module; click an op → its line", () => step(page, "mlp", async () => {
-    await closeAll(page);
-    await openFile(page, "mlp.py");
-    const t0 = await contextMenu(page, "def forward", "Visualize forward pass");
-    await waitForGraph(page);
-    await timed("mlp_warm_rightclick_to_drawn", t0);
-    const v = viewer(page);
-    assert.equal(await v.locator(".ts-model").innerText(), "MLP");
+  it("right-click inside a class; expand a module; click an op → its line", () =>
+    step(page, "mlp", async () => {
+      await closeAll(page);
+      await openFile(page, "mlp.py");
+      const t0 = await contextMenu(page, "def forward", "Visualize forward pass");
+      await waitForGraph(page);
+      await timed("mlp_warm_rightclick_to_drawn", t0);
+      const v = viewer(page);
+      assert.equal(await v.locator(".ts-model").innerText(), "MLP");
 
-    // The softmax in MLP.forward: mlp.py line 18.
-    await v.locator('g[data-kind="op"]', { hasText: "softmax" }).first().click();
-    await page.waitForFunction(() => /Ln 18,/.test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""), null, { timeout: 15_000 });
-    assert.equal(await cursorLine(page), 18);
-    assert.match(await activeTab(page), /^mlp\.py/);
-    // The cursor's line comes back to the graph: what line 18 made is marked.
-    await v.locator(".ts-match", { hasText: "softmax" }).first().waitFor({ timeout: 10_000 });
+      // The softmax in MLP.forward: mlp.py line 18.
+      await v.locator('g[data-kind="op"]', { hasText: "softmax" }).first().click();
+      await page.waitForFunction(() => /Ln 18,/.test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""), null, {
+        timeout: 15_000,
+      });
+      assert.equal(await cursorLine(page), 18);
+      assert.match(await activeTab(page), /^mlp\.py/);
+      // The cursor's line comes back to the graph: what line 18 made is marked.
+      await v.locator(".ts-match", { hasText: "softmax" }).first().waitFor({ timeout: 10_000 });
 
-    // Expand fc1 (an nn.Linear) and click the op inside: torch's own linear.py.
-    const before = await v.locator('g[data-kind="op"]').count();
-    await v.locator('g[data-key] [data-toggle]').first().click();
-    await v.locator('#torchscope[data-state="ready"]').waitFor();
-    await page.waitForTimeout(300);
-    assert.ok((await v.locator('g[data-kind="op"]').count()) > before, "expanding shows the module's ops");
-    await pointerAway(page);
-    await shot(page, "02-mlp-expanded");
-    await v.locator('g[data-kind="op"]', { hasText: "linear" }).first().click();
-    await page.waitForFunction(() => /linear\.py/.test(document.querySelector(".editor-group-container.active .tab.active")?.getAttribute("aria-label") ?? ""), null, { timeout: 15_000 });
-    assert.match(await activeTab(page), /^linear\.py/);
-    await pointerAway(page);
-    await shot(page, "03-reveal-library-line");
+      // Expand fc1 (an nn.Linear) and click the op inside: torch's own linear.py.
+      const before = await v.locator('g[data-kind="op"]').count();
+      await v.locator("g[data-key] [data-toggle]").first().click();
+      await v.locator('#torchscope[data-state="ready"]').waitFor();
+      await page.waitForTimeout(300);
+      assert.ok((await v.locator('g[data-kind="op"]').count()) > before, "expanding shows the module's ops");
+      await pointerAway(page);
+      await shot(page, "02-mlp-expanded");
+      await v.locator('g[data-kind="op"]', { hasText: "linear" }).first().click();
+      await page.waitForFunction(
+        () => /linear\.py/.test(document.querySelector(".editor-group-container.active .tab.active")?.getAttribute("aria-label") ?? ""),
+        null,
+        { timeout: 15_000 },
+      );
+      assert.match(await activeTab(page), /^linear\.py/);
+      await pointerAway(page);
+      await shot(page, "03-reveal-library-line");
 
-    // Right-click a module → Go to Definition: its class in torch's linear.py.
-    await v.locator('g[data-kind="module"]', { hasText: "Dropout" }).first().click({ button: "right" });
-    await chooseMenuItem(page, "Go to Definition");
-    await page.waitForFunction(() => /dropout\.py/.test(document.querySelector(".editor-group-container.active .tab.active")?.getAttribute("aria-label") ?? ""), null, { timeout: 15_000 });
-    assert.match(await activeTab(page), /^dropout\.py/);
+      // Right-click a module → Go to Definition: its class in torch's linear.py.
+      await v.locator('g[data-kind="module"]', { hasText: "Dropout" }).first().click({ button: "right" });
+      await chooseMenuItem(page, "Go to Definition");
+      await page.waitForFunction(
+        () => /dropout\.py/.test(document.querySelector(".editor-group-container.active .tab.active")?.getAttribute("aria-label") ?? ""),
+        null,
+        { timeout: 15_000 },
+      );
+      assert.match(await activeTab(page), /^dropout\.py/);
 
-    // The Re-trace button in the panel's title bar draws the graph again.
-    await markOld(page);
-    await page.locator('.tabs-container .tab', { hasText: "Forward pass: MLP" }).first().click();
-    const t1 = Date.now();
-    await page.locator('.editor-actions .action-label[aria-label^="Re-trace forward pass"]').first().click();
-    await waitForGraph(page);
-    await timed("mlp_retrace_button_to_drawn", t1);
-  }));
+      // The Re-trace button in the panel's title bar draws the graph again.
+      await markOld(page);
+      await page.locator(".tabs-container .tab", { hasText: "Forward pass: MLP" }).first().click();
+      const t1 = Date.now();
+      await page.locator('.editor-actions .action-label[aria-label^="Re-trace forward pass"]').first().click();
+      await waitForGraph(page);
+      await timed("mlp_retrace_button_to_drawn", t1);
+    }));
 
-  it("from the command palette", () => step(page, "palette", async () => {
-    await closeAll(page);
-    await openFile(page, "convnet.py");
-    await page.locator(".editor-group-container.active .monaco-editor .view-line", { hasText: "def build" }).first().click();
-    const t0 = await palette(page, "torchscope: Visualize forward pass");
-    await waitForGraph(page);
-    await timed("convnet_palette_to_drawn", t0);
-    await shot(page, "04-palette-convnet");
-  }));
+  it("from the command palette", () =>
+    step(page, "palette", async () => {
+      await closeAll(page);
+      await openFile(page, "convnet.py");
+      await page.locator(".editor-group-container.active .monaco-editor .view-line", { hasText: "def build" }).first().click();
+      const t0 = await palette(page, "torchscope: Visualize forward pass");
+      await waitForGraph(page);
+      await timed("convnet_palette_to_drawn", t0);
+      await shot(page, "04-palette-convnet");
+    }));
 
-  it("export from the palette: SVG through the viewer, standalone HTML", () => step(page, "export", async () => {
-    // The convnet panel from the previous step is the active one.
-    for (const [label, file, head] of [["SVG", "ConvNet.svg", "<svg"], ["HTML", "ConvNet.html", "<!DOCTYPE html>"]] as const) {
-      await palette(page, "torchscope: Export forward-pass graph");
-      const pick = page.locator(".quick-input-list .monaco-list-row", { hasText: label }).first();
-      await pick.waitFor({ timeout: 10_000 });
-      await pick.click();
-      // code-server's save dialog is a quick input holding the default path: accept it.
-      const input = page.locator(".quick-input-widget input");
-      await page.waitForFunction((f) => (document.querySelector(".quick-input-widget input") as HTMLInputElement | null)?.value.endsWith(f) ?? false, file, { timeout: 15_000 });
-      await input.press("Enter");
-      const path = join(cs!.workspace, file);
-      const end = Date.now() + 15_000;
-      while (!existsSync(path) && Date.now() < end) await page.waitForTimeout(200);
-      assert.ok(existsSync(path), `${file} written`);
-      assert.ok(readFileSync(path, "utf8").startsWith(head), `${file} starts with ${head}`);
-    }
-    const html = readFileSync(join(cs!.workspace, "ConvNet.html"), "utf8");
-    assert.match(html, /id="torchscope-graph">[A-Za-z0-9+/=]{100,}</);
-  }));
+  it("export from the palette: SVG through the viewer, standalone HTML", () =>
+    step(page, "export", async () => {
+      // The convnet panel from the previous step is the active one.
+      for (const [label, file, head] of [
+        ["SVG", "ConvNet.svg", "<svg"],
+        ["HTML", "ConvNet.html", "<!DOCTYPE html>"],
+      ] as const) {
+        await palette(page, "torchscope: Export forward-pass graph");
+        const pick = page.locator(".quick-input-list .monaco-list-row", { hasText: label }).first();
+        await pick.waitFor({ timeout: 10_000 });
+        await pick.click();
+        // code-server's save dialog is a quick input holding the default path: accept it.
+        const input = page.locator(".quick-input-widget input");
+        await page.waitForFunction(
+          (f) => (document.querySelector(".quick-input-widget input") as HTMLInputElement | null)?.value.endsWith(f) ?? false,
+          file,
+          { timeout: 15_000 },
+        );
+        await input.press("Enter");
+        const path = join(cs!.workspace, file);
+        const end = Date.now() + 15_000;
+        while (!existsSync(path) && Date.now() < end) await page.waitForTimeout(200);
+        assert.ok(existsSync(path), `${file} written`);
+        assert.ok(readFileSync(path, "utf8").startsWith(head), `${file} starts with ${head}`);
+      }
+      const html = readFileSync(join(cs!.workspace, "ConvNet.html"), "utf8");
+      assert.match(html, /id="torchscope-graph">[A-Za-z0-9+/=]{100,}</);
+    }));
 
-  it("from the CodeLens; a model that raises shows the banner", () => step(page, "codelens", async () => {
-    await closeAll(page);
-    await openFile(page, "broken.py");
-    const lens = page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Visualize forward pass" }).first();
-    await lens.waitFor({ timeout: 30_000 });
-    const t0 = Date.now();
-    await lens.click();
-    await waitForGraph(page);
-    await timed("broken_codelens_to_drawn", t0);
-    const banner = viewer(page).locator(".ts-banner");
-    await banner.waitFor({ state: "visible", timeout: 10_000 });
-    assert.match(await banner.innerText(), /RuntimeError|Error/);
-    await page.waitForTimeout(500);
-    await shot(page, "05-codelens-broken-banner");
-    assert.ok((await notifications(page)).some((t) => /raised/.test(t)), "a message names the error");
-  }));
+  it("from the CodeLens; a model that raises shows the banner", () =>
+    step(page, "codelens", async () => {
+      await closeAll(page);
+      await openFile(page, "broken.py");
+      const lens = page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Visualize forward pass" }).first();
+      await lens.waitFor({ timeout: 30_000 });
+      const t0 = Date.now();
+      await lens.click();
+      await waitForGraph(page);
+      await timed("broken_codelens_to_drawn", t0);
+      const banner = viewer(page).locator(".ts-banner");
+      await banner.waitFor({ state: "visible", timeout: 10_000 });
+      assert.match(await banner.innerText(), /RuntimeError|Error/);
+      await page.waitForTimeout(500);
+      await shot(page, "05-codelens-broken-banner");
+      assert.ok(
+        (await notifications(page)).some((t) => /raised/.test(t)),
+        "a message names the error",
+      );
+    }));
 });
 
 describe("after the webview reloads", { timeout: 300_000 }, () => {
@@ -217,87 +265,94 @@ describe("after the webview reloads", { timeout: 300_000 }, () => {
   // restored panel): the viewer says "ready" again and the panel sends the graph again.
   // (A whole-window reload is not tested here: code-server does not reliably restore open
   // editors across a browser reload; the panel serializer is covered by the unit tests.)
-  it("the panel shows its graph again", () => step(page, "reload-webviews", async () => {
-    await closeAll(page);
-    await openFile(page, "mlp.py");
-    await contextMenu(page, "def forward", "Visualize forward pass");
-    await waitForGraph(page);
-    await palette(page, "Developer: Reload Webviews");
-    await page.waitForTimeout(1000);
-    await waitForGraph(page, 30_000);
-    assert.equal(await viewer(page).locator(".ts-model").innerText(), "MLP");
-    await shot(page, "09-graph-after-webview-reload");
-  }));
+  it("the panel shows its graph again", () =>
+    step(page, "reload-webviews", async () => {
+      await closeAll(page);
+      await openFile(page, "mlp.py");
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      await waitForGraph(page);
+      await palette(page, "Developer: Reload Webviews");
+      await page.waitForTimeout(1000);
+      await waitForGraph(page, 30_000);
+      assert.equal(await viewer(page).locator(".ts-model").innerText(), "MLP");
+      await shot(page, "09-graph-after-webview-reload");
+    }));
 });
 
 describe("inputs and cancelling", { timeout: 300_000 }, () => {
-  it("asks for an input it can't find, and remembers it", () => step(page, "input", async () => {
-    await closeAll(page);
-    await openFile(page, "pair.py");
-    await contextMenu(page, "def forward", "Visualize forward pass");
-    const box = page.locator(".quick-input-widget input");
-    await page.locator(".quick-input-widget", { hasText: "Input for Pair" }).waitFor({ timeout: 60_000 });
-    await box.fill("(torch.randn(2, 3), torch.randn(2, 5))");
-    await shot(page, "07-input-box");
-    await box.press("Enter");
-    await waitForGraph(page);
-    assert.equal(await viewer(page).locator(".ts-model").innerText(), "Pair");
-    // Again: the answer is remembered for this target.
-    await closeAll(page);
-    await openFile(page, "pair.py");
-    await contextMenu(page, "def forward", "Visualize forward pass");
-    await waitForGraph(page);
-    assert.equal(await page.locator(".quick-input-widget", { hasText: "Input for Pair" }).isVisible(), false);
-  }));
+  it("asks for an input it can't find, and remembers it", () =>
+    step(page, "input", async () => {
+      await closeAll(page);
+      await openFile(page, "pair.py");
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      const box = page.locator(".quick-input-widget input");
+      await page.locator(".quick-input-widget", { hasText: "Input for Pair" }).waitFor({ timeout: 60_000 });
+      await box.fill("(torch.randn(2, 3), torch.randn(2, 5))");
+      await shot(page, "07-input-box");
+      await box.press("Enter");
+      await waitForGraph(page);
+      assert.equal(await viewer(page).locator(".ts-model").innerText(), "Pair");
+      // Again: the answer is remembered for this target.
+      await closeAll(page);
+      await openFile(page, "pair.py");
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      await waitForGraph(page);
+      assert.equal(await page.locator(".quick-input-widget", { hasText: "Input for Pair" }).isVisible(), false);
+    }));
 
-  it("says a file can't be imported, with the traceback in the output channel", () => step(page, "import-error", async () => {
-    await closeAll(page);
-    await openFile(page, "missing_dep.py");
-    await contextMenu(page, "def forward", "Visualize forward pass");
-    const toast = page.locator(".notification-toast", { has: page.getByRole("button", { name: "Show Details" }) }).first();
-    await toast.waitFor({ timeout: 60_000 });
-    assert.match(await toast.innerText(), /torchscope_missing_package_for_tests|import/i);
-    await toast.getByRole("button", { name: "Show Details" }).click();
-    await page.locator(".output-view, .panel .monaco-editor", { hasText: "Traceback" }).first().waitFor({ timeout: 15_000 });
-    await shot(page, "08-import-error-details");
-    assert.equal(await page.locator(".tabs-container .tab", { hasText: "Forward pass: NeedsMissing" }).count(), 0);
-  }));
+  it("says a file can't be imported, with the traceback in the output channel", () =>
+    step(page, "import-error", async () => {
+      await closeAll(page);
+      await openFile(page, "missing_dep.py");
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      const toast = page.locator(".notification-toast", { has: page.getByRole("button", { name: "Show Details" }) }).first();
+      await toast.waitFor({ timeout: 60_000 });
+      assert.match(await toast.innerText(), /torchscope_missing_package_for_tests|import/i);
+      await toast.getByRole("button", { name: "Show Details" }).click();
+      await page.locator(".output-view, .panel .monaco-editor", { hasText: "Traceback" }).first().waitFor({ timeout: 15_000 });
+      await shot(page, "08-import-error-details");
+      assert.equal(await page.locator(".tabs-container .tab", { hasText: "Forward pass: NeedsMissing" }).count(), 0);
+    }));
 
-  it("cancels a trace that doesn't end; the next trace works", () => step(page, "cancel", async () => {
-    await closeAll(page);
-    await openFile(page, "slow.py");
-    await contextMenu(page, "def forward", "Visualize forward pass");
-    const toast = page.locator(".notification-toast", { hasText: "Tracing Slow" }).first();
-    await toast.waitFor({ timeout: 30_000 });
-    await page.waitForTimeout(1500); // let the runner get into the loop
-    await toast.getByRole("button", { name: "Cancel" }).click();
-    await toast.waitFor({ state: "detached", timeout: 30_000 });
-    await page.waitForTimeout(1000);
-    assert.equal(await page.locator(".tabs-container .tab", { hasText: "Forward pass: Slow" }).count(), 0, "the panel opened for it is closed");
-    await closeAll(page);
-    await openFile(page, "mlp.py");
-    await contextMenu(page, "def forward", "Visualize forward pass");
-    await waitForGraph(page);
-  }));
+  it("cancels a trace that doesn't end; the next trace works", () =>
+    step(page, "cancel", async () => {
+      await closeAll(page);
+      await openFile(page, "slow.py");
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      const toast = page.locator(".notification-toast", { hasText: "Tracing Slow" }).first();
+      await toast.waitFor({ timeout: 30_000 });
+      await page.waitForTimeout(1500); // let the runner get into the loop
+      await toast.getByRole("button", { name: "Cancel" }).click();
+      await toast.waitFor({ state: "detached", timeout: 30_000 });
+      await page.waitForTimeout(1000);
+      assert.equal(await page.locator(".tabs-container .tab", { hasText: "Forward pass: Slow" }).count(), 0, "the panel opened for it is closed");
+      await closeAll(page);
+      await openFile(page, "mlp.py");
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      await waitForGraph(page);
+    }));
 });
 
 describe("an interpreter without torch", { timeout: 300_000 }, () => {
   let cs2: CodeServer | undefined;
   let page2: Page;
   before(async () => {
-    cs2 = await startCodeServer({ settings: { "torchscope.pythonPath": process.env.TORCHSCOPE_NO_TORCH_PYTHON ?? "/root/.pyenv/versions/3.11.7/bin/python3" } });
+    cs2 = await startCodeServer({
+      settings: { "torchscope.pythonPath": process.env.TORCHSCOPE_NO_TORCH_PYTHON ?? "/root/.pyenv/versions/3.11.7/bin/python3" },
+    });
     page2 = await openWorkbench(browser, cs2);
   });
   after(() => cleanup(cs2, "torchscope-no-torch"));
 
-  it("says torch is missing and offers to pick another", () => step(page2, "no-torch", async () => {
-    await openFile(page2, "mlp.py");
-    await contextMenu(page2, "def forward", "Visualize forward pass");
-    const toast = page2.locator(".notification-toast", { has: page2.getByRole("button", { name: "Set torchscope.pythonPath" }) }).first();
-    await toast.waitFor({ timeout: 120_000 });
-    const text = await toast.innerText();
-    assert.match(text, /torch/i);
-    await page2.waitForTimeout(1000);
-    await shot(page2, "06-no-torch");
-  }));
+  it("says torch is missing and offers to pick another", () =>
+    step(page2, "no-torch", async () => {
+      await openFile(page2, "mlp.py");
+      await contextMenu(page2, "def forward", "Visualize forward pass");
+      const toast = page2.locator(".notification-toast", { has: page2.getByRole("button", { name: "Set torchscope.pythonPath" }) }).first();
+      await toast.waitFor({ timeout: 120_000 });
+      const text = await toast.innerText();
+      assert.match(text, /torch/i);
+      await page2.waitForTimeout(1000);
+      await shot(page2, "06-no-torch");
+    }));
 });

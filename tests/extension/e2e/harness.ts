@@ -11,7 +11,10 @@ import { join, resolve } from "node:path";
 export const ROOT = resolve(__dirname, "..", "..", "..");
 export const ARTIFACTS = join(ROOT, "tests", "artifacts", "extension");
 const VERSION = "4.100.3";
-export const CODE_SERVER = resolve(ROOT, process.env.TORCHSCOPE_CODE_SERVER ?? `.cache/code-server-${VERSION}/node_modules/code-server/out/node/entry.js`);
+export const CODE_SERVER = resolve(
+  ROOT,
+  process.env.TORCHSCOPE_CODE_SERVER ?? `.cache/code-server-${VERSION}/node_modules/code-server/out/node/entry.js`,
+);
 export const VSIX = resolve(ROOT, process.env.TORCHSCOPE_VSIX ?? "build/torchscope-0.1.0.vsix");
 export const PYTHON = process.env.TORCHSCOPE_PYTHON ?? join(ROOT, ".venv", "bin", "python");
 
@@ -44,12 +47,14 @@ export interface CodeServer {
 }
 
 /** Install the .vsix into a fresh profile and start code-server on 127.0.0.1. */
-export async function startCodeServer(opts: {
-  settings?: Record<string, unknown>;
-  files?: Record<string, string>;
-  /** Runs after the .vsix is installed, before code-server starts (e.g. to add a fixture extension). */
-  beforeStart?: (dirs: { base: string; userData: string; extensions: string }) => void;
-} = {}): Promise<CodeServer> {
+export async function startCodeServer(
+  opts: {
+    settings?: Record<string, unknown>;
+    files?: Record<string, string>;
+    /** Runs after the .vsix is installed, before code-server starts (e.g. to add a fixture extension). */
+    beforeStart?: (dirs: { base: string; userData: string; extensions: string }) => void;
+  } = {},
+): Promise<CodeServer> {
   const base = mkdtempSync(join(tmpdir(), "torchscope-e2e-"));
   const ud = join(base, "user-data");
   const ext = join(base, "extensions");
@@ -74,16 +79,33 @@ export async function startCodeServer(opts: {
   };
   writeFileSync(join(ud, "User", "settings.json"), JSON.stringify(settings, null, 2));
   const env = { ...process.env, XDG_CONFIG_HOME: join(base, "xdg-config"), XDG_DATA_HOME: join(base, "xdg-data") };
-  const inst = spawnSync("node", [CODE_SERVER, "--user-data-dir", ud, "--extensions-dir", ext, "--install-extension", VSIX], { env, encoding: "utf8" });
+  const inst = spawnSync("node", [CODE_SERVER, "--user-data-dir", ud, "--extensions-dir", ext, "--install-extension", VSIX], {
+    env,
+    encoding: "utf8",
+  });
   if (inst.status !== 0) throw new Error(`installing the vsix failed:\n${inst.stdout}\n${inst.stderr}`);
   opts.beforeStart?.({ base, userData: ud, extensions: ext });
   const workspace = makeWorkspace(base, opts.files);
   const port = await freePort();
   const proc: ChildProcess = spawn(
     "node",
-    [CODE_SERVER, "--bind-addr", `127.0.0.1:${port}`, "--auth", "none", "--user-data-dir", ud, "--extensions-dir", ext,
-      "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override",
-      "--ignore-last-opened", workspace],
+    [
+      CODE_SERVER,
+      "--bind-addr",
+      `127.0.0.1:${port}`,
+      "--auth",
+      "none",
+      "--user-data-dir",
+      ud,
+      "--extensions-dir",
+      ext,
+      "--disable-telemetry",
+      "--disable-update-check",
+      "--disable-workspace-trust",
+      "--disable-getting-started-override",
+      "--ignore-last-opened",
+      workspace,
+    ],
     { env, detached: true, stdio: ["ignore", "pipe", "pipe"] },
   );
   const log: string[] = [];
@@ -164,7 +186,10 @@ export function lastTrace(cs: CodeServer): LoggedTrace | undefined {
   if (!m) return undefined;
   const out: LoggedTrace = { trace_ms: Math.round(Number(m[1])), request_ms: Number(m[2]) };
   // The target lookup of this command: after the previous trace, before this one.
-  const found = text.slice((tracedAt.at(-2) ?? -1) + 1, i).filter((l) => l.includes("at the cursor, found in ")).at(-1);
+  const found = text
+    .slice((tracedAt.at(-2) ?? -1) + 1, i)
+    .filter((l) => l.includes("at the cursor, found in "))
+    .at(-1);
   const t = found ? /found in (\d+) ms/.exec(found) : null;
   if (t) out.target_at_ms = Number(t[1]);
   const posted = text.slice(i).find((l) => l.includes(": posted the graph ("));
@@ -195,8 +220,14 @@ export async function launch(): Promise<Browser> {
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
     headless: true,
     args: [
-      "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--disable-dev-shm-usage",
     ],
   });
 }

@@ -13,11 +13,29 @@ import { afterEach, beforeEach, describe, it } from "node:test";
 import * as vs from "./vscode-stub";
 import { GraphPanel } from "../../../extension/src/graphPanel";
 import {
-  DebugBridge, DebugError, MAX_CHUNK, SHIPPED_FILES, SHIPPED_MSGPACK, candidateItems, evaluateArgs, formatParams, loaderExpression, modelName, parseReply, pyString,
+  DebugBridge,
+  DebugError,
+  MAX_CHUNK,
+  NOT_SHIPPED,
+  SHIPPED_MSGPACK,
+  candidateItems,
+  evaluateArgs,
+  loaderExpression,
+  parseReply,
+  pyString,
+  shippedFiles,
   shipExpression,
-  readChunked, requestExpression, type Candidate, type ChunkReply, type DebugRequest, type ErrorReply,
+  readChunked,
+  requestExpression,
+  type Candidate,
+  type ChunkReply,
+  type DebugRequest,
+  type ErrorReply,
 } from "../../../extension/src/debugBridge";
-import { DEBUG_URI, DebugCommands, variableExpression } from "../../../extension/src/debugCommands";
+import { variableExpression } from "../../../extension/src/debugCommands";
+import { wire } from "../../../extension/src/extension";
+import { DEBUG_URI } from "../../../extension/src/pausedSource";
+import { modelName } from "../../../extension/src/protocol";
 
 const ROOT = resolve(__dirname, "..", "..", "..");
 const PYTHON = process.env.TORCHSCOPE_PYTHON ?? join(ROOT, ".venv", "bin", "python");
@@ -52,25 +70,40 @@ describe("the evaluate expression", () => {
         "import importlib.util,sys\n" +
           "s=importlib.util.spec_from_file_location('d', sys.argv[1]); m=importlib.util.module_from_spec(s); s.loader.exec_module(m)\n" +
           "sys.stdout.write(m.loader_expression(sys.argv[2]))",
-        DEBUG_PY, p,
+        DEBUG_PY,
+        p,
       );
       assert.equal(loaderExpression(p), expected);
     }
   });
 
-  it("sends the helper as the Python entry's ship_expression does, character for character", { skip: !havePython && "no venv python" }, () => {
+  it("sends the helper as the Python entry's ship_expression does, character for character", { skip: !havePython && "no venv python" }, async () => {
     const files = { "debug.py": `x = "é☃"\n`, "tracer.py": `s = 'a\\b "q"'\n`, "msgpack/fallback.py": "# m\n" };
     const expected = py(
       "import importlib.util,json,sys\n" +
         "s=importlib.util.spec_from_file_location('d', sys.argv[1]); m=importlib.util.module_from_spec(s); s.loader.exec_module(m)\n" +
-        "f=json.loads(sys.argv[3]); sys.stdout.write(json.dumps([m.ship_expression(sys.argv[2], f['debug.py'], f), m.SHIPPED_FILES, m.SHIPPED_MSGPACK]))",
-      DEBUG_PY, NASTY, JSON.stringify(files),
+        "f=json.loads(sys.argv[3]); sys.stdout.write(json.dumps([m.ship_expression(sys.argv[2], f['debug.py'], f), list(m.NOT_SHIPPED), list(m.SHIPPED_MSGPACK), m.shipped_files()]))",
+      DEBUG_PY,
+      NASTY,
+      JSON.stringify(files),
     );
-    assert.deepEqual(JSON.parse(expected), [shipExpression(NASTY, files["debug.py"], files), SHIPPED_FILES, SHIPPED_MSGPACK]);
+    assert.deepEqual(JSON.parse(expected), [
+      shipExpression(NASTY, files["debug.py"], files),
+      NOT_SHIPPED,
+      SHIPPED_MSGPACK,
+      await shippedFiles(dirname(DEBUG_PY)),
+    ]);
   });
 
   it("round-trips a request with quotes, backslashes and non-ASCII", () => {
-    const req: DebugRequest = { op: "trace", expr: `nets["g"]`, out: NASTY, input: `torch.randn(2, 3) # "é" \\ '`, timeBudget: 5, cancelFile: `${NASTY}.cancel` };
+    const req: DebugRequest = {
+      op: "trace",
+      expr: `nets["g"]`,
+      out: NASTY,
+      input: `torch.randn(2, 3) # "é" \\ '`,
+      timeBudget: 5,
+      cancelFile: `${NASTY}.cancel`,
+    };
     const e = requestExpression(req, NASTY);
     assert.ok(e.startsWith(loaderExpression(NASTY)));
     assert.deepEqual(requestOf(e), req);
@@ -96,7 +129,10 @@ describe("the evaluate expression", () => {
     const read = requestExpression({ op: "read_chunk", path: data, offset: 0, size: MAX_CHUNK }, entry);
     const remove = requestExpression({ op: "remove", path: data }, entry);
     const out = py(`import sys\nprint(eval(sys.argv[1]))\nprint(eval(sys.argv[2]))\nprint(eval(sys.argv[2]))`, read, remove);
-    const [r1, r2, r3] = out.trim().split("\n").map((l) => parseReply(l));
+    const [r1, r2, r3] = out
+      .trim()
+      .split("\n")
+      .map((l) => parseReply(l));
     assert.ok(r1!.ok && r2!.ok && r3!.ok);
     const chunk = r1 as unknown as ChunkReply;
     assert.equal(Buffer.from(chunk.data, "base64").toString(), "hello, graph");
@@ -122,7 +158,14 @@ describe("replies", () => {
   });
 
   it("turns anything else into a bad-reply error, never a throw", () => {
-    for (const x of [undefined, 42, "", "Traceback (most recent call last):\n  File ...\nNameError: name 'x' is not defined", '{"ok": true, "path": "/tm', "[1, 2]"]) {
+    for (const x of [
+      undefined,
+      42,
+      "",
+      "Traceback (most recent call last):\n  File ...\nNameError: name 'x' is not defined",
+      '{"ok": true, "path": "/tm',
+      "[1, 2]",
+    ]) {
       const r = parseReply(x) as ErrorReply;
       assert.equal(r.ok, false);
       assert.equal(r.kind, "bad-reply");
@@ -140,26 +183,50 @@ describe("replies", () => {
 });
 
 describe("candidates", () => {
-  const c = (o: Partial<Candidate>): Candidate => ({ expr: "m", name: "m", cls: "MLP", qualname: "x.MLP", params: 0, reason: "", inputs: false, input: null, ...o });
+  const c = (o: Partial<Candidate>): Candidate => ({
+    expr: "m",
+    name: "m",
+    cls: "MLP",
+    qualname: "x.MLP",
+    params: 0,
+    reason: "",
+    inputs: false,
+    input: null,
+    ...o,
+  });
   const modules = [
-    c({ expr: "self", name: "self", cls: "Block", params: 7_087_872, reason: "paused in its forward", inputs: true, input: "paused call (tensor [1, 64, 768] float32)" }),
+    c({
+      expr: "self",
+      name: "self",
+      cls: "Block",
+      params: 7_087_872,
+      reason: "paused in its forward",
+      inputs: true,
+      input: "paused call (tensor [1, 64, 768] float32)",
+    }),
     c({ expr: "model", name: "model", cls: "GPT2Model", params: 124_439_808, reason: "local", inputs: false }),
-    c({ expr: "@stack:2", name: "Encoder", cls: "Encoder", params: 999, reason: "its forward is on the stack", inputs: true, input: "paused call (tensor [2, 8] float32)" }),
+    c({
+      expr: "@stack:2",
+      name: "Encoder",
+      cls: "Encoder",
+      params: 999,
+      reason: "its forward is on the stack",
+      inputs: true,
+      input: "paused call (tensor [2, 8] float32)",
+    }),
   ];
 
   it("keeps the entry's order (likeliest first) and says where the input comes from", () => {
     const items = candidateItems(modules);
-    assert.deepEqual(items.map((i) => i.label), ["self", "model", "Encoder"]);
+    assert.deepEqual(
+      items.map((i) => i.label),
+      ["self", "model", "Encoder"],
+    );
     assert.equal(items[0]!.description, "Block · 7.1M params");
     assert.equal(items[0]!.detail, "paused in its forward — input: paused call (tensor [1, 64, 768] float32)");
-    assert.equal(items[1]!.description, "GPT2Model · 124M params");
+    assert.equal(items[1]!.description, "GPT2Model · 124.4M params"); // the one format (tests/webview/unit/count.test.ts)
     assert.match(items[1]!.detail, /^local — input unknown/);
     assert.equal(items[2]!.candidate.expr, "@stack:2");
-  });
-
-  it("formats parameter counts", () => {
-    assert.deepEqual([0, 999, 1000, 1234, 65_000, 7_087_872, 124_439_808, 70_553_706_496].map(formatParams),
-      ["0", "999", "1K", "1.2K", "65K", "7.1M", "124M", "70.6B"]);
   });
 
   it("names the panel after the class", () => {
@@ -170,7 +237,10 @@ describe("candidates", () => {
   });
 
   it("takes a Variables-view variable's evaluateName", () => {
-    assert.deepEqual(variableExpression({ sessionId: "s", container: {}, variable: { name: "model", evaluateName: "self.model", value: "GPT2Model(...)" } }), { expr: "self.model", name: "model" });
+    assert.deepEqual(
+      variableExpression({ sessionId: "s", container: {}, variable: { name: "model", evaluateName: "self.model", value: "GPT2Model(...)" } }),
+      { expr: "self.model", name: "model" },
+    );
     assert.equal(variableExpression({ variable: { name: "x" } }), undefined);
     assert.equal(variableExpression(undefined), undefined);
   });
@@ -183,7 +253,14 @@ function server(bytes: Buffer, tweak?: (r: ChunkReply, call: number) => ChunkRep
     asked.push({ offset, size });
     const n = Math.min(size, MAX_CHUNK);
     const data = bytes.subarray(offset, offset + n);
-    const r: ChunkReply = { ok: true, data: data.toString("base64"), offset, size: data.length, total: bytes.length, eof: offset + data.length >= bytes.length };
+    const r: ChunkReply = {
+      ok: true,
+      data: data.toString("base64"),
+      offset,
+      size: data.length,
+      total: bytes.length,
+      eof: offset + data.length >= bytes.length,
+    };
     return tweak ? tweak(r, asked.length) : r;
   };
   return { read, asked };
@@ -198,7 +275,10 @@ describe("chunked transfer", () => {
     const s = server(big);
     const got = await readChunked(s.read);
     assert.equal(Buffer.compare(Buffer.from(got), big), 0);
-    assert.deepEqual(s.asked.map((a) => a.offset), [0, MAX_CHUNK, 2 * MAX_CHUNK]);
+    assert.deepEqual(
+      s.asked.map((a) => a.offset),
+      [0, MAX_CHUNK, 2 * MAX_CHUNK],
+    );
     assert.ok(s.asked.every((a) => a.size <= MAX_CHUNK));
   });
 
@@ -211,14 +291,20 @@ describe("chunked transfer", () => {
   it("copes with short chunks and an empty file", async () => {
     const s = server(big.subarray(0, 1000), (r) => r);
     assert.equal((await readChunked(s.read, 300)).byteLength, 1000);
-    assert.deepEqual(s.asked.map((a) => a.offset), [0, 300, 600, 900]);
+    assert.deepEqual(
+      s.asked.map((a) => a.offset),
+      [0, 300, 600, 900],
+    );
     assert.equal((await readChunked(server(Buffer.alloc(0)).read)).byteLength, 0);
   });
 
   it("fails on a gap, a wrong size or an error reply", async () => {
     await assert.rejects(readChunked(server(big, (r, n) => (n === 2 ? { ...r, offset: r.offset + 1 } : r)).read), /expected/);
     await assert.rejects(readChunked(server(big, (r) => ({ ...r, size: r.size + 1 })).read), /said/);
-    await assert.rejects(readChunked(server(big, (r, n) => (n === 2 ? { ok: false, kind: "internal", error: "gone" } : r)).read), (e: unknown) => e instanceof DebugError && e.kind === "internal");
+    await assert.rejects(
+      readChunked(server(big, (r, n) => (n === 2 ? { ok: false, kind: "internal", error: "gone" } : r)).read),
+      (e: unknown) => e instanceof DebugError && e.kind === "internal",
+    );
     await assert.rejects(readChunked(server(big, (r, n) => (n === 2 ? { ...r, data: "", size: 0, eof: false } : r)).read), /empty chunk/);
   });
 });
@@ -227,14 +313,25 @@ describe("the bridge against a fake session", () => {
   function fakeSession(files: Map<string, Buffer>, replies: Partial<Record<DebugRequest["op"], unknown>> = {}) {
     const seen: { command: string; args: Record<string, unknown>; request: DebugRequest }[] = [];
     const session = {
-      id: "s1", type: "debugpy", name: "Python: nested.py",
+      id: "s1",
+      type: "debugpy",
+      name: "Python: nested.py",
       customRequest: async (command: string, args: Record<string, unknown>) => {
         const request = requestOf(args.expression as string);
         seen.push({ command, args, request });
         if (request.op === "read_chunk") {
           const b = files.get(request.path)!;
           const d = b.subarray(request.offset, request.offset + request.size);
-          return { result: JSON.stringify({ ok: true, data: d.toString("base64"), offset: request.offset, size: d.length, total: b.length, eof: request.offset + d.length >= b.length }) };
+          return {
+            result: JSON.stringify({
+              ok: true,
+              data: d.toString("base64"),
+              offset: request.offset,
+              size: d.length,
+              total: b.length,
+              eof: request.offset + d.length >= b.length,
+            }),
+          };
         }
         if (request.op === "remove") return { result: JSON.stringify({ ok: files.delete(request.path) || true, removed: true }) };
         if (request.op in replies) return { result: JSON.stringify(replies[request.op]) };
@@ -247,7 +344,7 @@ describe("the bridge against a fake session", () => {
   it("sends one evaluate per request on the frame and parses the reply", async () => {
     const { session, seen } = fakeSession(new Map(), { candidates: { ok: true, modules: [], more: 0 } });
     const b = new DebugBridge({ session: session as never, frameId: 3 }, DEBUG_PY);
-    assert.deepEqual(await b.call({ op: "candidates" }), { ok: true, modules: [], more: 0 });
+    assert.deepEqual(await b.request({ op: "candidates" }), { ok: true, modules: [], more: 0 });
     assert.equal(seen[0]!.command, "evaluate");
     assert.equal(seen[0]!.args.frameId, 3);
   });
@@ -264,7 +361,8 @@ describe("the bridge against a fake session", () => {
     const libs = join(tmp, "bundled", "libs", "msgpack");
     mkdirSync(tool, { recursive: true });
     mkdirSync(libs, { recursive: true });
-    for (const f of SHIPPED_FILES) writeFileSync(join(tool, f), readFileSync(join(dirname(DEBUG_PY), f)));
+    const shipped = await shippedFiles(dirname(DEBUG_PY));
+    for (const f of shipped) writeFileSync(join(tool, f), readFileSync(join(dirname(DEBUG_PY), f)));
     for (const f of SHIPPED_MSGPACK) writeFileSync(join(libs, f), `# msgpack ${f}\n`);
     const debugPy = join(tool, "debug.py");
     const sent: string[] = [];
@@ -274,13 +372,20 @@ describe("the bridge against a fake session", () => {
         const e = args.expression as string;
         sent.push(e.startsWith("(lambda m, s=") ? "ship" : requestOf(e).op);
         if (e.startsWith("(lambda m, s=")) {
-          assert.equal(e, shipExpression(debugPy, readFileSync(debugPy, "utf8"), Object.fromEntries([
-            ...SHIPPED_FILES.map((f) => [f, readFileSync(join(tool, f), "utf8")]),
-            ...SHIPPED_MSGPACK.map((f) => [`msgpack/${f}`, `# msgpack ${f}\n`]),
-          ])));
+          assert.equal(
+            e,
+            shipExpression(
+              debugPy,
+              readFileSync(debugPy, "utf8"),
+              Object.fromEntries([
+                ...shipped.map((f) => [f, readFileSync(join(tool, f), "utf8")]),
+                ...SHIPPED_MSGPACK.map((f) => [`msgpack/${f}`, `# msgpack ${f}\n`]),
+              ]),
+            ),
+          );
           assert.equal(args.frameId, 4);
           loaded = true;
-          return { result: JSON.stringify({ ok: true, files: SHIPPED_FILES.length + SHIPPED_MSGPACK.length }) };
+          return { result: JSON.stringify({ ok: true, files: shipped.length + SHIPPED_MSGPACK.length }) };
         }
         return { result: loaded ? JSON.stringify({ ok: true, modules: [], more: 0 }) : "FileNotFoundError(2, 'No such file or directory')" };
       },
@@ -309,7 +414,10 @@ describe("the bridge against a fake session", () => {
     const how = await new DebugBridge({ session: session as never, frameId: 1 }, DEBUG_PY).fetchGraph(remote, local);
     assert.equal(how, "fetched");
     assert.equal(Buffer.compare(readFileSync(local), bytes), 0);
-    assert.deepEqual(seen.map((s) => s.request.op), ["read_chunk", "read_chunk", "read_chunk", "remove"]);
+    assert.deepEqual(
+      seen.map((s) => s.request.op),
+      ["read_chunk", "read_chunk", "read_chunk", "remove"],
+    );
     // Already here (the debuggee runs on this machine): nothing is sent.
     const again = fakeSession(files);
     assert.equal(await new DebugBridge({ session: again.session as never, frameId: 1 }, DEBUG_PY).fetchGraph(remote, local), "local");
@@ -330,7 +438,9 @@ type Handler = (req: DebugRequest) => unknown;
 function pausedSession(handler: Handler, type = "debugpy") {
   const requests: DebugRequest[] = [];
   const session = {
-    id: "s1", type, name: "Debug nested.py",
+    id: "s1",
+    type,
+    name: "Debug nested.py",
     customRequest: async (command: string, args: Record<string, unknown>) => {
       assert.equal(command, "evaluate");
       assert.equal(args.frameId, 5);
@@ -346,15 +456,37 @@ function pausedSession(handler: Handler, type = "debugpy") {
 
 const GRAPH = Buffer.from([0x81, 0xa1, 0x61, 0x01]);
 const summary = { model: "Block", nodes: 3, edges: 2, ops: 1, trace_ms: 2, input: "paused call", error: null };
-const block: Candidate = { expr: "self", name: "self", cls: "Block", qualname: "m.Block", params: 10, reason: "paused in its forward", inputs: true, input: "paused call" };
+const block: Candidate = {
+  expr: "self",
+  name: "self",
+  cls: "Block",
+  qualname: "m.Block",
+  params: 10,
+  reason: "paused in its forward",
+  inputs: true,
+  input: "paused call",
+};
 
-function commands(): DebugCommands {
+/** The extension's wiring with no language server: the paused-frame commands and the flow. */
+function wired() {
   const storage = mkdtempSync(join(tmpdir(), "torchscope-debug-storage-"));
-  return new DebugCommands({
-    context: { globalStorageUri: vs.Uri.file(storage) } as never,
-    bundle: { toolDir: "/ext/bundled/tool", libsDir: undefined, viewerDir: "/ext/viewer" },
-    log: vs.logChannel() as never,
-  });
+  const noServer = {
+    python: undefined,
+    targetAt: async () => null,
+    trace: async () => Promise.reject(new Error("no server")),
+    restart: async () => undefined,
+  };
+  const memento = { get: (_k: string, d: unknown) => d, update: async () => undefined };
+  return wire(
+    { globalStorageUri: vs.Uri.file(storage), workspaceState: memento } as never,
+    noServer,
+    { toolDir: "/ext/bundled/tool", libsDir: undefined, viewerDir: "/ext/viewer" },
+    vs.logChannel() as never,
+  );
+}
+
+function commands() {
+  return wired().debug;
 }
 
 /** withProgress whose Cancel the test can press. */
@@ -371,7 +503,10 @@ describe("the commands against a fake paused session", () => {
       vs.calls.push({ api: "withProgress", args: [opts] });
       const cancel = new vs.EventEmitter<void>();
       cancelNow.press = () => cancel.fire();
-      return task({ report: (v: unknown) => vs.calls.push({ api: "progress", args: [v] }) }, { isCancellationRequested: false, onCancellationRequested: cancel.event });
+      return task(
+        { report: (v: unknown) => vs.calls.push({ api: "progress", args: [v] }) },
+        { isCancellationRequested: false, onCancellationRequested: cancel.event },
+      );
     };
   });
   afterEach(() => {
@@ -412,7 +547,10 @@ describe("the commands against a fake paused session", () => {
     vs.answers.push(candidateItems([block])[0]);
     await commands().visualizePausedFrame();
     // `warm` while the list is shown: the tracer's imports before the pick.
-    assert.deepEqual(requests.map((r) => r.op), ["candidates", "warm", "trace"]);
+    assert.deepEqual(
+      requests.map((r) => r.op),
+      ["candidates", "warm", "trace"],
+    );
     const t = requests[2] as Extract<DebugRequest, { op: "trace" }>;
     assert.equal(t.expr, "self");
     assert.equal(t.timeBudget, 12);
@@ -420,7 +558,7 @@ describe("the commands against a fake paused session", () => {
     assert.ok(!("input" in t));
     const panel = GraphPanel.find(DEBUG_URI, "self")!;
     assert.ok(panel, "a panel for the paused frame's self");
-    assert.equal(panel.panel.title, "Forward pass: Block");
+    assert.equal(panel.title, "Forward pass: Block");
     assert.equal(panel.origin.graphPath, t.out);
     assert.deepEqual([...panel.bytes!], [...GRAPH]);
     assert.equal(messages("showErrorMessage").length, 0);
@@ -436,10 +574,13 @@ describe("the commands against a fake paused session", () => {
       return { ok: false, kind: "bad-request", error: req.op };
     });
     vs.answers.push(candidateItems([block])[0]);
-    const c = commands();
-    await c.visualizePausedFrame();
-    await c.retracePaused(GraphPanel.find(DEBUG_URI, "self")!.origin.target);
-    assert.deepEqual(requests.map((r) => r.op), ["candidates", "warm", "trace", "trace"]);
+    const { debug, flow } = wired();
+    await debug.visualizePausedFrame();
+    await flow.retrace(GraphPanel.find(DEBUG_URI, "self")!);
+    assert.deepEqual(
+      requests.map((r) => r.op),
+      ["candidates", "warm", "trace", "trace"],
+    );
     assert.equal((requests[2] as Extract<DebugRequest, { op: "trace" }>).expr, "self");
     assert.equal(messages("showWarningMessage").length, 0, "no “can't be opened” warning");
   });
@@ -469,7 +610,10 @@ describe("the commands against a fake paused session", () => {
     } finally {
       (vs.window as Record<string, unknown>).showQuickPick = quickPick;
     }
-    assert.deepEqual(GraphPanel.all().map((p) => p.origin.target), ["net"]);
+    assert.deepEqual(
+      GraphPanel.all().map((p) => p.origin.target),
+      ["net"],
+    );
     assert.equal(requests.filter((r) => r.op === "trace").length, 1);
   });
 
@@ -506,7 +650,10 @@ describe("the commands against a fake paused session", () => {
     });
     vs.answers.push({ id: "type" }, "torch.randn(2, 8)");
     await commands().visualizeVariable({ sessionId: "s1", variable: { name: "net", evaluateName: "net" } });
-    assert.deepEqual(requests.map((r) => (r as { input?: string }).input ?? null), [null, "torch.randn(2, 8)"]);
+    assert.deepEqual(
+      requests.map((r) => (r as { input?: string }).input ?? null),
+      [null, "torch.randn(2, 8)"],
+    );
     assert.ok(GraphPanel.find(DEBUG_URI, "net"));
   });
 
@@ -522,10 +669,13 @@ describe("the commands against a fake paused session", () => {
     });
     vs.answers.push(candidateItems([{ ...block, inputs: false }])[0], { id: "next" });
     await commands().visualizePausedFrame();
-    assert.deepEqual(requests.map((r) => r.op), ["candidates", "warm", "trace_next_call"]);
+    assert.deepEqual(
+      requests.map((r) => r.op),
+      ["candidates", "warm", "trace_next_call"],
+    );
     assert.ok(messages("showInformationMessage").some((m) => /continue the program/.test(m)));
     const panel = GraphPanel.find(DEBUG_URI, "self")!;
-    assert.equal(panel.panel.title, "Forward pass: Block");
+    assert.equal(panel.title, "Forward pass: Block");
     assert.deepEqual([...panel.bytes!], [...GRAPH]);
   });
 
@@ -544,7 +694,10 @@ describe("the commands against a fake paused session", () => {
     // The program ran the model (on the other machine) and stopped again.
     stackItemChanged.fire({ session, threadId: 1, frameId: 5 });
     await done;
-    assert.deepEqual(requests.map((r) => r.op), ["trace", "trace_next_call", "poll", "read_chunk", "remove"]);
+    assert.deepEqual(
+      requests.map((r) => r.op),
+      ["trace", "trace_next_call", "poll", "read_chunk", "remove"],
+    );
     const panel = GraphPanel.find(DEBUG_URI, "m")!;
     assert.deepEqual([...panel.bytes!], [...GRAPH]);
   });
@@ -552,7 +705,11 @@ describe("the commands against a fake paused session", () => {
   it("a next-call trace that fails: its error file is the message", async () => {
     pausedSession((req) => {
       if (req.op === "trace_next_call") {
-        setTimeout(() => writeFileSync(`${req.out}.error.json`, JSON.stringify({ ok: false, kind: "timeout", error: "the trace took over 5 s", traceback: null })), 200);
+        setTimeout(
+          () =>
+            writeFileSync(`${req.out}.error.json`, JSON.stringify({ ok: false, kind: "timeout", error: "the trace took over 5 s", traceback: null })),
+          200,
+        );
         return { ok: true, armed: true, path: req.out, model: "Block" };
       }
       return { ok: false, kind: "needs-input", error: "no input", traceback: null };
@@ -564,7 +721,9 @@ describe("the commands against a fake paused session", () => {
   });
 
   it("the session ends before the next call: a message, no graph", async () => {
-    const { session } = pausedSession((req) => (req.op === "trace_next_call" ? { ok: true, armed: true, path: req.out, model: "Block" } : { ok: false, kind: "needs-input", error: "x" }));
+    const { session } = pausedSession((req) =>
+      req.op === "trace_next_call" ? { ok: true, armed: true, path: req.out, model: "Block" } : { ok: false, kind: "needs-input", error: "x" },
+    );
     vs.answers.push({ id: "next" });
     const done = commands().visualizeVariable({ sessionId: "s1", variable: { name: "m", evaluateName: "m" } });
     await new Promise((r) => setTimeout(r, 100));
@@ -577,7 +736,12 @@ describe("the commands against a fake paused session", () => {
     pausedSession((req) => {
       if (req.op !== "trace") return { ok: false };
       writeFileSync(req.out, GRAPH);
-      return { ok: true, path: req.out, size: 4, summary: { ...summary, error: { type: "RuntimeError", message: "shapes differ", file: null, line: null } } };
+      return {
+        ok: true,
+        path: req.out,
+        size: 4,
+        summary: { ...summary, error: { type: "RuntimeError", message: "shapes differ", file: null, line: null } },
+      };
     });
     await commands().visualizeVariable({ sessionId: "s1", variable: { name: "m", evaluateName: "m" } });
     assert.ok(GraphPanel.find(DEBUG_URI, "m")?.bytes);

@@ -2,14 +2,20 @@
 // options, failure classification, remembered answers, reveal lines, HTML export.
 import { strict as assert } from "node:assert";
 import { beforeEach, describe, it } from "node:test";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import * as path from "node:path";
 import * as vs from "./vscode-stub";
-import { isFromWebview, panelTitle, shortName, targetKey, TORCHSCOPE_ERROR } from "../../../extension/src/protocol";
+import { isViewerMessage, panelTitle, shortName, targetKey, TORCHSCOPE_ERROR } from "../../../extension/src/protocol";
 import { chooseInterpreter, expandPath, resolveInterpreter } from "../../../extension/src/interpreter";
 import { debounce, findBundle, readInitOptions, serverPythonPath } from "../../../extension/src/client";
-import { AnswerStore, classifyFailure, traceParams, visualizeArgs } from "../../../extension/src/commands";
+import { visualizeArgs } from "../../../extension/src/commands";
+import { AnswerStore, classifyFailure, traceParams } from "../../../extension/src/editorSource";
 import { editorLine, sameFile } from "../../../extension/src/reveal";
 import { standaloneHtml } from "../../../extension/src/export";
+
+const PYTHON = process.env.TORCHSCOPE_PYTHON ?? path.join(__dirname, "..", "..", "..", ".venv", "bin", "python");
 
 beforeEach(() => vs.reset());
 
@@ -24,11 +30,11 @@ describe("protocol helpers", () => {
     assert.equal(shortName("transformers.GPT2LMHeadModel"), "GPT2LMHeadModel");
   });
   it("accepts only the viewer's message types", () => {
-    assert.ok(isFromWebview({ type: "ready" }));
-    assert.ok(isFromWebview({ type: "reveal", site: { file: "/a.py", line: 3 }, nodeId: 1 }));
-    assert.ok(!isFromWebview({ type: "graph" }));
-    assert.ok(!isFromWebview(null));
-    assert.ok(!isFromWebview("ready"));
+    assert.ok(isViewerMessage({ type: "ready" }));
+    assert.ok(isViewerMessage({ type: "reveal", site: { file: "/a.py", line: 3 }, nodeId: 1 }));
+    assert.ok(!isViewerMessage({ type: "graph" }));
+    assert.ok(!isViewerMessage(null));
+    assert.ok(!isViewerMessage("ready"));
   });
 });
 
@@ -38,8 +44,10 @@ describe("interpreter", () => {
     assert.deepEqual(chooseInterpreter("  ", "/venv/bin/python"), { path: "/venv/bin/python", source: "python-extension" });
     assert.deepEqual(chooseInterpreter(undefined, undefined), { path: "python3", source: "default" });
   });
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: VS Code's ${workspaceFolder}, not a template
   it("expands ~ and ${workspaceFolder}", () => {
     assert.equal(expandPath("~/venv/bin/python", "/w", "/home/u"), "/home/u/venv/bin/python");
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: VS Code's ${workspaceFolder}, not a template
     assert.equal(expandPath("${workspaceFolder}/.venv/bin/python", "/w", "/home/u"), "/w/.venv/bin/python");
     assert.equal(expandPath("/usr/bin/python3", undefined), "/usr/bin/python3");
   });
@@ -68,7 +76,9 @@ describe("server start-up", () => {
     const ext = "/ext";
     const inVsix = findBundle(ext, (p) => p.startsWith("/ext/bundled"));
     assert.deepEqual(inVsix, {
-      toolDir: "/ext/bundled/tool", libsDir: "/ext/bundled/libs", viewerDir: "/ext/bundled/tool/torchscope/static",
+      toolDir: "/ext/bundled/tool",
+      libsDir: "/ext/bundled/libs",
+      viewerDir: "/ext/bundled/tool/torchscope/static",
     });
     const inRepo = findBundle(ext, () => false);
     assert.deepEqual(inRepo, { toolDir: "/ext/python_helper", libsDir: undefined, viewerDir: "/ext/python_helper/torchscope/static" });
@@ -87,6 +97,17 @@ describe("server start-up", () => {
     vs.settings.set("torchscope.logLevel", "loud");
     assert.deepEqual(readInitOptions("/s"), { storageDir: "/s", traceTimeoutSeconds: 60, logLevel: "info" });
   });
+  it("passes each of the server's four log levels, and only those", () => {
+    const manifest = JSON.parse(readFileSync(path.join(__dirname, "..", "..", "..", "package.json"), "utf8")) as {
+      contributes: { configuration: { properties: Record<string, { enum?: string[] }> } };
+    };
+    const levels = manifest.contributes.configuration.properties["torchscope.logLevel"]!.enum!;
+    assert.deepEqual(levels, ["error", "warning", "info", "debug"]);
+    for (const level of levels) {
+      vs.settings.set("torchscope.logLevel", level);
+      assert.equal(readInitOptions("/s").logLevel, level);
+    }
+  });
   it("restarts once for a burst of changes", async () => {
     let n = 0;
     const d = debounce(() => n++, 20);
@@ -104,14 +125,24 @@ describe("server start-up", () => {
 
 describe("trace failures", () => {
   const err = (kind: string, extra: Record<string, unknown> = {}, message = "msg") => ({
-    code: TORCHSCOPE_ERROR, message, data: { kind, ...extra },
+    code: TORCHSCOPE_ERROR,
+    message,
+    data: { kind, ...extra },
   });
   it("maps each error kind of docs/protocol.md to a way forward", () => {
     assert.deepEqual(classifyFailure(err("needs-input")), { kind: "needs-input", message: "msg" });
     assert.deepEqual(classifyFailure(err("target-error", { needsCtorArgs: true })), { kind: "needs-ctor-args", message: "msg" });
     assert.deepEqual(classifyFailure(err("target-error")), { kind: "target-error", message: "msg" });
-    assert.deepEqual(classifyFailure(err("no-torch", { details: "/usr/bin/python3" })), { kind: "no-torch", message: "msg", python: "/usr/bin/python3" });
-    assert.deepEqual(classifyFailure(err("import-error", { details: "Traceback…" })), { kind: "import-error", message: "msg", details: "Traceback…" });
+    assert.deepEqual(classifyFailure(err("no-torch", { details: "/usr/bin/python3" })), {
+      kind: "no-torch",
+      message: "msg",
+      python: "/usr/bin/python3",
+    });
+    assert.deepEqual(classifyFailure(err("import-error", { details: "Traceback…" })), {
+      kind: "import-error",
+      message: "msg",
+      details: "Traceback…",
+    });
     assert.deepEqual(classifyFailure(err("timeout")), { kind: "timeout", message: "msg" });
     assert.deepEqual(classifyFailure(err("runner-crashed", { details: "exit 3" })), { kind: "runner-crashed", message: "msg", details: "exit 3" });
   });
@@ -129,7 +160,10 @@ describe("trace failures", () => {
   it("sends only the answers there are", () => {
     assert.deepEqual(traceParams("u", "text", "Net", {}), { uri: "u", text: "text", target: "Net" });
     assert.deepEqual(traceParams("u", undefined, "Net", { input: "torch.randn(1, 3)", ctorArgs: "10" }), {
-      uri: "u", target: "Net", input: "torch.randn(1, 3)", ctorArgs: "10",
+      uri: "u",
+      target: "Net",
+      input: "torch.randn(1, 3)",
+      ctorArgs: "10",
     });
   });
 });
@@ -168,12 +202,64 @@ describe("reveal", () => {
 });
 
 describe("standalone HTML export", () => {
+  const ROOT = path.resolve(__dirname, "..", "..", "..");
+  const template = readFileSync(path.join(ROOT, "webview", "src", "page.html"), "utf8");
+
   it("inlines the viewer and the data under a nonce CSP", () => {
-    const html = standaloneHtml(new Uint8Array([1, 2, 3]), 'var s = "</script>";', "a{}</style>", "Forward pass: <MLP>", "NONCE");
+    const parts = { template, worker: "", viewer: 'var s = "</script>";', css: "a{}</style>" };
+    const html = standaloneHtml(new Uint8Array([1, 2, 3]), parts, "Forward pass: <MLP>", "NONCE");
     assert.ok(html.includes("default-src &#x27;none&#x27;; script-src &#x27;nonce-NONCE&#x27; &#x27;wasm-unsafe-eval&#x27;"));
     assert.match(html, /<script type="application\/octet-stream" id="torchscope-graph">AQID<\/script>/);
     assert.ok(html.includes('var s = "<\\/script>";'));
     assert.ok(html.includes("a{}<\\/style>"));
     assert.ok(html.includes("<title>Forward pass: &lt;MLP&gt;</title>"));
+  });
+
+  it("is the page the CLI writes, byte for byte: one template, filled the same way", { skip: !existsSync(PYTHON) && "no venv python" }, () => {
+    const parts = {
+      template,
+      worker: "onmessage = () => postMessage('</script>'); // {{title}}",
+      viewer: "var s = '</SCRIPT><!-- x'; var t = '{{nonce}}';",
+      css: ".ts-root{color:red} /* </style> */",
+    };
+    const dir = mkdtempSync(path.join(tmpdir(), "torchscope-page-"));
+    for (const [f, text] of [
+      ["page.html", parts.template],
+      ["layout.worker.js", parts.worker],
+      ["viewer-page.js", parts.viewer],
+      ["viewer.css", parts.css],
+    ]) {
+      writeFileSync(path.join(dir, f!), text!);
+    }
+    const bytes = new Uint8Array([0x81, 0xa1, 0x61, 0x01]);
+    const title = `it's <b>"Net"</b> & co`;
+    const code =
+      "import sys, pathlib, secrets\n" +
+      "from torchscope import html\n" +
+      "html._read_static = lambda name: (pathlib.Path(sys.argv[1]) / name).read_text(encoding='utf-8')\n" +
+      "secrets.token_urlsafe = lambda n: 'NONCE'\n" +
+      "sys.stdout.write(html.render_html(bytes.fromhex(sys.argv[2]), sys.argv[3]))";
+    const r = spawnSync(PYTHON, ["-c", code, dir, Buffer.from(bytes).toString("hex"), title], {
+      encoding: "utf8",
+      env: { ...process.env, PYTHONPATH: path.join(ROOT, "python_helper") },
+    });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(standaloneHtml(bytes, parts, title, "NONCE"), r.stdout);
+    // A bundle's own "{{...}}" text is not a place to fill.
+    assert.ok(r.stdout.includes("var t = '{{nonce}}';") && r.stdout.includes("// {{title}}"));
+  });
+
+  it("opens at the panel's view when it has one", () => {
+    const view = { graph: `m.<Net>|3|2`, expanded: [1, 4], groups: [0] };
+    const html = standaloneHtml(new Uint8Array([1]), { template, worker: "", viewer: "", css: "" }, "t", "N", view);
+    const attr = /<div id="torchscope" data-view="([^"]*)">/.exec(html)![1]!;
+    assert.ok(!attr.includes("<"));
+    const decoded = attr
+      .replace(/&quot;/g, '"')
+      .replace(/&lt;/g, "<")
+      .replace(/&gt;/g, ">")
+      .replace(/&#x27;/g, "'")
+      .replace(/&amp;/g, "&");
+    assert.deepEqual(JSON.parse(decoded), view);
   });
 });

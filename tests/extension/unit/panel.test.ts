@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as vs from "./vscode-stub";
 import { GraphPanel, exactArrayBuffer, panelHtml, type PanelEvents } from "../../../extension/src/graphPanel";
-import { Commands } from "../../../extension/src/commands";
+import { wire } from "../../../extension/src/extension";
 import type { Server } from "../../../extension/src/client";
 import { TORCHSCOPE_ERROR, type TraceParams, type TraceResult } from "../../../extension/src/protocol";
 
@@ -36,7 +36,14 @@ beforeEach(() => {
 
 describe("panel page", () => {
   it("has a strict nonce CSP that still lets Graphviz WASM run in a Blob worker", () => {
-    const html = panelHtml({ cspSource: "https://x", scriptUri: "https://x/viewer-page.js", workerUri: "https://x/layout.worker.js", styleUri: "https://x/viewer.css", nonce: "N1", title: "t" });
+    const html = panelHtml({
+      cspSource: "https://x",
+      scriptUri: "https://x/viewer-page.js",
+      workerUri: "https://x/layout.worker.js",
+      styleUri: "https://x/viewer.css",
+      nonce: "N1",
+      title: "t",
+    });
     const csp = /Content-Security-Policy" content="([^"]+)"/.exec(html)![1]!.replace(/&#39;/g, "'");
     assert.match(csp, /^default-src 'none'/);
     assert.match(csp, /script-src 'nonce-N1' 'wasm-unsafe-eval'/);
@@ -70,7 +77,10 @@ describe("GraphPanel", () => {
     assert.equal(p.revealed, 1);
     const opts = p.webview.options as { enableScripts: boolean; retainContextWhenHidden: boolean; localResourceRoots: { fsPath: string }[] };
     assert.ok(opts.enableScripts && opts.retainContextWhenHidden);
-    assert.deepEqual(opts.localResourceRoots.map((u) => u.fsPath), ["/ext/viewer"]);
+    assert.deepEqual(
+      opts.localResourceRoots.map((u) => u.fsPath),
+      ["/ext/viewer"],
+    );
     GraphPanel.createOrShow(viewerDir, { ...origin, target: "Other" }, ev);
     assert.equal(vs.panels.length, 2);
   });
@@ -99,6 +109,14 @@ describe("GraphPanel", () => {
     w.receive({ type: "reveal", site: { file: "/w/mlp.py", line: 17 }, nodeId: 3 });
     w.receive({ type: "bogus" });
     assert.deepEqual(ev.revealed, [{ file: "/w/mlp.py", line: 17 }]);
+  });
+
+  it("keeps the viewer's last view (for an HTML export at the same expansion)", () => {
+    const panel = GraphPanel.createOrShow(viewerDir, origin, events());
+    assert.equal(panel.view, undefined);
+    const view = { graph: "m.MLP|3|2", expanded: [0, 2], groups: [], transform: { x: 1, y: 2, k: 1 } };
+    vs.panels[0]!.webview.receive({ type: "view", view });
+    assert.deepEqual(panel.view, view);
   });
 
   it("forgets a closed panel", () => {
@@ -153,17 +171,23 @@ describe("visualize command", () => {
       restart: async () => undefined,
     };
     const context = {
-      workspaceState: { get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d), update: async (k: string, v: unknown) => void memento.set(k, v) },
+      workspaceState: {
+        get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d),
+        update: async (k: string, v: unknown) => void memento.set(k, v),
+      },
+      globalStorageUri: vs.Uri.file(dir),
     };
     vs.window.activeTextEditor = { document: doc, selection: { active: new vs.Position(3, 4) } };
     vs.workspace.documents.set(doc.uri.toString(), doc);
     const log = vs.logChannel();
-    const cmds = new Commands({ context: context as never, client: server, bundle: { toolDir: "/t", libsDir: undefined, viewerDir: "/v" }, log: log as never });
+    const { commands: cmds } = wire(context as never, server, { toolDir: "/t", libsDir: undefined, viewerDir: "/v" }, log as never);
     return { cmds, sent, log };
   }
-  const fail = (kind: string, extra: object = {}) => () => {
-    throw Object.assign(new Error(`${kind} happened`), { code: TORCHSCOPE_ERROR, data: { kind, ...extra } });
-  };
+  const fail =
+    (kind: string, extra: object = {}) =>
+    () => {
+      throw Object.assign(new Error(`${kind} happened`), { code: TORCHSCOPE_ERROR, data: { kind, ...extra } });
+    };
 
   it("traces the target at the cursor with the editor's text and opens its panel", async () => {
     const { cmds, sent } = setup([() => result]);
@@ -179,7 +203,11 @@ describe("visualize command", () => {
   });
 
   it("asks for an input on needs-input, retries with it, and remembers it for next time", async () => {
-    const { cmds, sent } = setup([fail("needs-input"), (p) => (assert.equal(p.input, "torch.randn(1, 8)"), result), () => result]);
+    const withInput = (p: Omit<TraceParams, "workDoneToken">) => {
+      assert.equal(p.input, "torch.randn(1, 8)");
+      return result;
+    };
+    const { cmds, sent } = setup([fail("needs-input"), withInput, () => result]);
     vs.answers.push("torch.randn(1, 8)");
     assert.equal(await cmds.visualize(), result);
     assert.equal(sent.length, 2);
@@ -221,7 +249,10 @@ describe("visualize command", () => {
   });
 
   it("shows the partial graph of a model that raises and names the error", async () => {
-    const raised = { ...result, summary: { ...result.summary, error: { type: "RuntimeError", message: "shapes cannot be multiplied", file: null, line: null } } };
+    const raised = {
+      ...result,
+      summary: { ...result.summary, error: { type: "RuntimeError", message: "shapes cannot be multiplied", file: null, line: null } },
+    };
     const { cmds } = setup([() => raised]);
     await cmds.visualize();
     assert.equal(vs.panels.length, 1);
@@ -251,7 +282,8 @@ describe("visualize command", () => {
     const { cmds } = setup([]);
     const subs = cmds.register();
     const manifest = JSON.parse(readFileSync(join(__dirname, "..", "..", "..", "package.json"), "utf8")) as {
-      main: string; activationEvents: string[];
+      main: string;
+      activationEvents: string[];
       contributes: { commands: { command: string }[]; menus: Record<string, { command: string }[]> };
     };
     const declared = manifest.contributes.commands.map((c) => c.command).sort();
@@ -259,7 +291,10 @@ describe("visualize command", () => {
     for (const id of mine) assert.ok(declared.includes(id), `${id} is declared`);
     // Commands of the other rooms (the debug bridge) are registered there.
     const src = join(__dirname, "..", "..", "..", "extension", "src");
-    const others = readdirSync(src).filter((f) => f !== "commands.ts").map((f) => readFileSync(join(src, f), "utf8")).join("\n");
+    const others = readdirSync(src)
+      .filter((f) => f !== "commands.ts")
+      .map((f) => readFileSync(join(src, f), "utf8"))
+      .join("\n");
     for (const id of declared) assert.ok(mine.includes(id) || others.includes(`"${id}"`), `${id} is registered`);
     for (const [menu, items] of Object.entries(manifest.contributes.menus)) {
       for (const i of items) assert.ok(declared.includes(i.command), `${menu}: ${i.command} is declared`);

@@ -18,7 +18,9 @@ export class Disposable {
     this.fn();
   }
   static from(...ds: { dispose(): unknown }[]): Disposable {
-    return new Disposable(() => ds.forEach((d) => d.dispose()));
+    return new Disposable(() => {
+      for (const d of ds) d.dispose();
+    });
   }
 }
 
@@ -37,7 +39,11 @@ export class EventEmitter<T> {
 }
 
 export class Uri {
-  private constructor(readonly scheme: string, readonly fsPath: string, readonly raw?: string) {}
+  private constructor(
+    readonly scheme: string,
+    readonly fsPath: string,
+    readonly raw?: string,
+  ) {}
   static file(p: string): Uri {
     return new Uri("file", path.normalize(p));
   }
@@ -58,16 +64,37 @@ export class Uri {
 }
 
 export class Position {
-  constructor(readonly line: number, readonly character: number) {}
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
 }
 export class Range {
-  constructor(readonly start: Position, readonly end: Position) {}
+  constructor(
+    readonly start: Position,
+    readonly end: Position,
+  ) {}
 }
 export class CancellationError extends Error {}
 
-export enum ViewColumn { Active = -1, Beside = -2, One = 1, Two = 2, Three = 3 }
-export enum ProgressLocation { SourceControl = 1, Window = 10, Notification = 15 }
-export enum TextEditorRevealType { Default = 0, InCenter = 1, InCenterIfOutsideViewport = 2, AtTop = 3 }
+export enum ViewColumn {
+  Active = -1,
+  Beside = -2,
+  One = 1,
+  Two = 2,
+  Three = 3,
+}
+export enum ProgressLocation {
+  SourceControl = 1,
+  Window = 10,
+  Notification = 15,
+}
+export enum TextEditorRevealType {
+  Default = 0,
+  InCenter = 1,
+  InCenterIfOutsideViewport = 2,
+  AtTop = 3,
+}
 
 export interface StubWebview {
   html: string;
@@ -95,6 +122,13 @@ export interface StubPanel {
 
 export const panels: StubPanel[] = [];
 
+export interface CancellationToken {
+  isCancellationRequested: boolean;
+  onCancellationRequested: (l: () => void) => Disposable;
+}
+/** Presses Cancel on the last progress notification. */
+export const progressCancel: { press: () => void } = { press: () => undefined };
+
 function makePanel(viewType: string, title: string, options: unknown): StubPanel {
   const messages = new EventEmitter<unknown>();
   const disposed = new EventEmitter<void>();
@@ -116,7 +150,12 @@ function makePanel(viewType: string, title: string, options: unknown): StubPanel
     receive: (m) => messages.fire(m),
   };
   const panel: StubPanel = {
-    viewType, title, webview, viewColumn: ViewColumn.Two, revealed: 0, disposed: false,
+    viewType,
+    title,
+    webview,
+    viewColumn: ViewColumn.Two,
+    revealed: 0,
+    disposed: false,
     reveal() {
       this.revealed++;
     },
@@ -136,8 +175,10 @@ function makePanel(viewType: string, title: string, options: unknown): StubPanel
   return panel;
 }
 
-function nextAnswer(): unknown {
-  return answers.shift();
+/** A question or message to the user: recorded, answered with the next of `answers`. */
+function answer(api: string, args: unknown[]): Promise<unknown> {
+  record(api, args);
+  return Promise.resolve(answers.shift());
 }
 
 export const window = {
@@ -147,14 +188,25 @@ export const window = {
     record("createWebviewPanel", [viewType, title, column, options]);
     return makePanel(viewType, title, options);
   },
-  showInformationMessage: (...args: unknown[]) => (record("showInformationMessage", args), Promise.resolve(nextAnswer())),
-  showWarningMessage: (...args: unknown[]) => (record("showWarningMessage", args), Promise.resolve(nextAnswer())),
-  showErrorMessage: (...args: unknown[]) => (record("showErrorMessage", args), Promise.resolve(nextAnswer())),
-  showInputBox: (...args: unknown[]) => (record("showInputBox", args), Promise.resolve(nextAnswer())),
-  showQuickPick: (...args: unknown[]) => (record("showQuickPick", args), Promise.resolve(nextAnswer())),
-  withProgress: <R>(opts: unknown, task: (p: { report(v: unknown): void }, t: { isCancellationRequested: boolean }) => Promise<R>) => {
+  showInformationMessage: (...args: unknown[]) => answer("showInformationMessage", args),
+  showWarningMessage: (...args: unknown[]) => answer("showWarningMessage", args),
+  showErrorMessage: (...args: unknown[]) => answer("showErrorMessage", args),
+  showInputBox: (...args: unknown[]) => answer("showInputBox", args),
+  showQuickPick: (...args: unknown[]) => answer("showQuickPick", args),
+  withProgress: <R>(opts: unknown, task: (p: { report(v: unknown): void }, t: CancellationToken) => Promise<R>) => {
     record("withProgress", [opts]);
-    return task({ report: (v) => record("progress", [v]) }, { isCancellationRequested: false });
+    const cancelled = new EventEmitter<void>();
+    const token = { isCancellationRequested: false, onCancellationRequested: cancelled.event };
+    // The notification's Cancel button, for the test to press while the task runs.
+    progressCancel.press = () => {
+      token.isCancellationRequested = true;
+      cancelled.fire();
+    };
+    return task({ report: (v) => record("progress", [v]) }, token);
+  },
+  showTextDocument: (doc: unknown, options?: unknown) => {
+    record("showTextDocument", [doc, options]);
+    return Promise.resolve({ document: doc, revealRange: (...a: unknown[]) => record("revealRange", a) });
   },
   createOutputChannel: (name: string) => logChannel(name),
   onDidChangeTextEditorSelection: () => new Disposable(),
@@ -164,7 +216,18 @@ export const window = {
 export function logChannel(name = "torchscope"): Record<string, unknown> & { lines: string[] } {
   const lines: string[] = [];
   const put = (level: string) => (m: string) => lines.push(`${level} ${m}`);
-  return { name, lines, info: put("info"), warn: put("warn"), error: put("error"), debug: put("debug"), trace: put("trace"), appendLine: put(""), show: () => undefined, dispose: () => undefined };
+  return {
+    name,
+    lines,
+    info: put("info"),
+    warn: put("warn"),
+    error: put("error"),
+    debug: put("debug"),
+    trace: put("trace"),
+    appendLine: put(""),
+    show: () => undefined,
+    dispose: () => undefined,
+  };
 }
 
 export const workspace = {
@@ -199,7 +262,10 @@ export const commands = {
     commands.registered.set(id, fn);
     return new Disposable(() => commands.registered.delete(id));
   },
-  executeCommand: (...args: unknown[]) => (record("executeCommand", args), Promise.resolve(undefined)),
+  executeCommand: (...args: unknown[]) => {
+    record("executeCommand", args);
+    return Promise.resolve(undefined);
+  },
 };
 
 /** Forget everything recorded and configured between tests. */

@@ -68,8 +68,14 @@ describe("overlay, legend and table (GPT-2)", () => {
     const options = await page.$$eval("select[data-role=overlay] option", (els) =>
       els.map((e) => [(e as HTMLOptionElement).value, (e as HTMLOptionElement).disabled]),
     );
-    assert.deepEqual(options.map(([v]) => v), ["none", "time", "flops", "bytes", "params", "absmax", "nonfinite"]);
-    assert.ok(options.every(([, disabled]) => !disabled), "GPT-2 was traced with values and costs");
+    assert.deepEqual(
+      options.map(([v]) => v),
+      ["none", "time", "flops", "bytes", "params", "absmax", "nonfinite"],
+    );
+    assert.ok(
+      options.every(([, disabled]) => !disabled),
+      "GPT-2 was traced with values and costs",
+    );
     assert.equal(await page.locator(".ts-nodes > g[data-heat]").count(), 0);
     assert.ok(await page.locator("[data-role=legend]").isHidden());
     assert.ok(await page.locator("[data-role=table]").isHidden());
@@ -102,18 +108,30 @@ describe("overlay, legend and table (GPT-2)", () => {
   test("the table lists the 20 heaviest ops by FLOPs, sorts, and a row reveals its op", async () => {
     const rows = page.locator("[data-role=table] tbody tr[data-id]");
     assert.equal(await rows.count(), 20);
-    const ids = (await rows.evaluateAll((els) => els.map((e) => Number((e as HTMLElement).dataset.id))));
+    const ids = await rows.evaluateAll((els) => els.map((e) => Number((e as HTMLElement).dataset.id)));
     const flops = (id: number): number => g.nodes[id]!.cost!.flops;
-    const want = g.nodes.filter((n) => n.kind === "op").sort((a, b) => flops(b.id) - flops(a.id) || a.id - b.id).slice(0, 20);
-    assert.deepEqual(ids, want.map((n) => n.id));
+    const want = g.nodes
+      .filter((n) => n.kind === "op")
+      .sort((a, b) => flops(b.id) - flops(a.id) || a.id - b.id)
+      .slice(0, 20);
+    assert.deepEqual(
+      ids,
+      want.map((n) => n.id),
+    );
     // Sort by name, then back by value ascending.
     await page.click("[data-role=table] th[data-sort=name]");
     const names = await page.locator("[data-role=table] tbody tr td:nth-child(2)").allTextContents();
-    assert.deepEqual(names, [...names].sort((a, b) => a.localeCompare(b)));
+    assert.deepEqual(
+      names,
+      [...names].sort((a, b) => a.localeCompare(b)),
+    );
     await page.click("[data-role=table] th[data-sort=value]");
     await page.click("[data-role=table] th[data-sort=value]");
     const asc = await rows.evaluateAll((els) => els.map((e) => Number((e as HTMLElement).dataset.id)));
-    assert.deepEqual(asc.map(flops), [...ids].map(flops).sort((a, b) => a - b));
+    assert.deepEqual(
+      asc.map(flops),
+      [...ids].map(flops).sort((a, b) => a - b),
+    );
     // The heaviest op sits inside a folded block: a click unfolds, selects and centres it.
     const heaviest = want[0]!;
     await page.click(`[data-role=table] tbody tr[data-id="${heaviest.id}"]`);
@@ -138,7 +156,12 @@ describe("overlay, legend and table (GPT-2)", () => {
   });
 
   test("time, bytes, parameters, largest |value| and NaN/Inf colour too; none clears", async () => {
-    for (const [m, unit] of [["time", /(µs|ms| s)$/], ["bytes", /B$/], ["params", /^\d/], ["absmax", /^\d/]] as const) {
+    for (const [m, unit] of [
+      ["time", /(µs|ms| s)$/],
+      ["bytes", /B$/],
+      ["params", /^\d/],
+      ["absmax", /^\d/],
+    ] as const) {
       await choose(page, m);
       await page.waitForFunction(() => document.querySelector("[data-role=legend]:not([hidden])"));
       const hi = await page.locator("[data-role=legend-hi]").textContent();
@@ -252,7 +275,10 @@ describe("VS Code host", () => {
 
 function assertClean(o: Opened): void {
   assert.deepEqual(o.errors, []);
-  assert.deepEqual(o.requests.filter((u) => !/^(file|blob|data):/.test(u)), []);
+  assert.deepEqual(
+    o.requests.filter((u) => !/^(file|blob|data):/.test(u)),
+    [],
+  );
 }
 
 /** The VS Code webview page as GraphPanel writes it, served over HTTP (see viewer.test.ts). */
@@ -284,5 +310,12 @@ function acquireVsCodeApi() {
   page.on("pageerror", (e) => errors.push(e.message));
   await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
   await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === "ready"));
-  return { page, errors, close: async () => { await ctx.close(); server.close(); } };
+  return {
+    page,
+    errors,
+    close: async () => {
+      await ctx.close();
+      server.close();
+    },
+  };
 }

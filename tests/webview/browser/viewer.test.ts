@@ -7,7 +7,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { encode } from "@msgpack/msgpack";
+import { decode, encode } from "@msgpack/msgpack";
 import type { Browser, Locator, Page } from "playwright-core";
 import { FIXTURES, ROOT, launch, open, ready, shot, type Opened } from "./browser";
 
@@ -43,7 +43,8 @@ function assertNoErrors(o: Opened): void {
  */
 async function countAfterFit(page: Page, selector: string, n: number): Promise<void> {
   await page.click("[data-action=fit]");
-  await page.waitForFunction(([sel, want]) => document.querySelectorAll(sel as string).length === want, [selector, n] as const, { timeout: 10_000 })
+  await page
+    .waitForFunction(([sel, want]) => document.querySelectorAll(sel as string).length === want, [selector, n] as const, { timeout: 10_000 })
     .catch(async () => assert.equal(await page.locator(selector).count(), n, selector));
 }
 
@@ -65,6 +66,47 @@ async function assertNoOverlaps(page: Page): Promise<void> {
       const [a, b] = [rects[i]!, rects[j]!] as [number, number, number, number, string][];
       const overlap = a[0] < b[2] - 1 && b[0] < a[2] - 1 && a[1] < b[3] - 1 && b[1] < a[3] - 1;
       assert.ok(!overlap, `${a[4]} overlaps ${b[4]}`);
+    }
+  }
+}
+
+/** The stage (the graph's part of the page) in page coordinates. */
+async function stage(page: Page): Promise<Box> {
+  return box(page.locator(".ts-svg"));
+}
+
+const inside = (b: Box, s: Box, slack = 1): boolean =>
+  b.x >= s.x - slack && b.y >= s.y - slack && b.x + b.width <= s.x + s.width + slack && b.y + b.height <= s.y + s.height + slack;
+
+/**
+ * A frame just opened is brought into view: all of it when it fits the stage, else its
+ * header at the top-left; the hover card the click would have popped is away.
+ */
+async function assertOpenedInView(page: Page, frame: Locator): Promise<void> {
+  const s = await stage(page);
+  const b = await box(frame);
+  if (b.width <= s.width && b.height <= s.height) assert.ok(inside(b, s), `frame ${JSON.stringify(b)} inside the stage ${JSON.stringify(s)}`);
+  else assert.ok(inside({ ...b, width: 40, height: 24 }, s), "header in the stage");
+  assert.ok(await page.locator(".ts-tooltip").isHidden(), "no hover card over the new content");
+}
+
+/** Every drawn box lies inside the stage and, when the overview shows, clear of it. */
+async function assertAllBoxesVisible(page: Page, what: string): Promise<void> {
+  const s = await stage(page);
+  const mini = page.locator("canvas.ts-minimap");
+  const m = (await mini.isVisible()) ? await box(mini) : null;
+  const rects = await page.$$eval(".ts-nodes > g > .ts-box", (els) =>
+    els.map((e) => {
+      const r = e.getBoundingClientRect();
+      return { x: r.left, y: r.top, width: r.width, height: r.height, key: (e.parentElement as HTMLElement).dataset.key };
+    }),
+  );
+  assert.ok(rects.length > 0);
+  for (const r of rects) {
+    assert.ok(inside(r, s), `${what}: ${r.key} ${JSON.stringify(r)} outside the stage ${JSON.stringify(s)}`);
+    if (m) {
+      const under = r.x < m.x + m.width && m.x < r.x + r.width && r.y < m.y + m.height && m.y < r.y + r.height;
+      assert.ok(!under, `${what}: ${r.key} under the overview`);
     }
   }
 }
@@ -104,13 +146,15 @@ describe("GPT-2", () => {
     assert.equal(await page.locator(".ts-node[data-kind=input]").count(), 1);
     assert.ok((await page.locator(".ts-node[data-kind=output]").count()) >= 1);
     const labels = await page.locator(".ts-elabel").allTextContents();
-    assert.ok(labels.some((t) => /^1×16×768/.test(t)), "tensor shapes on edges");
-    assert.ok((await minScreenFont(page)) >= 10, "text at least 10 px on screen");
-    // The view starts at the inputs: the input box is on screen.
-    const input = await box(page.locator(".ts-node[data-kind=input]"));
-    const vp = page.viewportSize()!;
-    assert.ok(input.y > 0 && input.y + input.height < vp.height && input.x > 0 && input.x < vp.width);
-    assert.ok(await page.locator("canvas.ts-minimap").isVisible(), "overview shown");
+    assert.ok(
+      labels.some((t) => /^1×16×768/.test(t)),
+      "tensor shapes on edges",
+    );
+    // The opening view shows the whole graph at a readable zoom (≥ 0.8: 10 px text ≥ 8 px);
+    // the overview only shows when part of the graph is out of sight.
+    assert.ok((await minScreenFont(page)) >= 8, "text at least 8 px on screen");
+    await assertAllBoxesVisible(page, "opened");
+    assert.ok(await page.locator("canvas.ts-minimap").isHidden(), "no overview over a graph that is all in view");
     await assertNoOverlaps(page);
     assertNoErrors(o);
     assertOffline(o);
@@ -127,8 +171,7 @@ describe("GPT-2", () => {
     assert.equal(await page.locator(`.ts-node${sel}`).count(), 0);
     assert.match((await page.locator(`[data-head="${key}"]`).textContent())!, /Embedding/);
     const after = await box(cluster);
-    assert.ok(Math.abs(after.x - before.x) <= 2 && Math.abs(after.y - before.y) <= 2,
-      `moved from ${before.x},${before.y} to ${after.x},${after.y}`);
+    assert.ok(Math.abs(after.x - before.x) <= 2 && Math.abs(after.y - before.y) <= 2, `moved from ${before.x},${before.y} to ${after.x},${after.y}`);
     assert.ok((await page.locator(".ts-node[data-kind=op]").allTextContents()).includes("embedding"));
     await assertNoOverlaps(page);
 
@@ -140,10 +183,12 @@ describe("GPT-2", () => {
 
   test("the ×12 box unfolds into the blocks; double-click expands a block", async () => {
     // The main frame, not the stacked shadows drawn behind the ×N box.
-    const before = await box(page.locator(".ts-node[data-kind=group] > .ts-box"));
+    await page.hover("[data-toggle=g0]");
     await clickAndWait(page, "[data-toggle=g0]");
-    const after = await box(page.locator(".ts-cluster[data-kind=group] > .ts-frame"));
-    assert.ok(Math.abs(after.x - before.x) <= 2 && Math.abs(after.y - before.y) <= 2, "group keeps its place");
+    // The unfolded group is taller than the window was: the view moves to show all of it.
+    await assertOpenedInView(page, page.locator(".ts-cluster[data-kind=group] > .ts-frame"));
+    await shot(page, "gpt2-unfolded-group");
+    assert.ok(await page.locator("canvas.ts-minimap").isVisible(), "overview shown once part of the graph is out of sight");
     await countAfterFit(page, ".ts-node[data-kind=module][data-path^='h.']", 12);
     // Bring h.3 into view the way a person would: search for it and press Enter.
     await page.fill("[data-role=search]", "h.3");
@@ -155,8 +200,7 @@ describe("GPT-2", () => {
     await h3.dblclick({ position: { x: p3.width - 6, y: p3.height / 2 } });
     await ready(page);
     await page.waitForSelector('.ts-cluster[data-kind=module][data-path="h.3"]');
-    const c3 = await box(page.locator('.ts-cluster[data-kind=module][data-path="h.3"]'));
-    assert.ok(Math.abs(c3.x - p3.x) <= 2 && Math.abs(c3.y - p3.y) <= 2, "double-clicked box keeps its place");
+    await assertOpenedInView(page, page.locator('.ts-cluster[data-kind=module][data-path="h.3"] > .ts-frame'));
     assert.ok(await page.locator('.ts-node[data-kind=module][data-path="h.3.attn"]').count());
     await shot(page, "gpt2-block-expanded");
     await assertNoOverlaps(page);
@@ -233,7 +277,10 @@ describe("GPT-2", () => {
     // Containers are open; only one-op wrappers (Dropout, LayerNorm, Embedding) stay boxes.
     assert.equal(await page.locator('.ts-cluster[data-kind=module][data-path="h.0.attn"]').count(), 1);
     const boxes = await page.locator(".ts-node[data-kind=module] .ts-title").allTextContents();
-    assert.ok(boxes.every((t) => ["Dropout", "LayerNorm", "Embedding", "NewGELUActivation"].includes(t)), boxes.join(","));
+    assert.ok(
+      boxes.every((t) => ["Dropout", "LayerNorm", "Embedding", "NewGELUActivation"].includes(t)),
+      boxes.join(","),
+    );
     await assertNoOverlaps(page);
     await shot(page, "gpt2-expand-all");
     // Fit: the whole graph is in the window, so every box is drawn.
@@ -255,10 +302,8 @@ describe("ResNet-50", () => {
     assert.ok((await minScreenFont(page)) >= 10);
     const enc = '[data-kind=module][data-path="encoder"]';
     const key = (await page.locator(`.ts-node${enc}`).getAttribute("data-key"))!;
-    const b0 = await box(page.locator(`.ts-node${enc}`));
     await clickAndWait(page, `[data-toggle="${key}"]`);
-    const b1 = await box(page.locator(`.ts-cluster${enc}`));
-    assert.ok(Math.abs(b1.x - b0.x) <= 2 && Math.abs(b1.y - b0.y) <= 2);
+    await assertOpenedInView(page, page.locator(`.ts-cluster${enc} > .ts-frame`));
     await shot(page, "resnet50-encoder-dark");
     await assertNoOverlaps(page);
     // Depth control: the encoder is open (depth 2); one more level.
@@ -303,6 +348,33 @@ describe("error graph", () => {
   });
 });
 
+describe("a page that opens at a view (the extension's HTML export)", () => {
+  test("the modules open in the panel are open in the page", async () => {
+    const g = decode(readFileSync(join(FIXTURES, "gpt2.msgpack"))) as {
+      model: { qualname: string };
+      nodes: { id: number; kind: string; parent: number | null; path: string }[];
+      edges: unknown[];
+    };
+    const root = g.nodes.find((n) => n.kind === "module" && n.parent === null && n.path === "")!;
+    const wte = g.nodes.find((n) => n.kind === "module" && n.path === "wte")!;
+    const view = { graph: `${g.model.qualname}|${g.nodes.length}|${g.edges.length}`, expanded: [root.id, wte.id], groups: [] };
+    const attr = JSON.stringify(view).replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+    const page = readFileSync(join(FIXTURES, "gpt2.html"), "utf8").replace(
+      '<div id="torchscope" data-view="">',
+      `<div id="torchscope" data-view="${attr}">`,
+    );
+    assert.ok(page.includes(attr), "the fixture page has the template's data-view");
+    writeFileSync(join(FIXTURES, "gpt2-view.html"), page);
+    const o = await open(browser, "gpt2-view");
+    assert.equal(await o.page.locator('.ts-cluster[data-kind=module][data-path="wte"]').count(), 1, "wte open from the start");
+    assert.equal(await o.page.locator('.ts-node[data-kind=module][data-path="wpe"]').count(), 1, "the others as they were");
+    await shot(o.page, "gpt2-opened-at-view");
+    assertNoErrors(o);
+    assertOffline(o);
+    await o.page.context().close();
+  });
+});
+
 describe("hostile names", () => {
   test("a module named <img src=x onerror=alert(1)> shows those characters", async () => {
     const o = await open(browser, "hostile");
@@ -323,10 +395,7 @@ describe("hostile names", () => {
 
 describe("bad files", () => {
   async function pageWithData(name: string, base64: string): Promise<Page> {
-    const html = readFileSync(join(FIXTURES, "hostile.html"), "utf8").replace(
-      /(id="torchscope-graph">)[^<]*/,
-      (_m, open: string) => open + base64,
-    );
+    const html = readFileSync(join(FIXTURES, "hostile.html"), "utf8").replace(/(id="torchscope-graph">)[^<]*/, (_m, open: string) => open + base64);
     const file = join(FIXTURES, `${name}.html`);
     writeFileSync(file, html);
     const ctx = await browser.newContext();
@@ -406,7 +475,14 @@ function acquireVsCodeApi() {
   page.on("pageerror", (e) => errors.push(e.message));
   await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
   await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === "ready"));
-  return { page, errors, close: async () => { await ctx.close(); server.close(); } };
+  return {
+    page,
+    errors,
+    close: async () => {
+      await ctx.close();
+      server.close();
+    },
+  };
 }
 
 async function postGraph(page: Page, b64: string): Promise<void> {
@@ -414,7 +490,11 @@ async function postGraph(page: Page, b64: string): Promise<void> {
     const bin = atob(data);
     const bytes = new Uint8Array(bin.length);
     for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    window.postMessage({ type: "graph", data: bytes.buffer }, "*");
+    // As GraphPanel posts it: with the panel's origin (kept in the webview state for a reload).
+    window.postMessage(
+      { type: "graph", data: bytes.buffer, origin: { uri: "file:///w/gpt2.py", target: "model", title: "Forward pass: GPT2Model" } },
+      "*",
+    );
   }, b64);
 }
 
@@ -449,11 +529,33 @@ describe("VS Code host", () => {
     await close();
   });
 
-  test("a worker that can't be loaded says so in the status line", async () => {
+  test("each new view goes to the extension too (an HTML export opens at it)", async () => {
+    const { page, errors, close } = await vscodePage(0);
+    await postGraph(page, readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64"));
+    await ready(page);
+    const views = () => page.evaluate(() => (window as any).__posted.filter((m: any) => m.type === "view").map((m: any) => m.view));
+    const first = await views();
+    assert.ok(first.length >= 1);
+    await page.click('[data-toggle="n3"]');
+    await ready(page);
+    const last = (await views()).at(-1);
+    assert.ok(last.expanded.includes(3) && !first.at(-1).expanded.includes(3), "wte's expansion was posted");
+    // The same view the webview state keeps (without the panel's origin).
+    const { origin, ...saved } = await page.evaluate(() => (window as any).__state);
+    assert.equal(origin.target, "model");
+    assert.deepEqual(last, saved);
+    assert.deepEqual(errors, []);
+    await close();
+  });
+
+  test("a worker that can't be loaded: the error state, with the reason, never ready", async () => {
     const { page, close } = await vscodePage(null);
     try {
       await postGraph(page, readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64"));
-      await page.waitForFunction(() => /Layout failed: .*can't load the layout worker.*404/.test(document.body.textContent ?? ""), null, { timeout: 10_000 });
+      await page.waitForSelector("#torchscope[data-state=error]", { timeout: 10_000 });
+      const notice = (await page.locator("[data-role=notice]").textContent())!;
+      assert.match(notice, /Layout failed: .*can't load the layout worker.*404/);
+      assert.match((await page.locator("[data-role=status]").textContent())!, /Layout failed/);
       await shot(page, "vscode-host-no-worker");
     } finally {
       await close();

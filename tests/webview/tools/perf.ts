@@ -11,15 +11,29 @@ import { FIXTURES, launch, ready, shot } from "../browser/browser";
   page.on("console", (m) => console.log("console:", m.text()));
   await page.addInitScript(() => {
     (globalThis as any).__long = [];
-    new PerformanceObserver((l) => l.getEntries().forEach((e) => (globalThis as any).__long.push(Math.round(e.duration)))).observe({ type: "longtask", buffered: true });
+    new PerformanceObserver((l) => {
+      for (const e of l.getEntries()) (globalThis as any).__long.push(Math.round(e.duration));
+    }).observe({ type: "longtask", buffered: true });
   });
   const t0 = Date.now();
   await page.goto(pathToFileURL(join(FIXTURES, `${name}.html`)).href);
   await ready(page, 300_000);
   const first = await page.evaluate(() => performance.now());
   console.log(`${name}: first drawn at ${Math.round(first)} ms after navigation start (wall ${Date.now() - t0} ms)`);
-  console.log(await page.evaluate(() => { const n = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming; return `responseEnd ${Math.round(n.responseEnd)} domInteractive ${Math.round(n.domInteractive)} dcl ${Math.round(n.domContentLoadedEventStart)}`; }));
-  console.log(await page.evaluate(() => performance.getEntriesByType("mark").map((m) => `${m.name} ${Math.round(m.startTime)}`).join("\n")));
+  console.log(
+    await page.evaluate(() => {
+      const n = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
+      return `responseEnd ${Math.round(n.responseEnd)} domInteractive ${Math.round(n.domInteractive)} dcl ${Math.round(n.domContentLoadedEventStart)}`;
+    }),
+  );
+  console.log(
+    await page.evaluate(() =>
+      performance
+        .getEntriesByType("mark")
+        .map((m) => `${m.name} ${Math.round(m.startTime)}`)
+        .join("\n"),
+    ),
+  );
   const toggle = page.locator("[data-toggle]").nth(1);
   let t = Date.now();
   await toggle.click();

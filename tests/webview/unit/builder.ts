@@ -10,7 +10,18 @@ export class GraphBuilder {
   add(kind: NodeKind, name: string, parent: number | null = null, extra: Partial<GraphNode> = {}): number {
     const id = this.nodes.length;
     this.nodes.push({
-      id, kind, name, parent, target: "", path: "", call: 0, site: null, defn: null, params: 0, attrs: {}, ...extra,
+      id,
+      kind,
+      name,
+      parent,
+      target: "",
+      path: "",
+      call: 0,
+      site: null,
+      defn: null,
+      params: 0,
+      attrs: {},
+      ...extra,
     });
     return id;
   }
@@ -26,9 +37,13 @@ export class GraphBuilder {
   }
   build(): Graph {
     return {
-      format: FORMAT, version: VERSION,
+      format: FORMAT,
+      version: VERSION,
       model: { name: "M", qualname: "m.M", params: 0, device: "cpu", dtype: "float32" },
-      nodes: this.nodes, edges: this.edges, groups: this.groups, error: this.error,
+      nodes: this.nodes,
+      edges: this.edges,
+      groups: this.groups,
+      error: this.error,
       stats: { trace_ms: 1, ops: 0, modules: 0 },
     };
   }

@@ -38,7 +38,10 @@ test("the golden file's values and costs decode", () => {
   assert.equal(e.stats!.nan, 0);
   assert.ok(e.stats!.min! <= e.stats!.mean! && e.stats!.mean! <= e.stats!.max!);
   assert.equal(e.hist!.counts.length, 16);
-  assert.equal(e.hist!.counts.reduce((a, b) => a + b, 0), 12);
+  assert.equal(
+    e.hist!.counts.reduce((a, b) => a + b, 0),
+    12,
+  );
   // three Linear layers on 3 rows: 2 * 3 * (4*8 + 2 * 8*8 + 8*2) FLOPs, as the Python test says
   const root = g.nodes.find((n) => n.kind === "module" && n.parent === null)!;
   assert.equal(root.cost!.flops, 2 * 3 * (4 * 8 + 2 * 8 * 8 + 8 * 2));
@@ -76,7 +79,7 @@ function withValues() {
   g.nodes[ids.b0!]!.params = 30;
   g.nodes[ids.b1!]!.params = 30;
   const stats = (absmax: number, nan = 0) => ({ min: -absmax, max: absmax, mean: 0, std: 1, absmax, zeros: 0, nan, inf: 0, numel: 4 });
-  g.edges.forEach((e) => (e.stats = stats(e.src === ids.l0 ? 50 : 2, e.src === ids.l1 ? 3 : 0)));
+  for (const e of g.edges) e.stats = stats(e.src === ids.l0 ? 50 : 2, e.src === ids.l1 ? 3 : 0);
   g.edges[0]!.hist = { lo: -2, hi: 2, counts: Array.from({ length: 16 }, (_, i) => i) };
   g.values = { stats: true, costs: true };
   g.nan_origin = ids.l1!;
@@ -120,7 +123,7 @@ test("overlay: heat for every drawn box with a value, scaled over what is drawn"
   const { g, ids } = withValues();
   const idx = buildIndex(g);
   // every module open (Expand all leaves one-op wrappers closed)
-  const all = buildVisible(idx, { modules: new Set(idx.containers), groups: new Set([0]) });
+  const all = buildVisible(idx, { modules: new Set(idx.containers), groups: new Set([0]), segments: new Set<number>() });
   const o = overlay(idx, all, "flops");
   assert.equal(o.heat.get(`n${ids.l1}`), 1);
   assert.equal(o.heat.get(`n${ids.lin1}`), 0);
@@ -134,11 +137,20 @@ test("table rows: heaviest ops first with their share; parameters rank innermost
   const { g, ids } = withValues();
   const idx = buildIndex(g);
   const rows = topRows(idx, "flops");
-  assert.deepEqual(rows.map((r) => r.id), [ids.l1, ids.l0, ids.lin1]);
+  assert.deepEqual(
+    rows.map((r) => r.id),
+    [ids.l1, ids.l0, ids.lin1],
+  );
   assert.equal(rows[0]!.where, "blocks.1");
   assert.ok(Math.abs(rows[0]!.share! - 10_000 / 11_100) < 1e-12);
-  assert.deepEqual(topRows(idx, "flops", 2).map((r) => r.id), [ids.l1, ids.l0]);
-  assert.deepEqual(topRows(idx, "params").map((r) => r.id), [ids.b0, ids.b1, ids.fc1]);
+  assert.deepEqual(
+    topRows(idx, "flops", 2).map((r) => r.id),
+    [ids.l1, ids.l0],
+  );
+  assert.deepEqual(
+    topRows(idx, "params").map((r) => r.id),
+    [ids.b0, ids.b1, ids.fc1],
+  );
   assert.equal(topRows(idx, "absmax")[0]!.share, null, "not additive: no share");
 });
 
@@ -147,9 +159,16 @@ test("hover rows: cost, statistics, histogram", () => {
   const idx = buildIndex(g);
   const out = g.edges.findIndex((e) => e.src === ids.x);
   const d = valueDetails(idx, ids.x!, [], [out]);
-  assert.deepEqual(d.rows.map(([k]) => k), ["min … max", "mean ± std", "|max|", "zeros"]);
+  assert.deepEqual(
+    d.rows.map(([k]) => k),
+    ["min … max", "mean ± std", "|max|", "zeros"],
+  );
   assert.equal(d.hist!.counts.length, 16);
   const op = valueDetails(idx, ids.l1!, [], [g.edges.findIndex((e) => e.src === ids.l1)]);
-  assert.deepEqual(op.rows.slice(0, 3), [["FLOPs", "10.0 KFLOP"], ["out bytes", "16 B"], ["time", "0 µs"]]);
+  assert.deepEqual(op.rows.slice(0, 3), [
+    ["FLOPs", "10.0 KFLOP"],
+    ["out bytes", "16 B"],
+    ["time", "0 µs"],
+  ]);
   assert.ok(op.rows.some(([k, v]) => k === "NaN / Inf" && v === "3 / 0"));
 });

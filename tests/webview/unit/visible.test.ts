@@ -3,7 +3,16 @@ import assert from "node:assert/strict";
 import { buildIndex } from "../../../webview/src/model";
 import { buildVisible } from "../../../webview/src/visible";
 import {
-  collapseAll, currentDepth, expandAll, expansionKey, initialExpansion, isWrapper, reveal, toDepth, toggleGroup, toggleModule,
+  collapseAll,
+  currentDepth,
+  expandAll,
+  expansionKey,
+  initialExpansion,
+  isWrapper,
+  reveal,
+  toDepth,
+  toggleGroup,
+  toggleModule,
 } from "../../../webview/src/expansion";
 import { mlpWithBlocks } from "./builder";
 
@@ -64,7 +73,10 @@ test("expand all opens every module except one-op wrappers, which stay boxes", (
   assert.ok(isWrapper(idx, ids.fc1) && isWrapper(idx, ids.b0) && !isWrapper(idx, ids.root));
   const vg = buildVisible(idx, expandAll(idx));
   for (const n of vg.nodes) assert.ok(idx.children[n.id]!.length === 0 || isWrapper(idx, n.id), `${n.key} is a leaf or a wrapper`);
-  assert.ok(vg.clusters.some((c) => c.key === "g0"), "groups unfold");
+  assert.ok(
+    vg.clusters.some((c) => c.key === "g0"),
+    "groups unfold",
+  );
   assert.equal(vg.rep[ids.l0], `n${ids.b0}`);
   // Opening a wrapper by hand still shows its op.
   const opened = buildVisible(idx, toggleModule(expandAll(idx), ids.b0));

@@ -51,7 +51,7 @@ def import_file(path: Path, source: Optional[str] = None) -> ModuleType:
     if not path.exists():
         raise TargetError(f"no such file: {path}")
     name, root = module_name_for(path)
-    if str(root) not in sys.path:
+    if str(root) not in sys.path:  # (the runner puts it first itself: _own_folder_first)
         sys.path.insert(0, str(root))
     if "." in name:
         importlib.import_module(name.rpartition(".")[0])  # the parent package, for relative imports

@@ -1,4 +1,4 @@
-"""Static target finding (torchscope.server.targets): no execution, no torch."""
+"""Static target finding (torchscope.server.find_targets): no execution, no torch."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from torchscope.server import targets
+from torchscope.server import find_targets as targets
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -269,7 +269,7 @@ def test_factory_building_a_model_with_a_method_chain(tmp_path) -> None:
     """examples/gpt2.py: `model = GPT2Model(...).eval()` then `return model, inputs`."""
     from pathlib import Path
 
-    from torchscope.server.targets import Project, target_at
+    from torchscope.server.find_targets import Project, target_at
 
     example = Path(__file__).resolve().parents[2] / "examples" / "gpt2.py"
     project = Project((example.parent,))

@@ -1,0 +1,66 @@
+"""One failure type for every way a trace request can end in an error, whichever process
+runs it: the runner (an error reply line), the language server (a JSON-RPC error built
+from that reply) and the paused-debugger entry (an `{ok: false}` evaluate reply).
+
+Standard library only: the server and the debug loader import it without torch.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any, Optional
+
+MAX_LINE = 500
+
+
+def one_line(exc: BaseException) -> str:
+    """`Type: message`, first line only: what a user reads in a notification."""
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text.splitlines()[0][:MAX_LINE] if text else type(exc).__name__
+
+
+def traceback_text(exc: BaseException) -> Optional[str]:
+    try:
+        return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except Exception:  # a broken __str__ in user code
+        return None
+
+
+class Failure(Exception):
+    """A request that ends in an error of one protocol kind (docs/protocol.md): `kind` for
+    the code that reacts, `message` one line for the user, `details` (a traceback, an
+    interpreter path) for the log, `extra` fields passed on as they are (`needsCtorArgs`)."""
+
+    def __init__(
+        self, kind: str, message: str, details: Optional[str] = None, **extra: Any
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.details = details
+        self.extra = extra
+
+    def runner_reply(self, rid: Any) -> dict[str, Any]:
+        """The runner's error reply line."""
+        reply: dict[str, Any] = {"id": rid, "ok": False, "kind": self.kind, "message": self.message}
+        if self.details is not None:
+            reply["details"] = self.details
+        reply.update(self.extra)
+        return reply
+
+    def debug_reply(self) -> dict[str, Any]:
+        """The paused-debugger entry's error reply."""
+        return {"ok": False, "kind": self.kind, "error": self.message, "traceback": self.details}
+
+    @staticmethod
+    def from_runner_reply(reply: dict[str, Any]) -> Failure:
+        """The server's side: the Failure the runner replied with."""
+        extra = {
+            k: v for k, v in reply.items() if k not in ("id", "ok", "kind", "message", "details")
+        }
+        return Failure(
+            reply.get("kind", "internal"),
+            reply.get("message", "the runner failed"),
+            reply.get("details"),
+            **extra,
+        )

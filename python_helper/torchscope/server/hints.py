@@ -1,0 +1,517 @@
+"""What a trace says about each source line: the tensors the line made (the shapes of the
+inlay hints) and the hover that details them. Pure: a graph's wire map and document text in,
+plain data and LSP values out; no torch, no I/O.
+
+A line's nodes are the graph nodes whose `site` is that line (ops, module calls, constants,
+the error). The calls written on the line are its *top* nodes (no ancestor on the same
+line). One *run* is one execution of the line: its top nodes under one parent (module
+call), cut where another statement of the same function ran in between and by the calls'
+repeating pattern (a loop runs the line once per iteration; a line inside a block called N
+times runs once per call). A run's outputs are the tensors leaving it: edges from a node
+under the run to a node outside it.
+
+The graph is read from its wire map (docs/graph-format.md) rather than through
+`Graph.from_wire`: added fields such as `Edge.stats` and `Node.cost` come along as they
+are, and a big graph is indexed without building a Node object per node.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Optional
+from urllib.parse import quote
+
+from lsprotocol import types
+
+REVEAL_COMMAND = "torchscope.revealNode"
+MAX_SHAPES = 3  # a hint names at most this many distinct shapes, then "(+k)"
+MAX_TENSORS = 6  # a hover details at most this many tensors
+MAX_REVEAL = 64  # node ids a reveal link carries
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_KINDS = ("op", "module", "constant", "error")
+_INDEX = re.compile(r"(^|\.)\d+(?=\.|$)")  # the item of a ModuleList/Sequential in a path
+
+
+class TensorOut(NamedTuple):
+    """One tensor a call made, as the edge that carries it out describes it."""
+
+    node: int  # the producing leaf node
+    shape: Optional[tuple[int, ...]]
+    dtype: str
+    stats: Optional[dict[str, Any]] = None
+
+
+@dataclass(slots=True)
+class Made:
+    """One call written on a line (a top node), with the tensors leaving it."""
+
+    node: int
+    kind: str
+    name: str
+    target: str
+    path: str
+    cost: Optional[dict[str, Any]]
+    outputs: list[TensorOut]
+
+    def words(self) -> set[str]:
+        """Names a cursor may rest on to mean this call: `relu`, `fc` of `self.fc`."""
+        found = {self.name, self.target.rsplit(".", 1)[-1]}
+        named = [p for p in self.path.split(".") if p and not p.isdigit()]
+        if named:  # `self.fc` → "fc"; `self.blocks[2]` (path "blocks.2") → "blocks"
+            found.add(named[-1])
+        return {w.strip("_") or w for w in found if w}
+
+
+@dataclass(slots=True)
+class Run:
+    """One execution of a line."""
+
+    made: list[Made]
+    outputs: list[TensorOut]
+
+
+@dataclass(slots=True)
+class LineInfo:
+    """What one line (0-based) of one file made in the trace."""
+
+    line: int
+    runs: list[Run]
+    error: Optional[str] = None  # "RuntimeError: …" when the traced forward raised here
+
+    def shapes(self) -> list[str]:
+        """The distinct output shapes over all runs, in the order they first appeared."""
+        seen: dict[str, None] = {}
+        for run in self.runs:
+            for t in run.outputs:
+                seen.setdefault(shape_text(t.shape), None)
+        return list(seen)
+
+    def label(self) -> Optional[str]:
+        """The inlay hint: `4×16`, `4×8, 4×16`, `1×64×768 ×12`; None when no tensor left it."""
+        shapes = self.shapes()
+        if not shapes:
+            return None
+        text = ", ".join(shapes[:MAX_SHAPES])
+        if len(shapes) > MAX_SHAPES:
+            text += f" (+{len(shapes) - MAX_SHAPES})"
+        return text + (f" ×{len(self.runs)}" if len(self.runs) > 1 else "")
+
+    def made(self) -> Iterable[Made]:
+        for run in self.runs:
+            yield from run.made
+
+
+@dataclass
+class Indexed:
+    """A trace's lines by file (the `site.file` strings of the graph) and line."""
+
+    model: str
+    device: str
+    files: dict[str, dict[int, LineInfo]]
+
+    def line_count(self) -> int:
+        return sum(len(lines) for lines in self.files.values())
+
+
+def shape_text(shape: Optional[Sequence[int]]) -> str:
+    """As the viewer writes edge labels (webview/src/labels.ts `shapeText`)."""
+    if shape is None:
+        return "?"
+    if len(shape) == 0:
+        return "scalar"
+    return "×".join(str(d) for d in shape)
+
+
+# -- indexing ----------------------------------------------------------------------------
+
+
+def index_graph(wire: dict[str, Any]) -> Indexed:
+    """Every line the trace reached, with what it made. Raises KeyError/TypeError/IndexError
+    on a malformed map (the caller reports it)."""
+    nodes: list[dict[str, Any]] = wire["nodes"]
+    edges: list[dict[str, Any]] = wire["edges"]
+    count = len(nodes)
+    parent: list[Optional[int]] = [n["parent"] for n in nodes]
+    # up[i]: the nearest top node at or above node i (-1: none). Top nodes are the calls
+    # written on a line: a node under a call made on its own line (a recursive forward) is
+    # part of that call. Parents come before their children, so one pass fills it.
+    up: list[int] = [-1] * count
+    where: dict[int, tuple[str, int]] = {}
+    per_line: dict[tuple[str, int], list[int]] = {}
+    for i, n in enumerate(nodes):
+        p = parent[i]
+        above = up[p] if p is not None else -1
+        up[i] = above
+        site = n["site"]
+        if site is None or n["kind"] not in _KINDS:
+            continue
+        file = site["file"]
+        if file[:1] == "<":  # <string>, <frozen …>: nothing to put a hint in
+            continue
+        key = (file, site["line"])
+        where[i] = key
+        t = above
+        while t >= 0 and where[t] != key:
+            q = parent[t]
+            t = up[q] if q is not None else -1
+        if t < 0:
+            up[i] = i
+            per_line.setdefault(key, []).append(i)
+
+    children: dict[Optional[int], list[int]] = {}
+    for i, p in enumerate(parent):
+        children.setdefault(p, []).append(i)
+    made: dict[int, Made] = {}
+    run_of: dict[int, int] = {}
+    runs: list[Run] = []
+    lines: dict[tuple[str, int], LineInfo] = {}
+    for key, tops in per_line.items():
+        line_runs = _split_runs(nodes, parent, children, tops) if len(tops) > 1 else [tops]
+        first = len(runs)
+        for members in line_runs:
+            run = Run([], [])
+            for i in members:
+                n = nodes[i]
+                cost = n.get("cost")
+                m = Made(
+                    i,
+                    n["kind"],
+                    n["name"],
+                    n.get("target") or "",
+                    n.get("path") or "",
+                    cost if isinstance(cost, dict) else None,
+                    [],
+                )
+                made[i] = m
+                run.made.append(m)
+                run_of[i] = len(runs)
+            runs.append(run)
+        lines[key] = LineInfo(key[1] - 1, runs[first:])
+
+    # each node's chain of enclosing calls (innermost first) and their runs, by nearest call
+    chains: dict[int, tuple[list[int], set[int]]] = {}
+
+    def chain(i: int) -> tuple[list[int], set[int]]:
+        found = chains.get(up[i])
+        if found is None:
+            calls: list[int] = []
+            t = up[i]
+            while t >= 0:
+                calls.append(t)
+                q = parent[t]
+                t = up[q] if q is not None else -1
+            found = chains[up[i]] = (calls, {run_of[t] for t in calls})
+        return found
+
+    tensors: dict[tuple[Any, ...], tuple[int, TensorOut]] = {}  # one per (producer, shape, dtype)
+    seen_node: set[tuple[int, int]] = set()
+    seen_run: set[tuple[int, int]] = set()
+    for e in edges:
+        src = e["src"]
+        if up[src] < 0:
+            continue
+        outer = chain(src)[0]
+        inner, inner_runs = chain(e["dst"])
+        if outer[0] in inner:
+            continue  # made and used inside one call
+        shape = e["shape"]
+        ident = (src, tuple(shape) if isinstance(shape, list) else None, e["dtype"])
+        known = tensors.get(ident)
+        if known is None:
+            stats = e.get("stats")
+            tensor = TensorOut(
+                src, ident[1], str(ident[2] or ""), stats if isinstance(stats, dict) else None
+            )
+            known = tensors[ident] = (len(tensors), tensor)
+        tid, tensor = known
+        for t in outer:
+            if t in inner:
+                break  # this call and the ones around it contain the consumer too
+            if (t, tid) not in seen_node:
+                seen_node.add((t, tid))
+                made[t].outputs.append(tensor)
+            r = run_of[t]
+            if r not in inner_runs and (r, tid) not in seen_run:
+                seen_run.add((r, tid))
+                runs[r].outputs.append(tensor)
+
+    err = wire.get("error")
+    if isinstance(err, dict):
+        node = err.get("node")
+        key = where.get(node) if isinstance(node, int) else None
+        if key is not None and key in lines:
+            message = str(err.get("message", "")).strip().split("\n", 1)[0]
+            message = message if len(message) <= 200 else message[:199] + "…"
+            lines[key].error = f"{err.get('type', 'Error')}: {message}"
+
+    files: dict[str, dict[int, LineInfo]] = {}
+    for (file, line), info in lines.items():
+        if isinstance(line, int) and line >= 1:
+            files.setdefault(str(file), {})[line - 1] = info
+    model = wire.get("model") or {}
+    return Indexed(str(model.get("name", "")), str(model.get("device", "")), files)
+
+
+def _split_runs(
+    nodes: list[dict[str, Any]],
+    parent: list[Optional[int]],
+    children: dict[Optional[int], list[int]],
+    tops: list[int],
+) -> list[list[int]]:
+    """A line's top nodes (in call order) as runs. Under one parent, another statement of
+    the same function running in between starts a new run (a loop body of several lines);
+    calls of the line back to back are split by their repeating pattern (`for b in blocks:
+    x = b(x)` is one call per run; `0.5 * x * (1 + torch.tanh(…))` is one run of eight). A
+    statement that calls one thing twice the same way (`act(act(x))`) looks like two runs:
+    sites have no column to tell them apart; a loop whose calls differ in their arguments
+    looks like one run (fewer runs is the safer mistake)."""
+    by_parent: dict[Optional[int], list[int]] = {}
+    for i in tops:
+        by_parent.setdefault(parent[i], []).append(i)
+    site = nodes[tops[0]]["site"]
+    file, line, func = site["file"], site["line"], site.get("func", "")
+
+    def other_statement(k: int) -> bool:
+        s = nodes[k].get("site")
+        return bool(s) and s["file"] == file and s.get("func", "") == func and s["line"] != line
+
+    def key(i: int) -> tuple[str, ...]:
+        """What must repeat for calls to be one run each: the same callable, with the same
+        arguments, of the same module attribute (`blocks.0` and `blocks.1` alike; `stem` and
+        `blocks` not: `self.blocks(self.stem(x))` is one run)."""
+        n = nodes[i]
+        path = _INDEX.sub(r"\1#", n.get("path") or "")
+        return (n["kind"], n.get("target") or "", n["name"], path, repr(n.get("attrs")))
+
+    out: list[list[int]] = []
+    for p, siblings in by_parent.items():
+        if len(siblings) == 1:  # the line's calls in a module called once per parent
+            out.append(siblings)
+            continue
+        kids = children.get(p, [])
+        segment: list[int] = [siblings[0]]
+        for i, j in zip(siblings, siblings[1:]):
+            between = kids[bisect_right(kids, i) : bisect_left(kids, j)]
+            if any(other_statement(k) for k in between):
+                out.extend(_by_period(segment, key))
+                segment = []
+            segment.append(j)
+        out.extend(_by_period(segment, key))
+    out.sort(key=lambda run: run[0])
+    return out
+
+
+def _by_period(calls: list[int], key: Any) -> list[list[int]]:
+    """Calls made back to back, cut into the shortest pattern that repeats to make them all."""
+    keys = [key(i) for i in calls]
+    n = len(keys)
+    for d in range(1, n + 1):
+        if n % d == 0 and all(keys[i] == keys[i - d] for i in range(d, n)):
+            return [calls[i : i + d] for i in range(0, n, d)]
+    return [calls]  # not reached: d == n always matches
+
+
+# -- text positions ----------------------------------------------------------------------
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as LSP counts them (\\n, \\r\\n or \\r), without their line breaks."""
+    return _LINE_BREAK.split(text)
+
+
+def utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def index_of_utf16(text: str, column: int) -> int:
+    """The str index of an LSP (UTF-16) column."""
+    units = 0
+    for i, ch in enumerate(text):
+        if units >= column:
+            return i
+        units += 2 if ord(ch) > 0xFFFF else 1
+    return len(text)
+
+
+def word_at(text: str, column: int) -> Optional[tuple[str, int, int]]:
+    """The identifier under an LSP column of one line, with its start and end columns."""
+    at = index_of_utf16(text, column)
+    for m in _WORD.finditer(text):
+        if m.start() <= at <= m.end():
+            return m.group(), utf16_len(text[: m.start()]), utf16_len(text[: m.end()])
+    return None
+
+
+# -- LSP values ------------------------------------------------------------------------------
+
+
+def inlay_hints(
+    lines: dict[int, LineInfo], doc_lines: Sequence[str], first: int, last: int
+) -> list[types.InlayHint]:
+    """A hint at the end of each hinted line from `first` to `last` (inclusive)."""
+    out: list[types.InlayHint] = []
+    for line in sorted(lines):
+        if line < first or line > last or line >= len(doc_lines):
+            continue
+        label = lines[line].label()
+        if label is None:
+            continue
+        out.append(
+            types.InlayHint(
+                position=types.Position(line=line, character=utf16_len(doc_lines[line])),
+                label=label,
+                kind=types.InlayHintKind.Type,
+                padding_left=True,
+            )
+        )
+    return out
+
+
+def hover(
+    info: LineInfo, graph: str, device: str, line: int, text: str, column: int
+) -> Optional[types.Hover]:
+    """The hover at `column` of hinted line `line` (its text: `text`); none on its indentation.
+    Its range is the word under the cursor (or that one character), so that moving onto another
+    name of the line asks again."""
+    if column < utf16_len(text) - utf16_len(text.lstrip()):
+        return None
+    found = word_at(text, column)
+    start, end = (found[1], found[2]) if found else (column, column + 1)
+    return types.Hover(
+        contents=types.MarkupContent(
+            kind=types.MarkupKind.Markdown,
+            value=hover_markdown(info, graph, device, found[0] if found else None),
+        ),
+        range=types.Range(
+            start=types.Position(line=line, character=start),
+            end=types.Position(line=line, character=end),
+        ),
+    )
+
+
+def hover_markdown(info: LineInfo, graph: str, device: str, word: Optional[str] = None) -> str:
+    """The hover of a hinted line; `word` (the identifier under the cursor) narrows it to the
+    calls of that name on the line (`relu` in `self.fc(x).relu()`)."""
+    picked = [m for m in info.made() if word and word.strip("_") in m.words()] if word else []
+    parts: list[str] = []
+    if picked:
+        calls = picked
+        tensors = _distinct(t for m in picked for t in m.outputs)
+        first = picked[0]
+        parts.append(f"{_call_name(first)}" + (f" · ran {len(picked)}×" if len(picked) > 1 else ""))
+    else:
+        calls = list(info.made())
+        tensors = _distinct(t for run in info.runs for t in run.outputs)
+        names = " → ".join(_call_name(m) for m in info.runs[0].made[:4])
+        if len(info.runs[0].made) > 4:
+            names += " → …"
+        parts.append(names + (f" · ran {len(info.runs)}×" if len(info.runs) > 1 else ""))
+        if len(info.runs) > 1:
+            paths = [m.path for m in (info.runs[0].made[0], info.runs[-1].made[0]) if m.path]
+            if len(paths) == 2 and paths[0] != paths[1]:
+                parts[-1] += f" (`{paths[0]}` … `{paths[1]}`)"
+    for t in tensors[:MAX_TENSORS]:
+        parts.append(_tensor_text(t, device))
+    if len(tensors) > MAX_TENSORS:
+        parts.append(f"… {len(tensors) - MAX_TENSORS} more")
+    cost = _cost_text([m.cost for m in calls], len(calls))
+    if cost:
+        parts.append(cost)
+    if info.error:
+        parts.append(f"raised **{_escape(info.error)}**")
+    ids = [m.node for m in calls]
+    args = [{"graph": graph, "node": ids[0], "nodes": ids[:MAX_REVEAL]}]
+    link = f"command:{REVEAL_COMMAND}?{quote(json.dumps(args, separators=(',', ':')))}"
+    parts.append(f"[Show in graph]({link})")
+    return "\n\n".join(parts)
+
+
+def _distinct(tensors: Iterable[TensorOut]) -> list[TensorOut]:
+    seen: dict[tuple[Any, str], TensorOut] = {}
+    for t in tensors:
+        seen.setdefault((t.shape, t.dtype), t)
+    return list(seen.values())
+
+
+def _call_name(m: Made) -> str:
+    if m.kind == "module":
+        return f"**{_escape(m.name)}**" + (f" `{m.path}`" if m.path else "")
+    return f"**{_escape(m.name or m.target)}**"
+
+
+def _tensor_text(t: TensorOut, device: str) -> str:
+    head = f"`{shape_text(t.shape)}` {_escape(t.dtype)}" + (
+        f" · {_escape(device)}" if device else ""
+    )
+    s = t.stats
+    if not s:
+        return head
+    bits = [f"{k} {_number(s[k])}" for k in ("min", "max", "mean", "std") if k in s]
+    numel = s.get("numel")
+    zeros = s.get("zeros")
+    if isinstance(zeros, (int, float)):
+        share = f" ({100 * zeros / numel:.3g}%)" if isinstance(numel, int) and numel else ""
+        bits.append(f"zeros {zeros:,}{share}")
+    for k in ("nan", "inf"):
+        v = s.get(k)
+        if isinstance(v, (int, float)) and v:
+            bits.append(f"**{k} {v:,}**")
+    return head + "  \n" + " · ".join(bits) if bits else head
+
+
+def _cost_text(costs: list[Optional[dict[str, Any]]], calls: int) -> str:
+    known = [c for c in costs if c]
+    if not known:
+        return ""
+    total = {k: sum(float(c.get(k) or 0) for c in known) for k in ("flops", "bytes", "time_ns")}
+    bits = []
+    if any("flops" in c for c in known):
+        bits.append(f"{_si(total['flops'])}FLOPs")
+    if any("bytes" in c for c in known):
+        bits.append(_bytes(total["bytes"]))
+    if any("time_ns" in c for c in known):
+        bits.append(_duration(total["time_ns"]))
+    return " · ".join(bits) + (f" (total of {calls} calls)" if calls > 1 else "")
+
+
+def _number(v: Any) -> str:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return _escape(str(v))
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    return f"{v:.4g}"
+
+
+def _si(v: float) -> str:
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if v >= scale:
+            return f"{v / scale:.3g} {unit}"
+    return f"{v:.3g} "
+
+
+def _bytes(v: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if v >= scale:
+            return f"{v / scale:.3g} {unit}"
+    return f"{v:.0f} B"
+
+
+def _duration(ns: float) -> str:
+    if ns >= 1e9:
+        return f"{ns / 1e9:.3g} s"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.3g} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.3g} µs"
+    return f"{ns:.0f} ns"
+
+
+def _escape(text: str) -> str:
+    """User and graph text shown literally in markdown."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>])", r"\\\1", text)

@@ -1,0 +1,49 @@
+"""Trace one call of a model into a graph file and say what happened: the last step of every
+trace request, the same for the editor's runner and the paused-debugger entry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Optional
+
+from torch import nn
+
+from .failure import Failure
+from .graph import write_atomic
+from .tracer import trace_call
+from .usercode import is_user_file
+
+TraceResult = dict[str, Any]  # {path, size, summary} (docs/protocol.md)
+
+
+def trace_to_file(
+    model: nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    out: str | Path,
+    described: str,
+    time_budget: Optional[float] = None,
+    cancel: Optional[Callable[[], bool]] = None,
+) -> TraceResult:
+    """Trace `model(*args, **kwargs)`, write the msgpack graph to `out` (atomically), and return
+    `{path, size, summary}`. A forward that raises is a result (the partial graph, with
+    `summary.error` at the user's line); a trace stopped by its budget or its cancel check is
+    a Failure (`timeout`, `cancelled`) and writes nothing."""
+    graph = trace_call(
+        model, args, kwargs, time_budget=time_budget, cancel=cancel, raise_errors=False
+    )
+    error = graph.error
+    if error is not None and error.type == "TraceTimeout":
+        budget = f"{time_budget:g} s" if time_budget else "its time budget"
+        raise Failure("timeout", f"the trace ran past {budget} and was stopped")
+    if error is not None and error.type == "TraceCancelled":
+        raise Failure("cancelled", "the trace was cancelled")
+    data = graph.to_msgpack()
+    write_atomic(out, data)
+    return {
+        "path": str(out),
+        "size": len(data),
+        "summary": graph.result_summary(described, is_user_file),
+    }

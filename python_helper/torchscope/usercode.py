@@ -1,0 +1,65 @@
+"""Which files are the user's own code: where an error is best shown and which modules a
+warm runner must re-import. One rule for the runner and the paused-debugger entry.
+
+Library code is the standard library, installed packages (site-packages, dist-packages),
+torch and torchscope itself; an `eval` or REPL string (`<string>`) is nobody's file.
+Standard library only (torch is looked up in `sys.modules`, never imported).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import sysconfig
+from typing import Optional
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+_dirs: Optional[tuple[str, ...]] = None
+
+
+def _norm(path: str) -> str:
+    return os.path.normcase(os.path.abspath(path))
+
+
+def library_dirs() -> tuple[str, ...]:
+    """Folders of library code, each ending in a separator."""
+    global _dirs
+    if _dirs is None:
+        dirs = {_PKG_DIR}
+        paths = sysconfig.get_paths()
+        for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+            if paths.get(key):
+                dirs.add(paths[key])
+        with contextlib.suppress(Exception):
+            import site
+
+            dirs.update(site.getsitepackages())
+            dirs.add(site.getusersitepackages())
+        torch_file = getattr(sys.modules.get("torch"), "__file__", None)
+        if torch_file:
+            dirs.add(os.path.dirname(str(torch_file)))
+        _dirs = tuple(_norm(d).rstrip(os.sep) + os.sep for d in dirs if d)
+    return _dirs
+
+
+def is_library_file(file: str) -> bool:
+    f = _norm(file)
+    if os.sep + "site-packages" + os.sep in f or os.sep + "dist-packages" + os.sep in f:
+        return True
+    return f.startswith(library_dirs())
+
+
+def is_user_file(file: str) -> bool:
+    """A file of the user's own code: not library code and not an eval string."""
+    return bool(file) and not file.startswith("<") and not is_library_file(file)
+
+
+def is_under(file: str, roots: list[str]) -> bool:
+    """`file` lies in one of `roots` (normalised folders ending in a separator)."""
+    return _norm(file).startswith(tuple(roots))
+
+
+def folder_key(folder: str) -> str:
+    """A folder as `is_under` compares it."""
+    return _norm(folder).rstrip(os.sep) + os.sep

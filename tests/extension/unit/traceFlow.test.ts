@@ -1,0 +1,406 @@
+// The one trace flow (extension/src/traceFlow.ts) over its two sources: the language server
+// for a model in the editor (a fake server) and a paused debug session (a fake debugpy
+// session answering the entry's requests). Ask and retry, Cancel, a model that raised
+// (its line, "Go to Line", "Change Input…"), and Re-trace / Change Input… of a panel of
+// either source, all through the flow as the extension wires it.
+// First: vscode.debug on the stub before the extension's modules load.
+import { fakeDebug } from "./debug-fake";
+import { strict as assert } from "node:assert";
+import { mkdtempSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { beforeEach, describe, it } from "node:test";
+import * as vs from "./vscode-stub";
+import type { Server } from "../../../extension/src/client";
+import type { DebugRequest } from "../../../extension/src/debugBridge";
+import { graphFolders, wire } from "../../../extension/src/extension";
+import { GraphPanel } from "../../../extension/src/graphPanel";
+import { DEBUG_URI, pruneGraphs } from "../../../extension/src/pausedSource";
+import { TORCHSCOPE_ERROR, type TraceParams, type TraceResult, type TraceSummary } from "../../../extension/src/protocol";
+import { TraceFlow, type Answer, type TraceOutcome, type TraceSource } from "../../../extension/src/traceFlow";
+
+const dir = mkdtempSync(join(tmpdir(), "torchscope-flow-"));
+const GRAPH = Buffer.from([0x81, 0xa1, 0x61, 0x01]);
+const graphFile = join(dir, "g.msgpack");
+writeFileSync(graphFile, GRAPH);
+const summary: TraceSummary = {
+  model: "Net",
+  qualname: "net.Net",
+  nodes: 3,
+  edges: 2,
+  ops: 1,
+  modules: 1,
+  params: 10,
+  trace_ms: 5,
+  input: "inferred",
+  error: null,
+};
+const raised = (file: string | null, line: number | null): TraceSummary => ({
+  ...summary,
+  error: { type: "RuntimeError", message: "shapes differ", file, line },
+});
+
+const calls = (api: string) => vs.calls.filter((c) => c.api === api);
+const messages = (api: string) => calls(api).map((c) => String(c.args[0]));
+const settle = () => new Promise((r) => setTimeout(r, 20));
+
+/** A document as revealLine and the editor source read it. */
+function pyDoc(file: string, text = "class Net(nn.Module): ...\n") {
+  const doc = {
+    uri: vs.Uri.file(file),
+    languageId: "python",
+    lineCount: 40,
+    getText: () => text,
+    lineAt: () => ({ firstNonWhitespaceCharacterIndex: 4 }),
+  };
+  vs.workspace.documents.set(doc.uri.toString(), doc);
+  return doc;
+}
+
+/** The extension's wiring with a fake server that answers with `replies` in turn. */
+function extension(replies: ((p: Omit<TraceParams, "workDoneToken">) => TraceResult | Promise<TraceResult>)[] = []) {
+  const memento = new Map<string, unknown>();
+  const sent: Omit<TraceParams, "workDoneToken">[] = [];
+  const server: Server = {
+    python: { path: "/venv/bin/python", source: "setting" },
+    targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
+    trace: async (p, _cancel, progress) => {
+      sent.push(p);
+      progress("Tracing");
+      return replies.shift()!(p) as TraceResult;
+    },
+    restart: async () => undefined,
+  };
+  const storage = mkdtempSync(join(tmpdir(), "torchscope-flow-storage-"));
+  const context = {
+    workspaceState: {
+      get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d),
+      update: async (k: string, v: unknown) => void memento.set(k, v),
+    },
+    globalStorageUri: vs.Uri.file(storage),
+  };
+  const log = vs.logChannel();
+  return {
+    ...wire(context as never, server, { toolDir: "/ext/tool", libsDir: undefined, viewerDir: "/ext/viewer" }, log as never),
+    sent,
+    log,
+    storage,
+  };
+}
+
+const fail =
+  (kind: string, extra: object = {}) =>
+  () => {
+    throw Object.assign(new Error(`${kind} happened`), { code: TORCHSCOPE_ERROR, data: { kind, ...extra } });
+  };
+
+/** A paused debugpy session whose entry answers with `handler`. */
+function pausedSession(handler: (req: DebugRequest) => unknown) {
+  const requests: DebugRequest[] = [];
+  const session = {
+    id: "s1",
+    type: "debugpy",
+    name: "Debug nested.py",
+    customRequest: async (_command: string, args: Record<string, unknown>) => {
+      const m = /\.handle\(("(?:[^"\\]|\\.)*")\)$/.exec(args.expression as string)!;
+      const req = JSON.parse(JSON.parse(m[1]!) as string) as DebugRequest;
+      requests.push(req);
+      return { result: JSON.stringify(await handler(req)) };
+    },
+  };
+  fakeDebug.activeDebugSession = session;
+  fakeDebug.activeStackItem = { session, threadId: 1, frameId: 5 };
+  return requests;
+}
+
+/** The entry tracing: writes the graph where it is told and says what it traced. */
+const traces =
+  (s: TraceSummary = summary) =>
+  (req: DebugRequest) => {
+    if (req.op !== "trace") return { ok: false, kind: "bad-request", error: req.op };
+    writeFileSync(req.out, GRAPH);
+    return { ok: true, path: req.out, size: GRAPH.length, summary: { ...s, input: req.input ?? "paused call" } };
+  };
+
+beforeEach(() => {
+  for (const p of GraphPanel.all()) p.dispose();
+  vs.reset();
+  fakeDebug.activeStackItem = undefined;
+  fakeDebug.activeDebugSession = undefined;
+});
+
+describe("the flow itself, over a scripted source", () => {
+  /** A source that gives `outcomes` in turn and answers questions with `answers`. */
+  function scripted(outcomes: (TraceOutcome | (() => Promise<TraceOutcome>))[], answers: Answer[] = [], nextCall?: TraceOutcome) {
+    const asked: string[] = [];
+    let traced = 0;
+    const source: TraceSource = {
+      uri: "file:///w/net.py",
+      target: "Net",
+      label: "Net",
+      progressTitle: "Tracing Net",
+      trace: async () => {
+        traced++;
+        const o = outcomes.shift()!;
+        return typeof o === "function" ? o() : o;
+      },
+      ask: async (missing) => {
+        asked.push(missing);
+        return answers.shift();
+      },
+      ...(nextCall ? { traceNextCall: async () => nextCall } : {}),
+    };
+    return { source, asked, traced: () => traced };
+  }
+  const shown: TraceOutcome = { ok: true, traced: { path: graphFile, summary } };
+  const flow = () => new TraceFlow(vs.Uri.file("/ext/viewer") as never, vs.logChannel() as never, []);
+
+  it("opens the panel before the trace, and shows the graph there", async () => {
+    let openDuringTrace = false;
+    const s = scripted([
+      async () => {
+        openDuringTrace = !!GraphPanel.find("file:///w/net.py", "Net");
+        return shown;
+      },
+    ]);
+    const r = await flow().run(s.source);
+    assert.ok(openDuringTrace, "the viewer boots while the model is traced");
+    assert.equal(vs.panels.length, 1);
+    assert.deepEqual(r, { path: graphFile, summary });
+    assert.deepEqual([...GraphPanel.find("file:///w/net.py", "Net")!.bytes!], [...GRAPH]);
+  });
+
+  it("asks for what the trace lacked and traces again; dismissed: no graph, its panel closed", async () => {
+    const s = scripted([{ ok: false, kind: "needs-ctor-args", message: "Net() needs hidden" }, shown], ["retry"]);
+    assert.ok(await flow().run(s.source));
+    assert.deepEqual(s.asked, ["needs-ctor-args"]);
+    assert.equal(s.traced(), 2);
+    for (const p of GraphPanel.all()) p.dispose();
+    const d = scripted([{ ok: false, kind: "needs-input", message: "" }], [undefined]);
+    assert.equal(await flow().run(d.source), undefined);
+    assert.equal(GraphPanel.all().length, 0);
+  });
+
+  it("asks at most a few times", async () => {
+    const needs: TraceOutcome = { ok: false, kind: "needs-input", message: "" };
+    const s = scripted([needs, needs, needs, needs, needs, needs], ["retry", "retry", "retry", "retry", "retry"]);
+    assert.equal(await flow().run(s.source), undefined);
+    assert.equal(s.traced(), 4);
+  });
+
+  it("quietly (re-trace on save): no panel opened, no question, a status-bar spinner without Cancel", async () => {
+    const s = scripted([{ ok: false, kind: "needs-input", message: "" }], ["retry"]);
+    assert.equal(await flow().run(s.source, { quiet: true }), undefined);
+    assert.deepEqual(s.asked, []);
+    assert.equal(vs.panels.length, 0);
+    const opts = calls("withProgress")[0]!.args[0] as { location: number; cancellable: boolean };
+    assert.deepEqual([opts.location, opts.cancellable], [vs.ProgressLocation.Window, false]);
+  });
+
+  it("the next call instead: the panel opened for the trace closes meanwhile, the graph opens its own", async () => {
+    const s = scripted([], ["next-call"], shown);
+    const warm = flow().openPanel({ uri: "file:///w/net.py", target: "Net", title: "Forward pass: Net" });
+    const r = await flow().run(s.source, { askFirst: true, opened: warm });
+    assert.ok(r);
+    assert.equal(s.traced(), 0);
+    assert.equal(vs.panels.length, 2);
+    assert.ok(vs.panels[0]!.disposed);
+    assert.equal(calls("withProgress").length, 0, "the source shows its own progress while it waits");
+  });
+});
+
+describe("the editor's source", () => {
+  const uri = () => vs.Uri.file("/w/net.py").toString();
+
+  it("needs-input → the input box → traced with the answer, remembered for the next trace", async () => {
+    pyDoc("/w/net.py");
+    const result: TraceResult = { path: graphFile, size: 4, summary };
+    const x = extension([fail("needs-input"), () => result, () => result]);
+    vs.answers.push("torch.randn(1, 8)");
+    assert.equal(await x.commands.visualize({ uri: uri(), target: "Net" }), result);
+    assert.deepEqual(
+      x.sent.map((p) => p.input ?? null),
+      [null, "torch.randn(1, 8)"],
+    );
+    await x.commands.visualize({ uri: uri(), target: "Net" });
+    assert.equal(x.sent[2]!.input, "torch.randn(1, 8)");
+    assert.equal(calls("showInputBox").length, 1);
+  });
+
+  it("Cancel: the server's request is cancelled; no message, the panel opened for it closes", async () => {
+    pyDoc("/w/net.py");
+    const x = extension([
+      async () => {
+        vs.progressCancel.press();
+        throw Object.assign(new Error("Canceled"), { code: -32800 });
+      },
+    ]);
+    assert.equal(await x.commands.visualize({ uri: uri(), target: "Net" }), undefined);
+    assert.equal(messages("showErrorMessage").length, 0);
+    assert.equal(GraphPanel.all().length, 0);
+    assert.ok(x.log.lines.includes("info trace cancelled"));
+  });
+
+  it("a model that raised: its line beside the graph; Go to Line opens it", async () => {
+    const doc = pyDoc("/w/net.py");
+    const x = extension([() => ({ path: graphFile, size: 4, summary: raised("/w/net.py", 12) })]);
+    vs.answers.push("Go to Line");
+    await x.commands.visualize({ uri: uri(), target: "Net" });
+    await settle();
+    const warn = calls("showWarningMessage")[0]!;
+    assert.equal(warn.args[0], "torchscope: Net raised RuntimeError: shapes differ");
+    assert.deepEqual(warn.args.slice(1), ["Go to Line", "Change Input…"]);
+    const shown = calls("showTextDocument").map((c) => c.args as [typeof doc, { preserveFocus: boolean; selection: { start: { line: number } } }]);
+    assert.deepEqual(
+      shown.map(([d, o]) => [d, o.preserveFocus, o.selection.start.line]),
+      [
+        [doc, true, 11],
+        [doc, false, 11],
+      ],
+    );
+  });
+
+  it("Change Input… after a model raised: the input box, then traced again with the answer", async () => {
+    pyDoc("/w/net.py");
+    const x = extension([
+      () => ({ path: graphFile, size: 4, summary: raised(null, null) }),
+      (p) => ({ path: graphFile, size: 4, summary: { ...summary, input: p.input! } }),
+    ]);
+    vs.answers.push("Change Input…", "torch.randn(2, 8)");
+    await x.commands.visualize({ uri: uri(), target: "Net" });
+    await settle();
+    assert.deepEqual(calls("showWarningMessage")[0]!.args.slice(1), ["Change Input…"]);
+    assert.deepEqual(
+      x.sent.map((p) => p.input ?? null),
+      [null, "torch.randn(2, 8)"],
+    );
+    assert.equal(vs.panels.length, 1);
+  });
+
+  it("Re-trace of an editor panel traces the document as it is now, in the same panel", async () => {
+    pyDoc("/w/net.py", "v1");
+    const x = extension([() => ({ path: graphFile, size: 4, summary }), () => ({ path: graphFile, size: 4, summary })]);
+    await x.commands.visualize({ uri: uri(), target: "Net" });
+    pyDoc("/w/net.py", "v2");
+    await x.commands.retrace();
+    assert.deepEqual(
+      x.sent.map((p) => p.text),
+      ["v1", "v2"],
+    );
+    assert.equal(vs.panels.length, 1);
+    const opts = calls("withProgress").at(-1)!.args[0] as { location: number; title: string };
+    assert.deepEqual([opts.location, opts.title], [vs.ProgressLocation.Notification, "Tracing Net"]);
+  });
+
+  it("Re-trace of a panel whose document is gone says so", async () => {
+    const x = extension();
+    const panel = x.flow.openPanel({ uri: "file:///gone.py", target: "Net", title: "Forward pass: Net" });
+    await x.flow.retrace(panel);
+    assert.match(messages("showWarningMessage")[0]!, /gone\.py can't be opened any more/);
+    assert.equal(x.sent.length, 0);
+  });
+
+  it("writes its graphs to its own folder, apart from the paused frame's", () => {
+    const x = extension();
+    const f = graphFolders(x.storage);
+    assert.deepEqual([f.editor, f.paused], [join(x.storage, "graphs", "editor"), join(x.storage, "graphs", "paused")]);
+  });
+});
+
+describe("the paused frame's source", () => {
+  it("needs-input → type an expression → traced with it in the paused frame", async () => {
+    const requests = pausedSession((req) =>
+      req.op === "trace" && !req.input ? { ok: false, kind: "needs-input", error: "no input for Net" } : traces()(req),
+    );
+    const x = extension();
+    vs.answers.push({ id: "type" }, "x[:2]");
+    await x.debug.visualizeVariable({ sessionId: "s1", variable: { name: "net", evaluateName: "net" } });
+    assert.deepEqual(
+      requests.map((r) => (r as { input?: string }).input ?? null),
+      [null, "x[:2]"],
+    );
+    const panel = GraphPanel.find(DEBUG_URI, "net")!;
+    assert.equal(panel.title, "Forward pass: Net");
+    // Its graph went to the paused frame's own folder.
+    assert.equal(panel.origin.graphPath!.startsWith(graphFolders(x.storage).paused), true);
+  });
+
+  it("Cancel writes the cancel file; no message, no panel", async () => {
+    let cancelFile = "";
+    pausedSession(async (req) => {
+      if (req.op !== "trace") return { ok: false, kind: "bad-request", error: req.op };
+      cancelFile = req.cancelFile!;
+      vs.progressCancel.press();
+      await settle();
+      return { ok: false, kind: readdirSync(join(cancelFile, "..")).some((f) => f.endsWith(".cancel")) ? "cancelled" : "internal", error: "x" };
+    });
+    const x = extension();
+    await x.debug.visualizeVariable({ sessionId: "s1", variable: { name: "net", evaluateName: "net" } });
+    assert.ok(cancelFile.endsWith(".msgpack.cancel"));
+    assert.equal(messages("showErrorMessage").length, 0, "cancelled, not an error");
+    assert.equal(GraphPanel.all().length, 0);
+  });
+
+  it("a model that raised: its line and Go to Line, as from the editor", async () => {
+    const doc = pyDoc("/w/loop.py");
+    pausedSession(traces(raised("/w/loop.py", 7)));
+    const x = extension();
+    vs.answers.push("Go to Line");
+    await x.debug.visualizeVariable({ sessionId: "s1", variable: { name: "net", evaluateName: "net" } });
+    await settle();
+    assert.equal(messages("showWarningMessage")[0], "torchscope: Net raised RuntimeError: shapes differ");
+    assert.deepEqual(
+      calls("showTextDocument").map((c) => [c.args[0], (c.args[1] as { preserveFocus: boolean }).preserveFocus]),
+      [
+        [doc, true],
+        [doc, false],
+      ],
+    );
+  });
+
+  it("Re-trace and Change Input… of a paused-frame panel: the same expression in the frame paused now", async () => {
+    const requests = pausedSession(traces());
+    const x = extension();
+    await x.debug.visualizeVariable({ sessionId: "s1", variable: { name: "net", evaluateName: "self.net" } });
+    const panel = GraphPanel.find(DEBUG_URI, "self.net")!;
+    await x.flow.retrace(panel);
+    vs.answers.push({ id: "type" }, "torch.zeros(1, 8)");
+    await x.flow.changeInput(panel);
+    const t = requests.filter((r): r is Extract<DebugRequest, { op: "trace" }> => r.op === "trace");
+    assert.deepEqual(
+      t.map((r) => [r.expr, r.input ?? null]),
+      [
+        ["self.net", null],
+        ["self.net", null],
+        ["self.net", "torch.zeros(1, 8)"],
+      ],
+    );
+    assert.equal(GraphPanel.all().length, 1);
+    assert.equal(messages("showWarningMessage").length, 0);
+  });
+
+  it("Re-trace of a paused-frame panel when nothing is paused: a message, no evaluate; never on save", async () => {
+    const x = extension();
+    const panel = x.flow.openPanel({ uri: DEBUG_URI, target: "self", title: "Forward pass: Block" });
+    assert.equal(await x.flow.retrace(panel, true), undefined);
+    assert.equal(messages("showInformationMessage").length, 0, "quietly: nothing at all");
+    await x.flow.retrace(panel);
+    assert.match(messages("showInformationMessage")[0]!, /start debugging a Python program/);
+  });
+
+  it("keeps its folder to the newest graphs", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "torchscope-prune-"));
+    for (let i = 0; i < 25; i++) {
+      const f = join(folder, `g${i}.msgpack`);
+      writeFileSync(f, GRAPH);
+      utimesSync(f, 1000 + i, 1000 + i);
+    }
+    writeFileSync(join(folder, "notes.txt"), "kept");
+    const removed = await pruneGraphs(folder, 20);
+    assert.deepEqual(
+      removed.map((f) => f.slice(folder.length + 1)),
+      ["g0.msgpack", "g1.msgpack", "g2.msgpack", "g3.msgpack", "g4.msgpack", "g5.msgpack"],
+    );
+    assert.equal(readdirSync(folder).length, 20, "19 graphs, room for the next, and the other file");
+  });
+});

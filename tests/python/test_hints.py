@@ -1,0 +1,260 @@
+"""Unit tests of the hints' logic (server/hints.py, server/traces.py) on graphs of real traces:
+runs of a line, labels, hovers, and hinted lines following edits."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import torchscope
+from torchscope.server import hints
+from torchscope.server.traces import LineTable, TraceStore
+from torchscope.tracer import trace_call
+
+
+def here(needle: str) -> int:
+    """0-based line of this file holding `needle` (in a model below)."""
+    return next(i for i, s in enumerate(Path(__file__).read_text().splitlines()) if needle in s)
+
+
+class Gelu(nn.Module):
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(0.79788 * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class Twice(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.acts = nn.ModuleList([Gelu() for _ in range(3)])
+        self.wide = nn.Linear(4, 6)
+
+    def forward(self, x):
+        for act in self.acts:
+            x = act(x)
+        y = self.wide(x)
+        a, b = y.split([2, 4], dim=-1)
+        return torch.cat([a, a * 2, b], dim=-1)
+
+
+def indexed(model: nn.Module, *args: Any) -> dict[int, hints.LineInfo]:
+    """This file's lines of a trace of `model`."""
+    idx = hints.index_graph(torchscope.trace(model, *args).to_wire())
+    return next(lines for file, lines in idx.files.items() if Path(file) == Path(__file__))
+
+
+def test_runs_and_labels():
+    lines = indexed(Twice(), torch.randn(2, 4))
+    # one statement of many ops (five muls, adds, tanh, pow) run once per call of three
+    gelu = lines[here("return 0.5 * x")]
+    assert len(gelu.runs) == 3 and gelu.label() == "2×4 ×3"
+    assert len(gelu.runs[0].made) == 8
+    assert lines[here("x = act(x)")].label() == "2×4 ×3"  # a loop
+    assert lines[here("y = self.wide(x)")].label() == "2×6"
+    assert lines[here("a, b = y.split")].label() == "2×2, 2×4"  # two outputs
+    assert lines[here("return torch.cat")].label() == "2×8"  # `a * 2` stays inside the line
+    assert set(lines) == {
+        here(s)
+        for s in (
+            "return 0.5 * x",
+            "x = act(x)",
+            "y = self.wide(x)",
+            "a, b = y.split",
+            "return torch.cat",
+            "torchscope.trace(model, *args)",  # the line that called the model
+        )
+    }
+
+
+class Nested(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Linear(4, 4))
+        self.body = nn.Sequential(nn.Linear(4, 4))
+
+    def forward(self, x):
+        x = self.body(self.stem(x))
+        x = x.transpose(0, 1).transpose(1, 0)
+        for _ in range(2):
+            x = x * 2
+        return x
+
+
+def test_calls_alike_on_one_line_are_one_run():
+    lines = indexed(Nested(), torch.randn(2, 4))
+    assert lines[here("x = self.body(self.stem(x))")].label() == "2×4"  # two Sequentials
+    assert lines[here("x = x.transpose(0, 1).transpose(1, 0)")].label() == "2×4"
+    assert lines[here("x = x * 2")].label() == "2×4 ×2"  # a loop: the same call, alike
+
+
+def test_label_names_at_most_three_shapes():
+    info = hints.LineInfo(
+        0, [hints.Run([], [hints.TensorOut(0, (i, 2), "float32")]) for i in range(1, 6)]
+    )
+    assert info.label() == "1×2, 2×2, 3×2 (+2) ×5"
+    assert hints.LineInfo(0, [hints.Run([], [])]).label() is None
+    assert hints.shape_text(()) == "scalar" and hints.shape_text(None) == "?"
+
+
+class Broken(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return h @ torch.ones(2, 2)
+
+
+def test_the_line_that_raised():
+    graph = trace_call(Broken(), (torch.randn(2, 4),), raise_errors=False)
+    lines = next(
+        lines
+        for file, lines in hints.index_graph(graph.to_wire()).files.items()
+        if Path(file) == Path(__file__)
+    )
+    info = lines[here("return h @ torch.ones(2, 2)")]
+    assert info.error is not None and info.error.startswith("RuntimeError: ")
+    text = hints.hover_markdown(info, "/g.msgpack", "cpu")
+    assert "raised **RuntimeError" in text
+    assert lines[here("h = self.fc(x)")].label() == "2×3"
+
+
+def test_positions_in_utf16():
+    line = "    y = f(x)  # 🙂 ünïcode"
+    assert hints.utf16_len(line) == len(line) + 1  # the emoji is two UTF-16 units
+    assert hints.word_at(line, 4) == ("y", 4, 5) and hints.word_at(line, 10) == ("x", 10, 11)
+    assert hints.word_at(line, 2) is None
+    assert hints.word_at("🙂 relu", 3) == ("relu", 3, 7)  # after the emoji (2 units) and a space
+    assert hints.split_lines("a\r\nb\rc\nd") == ["a", "b", "c", "d"]
+
+
+DOC = textwrap.dedent(
+    """\
+    def forward(self, x):
+        x = self.a(x)
+        x = self.b(x)
+        return x
+    """
+)
+
+
+def table() -> LineTable:
+    t = LineTable({1: hints.LineInfo(1, []), 2: hints.LineInfo(2, [])})
+    t.snapshot(DOC)
+    return t
+
+
+def after(text: str, *changes: tuple[int, int, str]) -> LineTable:
+    t = table()
+    t.apply(list(changes), text)
+    return t
+
+
+def test_lines_follow_edits():
+    a, b = "    x = self.a(x)", "    x = self.b(x)"
+    # a line typed at the start of a hinted line pushes it down
+    t = after(DOC.replace(a, "    pass\n" + a), (1, 1, "    pass\n"))
+    assert sorted(t.lines) == [2, 3]
+    # Enter at the end of a hinted line: it stays
+    t = after(DOC.replace(a, a + "\n"), (1, 1, "\n"))
+    assert sorted(t.lines) == [1, 3]
+    # Enter in the middle of one: that line changed
+    t = after(DOC.replace("self.a(x)", "self.a(\nx)"), (1, 1, "\n"))
+    assert sorted(t.lines) == [3]
+    # the hinted line deleted, with its line break
+    t = after(DOC.replace(a + "\n", ""), (1, 2, ""))  # the range (1,0)-(2,0)
+    assert sorted(t.lines) == [1] and t.lines[1].line == 2
+    # several changes in one notification (multi-cursor), applied in order
+    text = "# top\n" + DOC.replace(b, b + "  # b")
+    t = after(text, (2, 2, "  # b"), (0, 0, "# top\n"))
+    assert sorted(t.lines) == [2]
+    # the whole text replaced: lines whose text is where it was stay
+    t = table()
+    t.apply([(None, None, DOC.replace("self.b", "self.c"))], DOC.replace("self.b", "self.c"))
+    assert sorted(t.lines) == [1]
+
+
+def test_after_a_range_deletion():
+    t = table()
+    t.apply([(0, 1, "")], DOC[len("def forward(self, x):\n") :])  # (0,0)-(1,0) deleted
+    assert {n: i.line for n, i in t.lines.items()} == {0: 1, 1: 2}
+
+
+@pytest.fixture
+def loop():
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+
+
+def indexed_doc() -> hints.Indexed:
+    return hints.Indexed("Net", "cpu", {"/w/net.py": {1: hints.LineInfo(1, [])}})
+
+
+def test_edits_made_during_a_trace_are_replayed():
+    store = TraceStore()
+    mark = store.begin({"/w/net.py": DOC})
+    store.did_change("/w/net.py", [(0, 0, "import torch\n")], "import torch\n" + DOC)
+    store.add("/w/net.py", "/g.msgpack", indexed_doc(), mark, {})
+    store.end(mark)
+    found = store.table("/w/net.py")
+    assert found is not None and sorted(found[1].lines) == [2]
+    # no trace running: nothing is logged
+    store.did_change("/w/net.py", [(0, 0, "#\n")], "#\nimport torch\n" + DOC)
+    assert store._log == []
+    assert sorted(found[1].lines) == [3]
+
+
+def test_newest_trace_wins_and_closing_an_edited_file_drops_it():
+    store = TraceStore()
+    store.add("a", "/a.msgpack", indexed_doc(), None, {"/w/net.py": DOC})
+    store.add("b", "/b.msgpack", indexed_doc(), None, {"/w/net.py": DOC})
+    found = store.table("/w/net.py")
+    assert found is not None and found[0].graph == "/b.msgpack"
+    store.touch(store.traces["a"])
+    found = store.table("/w/net.py")
+    assert found is not None and found[0].graph == "/a.msgpack"
+    store.did_close("/w/net.py")  # not edited: kept
+    assert store.table("/w/net.py") is not None
+    store.did_change("/w/net.py", [(3, 3, "\n")], DOC + "\n")
+    store.did_close("/w/net.py")
+    assert store.table("/w/net.py") is None
+
+
+def test_a_file_opened_after_the_trace_is_snapshotted_then(tmp_path):
+    store = TraceStore()
+    store.add("k", "/g.msgpack", indexed_doc(), None, {})
+    found = store.table("/w/net.py")
+    assert found is not None and found[1].texts is None
+    store.did_open("/w/net.py", DOC)
+    assert found[1].texts == {1: "    x = self.a(x)"}
+
+
+def test_load_reads_and_indexes_a_graph_file(tmp_path, loop):
+    path = tmp_path / "g.msgpack"
+    torchscope.trace(Twice(), torch.randn(2, 4)).save(path)
+    store = TraceStore()
+    seen: list[str] = []
+
+    async def go() -> None:
+        store.load("k", str(path), None, dict, lambda t: seen.append(t.key), seen.append)
+        await store.settled()
+
+    loop.run_until_complete(go())
+    assert seen == ["k"]
+    found = store.table(__file__)
+    assert found is not None and found[1].lines[here("y = self.wide(x)")].label() == "2×6"
+    (tmp_path / "bad.msgpack").write_bytes(b"\x93not a graph")
+
+    async def bad() -> None:
+        store.load("k2", str(tmp_path / "bad.msgpack"), None, dict, seen.append, seen.append)
+        await store.settled()
+
+    loop.run_until_complete(bad())
+    assert seen[1].startswith("cannot read the graph") and "k2" not in store.traces

@@ -1,0 +1,155 @@
+"""Writes a trace must undo whatever path they take (issue 15, items 2 and 3): parameters
+written through `.data`, `out=`, `_foreach_*_`, numpy, or rebound; torch's global settings;
+the torch-function mode stack a forward leaves behind. What can't be undone is said loudly:
+`graph.warnings` (and the panel shows them)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+import torchscope
+
+
+class Lin(nn.Module):
+    def __init__(self, write) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+        self.write = write
+
+    def forward(self, x):
+        self.write(self)
+        return self.fc(x)
+
+
+def _rebind(m: nn.Module) -> None:
+    m.fc.weight = nn.Parameter(torch.zeros(2, 3))
+
+
+def _numpy(m: nn.Module) -> None:
+    m.fc.weight.detach().numpy()[:] = 7.0
+
+
+def _set_data(m: nn.Module) -> None:
+    m.fc.weight.data = torch.full((2, 3), 5.0)
+
+
+WRITES = {
+    "data.mul_": lambda m: m.fc.weight.data.mul_(2),
+    "out=data": lambda m: torch.mul(m.fc.weight.detach(), 3, out=m.fc.weight.data),
+    "foreach_mul_": lambda m: torch._foreach_mul_([m.fc.weight.data, m.fc.bias.data], 0.0),
+    "numpy": _numpy,
+    "rebind": _rebind,
+    "set .data": _set_data,
+    "detach().zero_": lambda m: m.fc.weight.detach().zero_(),
+    "copy_ (worked before)": lambda m: m.fc.weight.data.copy_(torch.ones(2, 3)),
+}
+
+
+@pytest.mark.parametrize("how", list(WRITES))
+def test_parameter_writes_are_undone_whatever_the_path(how):
+    model = Lin(WRITES[how])
+    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    params = {k: id(p) for k, p in model.named_parameters()}
+    g = torchscope.trace(model, torch.randn(1, 3))
+    after = model.state_dict()
+    assert all(torch.equal(after[k], v) for k, v in before.items()), how
+    assert {k: id(p) for k, p in model.named_parameters()} == params, "a parameter was rebound"
+    assert g.warnings == []
+
+
+def test_a_write_that_cannot_be_undone_is_said_in_the_graph():
+    """A numpy view taken before the trace writes behind torch's back: nothing sees it
+    happen, so the trace can't restore it; the parameter's checksum tells, and the graph
+    says so (never silently)."""
+    model = Lin(lambda m: None)
+    view = model.fc.weight.detach().numpy()
+
+    def write(_m: nn.Module) -> None:
+        view[:] = 3.0
+
+    model.write = write
+    g = torchscope.trace(model, torch.randn(1, 3))
+    assert any("fc.weight" in w and "could not be restored" in w for w in g.warnings), g.warnings
+    assert g.to_wire()["warnings"] == g.warnings
+
+
+def test_global_settings_are_restored():
+    class Settings(nn.Module):
+        def forward(self, x):
+            torch.set_default_dtype(torch.float64)
+            torch.backends.cudnn.benchmark = not torch.backends.cudnn.benchmark
+            torch.backends.cuda.matmul.allow_tf32 = not torch.backends.cuda.matmul.allow_tf32
+            torch.set_float32_matmul_precision("medium")
+            torch.use_deterministic_algorithms(True)
+            return x + 1
+
+    before = (
+        torch.get_default_dtype(),
+        torch.backends.cudnn.benchmark,
+        torch.backends.cuda.matmul.allow_tf32,
+        torch.get_float32_matmul_precision(),
+        torch.are_deterministic_algorithms_enabled(),
+    )
+    torchscope.trace(Settings(), torch.zeros(2))
+    assert (
+        torch.get_default_dtype(),
+        torch.backends.cudnn.benchmark,
+        torch.backends.cuda.matmul.allow_tf32,
+        torch.get_float32_matmul_precision(),
+        torch.are_deterministic_algorithms_enabled(),
+    ) == before
+
+
+class Counting(TorchFunctionMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.names.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+def _stack() -> list[object]:
+    return list(torch.overrides._get_current_function_mode_stack())
+
+
+def test_a_mode_the_forward_pushes_and_never_pops_stays_and_the_recorder_goes():
+    """The stack is left as the forward left it, minus the recorder: the user's mode stays
+    on top, torchscope records nothing after the trace."""
+    pushed = Counting()
+
+    class Pusher(nn.Module):
+        def forward(self, x):
+            pushed.__enter__()  # never exited: the program's own business
+            return x * 2
+
+    try:
+        torchscope.trace(Pusher(), torch.ones(2))
+        stack = _stack()
+        assert stack == [pushed], stack
+        torch.ones(1) + 1  # seen by the user's mode only
+        assert pushed.names[-1] in ("add", "__add__")
+    finally:
+        while _stack():
+            torch._C._pop_torch_function_stack()
+
+
+def test_an_outer_user_mode_sees_the_forward_but_not_torchscopes_own_ops():
+    class BN(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bn = nn.BatchNorm1d(3)
+
+        def forward(self, x):
+            return self.bn(x)
+
+    outer = Counting()
+    with outer:
+        torchscope.trace(BN().train(), torch.randn(4, 3))
+    assert "batch_norm" in outer.names
+    # no snapshot (clone, detach) or restore (copy_) of torchscope's
+    assert not {"clone", "copy_", "detach"} & set(outer.names), outer.names

@@ -1,0 +1,228 @@
+"""One model, three ways of tracing it: the editor's runner, the paused-debugger entry and the
+CLI agree on the input guess, the error location and the parameter count's format
+(issue "one trace path"). The debugger's transport (DAP) is tested in test_debug_dap.py; here
+the entry is called in process, on a frame that holds the model, as the debuggee runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from test_runner import RunnerProcess  # noqa: E402 - tests/python is on sys.path (rootdir)
+
+from torchscope import debug
+from torchscope.build_target import build
+from torchscope.graph import Graph
+from torchscope.summary import format_count
+
+MODELS = """
+import torch
+from torch import nn
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(12, 5)
+        self.fc2 = nn.Linear(5, 3)
+
+    def forward(self, x):
+        return self.fc2(self.fc1(x).relu())
+
+
+class Cnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.conv(x).mean(dim=(2, 3)))
+
+
+class Tokens(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 8)
+        self.out = nn.Linear(8, 4)
+
+    def forward(self, ids):
+        return self.out(self.emb(ids))
+
+
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(6, 5, batch_first=True)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+class Normed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(10)
+        self.fc = nn.Linear(10, 2)
+
+    def forward(self, x):
+        return self.fc(self.norm(x))
+
+
+class Broken(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return h @ torch.ones(5, 5)  # BROKEN: a shape error at the user's line
+"""
+
+NAMES = ["Mlp", "Cnn", "Tokens", "Recurrent", "Normed"]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("one_path") / "onepath_models.py"
+    path.write_text(textwrap.dedent(MODELS))
+    return path
+
+
+@pytest.fixture(scope="module")
+def runner():
+    r = RunnerProcess()
+    yield r
+    r.close()
+
+
+def _input_shapes(g: Graph) -> list[Any]:
+    ids = [n.id for n in g.nodes if n.kind == "input"]
+    return [e.shape for e in g.edges if e.src in ids]
+
+
+def _editor(runner: RunnerProcess, path: Path, name: str, out: Path) -> dict[str, Any]:
+    reply = runner.ask(op="trace", file=str(path), target=name, out=str(out))
+    assert reply["ok"], reply
+    return reply["result"]
+
+
+def _paused(out: Path, **request: Any) -> dict[str, Any]:
+    """The debug entry paused in the caller's frame, which holds the `model`."""
+    frame = sys._getframe(1)
+    candidates = json.loads(debug.handle(json.dumps({"op": "candidates"}), frame=frame))
+    assert candidates["ok"], candidates
+    reply = json.loads(
+        debug.handle(
+            json.dumps({"op": "trace", "expr": "model", "out": str(out), **request}), frame=frame
+        )
+    )
+    return {"candidates": candidates["modules"], "reply": reply}
+
+
+def _cli(path: Path, name: str, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "torchscope", "trace", f"{path}:{name}", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_same_input_guess_everywhere(runner, models, tmp_path, name):
+    """The editor infers an input from the first layer; the CLI makes the same one; at a
+    breakpoint with no input in the frame the candidate offers that same guess (what the
+    input box starts with), and tracing with it gives the same input shapes."""
+    editor = _editor(runner, models, name, tmp_path / "editor.msgpack")
+    assert editor["summary"]["input"].startswith("inferred: tensor ")
+    shapes = _input_shapes(Graph.load(tmp_path / "editor.msgpack"))
+
+    run = _cli(models, name, tmp_path / "cli.msgpack")
+    assert run.returncode == 0, run.stderr
+    assert _input_shapes(Graph.load(tmp_path / "cli.msgpack")) == shapes
+
+    model = build(f"{models}:{name}").model  # noqa: F841 - the paused frame holds it
+    seen = _paused(tmp_path / "paused-probe.msgpack")
+    first = next(c for c in seen["candidates"] if c["expr"] == "model")
+    assert first["inputs"] is False and first["guess"], first
+    paused = _paused(tmp_path / "paused.msgpack", input=first["guess"])["reply"]
+    assert paused["ok"], paused
+    assert _input_shapes(Graph.load(tmp_path / "paused.msgpack")) == shapes
+
+
+def test_a_tensor_the_editor_guesses_is_found_in_a_paused_frame(models, tmp_path):
+    """One table makes and checks inputs: the editor's guess, lying in a paused frame under
+    any name, is the input the entry picks."""
+    from torchscope.inputs import guess_from_first_layer
+
+    for name in NAMES:
+        model = build(f"{models}:{name}").model
+        batch = guess_from_first_layer(model)  # noqa: F841 - found in this frame by the entry
+        seen = _paused(tmp_path / f"{name}.msgpack")
+        assert seen["reply"]["ok"], seen
+        assert seen["reply"]["summary"]["input"].startswith("from the frame: batch"), name
+
+
+def test_the_same_error_location_everywhere(runner, models, tmp_path):
+    """A forward that raises at the user's line: the editor's summary, the paused entry's and
+    the CLI's message point at that line of the user's file, not into torch."""
+    line = next(
+        i for i, text in enumerate(models.read_text().splitlines(), 1) if "# BROKEN" in text
+    )
+    editor = _editor(runner, models, "Broken", tmp_path / "editor.msgpack")["summary"]["error"]
+    assert (editor["file"], editor["line"]) == (str(models), line)
+
+    model = build(f"{models}:Broken").model  # noqa: F841 - the paused frame holds it
+    x = torch.randn(1, 12)  # noqa: F841 - the paused frame's input
+    paused = _paused(tmp_path / "paused.msgpack")["reply"]
+    assert paused["ok"], paused
+    error = paused["summary"]["error"]
+    assert (error["file"], error["line"]) == (str(models), line)
+
+    run = _cli(models, "Broken", tmp_path / "cli.msgpack")
+    assert run.returncode == 1
+    assert f"{models}:{line}" in run.stderr
+
+
+def test_the_same_parameter_count_and_format_everywhere(runner, models, tmp_path):
+    """The count is the same number from the editor, the paused entry's candidates, the graph
+    and the CLI summary, which writes it as format_count does (the viewer and the extension
+    format it the same way: tests/webview/unit, tests/extension/unit)."""
+    editor = _editor(runner, models, "Mlp", tmp_path / "editor.msgpack")["summary"]["params"]
+    model = build(f"{models}:Mlp").model  # noqa: F841 - the paused frame holds it
+    candidates = _paused(tmp_path / "paused.msgpack")["candidates"]
+    listed = next(c for c in candidates if c["expr"] == "model")["params"]
+    graph = Graph.load(tmp_path / "editor.msgpack").model.params
+    assert editor == listed == graph == 12 * 5 + 5 + 5 * 3 + 3
+    run = subprocess.run(
+        [sys.executable, "-m", "torchscope", "summary", f"{models}:Mlp"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert f"params {format_count(editor)} " in run.stdout.splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    "n, text",
+    [
+        (0, "0"),
+        (999, "999"),
+        (1000, "1K"),
+        (1250, "1.3K"),
+        (786_432, "786.4K"),
+        (999_950, "1M"),
+        (124_439_808, "124.4M"),
+        (70_553_706_496, "70.6B"),
+    ],
+)
+def test_format_count(n, text):
+    assert format_count(n) == text

@@ -1,0 +1,164 @@
+// Where the view looks (pure): the pan and zoom that show a graph readably from the start,
+// fit it, center on a point, zoom to a box, keep a clicked box still across a re-layout,
+// bring an opened frame into view, and what part of the graph a transform shows. Numbers
+// in, numbers out; viewer.ts applies them through d3-zoom.
+import type { Rect } from "./scene";
+
+/** Screen = layout × k + (x, y), as d3-zoom's transform. */
+export interface Transform {
+  x: number;
+  y: number;
+  k: number;
+}
+
+/** The drawing area on screen, in px. */
+export interface ViewSize {
+  w: number;
+  h: number;
+}
+
+/** The laid-out graph's size, in layout units. */
+export interface GraphSize {
+  width: number;
+  height: number;
+}
+
+export const MIN_ZOOM = 0.02;
+export const MAX_ZOOM = 4;
+
+/** The opening view zooms out to show the whole graph down to this zoom (10 px text ≥ 8 px). */
+export const READABLE_ZOOM = 0.8;
+/** Bringing an opened frame into view zooms out no further than this. */
+export const REVEAL_MIN_ZOOM = 0.5;
+
+/** A drawn box: its centre and height (layout units). */
+export interface BoxAt {
+  x: number;
+  y: number;
+  h: number;
+}
+
+/**
+ * The opening view: the whole graph, centered, when it fits at READABLE_ZOOM or more (at
+ * most 125 %); else its top (the inputs) at that zoom or more, as much of its width as
+ * fits, across where most of the first screenful's boxes are (not on the inputs, which
+ * may sit far to one side of the main column).
+ */
+export function initialTransform(graph: GraphSize, view: ViewSize, boxes: BoxAt[]): Transform {
+  const m = 24;
+  const fitAll = Math.min((view.w - 2 * m) / graph.width, (view.h - 2 * m) / graph.height);
+  if (fitAll >= READABLE_ZOOM) {
+    const k = Math.min(fitAll, 1.25);
+    return { x: (view.w - graph.width * k) / 2, y: (view.h - graph.height * k) / 2, k };
+  }
+  const k = Math.max(READABLE_ZOOM, Math.min((view.w - 2 * m) / graph.width, 1));
+  const x = graph.width * k <= view.w - 2 * m ? (view.w - graph.width * k) / 2 : view.w / 2 - busiestX(boxes, graph, view, k, m) * k;
+  return { x, y: m, k };
+}
+
+/**
+ * The layout x to center a view of width view.w / k on: the window over the most boxes of
+ * the first screenful (from the top), kept inside the graph (with margin m on screen).
+ */
+export function busiestX(boxes: BoxAt[], graph: GraphSize, view: ViewSize, k: number, m = 24): number {
+  const span = view.w / k;
+  const xs = boxes
+    .filter((b) => b.y - b.h / 2 < view.h / k)
+    .map((b) => b.x)
+    .sort((a, b) => a - b);
+  if (xs.length === 0) return graph.width / 2;
+  let best = xs[0]!;
+  let bestCount = 0;
+  for (let i = 0, j = 0; i < xs.length; i++) {
+    while (xs[j]! < xs[i]! - span * 0.9) j++;
+    if (i - j + 1 > bestCount) [best, bestCount] = [(xs[i]! + xs[j]!) / 2, i - j + 1];
+  }
+  return Math.max(span / 2 - m / k, Math.min(best, graph.width - span / 2 + m / k));
+}
+
+/**
+ * After a frame (`box`, layout units) opened: move, and zoom out if it must (not below
+ * REVEAL_MIN_ZOOM, never in), as little as possible so the frame is in the view and clear
+ * of the overview (`overview`: its size in the view's bottom-right corner; it hides while
+ * the whole graph is in view). The frame's header stays put when the frame fits where it
+ * is; a frame bigger than the view gets its header at the top-left.
+ */
+export function revealTransform(box: Rect, graph: GraphSize, t: Transform, view: ViewSize, overview: ViewSize): Transform {
+  const m = 16;
+  let k = t.k;
+  const fitK = Math.min((view.w - 2 * m) / box.w, (view.h - 2 * m) / box.h);
+  if (fitK < k) k = Math.max(fitK, Math.min(k, REVEAL_MIN_ZOOM));
+  // Zoomed about the header: it keeps its place on screen.
+  const hx = t.x + box.x * t.k;
+  const hy = t.y + box.y * t.k;
+  const place = (lo: number, size: number, extent: number): number => {
+    if (size * k > extent - 2 * m) return m;
+    if (lo + size * k > extent - m) return extent - m - size * k;
+    return Math.max(lo, m);
+  };
+  const whole = (x: number, y: number): boolean =>
+    x - box.x * k >= 0 && y - box.y * k >= 0 && x + (graph.width - box.x) * k <= view.w && y + (graph.height - box.y) * k <= view.h;
+  // The whole view, then the part above the overview, then the part beside it.
+  const areas: [number, number][] = [
+    [view.w, view.h],
+    [view.w, view.h - overview.h - 8],
+    [view.w - overview.w - 8, view.h],
+  ];
+  let best: [number, number] | null = null;
+  for (const [w, h] of areas) {
+    const x = place(hx, box.w, w);
+    const y = place(hy, box.h, h);
+    const clear = whole(x, y) || x + box.w * k <= view.w - overview.w - 8 || y + box.h * k <= view.h - overview.h - 8;
+    if (box.w * k <= w - 2 * m && box.h * k <= h - 2 * m && clear) {
+      best = [x, y];
+      break;
+    }
+    best ??= [x, y];
+  }
+  return { x: best![0] - box.x * k, y: best![1] - box.y * k, k };
+}
+
+/** The whole graph in view, centered, at most 200 %. */
+export function fitTransform(graph: GraphSize, view: ViewSize): Transform {
+  const m = 16;
+  const k = Math.max(MIN_ZOOM, Math.min((view.w - 2 * m) / graph.width, (view.h - 2 * m) / graph.height, 2));
+  return { x: (view.w - graph.width * k) / 2, y: (view.h - graph.height * k) / 2, k };
+}
+
+/** Layout point (x, y) in the middle of the view at zoom k. */
+export function centerTransform(x: number, y: number, k: number, view: ViewSize): Transform {
+  return { x: view.w / 2 - x * k, y: view.h / 2 - y * k, k };
+}
+
+/** A box brought into view: zoomed to fit it (not below 10 % nor above 200 %, and never
+ * out from below 100 %), a tall box from its top. */
+export function zoomToBox(box: Rect, currentK: number, view: ViewSize): Transform {
+  const fitK = Math.min((view.w - 40) / box.w, (view.h - 40) / box.h);
+  const k = Math.max(Math.min(Math.max(currentK, 1), fitK, 2), 0.1);
+  return centerTransform(box.x + box.w / 2, box.y + Math.min(box.h, view.h / k - 40) / 2, k, view);
+}
+
+/** The transform at zoom k that puts layout point `at` on screen point `screen`. */
+export function pinTransform(at: { x: number; y: number }, screen: { x: number; y: number }, k: number): Transform {
+  return { x: screen.x - at.x * k, y: screen.y - at.y * k, k };
+}
+
+/** Layout point → screen point. */
+export function toScreen(t: Transform, p: { x: number; y: number }): { x: number; y: number } {
+  return { x: p.x * t.k + t.x, y: p.y * t.k + t.y };
+}
+
+/** The part of the layout the view shows. */
+export function visibleRect(t: Transform, view: ViewSize): Rect {
+  return { x: -t.x / t.k, y: -t.y / t.k, w: view.w / t.k, h: view.h / t.k };
+}
+
+/** The whole graph is in view (the overview then has nothing to add). */
+export function showsAll(r: Rect, graph: GraphSize): boolean {
+  return r.x <= 0 && r.y <= 0 && r.x + r.w >= graph.width && r.y + r.h >= graph.height;
+}
+
+/** How much text to draw at zoom k: text too small to read costs the most to paint. */
+export function detailLevel(k: number): { low: boolean; mid: boolean } {
+  return { low: k < 0.3, mid: k < 0.55 };
+}

@@ -1,0 +1,67 @@
+// What the viewer's keys and toolbar buttons mean (pure): a key press or a button's
+// data-action → one ViewerAction; viewer.ts carries the actions out.
+
+export type ViewerAction =
+  | { type: "expand-all" }
+  | { type: "collapse-all" }
+  | { type: "fit" }
+  /** Back to the first view: readable, at the inputs. */
+  | { type: "initial-view" }
+  | { type: "depth"; depth: number }
+  | { type: "depth-step"; step: 1 | -1 }
+  | { type: "export"; format: "svg" | "png" }
+  /** Put the cursor in the search box (selecting what is typed there already). */
+  | { type: "find"; selectText: boolean }
+  /** Forget the search and the selection. */
+  | { type: "clear" };
+
+/** The parts of a keydown that matter here. */
+export interface KeyPress {
+  key: string;
+  ctrlKey: boolean;
+  metaKey: boolean;
+  altKey: boolean;
+  /** The key went to a text field (the search box): its letters are text, not commands. */
+  inTextField: boolean;
+}
+
+/** A key pressed anywhere on the page → what to do (null: nothing, let it through). */
+export function keyAction(p: KeyPress): ViewerAction | null {
+  if ((p.ctrlKey || p.metaKey) && p.key.toLowerCase() === "f") return { type: "find", selectText: true };
+  if (p.inTextField || p.ctrlKey || p.metaKey || p.altKey) return null;
+  const k = p.key;
+  if (k === "/") return { type: "find", selectText: false };
+  if (k === "f" || k === "F") return { type: "fit" };
+  if (k === "e" || k === "E") return { type: "expand-all" };
+  if (k === "c" || k === "C") return { type: "collapse-all" };
+  if (k === "0") return { type: "initial-view" };
+  if (/^[1-9]$/.test(k)) return { type: "depth", depth: Number(k) };
+  if (k === "Escape") return { type: "clear" };
+  return null;
+}
+
+/** A toolbar button's `data-action` → what to do. */
+export function buttonAction(name: string): ViewerAction | null {
+  switch (name) {
+    case "expand-all":
+    case "collapse-all":
+    case "fit":
+      return { type: name };
+    case "depth-up":
+      return { type: "depth-step", step: 1 };
+    case "depth-down":
+      return { type: "depth-step", step: -1 };
+    case "export-svg":
+      return { type: "export", format: "svg" };
+    case "export-png":
+      return { type: "export", format: "png" };
+  }
+  return null;
+}
+
+/** A key in the search box: Enter steps to the next match (Shift: the previous), Escape leaves. */
+export function searchKeyAction(key: string, shiftKey: boolean): { type: "step"; step: 1 | -1 } | { type: "leave" } | null {
+  if (key === "Enter") return { type: "step", step: shiftKey ? -1 : 1 };
+  if (key === "Escape") return { type: "leave" };
+  return null;
+}

@@ -1,0 +1,58 @@
+// The messages between the VS Code extension (extension/src/graphPanel.ts) and the viewer in
+// its webview, declared once: both sides import this file (the extension through a relative
+// path), so a change on one side that the other doesn't follow fails to compile.
+// Types and one guard only: nothing here (or in what it imports) may need the DOM or Node.
+import type { Site } from "./format";
+
+export type { Site };
+
+/** What a panel shows; the viewer keeps it in the webview state so a reload can restore the panel. */
+export interface PanelOrigin {
+  /** The document's URI, or for a paused-frame graph the debug sources' own URI. */
+  uri: string;
+  /** The traced target: a class, variable or factory name, or the paused frame's expression. */
+  target: string;
+  title: string;
+  /** The graph file last shown (a reload shows it again without a trace). */
+  graphPath?: string;
+}
+
+/** The viewer's view: which modules, ×N groups and segments of long runs are open, and the zoom. */
+export interface ViewState {
+  /** Which graph the state belongs to: a new trace starts fresh, a reload restores. */
+  graph?: string;
+  expanded: number[];
+  groups: number[];
+  /** Open segments of long runs (absent in a state saved before segments existed). */
+  segments?: number[];
+  transform?: { x: number; y: number; k: number };
+}
+
+/** Messages the viewer posts to the extension. */
+export type ViewerMessage =
+  | { type: "ready" }
+  | { type: "reveal"; site: Site; nodeId: number }
+  | { type: "save"; name: string; mime: string; data: ArrayBuffer }
+  | { type: "error"; message: string }
+  /** The view changed (after each layout): an HTML export opens at it. */
+  | { type: "view"; view: ViewState };
+
+/** Messages the extension posts to the viewer. */
+export type HostMessage =
+  | { type: "graph"; data: ArrayBuffer | Uint8Array; origin: PanelOrigin }
+  | { type: "highlightLine"; file: string; line: number }
+  | { type: "export"; format: "svg" | "png" };
+
+/** The webview state VS Code keeps for a panel: the viewer's view and the panel's origin
+ * (the extension reads the origin back when it restores a panel after a reload). */
+export type WebviewState = Partial<ViewState> & { origin?: PanelOrigin };
+
+// Every viewer message type, and no other (`satisfies` fails to compile on a missing or extra one).
+const VIEWER_MESSAGE_TYPES = { ready: true, reveal: true, save: true, error: true, view: true } satisfies Record<ViewerMessage["type"], true>;
+
+/** A message from the webview that the extension knows (anything can be posted there). */
+export function isViewerMessage(x: unknown): x is ViewerMessage {
+  if (typeof x !== "object" || x === null) return false;
+  const t = (x as { type?: unknown }).type;
+  return typeof t === "string" && Object.hasOwn(VIEWER_MESSAGE_TYPES, t);
+}
