@@ -397,7 +397,14 @@ def from_wire(data: Any) -> Graph:
             for n in data["nodes"]
         ]
         edges = [
-            Edge(e["src"], e["dst"], e["shape"], e["dtype"], e.get("stats"), e.get("hist"))
+            Edge(
+                e["src"],
+                e["dst"],
+                e["shape"],
+                e["dtype"],
+                _map(e.get("stats")),
+                _map(e.get("hist")),
+            )
             for e in data["edges"]
         ]
         groups = [
@@ -423,8 +430,8 @@ def from_wire(data: Any) -> Graph:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GraphFormatError(f"malformed graph: missing or bad field {exc}") from exc
     _check_references(nodes, edges, groups, error)
-    if nan_origin is not None and not (type(nan_origin) is int and 0 <= nan_origin < len(nodes)):
-        raise GraphFormatError(f"nan_origin names missing node {nan_origin!r}")
+    if not (type(nan_origin) is int and 0 <= nan_origin < len(nodes)):
+        nan_origin = None  # a decoration, as in the viewer: a bad one is dropped, not fatal
     return Graph(
         model,
         nodes,
@@ -439,9 +446,15 @@ def from_wire(data: Any) -> Graph:
 
 
 def _cost(d: Any) -> Optional[Cost]:
-    if d is None:
+    """A node's or group's cost; a malformed one is dropped (the viewer does the same)."""
+    try:
+        return Cost(int(d["flops"]), int(d["bytes"]), int(d["time_ns"]))
+    except (KeyError, TypeError, ValueError):
         return None
-    return Cost(int(d["flops"]), int(d["bytes"]), int(d["time_ns"]))
+
+
+def _map(d: Any) -> Optional[dict[str, Any]]:
+    return d if isinstance(d, dict) else None
 
 
 def _check_references(

@@ -501,6 +501,17 @@ def test_a_forward_with_its_own_values_argument_goes_through_trace_call():
     assert [n.name for n in graph.nodes if n.kind == "input"] == ["x", "values"]
 
 
+def test_malformed_values_are_dropped_not_fatal():
+    model, args, kwargs = zoo.build("mlp")
+    wire = torchscope.trace(model, *args, **kwargs).to_wire()
+    wire["nan_origin"] = 10_000
+    wire["nodes"][1]["cost"] = {"flops": "many"}
+    wire["edges"][0]["stats"] = [1, 2]
+    graph = Graph.from_wire(wire)
+    assert graph.nan_origin is None and graph.nodes[1].cost is None
+    assert graph.edges[0].stats is None
+
+
 def test_old_files_without_values_still_read():
     model, args, kwargs = zoo.build("mlp")
     wire = torchscope.trace(model, *args, values=False, costs=False, **kwargs).to_wire()
