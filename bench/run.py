@@ -579,7 +579,7 @@ def values_targets(rows, ts, ratio_line, verdict, why) -> list[str]:  # type: ig
             continue
         cold = r.get("first_ms")
         extra = f" Cold (first) trace in its process: {f_ms(cold)} ms." if cold else ""
-        lines.append(f"{head} {ratio_line(model, r, limit, key)}.{extra}")
+        lines.append(f"{head} {ratio_line(model, r, limit, key).rstrip('.')}.{extra}")
     r = ts("llama3-70b-meta", "torchscope")
     if r is not None and r.get("trace_med") is not None:
         s = r["trace_med"] / 1000
@@ -807,6 +807,87 @@ def viewer_section(md_path: str) -> None:
         print(f"diff section not added: {type(e).__name__}: {e}")
 
 
+VALUES_HEAD = "## Values and costs (issue 10)"
+
+
+def values_section(json_path: str) -> str:
+    """The section of bench/results.md for values and costs: a run of the plain forward and
+    torchscope with and without them (`--tools plain,torchscope,torchscope-off`)."""
+    with open(json_path) as f:
+        saved = json.load(f)
+    rows = saved["rows"]
+    derive(rows)
+    m = saved["machine"]
+    v = m["versions"]
+    L = [
+        VALUES_HEAD,
+        "",
+        f"`python bench/run.py --tools plain,torchscope,torchscope-off --runs "
+        f"{saved['args']['runs']}` (raw: `{os.path.basename(json_path)}`): the plain forward and "
+        "torchscope with values and costs (the default: statistics of every tensor, the NaN "
+        "origin, FLOPs, bytes and time of every call) and without them, each in its own "
+        "process, in one run.",
+        "",
+        f"- Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gb']:.1f} GB RAM, {m['os']}; "
+        f"Python {m['python']}, torch {v['torch']}, transformers {v['transformers']}; "
+        f"torchscope at commit {m['git']}.",
+        f"- {m['date']}, {m.get('elapsed_min', 0):.1f} min; load average "
+        f"{m['load_start'][0]:.1f} at the start, {m.get('load_end', (0,))[0]:.1f} at the end. "
+        "The machine is shared (other engineers' builds and browser tests ran meanwhile): "
+        "wall times swing by factors; read the ratios, and the CPU-time estimate most of all.",
+        "- Peers are not in this run (not installed in this environment); their numbers are "
+        "in the tables above, from the earlier full run.",
+        "",
+        "| model | row | plain fwd ms | trace ms | cold trace ms | trace / plain: median | "
+        "best-of | paired | paired CPU | peak RSS Δ MB | nodes | msgpack B/node |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in MODELS:
+        for r in sorted(
+            (r for r in rows if r["model"] == name),
+            key=lambda r: TOOL_ORDER.index(r["tool"]) if r["tool"] in TOOL_ORDER else 99,
+        ):
+            L.append(
+                f"| {name} | {TOOL_LABELS.get(r['tool'], r['tool'])} | "
+                f"{f_ms(r.get('plain_med'))} | {f_ms(r.get('trace_med'))} | "
+                f"{f_ms(r.get('first_ms'))} | {f_x(r.get('ratio'))} | {f_x(r.get('ratio_min'))} | "
+                f"{f_x(r.get('ratio_paired'))} | {f_x(r.get('ratio_cpu'))} | "
+                f"{f_mb(r.get('rss_delta_mb'))} | {r.get('nodes', '–')} | "
+                f"{f_num(r.get('bytes_per_node'), 0)} |"
+            )
+    L += ["", "Targets, this run (2, the peers' overhead, needs the peers):", ""]
+    skipping = False
+    for line in targets(rows):
+        if line[:1].isdigit():
+            skipping = line.startswith("2.")
+        if not skipping:
+            L.append(line)
+    if VALUES_NOTES:
+        L += ["", VALUES_NOTES.strip()]
+    return "\n".join(L) + "\n"
+
+
+# Written by hand after the run below; keep in step with the code.
+VALUES_NOTES = ""
+
+
+def update_values_section(md_path: str, json_path: str) -> None:
+    """Replace (or add, before the viewer's section) the values-and-costs section."""
+    with open(md_path) as f:
+        text = f.read()
+    section = values_section(json_path)
+    start = text.find(VALUES_HEAD)
+    if start >= 0:
+        nxt = text.find("\n## ", start + len(VALUES_HEAD))
+        text = text[:start] + section + ("\n" + text[nxt + 1 :] if nxt >= 0 else "")
+    else:
+        at = text.find("\n## Viewer")
+        text = text + "\n" + section if at < 0 else text[: at + 1] + section + "\n" + text[at + 1 :]
+    with open(md_path, "w") as f:
+        f.write(text)
+    print(f"wrote the values-and-costs section of {os.path.relpath(md_path)}")
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -827,7 +908,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument(
         "--supplement", metavar="JSON", help="with --render: append a torchscope-only run"
     )
+    ap.add_argument(
+        "--values-section",
+        metavar="JSON",
+        help="only put the values-and-costs section of a saved run (--tools plain,torchscope,"
+        "torchscope-off) into bench/results.md (or --out)",
+    )
     args = ap.parse_args(argv)
+    if args.values_section:
+        update_values_section(args.out or os.path.join(HERE, "results.md"), args.values_section)
+        return 0
     if args.render:
         return render_only(args)
     args.runs = args.runs or (1 if args.quick else 5)
