@@ -27,6 +27,7 @@ BINS = 16
 HIST_SAMPLE = 1 << 9  # values binned at most; larger tensors bin an evenly spaced sample
 STAGED_MAX = 1 << 16  # float tensors up to this many elements are read in batches
 STAGE = 1 << 18  # elements of one staging buffer (1 MB of float32)
+MAX_ROWS = 256  # tensors per staging buffer: scalars don't get 262,144 rows (and views)
 MAX_BUFFERS = 16  # distinct staged sizes at once; more flush and drop them all
 # mean² above this many times the variance: sum-of-squares would cancel, centre first
 _ILL_CONDITIONED = 16.0
@@ -117,22 +118,22 @@ class Reader:
         if dtype in _STAGED_DTYPES and 0 < n <= STAGED_MAX:
             self._stage(t, n, st)
         elif dtype.is_complex:
-            _floating(t.abs(), st)  # of the magnitude
+            _floating(t.abs(), st, _inner(t))  # of the magnitude
         elif dtype.is_floating_point:
-            _floating(t if dtype in _EXACT_FLOATS else t.float(), st)
+            _floating(t if dtype in _EXACT_FLOATS else t.float(), st, _inner(t))
         elif dtype is torch.bool:
             _boolean(t, st)
         else:
             _integer(t, st)
 
     def _stage(self, t: Tensor, n: int, st: TensorStats) -> None:
-        key = (n, t.device)
+        key = (n, t.get_device())  # an int: cheaper than a torch.device per tensor
         buf = self.buffers.get(key)
         if buf is None:
             if len(self.buffers) >= MAX_BUFFERS:
                 self.flush()
                 self.buffers.clear()
-            rows = max(1, STAGE // n)
+            rows = max(1, min(STAGE // n, MAX_ROWS))
             data = torch.empty((rows, n), dtype=torch.float32, device=t.device)
             buf = self.buffers[key] = _Buffer(n, data)
         shape = t.shape
@@ -161,11 +162,11 @@ def _flush(buf: _Buffer) -> None:
     nonzero = torch.nan_to_num_(torch.div(data, data), nan=0.0).sum(1)  # exact: n <= 2**24
     per_row = torch.stack((lo, hi, mean, spread, nonzero)).t().tolist()
     counts = _row_histograms(data, lo, hi, [inner for _, inner in pending])
-    for r, ((st, _), (mn, mx, mu, norm, nz)) in enumerate(zip(pending, per_row)):
+    for r, ((st, inner), (mn, mx, mu, norm, nz)) in enumerate(zip(pending, per_row)):
         try:
             var = norm * norm / n
             if not (math.isfinite(mn) and math.isfinite(mx) and math.isfinite(var)):
-                _floating(data[r], st)  # NaN or ±Inf in this row (or overflow): on its own
+                _floating(data[r], st, inner)  # NaN or ±Inf in this row (or overflow): alone
                 continue
             moments = (mn, mx, min(max(mu, mn), mx), math.sqrt(var))
             st.stats = _float_map(moments, (n - int(nz)) / n, 0, 0, n)
@@ -230,8 +231,13 @@ def _integer(t: Tensor, st: TensorStats) -> None:
     st.stats = {"min": lo.item(), "max": hi.item(), "mean": mean, "numel": n}
 
 
-def _floating(x: Tensor, st: TensorStats) -> None:
-    """One float32/float64 tensor read on its own (lower precisions arrive converted)."""
+def _inner(t: Tensor) -> int:
+    return t.shape[-1] if t.dim() else 1
+
+
+def _floating(x: Tensor, st: TensorStats, inner: int = 1) -> None:
+    """One float32/float64 tensor read on its own (lower precisions arrive converted);
+    `inner`: its last dimension's size (the histogram's sample steps across it)."""
     n = x.numel()
     if n == 0:
         st.stats = _float_map(None, 0.0, 0, 0, 0)
@@ -240,11 +246,11 @@ def _floating(x: Tensor, st: TensorStats) -> None:
     mn, mx = torch.aminmax(x)
     lo, hi = mn.item(), mx.item()
     if math.isfinite(lo) and math.isfinite(hi):
-        zeros = _zeros(x, n) / n
+        zeros = _zeros(x, n, lo) / n
         total = torch.sum(x).item()
         squares = torch.dot(x, x).item()
         st.stats = _float_map(_moments(x, n, lo, hi, total, squares), zeros, 0, 0, n)
-        st.hist = _histogram(x, lo, hi)
+        st.hist = _histogram(x, mn, mx, inner)
         return
     # NaN (aminmax propagates it) or ±Inf somewhere: count them, describe the finite rest
     st.nonfinite = True
@@ -261,13 +267,14 @@ def _floating(x: Tensor, st: TensorStats) -> None:
     total = torch.sum(finite).item()
     squares = torch.dot(finite, finite).item()
     st.stats = _float_map(_moments(finite, m, lo, hi, total, squares), zeros, nan, inf, n)
-    st.hist = _histogram(finite, lo, hi)
+    st.hist = _histogram(finite, mn, mx, 1)  # (the finite values lost their layout)
 
 
-def _zeros(x: Tensor, n: int) -> int:
-    """How many of the finite values x are 0. count_nonzero branches on every value (slow on
-    half-zero ReLU outputs); x / x is 1 except where x is 0 (NaN there), vectorised."""
-    if n <= STAGED_MAX:
+def _zeros(x: Tensor, n: int, lo: float) -> int:
+    """How many of the finite values x (min lo) are 0. count_nonzero reads them once but
+    branches on every value: slow where zeros are common, as in ReLU outputs (min 0); there
+    x / x (1 except where x is 0, NaN there) counts them branch-free in a few passes."""
+    if n <= STAGED_MAX or lo != 0.0:
         return n - int(torch.count_nonzero(x))
     ones = torch.nan_to_num_(torch.div(x, x), nan=0.0)
     nonzero = torch.sum(ones, dtype=torch.float64) if n > 1 << 24 else torch.sum(ones)
@@ -284,17 +291,21 @@ def _quiet_already() -> bool:
     )
 
 
-def _histogram(x: Tensor, lo: float, hi: float) -> dict[str, Any]:
-    """x: 1-D finite values with min lo and max hi."""
+def _histogram(x: Tensor, mn: Tensor, mx: Tensor, inner: int) -> dict[str, Any]:
+    """x: 1-D finite float32/float64 values, mn and mx their min and max (0-d tensors):
+    histc's formula in x's own precision (in float64 where hi - lo overflows float32)."""
+    lo, hi = mn.item(), mx.item()
     n = x.numel()
-    values = x[:: _sample_step(n, [1])] if n > HIST_SAMPLE else x
-    counts = _row_histograms(
-        values.unsqueeze(0).float(),
-        torch.tensor([lo], dtype=torch.float32, device=x.device),
-        torch.tensor([hi], dtype=torch.float32, device=x.device),
-        [1],
-    )[0]
-    return {"lo": lo, "hi": hi, "counts": counts}
+    values = x[:: _sample_step(n, [inner])] if n > HIST_SAMPLE else x
+    if not hi > lo:
+        return {"lo": lo, "hi": hi, "counts": [values.numel()] + [0] * (BINS - 1)}
+    span = torch.sub(mx, mn)
+    if not math.isfinite(span.item()):
+        values, mn, span = values.double(), mn.double(), torch.sub(mx.double(), mn.double())
+    pos = torch.sub(values, mn).div_(span).mul_(BINS).to(torch.int32)
+    counts = torch.bincount(pos, minlength=BINS + 1).tolist()
+    counts[BINS - 1] += sum(counts[BINS:])  # x == max lands in the last bin
+    return {"lo": lo, "hi": hi, "counts": counts[:BINS]}
 
 
 def _float_map(

@@ -69,8 +69,8 @@ def assert_stats(got: dict[str, Any], t: torch.Tensor, where: str = "") -> None:
 
 
 def assert_hist(hist: dict[str, Any], t: torch.Tensor, where: str = "") -> None:
-    """lo/hi: the exact min/max of the finite values; counts: torch.histc's, in float32
-    (float64 tensors are binned in float32 too; past float32's range in float64)."""
+    """lo/hi: the exact min/max of the finite values; counts: torch.histc's, in the
+    tensor's precision (half precisions in float32; past float32's range in float64)."""
     values = t.detach()
     values = (values.abs() if values.dtype.is_complex else values).reshape(-1)
     values = values[torch.isfinite(values)]
@@ -78,7 +78,7 @@ def assert_hist(hist: dict[str, Any], t: torch.Tensor, where: str = "") -> None:
     counts = hist["counts"]
     assert len(counts) == BINS and all(isinstance(c, int) and c >= 0 for c in counts), where
     if values.numel() <= HIST_SAMPLE:
-        single = values.float()
+        single = values if values.dtype == torch.float64 else values.float()
         lo, hi = single.min(), single.max()
         if not torch.isfinite(hi - lo):  # histc overflows there (all zeros): float64
             x = values.double()
@@ -230,6 +230,8 @@ def test_batched_reading_equals_reading_one_by_one():
     tensors[7][3, 2] = float("nan")
     tensors[8][0, 0] = float("inf")
     tensors += [torch.randn(3, 100).half() for _ in range(5)] + [torch.zeros(5, 5)]
+    tensors += [torch.tensor(float(i) - 150.0) for i in range(300)]  # scalars: many buffers' rows
+    tensors += [torch.randn(4, 6).t() for _ in range(3)]  # transposed: staged in logical order
     reader = Reader()
     read = [reader.read(t) for t in tensors]
     reader.flush()

@@ -7,7 +7,7 @@ import { clip, shapeText } from "./labels";
 import { segmentRange, segmentSummary, segmentsOf } from "./segments";
 import { distinctTensors, type Tensor } from "./tensors";
 import { formatCount } from "./count";
-import { valueDetails } from "./valueDetails";
+import { statsRows, valueDetails } from "./valueDetails";
 
 export interface Details {
   title: string;
@@ -78,7 +78,12 @@ export function describeEdge(idx: GraphIndex, vg: VisibleGraph, key: string): De
     rows.push([tensorText(t), `${nodeWhere(idx, t.src)} → ${consumers(idx, t.uses)}${usesText(t)}`]);
   }
   if (ts.length > MAX_TENSORS) rows.push(["", `… ${ts.length - MAX_TENSORS} more`]);
-  return { title: `${keyName(idx, vg, e.src)} → ${keyName(idx, vg, e.dst)}`, rows };
+  const title = `${keyName(idx, vg, e.src)} → ${keyName(idx, vg, e.dst)}`;
+  // One tensor: its values too (several: the boxes' hovers have each).
+  const first = ts.length === 1 ? e.edges.map((i) => idx.graph.edges[i]!).find((x) => x.stats) : undefined;
+  if (!first?.stats) return { title, rows };
+  rows.push(...statsRows(first.stats));
+  return { title, rows, ...(first.hist ? { hist: first.hist } : {}) };
 }
 
 function siteText(s: GraphNode["site"]): string {

@@ -178,7 +178,8 @@ describe("overlay, legend and table (GPT-2)", () => {
     assertClean(o);
   });
 
-  test("hover: FLOPs, bytes, time, statistics and a 16-bar histogram", async () => {
+  test("hover: FLOPs, bytes, time, statistics and a 16-bar histogram; on an edge too", async () => {
+    const lnF = g.nodes.find((n) => n.kind === "module" && n.path === "ln_f")!.id;
     await page.click("[data-action=collapse-all]");
     await ready(page);
     await page.hover('.ts-node[data-kind=module][data-path="ln_f"] .ts-box');
@@ -192,6 +193,13 @@ describe("overlay, legend and table (GPT-2)", () => {
     assert.match(text, /\d+(\.\d+)? (µs|ms|s)/);
     assert.equal(await tip.locator("[data-role=histogram] rect.ts-hist-bar").count(), 16);
     await shot(page, "values-hover");
+    // An edge with one tensor: its statistics and histogram as well.
+    await page.mouse.move(5, 400);
+    await tip.waitFor({ state: "hidden" });
+    await page.locator('.ts-edge[data-src="n${lnF}"] path').first().hover({ force: true });
+    await tip.waitFor({ state: "visible" });
+    assert.match((await tip.textContent())!, /min … max/);
+    assert.equal(await tip.locator("[data-role=histogram] rect.ts-hist-bar").count(), 16);
     assertClean(o);
   });
 });
