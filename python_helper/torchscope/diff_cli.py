@@ -145,7 +145,7 @@ def load_side(
     if is_graph_file(spec):
         return read_graph_file(spec)
     try:
-        import torch  # noqa: F401
+        import torch
     except ImportError:
         raise SideError(
             f"torch is not installed in this Python ({sys.executable}); "
@@ -156,6 +156,9 @@ def load_side(
     from .tracer import trace_call
 
     try:
+        # the same seed for both sides: the same code gets the same random weights and input,
+        # so values differ only where the code does
+        torch.manual_seed(0)
         built = build(spec, device=device)
         if train is not None:
             built.model.train(train)
