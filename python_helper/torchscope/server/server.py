@@ -279,7 +279,7 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         "out": str(_graph_path(ls, target)),
         "timeout": ls.settings.trace_timeout,
     }
-    for key in ("text", "input", "ctorArgs"):
+    for key in ("text", "input", "ctorArgs", "runTopLevel"):
         value = text if key == "text" else p.get(key)
         if value is not None:
             request[key] = value
