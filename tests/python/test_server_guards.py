@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from lsprotocol import types
-
 from test_server_lsp import Session, alive, server_env, uri
 
 SPAWNS = """
