@@ -102,6 +102,20 @@ class HugeLabel(nn.Module):
         return getattr(self, "p" * 1_000_000)(x)
 
 
+class WritesBehindTorch(nn.Module):
+    """Writes its weight through a numpy view made before the trace: nothing can undo it, so
+    the graph carries a warning."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+        self.view = self.fc.weight.detach().numpy()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.view[:] = 1.0
+        return self.fc(x)
+
+
 def _wire(nodes: list[dict], edges: list[dict], name: str) -> bytes:
     model = {"name": name, "qualname": f"crafted.{name}", "params": 0, "device": "cpu", "dtype": ""}
     stats = {"trace_ms": 0.0, "ops": 0, "modules": 0}
@@ -216,6 +230,7 @@ def main() -> None:
         write(out, "wide", torchscope.trace(Wide().eval(), torch.randn(1, 8)))
         for n in (5_000, 50_000):
             write(out, f"flat{n}", torchscope.trace(Flat(n), torch.randn(2, 3)))
+        write(out, "warned", torchscope.trace(WritesBehindTorch(), torch.randn(1, 3)))
         write(out, "deep10000", crafted_deep())
         write(out, "toomany", crafted_too_many())
         try:

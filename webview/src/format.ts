@@ -68,6 +68,8 @@ export interface Graph {
   groups: Group[];
   error: GraphError | null;
   stats: { trace_ms: number; ops: number; modules: number };
+  /** What the trace could not undo (a parameter written behind torch's back); [] normally. */
+  warnings: string[];
 }
 
 export class FormatError extends Error {
@@ -270,6 +272,7 @@ export function fromObject(raw: unknown): Graph {
       ops: int(s, "ops", "stats", 0),
       modules: int(s, "modules", "stats", 0),
     },
+    warnings: Array.isArray(raw.warnings) ? raw.warnings.map((w) => String(w)) : [],
   };
 }
 

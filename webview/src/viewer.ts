@@ -154,6 +154,7 @@ export class Viewer {
     this.wireControls();
     this.watchTheme();
     this.showError();
+    this.showWarnings();
     void this.apply(this.exp, null, saved?.transform);
   }
 
@@ -669,6 +670,19 @@ export class Viewer {
   }
 
   // ---- error, export, state, status ------------------------------------------------------
+
+  /** What the trace could not undo, said where the graph is (never silently). */
+  private showWarnings(): void {
+    const list = this.idx.graph.warnings;
+    this.ui.warnings.hidden = list.length === 0;
+    this.ui.warnings.replaceChildren(
+      ...list.map((w) => {
+        const line = document.createElement("div");
+        line.textContent = `⚠ ${w}`;
+        return line;
+      }),
+    );
+  }
 
   private showError(): void {
     const err = this.idx.graph.error;
