@@ -87,8 +87,14 @@ test("a graph with a compare field decodes it; a plain graph has none", () => {
 
 test("a malformed compare field is a FormatError that says what is wrong", () => {
   const { g, compare } = compareGraph();
-  const bad = (patch: object): (() => unknown) => () => decodeGraph(encode({ ...g, compare: { ...compare, ...patch } }));
-  assert.throws(bad({ status: compare.status.slice(1) }), (e: unknown) => e instanceof FormatError && /"status" has 12 entries for 13 nodes/.test(e.message));
+  const bad =
+    (patch: object): (() => unknown) =>
+    () =>
+      decodeGraph(encode({ ...g, compare: { ...compare, ...patch } }));
+  assert.throws(
+    bad({ status: compare.status.slice(1) }),
+    (e: unknown) => e instanceof FormatError && /"status" has 12 entries for 13 nodes/.test(e.message),
+  );
   assert.throws(bad({ details: compare.details.slice(2) }), /"details" has 11 entries for 13 nodes/);
   assert.throws(bad({ inside: [...compare.inside, 0] }), /"inside" has 14 entries/);
   assert.throws(bad({ edges: compare.edges.slice(1) }), /"edges" has 7 entries for 8 edges/);
