@@ -14,7 +14,8 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -261,14 +262,23 @@ def _trace_built(
             described = f"inferred: {describe_input(value)}"
 
     progress("Tracing")
+    train = req.get("train")
+    if train is not None:  # a comparison of eval and training mode: this trace only
+        described += " (training mode)" if train else " (eval mode)"
     remaining = None
     if budget:
         remaining = max(0.05, float(budget) - (time.monotonic() - started))
     args, kwargs = tg.as_call(value)
     try:
-        return trace_to_file(
-            built.model, args, kwargs, out=req["out"], described=described, time_budget=remaining
-        )
+        with _mode(built.model, train):
+            return trace_to_file(
+                built.model,
+                args,
+                kwargs,
+                out=req["out"],
+                described=described,
+                time_budget=remaining,
+            )
     except Failure as exc:
         if exc.kind == "timeout" and budget:  # the request's budget, not what was left of it
             raise Failure(
@@ -280,6 +290,22 @@ def _trace_built(
         raise Failure(
             "runner-crashed", f"the model's forward called {what}", _user_traceback(exc)
         ) from exc
+
+
+@contextmanager
+def _mode(model: Any, train: Any) -> Iterator[None]:
+    """`model.train(train)` for one trace (None: as built), every module's flag put back after:
+    the runner keeps the build for the next trace."""
+    if train is None:
+        yield
+        return
+    flags = [(m, m.training) for m in model.modules()]
+    model.train(bool(train))
+    try:
+        yield
+    finally:
+        for m, flag in flags:
+            m.training = flag
 
 
 # Libraries slow to import that a model file may use: imported ahead when the server sees an
