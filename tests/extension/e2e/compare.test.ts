@@ -109,9 +109,13 @@ describe("Compare forward pass with HEAD", { timeout: 600_000 }, () => {
 
       // The ghost of the removed norm: its line is HEAD's, opened from git, not the edited file.
       await norm.click();
-      await page.waitForFunction((n) => new RegExp(`Ln ${n},`).test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""), RETURN_LINE, {
-        timeout: 15_000,
-      });
+      await page.waitForFunction(
+        (n) => new RegExp(`Ln ${n},`).test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""),
+        RETURN_LINE,
+        {
+          timeout: 15_000,
+        },
+      );
       assert.equal(await cursorLine(page), RETURN_LINE);
       await editorLine(page, "return self.out(self.norm(self.act(").waitFor({ timeout: 10_000 });
       assert.equal(await editorLine(page, "self.act = nn.ReLU()").count(), 1, "HEAD's text");
