@@ -472,7 +472,8 @@ export class Viewer {
   /** Mark the nodes made on `file:line` (the host's cursor line), like search matches. */
   highlightLine(file: string, line: number): void {
     if (this.ui.search.value.trim()) return; // a search the user typed wins
-    this.matches = nodesAtLine(this.idx, file, line);
+    // A compare page: a removed node's line is in the version before, not the file shown.
+    this.matches = nodesAtLine(this.idx, file, line).filter((id) => this.comparison?.side(id) !== "a");
     this.matchPos = -1;
     this.refreshMarks();
   }
