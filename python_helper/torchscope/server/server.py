@@ -281,7 +281,7 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         "out": str(_graph_path(ls, target)),
         "timeout": ls.settings.trace_timeout,
     }
-    for key in ("text", "input", "ctorArgs", "train"):
+    for key in ("text", "input", "ctorArgs", "runTopLevel", "train"):
         value = text if key == "text" else p.get(key)
         if value is not None:
             request[key] = value

@@ -54,7 +54,7 @@ async function pressAndWait(page: Page, key: string): Promise<void> {
 
 /** The hover card's rows as "label | value" (the label of a continued row is ""). */
 async function tipRows(page: Page): Promise<string> {
-  const rows = await page.locator(".ts-tooltip tr").evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent).join(" | ")));
+  const rows = await page.locator(".ts-tooltip tr").evaluateAll((trs) => trs.map((tr) => Array.from(tr.children, (c) => c.textContent).join(" | ")));
   return rows.join("\n");
 }
 
