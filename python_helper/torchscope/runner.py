@@ -416,32 +416,42 @@ class Runner:
 
 
 def _die_with_parent() -> None:
-    """Exit when the server dies, so a runner stuck in user code is no orphan: on Linux the
-    kernel sends SIGKILL (PR_SET_PDEATHSIG); on other POSIX systems a daemon thread watches for
-    the runner being re-parented. (The runner is never a debuggee: a thread is harmless here.)"""
+    """When the server dies, the runner goes, and with it every process the user's code
+    started (its process group: the server starts the runner in a session of its own), so a
+    runner stuck in user code leaves no orphan. On Linux the kernel sends SIGTERM
+    (PR_SET_PDEATHSIG), whose handler kills the group; a daemon thread that sees the runner
+    re-parented does the same where there is no such signal, or when the main thread is
+    stuck in C code. (The runner is never a debuggee: a thread is harmless here.)"""
     expected = os.environ.get("TORCHSCOPE_SERVER_PID")
     if not expected or os.name != "posix":
         return
+    import signal
+    import threading
+
+    def kill_group(*_: Any) -> None:
+        try:
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+        finally:
+            os._exit(0)
+
     if os.getppid() != int(expected):
-        os._exit(0)  # the server is already gone
+        kill_group()  # the server is already gone
     if sys.platform.startswith("linux"):
         try:
             import ctypes
-            import signal
 
+            signal.signal(signal.SIGTERM, kill_group)
             libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+            libc.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
             if os.getppid() != int(expected):
-                os._exit(0)  # the server died before prctl took effect
-            return
+                kill_group()  # the server died before prctl took effect
         except Exception:
             pass
-    import threading
 
     def watch() -> None:
         while os.getppid() == int(expected):
-            time.sleep(1.0)
-        os._exit(0)
+            time.sleep(0.5)
+        kill_group()
 
     threading.Thread(target=watch, name="torchscope-parent-watch", daemon=True).start()
 
