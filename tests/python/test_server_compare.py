@@ -114,6 +114,8 @@ def test_training_mode_is_one_trace_only(lsp, workspace):
     )
     assert wire["compare"]["status"][drop] == "changed"
     assert "training: False → True" in wire["compare"]["details"][drop]
+    e = lsp.error("torchscope/trace", {"uri": uri(path), "target": "Net", "train": "yes"})
+    assert e.data["kind"] == "bad-request" and "train must be true or false" in e.message
     # the runner's build goes back to the mode it was built in: a plain trace is as before
     plain = read_view(trace(lsp, path)["path"])
     plain_drop = next(n for n in plain["nodes"] if n["kind"] == "op" and n["name"] == "dropout")

@@ -289,6 +289,8 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
             f"{path} is outside the workspace folders and not open in the editor: "
             "open it to trace it",
         )
+    if p.get("train") is not None and not isinstance(p.get("train"), bool):
+        raise _error("bad-request", f"train must be true or false, got {p.get('train')!r}")
     token = p.get("workDoneToken")
     progress = _Progress(ls, token, f"Visualize {target}")
     request: dict[str, Any] = {
