@@ -29,6 +29,9 @@ export interface GraphNode {
   defn: Site | null;
   params: number;
   attrs: Record<string, AttrValue>;
+  /** The library frame an op ran in when `site` is the user's line that called it (an op inside
+   * a torch helper, the failing call inside `nn.Linear`); absent when there is none. */
+  inside?: Site;
 }
 
 export interface GraphEdge {
@@ -68,6 +71,8 @@ export interface Graph {
   groups: Group[];
   error: GraphError | null;
   stats: { trace_ms: number; ops: number; modules: number };
+  /** What the trace could not undo (absent or empty: nothing). */
+  warnings?: string[];
 }
 
 export class FormatError extends Error {
@@ -134,7 +139,7 @@ function node(v: unknown, i: number): GraphNode {
       throw new FormatError(`${where}: parent ${parent} must be an earlier node`);
     }
   }
-  return {
+  const n: GraphNode = {
     id,
     kind: kind as NodeKind,
     name: str(v, "name", where, ""),
@@ -147,6 +152,9 @@ function node(v: unknown, i: number): GraphNode {
     params: int(v, "params", where, 0),
     attrs: attrs(v.attrs),
   };
+  const inside = site(v.inside, where);
+  if (inside) n.inside = inside;
+  return n;
 }
 
 function edge(v: unknown, i: number, n: number): GraphEdge {
@@ -224,6 +232,7 @@ export function fromObject(raw: unknown): Graph {
       ops: int(s, "ops", "stats", 0),
       modules: int(s, "modules", "stats", 0),
     },
+    ...(Array.isArray(raw.warnings) ? { warnings: raw.warnings.filter((w): w is string => typeof w === "string") } : {}),
   };
 }
 

@@ -137,6 +137,7 @@ export class Viewer {
     this.ui.title.title = graph.model.qualname;
     this.wireControls();
     this.showError();
+    this.showWarnings();
     void this.apply(this.exp, null, saved?.transform);
   }
 
@@ -548,6 +549,25 @@ export class Viewer {
     const hint = document.createElement("em");
     hint.textContent = err.node !== null ? "  — the graph stops at the failing call; click to show it" : "";
     this.ui.banner.append(b, m, hint);
+  }
+
+  /** What the trace could not undo, in a line under the toolbar. */
+  private showWarnings(): void {
+    const w = this.idx.graph.warnings ?? [];
+    this.ui.warnings.hidden = w.length === 0;
+    this.ui.warnings.textContent = w.length ? `The trace could not undo: ${w.join("; ")}` : "";
+  }
+
+  /**
+   * The input the graph was traced with and where it came from (text), and a Change button
+   * that calls `onChange` (the host asks for another input). No text: the bar stays hidden.
+   */
+  setInput(text: string | undefined, onChange?: () => void): void {
+    this.ui.inputBar.hidden = !text;
+    this.ui.input.textContent = text ?? "";
+    this.ui.input.title = text ?? "";
+    this.ui.changeInput.hidden = !onChange;
+    this.ui.changeInput.onclick = onChange ? () => onChange() : null;
   }
 
   private async exportAs(kind: "svg" | "png"): Promise<void> {
