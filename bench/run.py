@@ -696,7 +696,8 @@ def render_only(args: argparse.Namespace) -> int:
 
 
 def viewer_section(md_path: str) -> None:
-    """Append the viewer benchmark's section (bench/viewer/results.json, `make bench-viewer`)."""
+    """Append the viewer benchmark's section (bench/viewer/results.json, `make bench-viewer`)
+    and the diff benchmark's (bench/diff-results.json, `make bench-diff`)."""
     sys.path.insert(0, os.path.join(HERE, "viewer"))
     try:
         from report import update  # bench/viewer/report.py
@@ -705,6 +706,13 @@ def viewer_section(md_path: str) -> None:
             print(f"added the viewer section to {os.path.relpath(md_path)}")
     except Exception as e:  # noqa: BLE001  the tracer report stands on its own
         print(f"viewer section not added: {type(e).__name__}: {e}")
+    try:
+        from diff import update as update_diff  # bench/diff.py
+
+        if update_diff(md_path):
+            print(f"added the diff section to {os.path.relpath(md_path)}")
+    except Exception as e:  # noqa: BLE001
+        print(f"diff section not added: {type(e).__name__}: {e}")
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -179,7 +179,7 @@ export class Commands {
     if (kind === "svg" || kind === "png") panel.post({ type: "export", format: kind });
     else if (kind === "html" && panel.bytes) {
       // Without the zoom: the page fits its own window, at the panel's expansion.
-      const view = panel.view && { graph: panel.view.graph, expanded: panel.view.expanded, groups: panel.view.groups };
+      const view = panel.view && { graph: panel.view.graph, expanded: panel.view.expanded, groups: panel.view.groups, segments: panel.view.segments };
       const html = await standaloneHtmlFromBundle(panel.bytes, this.deps.bundle.viewerDir, panel.origin.title, view);
       // Named like the viewer's SVG and PNG: after the model's class.
       const model = panel.origin.title.replace(/^Forward pass: /, "") || panel.origin.target;

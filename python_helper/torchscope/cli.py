@@ -1,4 +1,4 @@
-"""Command line: `python -m torchscope trace|summary FILE.py:NAME`."""
+"""Command line: `python -m torchscope trace|summary FILE.py:NAME`, `diff A B`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
+
+from .diff_cli import add_diff_parser, run_diff
+from .graph_file import GraphFileError, is_graph_file, read_graph_file
 
 FORMATS = ("msgpack", "json", "html")
 
@@ -25,7 +28,8 @@ def _parser() -> argparse.ArgumentParser:
         c.add_argument(
             "target",
             help="FILE.py:NAME — an nn.Module class, a model instance, "
-            "or a zero-argument function returning a model or (model, example_input)",
+            "or a zero-argument function returning a model or (model, example_input)"
+            + ("; or a saved graph (.msgpack, .json)" if name == "summary" else ""),
         )
         c.add_argument(
             "--input",
@@ -55,11 +59,16 @@ def _parser() -> argparse.ArgumentParser:
                 help="output format (default: from the -o suffix, else msgpack)",
             )
             c.add_argument("-o", "--output", required=True, help="file to write")
+    add_diff_parser(sub)
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "diff":
+        return run_diff(args)
+    if args.command == "summary" and is_graph_file(args.target):
+        return _summarize_file(args.target)
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -120,6 +129,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             file=sys.stderr,
         )
         return 1
+    return 0
+
+
+def _summarize_file(path: str) -> int:
+    """`summary` of a saved graph: no torch needed."""
+    try:
+        graph = read_graph_file(path)
+    except GraphFileError as exc:
+        print(f"torchscope: {exc}", file=sys.stderr)
+        return 2
+    print(graph.summary())
     return 0
 
 

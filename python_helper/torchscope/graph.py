@@ -47,6 +47,9 @@ class Node:
     defn: Optional[Site] = None
     params: int = 0
     attrs: dict[str, Any] = field(default_factory=dict)
+    # the library line behind `site` (a torch helper the user's line called, the layer that
+    # raised); on the wire only when set
+    inside: Optional[Site] = None
 
 
 @dataclass(slots=True)
@@ -281,21 +284,22 @@ def _nodes_to_wire(nodes: list[Node]) -> list[dict[str, Any]]:
             d = defns.get(id(defn))
             if d is None:
                 d = defns[id(defn)] = {"file": defn.file, "line": defn.line}
-        out.append(
-            {
-                "id": n.id,
-                "kind": n.kind,
-                "name": n.name,
-                "parent": n.parent,
-                "target": n.target,
-                "path": n.path,
-                "call": n.call,
-                "site": s,
-                "defn": d,
-                "params": n.params,
-                "attrs": n.attrs,
-            }
-        )
+        wire = {
+            "id": n.id,
+            "kind": n.kind,
+            "name": n.name,
+            "parent": n.parent,
+            "target": n.target,
+            "path": n.path,
+            "call": n.call,
+            "site": s,
+            "defn": d,
+            "params": n.params,
+            "attrs": n.attrs,
+        }
+        if n.inside is not None:
+            wire["inside"] = n.inside.to_wire()
+        out.append(wire)
     return out
 
 
@@ -341,6 +345,7 @@ def from_wire(data: Any) -> Graph:
                 defn=_site(n["defn"]),
                 params=n["params"],
                 attrs=n["attrs"],
+                inside=_site(n.get("inside")),
             )
             for n in data["nodes"]
         ]
@@ -373,6 +378,8 @@ def _check_references(
     def valid(i: Any) -> bool:
         return isinstance(i, int) and not isinstance(i, bool) and 0 <= i < count
 
+    sibling_pos: list[int] = []  # position of each node among its parent's children
+    sibling_count: dict[Optional[int], int] = {}
     for i, n in enumerate(nodes):
         if n.id != i:
             raise GraphFormatError(f"node {i} has id {n.id}")
@@ -380,11 +387,44 @@ def _check_references(
             raise GraphFormatError(f"node {i} has unknown kind {n.kind!r}")
         if n.parent is not None and not (valid(n.parent) and n.parent < i):
             raise GraphFormatError(f"node {i} has parent {n.parent!r}, not an earlier node")
+        if n.parent is not None and nodes[n.parent].kind != "module":
+            raise GraphFormatError(
+                f"node {i} has parent {n.parent}, a {nodes[n.parent].kind}, not a module call"
+            )
+        sibling_pos.append(sibling_count.get(n.parent, 0))
+        sibling_count[n.parent] = sibling_pos[-1] + 1
     for e in edges:
         if not (valid(e.src) and valid(e.dst)):
             raise GraphFormatError(f"edge {e.src!r} → {e.dst!r} names a missing node")
-    for g in groups:
-        if not all(valid(m) for m in g.members):
-            raise GraphFormatError(f"group {g.name!r} names a missing node")
+    _check_groups(nodes, groups, sibling_pos, valid)
     if error is not None and not valid(error.node):
         raise GraphFormatError(f"error names missing node {error.node!r}")
+
+
+def _check_groups(
+    nodes: list[Node], groups: list[Group], sibling_pos: list[int], valid: Callable[[Any], bool]
+) -> None:
+    """A group folds consecutive sibling module calls; anything else would hide nodes."""
+    group_of: dict[int, int] = {}
+    for gi, g in enumerate(groups):
+        where = f"group {gi} ({g.name!r})"
+        if len(g.members) < 2:
+            raise GraphFormatError(f"{where} needs at least 2 members, it has {len(g.members)}")
+        for j, m in enumerate(g.members):
+            if not valid(m):
+                raise GraphFormatError(f"{where} names a missing node {m!r}")
+            if nodes[m].kind != "module":
+                raise GraphFormatError(
+                    f"{where}: member {m} is a {nodes[m].kind}, not a module call"
+                )
+            if nodes[m].parent != g.parent:
+                raise GraphFormatError(
+                    f"{where}: member {m} is not a child of the group's parent {g.parent}"
+                )
+            if m in group_of:
+                raise GraphFormatError(f"{where}: node {m} is already in group {group_of[m]}")
+            group_of[m] = gi
+            if j and sibling_pos[m] != sibling_pos[g.members[j - 1]] + 1:
+                raise GraphFormatError(
+                    f"{where}: members {g.members[j - 1]} and {m} are not consecutive siblings"
+                )

@@ -36,16 +36,37 @@ _MACHINERY = tuple(
     )
 )
 
-_skip_cache: dict[CodeType, bool] = {}
+_KEEP, _SKIP, _HELPER = 0, 1, 2
+_kind_cache: dict[CodeType, int] = {}
+
+
+def _kind(code: CodeType) -> int:
+    """_SKIP: torchscope or torch's call machinery; _HELPER: a plain function of torch's
+    (`pack_padded_sequence`) whose ops belong to the user's line that called it (the helper's
+    own line becomes the node's `inside`); _KEEP: a user frame, a library's, or a method of
+    torch's (`Linear.forward`: the op inside nn.Linear points into linear.py)."""
+    kind = _kind_cache.get(code)
+    if kind is None:
+        fn = code.co_filename
+        if fn.startswith(_PKG_DIR) or fn.startswith(_MACHINERY) or fn.startswith("<frozen"):
+            kind = _SKIP
+        elif fn.startswith(_TORCH_DIR) and "." not in _outer_qualname(code):
+            kind = _HELPER
+        else:
+            kind = _KEEP
+        _kind_cache[code] = kind
+    return kind
+
+
+def _outer_qualname(code: CodeType) -> str:
+    """The qualified name up to the first `<locals>`: "Linear.forward", "pack_padded_sequence"
+    (Python 3.10 has no co_qualname: every frame counts as a method there)."""
+    qualname = getattr(code, "co_qualname", "?.?")
+    return qualname.split(".<locals>", 1)[0]
 
 
 def _is_machinery(code: CodeType) -> bool:
-    skip = _skip_cache.get(code)
-    if skip is None:
-        fn = code.co_filename
-        skip = fn.startswith(_PKG_DIR) or fn.startswith(_MACHINERY) or fn.startswith("<frozen")
-        _skip_cache[code] = skip
-    return skip
+    return _kind(code) == _SKIP
 
 
 def _abs(fn: str) -> str:
@@ -55,25 +76,36 @@ def _abs(fn: str) -> str:
 _site_cache: dict[tuple[CodeType, int], Site] = {}
 
 
-def frame_site(frame: Optional[FrameType]) -> Optional[Site]:
-    """The innermost frame at or above `frame` outside torchscope and torch's machinery."""
-    skip = _skip_cache
-    code: Optional[CodeType] = None
-    while frame is not None:
-        code = frame.f_code
-        s = skip.get(code)
-        if s is None:
-            s = _is_machinery(code)
-        if not s:
-            break
-        frame = frame.f_back
-    if frame is None or code is None:
-        return None
-    key = (code, frame.f_lineno)
+def _cached_site(code: CodeType, line: int) -> Site:
+    key = (code, line)
     site = _site_cache.get(key)
     if site is None:  # Site objects are shared between nodes: never mutate one
-        site = _site_cache[key] = Site(_abs(code.co_filename), frame.f_lineno, code.co_name)
+        site = _site_cache[key] = Site(_abs(code.co_filename), line, code.co_name)
     return site
+
+
+def frame_sites(frame: Optional[FrameType]) -> tuple[Optional[Site], Optional[Site]]:
+    """`(site, inside)`: the innermost frame at or above `frame` outside torchscope, torch's
+    machinery and torch's helper functions; and, when helpers were passed on the way, the
+    innermost helper's line (else None)."""
+    kinds = _kind_cache
+    inside: Optional[Site] = None
+    while frame is not None:
+        code = frame.f_code
+        k = kinds.get(code)
+        if k is None:
+            k = _kind(code)
+        if k == _KEEP:
+            return _cached_site(code, frame.f_lineno), inside
+        if k == _HELPER and inside is None:
+            inside = _cached_site(code, frame.f_lineno)
+        frame = frame.f_back
+    return inside, None  # only torch inside: its helper line is the best there is
+
+
+def frame_site(frame: Optional[FrameType]) -> Optional[Site]:
+    """The node's site of `frame_sites`."""
+    return frame_sites(frame)[0]
 
 
 def traceback_site(tb: Optional[TracebackType]) -> Optional[Site]:
@@ -82,6 +114,19 @@ def traceback_site(tb: Optional[TracebackType]) -> Optional[Site]:
     while tb is not None:
         code = tb.tb_frame.f_code
         if not _is_machinery(code):
+            best = Site(_abs(code.co_filename), tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    return best
+
+
+def user_traceback_site(tb: Optional[TracebackType]) -> Optional[Site]:
+    """The innermost frame of a traceback in the user's own code (not a library's)."""
+    from .usercode import is_user_file
+
+    best: Optional[Site] = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if is_user_file(code.co_filename):
             best = Site(_abs(code.co_filename), tb.tb_lineno, code.co_name)
         tb = tb.tb_next
     return best

@@ -243,7 +243,9 @@ class _Param:
             return None
         flat = p.detach().view(-1)
         n = flat.numel()
-        idx = torch.linspace(0, n - 1, steps=min(_SAMPLES, n), device=flat.device).long()
+        k = min(_SAMPLES, n)
+        # Integer steps: float32 linspace rounds indexes past 2**24 (beyond the last one).
+        idx = torch.arange(k, device=flat.device) * (n - 1) // max(k - 1, 1)
         return flat[idx].clone()
 
     def repoint(self) -> None:

@@ -18,7 +18,14 @@ from torch.overrides import TorchFunctionMode
 from .folding import fold_repeated_blocks
 from .graph import Edge, ErrorInfo, Graph, ModelInfo, Node, Site
 from .ops import FuncInfo, func_info
-from .sites import class_definition, frame_site, traceback_site, traceback_sites
+from .sites import (
+    class_definition,
+    frame_site,
+    frame_sites,
+    traceback_site,
+    traceback_sites,
+    user_traceback_site,
+)
 from .state import ModelState
 from .values import (
     argument_tensors,
@@ -193,9 +200,8 @@ class Recorder(TorchFunctionMode):
         else:
             return result  # metadata: .shape, .dim(), .item(), comparisons to bool …
         try:
-            with (
-                _NO_TORCH_FUNCTION()
-            ):  # our reads (.shape, ._base): no mode of the user's sees them
+            # our reads (.shape, ._base): no mode of the user's sees them
+            with _NO_TORCH_FUNCTION():
                 self._record_call(info, args, kwargs, outs)
         except Exception:  # an exotic argument: keep a bare node rather than fail the trace
             site = frame_site(sys._getframe(1))
@@ -209,6 +215,7 @@ class Recorder(TorchFunctionMode):
     ) -> None:
         nid = len(self.nodes)
         inputs = _tensors_in(args, kwargs)
+        site, inside = _sites()
         node = Node(
             nid,
             "op" if inputs else "constant",
@@ -217,8 +224,10 @@ class Recorder(TorchFunctionMode):
             info.target,
             "",
             0,
-            _site(),
+            site,
         )
+        if inside is not None:
+            node.inside = inside
         if len(inputs) != len(args) or kwargs:
             node.attrs = _call_attrs(info, args, kwargs)
         self.nodes.append(node)
@@ -420,6 +429,11 @@ class Recorder(TorchFunctionMode):
             pending = _PendingError(exc, None, traceback_site(exc.__traceback__), "", [])
         nid = len(self.nodes)
         message = str(exc)
+        # the user's line that called the failing layer; the library's line stays as `inside`
+        site, inside = pending.site, None
+        user = user_traceback_site(exc.__traceback__)
+        if user is not None and (site is None or (user.file, user.line) != (site.file, site.line)):
+            site, inside = user, site
         self._add(
             Node(
                 nid,
@@ -427,8 +441,9 @@ class Recorder(TorchFunctionMode):
                 type(exc).__name__,
                 pending.parent,
                 pending.target,
-                site=pending.site,
+                site=site,
                 attrs={"message": attr_value(message)},
+                inside=inside,
             )
         )
         if pending.parent is not None:
@@ -442,6 +457,10 @@ class Recorder(TorchFunctionMode):
 
 def _site() -> Optional[Site]:
     return frame_site(sys._getframe(3))  # skip _site, its caller and the hook/mode frame
+
+
+def _sites() -> tuple[Optional[Site], Optional[Site]]:
+    return frame_sites(sys._getframe(3))  # skip _sites, its caller and the mode frame
 
 
 # weak: a user's class re-imported by the runner must not keep its old module (and models) alive

@@ -5,6 +5,8 @@ Regenerate after an intended format change: pytest tests/python/test_golden.py -
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 import sys
 from pathlib import Path
@@ -86,3 +88,32 @@ def test_rejects_other_formats() -> None:
         Graph.from_wire({**wire, "nodes": [{"id": 0}]})
     with pytest.raises(torchscope.GraphFormatError):
         torchscope.graph.unpack(b"\xc1not msgpack")
+
+
+MALFORMED = GOLDEN_DIR / "malformed.json"
+
+
+def _malformed_cases() -> list[dict[str, Any]]:
+    return json.loads(MALFORMED.read_text(encoding="utf-8"))["cases"]
+
+
+def _mutate(wire: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(wire)
+    path, value = case.get("set") or case["append"]
+    obj: Any = out
+    for k in path[:-1]:
+        obj = obj[k]
+    if "set" in case:
+        obj[path[-1]] = value
+    else:
+        obj[path[-1]].append(value)
+    return out
+
+
+@pytest.mark.parametrize("case", _malformed_cases(), ids=lambda c: c["name"])
+def test_rejects_the_shared_malformed_cases(case: dict[str, Any]) -> None:
+    """The viewer's reader (format.ts) rejects the same files: tests/webview/unit/format.test.ts."""
+    wire = msgpack.unpackb(GOLDEN.read_bytes(), raw=False)
+    Graph.from_wire(wire)  # the unchanged file is fine
+    with pytest.raises(torchscope.GraphFormatError):
+        Graph.from_wire(_mutate(wire, case))

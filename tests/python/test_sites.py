@@ -239,3 +239,46 @@ def test_two_classes_of_one_name_in_one_file_each_get_their_own_line():
         lines.append(root.defn.line)
     assert lines[0] < lines[1]
     assert lines[0] == type(_twin_block(1.0)).forward.__code__.co_firstlineno - 1
+
+
+def test_ops_inside_a_torch_helper_point_at_the_users_call():
+    """`pack_padded_sequence` is a torch function, not a layer: its ops belong to the user's
+    line that called it; the helper's own line is the node's `inside`."""
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    class Packs(torch.nn.Module):
+        def forward(self, x, lengths):
+            packed = pack_padded_sequence(x, lengths, batch_first=True)  # PACK
+            return packed.data.sum()
+
+    g = torchscope.trace(Packs(), torch.randn(2, 5, 3), torch.tensor([5, 3]))
+    line = next(i for i, t in enumerate(open(__file__).read().splitlines(), 1) if "# PACK" in t)
+    inside = [n for n in g.nodes if n.inside is not None]
+    assert inside, [n.site for n in g.nodes]
+    for n in inside:
+        assert (n.site.file, n.site.line) == (os.path.abspath(__file__), line), n
+        assert n.inside.file.endswith(os.path.join("nn", "utils", "rnn.py")), n.inside
+    wire = g.to_wire()["nodes"][inside[0].id]
+    assert wire["inside"]["file"] == inside[0].inside.file
+
+
+def test_the_error_node_is_at_the_users_line_with_the_layer_inside():
+    """A shape error in nn.Linear: the error node points at the user's line that called the
+    layer; linear.py's line is one click away, as `inside`."""
+
+    class Wrong(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc(x)  # CALLS THE LAYER
+
+    g = torchscope.trace_call(Wrong(), (torch.randn(1, 5),), raise_errors=False)
+    err = g.nodes[g.error.node]
+    line = next(
+        i for i, t in enumerate(open(__file__).read().splitlines(), 1) if "# CALLS THE LAYER" in t
+    )
+    assert (err.site.file, err.site.line) == (os.path.abspath(__file__), line)
+    assert err.inside is not None and err.inside.file.endswith(os.path.join("modules", "linear.py"))
+    assert g.error_location(lambda f: f == os.path.abspath(__file__)) == (err.site.file, line)

@@ -5,6 +5,8 @@ Usage: python tests/webview/make_fixtures.py [--html-only] [OUT_DIR]
 (OUT_DIR defaults to tests/artifacts/fixtures)
 --html-only re-renders the pages from the saved graphs (after a viewer rebuild);
 --large also writes a 32-layer Llama (hub tensors in every layer) for timing by hand.
+Besides traced models: crafted files no tracer writes (a 10,000-deep chain of module calls,
+a model too big to draw expanded), built as wire maps.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import msgpack
 import torch
 from torch import nn
 
@@ -56,6 +59,93 @@ class Hostile(nn.Module):
         return getattr(self, HOSTILE_NAME)(x)
 
 
+class Flat(nn.Module):
+    """`for _ in range(n): x = x + 1`: n ops at one level (an unrolled loop)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(self.n):
+            x = x + 1
+        return x
+
+
+class Wide(nn.Module):
+    """Parallel branches side by side: wider than tall, opened or not."""
+
+    def __init__(self, branches: int = 5) -> None:
+        super().__init__()
+        self.branches = nn.ModuleList(
+            nn.Sequential(nn.Linear(8, 8 + i), nn.GELU(), nn.Linear(8 + i, 4))
+            for i in range(branches)
+        )
+        self.head = nn.Linear(4 * branches, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.cat([b(x) for b in self.branches], dim=-1))
+
+
+HUGE_NAME = "N" * 1_000_000
+
+# A class whose name is a megabyte long, under an attribute name as long.
+Huge = type(HUGE_NAME, (nn.Module,), {"forward": _double})
+
+
+class HugeLabel(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_module("p" * 1_000_000, Huge())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return getattr(self, "p" * 1_000_000)(x)
+
+
+def _wire(nodes: list[dict], edges: list[dict], name: str) -> bytes:
+    model = {"name": name, "qualname": f"crafted.{name}", "params": 0, "device": "cpu", "dtype": ""}
+    stats = {"trace_ms": 0.0, "ops": 0, "modules": 0}
+    graph = {"format": "torchscope.graph", "version": 1, "model": model, "nodes": nodes}
+    return msgpack.packb({**graph, "edges": edges, "groups": [], "error": None, "stats": stats})
+
+
+def _node(i: int, kind: str, name: str, parent: int | None, path: str = "") -> dict:
+    where = {"id": i, "kind": kind, "name": name, "parent": parent, "path": path}
+    return {**where, "target": "", "call": 0, "site": None, "defn": None, "params": 0, "attrs": {}}
+
+
+def crafted_deep(depth: int = 10_000) -> bytes:
+    """A chain of `depth` module calls, each inside the one before, around one op."""
+    nodes = [_node(0, "input", "x", None)]
+    for i in range(depth):
+        nodes.append(_node(i + 1, "module", f"M{i}", i if i else None, f"m{i}"))
+    nodes.append(_node(depth + 1, "op", "relu", depth))
+    nodes.append(_node(depth + 2, "output", "output", None))
+    edge = {"shape": [2], "dtype": "float32"}
+    return _wire(
+        nodes,
+        [{"src": 0, "dst": depth + 1, **edge}, {"src": depth + 1, "dst": depth + 2, **edge}],
+        "Deep",
+    )
+
+
+def crafted_too_many(modules: int = 70, ops: int = 95) -> bytes:
+    """modules × ops ops: opened all at once, more boxes than the viewer draws at once."""
+    nodes = [_node(0, "input", "x", None), _node(1, "module", "Big", None)]
+    edges = []
+    prev = 0
+    for m in range(modules):
+        mid = len(nodes)
+        nodes.append(_node(mid, "module", f"Part{m}", 1, f"part{m}"))
+        for _ in range(ops):
+            nodes.append(_node(len(nodes), "op", "add", mid))
+            edges.append({"src": prev, "dst": len(nodes) - 1, "shape": [2], "dtype": "float32"})
+            prev = len(nodes) - 1
+    nodes.append(_node(len(nodes), "output", "output", None))
+    edges.append({"src": prev, "dst": len(nodes) - 1, "shape": [2], "dtype": "float32"})
+    return _wire(nodes, edges, "Big")
+
+
 def gpt2() -> tuple[nn.Module, tuple, dict]:
     from transformers import GPT2Config, GPT2Model
 
@@ -97,11 +187,12 @@ def t5() -> tuple[nn.Module, tuple, dict]:
     return T5Model(cfg).eval(), (), {"input_ids": ids, "decoder_input_ids": ids[:, :8]}
 
 
-def write(out: Path, name: str, graph: torchscope.Graph) -> None:
-    data = graph.to_msgpack()
+def write(out: Path, name: str, graph: torchscope.Graph | bytes) -> None:
+    data = graph if isinstance(graph, bytes) else graph.to_msgpack()
     (out / f"{name}.msgpack").write_bytes(data)
     (out / f"{name}.html").write_text(render_html(data, f"{name} · torchscope"), encoding="utf-8")
-    print(f"{name}: {len(graph.nodes)} nodes, {len(data)} bytes")
+    nodes = "crafted" if isinstance(graph, bytes) else f"{len(graph.nodes)} nodes"
+    print(f"{name}: {nodes}, {len(data)} bytes")
 
 
 def main() -> None:
@@ -121,6 +212,12 @@ def main() -> None:
             model, args, kwargs = make()
             write(out, name, torchscope.trace(model, *args, **kwargs))
         write(out, "hostile", torchscope.trace(Hostile().eval(), torch.randn(2, 4)))
+        write(out, "hugelabel", torchscope.trace(HugeLabel().eval(), torch.randn(2, 4)))
+        write(out, "wide", torchscope.trace(Wide().eval(), torch.randn(1, 8)))
+        for n in (5_000, 50_000):
+            write(out, f"flat{n}", torchscope.trace(Flat(n), torch.randn(2, 3)))
+        write(out, "deep10000", crafted_deep())
+        write(out, "toomany", crafted_too_many())
         try:
             torchscope.trace(Boom().eval(), torch.randn(2, 8))
         except RuntimeError as e:

@@ -1,7 +1,7 @@
 // Where the view looks (pure): the pan and zoom that show a graph readably from the start,
 // fit it, center on a point, zoom to a box, keep a clicked box still across a re-layout,
-// and what part of the graph a transform shows. Numbers in, numbers out; viewer.ts applies
-// them through d3-zoom.
+// bring an opened frame into view, and what part of the graph a transform shows. Numbers
+// in, numbers out; viewer.ts applies them through d3-zoom.
 import type { Rect } from "./scene";
 
 /** Screen = layout × k + (x, y), as d3-zoom's transform. */
@@ -26,20 +26,96 @@ export interface GraphSize {
 export const MIN_ZOOM = 0.02;
 export const MAX_ZOOM = 4;
 
-/** Readable from the start: at least 100 % (at most 125 %), centered when it fits, else
- * beginning at the inputs: their middle (`inputsX`, layout units) across, the top down. */
-export function initialTransform(graph: GraphSize, view: ViewSize, inputsX: number): Transform {
-  const m = 24;
-  const fit = Math.min((view.w - 2 * m) / graph.width, (view.h - 2 * m) / graph.height);
-  const k = Math.max(1, Math.min(fit, 1.25));
-  const x = graph.width * k <= view.w - 2 * m ? (view.w - graph.width * k) / 2 : view.w / 2 - inputsX * k;
-  const y = graph.height * k <= view.h - 2 * m ? (view.h - graph.height * k) / 2 : m;
-  return { x, y, k };
+/** The opening view zooms out to show the whole graph down to this zoom (10 px text ≥ 8 px). */
+export const READABLE_ZOOM = 0.8;
+/** Bringing an opened frame into view zooms out no further than this. */
+export const REVEAL_MIN_ZOOM = 0.5;
+
+/** A drawn box: its centre and height (layout units). */
+export interface BoxAt {
+  x: number;
+  y: number;
+  h: number;
 }
 
-/** The middle of the input boxes across (layout units); the graph's middle without inputs. */
-export function inputsCenterX(nodes: { x: number }[], graphWidth: number): number {
-  return nodes.length ? nodes.reduce((s, n) => s + n.x, 0) / nodes.length : graphWidth / 2;
+/**
+ * The opening view: the whole graph, centered, when it fits at READABLE_ZOOM or more (at
+ * most 125 %); else its top (the inputs) at that zoom or more, as much of its width as
+ * fits, across where most of the first screenful's boxes are (not on the inputs, which
+ * may sit far to one side of the main column).
+ */
+export function initialTransform(graph: GraphSize, view: ViewSize, boxes: BoxAt[]): Transform {
+  const m = 24;
+  const fitAll = Math.min((view.w - 2 * m) / graph.width, (view.h - 2 * m) / graph.height);
+  if (fitAll >= READABLE_ZOOM) {
+    const k = Math.min(fitAll, 1.25);
+    return { x: (view.w - graph.width * k) / 2, y: (view.h - graph.height * k) / 2, k };
+  }
+  const k = Math.max(READABLE_ZOOM, Math.min((view.w - 2 * m) / graph.width, 1));
+  const x = graph.width * k <= view.w - 2 * m ? (view.w - graph.width * k) / 2 : view.w / 2 - busiestX(boxes, graph, view, k, m) * k;
+  return { x, y: m, k };
+}
+
+/**
+ * The layout x to center a view of width view.w / k on: the window over the most boxes of
+ * the first screenful (from the top), kept inside the graph (with margin m on screen).
+ */
+export function busiestX(boxes: BoxAt[], graph: GraphSize, view: ViewSize, k: number, m = 24): number {
+  const span = view.w / k;
+  const xs = boxes
+    .filter((b) => b.y - b.h / 2 < view.h / k)
+    .map((b) => b.x)
+    .sort((a, b) => a - b);
+  if (xs.length === 0) return graph.width / 2;
+  let best = xs[0]!;
+  let bestCount = 0;
+  for (let i = 0, j = 0; i < xs.length; i++) {
+    while (xs[j]! < xs[i]! - span * 0.9) j++;
+    if (i - j + 1 > bestCount) [best, bestCount] = [(xs[i]! + xs[j]!) / 2, i - j + 1];
+  }
+  return Math.max(span / 2 - m / k, Math.min(best, graph.width - span / 2 + m / k));
+}
+
+/**
+ * After a frame (`box`, layout units) opened: move, and zoom out if it must (not below
+ * REVEAL_MIN_ZOOM, never in), as little as possible so the frame is in the view and clear
+ * of the overview (`overview`: its size in the view's bottom-right corner; it hides while
+ * the whole graph is in view). The frame's header stays put when the frame fits where it
+ * is; a frame bigger than the view gets its header at the top-left.
+ */
+export function revealTransform(box: Rect, graph: GraphSize, t: Transform, view: ViewSize, overview: ViewSize): Transform {
+  const m = 16;
+  let k = t.k;
+  const fitK = Math.min((view.w - 2 * m) / box.w, (view.h - 2 * m) / box.h);
+  if (fitK < k) k = Math.max(fitK, Math.min(k, REVEAL_MIN_ZOOM));
+  // Zoomed about the header: it keeps its place on screen.
+  const hx = t.x + box.x * t.k;
+  const hy = t.y + box.y * t.k;
+  const place = (lo: number, size: number, extent: number): number => {
+    if (size * k > extent - 2 * m) return m;
+    if (lo + size * k > extent - m) return extent - m - size * k;
+    return Math.max(lo, m);
+  };
+  const whole = (x: number, y: number): boolean =>
+    x - box.x * k >= 0 && y - box.y * k >= 0 && x + (graph.width - box.x) * k <= view.w && y + (graph.height - box.y) * k <= view.h;
+  // The whole view, then the part above the overview, then the part beside it.
+  const areas: [number, number][] = [
+    [view.w, view.h],
+    [view.w, view.h - overview.h - 8],
+    [view.w - overview.w - 8, view.h],
+  ];
+  let best: [number, number] | null = null;
+  for (const [w, h] of areas) {
+    const x = place(hx, box.w, w);
+    const y = place(hy, box.h, h);
+    const clear = whole(x, y) || x + box.w * k <= view.w - overview.w - 8 || y + box.h * k <= view.h - overview.h - 8;
+    if (box.w * k <= w - 2 * m && box.h * k <= h - 2 * m && clear) {
+      best = [x, y];
+      break;
+    }
+    best ??= [x, y];
+  }
+  return { x: best![0] - box.x * k, y: best![1] - box.y * k, k };
 }
 
 /** The whole graph in view, centered, at most 200 %. */

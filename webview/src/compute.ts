@@ -6,10 +6,17 @@ import { replaceHubEdges } from "./hubs";
 import type { Label } from "./labels";
 import type { Measure } from "./metrics";
 import type { GraphIndex } from "./model";
-import { buildVisible, type VisibleGraph } from "./visible";
+import { buildVisible, type Limits, type VisibleGraph } from "./visible";
 
 /** Above this many drawn nodes, dot spends less effort on crossings (seconds saved). */
 export const BIG_GRAPH = 1500;
+
+/**
+ * What one view may draw. Beyond 6,000 boxes and frames Graphviz takes minutes, runs out of
+ * memory or of stack (a chain of ~20,000 boxes; the 4,000-op benchmark draws 4,002); it
+ * fails on frames nested 250-300 deep (real models nest under 20).
+ */
+export const DRAW_LIMITS: Limits = { boxes: 6000, levels: 100 };
 
 export interface View {
   vg: VisibleGraph;
@@ -17,8 +24,9 @@ export interface View {
   dot: string;
 }
 
+/** Throws TooManyToDraw (visible.ts) for a view beyond DRAW_LIMITS. */
 export function computeView(idx: GraphIndex, exp: Expansion, measure?: Measure): View {
-  const vg = replaceHubEdges(buildVisible(idx, exp));
+  const vg = replaceHubEdges(buildVisible(idx, exp, DRAW_LIMITS));
   const { dot, labels } = toDot(idx, vg, measure);
   const tuned =
     vg.nodes.length > BIG_GRAPH ? dot.replace("outputorder=edgesfirst", "outputorder=edgesfirst, mclimit=0.2, nslimit=1, nslimit1=1") : dot;

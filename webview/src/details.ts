@@ -1,8 +1,11 @@
-// Hover details for a drawn item, as plain [label, value] rows (pure).
+// Hover details for a drawn item or edge, as plain [label, value] rows (pure). Tensors
+// are listed as drawn: one row per distinct tensor, with how often it is used.
 import type { AttrValue, GraphNode } from "./format";
 import type { GraphIndex } from "./model";
 import type { VisibleGraph } from "./visible";
-import { shapeText } from "./labels";
+import { clip, shapeText } from "./labels";
+import { segmentRange, segmentSummary, segmentsOf } from "./segments";
+import { distinctTensors, type Tensor } from "./tensors";
 import { formatCount } from "./count";
 
 export interface Details {
@@ -16,20 +19,63 @@ function attrText(v: AttrValue): string {
 }
 
 const MAX_TENSORS = 6;
+const MAX_NAMES = 2;
 
-function tensors(idx: GraphIndex, edgeIds: number[], end: "src" | "dst"): string[] {
-  const seen = new Set<string>();
-  const out: string[] = [];
-  for (const i of edgeIds) {
-    const e = idx.graph.edges[i]!;
-    const other = idx.graph.nodes[e[end]]!;
-    const text = `${`${shapeText(e.shape)} ${e.dtype}`.trim()}  ${end === "src" ? "from" : "to"} ${other.name}`;
-    if (seen.has(text)) continue;
-    seen.add(text);
-    out.push(text);
+/** "mul in layers.0.self_attn": a node and the module call it ran in. */
+function nodeWhere(idx: GraphIndex, id: number): string {
+  const node = idx.graph.nodes[id]!;
+  const p = node.parent === null ? null : idx.graph.nodes[node.parent]!;
+  const name = clip(node.kind === "module" ? node.path || node.name : node.name, 40);
+  return p?.path ? `${name} in ${clip(p.path, 40)}` : name;
+}
+
+/** "add, mul in fc +3 more": the consumers of one tensor. */
+function consumers(idx: GraphIndex, uses: number[]): string {
+  const names = uses.map((i) => nodeWhere(idx, idx.graph.edges[i]!.dst));
+  const more = names.length - MAX_NAMES;
+  return names.slice(0, MAX_NAMES).join(", ") + (more > 0 ? ` +${more} more` : "");
+}
+
+const usesText = (t: Tensor): string => (t.uses.length > 1 ? `  (×${t.uses.length} uses)` : "");
+const tensorText = (t: Tensor): string => `${shapeText(t.shape)} ${t.dtype}`.trim();
+
+/** One row per tensor (not per edge): a tensor read twice inside a box is listed once. */
+function tensorRows(idx: GraphIndex, edgeIds: number[], end: "in" | "out"): [string, string][] {
+  const rows: [string, string][] = distinctTensors(idx.graph.edges, edgeIds).map((t) => [
+    end,
+    end === "in" ? `${tensorText(t)}  from ${nodeWhere(idx, t.src)}${usesText(t)}` : `${tensorText(t)}  to ${consumers(idx, t.uses)}${usesText(t)}`,
+  ]);
+  if (rows.length > MAX_TENSORS) return [...rows.slice(0, MAX_TENSORS), [end, `… ${rows.length - MAX_TENSORS} more`]];
+  return rows;
+}
+
+/** The name a drawn box goes by in an edge's title. */
+function keyName(idx: GraphIndex, vg: VisibleGraph, key: string): string {
+  const v = vg.nodes.find((n) => n.key === key);
+  if (!v) return key;
+  if (v.kind === "group") return groupName(idx, v.id);
+  if (v.kind === "segment") return segmentRange(segmentsOf(idx).list[v.id]!);
+  if (v.kind === "ref") return `↳ ${keyName(idx, vg, v.refOf ?? "")}`;
+  const node = idx.graph.nodes[v.id]!;
+  return clip(node.kind === "module" ? node.path || node.name : node.name, 40);
+}
+
+function groupName(idx: GraphIndex, gi: number): string {
+  const g = idx.graph.groups[gi]!;
+  return clip(g.name || `${idx.graph.nodes[g.members[0]!]!.name} ×${g.members.length}`, 40);
+}
+
+/** Hover of a drawn edge: each tensor it carries, its shape and dtype, from → to. */
+export function describeEdge(idx: GraphIndex, vg: VisibleGraph, key: string): Details | null {
+  const e = vg.edges.find((x) => x.key === key);
+  if (!e) return null;
+  const ts = distinctTensors(idx.graph.edges, e.edges);
+  const rows: [string, string][] = [["tensors", ts.length === 1 ? "1" : `${ts.length}`]];
+  for (const t of ts.slice(0, MAX_TENSORS)) {
+    rows.push([tensorText(t), `${nodeWhere(idx, t.src)} → ${consumers(idx, t.uses)}${usesText(t)}`]);
   }
-  if (out.length > MAX_TENSORS) return [...out.slice(0, MAX_TENSORS), `… ${out.length - MAX_TENSORS} more`];
-  return out;
+  if (ts.length > MAX_TENSORS) rows.push(["", `… ${ts.length - MAX_TENSORS} more`]);
+  return { title: `${keyName(idx, vg, e.src)} → ${keyName(idx, vg, e.dst)}`, rows };
 }
 
 function siteText(s: GraphNode["site"]): string {
@@ -41,15 +87,32 @@ export function describe(idx: GraphIndex, vg: VisibleGraph, key: string): Detail
   const c = v ? undefined : vg.clusters.find((x) => x.key === key);
   if (!v && !c) return null;
   const rows: [string, string][] = [];
+  // Every edge drawn into or out of this box; a hub's reference boxes draw its other edges.
+  const refs = new Set(vg.nodes.filter((n) => n.refOf === key).map((n) => n.key));
   const inIds = vg.edges.filter((e) => e.dst === key).flatMap((e) => e.edges);
-  const outIds = vg.edges.filter((e) => e.src === key).flatMap((e) => e.edges);
+  const outIds = vg.edges.filter((e) => e.src === key || refs.has(e.src)).flatMap((e) => e.edges);
   const addTensors = (): void => {
-    for (const t of tensors(idx, inIds, "src")) rows.push(["in", t]);
-    for (const t of tensors(idx, outIds, "dst")) rows.push(["out", t]);
+    rows.push(...tensorRows(idx, inIds, "in"), ...tensorRows(idx, outIds, "out"));
   };
   const kind = v?.kind ?? c!.kind;
   const id = v?.id ?? c!.id;
 
+  if (kind === "segment") {
+    const segs = segmentsOf(idx);
+    const seg = segs.list[id]!;
+    const where =
+      seg.container === null
+        ? "the top level"
+        : seg.container.startsWith("g")
+          ? groupName(idx, Number(seg.container.slice(1)))
+          : nodeWhere(idx, Number(seg.container.slice(1)));
+    rows.push(["kind", "a run of consecutive calls, folded"]);
+    rows.push(["calls", `${segmentRange(seg)} in ${where}`]);
+    rows.push(["holds", segmentSummary(idx, segs, id)]);
+    addTensors();
+    if (v) rows.push(["", "open it with + to see the calls"]);
+    return { title: segmentRange(seg), rows };
+  }
   if (kind === "group") {
     const g = idx.graph.groups[id]!;
     const first = idx.graph.nodes[g.members[0]!]!;

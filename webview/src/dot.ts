@@ -54,25 +54,33 @@ export function toDot(idx: GraphIndex, vg: VisibleGraph, measure: Measure = esti
     'node [shape=box, fixedsize=true, label=""];',
     'edge [fontname="Courier", fontsize=10, arrowsize=0.6];',
   ];
-  const emit = (cluster: string | null, indent: string): void => {
-    for (const v of nodesIn.get(cluster) ?? []) {
+  // Clusters nest as deep as modules do: walked with a stack, not recursion. A string
+  // entry is a line to write once the cluster's contents are out (its closing brace).
+  const todo: (string | { cluster: string | null; depth: number })[] = [{ cluster: null, depth: 1 }];
+  for (let t = todo.pop(); t !== undefined; t = todo.pop()) {
+    if (typeof t === "string") {
+      out.push(t);
+      continue;
+    }
+    const indent = "  ".repeat(t.depth);
+    for (const v of nodesIn.get(t.cluster) ?? []) {
       const l = labels.get(v.key)!;
-      const nodeKind = v.kind === "group" ? "group" : v.kind === "ref" ? "ref" : idx.graph.nodes[v.id]!.kind;
+      const nodeKind = v.kind === "group" || v.kind === "ref" || v.kind === "segment" ? v.kind : idx.graph.nodes[v.id]!.kind;
       const s = boxSize(v.kind, nodeKind, l.title, l.sub, measure);
       sizes.set(v.key, s);
       out.push(`${indent}${quote(v.key)} [width=${inches(s.w)}, height=${inches(s.h)}];`);
     }
-    for (const ck of clustersIn.get(cluster) ?? []) {
+    const inner = clustersIn.get(t.cluster) ?? [];
+    for (let i = inner.length - 1; i >= 0; i--) {
+      const ck = inner[i]!;
       const l = labels.get(ck)!;
       // Courier is wider than the fonts we draw with, so the reserved band always fits.
       const text = `    ${l.title}  ${l.sub}`;
-      out.push(`${indent}subgraph ${quote(`cluster_${ck}`)} {`);
-      out.push(`${indent}  label=${quote(text)}; margin=10;`);
-      emit(ck, `${indent}  `);
-      out.push(`${indent}}`);
+      todo.push(`${indent}}`);
+      todo.push({ cluster: ck, depth: t.depth + 1 });
+      todo.push(`${indent}subgraph ${quote(`cluster_${ck}`)} {\n${indent}  label=${quote(text)}; margin=10;`);
     }
-  };
-  emit(null, "  ");
+  }
   // Edge labels are virtual nodes to dot and triple its time on big graphs; there they
   // become external labels placed after layout, dropped where they would overlap.
   const labelAttr = vg.edges.length > EDGE_LABEL_LIMIT ? "xlabel" : "label";

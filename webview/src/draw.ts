@@ -20,6 +20,11 @@ export interface DrawInput {
 export type G = Selection<SVGGElement, unknown, null, undefined>;
 
 function nodeAttrs(g: SVGGElement, idx: GraphIndex, v: VNode | VCluster): void {
+  if (v.kind === "segment") {
+    g.dataset.id = v.key;
+    g.dataset.kind = "segment";
+    return;
+  }
   if (v.kind === "group") {
     const grp = idx.graph.groups[v.id]!;
     g.dataset.id = `g${v.id}`;
@@ -94,10 +99,11 @@ export function drawNode(root: G, d: DrawInput, n: LNode, v: VNode): SVGGElement
     }
   }
   const kind = v.kind === "node" ? d.idx.graph.nodes[v.id]!.kind : v.kind;
-  const rx = kind === "input" || kind === "output" || kind === "ref" ? h / 2 : kind === "module" || kind === "group" ? 4 : 3;
+  const boxy = kind === "module" || kind === "group" || kind === "segment";
+  const rx = kind === "input" || kind === "output" || kind === "ref" ? h / 2 : boxy ? 4 : 3;
   g.append("rect").attr("class", "ts-box").attr("width", w).attr("height", h).attr("rx", rx);
-  if (v.kind === "module" || v.kind === "group") {
-    const expandable = v.kind === "group" || d.idx.children[v.id]!.length > 0;
+  if (v.kind === "module" || v.kind === "group" || v.kind === "segment") {
+    const expandable = v.kind !== "module" || d.idx.children[v.id]!.length > 0;
     const tx = expandable ? 6 + TOGGLE + 6 : 10;
     if (expandable) toggle(g, 6, (h - TOGGLE) / 2, n.key, false);
     g.append("text")
@@ -118,8 +124,10 @@ export function drawNode(root: G, d: DrawInput, n: LNode, v: VNode): SVGGElement
 }
 
 export function drawEdge(root: G, d: DrawInput, e: LEdge, ve: VEdge): SVGGElement {
-  const g = root.append("g").attr("class", "ts-edge").attr("data-src", ve.src).attr("data-dst", ve.dst);
+  const g = root.append("g").attr("class", "ts-edge").attr("data-src", ve.src).attr("data-dst", ve.dst).attr("data-edge", ve.key);
   g.append("path").attr("d", e.path).attr("marker-end", `url(#${d.arrowId})`);
+  // A wide invisible stroke: a 1 px line is too thin to hover.
+  g.append("path").attr("class", "ts-edge-hit").attr("d", e.path);
   if (e.label) {
     g.append("text")
       .attr("class", "ts-elabel")

@@ -1,18 +1,25 @@
-// Expansion state: which modules are open (drawn as clusters) and which repeated-block
-// groups are unfolded. Immutable values so they can key the layout cache.
+// Expansion state: which modules are open (drawn as clusters), which repeated-block
+// groups are unfolded and which segments of long runs are open. Immutable values so they
+// can key the layout cache.
 import { ancestors, type GraphIndex } from "./model";
+import { segmentPath, segmentsOf } from "./segments";
 
 export interface Expansion {
   /** Expanded container modules (node ids). */
   readonly modules: ReadonlySet<number>;
   /** Unfolded groups (indexes into graph.groups). */
   readonly groups: ReadonlySet<number>;
+  /** Open segments of long runs (indexes into segmentsOf(idx).list). */
+  readonly segments: ReadonlySet<number>;
 }
+
+const NONE: ReadonlySet<number> = new Set();
 
 export function expansionKey(e: Expansion): string {
   const m = [...e.modules].sort((a, b) => a - b).join(",");
   const g = [...e.groups].sort((a, b) => a - b).join(",");
-  return `m${m}|g${g}`;
+  const s = [...e.segments].sort((a, b) => a - b).join(",");
+  return `m${m}|g${g}|s${s}`;
 }
 
 /**
@@ -40,12 +47,13 @@ export function toDepth(idx: GraphIndex, depth: number): Expansion {
     // A group unfolds once its members would be opened themselves.
     if (first !== undefined && idx.depth[first]! < depth) groups.add(gi);
   });
-  return { modules, groups };
+  // Segments stay closed: opening all of them would draw the long run they fold.
+  return { modules, groups, segments: NONE };
 }
 
 export function expandAll(idx: GraphIndex): Expansion {
   const modules = new Set(idx.containers.filter((id) => !isWrapper(idx, id)));
-  return { modules, groups: new Set(idx.graph.groups.map((_, i) => i)) };
+  return { modules, groups: new Set(idx.graph.groups.map((_, i) => i)), segments: NONE };
 }
 
 export function collapseAll(idx: GraphIndex): Expansion {
@@ -56,26 +64,40 @@ export function toggleModule(e: Expansion, id: number): Expansion {
   const modules = new Set(e.modules);
   if (modules.has(id)) modules.delete(id);
   else modules.add(id);
-  return { modules, groups: e.groups };
+  return { modules, groups: e.groups, segments: e.segments };
 }
 
 export function toggleGroup(e: Expansion, gi: number): Expansion {
   const groups = new Set(e.groups);
   if (groups.has(gi)) groups.delete(gi);
   else groups.add(gi);
-  return { modules: e.modules, groups };
+  return { modules: e.modules, groups, segments: e.segments };
 }
 
-/** Open every ancestor of `id` (and unfold their groups) so the node itself is drawn. */
+export function toggleSegment(e: Expansion, si: number): Expansion {
+  const segments = new Set(e.segments);
+  if (segments.has(si)) segments.delete(si);
+  else segments.add(si);
+  return { modules: e.modules, groups: e.groups, segments };
+}
+
+/** Open every ancestor of `id` (and unfold their groups and segments) so the node itself is drawn. */
 export function reveal(idx: GraphIndex, e: Expansion, id: number): Expansion {
+  const segs = segmentsOf(idx);
   const modules = new Set(e.modules);
   const groups = new Set(e.groups);
-  for (const a of ancestors(idx, id)) {
-    modules.add(a);
-    if (idx.groupOf[a]! >= 0) groups.add(idx.groupOf[a]!);
+  const segments = new Set(e.segments);
+  const path = ancestors(idx, id);
+  for (const a of path) modules.add(a);
+  for (const x of [...path, id]) {
+    const gi = idx.groupOf[x]!;
+    if (gi >= 0) {
+      groups.add(gi);
+      for (const s of segmentPath(segs, segs.ofGroup[gi]!)) segments.add(s);
+    }
+    for (const s of segmentPath(segs, segs.ofNode[x]!)) segments.add(s);
   }
-  if (idx.groupOf[id]! >= 0) groups.add(idx.groupOf[id]!);
-  return { modules, groups };
+  return { modules, groups, segments };
 }
 
 /** Deepest level currently shown (opened modules and unfolded groups), for the depth control. */

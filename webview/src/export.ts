@@ -45,6 +45,7 @@ export function exportSvg(d: DrawInput, defs: SVGDefsElement, root: Element, bac
   const g = document.createElementNS(SVGNS, "g");
   svg.appendChild(g);
   drawAll(g, d);
+  for (const hit of Array.from(g.querySelectorAll(".ts-edge-hit"))) hit.remove(); // hover targets only
   return new XMLSerializer().serializeToString(svg);
 }
 

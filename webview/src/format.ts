@@ -170,15 +170,55 @@ function edge(v: unknown, i: number, n: number): GraphEdge {
   return { src, dst, shape, dtype: str(v, "dtype", where, "") };
 }
 
-function group(v: unknown, i: number, nodes: GraphNode[]): Group {
+/** A node's parent is the module call it ran inside: anything else would hide it. */
+function checkParents(nodes: GraphNode[]): void {
+  for (const n of nodes) {
+    if (n.parent === null) continue;
+    const p = nodes[n.parent]!;
+    if (p.kind !== "module") {
+      const article = /^[aeiou]/.test(p.kind) ? "an" : "a";
+      throw new FormatError(`node ${n.id}: parent ${p.id} is ${article} ${p.kind}, not a module call`);
+    }
+  }
+}
+
+/** Position of each node among its parent's children (siblings are in id order). */
+function siblingIndex(nodes: GraphNode[]): Int32Array {
+  const pos = new Int32Array(nodes.length);
+  const count = new Map<number | null, number>();
+  for (const n of nodes) {
+    const k = count.get(n.parent) ?? 0;
+    pos[n.id] = k;
+    count.set(n.parent, k + 1);
+  }
+  return pos;
+}
+
+/**
+ * A group folds consecutive sibling module calls into one box: a member that is not such
+ * a call (or is in two groups) would vanish from the drawing, so the file is refused.
+ */
+function group(v: unknown, i: number, nodes: GraphNode[], pos: Int32Array, groupOf: Int32Array): Group {
   const where = `group ${i}`;
   if (!isObj(v)) throw new FormatError(`${where} is not a map`);
   if (!Array.isArray(v.members)) throw new FormatError(`${where}: members should be a list`);
   const members = v.members.map((m) => Number(m));
-  for (const m of members) {
-    if (!(m >= 0 && m < nodes.length)) throw new FormatError(`${where}: member ${m} out of range`);
-  }
+  if (members.length < 2) throw new FormatError(`${where}: a group needs at least 2 members, it has ${members.length}`);
   const parent = v.parent === null || v.parent === undefined ? null : int(v, "parent", where);
+  members.forEach((m, j) => {
+    if (!(Number.isInteger(m) && m >= 0 && m < nodes.length)) throw new FormatError(`${where}: member ${m} out of range`);
+    const node = nodes[m]!;
+    if (node.kind !== "module") throw new FormatError(`${where}: member ${m} is not a module call (it is ${node.kind})`);
+    if (node.parent !== parent) {
+      throw new FormatError(`${where}: member ${m} has parent ${node.parent}, not the group's parent ${parent}`);
+    }
+    if (groupOf[m] !== -1) throw new FormatError(`${where}: node ${m} is already a member of group ${groupOf[m]}`);
+    groupOf[m] = i;
+    const prev = members[j - 1];
+    if (prev !== undefined && pos[m] !== pos[prev]! + 1) {
+      throw new FormatError(`${where}: members ${prev} and ${m} are not consecutive siblings`);
+    }
+  });
   return { parent, members, name: str(v, "name", where, "") };
 }
 
@@ -203,6 +243,9 @@ export function fromObject(raw: unknown): Graph {
     throw new FormatError(`not a torchscope graph: format is ${JSON.stringify(raw.format ?? null)}`);
   }
   const version = int(raw, "version", "graph");
+  if (!Number.isInteger(version) || version < 1) {
+    throw new FormatError(`graph format version ${version} is not a valid version (versions start at 1)`);
+  }
   if (version > VERSION) {
     throw new FormatError(`graph format version ${version} is newer than this viewer understands (version ${VERSION}); update torchscope`);
   }
@@ -210,7 +253,10 @@ export function fromObject(raw: unknown): Graph {
   if (!Array.isArray(raw.edges)) throw new FormatError("graph: edges should be a list");
   const nodes = raw.nodes.map(node);
   const edges = raw.edges.map((e, i) => edge(e, i, nodes.length));
-  const groups = Array.isArray(raw.groups) ? raw.groups.map((g, i) => group(g, i, nodes)) : [];
+  checkParents(nodes);
+  const pos = siblingIndex(nodes);
+  const groupOf = new Int32Array(nodes.length).fill(-1);
+  const groups = Array.isArray(raw.groups) ? raw.groups.map((g, i) => group(g, i, nodes, pos, groupOf)) : [];
   const m = isObj(raw.model) ? raw.model : {};
   const s = isObj(raw.stats) ? raw.stats : {};
   return {

@@ -1,7 +1,10 @@
-// Text shown for drawn items. Pure; the drawing layer only ever sets these as text.
+// Text shown for drawn items, cut to LABEL_MAX characters (the hover has the whole text).
+// Pure; the drawing layer only ever sets these as text.
 import type { GraphEdge, GraphNode } from "./format";
 import type { GraphIndex } from "./model";
 import type { VCluster, VNode } from "./visible";
+import { distinctTensors } from "./tensors";
+import { segmentRange, segmentSummary, segmentsOf } from "./segments";
 
 export interface Label {
   title: string;
@@ -14,19 +17,44 @@ export function shapeText(shape: number[] | null): string {
   return shape.join("×");
 }
 
-/** Label of a drawn edge: the first tensor's shape, plus how many more it carries. */
+/** Longest text drawn in a box, a cluster header or on an edge; the hover has the rest. */
+export const LABEL_MAX = 60;
+
+/** `text` cut to `max` characters with "…" in the middle (a path keeps its head and tail). */
+export function clip(text: string, max = LABEL_MAX): string {
+  // UTF-16 length ≥ characters: short text is never cut, and a long one is read only at its
+  // ends (a label may be megabytes long).
+  if (text.length <= max || (text.length <= 2 * max && Array.from(text).length <= max)) return text;
+  const head = Math.ceil((max - 1) * 0.6);
+  const tail = max - 1 - head;
+  const start = Array.from(text.slice(0, head * 2))
+    .slice(0, head)
+    .join("");
+  const end = Array.from(text.slice(-tail * 2))
+    .slice(-tail)
+    .join("");
+  return `${start}…${end}`;
+}
+
+/**
+ * Label of a drawn edge: the distinct tensors it carries (a tensor used twice inside the
+ * box it enters is one tensor), two shapes at most and how many more.
+ */
 export function edgeLabel(edges: GraphEdge[], ids: number[]): string {
-  const first = edges[ids[0]!];
-  if (!first) return "";
-  const more = ids.length - 1;
-  return more > 0 ? `${shapeText(first.shape)} (+${more})` : shapeText(first.shape);
+  const ts = distinctTensors(edges, ids);
+  if (ts.length === 0) return "";
+  const shown = ts
+    .slice(0, 2)
+    .map((t) => shapeText(t.shape))
+    .join(", ");
+  return clip(ts.length > 2 ? `${shown} +${ts.length - 2} more` : shown, 48);
 }
 
 function groupRange(idx: GraphIndex, gi: number): string {
   const g = idx.graph.groups[gi]!;
   const a = idx.graph.nodes[g.members[0]!]!;
   const b = idx.graph.nodes[g.members[g.members.length - 1]!]!;
-  return a.path && b.path ? `${a.path} … ${b.path}` : "";
+  return a.path && b.path ? `${clip(a.path, 29)} … ${clip(b.path, 29)}` : "";
 }
 
 function groupTitle(idx: GraphIndex, gi: number): string {
@@ -48,20 +76,29 @@ function nodeLabelOf(node: GraphNode): Label {
 }
 
 export function vnodeLabel(idx: GraphIndex, v: VNode, refTitle?: string): Label {
-  if (v.kind === "group") return { title: groupTitle(idx, v.id), sub: groupRange(idx, v.id) };
-  if (v.kind === "ref") return { title: `↳ ${refTitle ?? "?"}`, sub: "" };
-  return nodeLabelOf(idx.graph.nodes[v.id]!);
+  if (v.kind === "group") return clipped({ title: groupTitle(idx, v.id), sub: groupRange(idx, v.id) });
+  if (v.kind === "segment") return segmentLabel(idx, v.id);
+  if (v.kind === "ref") return clipped({ title: `↳ ${refTitle ?? "?"}`, sub: "" });
+  return clipped(nodeLabelOf(idx.graph.nodes[v.id]!));
 }
 
 export function clusterLabel(idx: GraphIndex, c: VCluster): Label {
-  if (c.kind === "group") return { title: groupTitle(idx, c.id), sub: groupRange(idx, c.id) };
-  const node = idx.graph.nodes[c.id]!;
-  return nodeLabelOf(node);
+  if (c.kind === "group") return clipped({ title: groupTitle(idx, c.id), sub: groupRange(idx, c.id) });
+  if (c.kind === "segment") return segmentLabel(idx, c.id);
+  return clipped(nodeLabelOf(idx.graph.nodes[c.id]!));
 }
 
 /** Name a reference node shows for the drawn node it stands for. */
 export function refTitle(idx: GraphIndex, src: VNode): string {
   if (src.kind === "group") return groupTitle(idx, src.id);
+  if (src.kind === "segment") return segmentRange(segmentsOf(idx).list[src.id]!);
   const node = idx.graph.nodes[src.id]!;
   return node.kind === "module" ? node.path || node.name : node.name;
 }
+
+function segmentLabel(idx: GraphIndex, si: number): Label {
+  const segs = segmentsOf(idx);
+  return clipped({ title: segmentRange(segs.list[si]!), sub: segmentSummary(idx, segs, si) });
+}
+
+const clipped = (l: Label): Label => ({ title: clip(l.title), sub: clip(l.sub) });

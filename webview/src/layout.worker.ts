@@ -3,11 +3,13 @@
 // happens here so the page never freezes; the page terminates this worker to cancel.
 import { instance } from "@viz-js/viz";
 import { computeView } from "./compute";
+import { errorText } from "./errorText";
 import { decodeGraph } from "./format";
 import { parseLayout } from "./layout";
 import { estimateWidth, type Font, type Measure } from "./metrics";
 import { buildIndex, type GraphIndex } from "./model";
 import type { Fonts, WorkerReply, WorkerRequest } from "./protocol";
+import { TooManyToDraw } from "./visible";
 
 const ctx = self as unknown as DedicatedWorkerGlobalScope;
 const vizReady = instance();
@@ -28,7 +30,7 @@ function index(): GraphIndex {
 
 vizReady.then(
   () => ctx.postMessage({ type: "ready" } satisfies WorkerReply),
-  (e: unknown) => ctx.postMessage({ type: "error", id: -1, message: String(e) } satisfies WorkerReply),
+  (e: unknown) => ctx.postMessage({ type: "error", id: -1, message: errorText(e) } satisfies WorkerReply),
 );
 
 function canvasMeasure(fonts: Fonts): Measure {
@@ -72,7 +74,7 @@ ctx.onmessage = async (ev: MessageEvent<WorkerRequest>) => {
       }
       ctx.postMessage({ type: "dot", id, layout: parseLayout(r.output), ms: performance.now() - t0 } satisfies WorkerReply);
     } catch (e) {
-      ctx.postMessage({ type: "error", id, message: String(e) } satisfies WorkerReply);
+      ctx.postMessage({ type: "error", id, message: errorText(e) } satisfies WorkerReply);
     }
     // Ready for the next request (an expand) while the user looks at the first view.
     setTimeout(() => {
@@ -86,7 +88,7 @@ ctx.onmessage = async (ev: MessageEvent<WorkerRequest>) => {
   }
   try {
     const t0 = performance.now();
-    const view = computeView(index(), { modules: new Set(msg.modules), groups: new Set(msg.groups) }, measure);
+    const view = computeView(index(), { modules: new Set(msg.modules), groups: new Set(msg.groups), segments: new Set(msg.segments) }, measure);
     const viz = await vizReady;
     const r = viz.render(view.dot, { format: "json0" });
     if (r.status !== "success" || r.output === undefined) {
@@ -100,6 +102,7 @@ ctx.onmessage = async (ev: MessageEvent<WorkerRequest>) => {
     const result = { vg: view.vg, labels: [...view.labels], layout: parseLayout(r.output) };
     ctx.postMessage({ type: "layout", id, result, ms: performance.now() - t0 } satisfies WorkerReply);
   } catch (e) {
-    ctx.postMessage({ type: "error", id, message: String(e) } satisfies WorkerReply);
+    if (e instanceof TooManyToDraw) ctx.postMessage({ type: "too-many", id, limit: e.limit, what: e.what } satisfies WorkerReply);
+    else ctx.postMessage({ type: "error", id, message: errorText(e) } satisfies WorkerReply);
   }
 };

@@ -3,7 +3,8 @@
 // interrupted from inside). Every new worker gets the graph first.
 import type { View } from "./compute";
 import type { WorkerLike } from "./deferredWorker";
-import type { Fonts, ViewResult, WorkerReply, WorkerRequest } from "./protocol";
+import type { ExpansionLists, Fonts, ViewResult, WorkerReply, WorkerRequest } from "./protocol";
+import { TooManyToDraw } from "./visible";
 
 export class Cancelled extends Error {
   override name = "Cancelled";
@@ -42,7 +43,7 @@ export class LayoutClient {
 
   /** `view`: the page already computed this state's visible graph and DOT (the first view:
    * the worker then needn't decode the graph before it can lay it out). */
-  layout(key: string, modules: number[], groups: number[], view?: View): Promise<ViewResult> {
+  layout(key: string, state: ExpansionLists, view?: View): Promise<ViewResult> {
     const hit = this.cache.get(key);
     this.cancelCurrent();
     if (hit) {
@@ -54,7 +55,7 @@ export class LayoutClient {
     return new Promise<ViewResult>((resolve, reject) => {
       const job: Job = { id: this.nextId++, key, resolve, reject, view };
       this.current = job;
-      const msg: WorkerRequest = view ? { type: "dot", id: job.id, dot: view.dot } : { type: "layout", id: job.id, modules, groups };
+      const msg: WorkerRequest = view ? { type: "dot", id: job.id, dot: view.dot } : { type: "layout", id: job.id, ...state };
       this.ensureWorker().postMessage(msg);
     });
   }
@@ -101,7 +102,15 @@ export class LayoutClient {
     if (!job || job.id !== msg.id) return;
     this.current = null;
     if (msg.type === "error") {
+      // Graphviz's WASM may be left broken by a failure (out of bounds, out of memory):
+      // the next layout gets a fresh worker.
+      this.worker?.terminate();
+      this.worker = null;
       job.reject(new Error(msg.message));
+      return;
+    }
+    if (msg.type === "too-many") {
+      job.reject(new TooManyToDraw(msg.limit, msg.what));
       return;
     }
     const result: ViewResult = msg.type === "dot" ? { vg: job.view!.vg, labels: [...job.view!.labels], layout: msg.layout } : msg.result;

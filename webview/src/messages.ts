@@ -27,12 +27,14 @@ export interface PanelOrigin {
   input?: InputUsed;
 }
 
-/** The viewer's view: which modules and ×N groups are open, and the zoom. */
+/** The viewer's view: which modules, ×N groups and segments of long runs are open, and the zoom. */
 export interface ViewState {
   /** Which graph the state belongs to: a new trace starts fresh, a reload restores. */
   graph?: string;
   expanded: number[];
   groups: number[];
+  /** Open segments of long runs (absent in a state saved before segments existed). */
+  segments?: number[];
   transform?: { x: number; y: number; k: number };
 }
 

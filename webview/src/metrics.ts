@@ -32,8 +32,8 @@ export interface Size {
   h: number;
 }
 
-export function boxSize(kind: VKind, nodeKind: NodeKind | "group" | "ref", title: string, sub: string, measure: Measure): Size {
-  if (kind === "module" || kind === "group") {
+export function boxSize(kind: VKind, nodeKind: NodeKind | "group" | "ref" | "segment", title: string, sub: string, measure: Measure): Size {
+  if (kind === "module" || kind === "group" || kind === "segment") {
     const tw = measure(title, FONT_TITLE);
     const sw = sub ? measure(sub, FONT_SUB) : 0;
     // A ×N box reserves room for the stacked frames drawn behind it.

@@ -2,6 +2,9 @@
 // A canvas keeps it cheap for thousands of nodes; click or drag to move the view.
 import type { Layout } from "./layout";
 
+/** Distance of the overview from the stage's edges (viewer.css .ts-minimap). */
+const INSET = 12;
+
 export interface ViewRect {
   x: number;
   y: number;
@@ -38,7 +41,8 @@ export class Minimap {
     this.canvas.addEventListener("pointerup", () => (this.dragging = false));
   }
 
-  setLayout(layout: Layout, colors: { node: string; cluster: string; bg: string }): void {
+  /** Draw `layout` in miniature; again with new colours when the theme changes. */
+  setLayout(layout: Layout, colors: { node: string; cluster: string }): void {
     this.layout = layout;
     // At most a quarter of the stage, so small notebook views stay usable.
     const stage = this.canvas.parentElement!;
@@ -57,8 +61,7 @@ export class Minimap {
     base.height = h * dpr;
     const ctx = base.getContext("2d")!;
     ctx.scale(dpr * this.sx, dpr * this.sy);
-    ctx.fillStyle = colors.bg;
-    ctx.fillRect(0, 0, layout.width, layout.height);
+    // No background of its own: the element's CSS background (the theme's) shows through.
     ctx.strokeStyle = colors.cluster;
     ctx.lineWidth = 1 / this.sy;
     for (const c of layout.clusters) ctx.strokeRect(c.x, c.y, c.w, c.h);
@@ -69,6 +72,13 @@ export class Minimap {
     this.canvas.height = base.height;
     this.canvas.style.width = `${w}px`;
     this.canvas.style.height = `${h}px`;
+  }
+
+  /** Screen space the overview takes in the stage's bottom-right corner (with its inset). */
+  footprint(): { w: number; h: number } {
+    const w = parseFloat(this.canvas.style.width) || 0;
+    const h = parseFloat(this.canvas.style.height) || 0;
+    return { w: w + INSET, h: h + INSET };
   }
 
   /** Draw the visible window (layout coordinates). */

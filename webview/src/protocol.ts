@@ -9,9 +9,16 @@ export interface Fonts {
   mono: string;
 }
 
+/** An expansion state as plain lists (what a worker message can carry). */
+export interface ExpansionLists {
+  modules: number[];
+  groups: number[];
+  segments: number[];
+}
+
 export type WorkerRequest =
   | { type: "init"; bytes: Uint8Array; fonts: Fonts }
-  | { type: "layout"; id: number; modules: number[]; groups: number[] }
+  | ({ type: "layout"; id: number } & ExpansionLists)
   /** The first view: the page computed its DOT already; only Graphviz runs here. */
   | { type: "dot"; id: number; dot: string };
 
@@ -26,4 +33,6 @@ export type WorkerReply =
   | { type: "ready" }
   | { type: "layout"; id: number; result: ViewResult; ms: number }
   | { type: "dot"; id: number; layout: Layout; ms: number }
-  | { type: "error"; id: number; message: string };
+  | { type: "error"; id: number; message: string }
+  /** The view would hold more than `limit` boxes and frames (or levels): refused, nothing laid out. */
+  | { type: "too-many"; id: number; limit: number; what: "boxes" | "levels" };

@@ -19,6 +19,7 @@ export interface Ui {
   scene: SVGGElement;
   tooltip: HTMLElement;
   busy: HTMLElement;
+  notice: HTMLElement;
   status: HTMLElement;
   search: HTMLInputElement;
   searchCount: HTMLElement;
@@ -124,6 +125,11 @@ export function buildUi(root: HTMLElement): Ui {
   tooltip.hidden = true;
   const busy = el("div", "ts-busy", stage);
   busy.hidden = true;
+  // A refused or failed layout says so over the graph, not only in the status line.
+  const notice = el("div", "ts-notice", stage);
+  notice.hidden = true;
+  notice.dataset.role = "notice";
+  notice.setAttribute("role", "alert");
   const status = el("div", "ts-status", root);
   status.dataset.role = "status";
   return {
@@ -141,6 +147,7 @@ export function buildUi(root: HTMLElement): Ui {
     scene,
     tooltip,
     busy,
+    notice,
     status,
     search,
     searchCount,
@@ -162,16 +169,24 @@ export function showFatal(root: HTMLElement, heading: string, detail: string): v
   p.textContent = detail;
 }
 
+/** Longest text of one line of the hover card: the full name of anything drawn cut short,
+ * but not a megabyte of it. */
+export const TIP_TEXT_MAX = 1000;
+
+function tipText(s: string): string {
+  return s.length <= TIP_TEXT_MAX ? s : `${s.slice(0, TIP_TEXT_MAX)}… (${(s.length - TIP_TEXT_MAX).toLocaleString("en-US")} more characters)`;
+}
+
 export function fillTooltip(tip: HTMLElement, title: string, rows: [string, string][]): void {
   tip.replaceChildren();
   const h = el("div", "ts-tip-title", tip);
-  h.textContent = title;
+  h.textContent = tipText(title);
   const table = el("table", "", tip);
   for (const [k, v] of rows) {
     const tr = el("tr", "", table as unknown as HTMLElement);
     const th = el("th", "", tr);
-    th.textContent = k;
+    th.textContent = tipText(k);
     const td = el("td", "", tr);
-    td.textContent = v;
+    td.textContent = tipText(v);
   }
 }

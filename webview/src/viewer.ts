@@ -14,14 +14,18 @@ import {
   toDepth,
   toggleGroup,
   toggleModule,
+  toggleSegment,
   type Expansion,
 } from "./expansion";
-import type { VisibleGraph } from "./visible";
+import { buildVisible, TooManyToDraw, type VisibleGraph } from "./visible";
+import { errorText } from "./errorText";
+import { clip } from "./labels";
+import { segmentRange, segmentsOf } from "./segments";
 import type { Label } from "./labels";
 import type { Layout } from "./layout";
 import type { WorkerLike } from "./deferredWorker";
 import { Cancelled, LayoutClient } from "./layoutClient";
-import { computeView, type View } from "./compute";
+import { computeView, DRAW_LIMITS, type View } from "./compute";
 import { nextTask } from "./tasks";
 import { anchorOf, boundsOf } from "./draw";
 import { Scene } from "./scene";
@@ -32,8 +36,8 @@ import {
   detailLevel,
   fitTransform,
   initialTransform,
-  inputsCenterX,
   pinTransform,
+  revealTransform,
   showsAll,
   toScreen,
   visibleRect,
@@ -41,7 +45,7 @@ import {
   type Transform,
 } from "./camera";
 import { buttonAction, keyAction, searchKeyAction, type ViewerAction } from "./keys";
-import { describe } from "./details";
+import { describe, describeEdge } from "./details";
 import { formatCount } from "./count";
 import { highlightKeys, nodesAtLine, searchNodes } from "./search";
 import { Minimap } from "./minimap";
@@ -53,12 +57,15 @@ import type { ViewState } from "./messages";
 
 interface Drawn {
   key: string;
+  exp: Expansion;
   vg: VisibleGraph;
   layout: Layout;
   labels: Map<string, Label>;
 }
 
 const BUSY_NOTE_AFTER_MS = 150;
+/** A click hides the hover card until the pointer moves this far (px). */
+const TIP_MOVE_PX = 6;
 
 /** Text widths in the fonts the page really uses (a VS Code theme sets its own). */
 function canvasMeasure(root: HTMLElement): Measure {
@@ -101,6 +108,11 @@ export class Viewer {
   /** The depth the user asked for; null after a change by hand (then derived). */
   private depth: number | null = null;
   private readonly disposer = new AbortController();
+  /** Where a click hid the hover card: it stays hidden until the pointer moves away. */
+  private tipHold: { x: number; y: number } | null = null;
+  /** The view the page chose itself (opening view or Fit): redone when the stage resizes,
+   * until the user zooms, pans or opens something. */
+  private autoView: "initial" | "fit" | null = null;
 
   constructor(
     root: HTMLElement,
@@ -122,20 +134,25 @@ export class Viewer {
     this.client.warm();
     const loaded = host.loadState();
     const saved = loaded && loaded.graph === this.fingerprint() ? loaded : undefined;
-    this.exp = saved ? { modules: new Set(saved.expanded), groups: new Set(saved.groups) } : initialExpansion(this.idx);
+    this.exp = saved
+      ? { modules: new Set(saved.expanded), groups: new Set(saved.groups), segments: new Set(saved.segments ?? []) }
+      : initialExpansion(this.idx);
 
     this.zoomer = zoom<SVGSVGElement, unknown>()
       .scaleExtent([MIN_ZOOM, MAX_ZOOM])
-      .on("zoom", (ev: { transform: { toString(): string } }) => {
+      .on("zoom", (ev: { transform: { toString(): string }; sourceEvent: Event | null }) => {
         this.ui.viewport.setAttribute("transform", ev.transform.toString());
+        // A wheel or a drag by the user: from now on the view is theirs.
+        if (ev.sourceEvent) this.autoView = null;
         this.onViewChange();
       });
     select(this.ui.svg).call(this.zoomer).on("dblclick.zoom", null);
     this.minimap = new Minimap(this.ui.stage, (x, y) => this.centerOn(x, y));
 
-    this.ui.title.textContent = graph.model.name || "model";
+    this.ui.title.textContent = clip(graph.model.name || "model", 60);
     this.ui.title.title = graph.model.qualname;
     this.wireControls();
+    this.watchTheme();
     this.showError();
     this.showWarnings();
     void this.apply(this.exp, null, saved?.transform);
@@ -163,13 +180,13 @@ export class Viewer {
         if (gen !== this.generation) return;
         pre = computeView(this.idx, exp, this.measure);
       }
-      const r = await this.client.layout(key, [...exp.modules], [...exp.groups], pre);
+      const lists = { modules: [...exp.modules], groups: [...exp.groups], segments: [...exp.segments] };
+      const r = await this.client.layout(key, lists, pre);
       ({ vg, layout } = r);
       labels = new Map(r.labels);
     } catch (e) {
       if (e instanceof Cancelled || gen !== this.generation) return;
-      this.setBusy(false);
-      this.status(`Layout failed: ${(e as Error).message}`);
+      this.failed(e);
       return;
     }
     // A big result took a while to arrive (structured clone); draw in a fresh task.
@@ -179,7 +196,7 @@ export class Viewer {
     performance.mark("torchscope:layout-done");
     const before = anchor && this.drawn ? this.screenAnchor(this.drawn.layout, anchor) : null;
     this.scene.set({ idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow! });
-    this.drawn = { key, vg, layout, labels };
+    this.drawn = { key, exp, vg, layout, labels };
     this.minimap.setLayout(layout, this.colors());
     if (restore) {
       this.setTransform(restore);
@@ -187,6 +204,8 @@ export class Viewer {
       this.initialView();
     } else if (before && anchor) {
       this.keepAnchor(anchor, before);
+      // An opened module (group, segment) is a frame now: show what it holds.
+      if (layout.clusters.some((c) => c.key === anchor)) this.bringIntoView(anchor);
     } else {
       this.onViewChange();
     }
@@ -197,9 +216,39 @@ export class Viewer {
     if (gen !== this.generation) return;
     this.ui.depth.textContent = String(this.depthShown());
     this.setBusy(false);
+    this.notice(null);
     performance.mark("torchscope:drawn");
     this.saveState();
     this.status(this.summary());
+  }
+
+  /**
+   * A layout that didn't happen. Too big a view is refused and the drawn one stays (ready,
+   * with a notice); anything else is the error state with its message: a failed layout
+   * is never reported as ready.
+   */
+  private failed(e: unknown): void {
+    this.setBusy(false);
+    if (this.drawn) {
+      // What is on screen is still the state.
+      this.exp = this.drawn.exp;
+      this.depth = null;
+      this.ui.depth.textContent = String(this.depthShown());
+    }
+    if (e instanceof TooManyToDraw && this.drawn) {
+      this.notice(`Not drawn: ${e.message}.`);
+      return;
+    }
+    const text = `Layout failed: ${errorText(e)}`;
+    this.ui.root.dataset.state = "error";
+    this.notice(text);
+    this.status(text);
+  }
+
+  /** A message over the graph (a refused or failed layout); null hides it. */
+  private notice(text: string | null): void {
+    this.ui.notice.hidden = text === null;
+    this.ui.notice.textContent = text ?? "";
   }
 
   private setBusy(on: boolean): void {
@@ -226,15 +275,52 @@ export class Viewer {
   toggle(key: string): void {
     this.searchBase = null;
     this.depth = null;
-    if (key.startsWith("g")) void this.apply(toggleGroup(this.exp, Number(key.slice(1))), key);
-    else if (key.startsWith("n")) void this.apply(toggleModule(this.exp, Number(key.slice(1))), key);
+    this.autoView = null;
+    const n = Number(key.slice(1));
+    if (key.startsWith("g")) void this.apply(toggleGroup(this.exp, n), key);
+    else if (key.startsWith("s")) void this.apply(toggleSegment(this.exp, n), key);
+    else if (key.startsWith("n")) void this.apply(toggleModule(this.exp, n), key);
   }
 
   expandAll(): void {
     this.depth = null;
     // Without a selection to hold still, start again from the inputs.
     const anchor = this.selected;
-    void this.apply(expandAll(this.idx), anchor).then(() => anchor ?? this.initialView());
+    let exp = expandAll(this.idx);
+    let note: string | null = null;
+    if (!this.drawable(exp)) {
+      // Everything at once is too much for Graphviz: open as many levels as can be drawn.
+      let lo = 0;
+      let hi = this.idx.maxDepth + 1;
+      while (lo < hi) {
+        const mid = Math.ceil((lo + hi) / 2);
+        if (this.drawable(toDepth(this.idx, mid))) lo = mid;
+        else hi = mid - 1;
+      }
+      this.depth = Math.max(lo, 1);
+      exp = toDepth(this.idx, this.depth);
+      const levels = `${this.depth} level${this.depth === 1 ? "" : "s"}`;
+      const limits = `${DRAW_LIMITS.boxes.toLocaleString("en-US")} boxes at most, ${DRAW_LIMITS.levels} levels`;
+      note = `Expanded ${levels} deep: everything at once would be too many nodes to draw (${limits}); open the rest one by one.`;
+    }
+    const done = this.apply(exp, anchor);
+    const gen = this.generation;
+    void done.then(() => {
+      if (gen !== this.generation) return;
+      if (note && this.ui.notice.hidden) this.notice(note);
+      if (!anchor) this.initialView();
+    });
+  }
+
+  /** Whether Graphviz may be asked to draw `exp` (the limits the worker applies). */
+  private drawable(exp: Expansion): boolean {
+    try {
+      buildVisible(this.idx, exp, DRAW_LIMITS);
+      return true;
+    } catch (e) {
+      if (e instanceof TooManyToDraw) return false;
+      throw e;
+    }
   }
 
   collapseAll(): void {
@@ -251,6 +337,7 @@ export class Viewer {
 
   dispose(): void {
     this.generation++;
+    this.autoView = null;
     if (this.busyTimer) clearInterval(this.busyTimer);
     this.client.dispose();
     this.scene.dispose();
@@ -282,16 +369,23 @@ export class Viewer {
     if (a) this.setTransform(pinTransform(a, screen, this.transform().k));
   }
 
-  /** Readable from the start: at least 100 % zoom, beginning at the inputs (top). */
+  /** The opening view (also after E, C and 0): see camera.ts initialTransform. */
   initialView(): void {
     if (!this.drawn) return;
-    const layout = this.drawn.layout;
-    const inputs = layout.nodes.filter((n) => n.key.startsWith("n") && this.idx.graph.nodes[Number(n.key.slice(1))]?.kind === "input");
-    this.setTransform(initialTransform(layout, this.size(), inputsCenterX(inputs, layout.width)));
+    this.autoView = "initial";
+    this.setTransform(initialTransform(this.drawn.layout, this.size(), this.drawn.layout.nodes));
   }
 
   fit(): void {
-    if (this.drawn) this.setTransform(fitTransform(this.drawn.layout, this.size()));
+    if (!this.drawn) return;
+    this.autoView = "fit";
+    this.setTransform(fitTransform(this.drawn.layout, this.size()));
+  }
+
+  /** After opening `key`: its frame in view, clear of the overview (camera.ts revealTransform). */
+  private bringIntoView(key: string): void {
+    const b = boundsOf(this.drawn!.layout, key);
+    if (b) this.setTransform(revealTransform(b, this.drawn!.layout, this.transform(), this.size(), this.minimap.footprint()));
   }
 
   private centerOn(x: number, y: number): void {
@@ -409,6 +503,8 @@ export class Viewer {
       return g ? (g.dataset.key ?? g.dataset.head ?? null) : null;
     };
     ui.svg.addEventListener("click", (ev) => {
+      // The card would cover what the click opens or selects: away until the pointer moves.
+      this.holdTooltip(ev);
       const t = (ev.target as Element).closest<SVGGElement>("[data-toggle]");
       if (t) {
         ev.stopPropagation();
@@ -420,26 +516,46 @@ export class Viewer {
       else this.select(null);
     });
     ui.svg.addEventListener("dblclick", (ev) => {
+      this.holdTooltip(ev);
       if ((ev.target as Element).closest("[data-toggle]")) return;
       const key = keyOf(ev);
       if (key && this.isExpandable(key)) this.toggle(key);
     });
-    ui.svg.addEventListener("pointerover", (ev) => {
+    const hover = (ev: PointerEvent): void => {
       const key = keyOf(ev);
+      const edge = key ? null : (ev.target as Element).closest<SVGGElement>("[data-edge]")?.dataset.edge;
       if (key) this.showTooltip(key, ev);
+      else if (edge) this.showTooltip(edge, ev, true);
       else ui.tooltip.hidden = true;
+    };
+    ui.svg.addEventListener("pointerover", (ev) => {
+      if (!this.tipHeld(ev)) hover(ev);
     });
-    ui.svg.addEventListener("pointermove", (ev) => !ui.tooltip.hidden && this.placeTooltip(ev));
-    ui.svg.addEventListener("pointerleave", () => (ui.tooltip.hidden = true));
+    ui.svg.addEventListener("pointermove", (ev) => {
+      if (this.tipHeld(ev)) return;
+      if (ui.tooltip.hidden) hover(ev);
+      else this.placeTooltip(ev);
+    });
+    ui.svg.addEventListener("pointerleave", () => {
+      ui.tooltip.hidden = true;
+    });
 
     // Document-level listeners go away with the viewer (VS Code mounts a new one per trace).
     ui.root.ownerDocument.addEventListener("keydown", (ev) => this.onKey(ev), { signal: this.disposer.signal });
-    const resize = new ResizeObserver(() => this.onViewChange());
+    const resize = new ResizeObserver(() => {
+      // A view the page chose fits the new size (a VS Code panel settles its size after
+      // the graph is drawn); one the user set stays as it is.
+      if (this.autoView === "initial") this.initialView();
+      else if (this.autoView === "fit") this.fit();
+      else this.onViewChange();
+    });
     resize.observe(ui.stage);
     this.disposer.signal.addEventListener("abort", () => resize.disconnect());
   }
 
   private run(a: ViewerAction): void {
+    // A refused or failed layout's message goes with the next thing the user does.
+    if (a.type !== "find") this.notice(null);
     switch (a.type) {
       case "expand-all":
         this.expandAll();
@@ -489,7 +605,7 @@ export class Viewer {
   }
 
   private isExpandable(key: string): boolean {
-    if (key.startsWith("g")) return true;
+    if (key.startsWith("g") || key.startsWith("s")) return true;
     if (!key.startsWith("n")) return false;
     return this.idx.children[Number(key.slice(1))]!.length > 0;
   }
@@ -503,6 +619,10 @@ export class Viewer {
       return;
     }
     this.select(key);
+    if (key.startsWith("s")) {
+      this.status(`${segmentRange(segmentsOf(this.idx).list[Number(key.slice(1))]!)}: open it with + to see the calls`);
+      return;
+    }
     const id = key.startsWith("g") ? this.idx.graph.groups[Number(key.slice(1))]!.members[0]! : Number(key.slice(1));
     const node = this.idx.graph.nodes[id];
     if (node?.site) this.host.reveal(node.site, node);
@@ -514,9 +634,23 @@ export class Viewer {
     if (id !== null && id !== undefined) void this.revealNode(id);
   }
 
-  private showTooltip(key: string, ev: PointerEvent): void {
+  /** Hide the hover card where the pointer is now; it comes back once the pointer moves. */
+  private holdTooltip(ev: MouseEvent): void {
+    this.ui.tooltip.hidden = true;
+    this.tipHold = { x: ev.clientX, y: ev.clientY };
+  }
+
+  private tipHeld(ev: PointerEvent): boolean {
+    const h = this.tipHold;
+    if (!h) return false;
+    if (Math.hypot(ev.clientX - h.x, ev.clientY - h.y) < TIP_MOVE_PX) return true;
+    this.tipHold = null;
+    return false;
+  }
+
+  private showTooltip(key: string, ev: PointerEvent, edge = false): void {
     if (!this.drawn) return;
-    const d = describe(this.idx, this.drawn.vg, key);
+    const d = edge ? describeEdge(this.idx, this.drawn.vg, key) : describe(this.idx, this.drawn.vg, key);
     if (!d) return;
     fillTooltip(this.ui.tooltip, d.title, d.rows);
     this.ui.tooltip.hidden = false;
@@ -594,6 +728,7 @@ export class Viewer {
       graph: this.fingerprint(),
       expanded: [...this.exp.modules],
       groups: [...this.exp.groups],
+      segments: [...this.exp.segments],
       transform: { x: t.x, y: t.y, k: t.k },
     });
   }
@@ -619,7 +754,24 @@ export class Viewer {
     return getComputedStyle(this.ui.root).getPropertyValue(name).trim() || fallback;
   }
 
-  private colors(): { node: string; cluster: string; bg: string } {
-    return { node: this.css("--ts-mini-node", "#888"), cluster: this.css("--ts-border", "#aaa"), bg: this.css("--ts-bg", "#fff") };
+  private colors(): { node: string; cluster: string } {
+    return { node: this.css("--ts-mini-node", "#888"), cluster: this.css("--ts-border", "#aaa") };
+  }
+
+  /** The SVG follows a theme change through CSS; the overview's canvas is painted again. */
+  private watchTheme(): void {
+    const repaint = (): void => {
+      if (!this.drawn) return;
+      this.minimap.setLayout(this.drawn.layout, this.colors());
+      this.onViewChange();
+    };
+    // VS Code sets the theme's variables on <html> and its kind as a class on <body>.
+    const doc = this.ui.root.ownerDocument;
+    const mo = new MutationObserver(repaint);
+    mo.observe(doc.documentElement, { attributes: true, attributeFilter: ["style", "class"] });
+    if (doc.body) mo.observe(doc.body, { attributes: true, attributeFilter: ["style", "class"] });
+    const dark = doc.defaultView?.matchMedia?.("(prefers-color-scheme: dark)");
+    dark?.addEventListener("change", repaint, { signal: this.disposer.signal });
+    this.disposer.signal.addEventListener("abort", () => mo.disconnect());
   }
 }

@@ -1,16 +1,18 @@
-// (graph, expansion) → the graph that is actually drawn: boxes for collapsed modules
-// and folded groups, clusters for expanded ones, and every tensor edge lifted to the
-// nearest drawn ancestor of its ends. Pure: no DOM, no layout.
+// (graph, expansion) → the graph that is actually drawn: boxes for collapsed modules,
+// folded groups and closed segments (segments.ts), clusters for open ones, and every
+// tensor edge lifted to the nearest drawn ancestor of its ends. Pure: no DOM, no layout.
 import type { GraphEdge } from "./format";
 import type { Expansion } from "./expansion";
 import type { GraphIndex } from "./model";
+import { rawItems, segmentsOf, type Item } from "./segments";
 
-export type VKind = "node" | "module" | "group" | "ref";
+export type VKind = "node" | "module" | "group" | "ref" | "segment";
 
 export interface VNode {
   key: string;
   kind: VKind;
-  /** Graph node id (node, module, ref: the source's node id) or group index (group). */
+  /** Graph node id (node, module, ref: the source's node id), group index (group) or
+   * segment index (segment). */
   id: number;
   /** Key of the enclosing cluster, or null at top level. */
   cluster: string | null;
@@ -20,7 +22,7 @@ export interface VNode {
 
 export interface VCluster {
   key: string;
-  kind: "module" | "group";
+  kind: "module" | "group" | "segment";
   id: number;
   parent: string | null;
 }
@@ -43,52 +45,123 @@ export interface VisibleGraph {
 
 export const nodeKey = (id: number): string => `n${id}`;
 export const groupKey = (gi: number): string => `g${gi}`;
+export const segmentKey = (si: number): string => `s${si}`;
 
-export function buildVisible(idx: GraphIndex, exp: Expansion): VisibleGraph {
-  const { graph, children, groupOf } = idx;
+/** How much one view may hold (what Graphviz can lay out). */
+export interface Limits {
+  /** Boxes and frames. */
+  boxes: number;
+  /** Frames nested in each other. */
+  levels: number;
+}
+
+/** A view Graphviz can't lay out: more boxes and frames than `limit`, or frames nested too deep. */
+export class TooManyToDraw extends Error {
+  override name = "TooManyToDraw";
+  constructor(
+    readonly limit: number,
+    readonly what: "boxes" | "levels" = "boxes",
+  ) {
+    super(
+      what === "boxes"
+        ? `more than ${limit.toLocaleString("en-US")} boxes: too many nodes to draw at once; expand fewer`
+        : `modules open more than ${limit} levels deep: too deep to draw at once; expand fewer levels`,
+    );
+  }
+}
+
+/**
+ * The drawn graph for an expansion state. Iterative (a crafted file may nest thousands of
+ * levels); stops with TooManyToDraw once it goes beyond `limits`.
+ */
+export function buildVisible(idx: GraphIndex, exp: Expansion, limits: Limits = { boxes: Infinity, levels: Infinity }): VisibleGraph {
+  const { graph, children } = idx;
+  const segs = segmentsOf(idx);
   const n = graph.nodes.length;
   const rep: string[] = new Array<string>(n);
   const asCluster = new Uint8Array(n);
   const nodes: VNode[] = [];
   const clusters: VCluster[] = [];
-  const groupSeen = new Set<number>();
+  const grow = (): void => {
+    if (nodes.length + clusters.length > limits.boxes) throw new TooManyToDraw(limits.boxes);
+  };
+  const box = (v: VNode): void => {
+    nodes.push(v);
+    grow();
+  };
+  const depthOf = new Map<string | null, number>([[null, 0]]);
+  const frame = (c: VCluster): void => {
+    const depth = depthOf.get(c.parent)! + 1;
+    if (depth > limits.levels) throw new TooManyToDraw(limits.levels, "levels");
+    depthOf.set(c.key, depth);
+    clusters.push(c);
+    grow();
+  };
 
-  const place = (id: number, cluster: string | null): void => {
-    const gi = groupOf[id]!;
-    if (gi >= 0 && !exp.groups.has(gi)) {
-      rep[id] = groupKey(gi);
-      if (!groupSeen.has(gi)) {
-        groupSeen.add(gi);
-        nodes.push({ key: groupKey(gi), kind: "group", id: gi, cluster });
-      }
-      hide(id, groupKey(gi));
-      return;
-    }
-    if (gi >= 0 && !groupSeen.has(gi)) {
-      groupSeen.add(gi);
-      clusters.push({ key: groupKey(gi), kind: "group", id: gi, parent: cluster });
-    }
-    const inner = gi >= 0 ? groupKey(gi) : cluster;
-    const node = graph.nodes[id]!;
-    rep[id] = nodeKey(id);
-    const kids = children[id]!;
-    if (kids.length > 0 && exp.modules.has(id)) {
-      asCluster[id] = 1;
-      clusters.push({ key: nodeKey(id), kind: "module", id, parent: inner });
-      for (const c of kids) place(c, nodeKey(id));
-    } else {
-      nodes.push({ key: nodeKey(id), kind: node.kind === "module" ? "module" : "node", id, cluster: inner });
-      hide(id, nodeKey(id));
-    }
-  };
   // Descendants of a box are drawn as that box.
-  const hide = (id: number, key: string): void => {
-    for (const c of children[id]!) {
+  const hideBelow = (id: number, key: string): void => {
+    const todo = [...children[id]!];
+    for (let c = todo.pop(); c !== undefined; c = todo.pop()) {
       rep[c] = key;
-      hide(c, key);
+      for (const k of children[c]!) todo.push(k);
     }
   };
-  for (const r of idx.roots) place(r, null);
+  const hideItems = (items: readonly Item[], key: string): void => {
+    const todo = [...items];
+    for (let it = todo.pop(); it; it = todo.pop()) {
+      if (it.kind === "segment") todo.push(...segs.list[it.id]!.items);
+      else if (it.kind === "group") for (const m of graph.groups[it.id]!.members) todo.push({ kind: "node", id: m });
+      else {
+        rep[it.id] = key;
+        hideBelow(it.id, key);
+      }
+    }
+  };
+
+  // Depth first, in order: the same order of boxes and frames as a recursive walk.
+  const stack: [Item, string | null][] = [];
+  const visit = (items: readonly Item[], cluster: string | null): void => {
+    for (let i = items.length - 1; i >= 0; i--) stack.push([items[i]!, cluster]);
+  };
+  const itemsOf = (container: string | null, ids: readonly number[]): readonly Item[] => segs.top.get(container) ?? rawItems(idx, ids);
+  visit(itemsOf(null, idx.roots), null);
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const [it, cluster] = top;
+    if (it.kind === "segment") {
+      const key = segmentKey(it.id);
+      const seg = segs.list[it.id]!;
+      if (exp.segments.has(it.id)) {
+        frame({ key, kind: "segment", id: it.id, parent: cluster });
+        visit(seg.items, key);
+      } else {
+        box({ key, kind: "segment", id: it.id, cluster });
+        hideItems(seg.items, key);
+      }
+    } else if (it.kind === "group") {
+      const key = groupKey(it.id);
+      const members = graph.groups[it.id]!.members;
+      if (exp.groups.has(it.id)) {
+        frame({ key, kind: "group", id: it.id, parent: cluster });
+        visit(segs.top.get(key) ?? members.map((id): Item => ({ kind: "node", id })), key);
+      } else {
+        box({ key, kind: "group", id: it.id, cluster });
+        hideItems([it], key);
+      }
+    } else {
+      const id = it.id;
+      const key = nodeKey(id);
+      rep[id] = key;
+      const kids = children[id]!;
+      if (kids.length > 0 && exp.modules.has(id)) {
+        asCluster[id] = 1;
+        frame({ key, kind: "module", id, parent: cluster });
+        visit(itemsOf(key, kids), key);
+      } else {
+        box({ key, kind: graph.nodes[id]!.kind === "module" ? "module" : "node", id, cluster });
+        hideBelow(id, key);
+      }
+    }
+  }
 
   const edges = liftEdges(graph.edges, rep, asCluster);
   return { nodes, clusters, edges, rep };

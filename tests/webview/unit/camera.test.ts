@@ -1,14 +1,16 @@
 // The viewer's camera math (webview/src/camera.ts): first view, fit, center, zoom to a box,
-// a box kept still across a re-layout, what a transform shows.
+// a box kept still across a re-layout, an opened frame brought into view, what a transform shows.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
+  READABLE_ZOOM,
+  busiestX,
   centerTransform,
   detailLevel,
   fitTransform,
   initialTransform,
-  inputsCenterX,
   pinTransform,
+  revealTransform,
   showsAll,
   toScreen,
   visibleRect,
@@ -18,19 +20,66 @@ import {
 const view = { w: 800, h: 600 };
 
 test("a small graph starts centered at 100 %, never blown up past 125 %", () => {
-  assert.deepEqual(initialTransform({ width: 200, height: 100 }, view, 50), { x: 275, y: 237.5, k: 1.25 });
-  assert.deepEqual(initialTransform({ width: 752, height: 552 }, view, 50), { x: 24, y: 24, k: 1 });
+  assert.deepEqual(initialTransform({ width: 200, height: 100 }, view, []), { x: 275, y: 237.5, k: 1.25 });
+  assert.deepEqual(initialTransform({ width: 752, height: 552 }, view, []), { x: 24, y: 24, k: 1 });
 });
 
-test("a big graph starts at 100 % at the top, with the inputs in the middle across", () => {
-  const t = initialTransform({ width: 3000, height: 9000 }, view, 1200);
-  assert.deepEqual(t, { x: 400 - 1200, y: 24, k: 1 });
-  assert.equal(toScreen(t, { x: 1200, y: 0 }).x, 400, "the inputs' middle is the view's middle");
+test("a graph that fits at a readable zoom opens whole: wider or taller than the window at 100 %", () => {
+  const wide = { width: 900, height: 400 };
+  const t = initialTransform(wide, view, []);
+  assert.ok(t.k >= READABLE_ZOOM && t.k < 1);
+  assert.ok(showsAll(visibleRect(t, view), wide), "every box in the window");
+  const tall = initialTransform({ width: 300, height: 650 }, view, []);
+  assert.ok(showsAll(visibleRect(tall, view), { width: 300, height: 650 }));
 });
 
-test("the inputs' middle, or the graph's without inputs", () => {
-  assert.equal(inputsCenterX([{ x: 100 }, { x: 300 }], 1000), 200);
-  assert.equal(inputsCenterX([], 1000), 500);
+test("a big graph starts at its top at a readable zoom, centered where its boxes are", () => {
+  // The input far left, the main column at x = 2000 of a 3000-wide graph.
+  const boxes = [{ x: 100, y: 20, h: 26 }, ...Array.from({ length: 10 }, (_, i) => ({ x: 2000, y: 20 + i * 50, h: 26 }))];
+  const t = initialTransform({ width: 3000, height: 9000 }, view, boxes);
+  assert.equal(t.k, READABLE_ZOOM);
+  assert.equal(t.y, 24);
+  assert.equal(toScreen(t, { x: 2000, y: 0 }).x, 400, "the main column in the middle");
+  // Narrower than the window at that zoom: centered across.
+  const narrow = initialTransform({ width: 600, height: 9000 }, view, boxes);
+  assert.equal(narrow.x, (800 - 600 * narrow.k) / 2);
+});
+
+test("the busiest stretch of the first screenful, kept inside the graph", () => {
+  const g = { width: 3000, height: 5000 };
+  assert.equal(busiestX([], g, view, 1), 1500);
+  const column = [1, 2, 3].map((i) => ({ x: 2900, y: i * 40, h: 20 }));
+  assert.equal(busiestX(column, g, view, 1), 3000 - 400 + 24, "not past the right edge");
+  const below = [{ x: 100, y: 5000, h: 20 }, ...column];
+  assert.equal(busiestX(below, g, view, 1), busiestX(column, g, view, 1), "boxes out of the first screenful don't count");
+});
+
+test("an opened frame: left where it is when it fits there, else moved and zoomed out as little as needed", () => {
+  const graph = { width: 2000, height: 3000 };
+  const none = { w: 0, h: 0 };
+  const t = { x: 0, y: 0, k: 1 };
+  // Fits where it is: nothing moves.
+  assert.deepEqual(revealTransform({ x: 100, y: 100, w: 300, h: 200 }, graph, t, view, none), t);
+  // Below the fold: moved up just enough, header still on screen.
+  const up = revealTransform({ x: 100, y: 300, w: 300, h: 500 }, graph, t, view, none);
+  assert.equal(up.k, 1);
+  assert.equal(toScreen(up, { x: 100, y: 800 }).y, 600 - 16, "its bottom at the window's bottom margin");
+  assert.ok(toScreen(up, { x: 100, y: 300 }).y >= 16);
+  // Taller than the window: zoomed out to fit, not below 50 %.
+  const out = revealTransform({ x: 100, y: 300, w: 300, h: 900 }, graph, t, view, none);
+  assert.ok(out.k < 1 && out.k >= 0.5);
+  const top = toScreen(out, { x: 100, y: 300 });
+  const bottom = toScreen(out, { x: 100, y: 1200 });
+  assert.ok(top.y >= 16 && bottom.y <= 584);
+  // Far too tall: 50 %, its header at the top-left.
+  const huge = revealTransform({ x: 100, y: 300, w: 300, h: 5000 }, graph, t, view, none);
+  assert.equal(huge.k, 0.5);
+  assert.deepEqual(toScreen(huge, { x: 100, y: 300 }), { x: 100, y: 16 });
+  // Clear of the overview in the bottom-right corner.
+  const mini = { w: 200, h: 200 };
+  const clear = revealTransform({ x: 500, y: 300, w: 300, h: 200 }, graph, t, view, mini);
+  const r = { a: toScreen(clear, { x: 500, y: 300 }), b: toScreen(clear, { x: 800, y: 500 }) };
+  assert.ok(r.b.x <= 800 - 208 || r.b.y <= 600 - 208, "not under the overview");
 });
 
 test("fit shows the whole graph with a margin, at most 200 %, at least 2 %", () => {

@@ -64,3 +64,53 @@ test("decodes the golden file shared with the Python tests", () => {
     assert.ok(!hasKids.has(e.src) && !hasKids.has(e.dst), "edge ends are leaves");
   }
 });
+
+// The same broken files the Python reader must reject (tests/python/test_golden.py).
+const MALFORMED = new URL("../../golden/malformed.json", import.meta.url);
+
+type Path = (string | number)[];
+interface Case {
+  name: string;
+  set?: [Path, unknown];
+  append?: [Path, unknown];
+}
+
+function mutate(raw: Record<string, unknown>, c: Case): unknown {
+  const copy = structuredClone(raw);
+  const [path, value] = (c.set ?? c.append)!;
+  let obj: any = copy;
+  for (const k of path.slice(0, -1)) obj = obj[k];
+  const last = path[path.length - 1]!;
+  if (c.set) obj[last] = value;
+  else obj[last].push(value);
+  return copy;
+}
+
+test("rejects every shared malformed case with one FormatError", async () => {
+  const { decode } = await import("@msgpack/msgpack");
+  const golden = decode(readFileSync(GOLDEN)) as Record<string, unknown>;
+  const cases = (JSON.parse(readFileSync(MALFORMED, "utf8")) as { cases: Case[] }).cases;
+  assert.ok(cases.length >= 10);
+  for (const c of cases) {
+    assert.throws(() => decodeGraph(encode(mutate(golden, c))), FormatError, c.name);
+  }
+});
+
+test("says what is wrong with a malformed group or parent", () => {
+  const { g } = mlpWithBlocks();
+  const msg = (raw: unknown): string => {
+    try {
+      decodeGraph(encode(raw));
+    } catch (e) {
+      assert.ok(e instanceof FormatError);
+      return e.message;
+    }
+    return "";
+  };
+  assert.match(msg({ ...g, version: 0 }), /version 0/);
+  const opParent = { ...g, nodes: g.nodes.map((n) => (n.id === 4 ? { ...n, parent: 3 } : n)) };
+  assert.match(msg(opParent), /node 4: parent 3 is an? op, not a module call/);
+  assert.match(msg({ ...g, groups: [{ parent: 1, members: [], name: "" }] }), /group 0: .*at least 2 members/);
+  const twice = { ...g, groups: [...g.groups, { ...g.groups[0]! }] };
+  assert.match(msg(twice), /group 1: node \d+ is already a member of group 0/);
+});

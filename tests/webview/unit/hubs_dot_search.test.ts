@@ -90,7 +90,7 @@ test("labels", () => {
     { src: 0, dst: 1, shape: [2], dtype: "f" },
     { src: 0, dst: 1, shape: [3], dtype: "f" },
   ];
-  assert.equal(edgeLabel(edges, [0, 1]), "2 (+1)");
+  assert.equal(edgeLabel(edges, [0, 1]), "2, 3");
 });
 
 test("nodes made on a source line (the editor's cursor)", () => {

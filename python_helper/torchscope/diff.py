@@ -1,0 +1,607 @@
+"""Comparing two forward passes: two Graphs → a Diff (`torchscope.diff` version 1).
+
+Pure: no torch, no files. Matching, in this order:
+- module calls by (path, call index), anywhere in the graph. A renamed module (same
+  structure at another path) is therefore one removed and one added module;
+- every other node within its matched parent, by aligning the two child sequences
+  (`align.common_pairs`): first on a full signature (kind, target, attrs, the shapes and
+  dtypes in and out), then, between those anchors, on the callable alone (the pairs
+  found there are "changed"); a leftover node whose full signature reappears elsewhere in
+  the same module is the same node moved; what is still left in one gap, op for op in equal
+  numbers on both sides, is a node whose callable changed (relu → gelu). The rest is
+  added or removed;
+- edges by their matched ends.
+A matched node is "changed" when its own facts differ (see `_Compare._details`); a module
+whose only difference is inside it is not changed itself: its descendants are. Folded ×N
+groups need nothing special: their members are module calls like any other.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Optional
+
+from .align import common_pairs
+
+if TYPE_CHECKING:  # the CLI's parser imports this module where msgpack may be missing
+    from .graph import Graph
+
+FORMAT = "torchscope.diff"
+VERSION = 1
+
+# Two statistics differ when they are further apart than this fraction of the larger
+# tensor's absolute maximum (the scale of its values), so a mean near 0 is not flagged
+# for float noise.
+STATS_TOLERANCE = 1e-3
+STAT_FIELDS = ("mean", "std", "min", "max", "absmax")
+
+Tensor = tuple[Optional[tuple[int, ...]], str]  # (shape, dtype) of one tensor passed
+
+
+@dataclass(slots=True)
+class Change:
+    """One added, removed or changed node. `path`/`call` name the module call: a module's
+    own, or for any other node the module call it happened in ("" / 0 at top level)."""
+
+    kind: str
+    name: str
+    path: str
+    call: int
+    details: list[str]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "path": self.path,
+            "call": self.call,
+            "details": self.details,
+        }
+
+
+class _Facts:
+    """What the diff reads about one graph, computed once per graph."""
+
+    __slots__ = ("graph", "children", "ins", "outs", "in_edges", "out_edges", "child_params")
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        nodes, edges = graph.nodes, graph.edges
+        count = len(nodes)
+        self.children: dict[Optional[int], list[int]] = {}
+        chain: list[tuple[int, ...]] = []  # enclosing module calls, outermost first
+        for n in nodes:
+            self.children.setdefault(n.parent, []).append(n.id)
+            up = chain[n.parent] if n.parent is not None else ()
+            chain.append(up + (n.id,) if n.kind == "module" else up)
+        self.in_edges: list[list[int]] = [[] for _ in range(count)]
+        self.out_edges: list[list[int]] = [[] for _ in range(count)]
+        tensors: list[Tensor] = []
+        # For each module call: the tensors entering and leaving it, in edge order (one tensor
+        # feeding several nodes inside counts once).
+        entering: dict[int, dict[tuple[int, Tensor], None]] = {}
+        leaving: dict[int, dict[tuple[int, Tensor], None]] = {}
+        for k, e in enumerate(edges):
+            t = (tuple(e.shape) if e.shape is not None else None, e.dtype)
+            tensors.append(t)
+            self.out_edges[e.src].append(k)
+            self.in_edges[e.dst].append(k)
+            src, dst = chain[e.src], chain[e.dst]
+            if src is dst:  # between two nodes of one module call: crosses no boundary
+                continue
+            common = 0
+            while common < len(src) and common < len(dst) and src[common] == dst[common]:
+                common += 1
+            for m in dst[common:]:
+                entering.setdefault(m, {})[(e.src, t)] = None
+            for m in src[common:]:
+                leaving.setdefault(m, {})[(e.src, t)] = None
+        self.ins: list[tuple[Tensor, ...]] = [()] * count
+        self.outs: list[tuple[Tensor, ...]] = [()] * count
+        for n in nodes:
+            if n.kind != "module":
+                i = n.id
+                self.ins[i] = tuple([tensors[k] for k in self.in_edges[i]])
+                self.outs[i] = tuple(dict.fromkeys([tensors[k] for k in self.out_edges[i]]))
+        for m, seen in entering.items():
+            self.ins[m] = tuple([t for _, t in seen])
+        for m, seen in leaving.items():
+            self.outs[m] = tuple(dict.fromkeys([t for _, t in seen]))
+        self.child_params: dict[int, int] = {}  # module call → params of the modules it called
+        for n in nodes:
+            if n.kind == "module":
+                inner = {
+                    nodes[c].path: nodes[c].params
+                    for c in self.children.get(n.id, ())
+                    if nodes[c].kind == "module"
+                }
+                self.child_params[n.id] = sum(inner.values())
+
+
+@dataclass
+class Diff:
+    """Two graphs and how their nodes and edges correspond."""
+
+    a: Graph
+    b: Graph
+    a_to_b: list[int]  # per node of a: the matched node of b, or -1 (removed)
+    b_to_a: list[int]  # per node of b: the matched node of a, or -1 (added)
+    details: dict[int, list[str]]  # node of b → what changed, for matched nodes that differ
+    edge_a_to_b: list[int]  # per edge of a: the matched edge of b, or -1
+    edge_b_to_a: list[int]
+    _fa: _Facts = field(repr=False)
+    _fb: _Facts = field(repr=False)
+
+    # -- per node ----------------------------------------------------------------
+    def status_a(self, i: int) -> str:
+        j = self.a_to_b[i]
+        return "removed" if j < 0 else ("changed" if j in self.details else "same")
+
+    def status_b(self, j: int) -> str:
+        return "added" if self.b_to_a[j] < 0 else ("changed" if j in self.details else "same")
+
+    def describe_a(self, i: int) -> list[str]:
+        return _describe(self._fa, i)
+
+    def describe_b(self, j: int) -> list[str]:
+        return _describe(self._fb, j)
+
+    def children_a(self, i: Optional[int]) -> list[int]:
+        """Children of node i of a in order (i None: the top level)."""
+        return self._fa.children.get(i, [])
+
+    def children_b(self, j: Optional[int]) -> list[int]:
+        return self._fb.children.get(j, [])
+
+    # -- the lists of the document ---------------------------------------------------
+    @property
+    def same(self) -> int:
+        return sum(1 for j in self.a_to_b if j >= 0 and j not in self.details)
+
+    def added(self) -> list[Change]:
+        return [
+            _change(self.b, j, self.describe_b(j))
+            for j in range(len(self.b.nodes))
+            if self.b_to_a[j] < 0
+        ]
+
+    def removed(self) -> list[Change]:
+        return [
+            _change(self.a, i, self.describe_a(i))
+            for i in range(len(self.a.nodes))
+            if self.a_to_b[i] < 0
+        ]
+
+    def changed(self) -> list[Change]:
+        return [_change(self.b, j, self.details[j]) for j in sorted(self.details)]
+
+    @property
+    def identical(self) -> bool:
+        """No node added, removed or changed (edges follow their nodes, except a rewiring
+        between matched nodes, which changes the node it enters)."""
+        return not self.details and -1 not in self.a_to_b and -1 not in self.b_to_a
+
+    def to_wire(self, a_source: str = "", b_source: str = "") -> dict[str, Any]:
+        """The `torchscope.diff` v1 document; `*_source`: what each side was read from."""
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "a": side_summary(self.a, a_source),
+            "b": side_summary(self.b, b_source),
+            "added": [c.to_wire() for c in self.added()],
+            "removed": [c.to_wire() for c in self.removed()],
+            "changed": [c.to_wire() for c in self.changed()],
+            "same": self.same,
+        }
+
+
+def diff_graphs(a: Graph, b: Graph, *, stats_tolerance: float = STATS_TOLERANCE) -> Diff:
+    """Compare the forward pass `a` (before) with `b` (after)."""
+    with no_gc():
+        return _Compare(a, b, stats_tolerance).run()
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Collections off meanwhile: a diff allocates many small objects, and each full
+    collection walks everything the process holds (two traced 70B models on meta: 0.4 s)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# -- matching ------------------------------------------------------------------------
+
+
+class _Compare:
+    def __init__(self, a: Graph, b: Graph, tolerance: float) -> None:
+        self.a, self.b = a, b
+        self.fa, self.fb = _Facts(a), _Facts(b)
+        self.tolerance = tolerance
+        self.a_to_b = [-1] * len(a.nodes)
+        self.b_to_a = [-1] * len(b.nodes)
+        self.moved: dict[int, tuple[int, int]] = {}  # node of b → (position in a, in b)
+        self.keys: dict[Any, int] = {}  # signature → small int, shared by both graphs
+        self.cached: dict[tuple[bool, bool, int], int] = {}  # (of a, full, node) → key
+        # Two copies of one file (model.py, model_v2.py) name their classes after the file:
+        # a's names are read as b's, so `model.Block` and `model_v2.Block` are one class.
+        home_a = a.model.qualname.rpartition(".")[0]
+        home_b = b.model.qualname.rpartition(".")[0]
+        self.home = (home_a + ".", home_b + ".") if home_a and home_b and home_a != home_b else None
+
+    def _target_a(self, target: str) -> str:
+        """A target of a as b would name it (see `home`)."""
+        if self.home is not None and target.startswith(self.home[0]):
+            return self.home[1] + target[len(self.home[0]) :]
+        return target
+
+    def run(self) -> Diff:
+        self._match_modules()
+        self._match_children(None, None)
+        for n in self.a.nodes:
+            j = self.a_to_b[n.id]
+            if n.kind == "module" and j >= 0:
+                self._match_children(n.id, j)
+        edge_a_to_b, edge_b_to_a = self._match_edges()
+        details: dict[int, list[str]] = {}
+        for i, j in enumerate(self.a_to_b):
+            if j >= 0:
+                found = self._details(i, j)
+                if found:
+                    details[j] = found
+        self._compare_values(edge_a_to_b, details)
+        return Diff(
+            self.a,
+            self.b,
+            self.a_to_b,
+            self.b_to_a,
+            details,
+            edge_a_to_b,
+            edge_b_to_a,
+            self.fa,
+            self.fb,
+        )
+
+    def _pair(self, i: int, j: int) -> None:
+        self.a_to_b[i] = j
+        self.b_to_a[j] = i
+
+    def _match_modules(self) -> None:
+        calls = {(n.path, n.call): n.id for n in self.b.nodes if n.kind == "module"}
+        for n in self.a.nodes:
+            if n.kind == "module":
+                j = calls.get((n.path, n.call))
+                if j is not None:
+                    self._pair(n.id, j)
+
+    def _key(self, facts: _Facts, i: int, full: bool) -> int:
+        """A small int for what a child node is: with `full`, everything about it; else its
+        callable (inputs and outputs: their name). A module call is keyed by its match."""
+        n = facts.graph.nodes[i]
+        of_a = facts is self.fa
+        if n.kind == "module":
+            j = self.a_to_b[i] if of_a else (i if self.b_to_a[i] >= 0 else -1)
+            return self._intern(
+                ("module", j) if j >= 0 else ("module a" if of_a else "module b", i)
+            )
+        key = self.cached.get((of_a, full, i))
+        if key is None:
+            target = self._target_a(n.target) if of_a else n.target
+            if not full:
+                sig = (n.kind, n.name) if n.kind in ("input", "output") else (n.kind, target)
+            else:
+                attrs = repr(n.attrs) if n.attrs else ""
+                sig = (n.kind, target, n.name, attrs, facts.ins[i], facts.outs[i])
+            key = self.cached[(of_a, full, i)] = self._intern(sig)
+        return key
+
+    def _intern(self, sig: tuple) -> int:
+        key = self.keys.get(sig)
+        if key is None:
+            key = self.keys[sig] = len(self.keys)
+        return key
+
+    def _match_children(self, pa: Optional[int], pb: Optional[int]) -> None:
+        xs = self.fa.children.get(pa, [])
+        ys = self.fb.children.get(pb, [])
+        if not xs or not ys:
+            return
+        chain = common_pairs(
+            [self._key(self.fa, i, True) for i in xs], [self._key(self.fb, j, True) for j in ys]
+        )
+        # Between the anchors: the same callable with other shapes or attrs.
+        refined: list[tuple[int, int]] = []
+        for (x0, x1), (y0, y1) in _gaps(chain, len(xs), len(ys)):
+            weak = common_pairs(
+                [self._key(self.fa, xs[x], False) for x in range(x0, x1)],
+                [self._key(self.fb, ys[y], False) for y in range(y0, y1)],
+            )
+            refined.extend((x0 + x, y0 + y) for x, y in weak)
+        chain = sorted(chain + refined)
+        for x, y in chain:
+            i, j = xs[x], ys[y]
+            if self.a_to_b[i] < 0 and self.b_to_a[j] < 0:
+                self._pair(i, j)
+        self._match_moved(xs, ys)
+        self._match_substituted(xs, ys, chain)
+
+    def _loose(self, xs: list[int], ys: list[int]) -> tuple[list[int], list[int]]:
+        """Positions of the children not matched yet (module calls never match here)."""
+        a_nodes, b_nodes = self.a.nodes, self.b.nodes
+        return (
+            [x for x, i in enumerate(xs) if self.a_to_b[i] < 0 and a_nodes[i].kind != "module"],
+            [y for y, j in enumerate(ys) if self.b_to_a[j] < 0 and b_nodes[j].kind != "module"],
+        )
+
+    def _match_moved(self, xs: list[int], ys: list[int]) -> None:
+        """A node left over in a with the same full signature as one left over in b."""
+        loose_x, loose_y = self._loose(xs, ys)
+        if not loose_x or not loose_y:
+            return
+        waiting: dict[int, list[int]] = {}
+        for y in loose_y:
+            waiting.setdefault(self._key(self.fb, ys[y], True), []).append(y)
+        for x in loose_x:
+            queue = waiting.get(self._key(self.fa, xs[x], True))
+            if queue:
+                y = queue.pop(0)
+                self._pair(xs[x], ys[y])
+                self.moved[ys[y]] = (x, y)
+
+    def _match_substituted(
+        self, xs: list[int], ys: list[int], chain: list[tuple[int, int]]
+    ) -> None:
+        """In a gap that still has as many loose nodes on each side, of the same kinds in
+        the same order, those are the same nodes with another callable (relu → gelu)."""
+        loose_x, loose_y = self._loose(xs, ys)
+        if not loose_x or not loose_y:
+            return
+        set_x, set_y = set(loose_x), set(loose_y)
+        for (x0, x1), (y0, y1) in _gaps(chain, len(xs), len(ys)):
+            gx = [x for x in range(x0, x1) if x in set_x]
+            gy = [y for y in range(y0, y1) if y in set_y]
+            if gx and len(gx) == len(gy):
+                kinds_x = [self.a.nodes[xs[x]].kind for x in gx]
+                kinds_y = [self.b.nodes[ys[y]].kind for y in gy]
+                if kinds_x == kinds_y:
+                    for x, y in zip(gx, gy):
+                        self._pair(xs[x], ys[y])
+
+    def _match_edges(self) -> tuple[list[int], list[int]]:
+        edge_a_to_b = [-1] * len(self.a.edges)
+        edge_b_to_a = [-1] * len(self.b.edges)
+        waiting: dict[tuple[int, int], list[int]] = {}
+        for k, e in enumerate(self.b.edges):
+            waiting.setdefault((e.src, e.dst), []).append(k)
+        for k, e in enumerate(self.a.edges):
+            ends = (self.a_to_b[e.src], self.a_to_b[e.dst])
+            queue = waiting.get(ends) if ends[0] >= 0 and ends[1] >= 0 else None
+            if queue:
+                other = queue.pop(0)
+                edge_a_to_b[k] = other
+                edge_b_to_a[other] = k
+        return edge_a_to_b, edge_b_to_a
+
+    # -- what changed ----------------------------------------------------------------
+    def _details(self, i: int, j: int) -> list[str]:
+        """Before → after lines for the matched pair (i of a, j of b); empty when equal."""
+        na, nb = self.a.nodes[i], self.b.nodes[j]
+        out: list[str] = []
+        key_a = self.cached.get((True, True, i))
+        if key_a is not None and key_a == self.cached.get((False, True, j)):
+            # one full signature: the same callable, attrs and tensors; only the wiring and
+            # the place can differ
+            return self._placement(i, j)
+        if self._target_a(na.target) != nb.target:
+            out.append(f"target: {na.target or '-'} → {nb.target or '-'}")
+        elif na.name != nb.name:
+            out.append(f"name: {na.name} → {nb.name}")
+        if na.attrs != nb.attrs:
+            for key in dict.fromkeys([*na.attrs, *nb.attrs]):
+                va, vb = na.attrs.get(key, _MISSING), nb.attrs.get(key, _MISSING)
+                if va != vb or type(va) is not type(vb):
+                    out.append(f"{key}: {_value(va)} → {_value(vb)}")
+        if na.kind == "module" and na.params != nb.params:
+            # a count that moved only with the modules it called is their change, not its own
+            inner = self.fb.child_params[j] - self.fa.child_params[i]
+            if nb.params - na.params != inner:
+                out.append(f"params: {na.params:,} → {nb.params:,}")
+        out.extend(_tensor_changes("input", self.fa.ins[i], self.fb.ins[j]))
+        out.extend(_tensor_changes("output", self.fa.outs[i], self.fb.outs[j]))
+        if na.kind != "module":
+            out.extend(self._placement(i, j))
+        return out
+
+    def _placement(self, i: int, j: int) -> list[str]:
+        """Where a matched op sits: the producers of its inputs, its place in its module."""
+        out: list[str] = []
+        wiring = self._rewired(i, j)
+        if wiring:
+            out.append(wiring)
+        if j in self.moved:
+            x, y = self.moved[j]
+            out.append(f"position in its module: {x + 1} → {y + 1}")
+        return out
+
+    def _rewired(self, i: int, j: int) -> Optional[str]:
+        """The producers of a node's inputs, when they are matched nodes on both sides and
+        differ (an argument swapped or taken from another node). An input from an added or
+        removed node is that node's change, not this one's."""
+        src_a = [self.a.edges[k].src for k in self.fa.in_edges[i]]
+        src_b = [self.b.edges[k].src for k in self.fb.in_edges[j]]
+        mapped = [self.a_to_b[s] for s in src_a]
+        if -1 in mapped or any(self.b_to_a[s] < 0 for s in src_b) or mapped == src_b:
+            return None
+        before = ", ".join(_label(self.b, s) for s in mapped) or "-"
+        after = ", ".join(_label(self.b, s) for s in src_b) or "-"
+        return f"inputs from: {before} → {after}"
+
+    def _compare_values(self, edge_a_to_b: list[int], details: dict[int, list[str]]) -> None:
+        """Edge statistics (`Edge.stats`, when both traces recorded values) beyond the
+        tolerance, reported once per producing node. Without the field this does nothing."""
+        done: set[int] = set()
+        for k, other in enumerate(edge_a_to_b):
+            if other < 0:
+                continue
+            sa = getattr(self.a.edges[k], "stats", None)
+            sb = getattr(self.b.edges[other], "stats", None)
+            j = self.b.edges[other].src
+            if not isinstance(sa, dict) or not isinstance(sb, dict) or j in done:
+                continue
+            line = _stats_change(sa, sb, self.tolerance)
+            if line:
+                done.add(j)
+                details.setdefault(j, []).append(line)
+
+
+def _gaps(
+    chain: list[tuple[int, int]], n: int, m: int
+) -> Iterator[tuple[tuple[int, int], tuple[int, int]]]:
+    """The unmatched ranges of both sequences between consecutive pairs of `chain`."""
+    px, py = -1, -1
+    for x, y in [*chain, (n, m)]:
+        if x > px + 1 and y > py + 1:
+            yield (px + 1, x), (py + 1, y)
+        px, py = x, y
+
+
+# -- text pieces -------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def _value(v: Any) -> str:
+    """An attribute value as the user wrote it (strings bare: extra_repr keeps its quotes)."""
+    if v is _MISSING:
+        return "(none)"
+    return v if isinstance(v, str) else repr(v)
+
+
+def _shape(t: Tensor) -> str:
+    shape, _ = t
+    return "?" if shape is None else "[" + ", ".join(map(str, shape)) + "]"
+
+
+def _tensors(ts: tuple[Tensor, ...], limit: int = 6) -> str:
+    text = ", ".join(_shape(t) for t in ts[:limit])
+    return (text + (f" +{len(ts) - limit}" if len(ts) > limit else "")) or "-"
+
+
+def _tensor_changes(side: str, before: tuple[Tensor, ...], after: tuple[Tensor, ...]) -> list[str]:
+    """`output: [1, 64] → [1, 128]`; with several tensors only the positions that differ
+    (`input 2: …`); when their number differs, both lists."""
+    if before == after:
+        return []
+    if len(before) != len(after):
+        return [f"{side}s: {_tensors(before)} → {_tensors(after)}"]
+    out = []
+    for k, (ta, tb) in enumerate(zip(before, after)):
+        if ta == tb:
+            continue
+        name = side if len(before) == 1 else f"{side} {k + 1}"
+        if ta[0] == tb[0]:
+            out.append(f"{name}: {ta[1]} → {tb[1]}")
+        elif ta[1] == tb[1]:
+            out.append(f"{name}: {_shape(ta)} → {_shape(tb)}")
+        else:
+            out.append(f"{name}: {_shape(ta)} {ta[1]} → {_shape(tb)} {tb[1]}")
+    return out
+
+
+def _number(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _stats_change(sa: dict[str, Any], sb: dict[str, Any], tolerance: float) -> Optional[str]:
+    """`values: mean 0.01 → 0.5, nan 0 → 3` for statistics that differ, else None."""
+
+    def num(s: dict[str, Any], key: str) -> Optional[float]:
+        v = s.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    scales = [abs(v) for v in (num(sa, "absmax"), num(sb, "absmax")) if v is not None]
+    scale = max(scales) if scales and all(math.isfinite(s) for s in scales) else None
+    parts = []
+    for key in STAT_FIELDS:
+        va, vb = num(sa, key), num(sb, key)
+        if va is None or vb is None or va == vb:
+            continue
+        if not (math.isfinite(va) and math.isfinite(vb)):
+            parts.append(f"{key} {_number(va)} → {_number(vb)}")
+            continue
+        bound = tolerance * (scale if scale is not None else max(abs(va), abs(vb)))
+        if abs(va - vb) > bound:
+            parts.append(f"{key} {_number(va)} → {_number(vb)}")
+    for key in ("nan", "inf"):
+        va, vb = num(sa, key), num(sb, key)
+        if va is not None and vb is not None and va != vb:
+            parts.append(f"{key} {int(va)} → {int(vb)}")
+    za, zb, na, nb = num(sa, "zeros"), num(sb, "zeros"), num(sa, "numel"), num(sb, "numel")
+    if None not in (za, zb, na, nb) and na and nb:
+        fa, fb = za / na, zb / nb  # type: ignore[operator]
+        if abs(fa - fb) > tolerance:
+            parts.append(f"zeros {fa:.1%} → {fb:.1%}")
+    return "values: " + ", ".join(parts) if parts else None
+
+
+def _label(graph: Graph, i: int) -> str:
+    """A node as a reader finds it: a module by its path, anything else by its name inside
+    its module (`fc1/linear`)."""
+    n = graph.nodes[i]
+    if n.kind == "module":
+        return n.path or "(root)"
+    where = graph.nodes[n.parent].path if n.parent is not None else ""
+    return f"{where}/{n.name}" if where else n.name
+
+
+def _where(graph: Graph, i: int) -> tuple[str, int]:
+    n = graph.nodes[i]
+    if n.kind == "module":
+        return n.path, n.call
+    if n.parent is None:
+        return "", 0
+    p = graph.nodes[n.parent]
+    return p.path, p.call
+
+
+def _change(graph: Graph, i: int, details: list[str]) -> Change:
+    n = graph.nodes[i]
+    path, call = _where(graph, i)
+    return Change(n.kind, n.name, path, call, details)
+
+
+def _describe(facts: _Facts, i: int) -> list[str]:
+    """What an added or removed node is: callable, attrs, params, tensors in and out."""
+    n = facts.graph.nodes[i]
+    out = []
+    if n.target and n.target != n.name:
+        out.append(n.target)
+    if n.attrs:
+        out.append(", ".join(f"{k}={_value(v)}" for k, v in n.attrs.items()))
+    if n.kind == "module":
+        out.append(f"params {n.params:,}")
+    if facts.ins[i]:
+        out.append(f"inputs {_tensors(facts.ins[i])}")
+    if facts.outs[i]:
+        out.append(f"outputs {_tensors(facts.outs[i])}")
+    return out
+
+
+def side_summary(graph: Graph, source: str) -> dict[str, Any]:
+    """A side of the comparison as the documents carry it: what it was read from, the model,
+    its counts and its error."""
+    e = graph.error
+    return {
+        "source": source,
+        "model": graph.model.to_wire(),
+        "stats": graph.stats(),
+        "error": {"type": e.type, "message": e.message} if e is not None else None,
+    }

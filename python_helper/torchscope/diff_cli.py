@@ -1,0 +1,175 @@
+"""`torchscope diff A B`: compare two forward passes, each a target or a saved graph."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+from .diff import STATS_TOLERANCE, diff_graphs
+from .graph_file import GraphFileError, is_graph_file, read_graph_file
+
+if TYPE_CHECKING:
+    from .graph import Graph
+
+DIFF_FORMATS = ("text", "json", "html")
+
+
+class SideError(Exception):
+    """One side cannot be read, built or traced; the message is one line for the user."""
+
+
+def add_diff_parser(sub: Any) -> None:
+    c = sub.add_parser(
+        "diff",
+        help="compare two forward passes",
+        description="Compare two forward passes. A and B are targets (FILE.py:NAME) or saved "
+        "graphs (.msgpack, .json). Exit codes: 0 compared (with --check: the same), 1 with "
+        "--check: they differ, 2 an error.",
+    )
+    c.add_argument("a", metavar="A", help="FILE.py:NAME or a graph file: the pass before")
+    c.add_argument("b", metavar="B", help="FILE.py:NAME or a graph file: the pass after")
+    c.add_argument(
+        "--input",
+        dest="input_expr",
+        metavar="EXPR",
+        help="input expression for targets, as for trace",
+    )
+    c.add_argument(
+        "--input-b", dest="input_b", metavar="EXPR", help="another input expression for B"
+    )
+    c.add_argument("--device", choices=("cpu", "meta"), default="cpu")
+    c.add_argument(
+        "--train-b",
+        action="store_true",
+        help="trace A in eval mode and B in training mode (model.eval() / model.train())",
+    )
+    c.add_argument("--time-budget", type=float, default=None, metavar="SECONDS")
+    c.add_argument(
+        "--stats-tolerance",
+        type=float,
+        default=STATS_TOLERANCE,
+        metavar="FRACTION",
+        help="with recorded values: statistics further apart than this fraction of the "
+        f"tensor's absolute maximum differ (default {STATS_TOLERANCE})",
+    )
+    c.add_argument("--format", choices=DIFF_FORMATS, default="text")
+    c.add_argument("-o", "--output", help="file to write (default: standard output)")
+    c.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when the passes differ, 0 when they are the same",
+    )
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    if args.format == "html":
+        return _fail(
+            "--format html needs the compare view of the viewer, which is not built yet; "
+            "use --format text or json"
+        )
+    if is_graph_file(args.b) and (args.input_b or args.train_b):
+        return _fail("--input-b and --train-b apply to a target B (FILE.py:NAME), not a graph file")
+    if is_graph_file(args.a) and is_graph_file(args.b) and args.input_expr:
+        return _fail("--input applies to targets (FILE.py:NAME); A and B are graph files")
+    try:
+        a = load_side(args.a, args.device, args.input_expr, False if args.train_b else None, args)
+        b = load_side(
+            args.b,
+            args.device,
+            args.input_b or args.input_expr,
+            True if args.train_b else None,
+            args,
+        )
+    except (SideError, GraphFileError) as exc:
+        return _fail(str(exc))
+    a_source = _source(args.a, args.input_expr, False if args.train_b else None)
+    b_source = _source(args.b, args.input_b or args.input_expr, True if args.train_b else None)
+    for name, graph in (("A", a), ("B", b)):
+        if graph.error is not None:
+            e = graph.error
+            print(
+                f"torchscope: {name}: the forward raised {e.type}: {e.message} "
+                "(compared up to the failing call)",
+                file=sys.stderr,
+            )
+    diff = diff_graphs(a, b, stats_tolerance=args.stats_tolerance)
+    if args.format == "json":
+        text = json.dumps(diff.to_wire(a_source, b_source), indent=1, ensure_ascii=False)
+    else:
+        from .compare import compare_view
+        from .diff_text import render_text
+
+        text = render_text(compare_view(diff, a_source, b_source))
+    if args.output:
+        out = Path(args.output)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            return _fail(f"cannot write {out}: {exc}")
+        print(
+            f"{out}: {len(diff.added())} added, {len(diff.removed())} removed, "
+            f"{len(diff.details)} changed, {diff.same} same"
+        )
+    else:
+        print(text)
+    if args.check:
+        return 0 if diff.identical else 1
+    return 0
+
+
+def load_side(
+    spec: str,
+    device: str,
+    input_expr: Optional[str],
+    train: Optional[bool],
+    args: argparse.Namespace,
+) -> Graph:
+    """A saved graph, or the graph of one traced forward of a target."""
+    if is_graph_file(spec):
+        return read_graph_file(spec)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise SideError(
+            f"torch is not installed in this Python ({sys.executable}); "
+            "install it or pick an interpreter that has it"
+        ) from None
+    from .build_target import TargetError, build, call_arguments
+    from .inputs import NoInputError
+    from .tracer import trace_call
+
+    try:
+        built = build(spec, device=device)
+        if train is not None:
+            built.model.train(train)
+        call_args, call_kwargs = call_arguments(built, device, input_expr)
+    except (TargetError, NoInputError) as exc:
+        raise SideError(str(exc)) from None
+    except SyntaxError as exc:
+        raise SideError(f"syntax error in {exc.filename}:{exc.lineno}: {exc.msg}") from None
+    except Exception as exc:  # an error while importing or building the user's model
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        raise SideError(
+            f"building {spec} failed: {type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"
+        ) from None
+    return trace_call(
+        built.model, call_args, call_kwargs, time_budget=args.time_budget, raise_errors=False
+    )
+
+
+def _source(spec: str, input_expr: Optional[str], train: Optional[bool]) -> str:
+    """What a side was read from, as the documents name it."""
+    if is_graph_file(spec):
+        return spec
+    text = spec + (f" --input {input_expr}" if input_expr else "")
+    return text + ("" if train is None else (" (training mode)" if train else " (eval mode)"))
+
+
+def _fail(message: str) -> int:
+    print(f"torchscope: {message}", file=sys.stderr)
+    return 2

@@ -1,0 +1,116 @@
+"""The readable text diff by module path (`torchscope diff A B`).
+
+```
+--- a: model.py:Net  (Net, 12,424 params, 3 ops, 3 module calls)
++++ b: model_v2.py:Net  (Net, 16,584 params, 5 ops, 4 module calls)
+  (root): Net  (2 changes inside)
+    + relu #2: torch.relu; inputs [2, 64]; outputs [2, 64]
+~ fc1: Linear
+      out_features: 64 → 128
+    ~ linear: output: [2, 64] → [2, 128]
++ extra: Linear  torch.nn.modules.linear.Linear; params 4,160; …  (1 node inside)
+1 added, 0 removed, 2 changed, 9 same
+```
+A module call with changes gets a header line (`~` when it changed itself, then its own
+changes indented); below it the ops and other nodes directly in it that differ (`+` added,
+`-` removed, `~` changed). An added or removed module is one line with the count of the
+nodes inside it. Top-level inputs and outputs come first and last, without a header.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .compare import CompareView
+from .graph import Node
+
+SIGNS = {"added": "+", "removed": "-", "changed": "~", "same": " "}
+
+
+def render_text(view: CompareView) -> str:
+    graph, status = view.graph, view.status
+    nodes = graph.nodes
+    children: dict[Optional[int], list[Node]] = {}
+    for n in nodes:
+        children.setdefault(n.parent, []).append(n)
+    lines = [_side_line("---", "a", view.a), _side_line("+++", "b", view.b)]
+
+    def node_line(n: Node, indent: str) -> str:
+        text = "; ".join(view.details[n.id])
+        return f"{indent}{SIGNS[status[n.id]]} {_op_label(n, children, status)}" + (
+            f": {text}" if text else ""
+        )
+
+    def walk(m: Node) -> None:
+        st = status[m.id]
+        if st in ("added", "removed"):
+            size = _subtree_size(m, children) - 1
+            lines.append(
+                f"{SIGNS[st]} {_module_label(m)}: {m.name}  {'; '.join(view.details[m.id])}"
+                + (f"  ({size} node{'s' if size != 1 else ''} inside)" if size else "")
+            )
+            return
+        kids = children.get(m.id, [])
+        loose = [c for c in kids if c.kind != "module" and status[c.id] != "same"]
+        if st == "changed" or loose:
+            count = view.inside[m.id]
+            lines.append(
+                f"{SIGNS[st]} {_module_label(m)}: {m.name}"
+                + (f"  ({count} change{'s' if count != 1 else ''} inside)" if count else "")
+            )
+            if st == "changed":
+                lines.extend(f"      {d}" for d in view.details[m.id])
+            lines.extend(node_line(c, "    ") for c in loose)
+        for c in kids:
+            if c.kind == "module":
+                walk(c)
+
+    top = children.get(None, [])
+    for n in top:
+        if n.kind == "module":
+            walk(n)
+        elif status[n.id] != "same":
+            lines.append(node_line(n, ""))
+    counts = {s: status.count(s) for s in ("added", "removed", "changed", "same")}
+    if counts["same"] == len(status):
+        lines.append(f"no differences: {counts['same']} nodes the same")
+    else:
+        lines.append(
+            f"{counts['added']} added, {counts['removed']} removed, "
+            f"{counts['changed']} changed, {counts['same']} same"
+        )
+    return "\n".join(lines)
+
+
+def _side_line(mark: str, name: str, side: dict[str, Any]) -> str:
+    model, stats = side["model"], side["stats"]
+    line = (
+        f"{mark} {name}: {side['source'] or model['name']}  ({model['name']}, "
+        f"{model['params']:,} params, {stats['ops']} ops, {stats['modules']} module calls)"
+    )
+    if side["error"]:
+        line += f"  the forward raised {side['error']['type']}: {side['error']['message']}"
+    return line
+
+
+def _module_label(m: Node) -> str:
+    label = m.path or "(root)"
+    return f"{label} (call {m.call + 1})" if m.call else label
+
+
+def _op_label(n: Node, children: dict[Optional[int], list[Node]], status: list[str]) -> str:
+    """The node's name, numbered when its module has several of that name on its side
+    (`add #2`: the second add of b, or of a for a removed one)."""
+    if n.parent is None:
+        return f"{n.kind} {n.name}"
+    other = "added" if status[n.id] == "removed" else "removed"
+    same_name = [
+        c.id
+        for c in children[n.parent]
+        if c.kind == n.kind and c.name == n.name and status[c.id] != other
+    ]
+    return f"{n.name} #{same_name.index(n.id) + 1}" if len(same_name) > 1 else n.name
+
+
+def _subtree_size(m: Node, children: dict[Optional[int], list[Node]]) -> int:
+    return 1 + sum(_subtree_size(c, children) for c in children.get(m.id, []))

@@ -1,0 +1,34 @@
+"""Reading a saved graph file (`.msgpack`, `.json`) for the command line, with one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .graph import Graph
+
+GRAPH_SUFFIXES = (".msgpack", ".mpk", ".json")
+
+
+class GraphFileError(Exception):
+    """A graph file that cannot be read; the message is one line for the user."""
+
+
+def is_graph_file(spec: str) -> bool:
+    """A saved graph rather than a `FILE.py:NAME` target (decided by the suffix)."""
+    return Path(spec).suffix.lower() in GRAPH_SUFFIXES
+
+
+def read_graph_file(spec: str) -> Graph:
+    from .graph import Graph, GraphFormatError  # msgpack: only once a file is read
+
+    path = Path(spec)
+    try:
+        return Graph.load(path)
+    except FileNotFoundError:
+        raise GraphFileError(f"no such file: {spec}") from None
+    except GraphFormatError as exc:
+        raise GraphFileError(f"{spec} is not a torchscope graph: {exc}") from None
+    except (OSError, ValueError) as exc:  # a folder, no permission, broken JSON
+        raise GraphFileError(f"cannot read {spec}: {exc}") from None

@@ -1,0 +1,289 @@
+"""`torchscope diff A B` and `torchscope summary GRAPH-FILE` on the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchscope.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MODEL = """
+import torch
+from torch import nn
+
+WIDTH = {width}
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, WIDTH)
+        self.drop = nn.Dropout(0.1)
+        self.fc2 = nn.Linear(WIDTH, 4)
+    def forward(self, x):
+        return self.fc2(self.drop(torch.relu(self.fc1(x))))
+
+class Broken(Net):
+    def forward(self, x):
+        return self.fc2(x)
+"""
+
+
+def write_model(folder: Path, name: str, width: int = 32) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(MODEL.format(width=width)))
+    return path
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture
+def models(tmp_path: Path) -> tuple[Path, Path]:
+    return write_model(tmp_path, "net_a.py"), write_model(tmp_path, "net_b.py", width=64)
+
+
+def test_text_diff_of_two_targets(models, capsys) -> None:
+    a, b = models
+    rc, out, err = run(["diff", f"{a}:Net", f"{b}:Net"], capsys)
+    assert rc == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith(f"--- a: {a}:Net  (Net, ")
+    assert lines[1].startswith(f"+++ b: {b}:Net  (Net, ")
+    assert "~ fc1: Linear  (1 change inside)" in lines
+    assert "      out_features: 32 → 64" in lines
+    assert "    ~ linear: output: [1, 32] → [1, 64]" in lines
+    assert lines[-1] == "0 added, 0 removed, 7 changed, 3 same"
+
+
+def test_check_exit_codes(models, capsys) -> None:
+    a, b = models
+    assert run(["diff", f"{a}:Net", f"{a}:Net", "--check"], capsys)[0] == 0
+    rc, out, _ = run(["diff", f"{a}:Net", f"{b}:Net", "--check"], capsys)
+    assert rc == 1 and "out_features: 32 → 64" in out
+    rc, _, err = run(["diff", f"{a}:Net", f"{a}:Nope", "--check"], capsys)
+    assert rc == 2 and "has no name 'Nope'" in err
+
+
+def test_json_document(models, tmp_path, capsys) -> None:
+    a, _ = models
+    out = tmp_path / "out" / "diff.json"
+    rc, stdout, _ = run(
+        ["diff", f"{a}:Net", f"{a}:Net", "--train-b", "--format", "json", "-o", str(out)], capsys
+    )
+    assert rc == 0
+    assert stdout == f"{out}: 0 added, 0 removed, 1 changed, 9 same\n"
+    doc = json.loads(out.read_text())
+    for side in ("a", "b"):
+        assert doc[side]["stats"].pop("trace_ms") >= 0
+        assert doc[side]["model"].pop("qualname").endswith("net_a.Net")
+    assert doc == {
+        "format": "torchscope.diff",
+        "version": 1,
+        "a": {
+            "source": f"{a}:Net (eval mode)",
+            "model": {"name": "Net", "params": 676, "device": "cpu", "dtype": "float32"},
+            "stats": {"ops": 4, "modules": 4},
+            "error": None,
+        },
+        "b": {
+            "source": f"{a}:Net (training mode)",
+            "model": {"name": "Net", "params": 676, "device": "cpu", "dtype": "float32"},
+            "stats": {"ops": 4, "modules": 4},
+            "error": None,
+        },
+        "added": [],
+        "removed": [],
+        "changed": [
+            {
+                "kind": "op",
+                "name": "dropout",
+                "path": "drop",
+                "call": 0,
+                "details": ["training: False → True"],
+            }
+        ],
+        "same": 9,
+    }
+
+
+def test_json_to_standard_output_lists_added_and_removed(tmp_path, capsys) -> None:
+    a = write_model(tmp_path, "net_a.py")
+    b = tmp_path / "net_b.py"
+    b.write_text(a.read_text().replace("self.drop(", "(").replace("fc2", "head"))
+    rc, out, _ = run(["diff", f"{a}:Net", f"{b}:Net", "--format", "json"], capsys)
+    assert rc == 0
+    doc = json.loads(out)
+    assert [(c["kind"], c["name"], c["path"]) for c in doc["removed"]] == [
+        ("module", "Dropout", "drop"),
+        ("op", "dropout", "drop"),
+        ("module", "Linear", "fc2"),
+        ("op", "linear", "fc2"),
+    ]
+    assert [(c["kind"], c["name"], c["path"]) for c in doc["added"]] == [
+        ("module", "Linear", "head"),
+        ("op", "linear", "head"),
+    ]
+    assert doc["removed"][0]["details"] == [
+        "torch.nn.modules.dropout.Dropout",
+        "p=0.1, inplace=False",
+        "params 0",
+        "inputs [1, 32]",
+        "outputs [1, 32]",
+    ]
+
+
+def test_two_inputs_of_one_target(models, capsys) -> None:
+    a, _ = models
+    rc, out, _ = run(
+        [
+            "diff",
+            f"{a}:Net",
+            f"{a}:Net",
+            "--input",
+            "torch.randn(2, 16)",
+            "--input-b",
+            "torch.randn(5, 16)",
+            "--check",
+        ],
+        capsys,
+    )
+    assert rc == 1
+    assert "~ input x: output: [2, 16] → [5, 16]" in out.splitlines()
+    assert f"+++ b: {a}:Net --input torch.randn(5, 16)" in out
+
+
+def test_graph_files_and_targets_mix(models, tmp_path, capsys) -> None:
+    a, b = models
+    ga, gb = tmp_path / "a.msgpack", tmp_path / "b.json"
+    assert run(["trace", f"{a}:Net", "-o", str(ga)], capsys)[0] == 0
+    assert run(["trace", f"{b}:Net", "-o", str(gb)], capsys)[0] == 0
+    rc, out, _ = run(["diff", str(ga), str(gb), "--check"], capsys)
+    assert rc == 1 and out.splitlines()[0].startswith(f"--- a: {ga}  (Net,")
+    assert run(["diff", str(ga), f"{a}:Net", "--check"], capsys)[0] == 0
+
+
+def test_graph_files_need_no_torch(models, tmp_path, capsys) -> None:
+    a, b = models
+    ga, gb = tmp_path / "a.json", tmp_path / "b.msgpack"
+    run(["trace", f"{a}:Net", "-o", str(ga)], capsys)
+    run(["trace", f"{b}:Net", "-o", str(gb)], capsys)
+    code = (
+        "import sys; sys.modules['torch'] = None\n"  # any `import torch` now fails
+        "from torchscope.cli import main\n"
+        f"rc = main(['diff', {str(ga)!r}, {str(gb)!r}, '--check'])\n"
+        f"main(['summary', {str(gb)!r}])\n"
+        "assert 'torch' not in [m.split('.')[0] for m in sys.modules if sys.modules[m]]\n"
+        "sys.exit(rc)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert (
+        "out_features: 32 → 64" in proc.stdout and "fc1: Linear  [1, 16] → [1, 64]" in proc.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"not msgpack at all", "is not a torchscope graph: not a msgpack document"),
+        (b"\x81\xa6format\xa3xyz", "is not a torchscope graph: format is 'xyz'"),
+    ],
+)
+def test_bad_graph_file_is_one_line(tmp_path, capsys, content, message) -> None:
+    bad = tmp_path / "bad.msgpack"
+    bad.write_bytes(content)
+    rc, out, err = run(["diff", str(bad), str(bad), "--check"], capsys)
+    assert rc == 2 and out == ""
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_missing_and_broken_inputs_are_one_line(tmp_path, capsys) -> None:
+    broken_json = tmp_path / "g.json"
+    broken_json.write_text("{")
+    bad_import = tmp_path / "bad_import.py"
+    bad_import.write_text("import torch\nimport not_a_real_module_xyz\n")
+    cases = [
+        ([str(tmp_path / "none.msgpack"), str(broken_json)], "no such file"),
+        ([str(broken_json), str(broken_json)], "cannot read"),
+        ([f"{bad_import}:M", str(broken_json)], "ModuleNotFoundError"),
+        (["no_colon", str(broken_json)], "FILE.py:NAME"),
+    ]
+    for sides, message in cases:
+        rc, _, err = run(["diff", *sides, "--check"], capsys)
+        assert rc == 2 and message in err and err.count("\n") == 1, (sides, err)
+
+
+def test_target_options_on_graph_files_are_refused(models, tmp_path, capsys) -> None:
+    a, _ = models
+    saved = tmp_path / "a.msgpack"
+    run(["trace", f"{a}:Net", "-o", str(saved)], capsys)
+    for extra in (["--input-b", "torch.randn(3, 16)"], ["--train-b"]):
+        rc, _, err = run(["diff", f"{a}:Net", str(saved), *extra], capsys)
+        assert rc == 2 and "apply to a target B" in err
+    rc, _, err = run(["diff", str(saved), str(saved), "--input", "torch.randn(3, 16)"], capsys)
+    assert rc == 2 and "A and B are graph files" in err
+    rc, out, _ = run(["diff", str(saved), f"{a}:Net", "--input", "torch.randn(3, 16)"], capsys)
+    assert rc == 0 and "~ input x: output: [1, 16] → [3, 16]" in out
+
+
+def test_html_compare_page_is_not_there_yet(models, capsys) -> None:
+    a, _ = models
+    rc, _, err = run(["diff", f"{a}:Net", f"{a}:Net", "--format", "html", "-o", "x.html"], capsys)
+    assert rc == 2 and "compare view" in err
+
+
+def test_a_forward_that_raises_is_compared_up_to_the_error(models, capsys) -> None:
+    a, _ = models
+    rc, out, err = run(["diff", f"{a}:Net", f"{a}:Broken", "--check"], capsys)
+    assert rc == 1
+    assert err.startswith("torchscope: B: the forward raised RuntimeError: ")
+    assert "the forward raised RuntimeError" in out.splitlines()[1]
+    lines = out.splitlines()
+    assert lines[2:5] == [
+        "~ (root): Broken  (6 changes inside)",
+        "      target: net_a.Net → net_a.Broken",
+        "      outputs: [1, 4] → -",
+    ]
+    assert "    + RuntimeError: torch.nn.functional.linear; message=mat1 and mat2 shapes " in out
+    assert "- fc1: Linear" in out and lines[-1] == "1 added, 7 removed, 2 changed, 1 same"
+
+
+def test_text_to_a_file(models, tmp_path, capsys) -> None:
+    a, b = models
+    out = tmp_path / "d.txt"
+    rc, stdout, _ = run(["diff", f"{a}:Net", f"{b}:Net", "-o", str(out)], capsys)
+    assert rc == 0 and stdout == f"{out}: 0 added, 0 removed, 7 changed, 3 same\n"
+    assert out.read_text().splitlines()[-1] == "0 added, 0 removed, 7 changed, 3 same"
+
+
+def test_summary_reads_a_saved_graph(models, tmp_path, capsys) -> None:
+    a, _ = models
+    for name in ("g.msgpack", "g.json"):
+        saved = tmp_path / name
+        run(["trace", f"{a}:Net", "-o", str(saved)], capsys)
+        rc, out, _ = run(["summary", str(saved)], capsys)
+        assert rc == 0 and "fc1: Linear  [1, 16] → [1, 32]" in out
+    rc, _, err = run(["summary", str(tmp_path / "missing.msgpack")], capsys)
+    assert rc == 2 and "no such file" in err
+
+
+def test_module_entry_point(tmp_path) -> None:
+    mlp = str(ROOT / "examples" / "mlp.py") + ":MLP"
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchscope", "diff", mlp, mlp, "--train-b", "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "~ dropout: training: False → True" in proc.stdout

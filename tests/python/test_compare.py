@@ -1,0 +1,211 @@
+"""The compare view (b's graph with a's removed nodes as ghosts) and the text diff built on it."""
+
+from __future__ import annotations
+
+import msgpack
+import torch
+from test_diff import Net, Tower, trace, x16
+
+import torchscope
+from torchscope.compare import compare_view
+from torchscope.diff import diff_graphs
+from torchscope.diff_text import render_text
+from torchscope.graph import Graph
+
+
+def net_view():
+    x = x16()
+    d = diff_graphs(trace(Net(extra=True), x), trace(Net(width=64, head="head"), x))
+    return d, compare_view(d, "a.py:Net", "b.py:Net")
+
+
+def test_merged_graph_puts_removed_nodes_back_where_they_were() -> None:
+    d, v = net_view()
+    rows = [
+        (n.kind, n.name, v.graph.nodes[n.parent].path if n.parent is not None else None, s)
+        for n, s in zip(v.graph.nodes, v.status)
+    ]
+    assert rows == [
+        ("input", "x", None, "same"),
+        ("module", "Net", None, "same"),
+        ("module", "Linear", "", "changed"),  # fc1
+        ("op", "linear", "fc1", "changed"),
+        ("op", "relu", "", "changed"),
+        ("module", "Linear", "", "removed"),  # extra
+        ("op", "linear", "extra", "removed"),
+        ("op", "relu", "", "removed"),
+        ("module", "Linear", "", "removed"),  # fc2
+        ("op", "linear", "fc2", "removed"),
+        ("module", "Linear", "", "added"),  # head
+        ("op", "linear", "head", "added"),
+        ("output", "output", None, "same"),
+    ]
+    assert [n.path for n in v.graph.nodes if n.kind == "module"] == [
+        "",
+        "fc1",
+        "extra",
+        "fc2",
+        "head",
+    ]
+    # removed nodes come from a (their sites are a's lines), the rest from b
+    assert v.side == ["a" if s == "removed" else "b" for s in v.status]
+    for k, n in enumerate(v.graph.nodes):
+        a_id, b_id = v.a_ids[k], v.b_ids[k]
+        if v.status[k] != "added":
+            assert a_id is not None and d.a.nodes[a_id].name == n.name
+        if v.status[k] != "removed":
+            assert b_id is not None and d.b.nodes[b_id].name == n.name
+            assert n.site is d.b.nodes[b_id].site
+        else:
+            assert b_id is None and n.site is d.a.nodes[a_id].site
+    # the counts agree with the diff
+    assert v.status.count("removed") == len(d.removed())
+    assert v.status.count("added") == len(d.added())
+    assert v.status.count("changed") == len(d.changed())
+    assert v.status.count("same") == d.same
+
+
+def test_merged_graph_is_a_valid_graph_with_a_compare_field() -> None:
+    d, v = net_view()
+    wire = msgpack.unpackb(v.to_msgpack(), raw=False, strict_map_key=False)
+    g = Graph.from_wire(wire)  # ids, parents before children, edge ends: all checked
+    assert len(g.nodes) == len(d.b.nodes) + len(d.removed())
+    c = wire["compare"]
+    assert c["format"] == "torchscope.diff"
+    assert c["a"]["source"] == "a.py:Net" and c["b"]["source"] == "b.py:Net"
+    for key in ("status", "side", "a_ids", "b_ids", "details", "inside"):
+        assert len(c[key]) == len(g.nodes), key
+    assert len(c["edges"]) == len(g.edges)
+    # changed nodes carry before → after lines; added and removed ones what they are
+    fc1 = [n.id for n in g.nodes if n.kind == "module" and n.path == "fc1"][0]
+    assert c["details"][fc1][0] == "out_features: 32 → 64"
+    head = [n.id for n in g.nodes if n.path == "head"][0]
+    assert "params 520" in c["details"][head]
+    assert all(c["details"][k] == [] for k, s in enumerate(c["status"]) if s == "same")
+
+
+def test_edges_of_removed_nodes_are_kept_as_removed_edges() -> None:
+    d, v = net_view()
+    g = v.graph
+    removed_ids = {k for k, s in enumerate(v.status) if s == "removed"}
+    added_ids = {k for k, s in enumerate(v.status) if s == "added"}
+    for e, s in zip(g.edges, v.edge_status):
+        if e.src in removed_ids or e.dst in removed_ids:
+            assert s == "removed"
+        if e.src in added_ids or e.dst in added_ids:
+            assert s == "added"
+    assert v.edge_status.count("same") == sum(1 for k in d.edge_b_to_a if k >= 0)
+    assert v.edge_status.count("removed") == sum(1 for k in d.edge_a_to_b if k < 0)
+
+
+def test_inside_counts_each_added_or_removed_subtree_once() -> None:
+    _, v = net_view()
+    root = [n.id for n in v.graph.nodes if n.kind == "module" and n.path == ""][0]
+    # fc1, its linear, relu (changed); extra, relu #2, fc2 (removed); head (added)
+    assert v.inside[root] == 7
+    assert [v.graph.nodes[k].name for k in v.changes] == [
+        "Linear",
+        "linear",
+        "relu",
+        "Linear",
+        "relu",
+        "Linear",
+        "Linear",
+    ]
+
+
+def test_one_changed_block_of_twelve_splits_the_fold_around_it() -> None:
+    x = torch.randn(2, 8)
+    d = diff_graphs(trace(Tower(12, gelu_at=7), x), trace(Tower(12, gelu_at=5), x))
+    v = compare_view(d)
+    nodes = v.graph.nodes
+    blocks = [
+        [nodes[m].path for m in g.members] for g in v.graph.groups if g.name.startswith("Block")
+    ]
+    # blocks 5 and 7 changed; block 6 alone is no fold
+    assert blocks == [[f"blocks.{i}" for i in range(5)], [f"blocks.{i}" for i in range(8, 12)]]
+    root = [n.id for n in nodes if n.kind == "module" and n.path == ""][0]
+    changed_blocks = {nodes[k].path: v.inside[k] for k in range(len(nodes)) if v.inside[k]}
+    assert changed_blocks == {
+        "": 4,
+        "blocks.5": 2,
+        "blocks.5.act": 1,
+        "blocks.7": 2,
+        "blocks.7.act": 1,
+    }
+    assert v.inside[root] == 4
+
+
+def test_text_diff() -> None:
+    _, v = net_view()
+    assert render_text(v) == "\n".join(
+        [
+            "--- a: a.py:Net  (Net, 1,864 params, 5 ops, 4 module calls)",
+            "+++ b: b.py:Net  (Net, 1,608 params, 3 ops, 3 module calls)",
+            "  (root): Net  (7 changes inside)",
+            "    ~ relu: input: [2, 32] → [2, 64]; output: [2, 32] → [2, 64]",
+            "    - relu #2: torch.relu; inputs [2, 32]; outputs [2, 32]",
+            "~ fc1: Linear  (1 change inside)",
+            "      out_features: 32 → 64",
+            "      params: 544 → 1,088",
+            "      output: [2, 32] → [2, 64]",
+            "    ~ linear: output: [2, 32] → [2, 64]",
+            "- extra: Linear  torch.nn.modules.linear.Linear; in_features=32, out_features=32, "
+            "bias=True; params 1,056; inputs [2, 32]; outputs [2, 32]  (1 node inside)",
+            "- fc2: Linear  torch.nn.modules.linear.Linear; in_features=32, out_features=8, "
+            "bias=True; params 264; inputs [2, 32]; outputs [2, 8]  (1 node inside)",
+            "+ head: Linear  torch.nn.modules.linear.Linear; in_features=64, out_features=8, "
+            "bias=True; params 520; inputs [2, 64]; outputs [2, 8]  (1 node inside)",
+            "2 added, 5 removed, 3 changed, 3 same",
+        ]
+    )
+
+
+def test_text_diff_of_identical_passes() -> None:
+    x = x16()
+    v = compare_view(diff_graphs(trace(Net(), x), trace(Net(), x)), "a.py:Net", "b.py:Net")
+    lines = render_text(v).splitlines()
+    assert lines[2:] == ["no differences: 8 nodes the same"]
+
+
+def test_text_diff_of_inputs_and_later_calls() -> None:
+    class Twice(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(16, 16)
+
+        def forward(self, x):
+            return self.fc(self.fc(x)).sum(0) + self.fc(x).sum(0)
+
+    v = compare_view(diff_graphs(trace(Twice(), x16()), trace(Twice(), torch.randn(3, 16))))
+    text = render_text(v)
+    assert "~ input x: output: [2, 16] → [3, 16]" in text.splitlines()
+    assert "~ fc (call 2)" in text and "~ fc (call 3)" in text
+    assert "    ~ sum #2: input: [2, 16] → [3, 16]" in text.splitlines()
+
+
+def test_the_view_keeps_b_s_warnings_and_error() -> None:
+    x = x16()
+    a, b = trace(Net(), x), trace(Net(width=64), x)
+    b.warnings = ["fc1.weight was written during the forward"]
+    v = compare_view(diff_graphs(a, b))
+    assert v.graph.warnings == b.warnings and v.graph.error is None
+    assert Graph.from_wire(v.to_wire()).warnings == b.warnings
+
+
+def test_the_view_points_b_s_error_at_its_merged_node() -> None:
+    class Breaks(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.fc(x) @ torch.ones(3, 3)
+
+    x = x16()
+    broken = torchscope.trace_call(Breaks(), (x,), raise_errors=False)
+    v = compare_view(diff_graphs(trace(Net(), x), broken))
+    assert v.graph.error is not None
+    node = v.graph.error.node
+    assert v.graph.nodes[node].kind == "error" and v.status[node] == "added"
+    assert v.b_ids[node] == broken.error.node

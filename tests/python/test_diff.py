@@ -1,0 +1,422 @@
+"""The diff of two forward passes, on small real traced models (torchscope.diff)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+from typing import Any, Optional
+
+import pytest
+import torch
+import zoo
+from torch import nn
+
+import torchscope
+from torchscope.align import MAX_EDITS, common_pairs
+from torchscope.diff import Diff, diff_graphs
+from torchscope.graph import Edge, Graph
+
+
+def trace(model: nn.Module, *args: Any) -> Graph:
+    torch.manual_seed(0)
+    return torchscope.trace(model.eval(), *args)
+
+
+def x16() -> torch.Tensor:
+    return torch.randn(2, 16)
+
+
+class Net(nn.Module):
+    def __init__(self, width: int = 32, extra: bool = False, head: str = "fc2") -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, width)
+        self.extra = nn.Linear(width, width) if extra else None
+        self.head_name = head
+        setattr(self, head, nn.Linear(width, 8))
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        if self.extra is not None:
+            h = torch.relu(self.extra(h))
+        return getattr(self, self.head_name)(h)
+
+
+class Block(nn.Module):
+    def __init__(self, gelu: bool = False) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.act = nn.GELU() if gelu else nn.ReLU()
+
+    def forward(self, x):
+        return x + self.act(self.fc(x))
+
+
+class Tower(nn.Module):
+    def __init__(self, blocks: int = 12, gelu_at: Optional[int] = None) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(gelu=i == gelu_at) for i in range(blocks))
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x
+
+
+class Gate(nn.Module):
+    """Two independent ops whose order the forward chooses."""
+
+    def __init__(self, swapped: bool = False, functional: str = "relu") -> None:
+        super().__init__()
+        self.swapped = swapped
+        self.functional = functional
+
+    def forward(self, x):
+        if self.swapped:
+            s = torch.sigmoid(x)
+            r = getattr(torch, self.functional)(x)
+        else:
+            r = getattr(torch, self.functional)(x)
+            s = torch.sigmoid(x)
+        return r * s
+
+
+class Sub(nn.Module):
+    def __init__(self, flipped: bool = False) -> None:
+        super().__init__()
+        self.flipped = flipped
+
+    def forward(self, x):
+        a, b = x.exp(), x.cos()
+        return torch.sub(b, a) if self.flipped else torch.sub(a, b)
+
+
+def names(changes) -> list[tuple[str, str, str]]:
+    return [(c.kind, c.name, c.path) for c in changes]
+
+
+def check_partition(d: Diff) -> None:
+    """Every node of a is removed or matched, every node of b added or matched, one to one;
+    `same` + changed = matched."""
+    matched = [j for j in d.a_to_b if j >= 0]
+    assert len(set(matched)) == len(matched)
+    assert all(d.b_to_a[j] == i for i, j in enumerate(d.a_to_b) if j >= 0)
+    assert sum(1 for i in d.b_to_a if i >= 0) == len(matched)
+    assert d.same + len(d.changed()) == len(matched)
+    assert len(d.removed()) + len(matched) == len(d.a.nodes)
+    assert len(d.added()) + len(matched) == len(d.b.nodes)
+
+
+# -- identical passes ---------------------------------------------------------------
+
+
+def test_identical_passes_have_no_changes() -> None:
+    x = x16()
+    d = diff_graphs(trace(Net(), x), trace(Net(), x))
+    check_partition(d)
+    assert d.identical
+    assert (d.added(), d.removed(), d.changed()) == ([], [], [])
+    assert d.same == len(d.a.nodes) == len(d.b.nodes)
+    wire = d.to_wire()
+    assert (wire["added"], wire["removed"], wire["changed"], wire["same"]) == (
+        [],
+        [],
+        [],
+        len(d.a.nodes),
+    )
+
+
+def test_identical_transformer_passes() -> None:
+    model, args, kwargs = zoo.gpt2(n_layer=2)
+    a = torchscope.trace(model, *args, **kwargs)
+    b = torchscope.trace(model, *args, **kwargs)
+    d = diff_graphs(a, b)
+    check_partition(d)
+    assert d.identical and d.same == len(a.nodes) > 100
+
+
+# -- the cases of issue 12 ---------------------------------------------------------------
+
+
+def test_inserted_layer_is_added_and_nothing_after_it_shifts() -> None:
+    x = x16()
+    d = diff_graphs(trace(Net(), x), trace(Net(extra=True), x))
+    check_partition(d)
+    assert names(d.added()) == [("module", "Linear", "extra"), ("op", "linear", "extra")] + [
+        ("op", "relu", "")
+    ]
+    assert d.removed() == [] and d.changed() == []
+    extra = d.added()[0]
+    assert "params 1,056" in extra.details and "inputs [2, 32]" in extra.details
+
+
+def test_removed_block_is_removed_with_everything_inside() -> None:
+    x = torch.randn(2, 8)
+    d = diff_graphs(trace(Tower(4), x), trace(Tower(3), x))
+    check_partition(d)
+    removed = d.removed()
+    assert {c.path for c in removed} == {"blocks.3", "blocks.3.fc", "blocks.3.act"}
+    assert names(removed)[0] == ("module", "Block", "blocks.3")
+    block = d.a.module_call("blocks.3").id
+    assert sorted(i for i, j in enumerate(d.a_to_b) if j < 0) == sorted(zoo.subtree(d.a, block))
+    assert d.added() == [] and d.changed() == []
+
+
+def test_changed_width_changes_the_layer_and_the_shapes_after_it() -> None:
+    x = x16()
+    d = diff_graphs(trace(Net(width=32), x), trace(Net(width=64), x))
+    check_partition(d)
+    assert d.added() == [] and d.removed() == []
+    changed = {(c.kind, c.name, c.path): c.details for c in d.changed()}
+    assert changed == {
+        ("module", "Linear", "fc1"): [
+            "out_features: 32 → 64",
+            "params: 544 → 1,088",
+            "output: [2, 32] → [2, 64]",
+        ],
+        ("op", "linear", "fc1"): ["output: [2, 32] → [2, 64]"],
+        ("op", "relu", ""): ["input: [2, 32] → [2, 64]", "output: [2, 32] → [2, 64]"],
+        ("module", "Linear", "fc2"): [
+            "in_features: 32 → 64",
+            "params: 264 → 520",
+            "input: [2, 32] → [2, 64]",
+        ],
+        ("op", "linear", "fc2"): ["input: [2, 32] → [2, 64]"],
+    }
+    # the root's parameter count changed only through its children: not a change of its own
+    assert d.status_b(d.b.module_call("").id) == "same"
+
+
+def test_reordered_ops_are_one_moved_op() -> None:
+    x = x16()
+    d = diff_graphs(trace(Gate(), x), trace(Gate(swapped=True), x))
+    check_partition(d)
+    assert d.added() == [] and d.removed() == []
+    [moved] = d.changed()
+    assert moved.kind == "op" and moved.name in ("relu", "sigmoid")
+    assert len(moved.details) == 1 and moved.details[0].startswith("position in its module: ")
+    assert d.same == len(d.a.nodes) - 1
+
+
+def test_renamed_module_is_removed_and_added() -> None:
+    x = x16()
+    d = diff_graphs(trace(Net(), x), trace(Net(head="head"), x))
+    check_partition(d)
+    assert names(d.removed()) == [("module", "Linear", "fc2"), ("op", "linear", "fc2")]
+    assert names(d.added()) == [("module", "Linear", "head"), ("op", "linear", "head")]
+    assert d.changed() == []
+
+
+def test_one_changed_block_of_a_folded_twelve() -> None:
+    x = torch.randn(2, 8)
+    a, b = trace(Tower(12), x), trace(Tower(12, gelu_at=5), x)
+    assert [len(g.members) for g in a.groups if a.nodes[g.members[0]].name == "Block"] == [12]
+    assert sorted(len(g.members) for g in b.groups if b.nodes[g.members[0]].name == "Block") == [
+        5,
+        6,
+    ]
+    d = diff_graphs(a, b)
+    check_partition(d)
+    assert d.added() == [] and d.removed() == []
+    changed = d.changed()
+    assert names(changed) == [("module", "GELU", "blocks.5.act"), ("op", "gelu", "blocks.5.act")]
+    assert changed[0].details == [
+        "target: torch.nn.modules.activation.ReLU → torch.nn.modules.activation.GELU",
+        "approximate: (none) → 'none'",
+    ]
+    assert changed[1].details[0] == "target: torch.nn.functional.relu → torch.nn.functional.gelu"
+
+
+# -- finer points ----------------------------------------------------------------------
+
+
+def test_a_different_function_in_place_is_a_changed_op() -> None:
+    x = x16()
+    d = diff_graphs(trace(Gate(), x), trace(Gate(functional="tanh"), x))
+    check_partition(d)
+    assert d.added() == [] and d.removed() == []
+    [c] = d.changed()
+    assert c.name == "tanh" and c.details == ["target: torch.relu → torch.tanh"]
+
+
+def test_swapped_arguments_are_a_rewired_op() -> None:
+    x = x16()
+    d = diff_graphs(trace(Sub(), x), trace(Sub(flipped=True), x))
+    check_partition(d)
+    [c] = d.changed()
+    assert c.name == "sub" and c.details == ["inputs from: exp, cos → cos, exp"]
+
+
+def test_an_input_from_an_added_node_is_not_a_change_of_the_consumer() -> None:
+    x = x16()
+    d = diff_graphs(trace(Net(extra=True), x), trace(Net(), x))  # the other way round
+    check_partition(d)
+    assert d.changed() == [] and len(d.removed()) == 3
+
+
+def test_a_forward_that_raises_is_compared_up_to_the_error() -> None:
+    class Breaks(nn.Module):
+        def __init__(self, broken: bool) -> None:
+            super().__init__()
+            self.fc = nn.Linear(16, 4)
+            self.broken = broken
+
+        def forward(self, x):
+            h = self.fc(x)
+            if self.broken:
+                h = h @ torch.ones(3, 3)  # shapes do not fit
+            return h
+
+    x = x16()
+    ok = trace(Breaks(False), x)
+    broken = torchscope.trace_call(Breaks(True), (x,), raise_errors=False)
+    d = diff_graphs(ok, broken)
+    check_partition(d)
+    assert names(d.added()) == [("constant", "ones", ""), ("error", "RuntimeError", "")]
+    assert "Tensor.matmul" in d.added()[1].details
+    assert names(d.removed()) == [("output", "output", "")]
+    assert not d.identical
+
+
+def test_change_names_the_module_call_it_happened_in() -> None:
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(16, 16)
+
+        def forward(self, x):
+            return self.fc(self.fc(x))
+
+    d = diff_graphs(trace(Twice(), x16()), trace(Twice(), torch.randn(3, 16)))
+    check_partition(d)
+    assert sorted((c.kind, c.path, c.call) for c in d.changed() if c.path == "fc") == [
+        ("module", "fc", 0),
+        ("module", "fc", 1),
+        ("op", "fc", 0),
+        ("op", "fc", 1),
+    ]
+
+
+def test_parameter_counts_change_where_the_parameters_are() -> None:
+    class Gated(nn.Module):
+        def __init__(self, gates: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.gate = nn.Parameter(torch.ones(gates))
+
+        def forward(self, x):
+            return self.fc(x) * self.gate.sum()
+
+    x = torch.randn(2, 4)
+    d = diff_graphs(trace(Gated(1), x), trace(Gated(3), x))
+    changed = {(c.kind, c.path): c.details for c in d.changed()}
+    assert changed[("module", "")] == ["params: 21 → 23"]
+    assert ("module", "fc") not in changed
+
+
+# -- values (Edge.stats) -------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class StatsEdge(Edge):
+    """An edge with the `stats` field the values feature adds to the format."""
+
+    stats: Optional[dict[str, Any]] = None
+
+
+def with_stats(graph: Graph, scale: float, nan: int = 0) -> Graph:
+    def stats(e: Edge) -> dict[str, Any]:
+        return {
+            "min": -1.0 * scale,
+            "max": 1.0 * scale,
+            "mean": 0.01 * scale,
+            "std": 0.5 * scale,
+            "absmax": 1.0 * scale,
+            "zeros": 0,
+            "nan": nan,
+            "inf": 0,
+            "numel": 64,
+        }
+
+    edges: list[Edge] = [StatsEdge(e.src, e.dst, e.shape, e.dtype, stats(e)) for e in graph.edges]
+    return replace(graph, edges=edges)
+
+
+def test_statistics_beyond_the_tolerance_change_a_node() -> None:
+    g = trace(Net(), x16())
+    d = diff_graphs(with_stats(g, 1.0), with_stats(g, 2.0))
+    check_partition(d)
+    assert d.changed() and all(c.details[-1].startswith("values: ") for c in d.changed())
+    first = {c.name: c.details for c in d.changed()}["x"]
+    assert first == ["values: mean 0.01 → 0.02, std 0.5 → 1, min -1 → -2, max 1 → 2, absmax 1 → 2"]
+    nan = diff_graphs(with_stats(g, 1.0), with_stats(g, 1.0, nan=3))
+    assert {c.name: c.details for c in nan.changed()}["x"] == ["values: nan 0 → 3"]
+
+
+def test_statistics_within_the_tolerance_or_on_one_side_only_change_nothing() -> None:
+    g = trace(Net(), x16())
+    assert diff_graphs(with_stats(g, 1.0), with_stats(g, 1.0005)).identical
+    assert not diff_graphs(
+        with_stats(g, 1.0), with_stats(g, 1.0005), stats_tolerance=1e-5
+    ).identical
+    assert diff_graphs(g, with_stats(g, 2.0)).identical
+    assert diff_graphs(with_stats(g, 2.0), g).identical
+
+
+# -- the wire document ------------------------------------------------------------------
+
+
+def test_document_shape() -> None:
+    x = x16()
+    d = diff_graphs(trace(Net(), x), trace(Net(width=64, extra=True), x))
+    wire = d.to_wire("a.py:Net", "b.py:Net")
+    assert list(wire) == ["format", "version", "a", "b", "added", "removed", "changed", "same"]
+    assert (wire["format"], wire["version"]) == ("torchscope.diff", 1)
+    assert wire["a"]["source"] == "a.py:Net" and wire["b"]["model"]["name"] == "Net"
+    assert list(wire["a"]) == ["source", "model", "stats", "error"]
+    for change in wire["added"] + wire["removed"] + wire["changed"]:
+        assert list(change) == ["kind", "name", "path", "call", "details"]
+        assert all(isinstance(s, str) for s in change["details"])
+    assert wire["same"] == d.same
+
+
+# -- the alignment ----------------------------------------------------------------------
+
+
+def lcs_length(xs: list[int], ys: list[int]) -> int:
+    table = [[0] * (len(ys) + 1) for _ in range(len(xs) + 1)]
+    for i in range(len(xs) - 1, -1, -1):
+        for j in range(len(ys) - 1, -1, -1):
+            table[i][j] = (
+                table[i + 1][j + 1] + 1 if xs[i] == ys[j] else max(table[i + 1][j], table[i][j + 1])
+            )
+    return table[0][0]
+
+
+def is_common_subsequence(pairs, xs, ys) -> bool:
+    increasing = all(p[0] < q[0] and p[1] < q[1] for p, q in zip(pairs, pairs[1:]))
+    return increasing and all(xs[i] == ys[j] for i, j in pairs)
+
+
+@pytest.mark.parametrize("alphabet", [2, 4, 10])
+def test_alignment_is_a_longest_common_subsequence(alphabet: int) -> None:
+    rng = random.Random(alphabet)
+    for _ in range(400):
+        xs = [rng.randrange(alphabet) for _ in range(rng.randrange(0, 20))]
+        ys = [rng.randrange(alphabet) for _ in range(rng.randrange(0, 20))]
+        pairs = common_pairs(xs, ys)
+        assert is_common_subsequence(pairs, xs, ys)
+        assert len(pairs) == lcs_length(xs, ys), (xs, ys)
+
+
+def test_alignment_of_very_different_sequences_stays_a_common_subsequence() -> None:
+    rng = random.Random(7)
+    xs = [rng.randrange(50) for _ in range(MAX_EDITS * 2)]
+    ys = [rng.randrange(50) for _ in range(MAX_EDITS * 2)]
+    pairs = common_pairs(xs, ys)
+    assert is_common_subsequence(pairs, xs, ys) and len(pairs) > MAX_EDITS // 10
+
+
+def test_alignment_survives_an_insertion() -> None:
+    xs = list(range(100))
+    ys = xs[:40] + [999] + xs[40:]
+    assert common_pairs(xs, ys) == [(i, i if i < 40 else i + 1) for i in range(100)]

@@ -1,0 +1,197 @@
+// What the window shows: the opening view, Fit, E and 0 frame the whole graph (clear of the
+// overview); opening a module brings its content into view without a hover card over it;
+// edge and node hovers list exactly the tensors drawn.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import type { Browser, Locator, Page } from "playwright-core";
+import { launch, open, ready, shot, type Opened } from "./browser";
+
+let browser: Browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+type Box = { x: number; y: number; width: number; height: number };
+
+async function box(l: Locator): Promise<Box> {
+  const b = await l.boundingBox();
+  assert.ok(b, "element is rendered");
+  return b;
+}
+
+const inside = (b: Box, s: Box): boolean =>
+  b.x >= s.x - 1 && b.y >= s.y - 1 && b.x + b.width <= s.x + s.width + 1 && b.y + b.height <= s.y + s.height + 1;
+
+/** Every drawn box inside the stage and clear of the overview (when it shows). */
+async function assertAllBoxesVisible(page: Page, what: string): Promise<number> {
+  // Drawing near the window catches up in chunks: wait until it is done.
+  await page.waitForTimeout(100);
+  const s = await box(page.locator(".ts-svg"));
+  const mini = page.locator("canvas.ts-minimap");
+  const m = (await mini.isVisible()) ? await box(mini) : null;
+  const rects = await page.$$eval(".ts-nodes > g > .ts-box", (els) =>
+    els.map((e) => {
+      const r = e.getBoundingClientRect();
+      return { x: r.left, y: r.top, width: r.width, height: r.height, key: (e.parentElement as HTMLElement).dataset.key };
+    }),
+  );
+  assert.ok(rects.length > 0, what);
+  for (const r of rects) {
+    assert.ok(inside(r, s), `${what}: ${r.key} ${JSON.stringify(r)} is outside the stage ${JSON.stringify(s)}`);
+    if (m) {
+      const under = r.x < m.x + m.width && m.x < r.x + r.width && r.y < m.y + m.height && m.y < r.y + r.height;
+      assert.ok(!under, `${what}: ${r.key} is under the overview`);
+    }
+  }
+  return rects.length;
+}
+
+/** The status line's count of drawn boxes. */
+async function drawnCount(page: Page): Promise<number> {
+  const m = /(\d+) drawn/.exec((await page.locator("[data-role=status]").textContent()) ?? "");
+  assert.ok(m, "status says how many boxes are drawn");
+  return Number(m[1]);
+}
+
+/** Move the pointer onto the middle of a drawn edge's line. */
+async function hoverEdge(page: Page, edge: Locator): Promise<void> {
+  const p = await edge
+    .locator("path")
+    .first()
+    .evaluate((path) => {
+      const el = path as SVGPathElement;
+      const pt = el.getPointAtLength(el.getTotalLength() / 2);
+      const m = el.getScreenCTM()!;
+      return { x: pt.x * m.a + pt.y * m.c + m.e, y: pt.x * m.b + pt.y * m.d + m.f };
+    });
+  await page.mouse.move(p.x - 30, p.y - 30);
+  await page.mouse.move(p.x, p.y, { steps: 4 });
+}
+
+describe("a wide graph in the window", () => {
+  let o: Opened;
+  let page: Page;
+  before(async () => {
+    o = await open(browser, "wide", { width: 800, height: 800 });
+    page = o.page;
+  });
+  after(async () => {
+    await page.context().close();
+  });
+
+  test("opening, Fit, E and 0 show every box, inside the stage and clear of the overview", async () => {
+    const n = await assertAllBoxesVisible(page, "opened");
+    assert.equal(n, await drawnCount(page), "all drawn boxes are on screen");
+    await shot(page, "wide-initial");
+    await page.click("[data-action=fit]");
+    await assertAllBoxesVisible(page, "Fit");
+    await page.click(".ts-svg", { position: { x: 5, y: 5 } });
+    await page.keyboard.press("e");
+    await ready(page);
+    assert.ok(await page.locator(".ts-cluster[data-kind=module][data-path='branches.4']").count(), "expanded");
+    const all = await assertAllBoxesVisible(page, "after E");
+    assert.equal(all, await drawnCount(page));
+    await shot(page, "wide-expanded");
+    // Zoom in and pan away, then 0: back to the opening view of this expansion.
+    await page.mouse.move(450, 400);
+    await page.mouse.wheel(0, -600);
+    await page.mouse.move(450, 400);
+    await page.mouse.down();
+    await page.mouse.move(700, 500, { steps: 5 });
+    await page.mouse.up();
+    await page.keyboard.press("0");
+    await assertAllBoxesVisible(page, "after 0");
+    await page.keyboard.press("f");
+    await assertAllBoxesVisible(page, "after F");
+    assert.deepEqual(o.errors, []);
+  });
+
+  test("the opening view follows the window while the user hasn't moved it", async () => {
+    await page.keyboard.press("c");
+    await ready(page);
+    // A VS Code panel settles its size after the graph is drawn.
+    await page.setViewportSize({ width: 600, height: 700 });
+    await page.waitForTimeout(300);
+    await assertAllBoxesVisible(page, "after a resize");
+    await page.setViewportSize({ width: 800, height: 800 });
+  });
+});
+
+describe("opening a module", () => {
+  test("the click pops no hover card; the card comes back on the next hover", async () => {
+    const o = await open(browser, "gpt2");
+    const page = o.page;
+    const wte = page.locator('.ts-node[data-kind=module][data-path="wte"]');
+    await wte.hover();
+    await page.locator(".ts-tooltip").waitFor({ state: "visible" });
+    const key = (await wte.getAttribute("data-key"))!;
+    await page.click(`[data-toggle="${key}"]`);
+    await ready(page);
+    await page.waitForTimeout(200);
+    assert.ok(await page.locator(".ts-tooltip").isHidden(), "no card over what the click opened");
+    await shot(page, "gpt2-opened-no-card");
+    await page.locator('.ts-node[data-kind=module][data-path="ln_f"]').hover();
+    await page.locator(".ts-tooltip").waitFor({ state: "visible" });
+    assert.match((await page.locator(".ts-tooltip").textContent())!, /LayerNorm/);
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+});
+
+describe("what flows on edges", () => {
+  test("a tensor used twice inside a box is one tensor on its edge, with its uses in the hover", async () => {
+    const o = await open(browser, "resnet50");
+    const page = o.page;
+    const labels = await page.locator(".ts-elabel").allTextContents();
+    assert.ok(labels.length > 0);
+    assert.ok(
+      labels.every((t) => !/\(\+\d+\)/.test(t)),
+      `no "(+N)" labels: ${labels.join(" | ")}`,
+    );
+    // embedder → encoder: the stem's output feeds the first block's main path and its shortcut.
+    const enc = (await page.locator('.ts-node[data-path="encoder"]').getAttribute("data-key"))!;
+    const emb = (await page.locator('.ts-node[data-path="embedder"]').getAttribute("data-key"))!;
+    const edge = page.locator(`.ts-edge[data-src="${emb}"][data-dst="${enc}"]`);
+    assert.equal(await edge.locator(".ts-elabel").textContent(), "1×64×56×56");
+    await hoverEdge(page, edge);
+    const tip = page.locator(".ts-tooltip");
+    await tip.waitFor({ state: "visible" });
+    const text = (await tip.textContent())!;
+    assert.match(text, /embedder → encoder/);
+    assert.match(text, /tensors\s*1/);
+    assert.match(text, /1×64×56×56 float32.*→.*\(×2 uses\)/);
+    await shot(page, "resnet50-edge-hover");
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+
+  test("attention's hover lists the three tensors drawn into it", async () => {
+    const o = await open(browser, "gpt2");
+    const page = o.page;
+    await page.fill("[data-role=search]", "scaled_dot_product");
+    await page.press("[data-role=search]", "Enter");
+    await ready(page);
+    await page.press("[data-role=search]", "Escape");
+    const sdpa = page.locator(".ts-node[data-kind=op]", { hasText: "scaled_dot_product_attention" }).first();
+    const key = (await sdpa.getAttribute("data-key"))!;
+    const drawn = await page.locator(`.ts-edge[data-dst="${key}"]`).count();
+    await sdpa.hover();
+    const tip = page.locator(".ts-tooltip");
+    await tip.waitFor({ state: "visible" });
+    const ins = await tip
+      .locator("tr")
+      .evaluateAll((rows) => rows.filter((r) => r.querySelector("th")?.textContent === "in").map((r) => r.textContent));
+    assert.equal(ins.length, 3, ins.join("\n"));
+    assert.ok(drawn >= 1 && drawn <= 3);
+    assert.ok(
+      ins.every((t) => /1×12×16×64 float32 {2}from /.test(t!)),
+      ins.join("\n"),
+    );
+    await shot(page, "gpt2-sdpa-hover");
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+});

@@ -1,0 +1,120 @@
+// Edge labels and hovers say exactly what flows: tensors, not edges; every drawn input.
+// Long labels are cut in boxes and whole in the hover.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { buildIndex } from "../../../webview/src/model";
+import { buildVisible } from "../../../webview/src/visible";
+import { initialExpansion } from "../../../webview/src/expansion";
+import { distinctTensors } from "../../../webview/src/tensors";
+import { clip, edgeLabel, LABEL_MAX } from "../../../webview/src/labels";
+import { describe, describeEdge } from "../../../webview/src/details";
+import { computeView } from "../../../webview/src/compute";
+import { GraphBuilder } from "./builder";
+
+/** x → Net{ fc: Block{ mul(x), add(x, mul) } } → output: x is used twice inside fc. */
+function usedTwice() {
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const root = b.module("Net", "", null);
+  const fc = b.module("Block", "fc", root);
+  const mul = b.op("mul", fc);
+  const add = b.op("add", fc);
+  const out = b.add("output", "output");
+  b.edge(x, mul, [4, 32]).edge(x, add, [4, 32]).edge(mul, add, [4, 32]).edge(add, out, [4, 32]);
+  return { idx: buildIndex(b.build()), x, fc, mul, add, out };
+}
+
+test("one tensor read twice inside a box is one tensor with two uses", () => {
+  const { idx, x, fc } = usedTwice();
+  const vg = buildVisible(idx, initialExpansion(idx));
+  const e = vg.edges.find((v) => v.src === `n${x}` && v.dst === `n${fc}`)!;
+  assert.equal(e.edges.length, 2, "two graph edges");
+  assert.equal(edgeLabel(idx.graph.edges, e.edges), "4×32", "no (+1): it is one tensor");
+  const ts = distinctTensors(idx.graph.edges, e.edges);
+  assert.equal(ts.length, 1);
+  assert.equal(ts[0]!.uses.length, 2);
+  const d = describeEdge(idx, vg, e.key)!;
+  assert.equal(d.title, "x → fc");
+  assert.deepEqual(d.rows[0], ["tensors", "1"]);
+  assert.deepEqual(d.rows[1], ["4×32 float32", "x → mul in fc, add in fc  (×2 uses)"]);
+  // The box's own hover lists x once, with its uses.
+  const rows = describe(idx, vg, `n${fc}`)!.rows.filter(([k]) => k === "in");
+  assert.deepEqual(rows, [["in", "4×32 float32  from x  (×2 uses)"]]);
+});
+
+test("one call reading two same-shaped outputs of one op gets two tensors (q and k of a chunk)", () => {
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const chunk = b.op("chunk", null);
+  const sdpa = b.op("scaled_dot_product_attention", null);
+  b.edge(x, chunk, [1, 8, 48]).edge(chunk, sdpa, [1, 8, 16]).edge(chunk, sdpa, [1, 8, 16]).edge(chunk, sdpa, [1, 8, 16]);
+  const idx = buildIndex(b.build());
+  const vg = buildVisible(idx, initialExpansion(idx));
+  const e = vg.edges.find((v) => v.dst === `n${sdpa}`)!;
+  assert.equal(edgeLabel(idx.graph.edges, e.edges), "1×8×16, 1×8×16 +1 more");
+  const ins = describe(idx, vg, `n${sdpa}`)!.rows.filter(([k]) => k === "in");
+  assert.equal(ins.length, 3, "the hover lists the 3 inputs the call takes");
+});
+
+test("an SDPA node's hover lists every input drawn, also from same-named producers", () => {
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const attn = b.module("Attention", "attn", null);
+  const [q, k, v] = [0, 1, 2].map(() => b.op("transpose", attn));
+  const sdpa = b.op("scaled_dot_product_attention", attn, "torch._C._nn.scaled_dot_product_attention");
+  for (const t of [q!, k!, v!]) b.edge(x, t, [1, 16, 4, 8]).edge(t, sdpa, [1, 4, 16, 8]);
+  const idx = buildIndex(b.build());
+  const vg = buildVisible(idx, initialExpansion(idx)); // attn is open: its ops are drawn
+  assert.ok(vg.clusters.some((c) => c.key === `n${attn}`));
+  const ins = describe(idx, vg, `n${sdpa}`)!.rows.filter(([key]) => key === "in");
+  assert.deepEqual(
+    ins.map(([, t]) => t),
+    ["1×4×16×8 float32  from transpose in attn", "1×4×16×8 float32  from transpose in attn", "1×4×16×8 float32  from transpose in attn"],
+  );
+  assert.equal(vg.edges.filter((e) => e.dst === `n${sdpa}`).length, 3, "as many as drawn");
+});
+
+test("a hub's reference boxes count as its outputs in its hover", () => {
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const cos = b.op("cos", null);
+  b.edge(x, cos, [16]);
+  for (let i = 0; i < 8; i++) b.edge(cos, b.op(`use${i}`, null), [16]);
+  const idx = buildIndex(b.build());
+  const { vg } = computeView(idx, initialExpansion(idx));
+  assert.ok(vg.nodes.some((v) => v.kind === "ref"));
+  const outs = describe(idx, vg, `n${cos}`)!.rows.filter(([key]) => key === "out");
+  assert.deepEqual(outs, [["out", "16 float32  to use0, use1 +6 more  (×8 uses)"]]);
+});
+
+test("long labels are cut in the middle; the hover keeps the full name", () => {
+  assert.equal(clip("short"), "short");
+  const path = "encoder.layers.12.self_attention.query_key_value.lora_adapter.down_projection";
+  const c = clip(path);
+  assert.equal([...c].length, LABEL_MAX);
+  assert.ok(c.startsWith("encoder.layers.12.") && c.endsWith("down_projection") && c.includes("…"));
+  const huge = "A".repeat(1_000_000);
+  const t0 = performance.now();
+  assert.equal([...clip(huge)].length, LABEL_MAX);
+  assert.ok(performance.now() - t0 < 1000);
+  // Astral characters are never split in half.
+  const emoji = "🔥".repeat(100);
+  assert.equal(clip(emoji), "🔥".repeat(36) + "…" + "🔥".repeat(23));
+
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const m = b.module(huge, "m", null);
+  const op = b.op("relu", m);
+  b.edge(
+    x,
+    op,
+    Array.from({ length: 5000 }, () => 2),
+  );
+  const idx = buildIndex(b.build());
+  const view = computeView(idx, initialExpansion(idx));
+  assert.equal([...view.labels.get(`n${m}`)!.title].length, LABEL_MAX);
+  assert.ok(view.dot.length < 5000, "no megabyte label in the DOT");
+  const e = view.vg.edges[0]!;
+  assert.ok([...edgeLabel(idx.graph.edges, e.edges)].length <= 48);
+  assert.equal(describe(idx, view.vg, `n${m}`)!.title, huge, "the hover has the whole name");
+});
