@@ -257,6 +257,17 @@ export class TraceFlow {
     const line = err.file && err.line ? { file: err.file, line: err.line } : undefined;
     if (line) void revealLine(line.file, line.line, panel, true);
     const next = quiet ? undefined : afterRaise(summary, source.label);
+    if (next?.kind === "needs-input") {
+      // Not "the model is broken": the guess may be. The box opens at once; this stays.
+      void vscode.window
+        .showWarningMessage(
+          `torchscope: ${name} raised ${err.type} with a guessed input (${summary.input}): the guess may be wrong.`,
+          ...(line ? ["Go to Line"] : []),
+        )
+        .then((c) => {
+          if (c === "Go to Line" && line) void revealLine(line.file, line.line, panel);
+        });
+    }
     if (next) return next;
     const buttons = line ? ["Go to Line", "Change Input…"] : ["Change Input…"];
     void vscode.window.showWarningMessage(`torchscope: ${name} raised ${err.type}: ${err.message}`, ...buttons).then((c) => {
