@@ -112,13 +112,17 @@ export function afterRaise(summary: TraceSummary, label: string): Ask | undefine
   };
 }
 
-/** The warning about a model that needs a GPU, and its buttons. */
-export function gpuQuestion(what: Ask, label: string, canMeta: boolean): { text: string; buttons: string[] } {
+/** The warning about a model that needs a GPU, and its buttons; `meta`: whether the source
+ * can trace on the meta device, already did, or can't at all (a paused program). */
+export function gpuQuestion(what: Ask, label: string, meta: "can" | "tried" | "cannot"): { text: string; buttons: string[] } {
   const where = what.line ? ` (line ${what.line.line} of ${what.line.file.split(/[\\/]/).pop()})` : "";
-  const text = canMeta
-    ? `torchscope: ${label} needs a GPU${where}: ${what.message}. Trace it on the meta device (shapes only, no GPU needed)?`
-    : `torchscope: ${label} needs a GPU${where}, also on the meta device: ${what.message}. Move it to the CPU to trace it here.`;
-  return { text, buttons: [...(canMeta ? ["Trace on Meta Device"] : []), ...(what.line ? ["Go to Line"] : [])] };
+  const text =
+    meta === "can"
+      ? `torchscope: ${label} needs a GPU${where}: ${what.message}. Trace it on the meta device (shapes only, no GPU needed)?`
+      : meta === "tried"
+        ? `torchscope: ${label} needs a GPU${where}, also on the meta device: ${what.message}. Make that line use the CPU to trace it here.`
+        : `torchscope: ${label} needs a GPU${where}: ${what.message}.`;
+  return { text, buttons: [...(meta === "can" ? ["Trace on Meta Device"] : []), ...(what.line ? ["Go to Line"] : [])] };
 }
 
 /** The sources of one kind: who owns a panel, and its source again for a re-trace. */
@@ -222,8 +226,7 @@ export class TraceFlow {
 
   /** A model that needs a GPU: the meta device (when the source can), or its line. */
   private async askGpu(source: TraceSource, what: Ask): Promise<Answer> {
-    const canMeta = !!source.useMeta && !source.onMeta;
-    const q = gpuQuestion(what, source.label, canMeta);
+    const q = gpuQuestion(what, source.label, !source.useMeta ? "cannot" : source.onMeta ? "tried" : "can");
     const choice = await vscode.window.showWarningMessage(q.text, ...q.buttons);
     if (choice === "Trace on Meta Device" && source.useMeta) {
       source.useMeta();

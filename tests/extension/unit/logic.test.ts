@@ -12,7 +12,7 @@ import { chooseInterpreter, expandPath, resolveInterpreter } from "../../../exte
 import { debounce, findBundle, readInitOptions, serverPythonPath } from "../../../extension/src/client";
 import { targetItems, visualizeArgs } from "../../../extension/src/commands";
 import { AnswerStore, classifyFailure, runsCodeQuestion, statementLines, traceParams } from "../../../extension/src/editorSource";
-import { afterRaise, inputBox, inputUsed } from "../../../extension/src/traceFlow";
+import { afterRaise, gpuQuestion, inputBox, inputUsed } from "../../../extension/src/traceFlow";
 import type { TraceSummary } from "../../../extension/src/protocol";
 import { opensIn } from "../../../extension/src/export";
 import { editorLine, sameFile } from "../../../extension/src/reveal";
@@ -222,6 +222,13 @@ describe("trace failures", () => {
       kind: "needs-gpu",
       message: "AssertionError: Torch not compiled with CUDA enabled",
       line: { file: "/w/m.py", line: 7 },
+    });
+    const gpu = { kind: "needs-gpu" as const, message: "AssertionError: Torch not compiled with CUDA enabled", line: { file: "/w/m.py", line: 7 } };
+    assert.deepEqual(gpuQuestion(gpu, "Net", "can").buttons, ["Trace on Meta Device", "Go to Line"]);
+    assert.match(gpuQuestion(gpu, "Net", "tried").text, /also on the meta device/);
+    assert.deepEqual(gpuQuestion({ ...gpu, line: undefined }, "Net", "cannot"), {
+      text: "torchscope: Net needs a GPU: AssertionError: Torch not compiled with CUDA enabled.",
+      buttons: [],
     });
     assert.deepEqual(inputUsed({ ...base, input: "torch.ones(2)", inputExpr: "torch.ones(2)" }), { text: "torch.ones(2)", expr: "torch.ones(2)" });
     assert.deepEqual(inputUsed({ ...base, input: "the paused call's arguments", inputExpr: null }), { text: "the paused call's arguments" });
