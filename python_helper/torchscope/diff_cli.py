@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -132,34 +131,13 @@ def load_side(
     """A saved graph, or the graph of one traced forward of a target."""
     if is_graph_file(spec):
         return read_graph_file(spec)
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        raise SideError(
-            f"torch is not installed in this Python ({sys.executable}); "
-            "install it or pick an interpreter that has it"
-        ) from None
-    from .build_target import TargetError, build, call_arguments
-    from .inputs import NoInputError
-    from .tracer import trace_call
+    from .cli_trace import CliError, trace_target
 
     try:
-        built = build(spec, device=device)
-        if train is not None:
-            built.model.train(train)
-        call_args, call_kwargs = call_arguments(built, device, input_expr)
-    except (TargetError, NoInputError) as exc:
-        raise SideError(str(exc)) from None
-    except SyntaxError as exc:
-        raise SideError(f"syntax error in {exc.filename}:{exc.lineno}: {exc.msg}") from None
-    except Exception as exc:  # an error while importing or building the user's model
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        raise SideError(
-            f"building {spec} failed: {type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"
-        ) from None
-    return trace_call(
-        built.model, call_args, call_kwargs, time_budget=args.time_budget, raise_errors=False
-    )
+        traced = trace_target(spec, device, input_expr, args.time_budget, train=train)
+    except CliError as exc:
+        raise SideError(exc.message) from None
+    return traced.graph
 
 
 def _source(spec: str, input_expr: Optional[str], train: Optional[bool]) -> str:

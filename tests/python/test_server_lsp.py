@@ -202,12 +202,11 @@ MODELS = """
     from torch import nn
     from blocks import Block
 
-    print("printed at import")  # must not break the LSP stream
-    os.write(1, b"raw bytes on fd 1\\n")
-
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
+            print("printed at import")  # must not break the LSP stream
+            os.write(1, b"raw bytes on fd 1\\n")
             self.fc = nn.Linear(64, 8)
 
         def forward(self, x):
@@ -473,11 +472,15 @@ def test_error_kinds(lsp, workspace):
 
 
 def test_sys_exit_at_import_is_an_error_not_a_dead_server(lsp, workspace):
-    e = lsp.error("torchscope/trace", {"uri": uri(workspace / "exits.py"), "target": "Net"})
+    params = {"uri": uri(workspace / "exits.py"), "target": "Net", "runTopLevel": True}
+    e = lsp.error("torchscope/trace", params)
     assert e.code == -32001 and e.data["kind"] in ("import-error", "runner-crashed")
     assert "sys.exit(3)" in e.message
     pid = lsp.runner_pid()
-    e = lsp.error("torchscope/trace", {"uri": uri(workspace / "dies.py"), "target": "Net"})
+    e = lsp.error(
+        "torchscope/trace",
+        {"uri": uri(workspace / "dies.py"), "target": "Net", "runTopLevel": True},
+    )
     assert e.data["kind"] == "runner-crashed" and "exited with code 3" in e.message
     assert "dying now" in e.data["details"]
     assert pid is not None and not alive(pid)
@@ -500,7 +503,8 @@ def test_infinite_loop_times_out(lsp, workspace, where):
     }[where]
     lsp.logs.clear()
     started = time.monotonic()
-    params = {"uri": uri(path), "target": target, "input": "torch.zeros(2)"}
+    # (the loop at import runs only with the user's consent: runTopLevel)
+    params = {"uri": uri(path), "target": target, "input": "torch.zeros(2)", "runTopLevel": True}
     e = lsp.error("torchscope/trace", params)
     assert e.data["kind"] == "timeout", e.data
     assert f"past {TIMEOUT:g} s" in e.message

@@ -591,4 +591,34 @@ def input_call(project: Project, info: FileInfo, target: str) -> Optional[str]:
         if len(seg) == 1:
             return seg[0]
         return "(" + ", ".join(s for s in seg if s is not None) + ")"
+    if is_class:
+        return _returned_example(info, target, importable)
+    return None
+
+
+def _returned_example(info: FileInfo, target: str, importable: set[str]) -> Optional[str]:
+    """The example a factory in the file returns beside a `target(...)` model, when it is made
+    of literals: `return ConvNet(), torch.randn(1, 3, 32, 32)`."""
+    for fn in info.functions.values():
+        built = {
+            t.id
+            for node in ast.walk(fn)
+            if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and dotted(node.value.func) == target
+            for t in node.targets
+            if isinstance(t, ast.Name)
+        }
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Return) or not isinstance(node.value, ast.Tuple):
+                continue
+            elts = node.value.elts
+            if len(elts) != 2:
+                continue
+            model, example = elts
+            makes = (isinstance(model, ast.Call) and dotted(model.func) == target) or (
+                isinstance(model, ast.Name) and model.id in built
+            )
+            if makes and _literal(example, importable):
+                return ast.get_source_segment(info.text, example)
     return None

@@ -180,6 +180,14 @@ class TorchscopeServer(LanguageServer):
         future: Any = self.workspace_inlay_hint_refresh(None)
         future.add_done_callback(lambda f: f.cancelled() or f.exception())  # answered or not
 
+    def may_trace(self, uri: str, path: Path) -> bool:
+        """Only files of the workspace folders, or open in the editor, are run for a trace: a
+        client can't make the server import any file on the machine."""
+        if uri in self.workspace.text_documents:
+            return True
+        resolved = path.resolve()
+        return any(resolved.is_relative_to(root) for root in self.project.roots)
+
     def graph_path(self, target: str) -> Path:
         folder = self.settings.storage_dir
         folder.mkdir(parents=True, exist_ok=True)
@@ -257,10 +265,14 @@ def target_at(ls: TorchscopeServer, params: Any) -> Optional[dict[str, Any]]:
     info = ls.file_info(str(p.get("uri", "")), p.get("text"))
     if info is None:
         return None
-    pos: dict[str, Any] = p.get("position") or {}
-    found = targets.target_at(
-        ls.project, info, int(pos.get("line", 0)), int(pos.get("character", 0))
-    )
+    pos: Any = p.get("position") or {}
+    line = pos.get("line", 0) if isinstance(pos, dict) else None
+    character = pos.get("character", 0) if isinstance(pos, dict) else None
+    if not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (line, character)
+    ):
+        raise _error("bad-request", f"position must be {{line, character}} as numbers, got {pos!r}")
+    found = targets.target_at(ls.project, info, line, character)  # pyright: ignore[reportArgumentType]
     return found.to_wire() if found is not None else None
 
 
@@ -284,6 +296,12 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
     path, text = ls.source(uri, p.get("text"))
     if path is None:
         raise _error("target-error", "save the file first: an untitled document cannot be imported")
+    if not ls.may_trace(uri, path):
+        raise _error(
+            "target-error",
+            f"{path} is outside the workspace folders and not open in the editor: "
+            "open it to trace it",
+        )
     token = p.get("workDoneToken")
     progress = _Progress(ls, token, f"Visualize {target}")
     request: dict[str, Any] = {
@@ -294,7 +312,7 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         "out": str(_graph_path(ls, target)),
         "timeout": ls.settings.trace_timeout,
     }
-    for key in ("text", "input", "ctorArgs"):
+    for key in ("text", "input", "ctorArgs", "runTopLevel"):
         value = text if key == "text" else p.get(key)
         if value is not None:
             request[key] = value
