@@ -67,18 +67,24 @@ function topLevelStatements(x: unknown): TopLevelStatement[] {
     .map((s) => ({ line: s.line, text: s.text }));
 }
 
-/** The question before running a file's top-level code, naming what would run (the server's
- * own list when its message has one: "importing train.py runs code: a for loop at line 40, …"). */
+/** The question before running a file's top-level code, naming what would run (the
+ * statements; else the server's own list, from its message). */
 export function runsCodeQuestion(file: string, message: string, statements: TopLevelStatement[]): string {
   const name = file.split(/[\\/]/).pop() ?? file;
-  const listed = /runs code[^:]*:\s*(.+)$/.exec(message.split("\n", 1)[0]!)?.[1];
-  const what =
-    listed?.replace(/\s*[.…]+$/, "") ||
-    statements
-      .slice(0, 3)
-      .map((s) => `${s.text.trim()} at line ${s.line}`)
-      .join(", ") + (statements.length > 3 ? ", …" : "");
+  const what = statements.length
+    ? statements
+        .slice(0, 3)
+        .map((s) => `${s.text.trim()} at line ${s.line}`)
+        .join(", ") + (statements.length > 3 ? ", …" : "")
+    : /runs code[^:]*:\s*(.+)$/.exec(message.split("\n", 1)[0]!)?.[1]?.replace(/\s*[.…]+$/, "");
   return `torchscope: importing ${name} runs code at import${what ? ` (${what})` : ""}. Run it to trace?`;
+}
+
+/** The question's details: why the model needs that code (the server's words), then the lines. */
+export function runsCodeDetail(message: string, statements: TopLevelStatement[]): string {
+  const why = /without its top-level code failed \((.+)\); it runs code/.exec(message)?.[1];
+  const head = why ? `Without it, building the model failed: ${why}.` : message.split("\n", 1)[0]!;
+  return [head, statementLines(statements)].filter(Boolean).join("\n\n");
 }
 
 /** The statements, one per line, for the question's details. */
@@ -220,7 +226,7 @@ export class EditorSource implements TraceSource {
     const statements = what.statements ?? [];
     const choice = await vscode.window.showWarningMessage(
       runsCodeQuestion(this.doc.uri.fsPath, what.message, statements),
-      { modal: true, detail: statementLines(statements) || undefined },
+      { modal: true, detail: runsCodeDetail(what.message, statements) },
       "Run It",
       "Show Lines",
     );

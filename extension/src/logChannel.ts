@@ -118,7 +118,13 @@ function baseName(file: string): string {
  */
 export function tracedLine(target: string, s: TraceSummary, timing: string): { level: "info" | "warn"; text: string } {
   const done = `${s.nodes} nodes, ${s.ops} ops in ${s.trace_ms} ms (${timing})`;
-  const input = `input ${s.input}`;
+  const skipped = s.skipped?.length
+    ? `; not run at import: ${s.skipped
+        .slice(0, 2)
+        .map((x) => `line ${x.line}: ${x.text.trim()}`)
+        .join(", ")}${s.skipped.length > 2 ? ` (+${s.skipped.length - 2} more)` : ""}`
+    : "";
+  const input = `input ${s.input}${skipped}`;
   const err = s.error;
   if (!err) return { level: "info", text: `traced ${target}: ${done}; ${input}` };
   const where = err.file && err.line ? ` at ${baseName(err.file)}:${err.line}` : "";

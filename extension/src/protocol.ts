@@ -80,6 +80,8 @@ export interface TraceSummary {
   error: TraceErrorInfo | null;
   /** What the trace could not undo (a parameter written behind torch's back). */
   warnings?: string[];
+  /** Top-level statements of the file that did not run (loading keeps its definitions only). */
+  skipped?: TopLevelStatement[];
 }
 
 /** How the input of a trace was found (docs/protocol.md). */

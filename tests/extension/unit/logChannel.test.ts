@@ -90,6 +90,18 @@ describe("one line per trace", () => {
     });
   });
 
+  it("what loading the file left out is named", () => {
+    const skipped = [
+      { line: 18, text: "for step in range(3):" },
+      { line: 22, text: "Path(...).write_text('trained')" },
+      { line: 30, text: "print(model)" },
+    ];
+    assert.match(
+      tracedLine("TinyNet", { ...summary, skipped }, "request 1 ms").text,
+      /; not run at import: line 18: for step in range\(3\):, line 22: Path\(\.\.\.\)\.write_text\('trained'\) \(\+1 more\)$/,
+    );
+  });
+
   it("a forward that raised is a warning that says so first", () => {
     const raised = {
       ...summary,

@@ -11,7 +11,7 @@ import { isViewerMessage, panelTitle, shortName, targetKey, TORCHSCOPE_ERROR } f
 import { chooseInterpreter, expandPath, resolveInterpreter } from "../../../extension/src/interpreter";
 import { debounce, findBundle, readInitOptions, serverPythonPath } from "../../../extension/src/client";
 import { targetItems, visualizeArgs } from "../../../extension/src/commands";
-import { AnswerStore, classifyFailure, runsCodeQuestion, statementLines, traceParams } from "../../../extension/src/editorSource";
+import { AnswerStore, classifyFailure, runsCodeDetail, runsCodeQuestion, statementLines, traceParams } from "../../../extension/src/editorSource";
 import { afterRaise, gpuQuestion, inputBox, inputUsed } from "../../../extension/src/traceFlow";
 import type { TraceSummary } from "../../../extension/src/protocol";
 import { opensIn } from "../../../extension/src/export";
@@ -174,18 +174,26 @@ describe("trace failures", () => {
     assert.equal(classifyFailure(err("import-error", { details: "RuntimeError: Found no NVIDIA driver on your system" })).kind, "needs-gpu");
     assert.equal(classifyFailure(err("import-error", { details: "ModuleNotFoundError: cuda_helpers" })).kind, "import-error");
   });
-  it("asks to run a file's top-level code naming what would run", () => {
+  it("asks to run a file's top-level code naming what would run, and why the model needs it", () => {
     const st = [
       { line: 40, text: "for step in range(30):" },
       { line: 52, text: "torch.save(m, 'x.pt')" },
     ];
+    // The runner's message (runner.py, build_target.RunsCode).
+    const message =
+      "importing train.py without its top-level code failed (KeyError: 'hidden'); it runs code at import: line 40: for step in range(30):; line 52: torch.save(m, 'x.pt')";
     assert.equal(
-      runsCodeQuestion("/w/train.py", "importing train.py runs code: a for loop at line 40, torch.save at line 52 …", st),
-      "torchscope: importing train.py runs code at import (a for loop at line 40, torch.save at line 52). Run it to trace?",
+      runsCodeQuestion("/w/train.py", message, st),
+      "torchscope: importing train.py runs code at import (for step in range(30): at line 40, torch.save(m, 'x.pt') at line 52). Run it to trace?",
     );
     assert.equal(
-      runsCodeQuestion("/w/train.py", "", st),
-      "torchscope: importing train.py runs code at import (for step in range(30): at line 40, torch.save(m, 'x.pt') at line 52). Run it to trace?",
+      runsCodeDetail(message, st),
+      "Without it, building the model failed: KeyError: 'hidden'.\n\nline 40: for step in range(30):\nline 52: torch.save(m, 'x.pt')",
+    );
+    // No statements: the server's own list.
+    assert.equal(
+      runsCodeQuestion("/w/train.py", "importing train.py runs code: a for loop at line 40, torch.save at line 52 …", []),
+      "torchscope: importing train.py runs code at import (a for loop at line 40, torch.save at line 52). Run it to trace?",
     );
     assert.equal(statementLines(st), "line 40: for step in range(30):\nline 52: torch.save(m, 'x.pt')");
   });

@@ -419,7 +419,11 @@ describe("the first ten minutes (issue 16)", () => {
     { line: 40, text: "for step in range(30):" },
     { line: 52, text: "torch.save(model.state_dict(), 'ckpt.pt')" },
   ];
-  const runsCode = failWith("runs-code", "importing train.py runs code: a for loop at line 40, torch.save at line 52", { statements });
+  const runsCode = failWith(
+    "runs-code",
+    "importing train.py without its top-level code failed (NameError: name 'WIDTH' is not defined); it runs code at import: line 40: for step in range(30):; line 52: torch.save(…)",
+    { statements },
+  );
 
   it("a file that runs code at import: a modal question first; Run It traces with runTopLevel, remembered for the file", async () => {
     pyDoc("/w/train.py");
@@ -427,9 +431,16 @@ describe("the first ten minutes (issue 16)", () => {
     vs.answers.push("Run It");
     assert.ok(await x.commands.visualize({ uri: uri("/w/train.py"), target: "Net" }));
     const q = calls("showWarningMessage")[0]!;
-    assert.equal(q.args[0], "torchscope: importing train.py runs code at import (a for loop at line 40, torch.save at line 52). Run it to trace?");
+    assert.equal(
+      q.args[0],
+      "torchscope: importing train.py runs code at import (for step in range(30): at line 40, torch.save(model.state_dict(), 'ckpt.pt') at line 52). Run it to trace?",
+    );
     assert.deepEqual(q.args.slice(1), [
-      { modal: true, detail: "line 40: for step in range(30):\nline 52: torch.save(model.state_dict(), 'ckpt.pt')" },
+      {
+        modal: true,
+        detail:
+          "Without it, building the model failed: NameError: name 'WIDTH' is not defined.\n\nline 40: for step in range(30):\nline 52: torch.save(model.state_dict(), 'ckpt.pt')",
+      },
       "Run It",
       "Show Lines",
     ]);
