@@ -57,6 +57,27 @@ for step in range(3):
 Path(__file__).with_name("checkpoint_written.txt").write_text("trained")
 `;
 
+// A model that needs what the top level computes (a loop fills its sizes); the same top
+// level writes a file. Nothing of it may run before the user agrees.
+const NEEDS_SETUP = `import torch
+from torch import nn
+from pathlib import Path
+
+sizes = {}
+for name in ("hidden",):
+    sizes[name] = 6
+Path(__file__).with_name("setup_ran.txt").write_text("ran")
+
+
+class Wide(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, sizes["hidden"])
+
+    def forward(self, x):
+        return self.fc(x)
+`;
+
 // `net = Net()` where only the class can be traced (under the main guard).
 const SCRIPT_NET = `import torch
 from torch import nn
@@ -106,7 +127,7 @@ async function visualizeAt(text: string, x?: number): Promise<number> {
 }
 
 before(async () => {
-  cs = await startCodeServer({ files: { "train_script.py": TRAIN, "script_net.py": SCRIPT_NET } });
+  cs = await startCodeServer({ files: { "train_script.py": TRAIN, "needs_setup.py": NEEDS_SETUP, "script_net.py": SCRIPT_NET } });
   browser = await launch();
   page = await openWorkbench(browser, cs);
 });
@@ -181,23 +202,35 @@ describe("the first minutes", { timeout: 900_000 }, () => {
       await shot(page, "first-02-input-changed");
     }));
 
-  it("a script with a training loop at top level: nothing runs before Run It", () =>
-    step(page, "runs-code", async () => {
+  it("a script with a training loop at top level: traced without running it", () =>
+    step(page, "script", async () => {
       await closeAll(page);
       await openFile(page, "train_script.py");
-      const written = join(cs!.workspace, "checkpoint_written.txt");
+      await visualizeAt("def forward");
+      assert.equal(await viewer(page).locator(".ts-model").innerText(), "TinyNet");
+      assert.equal(await page.locator(".monaco-dialog-box").count(), 0, "no question: the model needs none of it");
+      assert.equal(existsSync(join(cs!.workspace, "checkpoint_written.txt")), false, "the training loop and its checkpoint did not run");
+    }));
+
+  it("a model that needs the top-level code: a question first, nothing runs before Run It", () =>
+    step(page, "runs-code", async () => {
+      await closeAll(page);
+      await openFile(page, "needs_setup.py");
+      const ran = join(cs!.workspace, "setup_ran.txt");
       await contextMenu(page, "def forward", "Visualize forward pass");
       const dialog = page.locator(".monaco-dialog-box", { hasText: "runs code at import" });
       await dialog.waitFor({ timeout: 120_000 });
-      assert.match(await dialog.innerText(), /train_script\.py/);
+      const text = await dialog.innerText();
+      assert.match(text, /importing needs_setup\.py runs code at import \(for name in \("hidden",\): at line 6/);
+      assert.match(text, /KeyError/, "the details say why the model needs it");
       await shot(page, "first-03-runs-code");
-      assert.equal(existsSync(written), false, "the training loop did not run before consent");
+      assert.equal(existsSync(ran), false, "the top-level code did not run before consent");
       await markOld(page);
       await dialog.getByRole("button", { name: "Run It" }).click();
       await waitForGraph(page);
       traces++;
-      assert.equal(await viewer(page).locator(".ts-model").innerText(), "TinyNet");
-      assert.equal(existsSync(written), true, "Run It ran the file's code");
+      assert.equal(await viewer(page).locator(".ts-model").innerText(), "Wide");
+      assert.equal(existsSync(ran), true, "Run It ran the file's code");
     }));
 
   it("right-click after the end of `net = Net()` finds the model", () =>
