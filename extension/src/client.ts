@@ -17,11 +17,14 @@ import {
 import { resolveInterpreter, type Interpreter } from "./interpreter";
 import { ClientLog } from "./logChannel";
 import {
+  COMPARE,
   LOG_LEVELS,
   SHUTDOWN_RUNNER,
   TARGETS,
   TARGET_AT,
   TRACE,
+  type CompareParams,
+  type CompareResult,
   type InitOptions,
   type LogLevel,
   type TargetAtParams,
@@ -42,6 +45,8 @@ export interface Server {
   targets(params: TargetsParams): Promise<TargetAtResult[]>;
   /** Trace with LSP progress reported to `progress`; rejects with the server's error, or REQUEST_CANCELLED. */
   trace(params: Omit<TraceParams, "workDoneToken">, cancel: vscode.CancellationToken, progress: (message: string) => void): Promise<TraceResult>;
+  /** Two graph files → the compare view's graph file (no torch needed). */
+  compare(params: CompareParams): Promise<CompareResult>;
   /** Stop the server and start it again; rejects when it does not start. */
   restart(): Promise<void>;
 }
@@ -198,6 +203,11 @@ export class ServerClient implements Server, vscode.Disposable {
     } finally {
       sub.dispose();
     }
+  }
+
+  async compare(params: CompareParams): Promise<CompareResult> {
+    const client = await this.ready();
+    return client.sendRequest<CompareResult>(COMPARE, params);
   }
 
   /** Stop the server (cleanly: shutdown, exit) and start it again. */

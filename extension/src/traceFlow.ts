@@ -62,6 +62,8 @@ export interface TraceSource {
   ask(what: Ask): Promise<Answer>;
   /** Trace the next call of the model instead (a running program only); shows its own progress. */
   traceNextCall?(): Promise<TraceOutcome>;
+  /** The panel's title when it is not "Forward pass: Model" (a comparison's). */
+  panelTitle?(summary: TraceSummary | null): string;
   /** Trace on the meta device from now on (a model that needs a GPU); absent: this source can't. */
   useMeta?(): void;
   readonly onMeta?: boolean;
@@ -154,7 +156,7 @@ export class TraceFlow {
     private readonly kinds: SourceKind[],
   ) {
     this.events = {
-      reveal: (site, panel) => void revealSite(site, panel),
+      reveal: (site, panel, side) => void revealSite(site, panel, side),
       save: (name, mime, data) => void saveAs(name, mime, data),
       retrace: (panel) => void this.retrace(panel),
       changeInput: (panel) => void this.changeInput(panel),
@@ -181,7 +183,7 @@ export class TraceFlow {
     let opened = opts.opened;
     const existing = GraphPanel.find(source.uri, source.target);
     if (!opened && !opts.quiet && !existing) {
-      opened = this.openPanel({ uri: source.uri, target: source.target, title: panelTitle(null, source.label) });
+      opened = this.openPanel({ uri: source.uri, target: source.target, title: source.panelTitle?.(null) ?? panelTitle(null, source.label) });
     }
     const current = existing?.origin.input?.expr;
     let missing: Ask | undefined = opts.askFirst ? { kind: "needs-input", message: "", ...(current ? { current } : {}) } : undefined;
@@ -240,7 +242,8 @@ export class TraceFlow {
    * graph and a way on. Returns what to ask next instead of calling the model broken. */
   private async show(source: TraceSource, traced: Traced, quiet: boolean): Promise<Ask | undefined> {
     const summary = traced.summary ?? null;
-    const panel = this.openPanel({ uri: source.uri, target: source.target, title: panelTitle(summary, source.label) });
+    const title = source.panelTitle?.(summary) ?? panelTitle(summary, source.label);
+    const panel = this.openPanel({ uri: source.uri, target: source.target, title });
     panel.setInput(inputUsed(summary));
     try {
       await panel.load(traced.path);

@@ -88,8 +88,9 @@ export function buildUi(root: HTMLElement): Ui {
   banner.setAttribute("role", "button");
   banner.tabIndex = 0;
   const warnings = el("div", "ts-warnings", root);
-  warnings.dataset.role = "warnings";
   warnings.hidden = true;
+  warnings.dataset.role = "warnings";
+  warnings.setAttribute("role", "status");
   const stage = el("div", "ts-stage", root);
   const svg = document.createElementNS(SVG, "svg");
   svg.classList.add("ts-svg");

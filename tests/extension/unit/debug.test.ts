@@ -475,6 +475,7 @@ function wired() {
     targetAt: async () => null,
     targets: async () => [],
     trace: async () => Promise.reject(new Error("no server")),
+    compare: async () => Promise.reject(new Error("no server")),
     restart: async () => undefined,
   };
   const memento = { get: (_k: string, d: unknown) => d, update: async () => undefined };
