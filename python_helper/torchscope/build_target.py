@@ -6,13 +6,15 @@ import importlib
 import importlib.util
 import inspect
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Optional
 
 import torch
 from torch import nn
+
+from .definitions import Skipped, definitions
 
 
 class TargetError(Exception):
@@ -24,6 +26,17 @@ class Built:
     model: nn.Module
     example: Optional[Any]  # what the target itself supplied as input, if anything
     module: ModuleType  # the user's imported file (namespace for --input expressions)
+    skipped: list[Skipped] = field(default_factory=list[Skipped])  # top-level work not run
+    name: str = ""  # the target's name in its file
+
+
+class RunsCode(TargetError):
+    """Importing the file's definitions alone, or building the model from them, failed, and
+    the file runs code at import that was left out: it may need it. The user decides."""
+
+    def __init__(self, message: str, skipped: list[Skipped]) -> None:
+        super().__init__(message)
+        self.skipped = skipped
 
 
 def split_target(target: str) -> tuple[Path, str]:
@@ -44,10 +57,17 @@ def module_name_for(path: Path) -> tuple[str, Path]:
     return ".".join(parts), folder
 
 
-def import_file(path: Path, source: Optional[str] = None) -> ModuleType:
+def import_file(
+    path: Path,
+    source: Optional[str] = None,
+    keep: Optional[set[str]] = None,
+    skipped: Optional[list[Skipped]] = None,
+) -> ModuleType:
     """Import `path` under its dotted package name, so relative imports work and
     `if __name__ == "__main__":` does not run. `source` replaces the file's text
-    (an editor's unsaved buffer)."""
+    (an editor's unsaved buffer). With `keep` (the names the caller needs), only the file's
+    definitions run (`definitions.definitions`): its top-level work is left out and listed
+    in `skipped`; without, the whole file runs."""
     if not path.exists():
         raise TargetError(f"no such file: {path}")
     name, root = module_name_for(path)
@@ -63,10 +83,18 @@ def import_file(path: Path, source: Optional[str] = None) -> ModuleType:
     sys.argv = [str(path)]
     sys.modules[name] = module
     try:
-        if source is None:
+        if source is None and keep is None:
             spec.loader.exec_module(module)
         else:
-            code = compile(source, str(path.resolve()), "exec")
+            filename = str(path.resolve())
+            text = source if source is not None else path.read_text(encoding="utf-8")
+            if keep is not None:
+                defs = definitions(text, keep, filename)
+                if skipped is not None:
+                    skipped.extend(defs.skipped)
+                code = compile(defs.tree, filename, "exec")
+            else:
+                code = compile(text, filename, "exec")
             exec(code, module.__dict__)
     except BaseException:
         sys.modules.pop(name, None)
@@ -77,24 +105,54 @@ def import_file(path: Path, source: Optional[str] = None) -> ModuleType:
 
 
 def build(
-    target: str, device: str = "cpu", source: Optional[str] = None, ctor_args: Optional[str] = None
+    target: str,
+    device: str = "cpu",
+    source: Optional[str] = None,
+    ctor_args: Optional[str] = None,
+    run_top_level: bool = False,
 ) -> Built:
     """Import the file and build the model named by `target` on `device`.
 
+    Only the file's definitions run unless `run_top_level` (the user's consent): a training
+    loop at top level, a checkpoint written, a job started are left out. When importing or
+    building then fails and work was left out, RunsCode says what it was.
     `ctor_args` is call-argument text for a class that needs them (`"10, hidden=64"`)."""
     path, name = split_target(target)
-    module = import_file(path, source)
-    if not hasattr(module, name):
-        raise TargetError(f"{path.name} has no name {name!r}")
-    obj = getattr(module, name)
-    with torch.device(device):
-        if ctor_args and inspect.isclass(obj):
-            model, example = _construct(obj, name, ctor_args, module), None
-        else:
-            model, example = _instantiate(obj, name)
+    skipped: list[Skipped] = []
+    keep = None if run_top_level else {name}
+    try:
+        module = import_file(path, source, keep, skipped)
+        if not hasattr(module, name):
+            if not any(name in s.binds for s in skipped):
+                skipped.clear()  # the left-out code would not define it either
+            raise TargetError(f"{path.name} has no name {name!r}")
+        obj = getattr(module, name)
+        with torch.device(device):
+            if ctor_args and inspect.isclass(obj):
+                model, example = _construct(obj, name, ctor_args, module), None
+            else:
+                model, example = _instantiate(obj, name)
+    except (NeedsConstructorArgs, SyntaxError):
+        raise
+    except BaseException as exc:
+        if not skipped or isinstance(exc, KeyboardInterrupt):
+            raise
+        raise RunsCode(
+            f"{path.name} without its top-level code failed ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}); it runs code at import: "
+            + describe_skipped(skipped),
+            skipped,
+        ) from exc
     if device != "cpu" and not _on_device(model, device):
         model = model.to(device)
-    return Built(model, example, module)
+    return Built(model, example, module, skipped, name)
+
+
+def describe_skipped(skipped: list[Skipped], most: int = 3) -> str:
+    """`line 40: for step in range(30):; line 52: torch.save(...) (+2 more)`."""
+    parts = [f"line {s.line}: {s.text}" for s in skipped[:most]]
+    more = f" (+{len(skipped) - most} more)" if len(skipped) > most else ""
+    return "; ".join(parts) + more
 
 
 def _construct(cls: type, name: str, ctor_args: str, module: ModuleType) -> nn.Module:
@@ -159,20 +217,69 @@ def eval_input(expr: str, module: ModuleType, device: str) -> Any:
         raise TargetError(f"--input {expr!r} failed: {type(exc).__name__}: {exc}") from exc
 
 
+@dataclass
+class ChosenInput:
+    """The input a trace uses and where it came from, as the panel shows it."""
+
+    value: Any
+    described: str  # for people: "guessed from the first layer stem.0 (Conv2d): tensor [...]"
+    kind: str  # "typed" | "factory" | "example" | "call" | "guess"
+    expr: Optional[str] = None  # an expression that gives it again (an input box starts here)
+
+
+def choose_input(
+    built: Built,
+    device: str = "cpu",
+    typed: Optional[str] = None,
+    call_in_file: Optional[str] = None,
+) -> ChosenInput:
+    """The input for a built target, the same for the editor and the CLI: the typed
+    expression; else the example its factory returned; else `example_input_array` (or
+    transformers' `dummy_inputs`); else a call of the target with literal arguments found in
+    the file; else a guess from the first layer. TargetError for a typed expression that
+    fails; inputs.GuessError (with a template to start from) when nothing fits."""
+    from .inputs import describe_input, guess, transformers_dummy
+
+    if typed:
+        return ChosenInput(eval_input(typed, built.module, device), typed, "typed", typed)
+    if built.example is not None:
+        return ChosenInput(built.example, f"from {built.name}()", "factory")
+    example = getattr(built.model, "example_input_array", None)
+    if example is not None:
+        return ChosenInput(example, "example_input_array", "example")
+    dummy = transformers_dummy(built.model)
+    if dummy is not None:
+        return ChosenInput(dummy, "dummy_inputs", "example")
+    if call_in_file:
+        try:
+            value = eval_input(call_in_file, built.module, device)
+            return ChosenInput(value, call_in_file, "call", call_in_file)
+        except TargetError as exc:
+            print(
+                f"torchscope: the input {call_in_file} found in the file failed: {exc}",
+                file=sys.stderr,
+            )
+    g = guess(built.model)
+    with torch.device(device):
+        value = eval(g.expr, {"torch": torch})  # noqa: S307 - our own expression
+    return ChosenInput(value, f"guessed from {g.source}: {describe_input(value)}", "guess", g.expr)
+
+
+def input_call_in_file(path: Path, name: str, text: Optional[str] = None) -> Optional[str]:
+    """The input of a call of `name` with literal arguments in the file (static analysis:
+    `model(torch.randn(2, 64))`, or an example a factory returns beside the model)."""
+    from .server import find_targets
+
+    project = find_targets.Project((path.resolve().parent,))
+    info = project.load(path, text)
+    return find_targets.input_call(project, info, name) if info is not None else None
+
+
 def call_arguments(
     built: Built, device: str = "cpu", input_expr: Optional[str] = None
-) -> tuple[tuple, dict]:
-    """The model's call arguments: the input expression, else the example the target
-    supplied, else the model's own (`inputs.example_input`; raises NoInputError)."""
-    from .inputs import example_input
-
-    if input_expr:
-        value = eval_input(input_expr, built.module, device)
-    elif built.example is not None:
-        value = built.example
-    else:
-        value = example_input(built.model, device)
-    return as_call(value)
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`choose_input`'s value as call arguments (without a call found in the file)."""
+    return as_call(choose_input(built, device, input_expr).value)
 
 
 def as_call(value: Any) -> tuple[tuple, dict]:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from .diff_cli import add_diff_parser, run_diff
 from .graph_file import GraphFileError, is_graph_file, read_graph_file
@@ -49,7 +48,13 @@ def _parser() -> argparse.ArgumentParser:
             type=float,
             default=None,
             metavar="SECONDS",
-            help="stop a trace that runs longer than this",
+            help="stop a trace (import and build included) that runs longer than this (exit 3)",
+        )
+        c.add_argument(
+            "--run-top-level",
+            action="store_true",
+            help="run the file's top-level code too (by default only its definitions are "
+            "loaded: a training loop at top level does not run)",
         )
         c.add_argument(
             "--no-values",
@@ -81,73 +86,78 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return run_diff(args)
     if args.command == "summary" and is_graph_file(args.target):
         return _summarize_file(args.target)
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        print(
-            f"torchscope: torch is not installed in this Python ({sys.executable}); "
-            "install it or pick an interpreter that has it",
-            file=sys.stderr,
-        )
-        return 2
-    from .build_target import TargetError, build, call_arguments
-    from .graph import SUFFIX_FORMATS
-    from .inputs import NoInputError
-    from .tracer import trace_call
+    from .cli_trace import CliError, error_line, trace_target
 
+    out: Optional[Path] = None
+    if args.command == "trace":
+        try:
+            out = _output(args.output)
+        except CliError as exc:
+            return _fail(exc)
     try:
-        built = build(args.target, device=args.device)
-        call_args, call_kwargs = call_arguments(built, args.device, args.input_expr)
-    except (TargetError, NoInputError) as exc:
-        print(f"torchscope: {exc}", file=sys.stderr)
-        return 2
-    except SyntaxError as exc:
-        print(
-            f"torchscope: syntax error in {exc.filename}:{exc.lineno}: {exc.msg}", file=sys.stderr
+        traced = trace_target(
+            args.target,
+            args.device,
+            args.input_expr,
+            args.time_budget,
+            run_top_level=args.run_top_level,
+            values=args.values,
+            costs=args.costs,
         )
-        return 2
-    except Exception as exc:  # an error while importing or building the user's model
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        print(
-            f"torchscope: building {args.target} failed: {type(exc).__name__}: {exc} "
-            f"({where.filename}:{where.lineno})",
-            file=sys.stderr,
-        )
-        return 2
-    graph = trace_call(
-        built.model,
-        call_args,
-        call_kwargs,
-        time_budget=args.time_budget,
-        raise_errors=False,
-        values=args.values,
-        costs=args.costs,
-    )
-
-    if args.command == "summary":
+    except CliError as exc:
+        return _fail(exc)
+    graph = traced.graph
+    if out is None:
         print(graph.summary())
     else:
-        out = Path(args.output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        graph.save(out, args.format or SUFFIX_FORMATS.get(out.suffix.lower(), "msgpack"))
+        from .graph import SUFFIX_FORMATS
+
+        try:
+            graph.save(out, args.format or SUFFIX_FORMATS.get(out.suffix.lower(), "msgpack"))
+        except OSError as exc:
+            return _fail(CliError(f"cannot write {out}: {exc.strerror or exc}"))
         s = graph.stats()
         print(
             f"{out}: {graph.model.name}, {s['modules']} module calls, {s['ops']} ops, "
-            f"{out.stat().st_size} bytes, traced in {s['trace_ms']:.0f} ms"
+            f"{out.stat().st_size} bytes, traced in {s['trace_ms']:.0f} ms; input {traced.input}"
+        )
+    for warning in graph.warnings:
+        print(f"torchscope: warning: {warning}", file=sys.stderr)
+    if traced.timed_out:
+        written = " (the graph up to there was written)" if out is not None else ""
+        return _fail(
+            CliError(f"the trace ran past {args.time_budget:g} s and was stopped{written}", 3)
         )
     if graph.error is not None:
-        e = graph.error
-        site = graph.nodes[e.node].site
-        at = f" at {site.file}:{site.line}" if site else ""
-        print(
-            f"torchscope: the forward raised {e.type}: {e.message}{at} "
-            "(the graph up to the failing call was written)"
-            if args.command == "trace"
-            else f"torchscope: the forward raised {e.type}: {e.message}{at}",
-            file=sys.stderr,
-        )
+        written = " (the graph up to the failing call was written)" if out is not None else ""
+        print(f"torchscope: {error_line(graph)}{written}", file=sys.stderr)
         return 1
     return 0
+
+
+def _output(name: str) -> Path:
+    """The output path, checked before anything runs: a folder or an unwritable place is bad
+    input (exit 2), found in a second rather than after the trace."""
+    from .cli_trace import CliError
+
+    out = Path(name)
+    if out.is_dir():
+        raise CliError(f"-o {name} is a folder: give a file name, e.g. {out / 'model.html'}")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        existed = out.exists()
+        with open(out, "ab"):
+            pass
+        if not existed:
+            out.unlink()  # nothing is left behind if the trace fails
+    except OSError as exc:
+        raise CliError(f"cannot write {name}: {exc.strerror or exc}") from None
+    return out
+
+
+def _fail(exc: Any) -> int:
+    print(f"torchscope: {exc.message}", file=sys.stderr)
+    return int(exc.code)
 
 
 def _summarize_file(path: str) -> int:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from .diff import STATS_TOLERANCE, diff_graphs
+from .diff import STATS_TOLERANCE, Diff, diff_graphs
 from .graph_file import GraphFileError, is_graph_file, read_graph_file
+from .html import BundleNotBuiltError
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -78,11 +78,8 @@ def add_diff_parser(sub: Any) -> None:
 
 
 def run_diff(args: argparse.Namespace) -> int:
-    if args.format == "html":
-        return _fail(
-            "--format html needs the compare view of the viewer, which is not built yet; "
-            "use --format text or json"
-        )
+    if args.format == "html" and not args.output:
+        return _fail("--format html writes a page: give the file with -o FILE.html")
     if is_graph_file(args.b) and (args.input_b or args.train_b):
         return _fail("--input-b and --train-b apply to a target B (FILE.py:NAME), not a graph file")
     if is_graph_file(args.a) and is_graph_file(args.b) and args.input_expr:
@@ -111,6 +108,11 @@ def run_diff(args: argparse.Namespace) -> int:
     diff = diff_graphs(a, b, stats_tolerance=args.stats_tolerance)
     if args.format == "json":
         text = json.dumps(diff.to_wire(a_source, b_source), indent=1, ensure_ascii=False)
+    elif args.format == "html":
+        try:
+            text = compare_page(diff, a_source, b_source)
+        except BundleNotBuiltError as exc:
+            return _fail(str(exc))
     else:
         from .compare import compare_view
         from .diff_text import render_text
@@ -134,6 +136,18 @@ def run_diff(args: argparse.Namespace) -> int:
     return 0
 
 
+def compare_page(diff: Diff, a_source: str, b_source: str) -> str:
+    """One standalone page drawing the comparison: the viewer's compare view."""
+    from .compare import compare_view
+    from .html import render_html
+
+    view = compare_view(diff, a_source, b_source)
+    name = diff.b.model.name or diff.a.model.name or "model"
+    return render_html(
+        view.to_msgpack(), f"{name}: {a_source or 'a'} → {b_source or 'b'} · torchscope"
+    )
+
+
 def load_side(
     spec: str,
     device: str,
@@ -144,43 +158,24 @@ def load_side(
     """A saved graph, or the graph of one traced forward of a target."""
     if is_graph_file(spec):
         return read_graph_file(spec)
-    try:
-        import torch
-    except ImportError:
-        raise SideError(
-            f"torch is not installed in this Python ({sys.executable}); "
-            "install it or pick an interpreter that has it"
-        ) from None
-    from .build_target import TargetError, build, call_arguments
-    from .inputs import NoInputError
-    from .tracer import trace_call
+    from .cli_trace import CliError, trace_target
 
     try:
         # the same seed for both sides: the same code gets the same random weights and input,
         # so values differ only where the code does
-        torch.manual_seed(0)
-        built = build(spec, device=device)
-        if train is not None:
-            built.model.train(train)
-        call_args, call_kwargs = call_arguments(built, device, input_expr)
-    except (TargetError, NoInputError) as exc:
-        raise SideError(str(exc)) from None
-    except SyntaxError as exc:
-        raise SideError(f"syntax error in {exc.filename}:{exc.lineno}: {exc.msg}") from None
-    except Exception as exc:  # an error while importing or building the user's model
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        raise SideError(
-            f"building {spec} failed: {type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"
-        ) from None
-    return trace_call(
-        built.model,
-        call_args,
-        call_kwargs,
-        time_budget=args.time_budget,
-        raise_errors=False,
-        values=args.values,
-        costs=args.costs,
-    )
+        traced = trace_target(
+            spec,
+            device,
+            input_expr,
+            args.time_budget,
+            train=train,
+            values=args.values,
+            costs=args.costs,
+            seed=0,
+        )
+    except CliError as exc:
+        raise SideError(exc.message) from None
+    return traced.graph
 
 
 def _source(spec: str, input_expr: Optional[str], train: Optional[bool]) -> str:

@@ -156,21 +156,113 @@ def first_layer(model: nn.Module) -> Optional[tuple[nn.Module, LayerInput]]:
 # -- making an input -------------------------------------------------------------------------
 
 
+class GuessError(NoInputError):
+    """No single tensor can be guessed: `guess` is a template the user can start from."""
+
+    def __init__(self, message: str, guess: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.guess = guess
+
+
+@dataclass(frozen=True)
+class Guess:
+    expr: str  # an input expression in `torch`
+    source: str  # where it came from: "the first layer stem.0 (Conv2d)"
+
+
+def required_arguments(model: nn.Module) -> list[str]:
+    """The forward's parameters a call must give (no default, not *args/**kwargs)."""
+    import inspect
+
+    try:
+        params = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [
+        p.name
+        for p in params
+        if p.default is inspect.Parameter.empty
+        and (p.kind in kinds or p.kind is inspect.Parameter.KEYWORD_ONLY)
+    ]
+
+
+def guess(model: nn.Module) -> Guess:
+    """The first-layer guess for a forward that takes one tensor; GuessError when it takes
+    several (never call those with a guess for one) or no layer says what it takes."""
+    found = first_layer(model)
+    one = None
+    if found is not None:
+        layer, entry = found
+        one = entry.make(layer, getattr(model, "config", None))
+    required = required_arguments(model)
+    if len(required) > 1:
+        template = "(" + ", ".join(one or "torch.randn(1, 16)" for _ in required) + ")"
+        raise GuessError(
+            f"{type(model).__name__}.forward({', '.join(required)}) takes {len(required)} "
+            f"arguments: give them as a tuple, e.g. {template}",
+            template,
+        )
+    if found is None or one is None:
+        raise GuessError(f"cannot tell what input {type(model).__name__} takes: {HOW_TO}")
+    layer = found[0]
+    path = next((p for p, m in model.named_modules() if m is layer), "")
+    where = f"{path} ({type(layer).__name__})" if path else type(layer).__name__
+    return Guess(one, f"the first layer {where}")
+
+
+def alternatives(model: nn.Module) -> list[str]:
+    """Other input expressions to try when the first-layer guess makes the forward raise: a
+    later layer may fix the image size (a Linear after flatten) or a sequence length."""
+    found = first_layer(model)
+    if found is None:
+        return []
+    layer = found[0]
+    if isinstance(layer, (nn.Conv2d, nn.ConvTranspose2d)):
+        c = layer.in_channels
+        return [_randn(1, c, side, side) for side in (32, 28, 224, 96, 128, 256, 299, 512)]
+    if isinstance(layer, (nn.Conv1d, nn.ConvTranspose1d)):
+        c = layer.in_channels
+        return [_randn(1, c, n) for n in (16, 32, 128, 256, 1024, 16000)]
+    if isinstance(layer, (nn.Conv3d, nn.ConvTranspose3d)):
+        c = layer.in_channels
+        return [_randn(1, c, d, s, s) for d, s in ((16, 112), (8, 64), (16, 224))]
+    return []
+
+
+def first_that_runs(model: nn.Module, exprs: list[str], device: str = "cpu") -> Optional[str]:
+    """The first expression the model's plain forward accepts, without side effects (the
+    model's state, RNG and torch's settings as before). Only used after a guess failed."""
+    from .state import ModelState
+
+    named = list(model.named_modules())
+    for expr in exprs:
+        state = ModelState(named)
+        try:
+            with torch.no_grad(), torch.device(device):
+                x = eval(expr, {"torch": torch})  # noqa: S307 - our own expression
+                model(x)
+            return expr
+        except Exception:
+            continue
+        finally:
+            state.restore()
+    return None
+
+
 def example_input(model: nn.Module, device: str = "cpu") -> Any:
     """`example_input_array`, then transformers' `dummy_inputs`, then a first-layer guess."""
     example = getattr(model, "example_input_array", None)
     if example is not None:
         return example
-    dummy = _transformers_dummy(model)
+    dummy = transformers_dummy(model)
     if dummy is not None:
         return dummy
-    guess = guess_from_first_layer(model, device)
-    if guess is None:
-        raise NoInputError(f"cannot tell what input {type(model).__name__} takes: {HOW_TO}")
-    return guess
+    with torch.device(device):
+        return eval(guess(model).expr, {"torch": torch})  # noqa: S307 - our own expression
 
 
-def _transformers_dummy(model: nn.Module) -> Optional[dict[str, Any]]:
+def transformers_dummy(model: nn.Module) -> Optional[dict[str, Any]]:
     dummy = getattr(type(model), "dummy_inputs", None)
     if dummy is None or not hasattr(model, "config"):
         return None
@@ -185,17 +277,18 @@ def _transformers_dummy(model: nn.Module) -> Optional[dict[str, Any]]:
 
 
 def guess_expression(model: nn.Module) -> Optional[str]:
-    """The first-layer guess as an input expression in `torch` ("torch.randn(1, 64)")."""
-    found = first_layer(model)
-    if found is None:
-        return None
-    layer, entry = found
-    return entry.make(layer, getattr(model, "config", None))
+    """What an input box can start with: the guess, or the template for several arguments."""
+    try:
+        return guess(model).expr
+    except GuessError as exc:
+        return exc.guess
 
 
 def guess_from_first_layer(model: nn.Module, device: str = "cpu") -> Optional[Any]:
-    expr = guess_expression(model)
-    if expr is None:
+    """The first-layer guess as a tensor (None when there is none)."""
+    try:
+        expr = guess(model).expr
+    except GuessError:
         return None
     with torch.device(device):
         return eval(expr, {"torch": torch})  # noqa: S307 - our own expression

@@ -134,9 +134,10 @@ def _choose_inputs(
     frame: types.FrameType,
     calls: list[frames.ModuleCall],
     input_expr: Optional[str],
-) -> tuple[tuple[Any, ...], dict[str, Any], str]:
-    """A typed expression; else the arguments of the module's call on the stack; else values
-    in the frame that fit (`inputs.fitting_value`); else `needs-input`."""
+) -> tuple[tuple[Any, ...], dict[str, Any], str, str, Optional[str]]:
+    """`(args, kwargs, described, kind, expr)`: a typed expression; else the arguments of the
+    module's call on the stack; else values in the frame that fit (`inputs.fitting_value`);
+    else `needs-input`."""
     if input_expr:
         try:
             value = frames.eval_in_frame(input_expr, frame)
@@ -147,18 +148,20 @@ def _choose_inputs(
                 traceback_text(exc),
             ) from exc
         args, kwargs = as_call(value)
-        return args, kwargs, input_expr
+        return args, kwargs, input_expr, "typed", input_expr
     for call in calls:
         if call.module is model:
             return (
                 call.args,
                 call.kwargs,
                 f"paused call {inputs.describe_call(call.args, call.kwargs)}",
+                "paused-call",
+                None,
             )
     found = inputs.fitting_value(model, frames.frame_values(frame))
     if found is not None:
         args, kwargs, what = found
-        return args, kwargs, f"from the frame: {what}"
+        return args, kwargs, f"from the frame: {what}", "frame", None
     raise Failure(
         "needs-input",
         f"no input for {type(model).__name__} in this frame: give an input expression "
@@ -178,16 +181,24 @@ def _trace(
     with rng_kept():
         calls = frames.module_calls(frame)
         model = frames.resolve(expr, frame, calls)
-        args, kwargs, described = _choose_inputs(model, frame, calls, input_expr)
+        args, kwargs, described, kind, given = _choose_inputs(model, frame, calls, input_expr)
         del calls
-        return _run(model, args, kwargs, described, session.out_path(out), time_budget, cancel_file)
+        return _run(
+            model,
+            args,
+            kwargs,
+            (described, kind, given),
+            session.out_path(out),
+            time_budget,
+            cancel_file,
+        )
 
 
 def _run(
     model: nn.Module,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    described: str,
+    source: tuple[str, str, Optional[str]],
     out: str,
     time_budget: Optional[float],
     cancel_file: Optional[str] = None,
@@ -209,7 +220,9 @@ def _run(
                 args,
                 kwargs,
                 out=out,
-                described=described,
+                described=source[0],
+                input_kind=source[1],
+                input_expr=source[2],
                 time_budget=time_budget or None,
                 cancel=cancel,
             )
@@ -364,7 +377,10 @@ def _arm(session: Session, expr: str, out: str, time_budget: Optional[float]) ->
             described = f"next call {inputs.describe_call(args, kwargs)}"
             with rng_kept():
                 _results[out_path] = _hook_reply(
-                    lambda: _run(module, args, kwargs, described, out_path, time_budget), out_path
+                    lambda: _run(
+                        module, args, kwargs, (described, "next-call", None), out_path, time_budget
+                    ),
+                    out_path,
                 )
         finally:
             back_on()

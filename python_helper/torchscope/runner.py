@@ -14,7 +14,8 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -163,13 +164,14 @@ def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any
         if text is not None
         else None
     )
-    key = (str(path), digest, name, req.get("ctorArgs"), device)
+    run_top_level = bool(req.get("runTopLevel"))
+    key = (str(path), digest, name, req.get("ctorArgs"), device, run_top_level)
     if _last is not None and _last.key == key and _unchanged(_last.files):
         built = _last.built
     else:
         _last = None  # free the old model before building the next
         progress("Importing")
-        built = _build(path, name, device, text, req.get("ctorArgs"))
+        built = _build(path, name, device, text, req.get("ctorArgs"), run_top_level)
         _last = _LastBuild(key, built, user_files())
     return _trace_built(req, built, started, progress)
 
@@ -180,6 +182,7 @@ def _build(
     device: str,
     text: Optional[str],
     ctor_args: Optional[str],
+    run_top_level: bool = False,
 ) -> Any:
     from . import build_target as tg
 
@@ -187,7 +190,16 @@ def _build(
     _own_folder_first(path)
     old_argv, old_cwd = sys.argv, os.getcwd()
     try:
-        return tg.build(f"{path}:{name}", device, source=text, ctor_args=ctor_args)
+        return tg.build(
+            f"{path}:{name}", device, source=text, ctor_args=ctor_args, run_top_level=run_top_level
+        )
+    except tg.RunsCode as exc:
+        cause = exc.__cause__ or exc
+        details = _user_traceback(cause) or "".join(
+            traceback.format_exception_only(type(cause), cause)
+        )
+        statements = [s.to_wire() for s in exc.skipped]
+        raise Failure("runs-code", f"importing {exc}", details, statements=statements) from exc
     except tg.NeedsConstructorArgs as exc:
         raise Failure("target-error", str(exc), needsCtorArgs=True) from exc
     except tg.TargetError as exc:
@@ -217,58 +229,67 @@ def _trace_built(
     req: dict[str, Any], built: Any, started: float, progress: Callable[[str], None]
 ) -> dict[str, Any]:
     from . import build_target as tg
-    from .inputs import NoInputError, describe_input, example_input
-    from .tracefile import trace_to_file
+    from .inputs import GuessError, alternatives, describe_input, first_that_runs
 
     budget = req.get("timeout")
-    name = req["target"]
     device = req.get("device") or "cpu"
 
     progress("Building input")
-    expr = req.get("input")
-    value: Any = None
-    described = ""
-    if expr:
-        try:
-            value = tg.eval_input(expr, built.module, device)
-        except tg.TargetError as exc:
-            cause = exc.__cause__ or exc
-            raise Failure("needs-input", f"the input {expr} failed: {one_line(cause)}") from exc
-        described = expr
-    elif built.example is not None:
-        value, described = built.example, f"from {name}()"
-    elif getattr(built.model, "example_input_array", None) is not None:
-        value, described = built.model.example_input_array, "example_input_array"
-    else:
-        call = req.get("inputCall")
-        if call:
-            try:
-                value = tg.eval_input(call, built.module, device)
-                described = call
-            except tg.TargetError as exc:
-                print(
-                    f"torchscope: the input {call} found in the file failed: {exc}", file=sys.stderr
-                )
-        if value is None:
-            try:
-                value = example_input(built.model, device)
-            except NoInputError as exc:
-                raise Failure(
-                    "needs-input",
-                    f"cannot tell what input {type(built.model).__name__} takes: give an input "
-                    "expression, e.g. torch.randn(1, 3, 224, 224)",
-                ) from exc
-            described = f"inferred: {describe_input(value)}"
+    typed = req.get("input")
+    try:
+        chosen = tg.choose_input(built, device, typed, req.get("inputCall"))
+    except tg.TargetError as exc:
+        cause = exc.__cause__ or exc
+        raise Failure("needs-input", f"the input {typed} failed: {one_line(cause)}") from exc
+    except GuessError as exc:
+        extra = {"guess": exc.guess} if exc.guess else {}
+        raise Failure("needs-input", str(exc), **extra) from exc
 
     progress("Tracing")
+    result = _trace_chosen(req, built, chosen, started, budget)
+    if chosen.kind == "guess" and result["summary"]["error"] is not None:
+        # the guess may be what's wrong: a later layer may want another size
+        fits = first_that_runs(built.model, alternatives(built.model), device)
+        if fits is not None:
+            import torch
+
+            progress("Tracing again with another guess")
+            with torch.device(device):
+                value = eval(fits, {"torch": torch})  # noqa: S307 - our own expression
+            source = chosen.described.split(": ", 1)[0]  # "guessed from the first layer …"
+            described = f"{source}, a size the model accepts: {describe_input(value)}"
+            chosen = tg.ChosenInput(value, described, "guess", fits)
+            result = _trace_chosen(req, built, chosen, started, budget)
+    result["summary"]["skipped"] = [s.to_wire() for s in built.skipped]
+    return result
+
+
+def _trace_chosen(
+    req: dict[str, Any], built: Any, chosen: Any, started: float, budget: Any
+) -> dict[str, Any]:
+    from . import build_target as tg
+    from .tracefile import trace_to_file
+
+    train = req.get("train")
+    described = chosen.described
+    if train is not None:  # a comparison of eval and training mode: this trace only
+        described += " (training mode)" if train else " (eval mode)"
     remaining = None
     if budget:
         remaining = max(0.05, float(budget) - (time.monotonic() - started))
-    args, kwargs = tg.as_call(value)
+    args, kwargs = tg.as_call(chosen.value)
     try:
-        return trace_to_file(
-            built.model, args, kwargs, out=req["out"], described=described, time_budget=remaining
-        )
+        with _mode(built.model, train):
+            return trace_to_file(
+                built.model,
+                args,
+                kwargs,
+                out=req["out"],
+                described=described,
+                input_kind=chosen.kind,
+                input_expr=chosen.expr,
+                time_budget=remaining,
+            )
     except Failure as exc:
         if exc.kind == "timeout" and budget:  # the request's budget, not what was left of it
             raise Failure(
@@ -280,6 +301,22 @@ def _trace_built(
         raise Failure(
             "runner-crashed", f"the model's forward called {what}", _user_traceback(exc)
         ) from exc
+
+
+@contextmanager
+def _mode(model: Any, train: Any) -> Iterator[None]:
+    """`model.train(train)` for one trace (None: as built), every module's flag put back after:
+    the runner keeps the build for the next trace."""
+    if train is None:
+        yield
+        return
+    flags = [(m, m.training) for m in model.modules()]
+    model.train(bool(train))
+    try:
+        yield
+    finally:
+        for m, flag in flags:
+            m.training = flag
 
 
 # Libraries slow to import that a model file may use: imported ahead when the server sees an
@@ -379,32 +416,42 @@ class Runner:
 
 
 def _die_with_parent() -> None:
-    """Exit when the server dies, so a runner stuck in user code is no orphan: on Linux the
-    kernel sends SIGKILL (PR_SET_PDEATHSIG); on other POSIX systems a daemon thread watches for
-    the runner being re-parented. (The runner is never a debuggee: a thread is harmless here.)"""
+    """When the server dies, the runner goes, and with it every process the user's code
+    started (its process group: the server starts the runner in a session of its own), so a
+    runner stuck in user code leaves no orphan. On Linux the kernel sends SIGTERM
+    (PR_SET_PDEATHSIG), whose handler kills the group; a daemon thread that sees the runner
+    re-parented does the same where there is no such signal, or when the main thread is
+    stuck in C code. (The runner is never a debuggee: a thread is harmless here.)"""
     expected = os.environ.get("TORCHSCOPE_SERVER_PID")
     if not expected or os.name != "posix":
         return
+    import signal
+    import threading
+
+    def kill_group(*_: Any) -> None:
+        try:
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+        finally:
+            os._exit(0)
+
     if os.getppid() != int(expected):
-        os._exit(0)  # the server is already gone
+        kill_group()  # the server is already gone
     if sys.platform.startswith("linux"):
         try:
             import ctypes
-            import signal
 
+            signal.signal(signal.SIGTERM, kill_group)
             libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+            libc.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
             if os.getppid() != int(expected):
-                os._exit(0)  # the server died before prctl took effect
-            return
+                kill_group()  # the server died before prctl took effect
         except Exception:
             pass
-    import threading
 
     def watch() -> None:
         while os.getppid() == int(expected):
-            time.sleep(1.0)
-        os._exit(0)
+            time.sleep(0.5)
+        kill_group()
 
     threading.Thread(target=watch, name="torchscope-parent-watch", daemon=True).start()
 

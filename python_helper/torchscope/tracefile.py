@@ -11,7 +11,7 @@ from torch import nn
 
 from .failure import Failure
 from .graph import write_atomic
-from .tracer import trace_call
+from .tracer import ModelTooDeep, trace_call
 from .usercode import is_user_file
 
 TraceResult = dict[str, Any]  # {path, size, summary} (docs/protocol.md)
@@ -24,6 +24,8 @@ def trace_to_file(
     *,
     out: str | Path,
     described: str,
+    input_kind: str = "typed",
+    input_expr: Optional[str] = None,
     time_budget: Optional[float] = None,
     cancel: Optional[Callable[[], bool]] = None,
 ) -> TraceResult:
@@ -31,9 +33,12 @@ def trace_to_file(
     `{path, size, summary}`. A forward that raises is a result (the partial graph, with
     `summary.error` at the user's line); a trace stopped by its budget or its cancel check is
     a Failure (`timeout`, `cancelled`) and writes nothing."""
-    graph = trace_call(
-        model, args, kwargs, time_budget=time_budget, cancel=cancel, raise_errors=False
-    )
+    try:
+        graph = trace_call(
+            model, args, kwargs, time_budget=time_budget, cancel=cancel, raise_errors=False
+        )
+    except ModelTooDeep as exc:
+        raise Failure("target-error", str(exc)) from exc
     error = graph.error
     if error is not None and error.type == "TraceTimeout":
         budget = f"{time_budget:g} s" if time_budget else "its time budget"
@@ -42,8 +47,7 @@ def trace_to_file(
         raise Failure("cancelled", "the trace was cancelled")
     data = graph.to_msgpack()
     write_atomic(out, data)
-    return {
-        "path": str(out),
-        "size": len(data),
-        "summary": graph.result_summary(described, is_user_file),
-    }
+    summary = graph.result_summary(described, is_user_file)
+    summary["inputKind"] = input_kind  # docs/protocol.md: where the input came from
+    summary["inputExpr"] = input_expr  # an expression that gives it again, or None
+    return {"path": str(out), "size": len(data), "summary": summary}

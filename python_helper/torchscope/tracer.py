@@ -64,6 +64,47 @@ class TraceTimeout(TraceCancelled):
     """The trace ran past its time budget."""
 
 
+class ModelTooDeep(ValueError):
+    """Modules nested so deep that running the forward would overflow the C stack."""
+
+
+MAX_NESTING = 4000  # module levels; a plain forward of 6,000 nested Sequentials segfaults CPython
+FRAMES_PER_LEVEL = 8  # Python frames a traced module call uses (hooks, call machinery)
+
+
+def nesting_depth(model: nn.Module) -> int:
+    """How deep modules nest under `model` (without recursion: the model may be deep)."""
+    deepest, stack, seen = 0, [(model, 0)], set()
+    while stack:
+        m, depth = stack.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        deepest = max(deepest, depth)
+        stack.extend((c, depth + 1) for c in m._modules.values() if c is not None)
+    return deepest
+
+
+@contextlib.contextmanager
+def _stack_for(depth: int):
+    """Python's recursion limit raised for a deep model while it is traced (restored after):
+    a forward that runs plainly must not fail only because the trace adds frames."""
+    if depth > MAX_NESTING:
+        raise ModelTooDeep(
+            f"modules are nested {depth} levels deep: running the forward would overflow the "
+            f"C stack (torchscope traces up to {MAX_NESTING} levels)"
+        )
+    old = sys.getrecursionlimit()
+    needed = depth * FRAMES_PER_LEVEL + 1000
+    if needed > old:
+        sys.setrecursionlimit(needed)
+    try:
+        yield
+    finally:
+        if sys.getrecursionlimit() != old:
+            sys.setrecursionlimit(old)
+
+
 @dataclass(slots=True)
 class _ModuleInfo:
     name: str
@@ -823,9 +864,10 @@ def trace_call(
     gc_was_enabled = gc.isenabled()
     gc.disable()  # a trace allocates many small objects; collections would dominate
     try:
-        return _trace(
-            model, args, kwargs, no_grad, time_budget, cancel, raise_errors, values, costs
-        )
+        with _stack_for(nesting_depth(model)):
+            return _trace(
+                model, args, kwargs, no_grad, time_budget, cancel, raise_errors, values, costs
+            )
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import msgpack
 import pytest
 
 from torchscope.cli import main
@@ -87,7 +90,19 @@ def test_json_document(models, tmp_path, capsys) -> None:
     a, _ = models
     out = tmp_path / "out" / "diff.json"
     rc, stdout, _ = run(
-        ["diff", f"{a}:Net", f"{a}:Net", "--train-b", "--format", "json", "-o", str(out)], capsys
+        # the structure only (with values, fc2's output changes too: dropout trains in b)
+        [
+            "diff",
+            f"{a}:Net",
+            f"{a}:Net",
+            "--train-b",
+            "--no-values",
+            "--format",
+            "json",
+            "-o",
+            str(out),
+        ],
+        capsys,
     )
     assert rc == 0
     assert stdout == f"{out}: 0 added, 0 removed, 1 changed, 9 same\n"
@@ -163,6 +178,7 @@ def test_two_inputs_of_one_target(models, capsys) -> None:
             "--input-b",
             "torch.randn(5, 16)",
             "--check",
+            "--no-values",  # the shapes; every value differs with another input
         ],
         capsys,
     )
@@ -174,8 +190,9 @@ def test_two_inputs_of_one_target(models, capsys) -> None:
 def test_graph_files_and_targets_mix(models, tmp_path, capsys) -> None:
     a, b = models
     ga, gb = tmp_path / "a.msgpack", tmp_path / "b.json"
-    assert run(["trace", f"{a}:Net", "-o", str(ga)], capsys)[0] == 0
-    assert run(["trace", f"{b}:Net", "-o", str(gb)], capsys)[0] == 0
+    # without values: a trace has no fixed seed, so a re-trace's random weights differ
+    assert run(["trace", f"{a}:Net", "--no-values", "-o", str(ga)], capsys)[0] == 0
+    assert run(["trace", f"{b}:Net", "--no-values", "-o", str(gb)], capsys)[0] == 0
     rc, out, _ = run(["diff", str(ga), str(gb), "--check"], capsys)
     assert rc == 1 and out.splitlines()[0].startswith(f"--- a: {ga}  (Net,")
     assert run(["diff", str(ga), f"{a}:Net", "--check"], capsys)[0] == 0
@@ -245,10 +262,36 @@ def test_target_options_on_graph_files_are_refused(models, tmp_path, capsys) -> 
     assert rc == 0 and "~ input x: output: [1, 16] → [3, 16]" in out
 
 
-def test_html_compare_page_is_not_there_yet(models, capsys) -> None:
-    a, _ = models
-    rc, _, err = run(["diff", f"{a}:Net", f"{a}:Net", "--format", "html", "-o", "x.html"], capsys)
-    assert rc == 2 and "compare view" in err
+def test_html_compare_page(models, tmp_path, capsys) -> None:
+    a, b = models
+    page = tmp_path / "out" / "compare.html"
+    rc, out, err = run(
+        [
+            "diff",
+            f"{a}:Net",
+            f"{b}:Net",
+            "--no-values",
+            "--format",
+            "html",
+            "-o",
+            str(page),
+            "--check",
+        ],
+        capsys,
+    )
+    assert rc == 1 and err == "" and out.startswith(f"{page}: 0 added, 0 removed, 7 changed")
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and "<title>Net: " in text
+    blob = re.search(r'id="torchscope-graph">([^<]*)</script>', text)
+    assert blob is not None
+    wire = msgpack.unpackb(base64.b64decode(blob.group(1)))
+    # the page carries the compare view: b's graph and, per node, what changed
+    assert wire["format"] == "torchscope.graph" and wire["compare"]["format"] == "torchscope.diff"
+    assert wire["compare"]["a"]["source"] == f"{a}:Net"
+    assert wire["compare"]["status"].count("changed") == 7
+    # without -o: one line, no page on standard output
+    rc, out, err = run(["diff", f"{a}:Net", f"{b}:Net", "--format", "html"], capsys)
+    assert rc == 2 and out == "" and "-o FILE.html" in err
 
 
 def test_a_forward_that_raises_is_compared_up_to_the_error(models, capsys) -> None:
@@ -270,7 +313,7 @@ def test_a_forward_that_raises_is_compared_up_to_the_error(models, capsys) -> No
 def test_text_to_a_file(models, tmp_path, capsys) -> None:
     a, b = models
     out = tmp_path / "d.txt"
-    rc, stdout, _ = run(["diff", f"{a}:Net", f"{b}:Net", "-o", str(out)], capsys)
+    rc, stdout, _ = run(["diff", f"{a}:Net", f"{b}:Net", "--no-values", "-o", str(out)], capsys)
     assert rc == 0 and stdout == f"{out}: 0 added, 0 removed, 7 changed, 3 same\n"
     assert out.read_text().splitlines()[-1] == "0 added, 0 removed, 7 changed, 3 same"
 

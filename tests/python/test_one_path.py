@@ -141,7 +141,7 @@ def test_the_same_input_guess_everywhere(runner, models, tmp_path, name):
     breakpoint with no input in the frame the candidate offers that same guess (what the
     input box starts with), and tracing with it gives the same input shapes."""
     editor = _editor(runner, models, name, tmp_path / "editor.msgpack")
-    assert editor["summary"]["input"].startswith("inferred: tensor ")
+    assert editor["summary"]["input"].startswith("guessed from the first layer ")
     shapes = _input_shapes(Graph.load(tmp_path / "editor.msgpack"))
 
     run = _cli(models, name, tmp_path / "cli.msgpack")

@@ -88,15 +88,15 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 
 MLP = """
+    import os
     import torch
     from torch import nn
-    print("printed at import")  # must not reach the protocol stream
-    import os
-    os.write(1, b"written to fd 1\\n")
 
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
+            print("printed at import")  # must not reach the protocol stream
+            os.write(1, b"written to fd 1\\n")
             self.fc = nn.Linear(64, 8)
 
         def forward(self, x):
@@ -311,8 +311,19 @@ def test_import_errors(runner, tmp_path):
 
 
 def test_sys_exit_at_import_keeps_the_runner(runner, tmp_path):
-    path = write(tmp_path, "exits.py", "import sys\nsys.exit(3)\n")
-    reply = runner.ask(op="trace", file=str(path), target="Net", out=str(tmp_path / "g.msgpack"))
+    path = write(
+        tmp_path,
+        "exits.py",
+        "import sys\nfrom torch import nn\nsys.exit(3)\nclass Net(nn.Linear):\n"
+        "    def __init__(self):\n        super().__init__(2, 2)\n",
+    )
+    out = str(tmp_path / "g.msgpack")
+    # by default the file's top-level code does not run: the trace works without it
+    reply = runner.ask(op="trace", file=str(path), target="Net", out=out, input="torch.ones(2)")
+    assert reply["ok"], reply
+    assert reply["result"]["summary"]["skipped"] == [{"line": 3, "text": "sys.exit(3)"}]
+    # with the user's consent it runs, and its sys.exit is an import error, not a dead runner
+    reply = runner.ask(op="trace", file=str(path), target="Net", out=out, runTopLevel=True)
     assert reply["kind"] == "import-error" and "sys.exit(3)" in reply["message"]
     assert runner.ask(op="ping")["ok"]
 
@@ -359,7 +370,10 @@ def test_target_errors(runner, tmp_path):
     reply = runner.ask(op="trace", file=str(path), target="Needs", out=out)
     assert reply["kind"] == "target-error" and reply["needsCtorArgs"] is True
     reply = runner.ask(op="trace", file=str(path), target="Needs", out=out, ctorArgs="5")
-    assert reply["ok"] and reply["result"]["summary"]["input"].startswith("inferred: tensor [1, 5]")
+    assert reply["ok"] and reply["result"]["summary"]["input"].startswith(
+        "guessed from the first layer "
+    )
+    assert reply["result"]["summary"]["input"].endswith(": tensor [1, 5] float32")
     reply = runner.ask(op="trace", file=str(path), target="Fails", out=out)
     assert reply["kind"] == "target-error" and "bad config" in reply["message"]
     assert "ctor.py" in reply["details"]

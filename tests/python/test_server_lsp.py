@@ -202,12 +202,11 @@ MODELS = """
     from torch import nn
     from blocks import Block
 
-    print("printed at import")  # must not break the LSP stream
-    os.write(1, b"raw bytes on fd 1\\n")
-
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
+            print("printed at import")  # must not break the LSP stream
+            os.write(1, b"raw bytes on fd 1\\n")
             self.fc = nn.Linear(64, 8)
 
         def forward(self, x):
@@ -369,6 +368,24 @@ def test_target_at(lsp, workspace):
     assert at("net2 = Net()", text=edited) == {"target": "net2", "kind": "instance", "line": model}
 
 
+def test_targets_of_a_file(lsp, workspace):
+    """`torchscope/targets`: every model of the file, for the editor's pick list."""
+    path = workspace / "models.py"
+    got = lsp.request("torchscope/targets", {"uri": uri(path)})
+    assert got == [
+        {"target": "Net", "kind": "class", "line": line_of(path, "class Net")},
+        {"target": "Stack", "kind": "class", "line": line_of(path, "class Stack")},
+        {"target": "make_model", "kind": "factory", "line": line_of(path, "def make_model")},
+        {"target": "model", "kind": "instance", "line": line_of(path, "model = Net()")},
+    ]
+    # the editor's unsaved text is what is listed
+    text = "from torch import nn\n\nclass Only(nn.Module):\n    pass\n"
+    assert lsp.request("torchscope/targets", {"uri": uri(path), "text": text}) == [
+        {"target": "Only", "kind": "class", "line": 2}
+    ]
+    assert lsp.request("torchscope/targets", {"uri": uri(workspace / "exits.py")}) == []
+
+
 def test_trace_with_progress(lsp, workspace):
     lsp.progress.clear()
     result = trace(lsp, workspace / "models.py", "Net", workDoneToken="trace-1")
@@ -455,11 +472,15 @@ def test_error_kinds(lsp, workspace):
 
 
 def test_sys_exit_at_import_is_an_error_not_a_dead_server(lsp, workspace):
-    e = lsp.error("torchscope/trace", {"uri": uri(workspace / "exits.py"), "target": "Net"})
+    params = {"uri": uri(workspace / "exits.py"), "target": "Net", "runTopLevel": True}
+    e = lsp.error("torchscope/trace", params)
     assert e.code == -32001 and e.data["kind"] in ("import-error", "runner-crashed")
     assert "sys.exit(3)" in e.message
     pid = lsp.runner_pid()
-    e = lsp.error("torchscope/trace", {"uri": uri(workspace / "dies.py"), "target": "Net"})
+    e = lsp.error(
+        "torchscope/trace",
+        {"uri": uri(workspace / "dies.py"), "target": "Net", "runTopLevel": True},
+    )
     assert e.data["kind"] == "runner-crashed" and "exited with code 3" in e.message
     assert "dying now" in e.data["details"]
     assert pid is not None and not alive(pid)
@@ -482,7 +503,8 @@ def test_infinite_loop_times_out(lsp, workspace, where):
     }[where]
     lsp.logs.clear()
     started = time.monotonic()
-    params = {"uri": uri(path), "target": target, "input": "torch.zeros(2)"}
+    # (the loop at import runs only with the user's consent: runTopLevel)
+    params = {"uri": uri(path), "target": target, "input": "torch.zeros(2)", "runTopLevel": True}
     e = lsp.error("torchscope/trace", params)
     assert e.data["kind"] == "timeout", e.data
     assert f"past {TIMEOUT:g} s" in e.message
@@ -536,6 +558,20 @@ def test_shutdown_runner(lsp, workspace):
     assert pid is not None and alive(pid)
     assert lsp.request("torchscope/shutdownRunner", {}) is None
     assert not alive(pid)
+
+
+def test_a_model_file_shown_starts_the_runner(lsp, workspace):
+    """After the runner was stopped, the code lenses of a file with a model start a new one
+    (torch is imported before the next click); a file without a model does not."""
+    assert lsp.runner_pid() is None or not alive(lsp.runner_pid())
+    ready = sum("runner ready" in line for line in lsp.logs)
+    assert lsp.lenses(workspace / "exits.py") == []
+    time.sleep(0.5)
+    assert sum("runner started" in line for line in lsp.logs[-5:]) == 0
+    assert lsp.lenses(workspace / "blocks.py") != []
+    lsp.wait_for(lambda: sum("runner ready" in line for line in lsp.logs) > ready, 60)
+    pid = lsp.runner_pid()
+    assert pid is not None and alive(pid)
 
 
 def test_a_killed_server_leaves_no_runner(lsp, workspace):

@@ -2,6 +2,7 @@
 // Everything downstream trusts the shapes checked here, so unknown or malformed
 // input fails with one readable FormatError instead of a crash deep in drawing.
 import { decode as msgpackDecode } from "@msgpack/msgpack";
+import { CompareFormatError, decodeCompare, type CompareData } from "./compare";
 
 export const FORMAT = "torchscope.graph";
 export const VERSION = 1;
@@ -69,6 +70,9 @@ export interface GraphNode {
   params: number;
   attrs: Record<string, AttrValue>;
   cost?: Cost;
+  /** The library frame an op ran in when `site` is the user's line that called it (an op inside
+   * a torch helper, the failing call inside `nn.Linear`); absent when there is none. */
+  inside?: Site;
 }
 
 export interface GraphEdge {
@@ -115,6 +119,10 @@ export interface Graph {
   values?: Recorded;
   /** The first op whose output is non-finite while its inputs are finite; null if none. */
   nan_origin?: number | null;
+  /** What the trace could not undo (a parameter written behind torch's back); [] normally. */
+  warnings: string[];
+  /** A compare view (two passes in one graph, compare.ts); absent in a plain trace. */
+  compare?: CompareData;
 }
 
 export class FormatError extends Error {
@@ -223,7 +231,7 @@ function node(v: unknown, i: number): GraphNode {
       throw new FormatError(`${where}: parent ${parent} must be an earlier node`);
     }
   }
-  const out: GraphNode = {
+  const n: GraphNode = {
     id,
     kind: kind as NodeKind,
     name: str(v, "name", where, ""),
@@ -237,8 +245,10 @@ function node(v: unknown, i: number): GraphNode {
     attrs: attrs(v.attrs),
   };
   const c = cost(v.cost);
-  if (c) out.cost = c;
-  return out;
+  if (c) n.cost = c;
+  const inside = site(v.inside, where);
+  if (inside) n.inside = inside;
+  return n;
 }
 
 function edge(v: unknown, i: number, n: number): GraphEdge {
@@ -353,6 +363,7 @@ export function fromObject(raw: unknown): Graph {
   const s = isObj(raw.stats) ? raw.stats : {};
   const v = isObj(raw.values) ? raw.values : {};
   const origin = num(raw.nan_origin);
+  const compare = compareField(raw.compare, nodes.length, edges.length);
   return {
     format: FORMAT,
     version,
@@ -374,7 +385,19 @@ export function fromObject(raw: unknown): Graph {
     },
     values: { stats: v.stats === true, costs: v.costs === true },
     nan_origin: origin !== null && Number.isInteger(origin) && origin >= 0 && origin < nodes.length ? origin : null,
+    warnings: Array.isArray(raw.warnings) ? raw.warnings.map((w) => String(w)) : [],
+    ...(compare ? { compare } : {}),
   };
+}
+
+function compareField(v: unknown, nodes: number, edges: number): CompareData | undefined {
+  if (v === undefined || v === null) return undefined;
+  try {
+    return decodeCompare(v, nodes, edges);
+  } catch (e) {
+    if (e instanceof CompareFormatError) throw new FormatError(e.message);
+    throw e;
+  }
 }
 
 /** Decode msgpack bytes into a validated Graph; throws FormatError with a readable message. */

@@ -1,0 +1,199 @@
+"""Trace a `FILE.py:NAME` target for the command line (`trace`, `summary`, `diff`): build it,
+choose its input, trace, and turn every way that can fail into one line and an exit code.
+
+Exit codes (README, "Command line"): 1 the forward raised (the partial graph exists);
+2 bad input (a missing file or name, an import or syntax error, an input expression that
+fails, `sys.exit` in the user's code while loading, no torch, an unwritable output);
+3 the time budget ran out. The budget holds for any code: a loop in pure Python at import or
+in the forward is stopped by a timer signal where the platform has one (POSIX).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:  # the graph module needs msgpack: imported once torch is known to be there
+    from .graph import Graph
+
+GRACE = 0.5  # the tracer stops a forward of torch ops itself; the timer only past that
+
+
+class CliError(Exception):
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class _OutOfTime(BaseException):
+    """Raised by the timer signal; a BaseException, so that `except Exception` in the user's
+    code does not swallow it."""
+
+
+@contextlib.contextmanager
+def hard_budget(seconds: Optional[float]) -> Iterator[None]:
+    """Stop whatever runs in the block after `seconds` (plus a little grace): SIGALRM in the
+    main thread on POSIX; elsewhere the tracer's own cooperative budget is all there is."""
+    usable = (
+        seconds is not None
+        and seconds > 0
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield
+        return
+
+    def ring(_signum: int, _frame: Optional[FrameType]) -> None:
+        raise _OutOfTime()
+
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, float(seconds) + GRACE)  # type: ignore[arg-type]
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@dataclass
+class Traced:
+    graph: Graph
+    input: str  # where the input came from, for the summary line
+    timed_out: bool = False  # the tracer stopped the forward at its budget: a partial graph
+
+
+def trace_target(
+    spec: str,
+    device: str = "cpu",
+    input_expr: Optional[str] = None,
+    time_budget: Optional[float] = None,
+    run_top_level: bool = False,
+    train: Optional[bool] = None,
+    values: bool = True,
+    costs: bool = True,
+    seed: Optional[int] = None,
+) -> Traced:
+    """Build `spec`, choose its input as the editor does, trace. CliError on every failure but
+    a forward that raised (that is a graph with `error`) or ran out of time (code 3)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise CliError(
+            f"torch is not installed in this Python ({sys.executable}); "
+            "install it or pick an interpreter that has it"
+        ) from None
+    try:
+        with hard_budget(time_budget):
+            return _trace(
+                spec, device, input_expr, time_budget, run_top_level, train, values, costs, seed
+            )
+    except _OutOfTime:
+        raise CliError(f"the trace ran past {time_budget:g} s and was stopped", 3) from None
+    except RecursionError:
+        raise CliError(
+            f"{spec} recursed too deep (modules nested thousands of levels, or a forward "
+            "that calls itself): Python's stack ran out"
+        ) from None
+
+
+def _trace(
+    spec: str,
+    device: str,
+    input_expr: Optional[str],
+    time_budget: Optional[float],
+    run_top_level: bool,
+    train: Optional[bool],
+    values: bool,
+    costs: bool,
+    seed: Optional[int],
+) -> Traced:
+    import torch
+
+    from .build_target import (
+        RunsCode,
+        TargetError,
+        as_call,
+        build,
+        choose_input,
+        input_call_in_file,
+        split_target,
+    )
+    from .inputs import NoInputError
+    from .tracer import ModelTooDeep, TraceTimeout, trace_call
+
+    if seed is not None:
+        torch.manual_seed(seed)
+    try:
+        built = build(spec, device=device, run_top_level=run_top_level)
+    except RunsCode as exc:
+        raise CliError(f"{exc} (pass --run-top-level to run it)") from None
+    except TargetError as exc:
+        raise CliError(str(exc)) from None
+    except SyntaxError as exc:
+        raise CliError(f"syntax error in {exc.filename}:{exc.lineno}: {exc.msg}") from None
+    except SystemExit as exc:
+        raise CliError(f"loading {spec} called sys.exit({exc.code!r})") from None
+    except Exception as exc:  # importing or building the user's model raised
+        raise CliError(f"building {spec} failed: {_one_line(exc)}{_where(exc)}") from None
+    if train is not None:
+        built.model.train(train)
+    try:
+        path, name = split_target(spec)
+        call = None if input_expr else input_call_in_file(path, name)
+        chosen = choose_input(built, device, input_expr, call)
+    except (TargetError, NoInputError) as exc:
+        raise CliError(str(exc)) from None
+    except SystemExit as exc:
+        raise CliError(f"the input called sys.exit({exc.code!r})") from None
+    args, kwargs = as_call(chosen.value)
+    try:
+        graph = trace_call(
+            built.model,
+            args,
+            kwargs,
+            time_budget=time_budget,
+            raise_errors=False,
+            values=values,
+            costs=costs,
+        )
+    except ModelTooDeep as exc:
+        raise CliError(str(exc)) from None
+    except SystemExit as exc:
+        raise CliError(f"the forward called sys.exit({exc.code!r})", 1) from None
+    timed_out = graph.error is not None and graph.error.type == TraceTimeout.__name__
+    return Traced(graph, chosen.described, timed_out)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _where(exc: BaseException) -> str:
+    import traceback
+
+    from .usercode import is_user_file
+
+    frames: list[Any] = traceback.extract_tb(exc.__traceback__)
+    user = [f for f in frames if is_user_file(f.filename)]
+    where = (user or frames)[-1] if frames else None
+    return f" ({where.filename}:{where.lineno})" if where else ""
+
+
+def error_line(graph: Graph) -> str:
+    """Where a forward raised, for people: the user's line, and the library line inside it."""
+    e = graph.error
+    if e is None:
+        return ""
+    node = graph.nodes[e.node]
+    at = f" at {node.site.file}:{node.site.line}" if node.site else ""
+    inside = f" (inside {node.inside.file}:{node.inside.line})" if node.inside else ""
+    return f"the forward raised {e.type}: {e.message}{at}{inside}"

@@ -1,0 +1,180 @@
+"""The command line's failures are one clear line and the documented exit code (issue 15,
+items 4, 5 and 7): a time budget that holds for any code, `sys.exit` in the user's code, an
+unwritable output, very deep models, a shape error shown at the user's line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+
+def _write(tmp_path: Path, text: str, name: str = "m.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "torchscope", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def _one_line(run: subprocess.CompletedProcess[str]) -> str:
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, run.stderr
+    assert "Traceback" not in run.stderr
+    return lines[0]
+
+
+SPIN_IN_FORWARD = """
+    import torch
+    from torch import nn
+
+    class Spins(nn.Module):
+        def forward(self, x):
+            while True:
+                pass
+"""
+
+SPIN_AT_IMPORT = """
+    import torch
+    from torch import nn
+
+    def spin():
+        while True:
+            pass
+
+    WIDTH = spin()
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, WIDTH)
+"""
+
+
+@pytest.mark.parametrize(
+    "text, target", [(SPIN_IN_FORWARD, "Spins"), (SPIN_AT_IMPORT, "Net")], ids=["forward", "import"]
+)
+def test_the_time_budget_stops_pure_python_loops(tmp_path, text, target):
+    path = _write(tmp_path, text)
+    run = _cli(
+        "trace", f"{path}:{target}", "--input", "torch.ones(1, 2)", "--time-budget", "2",
+        "-o", str(tmp_path / "g.msgpack"), timeout=60,
+    )  # fmt: skip
+    assert run.returncode == 3, run.stderr
+    assert "ran past 2 s" in _one_line(run)
+
+
+@pytest.mark.parametrize(
+    "where, code",
+    [
+        ("import", "import sys\nsys.exit(0)\n"),
+        ("build", "import sys\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        sys.exit(0)\n"),
+        ("forward", "import sys\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n        sys.exit(0)\n"),
+    ],
+)  # fmt: skip
+def test_sys_exit_in_user_code_is_an_error_line(tmp_path, where, code):
+    path = tmp_path / "quits.py"
+    path.write_text(code)
+    args = ["trace", f"{path}:Net", "--input", "torch.ones(1)", "-o", str(tmp_path / "g.msgpack")]
+    if where == "import":
+        args.append("--run-top-level")
+    run = _cli(*args)
+    line = _one_line(run)
+    assert "sys.exit(0)" in line
+    assert run.returncode == (1 if where == "forward" else 2)
+
+
+def test_sys_exit_in_the_input_expression(tmp_path):
+    path = _write(
+        tmp_path,
+        "from torch import nn\nclass Net(nn.Linear):\n    def __init__(self):\n        super().__init__(2, 2)\n",
+    )
+    run = _cli(
+        "trace",
+        f"{path}:Net",
+        "--input",
+        "__import__('sys').exit(5)",
+        "-o",
+        str(tmp_path / "g.json"),
+    )
+    assert run.returncode == 2
+    assert "sys.exit(5)" in _one_line(run)
+
+
+NET = "from torch import nn\nclass Net(nn.Linear):\n    def __init__(self):\n        super().__init__(2, 2)\n"
+
+
+@pytest.mark.parametrize("kind", ["folder", "under-a-file"])
+def test_an_unwritable_output_is_bad_input(tmp_path, kind):
+    path = _write(tmp_path, NET)
+    out = tmp_path if kind == "folder" else path / "g.json"
+    run = _cli("trace", f"{path}:Net", "-o", str(out))
+    assert run.returncode == 2
+    line = _one_line(run)
+    assert str(out) in line and ("folder" in line or "cannot write" in line)
+
+
+DEEP = """
+    import torch
+    from torch import nn
+
+    def deep(n):
+        m = nn.Linear(2, 2)
+        for _ in range(n):
+            m = nn.Sequential(m)
+        return m
+
+    def d240():
+        return deep(240), torch.ones(1, 2)
+
+    def d3000():
+        return deep(3000), torch.ones(1, 2)
+
+    def d9000():
+        return deep(9000), torch.ones(1, 2)
+"""
+
+
+@pytest.mark.parametrize("name", ["d240", "d3000"])
+def test_deep_models_that_run_plainly_trace(tmp_path, name):
+    path = _write(tmp_path, DEEP)
+    run = _cli("trace", f"{path}:{name}", "-o", str(tmp_path / "g.msgpack"))
+    assert run.returncode == 0, run.stderr
+
+
+def test_a_model_too_deep_to_run_says_so(tmp_path):
+    path = _write(tmp_path, DEEP)
+    run = _cli("trace", f"{path}:d9000", "-o", str(tmp_path / "g.msgpack"))
+    assert run.returncode == 2
+    assert "nested 9000 levels deep" in _one_line(run)
+
+
+def test_a_shape_error_is_shown_at_the_users_line_and_inside_the_layer(tmp_path):
+    path = _write(
+        tmp_path,
+        """
+        import torch
+        from torch import nn
+
+        class Wrong(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 2)
+
+            def forward(self, x):
+                return self.fc(x)
+        """,
+    )
+    run = _cli(
+        "trace", f"{path}:Wrong", "--input", "torch.ones(1, 5)", "-o", str(tmp_path / "g.json")
+    )
+    assert run.returncode == 1
+    line = _one_line(run)
+    assert f"at {path}:11" in line and "(inside " in line and "linear.py" in line

@@ -1,0 +1,227 @@
+"""Loading a file for a trace never runs its top-level work (issue 16, item 1), and the input
+is chosen honestly (item 2): a literal call or an example next to the model, a later layer's
+size, never a guess for one of several arguments."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from test_runner import RunnerProcess
+
+from torchscope.definitions import definitions
+from torchscope.graph import Graph
+
+TRAIN = """
+    import torch
+    from torch import nn
+
+    WIDTH = 16
+    STEPS = int("30")
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(8, WIDTH)
+            self.fc2 = nn.Linear(WIDTH, 2)
+
+        def forward(self, x):
+            return self.fc2(self.fc1(x).relu())
+
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(STEPS):
+        loss = model(torch.randn(4, 8)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    open(CHECKPOINT, "w").write("trained")
+    print("done training")
+"""
+
+
+def _file(tmp_path: Path, text: str, name: str = "train.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text).replace("CHECKPOINT", repr(str(tmp_path / "ckpt.txt"))))
+    return path
+
+
+def test_definitions_keep_what_the_model_needs_and_list_the_work():
+    source = textwrap.dedent(TRAIN)
+    defs = definitions(source, {"Net"})
+    kept = [type(s).__name__ for s in defs.tree.body]
+    assert kept == ["Import", "ImportFrom", "Assign", "ClassDef"]  # WIDTH: Net reads it
+    skipped = [(s.line, s.text) for s in defs.skipped]
+    assert [line for line, _ in skipped] == [6, 17, 18, 19, 24, 25]  # STEPS: nothing kept reads it
+    assert skipped[3][1] == "for step in range(STEPS):"
+    # the instance as target: its statement and what it reads stay
+    defs = definitions(source, {"model"})
+    assert any(isinstance(s, type(defs.tree.body[0])) for s in defs.tree.body)
+    assert "model" in {t.id for s in defs.tree.body for t in getattr(s, "targets", [])}
+
+
+@pytest.fixture(scope="module")
+def runner():
+    r = RunnerProcess()
+    yield r
+    r.close()
+
+
+def test_a_training_script_is_traced_without_training(runner, tmp_path):
+    path = _file(tmp_path, TRAIN)
+    for target in ("Net", "model"):
+        out = tmp_path / f"{target}.msgpack"
+        reply = runner.ask(
+            op="trace", file=str(path), target=target, out=str(out), input="torch.randn(1, 8)"
+        )
+        assert reply["ok"], reply
+        skipped = reply["result"]["summary"]["skipped"]
+        assert {"line": 19, "text": "for step in range(STEPS):"} in skipped
+    assert not (tmp_path / "ckpt.txt").exists(), "the training loop ran"
+
+
+def test_work_the_model_needs_is_asked_for_then_run_with_consent(runner, tmp_path):
+    path = _file(
+        tmp_path,
+        """
+        import torch
+        from torch import nn
+        sizes = {}
+        for name in ("hidden",):
+            sizes[name] = 6
+        open(CHECKPOINT, "w").write("ran")
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(3, sizes["hidden"])
+
+            def forward(self, x):
+                return self.fc(x)
+        """,
+    )
+    out = str(tmp_path / "g.msgpack")
+    reply = runner.ask(op="trace", file=str(path), target="Net", out=out, input="torch.ones(1, 3)")
+    assert reply["kind"] == "runs-code", reply
+    assert "KeyError" in reply["message"] and "line 5" in reply["message"]
+    assert [s["line"] for s in reply["statements"]] == [5, 7]
+    assert not (tmp_path / "ckpt.txt").exists()
+    reply = runner.ask(
+        op="trace",
+        file=str(path),
+        target="Net",
+        out=out,
+        input="torch.ones(1, 3)",
+        runTopLevel=True,
+    )
+    assert reply["ok"], reply
+    assert (tmp_path / "ckpt.txt").exists()
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "torchscope", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_the_cli_loads_definitions_only_unless_told(tmp_path):
+    path = _file(tmp_path, TRAIN)
+    run = _cli(
+        "trace", f"{path}:Net", "--input", "torch.randn(1, 8)", "-o", str(tmp_path / "g.json")
+    )
+    assert run.returncode == 0, run.stderr
+    assert not (tmp_path / "ckpt.txt").exists()
+    assert "done training" not in run.stdout + run.stderr
+    run = _cli(
+        "trace",
+        f"{path}:Net",
+        "--input",
+        "torch.randn(1, 8)",
+        "--run-top-level",
+        "-o",
+        str(tmp_path / "g.json"),
+    )
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "ckpt.txt").exists()
+
+
+CNN = """
+    import torch
+    from torch import nn
+
+    class SmallCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.fc = nn.Linear(8 * 16 * 16, 10)
+
+        def forward(self, x):
+            x = torch.max_pool2d(self.conv(x).relu(), 2)
+            return self.fc(x.flatten(1))
+"""
+
+
+def test_a_later_layer_fixes_the_guessed_image_size(runner, tmp_path):
+    """Conv2d(3, …) alone says 64×64, which this model's Linear refuses; the guess that runs
+    is 32×32, and the summary says it was guessed (and how to give it again)."""
+    path = _file(tmp_path, CNN, "cnn.py")
+    out = tmp_path / "g.msgpack"
+    reply = runner.ask(op="trace", file=str(path), target="SmallCNN", out=str(out))
+    assert reply["ok"], reply
+    s = reply["result"]["summary"]
+    assert s["error"] is None, s
+    assert (s["inputKind"], s["inputExpr"]) == ("guess", "torch.randn(1, 3, 32, 32)")
+    assert s["input"].startswith("guessed from the first layer conv (Conv2d)")
+    g = Graph.load(out)
+    assert [e.shape for e in g.edges if g.nodes[e.src].kind == "input"] == [[1, 3, 32, 32]]
+
+
+def test_an_example_returned_next_to_the_model_is_its_input(runner, tmp_path):
+    """examples/convnet.py: `build()` returns a 32×32 example beside ConvNet(): tracing the
+    class uses it, not a 64×64 guess."""
+    path = Path(__file__).resolve().parents[2] / "examples" / "convnet.py"
+    out = tmp_path / "convnet.msgpack"
+    reply = runner.ask(
+        op="trace",
+        file=str(path),
+        target="ConvNet",
+        out=str(out),
+        inputCall="torch.randn(1, 3, 32, 32)",
+    )
+    assert reply["ok"], reply
+    assert reply["result"]["summary"]["inputKind"] == "call"
+    g = Graph.load(out)
+    assert [e.shape for e in g.edges if g.nodes[e.src].kind == "input"] == [[1, 3, 32, 32]]
+
+
+def test_the_static_analysis_finds_the_returned_example():
+    from torchscope.build_target import input_call_in_file
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "convnet.py"
+    assert input_call_in_file(path, "ConvNet") == "torch.randn(1, 3, 32, 32)"
+
+
+def test_a_forward_of_several_arguments_is_never_called_with_one_guess(runner, tmp_path):
+    path = _file(
+        tmp_path,
+        """
+        import torch
+        from torch import nn
+
+        class Attend(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.q = nn.Linear(8, 8)
+
+            def forward(self, q, k, mask):
+                return (self.q(q) @ k.transpose(-1, -2)).masked_fill(mask, 0)
+        """,
+        "attend.py",
+    )
+    reply = runner.ask(op="trace", file=str(path), target="Attend", out=str(tmp_path / "g.msgpack"))
+    assert reply["kind"] == "needs-input", reply
+    assert "forward(q, k, mask) takes 3 arguments" in reply["message"]
+    assert reply["guess"] == "(torch.randn(1, 8), torch.randn(1, 8), torch.randn(1, 8))"

@@ -1,0 +1,107 @@
+"""The language server's guards (issue 15, item 8): no orphaned processes when the server is
+killed, a clear error for a malformed position, and no trace of a file outside the workspace
+that the editor doesn't have open. The real server and runner, through pygls's client."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from test_server_lsp import Session, alive, server_env, uri
+
+SPAWNS = """
+    import subprocess
+    import sys
+    import torch
+    from torch import nn
+
+    class Spawns(nn.Module):
+        def forward(self, x):
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+            with open(PIDFILE, "w") as f:
+                f.write(str(child.pid))
+            while True:  # the runner stays busy in user code
+                pass
+"""
+
+NET = """
+    import torch
+    from torch import nn
+
+    class Net(nn.Linear):
+        def __init__(self):
+            super().__init__(2, 2)
+"""
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "spawns.py").write_text(
+        textwrap.dedent(SPAWNS).replace("PIDFILE", repr(str(tmp_path / "child.pid")))
+    )
+    (root / "net.py").write_text(textwrap.dedent(NET))
+    return root
+
+
+def test_a_killed_server_takes_the_users_child_processes_too(workspace, tmp_path):
+    lsp = Session(sys.executable, server_env(), workspace, 60.0)
+    try:
+        params = {
+            "uri": uri(workspace / "spawns.py"),
+            "target": "Spawns",
+            "input": "torch.zeros(2)",
+        }
+        lsp.client.protocol.send_request("torchscope/trace", params)
+        pidfile = tmp_path / "child.pid"
+        lsp.wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "", 120)
+        child = int(pidfile.read_text())
+        runner = lsp.runner_pid()
+        assert runner is not None and alive(runner) and alive(child)
+        os.kill(lsp.server_pid, signal.SIGKILL)
+        lsp.killed = True
+        deadline = time.monotonic() + 15
+        while (alive(child) or alive(runner)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(runner), "the runner outlived the server"
+        assert not alive(child), "the user's child process was orphaned"
+    finally:
+        lsp.close()
+
+
+@pytest.fixture
+def lsp(workspace):
+    session = Session(sys.executable, server_env(), workspace, 60.0)
+    yield session
+    session.close()
+
+
+@pytest.mark.parametrize(
+    "position",
+    [{"line": "x", "character": 0}, {"line": 1.5}, "nowhere", {"line": -1, "character": 0}],
+)
+def test_a_malformed_position_is_a_clear_error(lsp, workspace, position):
+    e = lsp.error("torchscope/targetAt", {"uri": uri(workspace / "net.py"), "position": position})
+    assert e.code == -32001 and e.data["kind"] == "bad-request"
+    assert "position must be" in e.message and "Traceback" not in str(e.data)
+
+
+def test_only_workspace_files_or_open_documents_are_traced(lsp, tmp_path):
+    outside = tmp_path / "elsewhere" / "net.py"
+    outside.parent.mkdir()
+    outside.write_text(textwrap.dedent(NET))
+    params = {"uri": uri(outside), "target": "Net", "input": "torch.ones(1, 2)"}
+    e = lsp.error("torchscope/trace", params)
+    assert e.data["kind"] == "target-error" and "outside the workspace" in e.message
+    doc = types.TextDocumentItem(
+        uri=uri(outside), language_id="python", version=1, text=outside.read_text()
+    )
+    lsp.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=doc))
+    assert lsp.request("torchscope/trace", params)["summary"]["model"] == "Net"
