@@ -16,10 +16,13 @@ import {
 } from "vscode-languageclient/node";
 import { resolveInterpreter, type Interpreter } from "./interpreter";
 import {
+  COMPARE,
   LOG_LEVELS,
   SHUTDOWN_RUNNER,
   TARGET_AT,
   TRACE,
+  type CompareParams,
+  type CompareResult,
   type InitOptions,
   type LogLevel,
   type TargetAtParams,
@@ -37,6 +40,8 @@ export interface Server {
   targetAt(params: TargetAtParams): Promise<TargetAtResult | null>;
   /** Trace with LSP progress reported to `progress`; rejects with the server's error, or REQUEST_CANCELLED. */
   trace(params: Omit<TraceParams, "workDoneToken">, cancel: vscode.CancellationToken, progress: (message: string) => void): Promise<TraceResult>;
+  /** Two graph files → the compare view's graph file (no torch needed). */
+  compare(params: CompareParams): Promise<CompareResult>;
   restart(): Promise<void>;
 }
 
@@ -173,6 +178,11 @@ export class ServerClient implements Server, vscode.Disposable {
     } finally {
       sub.dispose();
     }
+  }
+
+  async compare(params: CompareParams): Promise<CompareResult> {
+    const client = await this.ready();
+    return client.sendRequest<CompareResult>(COMPARE, params);
   }
 
   async restart(): Promise<void> {

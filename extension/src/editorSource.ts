@@ -83,6 +83,16 @@ export interface EditorDeps {
   log: vscode.LogOutputChannel;
 }
 
+/** One side of a comparison: the same target traced with other text, mode or input. */
+export interface Variant {
+  /** Traced instead of the editor's text (HEAD's version of the file). */
+  text?: string;
+  /** Training (true) or eval (false) mode for this trace. */
+  train?: boolean;
+  /** This input instead of the one remembered for the model. */
+  input?: string;
+}
+
 /** `target` in `doc`, traced by the language server with the editor's text. */
 export class EditorSource implements TraceSource {
   readonly uri: string;
@@ -93,6 +103,7 @@ export class EditorSource implements TraceSource {
     private readonly deps: EditorDeps,
     private readonly doc: vscode.TextDocument,
     readonly target: string,
+    private readonly variant: Variant = {},
   ) {
     this.uri = doc.uri.toString();
     this.label = target;
@@ -101,7 +112,10 @@ export class EditorSource implements TraceSource {
 
   async trace(progress: (message: string) => void, cancel: vscode.CancellationToken): Promise<TraceOutcome> {
     const { server, answers, log } = this.deps;
-    const params = traceParams(this.uri, this.doc.getText(), this.target, answers.get(this.uri, this.target));
+    const v = this.variant;
+    const remembered = answers.get(this.uri, this.target);
+    const params = traceParams(this.uri, v.text ?? this.doc.getText(), this.target, v.input ? { ...remembered, input: v.input } : remembered);
+    if (v.train !== undefined) params.train = v.train;
     const t0 = Date.now();
     try {
       const result = await server.trace(params, cancel, progress);
@@ -172,8 +186,8 @@ export class EditorSource implements TraceSource {
 export class EditorSources implements SourceKind {
   constructor(private readonly deps: EditorDeps) {}
 
-  source(doc: vscode.TextDocument, target: string): EditorSource {
-    return new EditorSource(this.deps, doc, target);
+  source(doc: vscode.TextDocument, target: string, variant?: Variant): EditorSource {
+    return new EditorSource(this.deps, doc, target, variant);
   }
 
   /** Every panel another kind does not own: list this kind last. */

@@ -9,7 +9,8 @@ import * as vscode from "vscode";
 import { isViewerMessage, targetKey, type HostMessage, type PanelOrigin, type Site, type ViewerMessage, type ViewState } from "./protocol";
 
 export interface PanelEvents {
-  reveal(site: Site, panel: GraphPanel): void;
+  /** `side`: a comparison's node, from version "a" (before) or "b" (after). */
+  reveal(site: Site, panel: GraphPanel, side?: "a" | "b"): void;
   save(name: string, mime: string, data: Uint8Array): void;
   /** The panel was restored after a reload but its graph file is gone. */
   retrace(panel: GraphPanel): void;
@@ -207,7 +208,7 @@ export class GraphPanel {
         this.postGraph();
         return;
       case "reveal":
-        this.events.reveal(msg.site, this);
+        this.events.reveal(msg.site, this, msg.side);
         return;
       case "save":
         this.events.save(msg.name, msg.mime, new Uint8Array(msg.data));

@@ -53,6 +53,9 @@ export interface PausedDeps {
   /** This source's graph folder. */
   graphsDir: string;
   log: vscode.LogOutputChannel;
+  /** Each graph traced (`target`: the expression, `model`: its class): "Compare with the
+   * previous paused trace" compares the last two of a target. */
+  onTraced?(target: string, model: string, path: string): void;
 }
 
 /** `expr` evaluated in the paused frame of `bridge`, traced there. */
@@ -130,6 +133,7 @@ export class PausedSource implements TraceSource {
     );
     if (result.output) this.log.info(`debug: the forward printed:\n${result.output}`);
     if (result.warning) this.log.warn(`debug: ${result.warning}`);
+    this.deps.onTraced?.(this.target, s.model || this.label, out);
     return { ok: true, traced: { path: out, summary: s } };
   }
 
@@ -186,6 +190,7 @@ export class PausedSource implements TraceSource {
       reportDebugError(got, this.log);
       return { ok: false, kind: "reported" };
     }
+    this.deps.onTraced?.(this.target, got.summary?.model || this.label, out);
     return { ok: true, traced: got.summary ? { path: out, summary: got.summary } : { path: out } };
   }
 

@@ -7,6 +7,7 @@
 export const TARGET_AT = "torchscope/targetAt";
 export const TRACE = "torchscope/trace";
 export const SHUTDOWN_RUNNER = "torchscope/shutdownRunner";
+export const COMPARE = "torchscope/compare";
 /** JSON-RPC error code of every torchscope error response. */
 export const TORCHSCOPE_ERROR = -32001;
 
@@ -44,6 +45,8 @@ export interface TraceParams {
   input?: string;
   ctorArgs?: string;
   device?: "cpu" | "meta";
+  /** Trace in training (true) or eval (false) mode; absent: the mode the model was built in. */
+  train?: boolean;
   workDoneToken?: string;
 }
 
@@ -73,7 +76,35 @@ export interface TraceResult {
   summary: TraceSummary;
 }
 
-export type ErrorKind = "no-torch" | "import-error" | "target-error" | "needs-input" | "timeout" | "runner-crashed";
+/** `torchscope/compare`: graph file `a` (before) against `b` (after) → the compare view's file. */
+export interface CompareParams {
+  a: string;
+  b: string;
+  /** What each side is, for the page: "HEAD", "working copy", "eval mode", … */
+  aSource?: string;
+  bSource?: string;
+  /** Where to write; absent: the server's graph folder. */
+  out?: string;
+}
+
+export interface CompareSummary {
+  added: number;
+  removed: number;
+  changed: number;
+  same: number;
+  /** The places "next change" steps through. */
+  changes: number;
+  /** b's model name. */
+  model: string;
+}
+
+export interface CompareResult {
+  path: string;
+  size: number;
+  summary: CompareSummary;
+}
+
+export type ErrorKind = "no-torch" | "import-error" | "target-error" | "needs-input" | "timeout" | "runner-crashed" | "bad-graph";
 
 export interface ErrorData {
   kind: ErrorKind;

@@ -4,8 +4,10 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { debounce } from "./client";
+import { parseCompareTarget } from "./compareTargets";
+import { headUri } from "./gitHead";
 import { GraphPanel } from "./graphPanel";
-import type { Site } from "./protocol";
+import type { PanelOrigin, Site } from "./protocol";
 
 /** 1-based wire line → 0-based editor line, clamped into the document. */
 export function editorLine(line: number, lineCount: number): number {
@@ -31,8 +33,29 @@ function columnFor(uri: vscode.Uri, panel: GraphPanel | undefined): vscode.ViewC
 }
 
 /** Open `file` at 1-based `line` and put the cursor at the start of its code. */
-export async function revealLine(file: string, line: number, panel?: GraphPanel, preserveFocus = false): Promise<vscode.TextEditor | undefined> {
+export function revealLine(file: string, line: number, panel?: GraphPanel, preserveFocus = false): Promise<vscode.TextEditor | undefined> {
   const uri = panel && sameFile(vscode.Uri.parse(panel.origin.uri).fsPath, file) ? vscode.Uri.parse(panel.origin.uri) : vscode.Uri.file(file);
+  return revealUri(uri, file, line, panel, preserveFocus);
+}
+
+/**
+ * Where a node of a comparison opens: a node of side "a" (before) of a comparison with HEAD
+ * whose line is in the compared file is in HEAD's text, its read-only document; anything else
+ * opens where its site says (undefined).
+ */
+export function versionUri(origin: Pick<PanelOrigin, "uri" | "target">, file: string, side: "a" | "b" | undefined): vscode.Uri | undefined {
+  if (side !== "a" || parseCompareTarget(origin.target)?.kind !== "head") return undefined;
+  const doc = vscode.Uri.parse(origin.uri);
+  return doc.scheme === "file" && sameFile(doc.fsPath, file) ? headUri(file) : undefined;
+}
+
+async function revealUri(
+  uri: vscode.Uri,
+  file: string,
+  line: number,
+  panel?: GraphPanel,
+  preserveFocus = false,
+): Promise<vscode.TextEditor | undefined> {
   let doc: vscode.TextDocument;
   try {
     doc = await vscode.workspace.openTextDocument(uri);
@@ -52,8 +75,10 @@ export async function revealLine(file: string, line: number, panel?: GraphPanel,
   return editor;
 }
 
-export function revealSite(site: Site, panel?: GraphPanel): Promise<vscode.TextEditor | undefined> {
-  return revealLine(site.file, site.line, panel);
+/** A node's line; `side` "a": a comparison's before-side, maybe in HEAD's version of the file. */
+export function revealSite(site: Site, panel?: GraphPanel, side?: "a" | "b"): Promise<vscode.TextEditor | undefined> {
+  const head = panel && versionUri(panel.origin, site.file, side);
+  return head ? revealUri(head, site.file, site.line, panel) : revealLine(site.file, site.line, panel);
 }
 
 /** Cursor moves in a Python editor → `highlightLine` to every panel (debounced). */

@@ -44,6 +44,8 @@ export interface TraceSource {
   ask(missing: Missing, message: string): Promise<Answer>;
   /** Trace the next call of the model instead (a running program only); shows its own progress. */
   traceNextCall?(): Promise<TraceOutcome>;
+  /** The panel's title when it is not "Forward pass: Model" (a comparison's). */
+  panelTitle?(summary: TraceSummary | null): string;
 }
 
 /** The sources of one kind: who owns a panel, and its source again for a re-trace. */
@@ -74,7 +76,7 @@ export class TraceFlow {
     private readonly kinds: SourceKind[],
   ) {
     this.events = {
-      reveal: (site, panel) => void revealSite(site, panel),
+      reveal: (site, panel, side) => void revealSite(site, panel, side),
       save: (name, mime, data) => void saveAs(name, mime, data),
       retrace: (panel) => void this.retrace(panel),
       log,
@@ -99,7 +101,7 @@ export class TraceFlow {
   async run(source: TraceSource, opts: RunOptions = {}): Promise<Traced | undefined> {
     let opened = opts.opened;
     if (!opened && !opts.quiet && !GraphPanel.find(source.uri, source.target)) {
-      opened = this.openPanel({ uri: source.uri, target: source.target, title: panelTitle(null, source.label) });
+      opened = this.openPanel({ uri: source.uri, target: source.target, title: source.panelTitle?.(null) ?? panelTitle(null, source.label) });
     }
     let missing: { kind: Missing; message: string } | undefined = opts.askFirst ? { kind: "needs-input", message: "" } : undefined;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -139,7 +141,8 @@ export class TraceFlow {
   /** The graph in its panel; a model that raised: its line beside the graph and a way on. */
   private async show(source: TraceSource, traced: Traced): Promise<void> {
     const summary = traced.summary ?? null;
-    const panel = this.openPanel({ uri: source.uri, target: source.target, title: panelTitle(summary, source.label) });
+    const title = source.panelTitle?.(summary) ?? panelTitle(summary, source.label);
+    const panel = this.openPanel({ uri: source.uri, target: source.target, title });
     try {
       await panel.load(traced.path);
     } catch (e) {

@@ -31,7 +31,8 @@ export interface ViewState {
 /** Messages the viewer posts to the extension. */
 export type ViewerMessage =
   | { type: "ready" }
-  | { type: "reveal"; site: Site; nodeId: number }
+  /** `side`: a compare view's node, from version "a" (before) or "b" (after). */
+  | { type: "reveal"; site: Site; nodeId: number; side?: "a" | "b" }
   | { type: "save"; name: string; mime: string; data: ArrayBuffer }
   | { type: "error"; message: string }
   /** The view changed (after each layout): an HTML export opens at it. */

@@ -5,6 +5,7 @@ export interface Ui {
   root: HTMLElement;
   toolbar: HTMLElement;
   banner: HTMLElement;
+  warnings: HTMLElement;
   stage: HTMLElement;
   svg: SVGSVGElement;
   defs: SVGDefsElement;
@@ -72,6 +73,10 @@ export function buildUi(root: HTMLElement): Ui {
   banner.hidden = true;
   banner.setAttribute("role", "button");
   banner.tabIndex = 0;
+  const warnings = el("div", "ts-warnings", root);
+  warnings.hidden = true;
+  warnings.dataset.role = "warnings";
+  warnings.setAttribute("role", "status");
   const stage = el("div", "ts-stage", root);
   const svg = document.createElementNS(SVG, "svg");
   svg.classList.add("ts-svg");
@@ -114,7 +119,7 @@ export function buildUi(root: HTMLElement): Ui {
   notice.setAttribute("role", "alert");
   const status = el("div", "ts-status", root);
   status.dataset.role = "status";
-  return { root, toolbar, banner, stage, svg, defs, viewport, scene, tooltip, busy, notice, status, search, searchCount, depth, title };
+  return { root, toolbar, banner, warnings, stage, svg, defs, viewport, scene, tooltip, busy, notice, status, search, searchCount, depth, title };
 }
 
 /** A full-page message for files that can't be shown (bad format, wrong version). */

@@ -27,6 +27,7 @@ from ..failure import Failure
 from ..runner import PRELOADABLE
 from . import find_targets as targets
 from . import hints
+from .compare_request import CompareError, compare_files
 from .runner_client import RunnerClient
 from .traces import Change, Mark, Trace, TraceStore, file_key
 
@@ -34,6 +35,7 @@ TARGET_AT = "torchscope/targetAt"
 TRACE = "torchscope/trace"
 SHUTDOWN_RUNNER = "torchscope/shutdownRunner"
 GRAPH_SHOWN = "torchscope/graphShown"
+COMPARE = "torchscope/compare"
 SHOWN_KEY = "torchscope/graphShown"  # the key of graphs shown without one
 VISUALIZE_COMMAND = "torchscope.visualize"
 ERROR_CODE = -32001
@@ -287,6 +289,8 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
             f"{path} is outside the workspace folders and not open in the editor: "
             "open it to trace it",
         )
+    if p.get("train") is not None and not isinstance(p.get("train"), bool):
+        raise _error("bad-request", f"train must be true or false, got {p.get('train')!r}")
     token = p.get("workDoneToken")
     progress = _Progress(ls, token, f"Visualize {target}")
     request: dict[str, Any] = {
@@ -297,7 +301,7 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         "out": str(_graph_path(ls, target)),
         "timeout": ls.settings.trace_timeout,
     }
-    for key in ("text", "input", "ctorArgs", "runTopLevel"):
+    for key in ("text", "input", "ctorArgs", "runTopLevel", "train"):
         value = text if key == "text" else p.get(key)
         if value is not None:
             request[key] = value
@@ -361,6 +365,40 @@ async def graph_shown(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
     if trace is None:
         raise _error("bad-graph", f"cannot read the graph {graph}")
     return {"files": len(trace.files), "lines": sum(len(t.lines) for t in trace.files.values())}
+
+
+@server.feature(COMPARE)
+async def compare(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
+    """Two graph files (a: before, b: after) → the compare view's graph file."""
+    p = params_dict(params)
+    a, b = str(p.get("a") or ""), str(p.get("b") or "")
+    if not a or not b:
+        raise _error("bad-graph", "a comparison needs two graph files, a and b")
+    out = Path(str(p["out"])) if p.get("out") else _graph_path(ls, "compare")
+    tolerance = p.get("statsTolerance")
+    started = time.perf_counter()
+    try:
+        result = await asyncio.to_thread(
+            compare_files,
+            a,
+            b,
+            out,
+            str(p.get("aSource") or ""),
+            str(p.get("bSource") or ""),
+            float(tolerance) if isinstance(tolerance, (int, float)) else None,
+        )
+    except CompareError as exc:
+        raise _error("bad-graph", str(exc)) from None
+    except OSError as exc:
+        raise _error("internal", f"cannot write the comparison to {out}: {exc}") from None
+    s = result["summary"]
+    ls.log(
+        "info",
+        f"compared {Path(a).name} with {Path(b).name} in "
+        f"{(time.perf_counter() - started) * 1000:.0f} ms: {s['added']} added, "
+        f"{s['removed']} removed, {s['changed']} changed, {s['same']} same -> {out}",
+    )
+    return result
 
 
 @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))

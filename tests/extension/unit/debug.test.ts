@@ -474,6 +474,7 @@ function wired() {
     python: undefined,
     targetAt: async () => null,
     trace: async () => Promise.reject(new Error("no server")),
+    compare: async () => Promise.reject(new Error("no server")),
     restart: async () => undefined,
   };
   const memento = { get: (_k: string, d: unknown) => d, update: async () => undefined };

@@ -168,6 +168,7 @@ describe("visualize command", () => {
         progress("Tracing");
         return replies.shift()!(p);
       },
+      compare: async () => Promise.reject(new Error("not in these tests")),
       restart: async () => undefined,
     };
     const context = {
@@ -284,7 +285,11 @@ describe("visualize command", () => {
     const manifest = JSON.parse(readFileSync(join(__dirname, "..", "..", "..", "package.json"), "utf8")) as {
       main: string;
       activationEvents: string[];
-      contributes: { commands: { command: string }[]; menus: Record<string, { command: string }[]> };
+      contributes: {
+        commands: { command: string }[];
+        menus: Record<string, { command?: string; submenu?: string }[]>;
+        submenus?: { id: string; label: string }[];
+      };
     };
     const declared = manifest.contributes.commands.map((c) => c.command).sort();
     const mine = [...vs.commands.registered.keys()];
@@ -296,8 +301,13 @@ describe("visualize command", () => {
       .map((f) => readFileSync(join(src, f), "utf8"))
       .join("\n");
     for (const id of declared) assert.ok(mine.includes(id) || others.includes(`"${id}"`), `${id} is registered`);
+    // A submenu is declared, and its items are listed as a menu of their own.
+    const submenus = (manifest.contributes.submenus ?? []).map((s) => s.id);
     for (const [menu, items] of Object.entries(manifest.contributes.menus)) {
-      for (const i of items) assert.ok(declared.includes(i.command), `${menu}: ${i.command} is declared`);
+      for (const i of items) {
+        if (i.submenu) assert.ok(submenus.includes(i.submenu) && manifest.contributes.menus[i.submenu], `${menu}: submenu ${i.submenu} is declared`);
+        else assert.ok(declared.includes(i.command!), `${menu}: ${i.command} is declared`);
+      }
     }
     assert.equal(manifest.main, "./extension/dist/extension.js");
     // A restored panel activates the extension too (its serializer), with or without a Python editor.

@@ -69,6 +69,7 @@ function extension(replies: ((p: Omit<TraceParams, "workDoneToken">) => TraceRes
       progress("Tracing");
       return replies.shift()!(p) as TraceResult;
     },
+    compare: async () => Promise.reject(new Error("not in these tests")),
     restart: async () => undefined,
   };
   const storage = mkdtempSync(join(tmpdir(), "torchscope-flow-storage-"));

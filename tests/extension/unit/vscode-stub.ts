@@ -55,6 +55,11 @@ export class Uri {
   static joinPath(u: Uri, ...parts: string[]): Uri {
     return new Uri(u.scheme, path.join(u.fsPath, ...parts));
   }
+  /** Another scheme (a virtual document of the same file); the query is kept in the string. */
+  with(change: { scheme?: string; query?: string }): Uri {
+    const scheme = change.scheme ?? this.scheme;
+    return new Uri(scheme, this.fsPath, `${scheme}://${this.fsPath}${change.query ? `?${change.query}` : ""}`);
+  }
   get path(): string {
     return this.fsPath;
   }
@@ -249,6 +254,11 @@ export const workspace = {
   saved: new EventEmitter<unknown>(),
   onDidSaveTextDocument: (l: (d: unknown) => void) => workspace.saved.event(l),
   onDidChangeConfiguration: () => new Disposable(),
+  contentProviders: new Map<string, unknown>(),
+  registerTextDocumentContentProvider: (scheme: string, provider: unknown): Disposable => {
+    workspace.contentProviders.set(scheme, provider);
+    return new Disposable(() => workspace.contentProviders.delete(scheme));
+  },
 };
 
 export const installedExtensions = new Map<string, unknown>();

@@ -348,6 +348,24 @@ describe("error graph", () => {
   });
 });
 
+describe("a trace that could not undo a write", () => {
+  test("the page says so above the graph (data-role=warnings), as text", async () => {
+    const o = await open(browser, "warned");
+    const warnings = o.page.locator("[data-role=warnings]");
+    assert.ok(await warnings.isVisible());
+    assert.match((await warnings.textContent())!, /fc\.weight was written by the forward .*could not be restored/);
+    await shot(o.page, "warnings");
+    assertNoErrors(o);
+    await o.page.context().close();
+  });
+
+  test("a graph without warnings shows none", async () => {
+    const o = await open(browser, "hostile");
+    assert.equal(await o.page.locator("[data-role=warnings]").isVisible(), false);
+    await o.page.context().close();
+  });
+});
+
 describe("a page that opens at a view (the extension's HTML export)", () => {
   test("the modules open in the panel are open in the page", async () => {
     const g = decode(readFileSync(join(FIXTURES, "gpt2.msgpack"))) as {
