@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from ..definitions import is_main_guard
+
 # -- what counts as a model class outside the project ---------------------------------------
 
 _NOT_MODULES = {"Parameter", "UninitializedParameter", "Buffer", "UninitializedBuffer"}
@@ -81,7 +83,7 @@ def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for stmt in body:
         if isinstance(stmt, ast.If):
-            if _is_main_guard(stmt.test):
+            if is_main_guard(stmt.test):
                 out.extend(_top_level(stmt.orelse))
                 continue
             out.extend(_top_level(stmt.body))
@@ -94,15 +96,6 @@ def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
         else:
             out.append(stmt)
     return out
-
-
-def _is_main_guard(test: ast.expr) -> bool:
-    if not isinstance(test, ast.Compare) or len(test.comparators) != 1:
-        return False
-    names = [test.left, test.comparators[0]]
-    return any(isinstance(n, ast.Name) and n.id == "__name__" for n in names) and any(
-        isinstance(n, ast.Constant) and n.value == "__main__" for n in names
-    )
 
 
 def parse(path: Path, text: str) -> Optional[FileInfo]:
