@@ -13,7 +13,7 @@ import type { AnswerStore, EditorSource, EditorSources } from "./editorSource";
 import { type HeadDocuments, headText, NoHeadError } from "./gitHead";
 import { DEBUG_URI } from "./pausedSource";
 import { modelName, type CompareResult, type PanelOrigin, type TraceSummary } from "./protocol";
-import type { Answer, Missing, SourceKind, TraceOutcome, TraceSource, Traced } from "./traceFlow";
+import type { Answer, Ask, SourceKind, TraceOutcome, TraceSource, Traced } from "./traceFlow";
 
 // ---- the last graphs traced at breakpoints ---------------------------------------------
 
@@ -127,13 +127,20 @@ export class EditorCompareSource implements TraceSource {
       this.kind === "input" ? { a: `input ${ra.traced.summary?.input ?? "?"}`, b: `input ${rb.traced.summary?.input ?? "?"}` } : undefined;
     const out = await compareFiles(this.deps, this.kind, this.label, ra.traced.path, rb.traced.path, names);
     if (!out.ok) return out;
-    const traced: Traced = { path: out.traced.path, summary: comparedSummary(ra.traced.summary, rb.traced.summary, this.label) };
+    const summary = comparedSummary(ra.traced.summary, rb.traced.summary, this.label);
+    // The panel's input bar names both inputs of a comparison of two inputs, not b's alone.
+    if (names) {
+      summary.input = `${ra.traced.summary?.input ?? "?"} → ${rb.traced.summary?.input ?? "?"}`;
+      delete summary.inputExpr;
+    }
+    const traced: Traced = { path: out.traced.path, summary };
     return { ok: true, traced };
   }
 
-  /** What both sides lack (an input, constructor arguments): asked once, for the model. */
-  ask(missing: Missing, message: string): Promise<Answer> {
-    return this.a.ask(missing, message);
+  /** What both sides lack (an input, constructor arguments, consent to run the file's
+   * top-level code): asked once, for the model. */
+  ask(what: Ask): Promise<Answer> {
+    return this.a.ask(what);
   }
 
   panelTitle(summary: TraceSummary | null): string {

@@ -30,6 +30,9 @@ export interface GraphNode {
   defn: Site | null;
   params: number;
   attrs: Record<string, AttrValue>;
+  /** The library frame an op ran in when `site` is the user's line that called it (an op inside
+   * a torch helper, the failing call inside `nn.Linear`); absent when there is none. */
+  inside?: Site;
 }
 
 export interface GraphEdge {
@@ -139,7 +142,7 @@ function node(v: unknown, i: number): GraphNode {
       throw new FormatError(`${where}: parent ${parent} must be an earlier node`);
     }
   }
-  return {
+  const n: GraphNode = {
     id,
     kind: kind as NodeKind,
     name: str(v, "name", where, ""),
@@ -152,6 +155,9 @@ function node(v: unknown, i: number): GraphNode {
     params: int(v, "params", where, 0),
     attrs: attrs(v.attrs),
   };
+  const inside = site(v.inside, where);
+  if (inside) n.inside = inside;
+  return n;
 }
 
 function edge(v: unknown, i: number, n: number): GraphEdge {

@@ -723,6 +723,18 @@ export class Viewer {
     this.ui.banner.append(b, m, hint);
   }
 
+  /**
+   * The input the graph was traced with and where it came from (text), and a Change button
+   * that calls `onChange` (the host asks for another input). No text: the bar stays hidden.
+   */
+  setInput(text: string | undefined, onChange?: () => void): void {
+    this.ui.inputBar.hidden = !text;
+    this.ui.input.textContent = text ?? "";
+    this.ui.input.title = text ?? "";
+    this.ui.changeInput.hidden = !onChange;
+    this.ui.changeInput.onclick = onChange ? () => onChange() : null;
+  }
+
   private async exportAs(kind: "svg" | "png"): Promise<void> {
     if (!this.drawn) return;
     const { layout, vg, labels, marks } = this.drawn;

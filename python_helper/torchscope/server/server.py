@@ -32,6 +32,7 @@ from .runner_client import RunnerClient
 from .traces import Change, Mark, Trace, TraceStore, file_key
 
 TARGET_AT = "torchscope/targetAt"
+TARGETS = "torchscope/targets"
 TRACE = "torchscope/trace"
 SHUTDOWN_RUNNER = "torchscope/shutdownRunner"
 GRAPH_SHOWN = "torchscope/graphShown"
@@ -238,11 +239,14 @@ def code_lens(ls: TorchscopeServer, params: types.CodeLensParams) -> list[types.
     info = ls.file_info(uri)
     if info is None:
         return []
+    models = targets.module_classes(ls.project, info)
+    if models:
+        ls.runner.prestart()  # a file with a model is open: have torch imported before a click
     heavy = targets.library_imports(info) & PRELOADABLE
     if heavy:
         ls.runner.preload_soon(heavy)  # the first trace of this file will not wait for them
     lenses: list[types.CodeLens] = []
-    for cls in targets.module_classes(ls.project, info):
+    for cls in models:
         pos = types.Position(line=cls.line, character=0)
         lenses.append(
             types.CodeLens(
@@ -272,6 +276,17 @@ def target_at(ls: TorchscopeServer, params: Any) -> Optional[dict[str, Any]]:
         raise _error("bad-request", f"position must be {{line, character}} as numbers, got {pos!r}")
     found = targets.target_at(ls.project, info, line, character)  # pyright: ignore[reportArgumentType]
     return found.to_wire() if found is not None else None
+
+
+@server.feature(TARGETS)
+def targets_of_file(ls: TorchscopeServer, params: Any) -> list[dict[str, Any]]:
+    """Every model of a file (classes, instances, factories): the editor's pick list when the
+    cursor is on none of them."""
+    p = params_dict(params)
+    info = ls.file_info(str(p.get("uri", "")), p.get("text"))
+    if info is None:
+        return []
+    return [t.to_wire() for t in targets.targets_in(ls.project, info)]
 
 
 @server.feature(TRACE)
@@ -310,8 +325,10 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         call = targets.input_call(ls.project, info, target) if info is not None else None
         if call:
             request["inputCall"] = call
+    # the extension logs one line per trace (what was traced, how long, from which input);
+    # the server's own lines about it are for debugging
     ls.log(
-        "info",
+        "debug",
         f"trace {path.name}:{target}" + (f" with input {p['input']}" if p.get("input") else ""),
     )
     started = time.perf_counter()
@@ -329,12 +346,13 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         )
     except Failure as exc:
         ls.traces.end(mark)
+        # the extension says what went wrong (the traceback once, in its own line)
         ls.log(
-            "warning" if exc.kind != "internal" else "error",
+            "debug" if exc.kind != "internal" else "error",
             f"trace {target}: {exc.kind}: {exc.message}",
         )
         if exc.details:
-            ls.log("info", exc.details)
+            ls.log("debug", exc.details)
         raise _error(exc.kind, exc.message, exc.details, **exc.extra) from None
     except BaseException:  # cancelled
         ls.traces.end(mark)
@@ -343,7 +361,7 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         progress.end()
     summary = result.get("summary", {})
     ls.log(
-        "info",
+        "debug",
         f"traced {target} in {(time.perf_counter() - started) * 1000:.0f} ms: "
         f"{summary.get('nodes')} nodes, {result.get('size')} bytes -> {result.get('path')}",
     )

@@ -117,8 +117,10 @@ describe("Compare forward pass with HEAD", { timeout: 600_000 }, () => {
         },
       );
       assert.equal(await cursorLine(page), RETURN_LINE);
-      await editorLine(page, "return self.out(self.norm(self.act(").waitFor({ timeout: 10_000 });
-      assert.equal(await editorLine(page, "self.act = nn.ReLU()").count(), 1, "HEAD's text");
+      // (in whichever group shows it: the click may leave the focus on the panel)
+      const shown = (text: string) => page.locator(".monaco-editor .view-lines .view-line", { hasText: text });
+      await shown("return self.out(self.norm(self.act(").first().waitFor({ timeout: 10_000 });
+      assert.equal(await shown("self.act = nn.ReLU()").count(), 1, "HEAD's text");
       assert.equal(await page.locator(".tabs-container .tab.active.dirty").count(), 0, "a read-only document, not the edited one");
       assert.match(await activeTab(page), /^compare_me\.py \(HEAD\)/);
       await shot(page, "compare-head-ghost-line");

@@ -84,6 +84,7 @@ function extension(opts: { trace?: (p: Omit<TraceParams, "workDoneToken">, n: nu
   const server: Server = {
     python: { path: "/venv/bin/python", source: "setting" },
     targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
+    targets: async () => [],
     trace: async (p, _cancel, progress) => {
       traced.push(p);
       progress("Tracing");

@@ -473,6 +473,7 @@ function wired() {
   const noServer = {
     python: undefined,
     targetAt: async () => null,
+    targets: async () => [],
     trace: async () => Promise.reject(new Error("no server")),
     compare: async () => Promise.reject(new Error("no server")),
     restart: async () => undefined,

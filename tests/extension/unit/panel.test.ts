@@ -17,13 +17,15 @@ const graphFile = join(dir, "g.msgpack");
 writeFileSync(graphFile, Buffer.from([0x81, 0xa1, 0x61, 0x01]));
 const viewerDir = vs.Uri.file("/ext/viewer") as unknown as import("vscode").Uri;
 
-function events(): PanelEvents & { revealed: unknown[]; retraced: number } {
+function events(): PanelEvents & { revealed: unknown[]; retraced: number; inputChanges: number } {
   const e = {
     revealed: [] as unknown[],
     retraced: 0,
+    inputChanges: 0,
     reveal: (site: unknown) => void e.revealed.push(site),
     save: () => undefined,
     retrace: () => void e.retraced++,
+    changeInput: () => void e.inputChanges++,
     log: vs.logChannel() as never,
   };
   return e;
@@ -111,6 +113,21 @@ describe("GraphPanel", () => {
     assert.deepEqual(ev.revealed, [{ file: "/w/mlp.py", line: 17 }]);
   });
 
+  it("the viewer's Change button asks for another input; the graph goes with the input it was traced with", async () => {
+    const ev = events();
+    const panel = GraphPanel.createOrShow(viewerDir, origin, ev);
+    const w = vs.panels[0]!.webview;
+    w.receive({ type: "changeInput" });
+    assert.equal(ev.inputChanges, 1);
+    panel.setInput({ text: "guessed from Linear(64, …): tensor [1, 64] float32", expr: "torch.randn(1, 64)" });
+    await panel.load(graphFile);
+    w.receive({ type: "ready" });
+    const m = w.posted.at(-1) as { origin: { input?: unknown } };
+    assert.deepEqual(m.origin.input, { text: "guessed from Linear(64, …): tensor [1, 64] float32", expr: "torch.randn(1, 64)" });
+    panel.setInput(undefined);
+    assert.equal("input" in panel.origin, false, "a graph file shown as it is: nothing to change");
+  });
+
   it("keeps the viewer's last view (for an HTML export at the same expansion)", () => {
     const panel = GraphPanel.createOrShow(viewerDir, origin, events());
     assert.equal(panel.view, undefined);
@@ -163,6 +180,7 @@ describe("visualize command", () => {
     const server: Server = {
       python: { path: "/venv/bin/python", source: "setting" },
       targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
+      targets: async () => [],
       trace: async (p, _c, progress) => {
         sent.push(p);
         progress("Tracing");
