@@ -348,7 +348,7 @@ export function fromObject(raw: unknown): Graph {
 }
 
 /** How many nodes or edges `fromObjectSteps` validates between two pauses. */
-export const STEP_ITEMS = 500;
+export const STEP_ITEMS = 200;
 
 /**
  * `fromObject` as steps: it pauses (yields) after every STEP_ITEMS nodes or edges, so a

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { decode, encode } from "@msgpack/msgpack";
 import { decodeGraphInSlices, decodeInSlices } from "../../../webview/src/decodeSlices";
-import { decodeGraph, fromObject, FormatError } from "../../../webview/src/format";
+import { decodeGraph, fromObject, FormatError, STEP_ITEMS } from "../../../webview/src/format";
 
 const GOLDEN = new URL("../../golden/mlp.graph.msgpack", import.meta.url);
 const MALFORMED = new URL("../../golden/malformed.json", import.meta.url);
@@ -110,9 +110,9 @@ test("a 4,000-op graph: the same Graph, decoded in many pauses", async () => {
   const got = await decodeInSlices(bytes, { sliceBytes: 32 * 1024, budgetMs: 0, pause: c.pause });
   assert.deepEqual(got, want);
   assert.deepEqual(got, decodeGraph(bytes));
-  // Every slice of bytes and every step of the validation (500 nodes or edges) may pause.
+  // Every slice of bytes and every step of the validation (STEP_ITEMS nodes or edges) may pause.
   const slices = Math.ceil(bytes.length / (32 * 1024));
-  const steps = Math.floor(want.nodes.length / 500) + Math.floor(want.edges.length / 500);
+  const steps = Math.floor(want.nodes.length / STEP_ITEMS) + Math.floor(want.edges.length / STEP_ITEMS);
   assert.equal(c.count(), slices + steps);
 });
 
@@ -126,7 +126,7 @@ test("pauses only once the budget is spent", async () => {
   let t = 0;
   const d = counting();
   await decodeInSlices(bytes, { sliceBytes: 256, budgetMs: 25, pause: d.pause, now: () => (t += 10) });
-  const looks = Math.ceil(bytes.length / 256) + Math.floor((4 * 25 * 5 + 4 * 2 + 3) / 500);
+  const looks = Math.ceil(bytes.length / 256) + Math.floor((4 * 25 * 5 + 4 * 2 + 3) / STEP_ITEMS);
   assert.ok(d.count() > 0 && d.count() < looks, `${d.count()} pauses for ${looks} looks`);
 });
 
@@ -181,12 +181,13 @@ test("refuses what decodeGraph refuses, with the same FormatError message", asyn
 test("base64 in slices: the bytes of the one-call atob, for any length and padding", async () => {
   const { base64ToBytesInSlices } = await import("../../../webview/src/base64Slices");
   const pause = counting();
-  for (const n of [0, 1, 2, 3, 4, 5, 786_431, 786_432, 786_433, 2_500_001]) {
+  for (const n of [0, 1, 2, 3, 4, 5, 196_607, 196_608, 196_609, 2_500_001]) {
     const bytes = new Uint8Array(n).map((_, i) => (i * 7919) % 256);
     const text = Buffer.from(bytes).toString("base64");
-    // Line breaks, as a page may wrap its data.
-    const wrapped = text.replace(/(.{76})/g, "$1\n");
-    assert.deepEqual(await base64ToBytesInSlices(wrapped, pause.pause), bytes, `${n} bytes`);
+    assert.deepEqual(await base64ToBytesInSlices(text, pause.pause), bytes, `${n} bytes`);
+    // Line breaks and spaces, as a page may wrap its data (quads then straddle slices).
+    const wrapped = ` ${text.replace(/(.{75})/g, "$1\n ")}\n`;
+    assert.deepEqual(await base64ToBytesInSlices(wrapped, pause.pause), bytes, `${n} bytes, wrapped`);
   }
   assert.ok(pause.count() >= 3, "a 2.5 MB file takes several slices");
   await assert.rejects(base64ToBytesInSlices("not base64!", pause.pause));
