@@ -189,6 +189,7 @@ async function rightClickGpt2(page: Page, newPanel: boolean): Promise<Run> {
     to_received_ms: round(received && received - t0),
     to_layout_ms: round(layout && layout - t0),
     layout_and_draw_ms: round(drawn && layout && drawn - layout),
+    received_to_drawn_ms: round(drawn && received && drawn - received),
     polled_ms: Date.now() - t0,
   };
 }
