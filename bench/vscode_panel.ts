@@ -1,7 +1,7 @@
 // The graph panel in real VS Code (code-server + Chromium, as the end-to-end tests run it:
 // tests/extension/e2e/harness.ts), timed as a user waits for it. Not part of `make test`;
 // run with `make bench-vscode` (which builds the .vsix and code-server first) or
-//   CHROMIUM=/usr/bin/chromium node --import tsx bench/vscode_panel.ts [--runs 5]
+//   CHROMIUM=/usr/bin/chromium node --import tsx bench/vscode_panel.ts [--runs 5] [--only gpt2,synth,palette]
 // Writes bench/results-vscode.json; bench/vscode_report.py turns it into results-vscode.md.
 //
 // What is measured (times from the viewer's own performance marks, read in the panel's
@@ -42,6 +42,7 @@ function arg(name: string, dflt: string): string {
 }
 const RUNS = Number(arg("runs", "5"));
 const OUT = arg("out", join(ROOT, "bench", "results-vscode.json"));
+const ONLY = new Set(arg("only", "gpt2,synth,palette").split(","));
 
 const SYNTH = `"""4,000 ops: 40 stages x 25 blocks (Linear, LayerNorm, GELU, add), bench/viewer's synthetic model."""
 import torch
@@ -234,17 +235,62 @@ async function paletteAtBreakpoint(page: Page): Promise<Run> {
   };
 }
 
-/** Right-click the 4,000-op model → drawn; the panel frame's long tasks meanwhile. */
-async function synthArrives(page: Page, newPanel: boolean): Promise<Run> {
+interface TraceEvent {
+  name: string;
+  cat?: string;
+  ph: string;
+  ts: number;
+  dur?: number;
+  tdur?: number;
+  pid: number;
+  tid: number;
+}
+
+/**
+ * From a Chromium trace: the tasks of the thread the panel's marks were set on (the panel
+ * shares it with the workbench: same origin) between `torchscope:received` and 200 ms after
+ * `torchscope:drawn`; the longest by wall time and by the thread's own CPU time. On a
+ * loaded machine a task's wall time is mostly waiting for a core; its CPU time is the work.
+ */
+function tracedTasks(trace: Buffer): { wall: number; cpu: number; cpuOfLongest: number; count: number } | null {
+  const events = (JSON.parse(trace.toString()) as { traceEvents: TraceEvent[] }).traceEvents;
+  const marks = events.filter((e) => e.cat?.includes("blink.user_timing") && e.name.startsWith("torchscope:"));
+  // A viewer without the arrival mark (main before issue 14's panel work): its decode ran in
+  // the task just before its first layout-start; the window starts 1 s before that.
+  const layoutStart = marks.find((m) => m.name === "torchscope:layout-start");
+  const received =
+    marks.filter((m) => m.name === "torchscope:received").at(-1) ?? (layoutStart && { ...layoutStart, ts: layoutStart.ts - 1_000_000 });
+  const drawn = marks.filter((m) => m.name === "torchscope:drawn").at(-1);
+  if (!received || !drawn) return null;
+  const end = drawn.ts + 200_000;
+  const tasks = events.filter(
+    (e) =>
+      e.name === "RunTask" && e.ph === "X" && e.pid === received.pid && e.tid === received.tid && e.ts + (e.dur ?? 0) > received.ts && e.ts < end,
+  );
+  if (!tasks.length) return { wall: 0, cpu: 0, cpuOfLongest: 0, count: 0 };
+  const longest = tasks.reduce((a, t) => ((t.dur ?? 0) > (a.dur ?? 0) ? t : a));
+  return {
+    wall: (longest.dur ?? 0) / 1000,
+    cpuOfLongest: (longest.tdur ?? 0) / 1000,
+    cpu: Math.max(...tasks.map((t) => t.tdur ?? 0)) / 1000,
+    count: tasks.filter((t) => (t.dur ?? 0) > 50_000).length,
+  };
+}
+
+/** Right-click the 4,000-op model → drawn; the panel frame's long tasks meanwhile (and, with
+ * `browser`, a Chromium trace of the same window's tasks with their CPU time). */
+async function synthArrives(page: Page, newPanel: boolean, browser?: Browser): Promise<Run> {
   if (newPanel) {
     await closeAll(page);
     await openFile(page, "synth4000.py");
   } else {
     await markOld(page);
   }
+  if (browser) await browser.startTracing(page, { categories: ["disabled-by-default-devtools.timeline", "blink.user_timing"] });
   const t0 = await contextMenu(page, "model = nn.Sequential", "Visualize forward pass");
   await waitForGraph(page);
   await page.waitForTimeout(500); // a task that ends after the drawing is reported a bit later
+  const traced = browser ? tracedTasks(await browser.stopTracing()) : null;
   const drawn = await mark(page, "torchscope:drawn");
   const received = await mark(page, "torchscope:received");
   const decoded = await mark(page, "torchscope:decoded");
@@ -277,6 +323,11 @@ async function synthArrives(page: Page, newPanel: boolean): Promise<Run> {
       ? `decoded ${round(decoded && decoded - received)}, layout-start ${round(layout && layout - received)}, drawn ${round(drawn && drawn - received)}`
       : null,
     observer_in_frame: tasks ? "yes" : "no",
+    // The Chromium trace of the panel's thread (shared with the workbench), same window.
+    traced_longest_task_wall_ms: round(traced?.wall),
+    traced_longest_task_cpu_ms: round(traced?.cpuOfLongest),
+    traced_most_cpu_in_one_task_ms: round(traced?.cpu),
+    traced_tasks_over_50ms_wall: traced?.count ?? null,
   };
 }
 
@@ -337,14 +388,14 @@ async function main(): Promise<void> {
     const log = (name: string, r: Run): void => console.log(`${name}: ${JSON.stringify(r)}`);
 
     // GPT-2 from the editor: the first (cold) trace warms the runner; not counted.
-    await openFile(page, "gpt2.py");
-    log("gpt2 cold (not counted)", await rightClickGpt2(page, false));
-    for (let i = 0; i < RUNS; i++) {
+    if (ONLY.has("gpt2")) await openFile(page, "gpt2.py");
+    if (ONLY.has("gpt2")) log("gpt2 cold (not counted)", await rightClickGpt2(page, false));
+    for (let i = 0; ONLY.has("gpt2") && i < RUNS; i++) {
       const r = await rightClickGpt2(page, false);
       results.gpt2_warm_existing_panel!.push(r);
       log("gpt2 warm, existing panel", r);
     }
-    for (let i = 0; i < RUNS; i++) {
+    for (let i = 0; ONLY.has("gpt2") && i < RUNS; i++) {
       const r = await rightClickGpt2(page, true);
       results.gpt2_warm_new_panel!.push(r);
       log("gpt2 warm, new panel", r);
@@ -352,19 +403,19 @@ async function main(): Promise<void> {
     loads.gpt2 = load();
 
     // The 4,000-op model: the first trace builds it in the runner; each run's long tasks.
-    for (let i = 0; i < Math.max(2, Math.ceil(RUNS / 2)); i++) {
-      const r = await synthArrives(page, true);
+    for (let i = 0; ONLY.has("synth") && i < Math.max(2, Math.ceil(RUNS / 2)); i++) {
+      const r = await synthArrives(page, true, browser);
       results.synth4000_new_panel!.push(r);
       log("synth4000, new panel", r);
-      const s = await synthArrives(page, false);
+      const s = await synthArrives(page, false, browser);
       results.synth4000_existing_panel!.push(s);
       log("synth4000, existing panel", s);
     }
     loads.synth4000 = load();
 
     // At a breakpoint: one debug session, stopped; the palette several times.
-    await debugUntilStopped(page);
-    for (let i = 0; i < RUNS; i++) {
+    if (ONLY.has("palette")) await debugUntilStopped(page);
+    for (let i = 0; ONLY.has("palette") && i < RUNS; i++) {
       const r = await paletteAtBreakpoint(page);
       results.palette_breakpoint_new_panel!.push(r);
       log("palette at a breakpoint, new panel", r);

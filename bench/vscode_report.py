@@ -61,6 +61,30 @@ SCENARIOS: list[tuple[str, str, str, float | None]] = [
         "longest_task_arriving_ms",
         100,
     ),
+    (
+        "synth4000_new_panel",
+        "… Chromium trace, the panel's thread (shared with the workbench): the longest task's wall time",
+        "traced_longest_task_wall_ms",
+        100,
+    ),
+    (
+        "synth4000_new_panel",
+        "… the same trace: the most CPU time one task used",
+        "traced_most_cpu_in_one_task_ms",
+        100,
+    ),
+    (
+        "synth4000_existing_panel",
+        "… Chromium trace, open panel: the longest task's wall time",
+        "traced_longest_task_wall_ms",
+        100,
+    ),
+    (
+        "synth4000_existing_panel",
+        "… the same trace: the most CPU time one task used",
+        "traced_most_cpu_in_one_task_ms",
+        100,
+    ),
 ]
 
 
