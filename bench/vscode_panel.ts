@@ -26,6 +26,7 @@ import {
   cleanup,
   closeAll,
   contextMenu,
+  lastTrace,
   launch,
   markOld,
   openFile,
@@ -43,6 +44,13 @@ function arg(name: string, dflt: string): string {
 const RUNS = Number(arg("runs", "5"));
 const OUT = arg("out", join(ROOT, "bench", "results-vscode.json"));
 const ONLY = new Set(arg("only", "gpt2,synth,palette").split(","));
+let server: CodeServer | undefined;
+
+/** The extension's log of the last trace: the runner's trace time and the whole request. */
+function logged(): { runner_trace_ms: number | null; request_ms: number | null } {
+  const t = server ? lastTrace(server) : undefined;
+  return { runner_trace_ms: t?.trace_ms ?? null, request_ms: t?.request_ms ?? null };
+}
 
 const SYNTH = `"""4,000 ops: 40 stages x 25 blocks (Linear, LayerNorm, GELU, add), bench/viewer's synthetic model."""
 import torch
@@ -191,6 +199,7 @@ async function rightClickGpt2(page: Page, newPanel: boolean): Promise<Run> {
     to_layout_ms: round(layout && layout - t0),
     layout_and_draw_ms: round(drawn && layout && drawn - layout),
     received_to_drawn_ms: round(drawn && received && drawn - received),
+    ...logged(),
     polled_ms: Date.now() - t0,
   };
 }
@@ -306,6 +315,7 @@ async function synthArrives(page: Page, newPanel: boolean, browser?: Browser): P
     total_ms: round(drawn && drawn - t0),
     to_received_ms: round(received && received - t0),
     decode_ms: round(decoded && received && decoded - received),
+    ...logged(),
     longest_task_arriving_ms: round(arriving?.ms),
     longest_task_click_to_drawn_ms: round(whole?.ms),
     longest_task_any_attribution_ms: round(anyName?.ms),
@@ -379,6 +389,7 @@ async function main(): Promise<void> {
       files: { "synth4000.py": SYNTH, "paused_lm.py": DEBUG_GPT2 },
       beforeStart: ({ extensions }) => installDebugFixture(extensions),
     });
+    server = cs;
     browser = await launch();
     const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
     await context.addInitScript(LONG_TASKS);

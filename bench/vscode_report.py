@@ -163,6 +163,52 @@ def details(data: dict[str, Any]) -> list[str]:
     return out
 
 
+def median_of(data: dict[str, Any], key: str, field: str) -> float | None:
+    vals = values(data["results"].get(key, []), field)
+    return statistics.median(vals) if vals else None
+
+
+def reading(data: dict[str, Any]) -> list[str]:
+    """Where the time goes, from the runs' own fields."""
+    out = ["## Reading", ""]
+    for key, what in [
+        ("gpt2_warm_existing_panel", "into its open panel"),
+        ("gpt2_warm_new_panel", "into a new panel"),
+    ]:
+        total = median_of(data, key, "total_ms")
+        to_panel = median_of(data, key, "to_received_ms")
+        panel = median_of(data, key, "received_to_drawn_ms")
+        runner = median_of(data, key, "runner_trace_ms")
+        if total is None or to_panel is None or panel is None:
+            continue
+        line = (
+            f"- GPT-2 right-click {what}: of the median {ms(total)}, {ms(to_panel)} pass before the "
+            f"graph reaches the panel (language server and runner: building GPT-2 with random "
+            f"weights and tracing it"
+        )
+        if runner is not None:
+            line += f"; the runner's trace alone {ms(runner)}"
+        line += f") and {ms(panel)} in the panel (graph received → drawn)."
+        out.append(line)
+    boot = median_of(data, "palette_breakpoint_new_panel", "pick_to_boot_ms")
+    recv = median_of(data, "palette_breakpoint_new_panel", "pick_to_received_ms")
+    drawn = median_of(data, "palette_breakpoint_new_panel", "pick_to_drawn_ms")
+    if boot is not None and recv is not None and drawn is not None:
+        out.append(
+            f"- At a breakpoint, after Enter: the new panel's viewer starts at {ms(boot)} (VS Code "
+            f"creates the webview when the list shows; its page is fetched late), the graph "
+            f"arrives at {ms(recv)} (the trace in the paused program), drawn at {ms(drawn)}."
+        )
+    out.append(
+        "- Long tasks: the panel has the same origin as the workbench in code-server, so it "
+        "runs on the workbench's main thread (tasks attributed `same-origin-ancestor` are "
+        "VS Code's own). On a machine this loaded a task's wall time is mostly waiting for a "
+        "core: the Chromium trace gives each task's CPU time too, which is the work the "
+        "viewer's code put in one task."
+    )
+    return out + [""]
+
+
 def machine_line(data: dict[str, Any]) -> str:
     m = data["machine"]
     s, e = data["started"], data["ended"]
@@ -207,7 +253,8 @@ def main() -> None:
             "",
         ]
     text += table(data, before)
-    text += ["", "## Each run", ""] + details(data)
+    text += [""] + reading(data)
+    text += ["## Each run", ""] + details(data)
     dst.write_text("\n".join(text).rstrip() + "\n", encoding="utf-8")
     print(f"wrote {dst}")
 
