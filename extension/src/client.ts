@@ -238,6 +238,9 @@ export class ServerClient implements Server, vscode.Disposable {
   }
 
   private async stop(): Promise<boolean> {
+    // A start under way finishes first: a client that is still starting can't be stopped, and
+    // the restart must not hand back that start (made with the settings before the change).
+    if (this.starting) await this.starting.catch(() => undefined);
     const old = this.client;
     this.client = undefined;
     if (!old) return false;

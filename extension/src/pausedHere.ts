@@ -28,19 +28,30 @@ export interface FramePlace {
   line: number;
 }
 
+/** A DAP source path as a file path: VS Code in a browser (code-server, remote) hands the
+ * extension `vscode-remote://host/path` URIs where the adapter said `/path`. */
+export function sourceFile(p: string): string {
+  if (!/^[a-z][\w+.-]+:\/\//i.test(p)) return p;
+  try {
+    return decodeURIComponent(new URL(p).pathname);
+  } catch {
+    return p;
+  }
+}
+
 /** The place of frame `frameId` in a whole stack (top first; `total` frames in all). */
 export function placeOf(frames: DapFrame[], total: number, frameId: number, sessionId: string, threadId: number): FramePlace | undefined {
   const i = frames.findIndex((f) => f.id === frameId);
   const f = frames[i];
   if (!f?.source?.path) return undefined;
-  return { sessionId, threadId, depth: total - i, file: f.source.path, func: f.name, line: f.line };
+  return { sessionId, threadId, depth: total - i, file: sourceFile(f.source.path), func: f.name, line: f.line };
 }
 
 /** The frame at the traced frame's depth now, when it is still that call (same file and
  * function there; a step into a callee leaves it below, at the line that called). */
 export function stillInCall(traced: FramePlace, frames: DapFrame[], total: number): FramePlace | undefined {
   const f = frames[total - traced.depth];
-  if (!f || f.source?.path !== traced.file || f.name !== traced.func) return undefined;
+  if (!f?.source?.path || sourceFile(f.source.path) !== traced.file || f.name !== traced.func) return undefined;
   return { ...traced, line: f.line };
 }
 
@@ -89,7 +100,11 @@ export class PausedHere implements vscode.Disposable {
       this.log.info(`debug: no stack for the paused mark: ${String(e)}`);
       return undefined;
     });
-    if (!place) return this.clear(panel);
+    if (!place) {
+      this.log.info(`debug: frame ${frameId} is not on a stack of ${session.name}; no "you are here" marks`);
+      return this.clear(panel);
+    }
+    this.log.info(`debug: paused at ${place.file}:${place.line} in ${place.func} (depth ${place.depth}): marked in the panel`);
     this.tracked.set(panel, { panel, place, session });
     panel.setPausedAt(pausedAt(place));
   }
@@ -123,6 +138,7 @@ export class PausedHere implements vscode.Disposable {
         continue;
       }
       t.place = now;
+      this.log.debug(`debug: stepped to line ${now.line} of ${now.func}`);
       t.panel.setPausedAt(pausedAt(now));
     }
   }

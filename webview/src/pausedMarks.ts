@@ -19,7 +19,7 @@ export function pausedNodes(idx: GraphIndex, at: PausedAt): PausedNodes {
   const nodes = idx.graph.nodes;
   const inFunction = (id: number): boolean => {
     const s = nodes[id]!.site;
-    return !!s && s.file === at.file && (!at.func || !s.func || s.func === at.func);
+    return !!s && s.file === at.file && sameFunction(s.func, at.func);
   };
   const onLine = nodes.filter((n) => n.site?.line === at.line && inFunction(n.id)).map((n) => n.id);
   let here: number[] = [];
@@ -40,6 +40,11 @@ export function pausedNodes(idx: GraphIndex, at: PausedAt): PausedNodes {
   const ahead: number[] = [];
   for (let id = boundary; id < nodes.length; id++) if (!hereSet.has(id) && !enclosing.has(id)) ahead.push(id);
   return { here, ahead };
+}
+
+/** A debugger may name a frame by its qualified name (`Net.forward`); sites by the code's name. */
+function sameFunction(site: string | undefined, frame: string | undefined): boolean {
+  return !site || !frame || site === frame || frame.endsWith(`.${site}`);
 }
 
 function withDescendants(idx: GraphIndex, tops: number[]): number[] {

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as vs from "./vscode-stub";
 import { revealNodeArgs } from "../../../extension/src/protocol";
-import { graphKey, placeOf, stillInCall, type DapFrame } from "../../../extension/src/pausedHere";
+import { graphKey, placeOf, sourceFile, stillInCall, type DapFrame } from "../../../extension/src/pausedHere";
 import { GraphPanel, type PanelEvents } from "../../../extension/src/graphPanel";
 import { panelOf } from "../../../extension/src/revealNode";
 
@@ -118,6 +118,15 @@ describe("you are here: the traced frame's call", () => {
       ["/w/train.py", "<module>", 40],
     ]);
     assert.equal(stillInCall(place, into, 4)?.line, 14);
+  });
+
+  it("reads the frame's file from a path or from the URI a browser-hosted VS Code gives", () => {
+    assert.equal(sourceFile("/w/m.py"), "/w/m.py");
+    assert.equal(sourceFile("vscode-remote://127.0.0.1:8080/tmp/w%20s/m.py"), "/tmp/w s/m.py");
+    assert.equal(sourceFile("C:\\w\\m.py"), "C:\\w\\m.py");
+    const remote = traced.map((f) => ({ ...f, source: { path: `vscode-remote://h:1${f.source!.path}` } }));
+    assert.equal(placeOf(remote, 3, 100, "s1", 1)?.file, "/w/m.py");
+    assert.equal(stillInCall(placeOf(traced, 3, 100, "s1", 1)!, remote, 3)?.file, "/w/m.py");
   });
 
   it("lets go when the program returned from the call", () => {

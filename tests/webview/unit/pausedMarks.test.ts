@@ -42,9 +42,11 @@ test("a line that made nothing: what comes after it in the function is ahead, no
 });
 
 test("another function's line with the same number, or another file, marks nothing", () => {
-  const { idx } = net();
+  const { idx, ids } = net();
   assert.deepEqual(pausedNodes(idx, at(12, "helper")), { here: [], ahead: [] });
   assert.deepEqual(pausedNodes(idx, { file: "/w/other.py", line: 12 }), { here: [], ahead: [] });
+  // A debugger's qualified frame name is the same function.
+  assert.deepEqual(pausedNodes(idx, at(12, "Net.forward")).here, [ids.fc2, ids.lin2]);
 });
 
 test("a line of a block's forward run by two block calls marks the first call only", () => {
