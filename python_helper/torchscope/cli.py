@@ -56,6 +56,18 @@ def _parser() -> argparse.ArgumentParser:
             help="run the file's top-level code too (by default only its definitions are "
             "loaded: a training loop at top level does not run)",
         )
+        c.add_argument(
+            "--no-values",
+            dest="values",
+            action="store_false",
+            help="leave out tensor statistics (Edge.stats, Edge.hist) and the NaN origin",
+        )
+        c.add_argument(
+            "--no-costs",
+            dest="costs",
+            action="store_false",
+            help="leave out FLOPs, output bytes and times (Node.cost)",
+        )
         if name == "trace":
             c.add_argument(
                 "--format",
@@ -89,6 +101,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             args.input_expr,
             args.time_budget,
             run_top_level=args.run_top_level,
+            values=args.values,
+            costs=args.costs,
         )
     except CliError as exc:
         return _fail(exc)

@@ -49,6 +49,8 @@ export class Scene {
   private readonly live = new Map<Item, SVGGElement>();
   private readonly byKey = new Map<string, SVGGElement>();
   private marks: Marks = noMarks;
+  /** Overlay heat (0..1) by drawn key: data-heat and the fill's share of the hot colour. */
+  private heat: ReadonlyMap<string, number> = new Map();
   private view: Rect = { x: 0, y: 0, w: 0, h: 0 };
   private timer: ReturnType<typeof setTimeout> | null = null;
   private waiters: (() => void)[] = [];
@@ -130,6 +132,12 @@ export class Scene {
     }
   }
 
+  setHeat(heat: ReadonlyMap<string, number>): void {
+    const old = this.heat;
+    this.heat = heat;
+    for (const [key, el] of this.byKey) if (old.has(key) || heat.has(key)) this.applyHeat(el, key);
+  }
+
   dispose(): void {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
@@ -148,6 +156,18 @@ export class Scene {
     // Attributes as the test hooks and the style both use (docs/viewer.md, "You are here").
     toggleAttr(el, "data-here", !!m.here?.has(key));
     toggleAttr(el, "data-ahead", !!m.ahead?.has(key));
+  }
+
+  private applyHeat(el: SVGGElement, key: string): void {
+    const h = this.heat.get(key);
+    el.classList.toggle("ts-heat", h !== undefined);
+    if (h === undefined) {
+      el.removeAttribute("data-heat");
+      el.style.removeProperty("--ts-heat");
+    } else {
+      el.dataset.heat = h.toFixed(3);
+      el.style.setProperty("--ts-heat", `${(h * 100).toFixed(1)}%`); // CSSOM: allowed by the CSP
+    }
   }
 
   private schedule(delay: number): void {
@@ -191,6 +211,7 @@ export class Scene {
       if (it.key) {
         this.byKey.set(it.key, el);
         this.applyMarks(el, it.key);
+        if (this.heat.has(it.key)) this.applyHeat(el, it.key);
       }
       if (it.layer === 0) addedCluster = true;
     }
