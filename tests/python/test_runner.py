@@ -504,7 +504,8 @@ def _edge_stats(path: Path) -> list[Any]:
     return [e.get("stats") for e in unpack(path.read_bytes())["edges"]]
 
 
-def test_same_code_same_numbers(runner, tmp_path):
+def test_same_code_same_numbers(fresh_runner, tmp_path):
+    runner = fresh_runner
     """Random weights and a random input, yet two traces of the same code give the same values
     (a rebuilt model, an edit elsewhere in the file): what Compare with HEAD relies on."""
     path = write(tmp_path, "same.py", MLP)
