@@ -3,6 +3,7 @@
 // that want to drive it themselves.
 import workerSource from "virtual:layout-worker";
 import "./viewer.css";
+import "./paused.css";
 import { base64ToBytesInSlices } from "./base64Slices";
 import { decodeGraphInSlices } from "./decodeSlices";
 import { DeferredWorker, fetchWorkerUrl, type WorkerLike } from "./deferredWorker";
@@ -158,6 +159,9 @@ async function boot(): Promise<void> {
     const host = new VsCodeHost(acquireVsCodeApi());
     let viewer: Viewer | null = null;
     let arrivals = 0;
+    // The viewer of the latest graph once it is decoded and mounted: messages about it (the
+    // paused line, a node to reveal) that come while it decodes wait for it.
+    let latest: Promise<Viewer | null> = Promise.resolve(null);
     window.addEventListener("message", (ev: MessageEvent<HostMessage | undefined>) => {
       const m = ev.data;
       if (m?.type === "graph" && m.data) {
@@ -168,14 +172,23 @@ async function boot(): Promise<void> {
         host.setOrigin(m.origin);
         const arrival = ++arrivals;
         const data = m.data instanceof Uint8Array ? m.data : new Uint8Array(m.data);
-        void mountSoon(rootElement(), data, host, () => arrival === arrivals).then((v) => {
-          if (arrival !== arrivals) return v?.dispose();
+        latest = mountSoon(rootElement(), data, host, () => arrival === arrivals).then((v) => {
+          if (arrival !== arrivals) {
+            v?.dispose();
+            return null;
+          }
           viewer = v;
           // Which input this graph was traced with, and a way to trace it with another.
           viewer?.setInput(m.origin.input?.text, () => host.post({ type: "changeInput" }));
+          return v;
         });
       } else if (m?.type === "highlightLine") {
-        viewer?.highlightLine(m.file, m.line);
+        void latest.then((v) => v?.highlightLine(m.file, m.line));
+      } else if (m?.type === "revealNode") {
+        void latest.then((v) => v?.showNodes(m.node, m.nodes));
+      } else if (m?.type === "pausedAt") {
+        // The extension posts it after each graph of a paused frame (again after a reload).
+        void latest.then((v) => v?.setPausedAt(m.at));
       } else if (m?.type === "export") {
         rootElement().querySelector<HTMLElement>(`[data-action="export-${m.format}"]`)?.click();
       }
