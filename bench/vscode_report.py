@@ -249,7 +249,7 @@ def main() -> None:
     ]
     if before:
         text += [
-            f"*Before*: the same script on main's .vsix ({before['machine']['commit']}, {before['started']['when']}, load average at the start {' / '.join(map(str, before['started']['loadavg']))}); its viewer has no arrival mark, so its long tasks are those from the right-click to drawn.",
+            f"*Before*: the same script on main's .vsix ({before['machine']['commit']}, {before['started']['when']}, load average at the start {' / '.join(map(str, before['started']['loadavg']))}); its viewer has no arrival mark, so its long tasks are those from the right-click to drawn, and its trace window starts 1 s before its first layout. Made with `TORCHSCOPE_VSIX=<main's .vsix> node --import tsx bench/vscode_panel.ts --only synth --runs 3 --out bench/results-vscode-before.json`, then `python bench/vscode_report.py bench/results-vscode.json bench/results-vscode.md --before bench/results-vscode-before.json`.",
             "",
         ]
     text += table(data, before)
