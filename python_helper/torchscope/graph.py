@@ -58,9 +58,28 @@ class Edge:
     dst: int
     shape: Optional[list[int]]
     dtype: str
+    # a DTensor's layout beside its local `shape`; on the wire only for DTensor edges
+    layout: Optional[Layout] = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {"src": self.src, "dst": self.dst, "shape": self.shape, "dtype": self.dtype}
+        wire = {"src": self.src, "dst": self.dst, "shape": self.shape, "dtype": self.dtype}
+        if self.layout is not None:
+            wire.update(self.layout.to_wire())
+        return wire
+
+
+@dataclass(slots=True)
+class Layout:
+    """How a DTensor is spread over its device mesh: `global_shape`, `placements` ("Shard(0)",
+    "Replicate()", one per mesh dimension, joined by ", ") and `mesh` ("cpu[2]", "cuda[dp=2,
+    tp=4]")."""
+
+    global_shape: list[int]
+    placements: str
+    mesh: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"global_shape": self.global_shape, "placements": self.placements, "mesh": self.mesh}
 
 
 @dataclass(slots=True)
@@ -98,15 +117,26 @@ class ModelInfo:
     params: int
     device: str
     dtype: str
+    # this process's place in torch.distributed, when it was initialised for the trace
+    rank: Optional[int] = None
+    world_size: Optional[int] = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire: dict[str, Any] = {
             "name": self.name,
             "qualname": self.qualname,
             "params": self.params,
             "device": self.device,
             "dtype": self.dtype,
         }
+        if self.rank is not None:
+            wire["rank"] = self.rank
+            wire["world_size"] = self.world_size
+        return wire
+
+    def rank_text(self) -> str:
+        """ "rank 1 of 2", or "" outside torch.distributed."""
+        return "" if self.rank is None else f"rank {self.rank} of {self.world_size}"
 
 
 @dataclass
@@ -148,12 +178,20 @@ class Graph:
         }
 
     def stats(self) -> dict[str, Any]:
-        """`{trace_ms, ops, modules}` as on the wire."""
-        return {
+        """`{trace_ms, ops, modules}` as on the wire, and `collectives` when there are any."""
+        stats: dict[str, Any] = {
             "trace_ms": round(self.trace_ms, 3),
             "ops": sum(1 for n in self.nodes if n.kind == "op"),
             "modules": sum(1 for n in self.nodes if n.kind == "module"),
         }
+        collectives = self.collectives()
+        if collectives:
+            stats["collectives"] = len(collectives)
+        return stats
+
+    def collectives(self) -> list[Node]:
+        """The op nodes of collective communication (`attrs.collective`)."""
+        return [n for n in self.nodes if n.kind == "op" and n.attrs.get("collective") is True]
 
     def error_location(self, *prefer: Callable[[str], bool]) -> tuple[Optional[str], Optional[int]]:
         """Where to show the error: the innermost traceback frame whose file the first of
@@ -200,6 +238,9 @@ class Graph:
             "input": described,
             "error": error,
             "warnings": list(self.warnings),
+            "rank": self.model.rank,
+            "worldSize": self.model.world_size,
+            "collectives": stats.get("collectives", 0),
         }
 
     def to_msgpack(self) -> bytes:
@@ -331,7 +372,15 @@ def from_wire(data: Any) -> Graph:
         raise GraphFormatError(f"graph version {version!r} is not supported (this reads {VERSION})")
     try:
         m = data["model"]
-        model = ModelInfo(m["name"], m["qualname"], m["params"], m["device"], m["dtype"])
+        model = ModelInfo(
+            m["name"],
+            m["qualname"],
+            m["params"],
+            m["device"],
+            m["dtype"],
+            _optional_int(m.get("rank")),
+            _optional_int(m.get("world_size")),
+        )
         nodes = [
             Node(
                 id=n["id"],
@@ -349,7 +398,9 @@ def from_wire(data: Any) -> Graph:
             )
             for n in data["nodes"]
         ]
-        edges = [Edge(e["src"], e["dst"], e["shape"], e["dtype"]) for e in data["edges"]]
+        edges = [
+            Edge(e["src"], e["dst"], e["shape"], e["dtype"], _layout(e)) for e in data["edges"]
+        ]
         groups = [Group(g["parent"], list(g["members"]), g["name"]) for g in data.get("groups", [])]
         err = data["error"]
         error = (
@@ -368,6 +419,21 @@ def from_wire(data: Any) -> Graph:
         raise GraphFormatError(f"malformed graph: missing or bad field {exc}") from exc
     _check_references(nodes, edges, groups, error)
     return Graph(model, nodes, edges, groups, error, trace_ms, warnings)
+
+
+def _optional_int(v: Any) -> Optional[int]:
+    return v if type(v) is int else None
+
+
+def _layout(e: dict[str, Any]) -> Optional[Layout]:
+    """A DTensor edge's layout; absent or malformed: none (a decoration, as in the viewer)."""
+    shape, placements = e.get("global_shape"), e.get("placements")
+    if not isinstance(shape, list) or not isinstance(placements, str):
+        return None
+    if not all(type(d) is int for d in shape):
+        return None
+    mesh = e.get("mesh")
+    return Layout(list(shape), placements, mesh if isinstance(mesh, str) else "")
 
 
 def _check_references(
