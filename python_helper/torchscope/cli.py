@@ -125,7 +125,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _fail(CliError(f"cannot write {out}: {exc.strerror or exc}"))
         s = graph.stats()
         where = f" ({graph.model.rank_text()})" if graph.model.rank is not None else ""
-        collectives = f", {s['collectives']} collectives" if s.get("collectives") else ""
+        count = s.get("collectives", 0)
+        collectives = f", {count} collective{'s' if count != 1 else ''}" if count else ""
         print(
             f"{out}{where}: {graph.model.name}, {s['modules']} module calls, {s['ops']} ops"
             f"{collectives}, {out.stat().st_size} bytes, traced in {s['trace_ms']:.0f} ms; "
