@@ -22,6 +22,8 @@ sys.path.insert(0, str(ROOT / "python_helper"))
 EXAMPLES = [
     ("examples/mlp.py:MLP", "cpu", False),
     ("examples/convnet.py:build", "cpu", False),
+    ("examples/train_script.py:TinyLM", "cpu", False),  # its training loop must not run
+    ("examples/attention.py:build", "cpu", False),
     ("examples/gpt2.py:gpt2", "cpu", False),
     ("examples/broken.py:model", "cpu", True),
     ("examples/llama70b.py:llama70b", "meta", False),
@@ -29,7 +31,13 @@ EXAMPLES = [
 
 
 def main() -> int:
-    from torchscope.build_target import build, call_arguments
+    from torchscope.build_target import (
+        as_call,
+        build,
+        choose_input,
+        input_call_in_file,
+        split_target,
+    )
     from torchscope.tracer import trace_call
 
     OUT.mkdir(exist_ok=True)
@@ -40,7 +48,9 @@ def main() -> int:
         stem = target.split(":")[0].rsplit("/", 1)[-1].removesuffix(".py")
         start = time.perf_counter()
         built = build(str(ROOT / target), device=device)
-        args, kwargs = call_arguments(built, device)
+        path, name = split_target(str(ROOT / target))
+        chosen = choose_input(built, device, call_in_file=input_call_in_file(path, name))
+        args, kwargs = as_call(chosen.value)
         graph = trace_call(built.model, args, kwargs, raise_errors=False)
         for suffix in suffixes:
             graph.save(OUT / f"{stem}{suffix}")

@@ -15,15 +15,21 @@ import {
   type ServerOptions,
 } from "vscode-languageclient/node";
 import { resolveInterpreter, type Interpreter } from "./interpreter";
+import { ClientLog } from "./logChannel";
 import {
+  COMPARE,
   LOG_LEVELS,
   SHUTDOWN_RUNNER,
+  TARGETS,
   TARGET_AT,
   TRACE,
+  type CompareParams,
+  type CompareResult,
   type InitOptions,
   type LogLevel,
   type TargetAtParams,
   type TargetAtResult,
+  type TargetsParams,
   type TraceParams,
   type TraceResult,
 } from "./protocol";
@@ -35,9 +41,27 @@ export const REQUEST_CANCELLED = -32800;
 export interface Server {
   readonly python: Interpreter | undefined;
   targetAt(params: TargetAtParams): Promise<TargetAtResult | null>;
+  /** Every model of a file (classes, instances, factories), in file order. */
+  targets(params: TargetsParams): Promise<TargetAtResult[]>;
   /** Trace with LSP progress reported to `progress`; rejects with the server's error, or REQUEST_CANCELLED. */
   trace(params: Omit<TraceParams, "workDoneToken">, cancel: vscode.CancellationToken, progress: (message: string) => void): Promise<TraceResult>;
+  /** Two graph files → the compare view's graph file (no torch needed). */
+  compare(params: CompareParams): Promise<CompareResult>;
+  /** Stop the server and start it again; rejects when it does not start. */
   restart(): Promise<void>;
+}
+
+/** The interpreter as a message names it: its path and who chose it. */
+export function describeInterpreter(i: Interpreter): string {
+  const who = { setting: "torchscope.pythonPath", "python-extension": "the Python extension's interpreter", default: "the default" }[i.source];
+  return `${i.path} (${who})`;
+}
+
+/** The line a progress notification shows for an LSP progress value: the server's stage
+ * ("Starting Python (importing torch)", "Importing train.py", "Tracing"), never the begin's
+ * title, which only repeats what the notification's own title says. */
+export function progressText(v: { kind: string; message?: string | undefined }): string | undefined {
+  return v.kind === "end" ? undefined : v.message || undefined;
 }
 
 /** Where the Python helper, its libraries and the viewer live: in the .vsix, or in the repository. */
@@ -103,7 +127,7 @@ export class ServerClient implements Server, vscode.Disposable {
   private starting: Promise<LanguageClient> | undefined;
   private interpreter: Interpreter | undefined;
   private progressIds = 0;
-  private readonly scheduleRestart = debounce(() => void this.restart(), 500);
+  private readonly scheduleRestart = debounce(() => void this.restartIfRunning(), 500);
 
   constructor(
     private readonly bundle: Bundle,
@@ -137,7 +161,8 @@ export class ServerClient implements Server, vscode.Disposable {
         { scheme: "file", language: "python" },
         { scheme: "untitled", language: "python" },
       ],
-      outputChannel: this.log,
+      // The client's lines re-levelled, without its own time stamp (the log has one).
+      outputChannel: new ClientLog(this.log),
       revealOutputChannelOn: RevealOutputChannelOn.Never, // errors are shown as messages instead
       initializationOptions: readInitOptions(this.storageDir),
       connectionOptions: { maxRestartCount: 3 },
@@ -154,6 +179,11 @@ export class ServerClient implements Server, vscode.Disposable {
     return client.sendRequest<TargetAtResult | null>(TARGET_AT, params);
   }
 
+  async targets(params: TargetsParams): Promise<TargetAtResult[]> {
+    const client = await this.ready();
+    return (await client.sendRequest<TargetAtResult[] | null>(TARGETS, params)) ?? [];
+  }
+
   async trace(
     params: Omit<TraceParams, "workDoneToken">,
     cancel: vscode.CancellationToken,
@@ -162,7 +192,7 @@ export class ServerClient implements Server, vscode.Disposable {
     const client = await this.ready();
     const token = `torchscope-trace-${++this.progressIds}`;
     const sub = client.onProgress(WorkDoneProgress.type, token, (v) => {
-      const m = v.kind === "end" ? undefined : (v.message ?? (v.kind === "begin" ? v.title : undefined));
+      const m = progressText(v);
       if (m) progress(m);
     });
     try {
@@ -175,21 +205,41 @@ export class ServerClient implements Server, vscode.Disposable {
     }
   }
 
-  async restart(): Promise<void> {
-    this.scheduleRestart.cancel();
-    const old = this.client;
-    this.client = undefined;
-    if (old) {
-      this.log.info("restarting the language server");
-      await old.stop().catch((e: unknown) => this.log.warn(`stopping the server: ${String(e)}`));
-    }
-    // Start again right away only when the server was running: it keeps code lenses fresh.
-    if (old) await this.ready().catch((e: unknown) => this.log.error(`starting the server: ${String(e)}`));
+  async compare(params: CompareParams): Promise<CompareResult> {
+    const client = await this.ready();
+    return client.sendRequest<CompareResult>(COMPARE, params);
   }
 
-  /** Restart soon: settings or the interpreter changed. */
+  /** Stop the server (cleanly: shutdown, exit) and start it again. */
+  async restart(): Promise<void> {
+    this.scheduleRestart.cancel();
+    await this.stop();
+    await this.ready();
+  }
+
+  private async stop(): Promise<boolean> {
+    const old = this.client;
+    this.client = undefined;
+    if (!old) return false;
+    this.log.info("restarting the language server");
+    await old.stop().catch((e: unknown) => this.log.warn(`stopping the server: ${String(e)}`));
+    return true;
+  }
+
+  /** Restart soon: settings or the interpreter changed. Only a running server starts again
+   * right away (it keeps code lenses fresh); the status bar says when it is back. */
   restartSoon(): void {
     this.scheduleRestart();
+  }
+
+  private async restartIfRunning(): Promise<void> {
+    if (!(await this.stop())) return;
+    try {
+      await this.ready();
+      if (this.interpreter) vscode.window.setStatusBarMessage(`$(check) torchscope: language server restarted with ${this.interpreter.path}`, 5000);
+    } catch (e) {
+      this.log.error(`starting the server: ${String(e)}`);
+    }
   }
 
   async shutdownRunner(): Promise<void> {

@@ -1,10 +1,11 @@
-// The editor's commands: visualize (find the target at the cursor, hand it to the one trace
-// flow as an editor source), re-trace and change the input of a panel (through the flow, for
-// either source), re-trace on save, export, open a graph file, and the node menu's
-// Go to Definition / Go to Call Site.
+// The editor's commands: visualize (find the target at the cursor, else pick one of the
+// file's models, and hand it to the one trace flow as an editor source), re-trace and change
+// the input of a panel (through the flow, for either source), re-trace on save, export, open
+// a graph file, restart the server, and the node menu's Go to Definition / Go to Call Site /
+// Go to Library Frame.
 import * as path from "node:path";
 import * as vscode from "vscode";
-import type { Bundle, Server } from "./client";
+import { describeInterpreter, type Bundle, type Server } from "./client";
 import type { EditorSources } from "./editorSource";
 import { saveAs, standaloneHtmlFromBundle } from "./export";
 import { GraphPanel } from "./graphPanel";
@@ -20,6 +21,17 @@ export function visualizeArgs(arg: unknown): VisualizeArgs | undefined {
 }
 
 const NO_TARGET = "torchscope: put the cursor inside an nn.Module class, on a variable assigned from one, or in a function that builds a model.";
+
+const KIND_TEXT: Record<TargetAtResult["kind"], string> = {
+  class: "nn.Module class",
+  instance: "model built at import",
+  factory: "function that builds a model",
+};
+
+/** The file's models as quick-pick items, in file order. */
+export function targetItems(found: TargetAtResult[]): (vscode.QuickPickItem & { target: string })[] {
+  return found.map((t) => ({ label: t.target, description: `${KIND_TEXT[t.kind]} · line ${t.line + 1}`, target: t.target }));
+}
 
 // ---- the commands ------------------------------------------------------------------------
 
@@ -43,8 +55,9 @@ export class Commands {
       cmd("torchscope.openGraph", (file?: unknown) => this.openGraph(file)),
       cmd("torchscope.goToDefinition", (ctx?: NodeContext) => this.goToDefinition(ctx)),
       cmd("torchscope.goToCallSite", (ctx?: NodeContext) => this.goToCallSite(ctx)),
+      cmd("torchscope.goToLibraryFrame", (ctx?: NodeContext) => this.goToLibraryFrame(ctx)),
       cmd("torchscope.changeInput", () => this.deps.flow.changeInput()),
-      cmd("torchscope.restartServer", () => this.deps.client.restart()),
+      cmd("torchscope.restartServer", () => this.restartServer()),
       cmd("torchscope.showLog", () => this.deps.log.show()),
       vscode.workspace.onDidSaveTextDocument((doc) => this.onSave(doc)),
     ];
@@ -65,13 +78,48 @@ export class Commands {
       const found = await this.targetAt(doc, editor.selection.active);
       if (found && found !== "failed") this.deps.log.info(`target ${found.target} (${found.kind}) at the cursor, found in ${Date.now() - t0} ms`);
       if (found === "failed") return undefined;
-      if (!found) {
-        void vscode.window.showInformationMessage(NO_TARGET);
-        return undefined;
-      }
-      target = found.target;
+      target = found ? found.target : await this.pickTarget(doc);
+      if (!target) return undefined;
     }
     return this.deps.flow.run(this.deps.editor.source(doc, target));
+  }
+
+  /** The cursor is on no model: the file's models in a quick pick (none: say where to go). */
+  private async pickTarget(doc: vscode.TextDocument): Promise<string | undefined> {
+    let found: TargetAtResult[];
+    try {
+      found = await this.deps.client.targets({ uri: doc.uri.toString(), text: doc.getText() });
+    } catch (e) {
+      this.serverFailed(e);
+      return undefined;
+    }
+    if (!found.length) {
+      void vscode.window.showInformationMessage(`${NO_TARGET} This file defines none.`);
+      return undefined;
+    }
+    const pick = await vscode.window.showQuickPick(targetItems(found), {
+      title: "Visualize forward pass",
+      placeHolder: "The cursor is on no model: pick one of this file's",
+      matchOnDescription: true,
+    });
+    return pick?.target;
+  }
+
+  /** Stop the server, start it again, and say which interpreter it runs in. */
+  async restartServer(): Promise<void> {
+    try {
+      await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: "torchscope: restarting the language server" }, () =>
+        this.deps.client.restart(),
+      );
+    } catch (e) {
+      this.serverFailed(e);
+      return;
+    }
+    const python = this.deps.client.python;
+    this.deps.log.info(`the language server is running again${python ? ` with ${describeInterpreter(python)}` : ""}`);
+    void vscode.window.showInformationMessage(
+      `torchscope: the language server is running again${python ? ` with ${describeInterpreter(python)}` : ""}.`,
+    );
   }
 
   private async targetAt(doc: vscode.TextDocument, pos: vscode.Position): Promise<TargetAtResult | null | "failed"> {
@@ -161,5 +209,10 @@ export class Commands {
 
   private async goToCallSite(ctx?: NodeContext): Promise<void> {
     if (ctx?.siteFile && ctx.siteLine) await revealLine(ctx.siteFile, ctx.siteLine, GraphPanel.active);
+  }
+
+  /** The library frame the node ran in (the error's `linear.py:134` behind the user's line). */
+  private async goToLibraryFrame(ctx?: NodeContext): Promise<void> {
+    if (ctx?.insideFile && ctx.insideLine) await revealLine(ctx.insideFile, ctx.insideLine, GraphPanel.active);
   }
 }

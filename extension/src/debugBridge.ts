@@ -138,6 +138,8 @@ export interface Candidate {
   reason: string;
   inputs: boolean;
   input: string | null;
+  /** When no input is known: the input expression the editor would guess from the first layer. */
+  guess?: string | null;
 }
 
 export interface TraceReply {

@@ -83,7 +83,10 @@ export class DebugCommands {
     if (!pick || pick.candidate.expr !== first.expr) warm?.dispose();
     if (!pick) return;
     const c = pick.candidate;
-    await flow.run(paused.source(bridge, c.expr, c.name), { askFirst: !c.inputs, ...(c.expr === first.expr && warm ? { opened: warm } : {}) });
+    await flow.run(paused.source(bridge, c.expr, c.name, c.guess ?? undefined), {
+      askFirst: !c.inputs,
+      ...(c.expr === first.expr && warm ? { opened: warm } : {}),
+    });
   }
 
   /** Variables view: right-click a variable holding a module. */

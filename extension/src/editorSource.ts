@@ -1,23 +1,30 @@
 // The trace source of a model in the editor: the language server traces it in a runner of the
 // user's interpreter (docs/protocol.md). Asks for an input or constructor arguments when the
-// server has none and remembers the answer per (document, target); the server's failures
-// become messages with a way forward (pick another interpreter, show the import error, …).
+// server has none and remembers the answer per (document, target); asks before the file's
+// top-level code may run (a training loop at import) and remembers a yes per file; the
+// server's failures become messages with a way forward (pick another interpreter, show the
+// import error, trace a model that needs a GPU on the meta device, …).
 import * as vscode from "vscode";
 import { REQUEST_CANCELLED, type Server } from "./client";
-import { TORCHSCOPE_ERROR, isErrorData, targetKey, type PanelOrigin, type TraceParams } from "./protocol";
-import type { Answer, Missing, SourceKind, TraceOutcome, TraceSource } from "./traceFlow";
+import { tracedLine } from "./logChannel";
+import { userFrame } from "./openGuard";
+import { TORCHSCOPE_ERROR, isErrorData, needsGpu, targetKey, type PanelOrigin, type TopLevelStatement, type TraceParams } from "./protocol";
+import { revealLine } from "./reveal";
+import { inputBox, type Answer, type Ask, type SourceKind, type TraceOutcome, type TraceSource } from "./traceFlow";
 
 // ---- pure parts (unit-tested) ------------------------------------------------------------
 
 export type Failure =
   | { kind: "cancelled" }
-  | { kind: "needs-input"; message: string }
+  | { kind: "needs-input"; message: string; guess?: string }
   | { kind: "needs-ctor-args"; message: string }
+  | { kind: "runs-code"; message: string; statements: TopLevelStatement[] }
+  | { kind: "needs-gpu"; message: string; line?: { file: string; line: number } }
   | { kind: "no-torch"; message: string; python: string }
   | { kind: "import-error"; message: string; details: string }
   | { kind: "timeout"; message: string }
   | { kind: "runner-crashed"; message: string; details: string }
-  | { kind: "target-error"; message: string }
+  | { kind: "target-error"; message: string; details?: string }
   | { kind: "other"; message: string };
 
 /** What went wrong with a trace request, from the error the client threw. */
@@ -27,21 +34,64 @@ export function classifyFailure(e: unknown): Failure {
   if (err?.code === REQUEST_CANCELLED || err?.name === "Canceled" || message === "Canceled") return { kind: "cancelled" };
   if (err?.code !== TORCHSCOPE_ERROR || !isErrorData(err.data)) return { kind: "other", message };
   const d = err.data;
+  const details = typeof d.details === "string" ? d.details : "";
+  // Building or importing the model asked for a GPU: say so, with the line, not as a broken file.
+  if ((d.kind === "target-error" || d.kind === "import-error" || d.kind === "runner-crashed") && needsGpu(`${message}\n${details}`)) {
+    const line = userFrame(details);
+    return line ? { kind: "needs-gpu", message, line } : { kind: "needs-gpu", message };
+  }
   switch (d.kind) {
     case "needs-input":
-      return { kind: "needs-input", message };
+      return typeof d.guess === "string" && d.guess ? { kind: "needs-input", message, guess: d.guess } : { kind: "needs-input", message };
     case "target-error":
-      return d.needsCtorArgs ? { kind: "needs-ctor-args", message } : { kind: "target-error", message };
+      if (d.needsCtorArgs) return { kind: "needs-ctor-args", message };
+      return details ? { kind: "target-error", message, details } : { kind: "target-error", message };
+    case "runs-code":
+      return { kind: "runs-code", message, statements: topLevelStatements(d.statements) };
     case "no-torch":
-      return { kind: "no-torch", message, python: d.details ?? "" };
+      return { kind: "no-torch", message, python: details };
     case "import-error":
-      return { kind: "import-error", message, details: d.details ?? "" };
+      return { kind: "import-error", message, details };
     case "timeout":
       return { kind: "timeout", message };
     case "runner-crashed":
-      return { kind: "runner-crashed", message, details: d.details ?? "" };
+      return { kind: "runner-crashed", message, details };
   }
   return { kind: "other", message };
+}
+
+function topLevelStatements(x: unknown): TopLevelStatement[] {
+  if (!Array.isArray(x)) return [];
+  return x
+    .filter((s): s is TopLevelStatement => typeof s === "object" && s !== null && typeof s.line === "number" && typeof s.text === "string")
+    .map((s) => ({ line: s.line, text: s.text }));
+}
+
+/** The question before running a file's top-level code, naming what would run (the
+ * statements; else the server's own list, from its message). */
+export function runsCodeQuestion(file: string, message: string, statements: TopLevelStatement[]): string {
+  const name = file.split(/[\\/]/).pop() ?? file;
+  const what = statements.length
+    ? statements
+        .slice(0, 3)
+        .map((s) => `${s.text.trim()} at line ${s.line}`)
+        .join(", ") + (statements.length > 3 ? ", …" : "")
+    : /runs code[^:]*:\s*(.+)$/.exec(message.split("\n", 1)[0]!)?.[1]?.replace(/\s*[.…]+$/, "");
+  return `torchscope: importing ${name} runs code at import${what ? ` (${what})` : ""}. Run it to trace?`;
+}
+
+/** The question's details: why the model needs that code (the server's words), then the lines. */
+export function runsCodeDetail(message: string, statements: TopLevelStatement[]): string {
+  const why = /without its top-level code failed \((.+)\); it runs code/.exec(message)?.[1];
+  const head = why ? `Without it, building the model failed: ${why}.` : message.split("\n", 1)[0]!;
+  return [head, statementLines(statements)].filter(Boolean).join("\n\n");
+}
+
+/** The statements, one per line, for the question's details. */
+export function statementLines(statements: TopLevelStatement[], max = 8): string {
+  const lines = statements.slice(0, max).map((s) => `line ${s.line}: ${s.text.trim()}`);
+  if (statements.length > max) lines.push(`… and ${statements.length - max} more`);
+  return lines.join("\n");
 }
 
 export interface Answers {
@@ -65,13 +115,32 @@ export class AnswerStore {
     all[targetKey(uri, target)] = merged;
     await this.memento.update(AnswerStore.KEY, all);
   }
+
+  /** The user let this file's top-level code run ("Run It"): remembered per file for the workspace. */
+  runsTopLevel(uri: string): boolean {
+    return this.memento.get<string[]>(AnswerStore.RUN_KEY, []).includes(uri);
+  }
+
+  async allowTopLevel(uri: string): Promise<void> {
+    const all = this.memento.get<string[]>(AnswerStore.RUN_KEY, []);
+    if (!all.includes(uri)) await this.memento.update(AnswerStore.RUN_KEY, [...all, uri]);
+  }
+
+  static readonly RUN_KEY = "torchscope.runTopLevel";
 }
 
-export function traceParams(uri: string, text: string | undefined, target: string, answers: Answers): TraceParams {
+export interface TraceOptions {
+  runTopLevel?: boolean;
+  device?: "cpu" | "meta";
+}
+
+export function traceParams(uri: string, text: string | undefined, target: string, answers: Answers, opts: TraceOptions = {}): TraceParams {
   const p: TraceParams = { uri, target };
   if (text !== undefined) p.text = text;
   if (answers.input) p.input = answers.input;
   if (answers.ctorArgs) p.ctorArgs = answers.ctorArgs;
+  if (opts.runTopLevel) p.runTopLevel = true;
+  if (opts.device && opts.device !== "cpu") p.device = opts.device;
   return p;
 }
 
@@ -83,53 +152,107 @@ export interface EditorDeps {
   log: vscode.LogOutputChannel;
 }
 
+/** One side of a comparison: the same target traced with other text, mode or input. */
+export interface Variant {
+  /** Traced instead of the editor's text (HEAD's version of the file). */
+  text?: string;
+  /** Training (true) or eval (false) mode for this trace. */
+  train?: boolean;
+  /** This input instead of the one remembered for the model. */
+  input?: string;
+}
+
 /** `target` in `doc`, traced by the language server with the editor's text. */
 export class EditorSource implements TraceSource {
   readonly uri: string;
   readonly label: string;
   readonly progressTitle: string;
+  private device: "cpu" | "meta" = "cpu";
 
   constructor(
     private readonly deps: EditorDeps,
     private readonly doc: vscode.TextDocument,
     readonly target: string,
+    private readonly variant: Variant = {},
   ) {
     this.uri = doc.uri.toString();
     this.label = target;
     this.progressTitle = `Tracing ${target}`;
   }
 
+  get onMeta(): boolean {
+    return this.device === "meta";
+  }
+
+  /** A model that needs a GPU: trace it on the meta device from now on (shapes, no data). */
+  useMeta(): void {
+    this.device = "meta";
+  }
+
   async trace(progress: (message: string) => void, cancel: vscode.CancellationToken): Promise<TraceOutcome> {
     const { server, answers, log } = this.deps;
-    const params = traceParams(this.uri, this.doc.getText(), this.target, answers.get(this.uri, this.target));
+    const v = this.variant;
+    const remembered = answers.get(this.uri, this.target);
+    const opts = { runTopLevel: answers.runsTopLevel(this.uri), device: this.device };
+    const answered = v.input ? { ...remembered, input: v.input } : remembered;
+    const params = traceParams(this.uri, v.text ?? this.doc.getText(), this.target, answered, opts);
+    if (v.train !== undefined) params.train = v.train;
     const t0 = Date.now();
     try {
       const result = await server.trace(params, cancel, progress);
-      const s = result.summary;
-      log.info(`traced ${this.target}: ${s.nodes} nodes, ${s.ops} ops in ${s.trace_ms} ms (request ${Date.now() - t0} ms); input ${s.input}`);
+      const line = tracedLine(this.target, result.summary, `request ${Date.now() - t0} ms`);
+      log[line.level](line.text);
       return { ok: true, traced: result };
     } catch (e) {
       const f = classifyFailure(e);
-      if (f.kind === "needs-input" || f.kind === "needs-ctor-args") return { ok: false, kind: f.kind, message: f.message };
+      switch (f.kind) {
+        case "needs-input":
+        case "needs-ctor-args":
+        case "runs-code":
+        case "needs-gpu":
+          log.info(`${this.target}: ${f.message}`);
+          return { ok: false, ...f };
+      }
       this.report(f);
       return { ok: false, kind: f.kind === "cancelled" ? "cancelled" : "reported" };
     }
   }
 
-  /** An input expression or constructor arguments in an input box; the answer is remembered. */
-  async ask(missing: Missing, message: string): Promise<Answer> {
+  /** An input expression, constructor arguments, or consent to run the file's top-level code. */
+  async ask(what: Ask): Promise<Answer> {
+    if (what.kind === "runs-code") return this.askToRun(what);
     const prev = this.deps.answers.get(this.uri, this.target);
-    const isInput = missing === "needs-input";
+    const isInput = what.kind === "needs-input";
+    const box = isInput ? inputBox({ current: what.current, remembered: prev.input, guess: what.guess }) : undefined;
     const value = await vscode.window.showInputBox({
       title: isInput ? `Input for ${this.target}` : `Constructor arguments for ${this.target}`,
-      prompt: message || (isInput ? "An expression for the forward's input" : "Arguments for the constructor"),
-      placeHolder: isInput ? "torch.randn(1, 3, 224, 224)   (a tuple → positional, a dict → keywords)" : "10, hidden=64",
-      value: isInput ? prev.input : prev.ctorArgs,
+      prompt: what.message || (isInput ? "An expression for the forward's input" : "Arguments for the constructor"),
+      placeHolder: box ? box.placeHolder : "10, hidden=64",
+      value: box ? box.value : prev.ctorArgs,
       ignoreFocusOut: true,
     });
     if (!value?.trim()) return undefined;
     await this.deps.answers.set(this.uri, this.target, isInput ? { input: value.trim() } : { ctorArgs: value.trim() });
     return "retry";
+  }
+
+  /** Never run a file's top-level code without the user's yes; a yes holds for the file. */
+  private async askToRun(what: Ask): Promise<Answer> {
+    const statements = what.statements ?? [];
+    const choice = await vscode.window.showWarningMessage(
+      runsCodeQuestion(this.doc.uri.fsPath, what.message, statements),
+      { modal: true, detail: runsCodeDetail(what.message, statements) },
+      "Run It",
+      "Show Lines",
+    );
+    if (choice === "Run It") {
+      this.deps.log.info(`${this.target}: running the top-level code of ${this.doc.uri.fsPath} (the user agreed)`);
+      await this.deps.answers.allowTopLevel(this.uri);
+      return "retry";
+    }
+    const first = statements[0];
+    if (choice === "Show Lines" && first) await revealLine(this.doc.uri.fsPath, first.line);
+    return undefined;
   }
 
   private report(f: Failure): void {
@@ -139,6 +262,7 @@ export class EditorSource implements TraceSource {
         log.info("trace cancelled");
         return;
       case "no-torch": {
+        log.warn(`${this.target}: ${f.message}`);
         const hasPython = !!vscode.extensions.getExtension("ms-python.python");
         const buttons = hasPython ? ["Select Interpreter", "Set torchscope.pythonPath"] : ["Set torchscope.pythonPath"];
         void vscode.window.showErrorMessage(`torchscope: ${f.message || `torch is not installed in ${f.python}`}`, ...buttons).then((c) => {
@@ -149,18 +273,22 @@ export class EditorSource implements TraceSource {
       }
       case "import-error":
       case "runner-crashed":
+        // The traceback once, here (the server logs it only at debug level).
         log.error(`${f.message}\n${f.details}`);
         void vscode.window.showErrorMessage(`torchscope: ${f.message}`, "Show Details").then((c) => c && log.show(true));
         return;
       case "timeout":
+        log.warn(`${this.target}: ${f.message}`);
         void vscode.window
           .showErrorMessage(`torchscope: ${f.message}`, "Change Time Limit")
           .then((c) => c && vscode.commands.executeCommand("workbench.action.openSettings", "torchscope.traceTimeoutSeconds"));
         return;
       case "target-error":
-      case "needs-input":
-      case "needs-ctor-args":
-      case "other":
+        log.error(f.details ? `${f.message}\n${f.details}` : f.message);
+        if (f.details) void vscode.window.showErrorMessage(`torchscope: ${f.message}`, "Show Details").then((c) => c && log.show(true));
+        else void vscode.window.showErrorMessage(`torchscope: ${f.message}`);
+        return;
+      default:
         log.error(f.message);
         void vscode.window.showErrorMessage(`torchscope: ${f.message}`);
         return;
@@ -172,8 +300,8 @@ export class EditorSource implements TraceSource {
 export class EditorSources implements SourceKind {
   constructor(private readonly deps: EditorDeps) {}
 
-  source(doc: vscode.TextDocument, target: string): EditorSource {
-    return new EditorSource(this.deps, doc, target);
+  source(doc: vscode.TextDocument, target: string, variant?: Variant): EditorSource {
+    return new EditorSource(this.deps, doc, target, variant);
   }
 
   /** Every panel another kind does not own: list this kind last. */

@@ -76,7 +76,13 @@ const FILTERS: Record<string, Record<string, string[]>> = {
   "text/html": { "HTML page": ["html"] },
 };
 
-/** Ask where to save, then write. Returns the file written, if any. */
+/** Where the saved notice's Open button shows a file: an image in VS Code's own preview, a
+ * page (the interactive viewer, which needs a browser) outside it. */
+export function opensIn(mime: string): "editor" | "browser" {
+  return mime === "text/html" ? "browser" : "editor";
+}
+
+/** Ask where to save, then write; the notice that says so opens the file. Returns the file written, if any. */
 export async function saveAs(name: string, mime: string, data: Uint8Array): Promise<vscode.Uri | undefined> {
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
   const target = await vscode.window.showSaveDialog({
@@ -86,6 +92,10 @@ export async function saveAs(name: string, mime: string, data: Uint8Array): Prom
   });
   if (!target) return undefined;
   await vscode.workspace.fs.writeFile(target, data);
-  void vscode.window.showInformationMessage(`torchscope: saved ${vscode.workspace.asRelativePath(target)}`);
+  void vscode.window.showInformationMessage(`torchscope: saved ${vscode.workspace.asRelativePath(target)}`, "Open").then((c) => {
+    if (c !== "Open") return;
+    if (opensIn(mime) === "browser") void vscode.env.openExternal(target);
+    else void vscode.commands.executeCommand("vscode.open", target);
+  });
   return target;
 }

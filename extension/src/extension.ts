@@ -5,8 +5,11 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import { ServerClient, findBundle, type Bundle, type Server } from "./client";
 import { Commands } from "./commands";
+import { CompareCommands } from "./compareCommands";
+import { CompareSources, PausedHistory } from "./compareSource";
 import { DebugCommands } from "./debugCommands";
 import { AnswerStore, EditorSources } from "./editorSource";
+import { HeadDocuments } from "./gitHead";
 import { onInterpreterChange } from "./interpreter";
 import { PausedSources } from "./pausedSource";
 import { followCursor } from "./reveal";
@@ -26,14 +29,29 @@ export function wire(
   server: Server,
   bundle: Bundle,
   log: vscode.LogOutputChannel,
-): { flow: TraceFlow; editor: EditorSources; paused: PausedSources; commands: Commands; debug: DebugCommands } {
-  const editor = new EditorSources({ server, answers: new AnswerStore(context.workspaceState), log });
+): {
+  flow: TraceFlow;
+  editor: EditorSources;
+  paused: PausedSources;
+  compare: CompareSources;
+  commands: Commands;
+  debug: DebugCommands;
+  compareCommands: CompareCommands;
+  head: HeadDocuments;
+} {
+  const answers = new AnswerStore(context.workspaceState);
+  const editor = new EditorSources({ server, answers, log });
   const debugPy = path.join(bundle.toolDir, "torchscope", "debug.py");
-  const paused = new PausedSources({ debugPy, graphsDir: graphFolders(context.globalStorageUri.fsPath).paused, log });
-  // The paused kind first: the editor's owns every other panel (a document's, a graph file's).
-  const flow = new TraceFlow(vscode.Uri.file(bundle.viewerDir), log, [paused, editor]);
+  const history = new PausedHistory();
+  const onTraced = (target: string, model: string, file: string): void => history.record(target, model, file);
+  const paused = new PausedSources({ debugPy, graphsDir: graphFolders(context.globalStorageUri.fsPath).paused, log, onTraced });
+  const head = new HeadDocuments();
+  const compare = new CompareSources({ server, editor, answers, head, history, log });
+  // Comparisons first, then the paused kind: the editor's owns every other panel (a document's, a graph file's).
+  const flow = new TraceFlow(vscode.Uri.file(bundle.viewerDir), log, [compare, paused, editor]);
   const commands = new Commands({ flow, editor, client: server, bundle, log });
-  return { flow, editor, paused, commands, debug: new DebugCommands({ flow, paused, log }) };
+  const compareCommands = new CompareCommands({ flow, compare, server, log });
+  return { flow, editor, paused, compare, commands, debug: new DebugCommands({ flow, paused, log }), compareCommands, head };
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -41,7 +59,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const bundle = findBundle(context.extensionPath);
   client = new ServerClient(bundle, graphFolders(context.globalStorageUri.fsPath).editor, log);
   const server = client;
-  const { flow, commands, debug } = wire(context, server, bundle, log);
+  const { flow, commands, debug, compareCommands, head } = wire(context, server, bundle, log);
 
   context.subscriptions.push(
     log,
@@ -49,6 +67,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     ...flow.register(),
     ...commands.register(),
     ...debug.register(),
+    ...compareCommands.register(),
+    head.register(),
     followCursor(),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (

@@ -6,13 +6,25 @@
 import * as crypto from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as vscode from "vscode";
-import { isViewerMessage, targetKey, type HostMessage, type PanelOrigin, type Site, type ViewerMessage, type ViewState } from "./protocol";
+import {
+  isViewerMessage,
+  targetKey,
+  type HostMessage,
+  type InputUsed,
+  type PanelOrigin,
+  type Site,
+  type ViewerMessage,
+  type ViewState,
+} from "./protocol";
 
 export interface PanelEvents {
-  reveal(site: Site, panel: GraphPanel): void;
+  /** `side`: a comparison's node, from version "a" (before) or "b" (after). */
+  reveal(site: Site, panel: GraphPanel, side?: "a" | "b"): void;
   save(name: string, mime: string, data: Uint8Array): void;
   /** The panel was restored after a reload but its graph file is gone. */
   retrace(panel: GraphPanel): void;
+  /** The viewer's Change button next to the input. */
+  changeInput(panel: GraphPanel): void;
   log: vscode.LogOutputChannel;
 }
 
@@ -176,6 +188,13 @@ export class GraphPanel {
     this.panel.title = title;
   }
 
+  /** The input the next graph was traced with (shown in the viewer's toolbar); none: a graph
+   * file shown as it is. */
+  setInput(input: InputUsed | undefined): void {
+    const { input: _old, ...rest } = this.shown;
+    this.shown = input ? { ...rest, input } : rest;
+  }
+
   /** Read a graph file written by the server (or the CLI) and show it. */
   async load(graphPath: string): Promise<void> {
     const bytes = await fs.readFile(graphPath);
@@ -207,7 +226,7 @@ export class GraphPanel {
         this.postGraph();
         return;
       case "reveal":
-        this.events.reveal(msg.site, this);
+        this.events.reveal(msg.site, this, msg.side);
         return;
       case "save":
         this.events.save(msg.name, msg.mime, new Uint8Array(msg.data));
@@ -217,6 +236,9 @@ export class GraphPanel {
         return;
       case "view":
         this.lastView = msg.view;
+        return;
+      case "changeInput":
+        this.events.changeInput(this);
         return;
     }
   }

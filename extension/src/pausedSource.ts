@@ -21,8 +21,9 @@ import {
   type PollReply,
   type TraceReply,
 } from "./debugBridge";
+import { tracedLine } from "./logChannel";
 import type { PanelOrigin, TraceSummary } from "./protocol";
-import type { Answer, SourceKind, TraceOutcome, TraceSource } from "./traceFlow";
+import { inputBox, type Answer, type Ask, type SourceKind, type TraceOutcome, type TraceSource } from "./traceFlow";
 
 /** The panels of paused-frame graphs: not a document (a re-trace needs the paused program). */
 export const DEBUG_URI = "torchscope-debug:paused-frame";
@@ -53,6 +54,9 @@ export interface PausedDeps {
   /** This source's graph folder. */
   graphsDir: string;
   log: vscode.LogOutputChannel;
+  /** Each graph traced (`target`: the expression, `model`: its class): "Compare with the
+   * previous paused trace" compares the last two of a target. */
+  onTraced?(target: string, model: string, path: string): void;
 }
 
 /** `expr` evaluated in the paused frame of `bridge`, traced there. */
@@ -66,6 +70,8 @@ export class PausedSource implements TraceSource {
     readonly bridge: DebugBridge,
     readonly target: string,
     public label: string,
+    /** The input expression the editor would guess for the model (the candidate's `guess`). */
+    private readonly guess?: string,
   ) {
     this.progressTitle = `torchscope: tracing ${label} in the paused program`;
   }
@@ -124,17 +130,20 @@ export class PausedSource implements TraceSource {
       return { ok: false, kind: result.kind === "cancelled" ? "cancelled" : "reported" };
     }
     const s = result.summary;
-    this.log.info(
-      `debug: traced ${this.target}: ${s.nodes} nodes, ${s.ops} ops in ${s.trace_ms} ms (evaluate ${result.elapsed_ms ?? "?"} ms in the debuggee, ` +
-        `request ${Date.now() - t0} ms${fetched ? `, of which read_chunk ${fetched} ms` : ""}, ${result.size} bytes); input ${s.input}`,
+    const line = tracedLine(
+      this.target,
+      s,
+      `evaluate ${result.elapsed_ms ?? "?"} ms in the debuggee, request ${Date.now() - t0} ms${fetched ? `, of which read_chunk ${fetched} ms` : ""}, ${result.size} bytes`,
     );
+    this.log[line.level](`debug: ${line.text}`);
     if (result.output) this.log.info(`debug: the forward printed:\n${result.output}`);
     if (result.warning) this.log.warn(`debug: ${result.warning}`);
+    this.deps.onTraced?.(this.target, s.model || this.label, out);
     return { ok: true, traced: { path: out, summary: s } };
   }
 
   /** Type an input expression (evaluated in the paused frame), or trace the next call. */
-  async ask(): Promise<Answer> {
+  async ask(what: Ask): Promise<Answer> {
     const items: (vscode.QuickPickItem & { id: "type" | "next" })[] = [
       {
         id: "type",
@@ -153,11 +162,13 @@ export class PausedSource implements TraceSource {
     });
     if (!pick) return undefined;
     if (pick.id === "next") return "next-call";
+    // Starts with the input traced now (or typed before), else the guess from the first layer.
+    const box = inputBox({ current: what.current, remembered: this.input, guess: what.guess ?? this.guess });
     const value = await vscode.window.showInputBox({
       title: `Input for ${this.label}`,
       prompt: "An expression evaluated in the paused frame (a tuple → positional arguments, a dict → keywords)",
-      placeHolder: "torch.randn(1, 3, 224, 224)",
-      value: this.input,
+      placeHolder: box.placeHolder,
+      value: box.value,
       ignoreFocusOut: true,
     });
     if (!value?.trim()) return undefined;
@@ -186,6 +197,7 @@ export class PausedSource implements TraceSource {
       reportDebugError(got, this.log);
       return { ok: false, kind: "reported" };
     }
+    this.deps.onTraced?.(this.target, got.summary?.model || this.label, out);
     return { ok: true, traced: got.summary ? { path: out, summary: got.summary } : { path: out } };
   }
 
@@ -325,9 +337,10 @@ export class PausedSources implements SourceKind {
     return new DebugBridge(frame, this.deps.debugPy, this.deps.log);
   }
 
-  /** `expr` in the paused frame of `bridge`; `label` names it until the trace does. */
-  source(bridge: DebugBridge, expr: string, label: string): PausedSource {
-    return new PausedSource(this.deps, bridge, expr, label);
+  /** `expr` in the paused frame of `bridge`; `label` names it until the trace does; `guess`:
+   * an input expression to offer when none is known. */
+  source(bridge: DebugBridge, expr: string, label: string, guess?: string): PausedSource {
+    return new PausedSource(this.deps, bridge, expr, label, guess);
   }
 
   owns(origin: PanelOrigin): boolean {

@@ -5,8 +5,10 @@
 // ---- language server ---------------------------------------------------------------
 
 export const TARGET_AT = "torchscope/targetAt";
+export const TARGETS = "torchscope/targets";
 export const TRACE = "torchscope/trace";
 export const SHUTDOWN_RUNNER = "torchscope/shutdownRunner";
+export const COMPARE = "torchscope/compare";
 /** JSON-RPC error code of every torchscope error response. */
 export const TORCHSCOPE_ERROR = -32001;
 
@@ -37,6 +39,12 @@ export interface TargetAtResult {
   line: number;
 }
 
+/** `torchscope/targets`: every model of a file (its result is a list of TargetAtResult). */
+export interface TargetsParams {
+  uri: string;
+  text?: string;
+}
+
 export interface TraceParams {
   uri: string;
   text?: string;
@@ -44,6 +52,10 @@ export interface TraceParams {
   input?: string;
   ctorArgs?: string;
   device?: "cpu" | "meta";
+  /** Consent to run the file's top-level code (a training loop, file writes) while importing it. */
+  runTopLevel?: boolean;
+  /** Trace in training (true) or eval (false) mode; absent: the mode the model was built in. */
+  train?: boolean;
   workDoneToken?: string;
 }
 
@@ -63,9 +75,20 @@ export interface TraceSummary {
   modules: number;
   params: number;
   trace_ms: number;
+  /** Where the input came from, for people: "guessed from Conv2d(3, …): tensor [1, 3, 32, 32] float32". */
   input: string;
+  /** An expression that gives the same input again (null: none, e.g. a paused call's real arguments). */
+  inputExpr?: string | null;
+  inputKind?: InputKind;
   error: TraceErrorInfo | null;
+  /** What the trace could not undo (a parameter written behind torch's back). */
+  warnings?: string[];
+  /** Top-level statements of the file that did not run (loading keeps its definitions only). */
+  skipped?: TopLevelStatement[];
 }
+
+/** How the input of a trace was found (docs/protocol.md). */
+export type InputKind = "typed" | "factory" | "example" | "call" | "guess" | "paused-call" | "frame" | "next-call";
 
 export interface TraceResult {
   path: string;
@@ -73,12 +96,51 @@ export interface TraceResult {
   summary: TraceSummary;
 }
 
-export type ErrorKind = "no-torch" | "import-error" | "target-error" | "needs-input" | "timeout" | "runner-crashed";
+/** `torchscope/compare`: graph file `a` (before) against `b` (after) → the compare view's file. */
+export interface CompareParams {
+  a: string;
+  b: string;
+  /** What each side is, for the page: "HEAD", "working copy", "eval mode", … */
+  aSource?: string;
+  bSource?: string;
+  /** Where to write; absent: the server's graph folder. */
+  out?: string;
+}
+
+export interface CompareSummary {
+  added: number;
+  removed: number;
+  changed: number;
+  same: number;
+  /** The places "next change" steps through. */
+  changes: number;
+  /** b's model name. */
+  model: string;
+}
+
+export interface CompareResult {
+  path: string;
+  size: number;
+  summary: CompareSummary;
+}
+
+export type ErrorKind = "no-torch" | "import-error" | "target-error" | "needs-input" | "timeout" | "runner-crashed" | "runs-code" | "bad-graph";
+
+/** A top-level statement that runs when the file is imported (`runs-code`). */
+export interface TopLevelStatement {
+  /** 1-based, like the graph's sites. */
+  line: number;
+  text: string;
+}
 
 export interface ErrorData {
   kind: ErrorKind;
   details?: string;
   needsCtorArgs?: boolean;
+  /** `needs-input`: an input expression to start the input box with. */
+  guess?: string;
+  /** `runs-code`: what importing the file would run. */
+  statements?: TopLevelStatement[];
 }
 
 /** Arguments of `torchscope.visualize` when a CodeLens (or a test) names the target. */
@@ -91,7 +153,7 @@ export interface VisualizeArgs {
 
 // Declared once for both sides, in the viewer's folder (webview/src/messages.ts).
 export { isViewerMessage } from "../../webview/src/messages";
-export type { HostMessage, PanelOrigin, Site, ViewState, ViewerMessage, WebviewState } from "../../webview/src/messages";
+export type { HostMessage, InputUsed, PanelOrigin, Site, ViewState, ViewerMessage, WebviewState } from "../../webview/src/messages";
 
 /** Context a right-click on a graph node passes to `webview/context` menu commands. */
 export interface NodeContext {
@@ -101,9 +163,21 @@ export interface NodeContext {
   defnLine?: number;
   siteFile?: string;
   siteLine?: number;
+  /** The library frame of an op run inside a library function, or of the failing call. */
+  insideFile?: string;
+  insideLine?: number;
 }
 
 // ---- pure helpers --------------------------------------------------------------------
+
+/** The words torch and the CUDA runtime use when code asks for a GPU this machine lacks. */
+const NEEDS_GPU =
+  /Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|CUDA driver version is insufficient|torch\.cuda\.is_available\(\) is False|CUDA error: no CUDA-capable device/i;
+
+/** An error (message, traceback) that says the code asked for a GPU this machine lacks. */
+export function needsGpu(text: string): boolean {
+  return NEEDS_GPU.test(text);
+}
 
 export function isErrorData(x: unknown): x is ErrorData {
   return typeof x === "object" && x !== null && typeof (x as { kind?: unknown }).kind === "string";

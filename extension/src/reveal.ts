@@ -1,11 +1,56 @@
 // Between the graph and the code: a click on a node opens its file at its line (a
-// library file too), and the editor's cursor line is sent back to the panels so the
-// viewer can mark the nodes made on that line.
+// library file too: only a file that exists, and after a question when it is outside the
+// workspace, see openGuard.ts), and the editor's cursor line is sent back to the panels so
+// the viewer can mark the nodes made on that line.
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { debounce } from "./client";
+import { parseCompareTarget } from "./compareTargets";
+import { headUri } from "./gitHead";
 import { GraphPanel } from "./graphPanel";
-import type { Site } from "./protocol";
+import { fileKind, isKnown, openDecision, type OpenContext } from "./openGuard";
+import type { PanelOrigin, Site } from "./protocol";
+
+/** Files outside the workspace the user agreed to open in this window. */
+const allowed = new Set<string>();
+
+function openContext(panel: GraphPanel | undefined): OpenContext {
+  const own = panel && vscode.Uri.parse(panel.origin.uri);
+  return {
+    folders: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath),
+    known: [
+      ...(own?.scheme === "file" ? [own.fsPath] : []),
+      ...vscode.workspace.textDocuments.filter((d) => d.uri.scheme === "file").map((d) => d.uri.fsPath),
+      ...allowed,
+    ],
+  };
+}
+
+/**
+ * May the panel open `file`? Missing files and non-files are refused with a message; a file
+ * outside the workspace needs a yes (`automatic`: a reveal the user did not click for, which
+ * never asks and says nothing).
+ */
+export async function mayOpen(file: string, panel: GraphPanel | undefined, automatic = false): Promise<boolean> {
+  const ctx = openContext(panel);
+  const decision = openDecision(file, isKnown(file, ctx) ? "file" : await fileKind(file), ctx);
+  if (decision === "open") return true;
+  if (automatic) return false;
+  if (decision === "missing") {
+    void vscode.window.showWarningMessage(
+      `torchscope: ${file} does not exist (the graph names a file that is not on this machine, or not any more).`,
+    );
+    return false;
+  }
+  if (decision === "not-a-file") {
+    void vscode.window.showWarningMessage(`torchscope: ${file} is not a file; not opened.`);
+    return false;
+  }
+  const choice = await vscode.window.showWarningMessage(`Open ${file} (outside the workspace)?`, { modal: true }, "Open");
+  if (choice !== "Open") return false;
+  allowed.add(path.resolve(file));
+  return true;
+}
 
 /** 1-based wire line → 0-based editor line, clamped into the document. */
 export function editorLine(line: number, lineCount: number): number {
@@ -30,9 +75,32 @@ function columnFor(uri: vscode.Uri, panel: GraphPanel | undefined): vscode.ViewC
   return panelColumn === vscode.ViewColumn.One ? vscode.ViewColumn.Two : vscode.ViewColumn.One;
 }
 
-/** Open `file` at 1-based `line` and put the cursor at the start of its code. */
+/** Open `file` at 1-based `line` and put the cursor at the start of its code (`preserveFocus`:
+ * beside the graph, unasked: a file that would need a question is left alone). */
 export async function revealLine(file: string, line: number, panel?: GraphPanel, preserveFocus = false): Promise<vscode.TextEditor | undefined> {
+  if (!(await mayOpen(file, panel, preserveFocus))) return undefined;
   const uri = panel && sameFile(vscode.Uri.parse(panel.origin.uri).fsPath, file) ? vscode.Uri.parse(panel.origin.uri) : vscode.Uri.file(file);
+  return revealUri(uri, file, line, panel, preserveFocus);
+}
+
+/**
+ * Where a node of a comparison opens: a node of side "a" (before) of a comparison with HEAD
+ * whose line is in the compared file is in HEAD's text, its read-only document; anything else
+ * opens where its site says (undefined).
+ */
+export function versionUri(origin: Pick<PanelOrigin, "uri" | "target">, file: string, side: "a" | "b" | undefined): vscode.Uri | undefined {
+  if (side !== "a" || parseCompareTarget(origin.target)?.kind !== "head") return undefined;
+  const doc = vscode.Uri.parse(origin.uri);
+  return doc.scheme === "file" && sameFile(doc.fsPath, file) ? headUri(file) : undefined;
+}
+
+async function revealUri(
+  uri: vscode.Uri,
+  file: string,
+  line: number,
+  panel?: GraphPanel,
+  preserveFocus = false,
+): Promise<vscode.TextEditor | undefined> {
   let doc: vscode.TextDocument;
   try {
     doc = await vscode.workspace.openTextDocument(uri);
@@ -52,8 +120,10 @@ export async function revealLine(file: string, line: number, panel?: GraphPanel,
   return editor;
 }
 
-export function revealSite(site: Site, panel?: GraphPanel): Promise<vscode.TextEditor | undefined> {
-  return revealLine(site.file, site.line, panel);
+/** A node's line; `side` "a": a comparison's before-side, maybe in HEAD's version of the file. */
+export function revealSite(site: Site, panel?: GraphPanel, side?: "a" | "b"): Promise<vscode.TextEditor | undefined> {
+  const head = panel && versionUri(panel.origin, site.file, side);
+  return head ? revealUri(head, site.file, site.line, panel) : revealLine(site.file, site.line, panel);
 }
 
 /** Cursor moves in a Python editor → `highlightLine` to every panel (debounced). */

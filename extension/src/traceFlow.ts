@@ -1,14 +1,17 @@
 // The one way a trace goes, whichever program runs it: open the panel at once (the viewer
 // boots while the model is traced) → trace with a progress notification and Cancel → when
-// the trace lacks an input, ask and trace again → show the graph → a model that raised:
-// its line beside the graph, "Go to Line" and "Change Input…". Two sources feed it, each a
-// small object with the same interface: the language server for a model in the editor
-// (editorSource.ts) and a paused debug session (pausedSource.ts). A panel's Re-trace and
-// Change Input… come back here through the source kind that owns the panel.
+// the trace lacks something (an input, constructor arguments, consent to run the file's
+// top-level code), ask and trace again → show the graph with the input it used → a model
+// that raised: its line beside the graph, "Go to Line" and "Change Input…"; with a guessed
+// input, the input box at once (the guess may be wrong, not the model); a model that needs
+// a GPU: the meta device. Two sources feed it, each a small object with the same interface:
+// the language server for a model in the editor (editorSource.ts) and a paused debug session
+// (pausedSource.ts). A panel's Re-trace and Change Input… come back here through the source
+// kind that owns the panel.
 import * as vscode from "vscode";
 import { saveAs } from "./export";
 import { GraphPanel, type PanelEvents } from "./graphPanel";
-import { panelTitle, modelName, type PanelOrigin, type TraceSummary } from "./protocol";
+import { needsGpu, panelTitle, modelName, type InputUsed, type PanelOrigin, type TopLevelStatement, type TraceSummary } from "./protocol";
 import { revealLine, revealSite } from "./reveal";
 
 /** A graph file written on this machine, and what its trace said (absent for a graph whose
@@ -18,12 +21,27 @@ export interface Traced {
   summary?: TraceSummary;
 }
 
-/** What the trace lacked: the flow asks the source to ask the user. */
-export type Missing = "needs-input" | "needs-ctor-args";
+/** What the trace lacked: the flow asks the source to ask the user (a GPU: the flow asks itself). */
+export type Missing = "needs-input" | "needs-ctor-args" | "runs-code" | "needs-gpu";
+
+/** A question before the next trace, with what helps answer it. */
+export interface Ask {
+  kind: Missing;
+  /** The tracer's words, may be empty. */
+  message: string;
+  /** needs-input: an input expression to start with (the tracer's guess). */
+  guess?: string;
+  /** needs-input: the input of the graph shown now (Change Input…): the box starts with it. */
+  current?: string;
+  /** runs-code: what importing the file would run. */
+  statements?: TopLevelStatement[];
+  /** needs-gpu: the line that asked for one. */
+  line?: { file: string; line: number };
+}
 
 export type TraceOutcome =
   | { ok: true; traced: Traced }
-  | { ok: false; kind: Missing; message: string }
+  | ({ ok: false } & Ask)
   /** Nothing to say (the user cancelled), or the source said what went wrong already. */
   | { ok: false; kind: "cancelled" | "reported" };
 
@@ -40,10 +58,73 @@ export interface TraceSource {
   readonly progressTitle: string;
   /** One trace; `progress` shows a line under the notification; the source reports its own failures. */
   trace(progress: (message: string) => void, cancel: vscode.CancellationToken): Promise<TraceOutcome>;
-  /** Ask the user for what the trace lacked (`message`: the tracer's words, may be empty). */
-  ask(missing: Missing, message: string): Promise<Answer>;
+  /** Ask the user for what the trace lacked (an input, constructor arguments, consent). */
+  ask(what: Ask): Promise<Answer>;
   /** Trace the next call of the model instead (a running program only); shows its own progress. */
   traceNextCall?(): Promise<TraceOutcome>;
+  /** The panel's title when it is not "Forward pass: Model" (a comparison's). */
+  panelTitle?(summary: TraceSummary | null): string;
+  /** Trace on the meta device from now on (a model that needs a GPU); absent: this source can't. */
+  useMeta?(): void;
+  readonly onMeta?: boolean;
+}
+
+// ---- pure parts (unit-tested) ------------------------------------------------------------
+
+function firstLine(text: string): string {
+  return text.split("\n", 1)[0]!.trim();
+}
+
+/** What an input box starts with: the input traced now, else the one typed before, else the
+ * guess; its placeholder is the guess (or an example when there is none). */
+export function inputBox(opts: { current?: string | undefined; remembered?: string | undefined; guess?: string | undefined }): {
+  value: string;
+  placeHolder: string;
+} {
+  return {
+    value: opts.current || opts.remembered || opts.guess || "",
+    placeHolder: opts.guess || "torch.randn(1, 3, 224, 224)   (a tuple → positional, a dict → keywords)",
+  };
+}
+
+/** The input a trace used, as the panel shows it (none for a graph whose summary never came). */
+export function inputUsed(summary: TraceSummary | null | undefined): InputUsed | undefined {
+  if (!summary?.input) return undefined;
+  return summary.inputExpr ? { text: summary.input, expr: summary.inputExpr } : { text: summary.input };
+}
+
+/**
+ * What to ask after a graph came with an error, instead of calling the model broken: a model
+ * that asked for a GPU → the meta device; a guessed input → another input (the guess may be
+ * wrong). Undefined: the model raised with an input it was given; say so.
+ */
+export function afterRaise(summary: TraceSummary, label: string): Ask | undefined {
+  const err = summary.error;
+  if (!err) return undefined;
+  const line = err.file && err.line ? { file: err.file, line: err.line } : undefined;
+  if (needsGpu(`${err.type}: ${err.message}`)) {
+    return { kind: "needs-gpu", message: `${err.type}: ${firstLine(err.message)}`, ...(line ? { line } : {}) };
+  }
+  if (summary.inputKind !== "guess") return undefined;
+  const where = line ? ` at line ${line.line}` : "";
+  return {
+    kind: "needs-input",
+    message: `The guessed input (${summary.input}) may be wrong: ${modelName(summary, label)} raised ${err.type}${where}: ${firstLine(err.message)}. Give the input to trace it with.`,
+    ...(summary.inputExpr ? { guess: summary.inputExpr } : {}),
+  };
+}
+
+/** The warning about a model that needs a GPU, and its buttons; `meta`: whether the source
+ * can trace on the meta device, already did, or can't at all (a paused program). */
+export function gpuQuestion(what: Ask, label: string, meta: "can" | "tried" | "cannot"): { text: string; buttons: string[] } {
+  const where = what.line ? ` (line ${what.line.line} of ${what.line.file.split(/[\\/]/).pop()})` : "";
+  const text =
+    meta === "can"
+      ? `torchscope: ${label} needs a GPU${where}: ${what.message}. Trace it on the meta device (shapes only, no GPU needed)?`
+      : meta === "tried"
+        ? `torchscope: ${label} needs a GPU${where}, also on the meta device: ${what.message}. Make that line use the CPU to trace it here.`
+        : `torchscope: ${label} needs a GPU${where}: ${what.message}.`;
+  return { text, buttons: [...(meta === "can" ? ["Trace on Meta Device"] : []), ...(what.line ? ["Go to Line"] : [])] };
 }
 
 /** The sources of one kind: who owns a panel, and its source again for a re-trace. */
@@ -56,7 +137,8 @@ export interface SourceKind {
 export interface RunOptions {
   /** Re-trace on save: a status-bar spinner instead of a notification, no questions, no Cancel. */
   quiet?: boolean;
-  /** Ask for an input before the first trace (Change Input…, a paused model with none known). */
+  /** Ask for an input before the first trace (Change Input…, a paused model with none known):
+   * the box starts with the input of the graph shown now. */
   askFirst?: boolean;
   /** A panel opened for this trace beforehand; closed again if no graph comes of it. */
   opened?: GraphPanel;
@@ -74,9 +156,10 @@ export class TraceFlow {
     private readonly kinds: SourceKind[],
   ) {
     this.events = {
-      reveal: (site, panel) => void revealSite(site, panel),
+      reveal: (site, panel, side) => void revealSite(site, panel, side),
       save: (name, mime, data) => void saveAs(name, mime, data),
       retrace: (panel) => void this.retrace(panel),
+      changeInput: (panel) => void this.changeInput(panel),
       log,
     };
   }
@@ -98,35 +181,42 @@ export class TraceFlow {
   /** Trace `source` (asking for inputs as needed) and show the graph; undefined when none came. */
   async run(source: TraceSource, opts: RunOptions = {}): Promise<Traced | undefined> {
     let opened = opts.opened;
-    if (!opened && !opts.quiet && !GraphPanel.find(source.uri, source.target)) {
-      opened = this.openPanel({ uri: source.uri, target: source.target, title: panelTitle(null, source.label) });
+    const existing = GraphPanel.find(source.uri, source.target);
+    if (!opened && !opts.quiet && !existing) {
+      opened = this.openPanel({ uri: source.uri, target: source.target, title: source.panelTitle?.(null) ?? panelTitle(null, source.label) });
     }
-    let missing: { kind: Missing; message: string } | undefined = opts.askFirst ? { kind: "needs-input", message: "" } : undefined;
+    const current = existing?.origin.input?.expr;
+    let missing: Ask | undefined = opts.askFirst ? { kind: "needs-input", message: "", ...(current ? { current } : {}) } : undefined;
+    let shown: Traced | undefined;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       let answer: Answer = "retry";
       if (missing) {
         if (opts.quiet) break;
-        answer = await source.ask(missing.kind, missing.message);
+        answer = missing.kind === "needs-gpu" ? await this.askGpu(source, missing) : await source.ask(missing);
         if (!answer) break;
       }
       let outcome: TraceOutcome;
       if (answer === "next-call" && source.traceNextCall) {
         // The program may take long to get there: its panel opens when the graph comes.
-        opened?.dispose();
+        if (!shown) opened?.dispose();
         opened = undefined;
         outcome = await source.traceNextCall();
       } else {
         outcome = await this.traceWithProgress(source, opts.quiet ?? false);
       }
       if (outcome.ok) {
-        await this.show(source, outcome.traced);
-        return outcome.traced;
+        shown = outcome.traced;
+        missing = await this.show(source, outcome.traced, opts.quiet ?? false);
+        if (!missing) return shown;
+        continue;
       }
-      if (outcome.kind !== "needs-input" && outcome.kind !== "needs-ctor-args") break;
-      missing = { kind: outcome.kind, message: outcome.message };
+      // Cancelled, or the source said what went wrong: nothing to ask.
+      if (!("message" in outcome)) break;
+      const { ok: _ok, ...ask } = outcome;
+      missing = ask;
     }
-    opened?.dispose();
-    return undefined;
+    if (!shown) opened?.dispose();
+    return shown;
   }
 
   private traceWithProgress(source: TraceSource, quiet: boolean): Thenable<TraceOutcome> {
@@ -136,28 +226,61 @@ export class TraceFlow {
     );
   }
 
-  /** The graph in its panel; a model that raised: its line beside the graph and a way on. */
-  private async show(source: TraceSource, traced: Traced): Promise<void> {
+  /** A model that needs a GPU: the meta device (when the source can), or its line. */
+  private async askGpu(source: TraceSource, what: Ask): Promise<Answer> {
+    const q = gpuQuestion(what, source.label, !source.useMeta ? "cannot" : source.onMeta ? "tried" : "can");
+    const choice = await vscode.window.showWarningMessage(q.text, ...q.buttons);
+    if (choice === "Trace on Meta Device" && source.useMeta) {
+      source.useMeta();
+      return "retry";
+    }
+    if (choice === "Go to Line" && what.line) void revealLine(what.line.file, what.line.line, GraphPanel.find(source.uri, source.target));
+    return undefined;
+  }
+
+  /** The graph in its panel with the input it used; a model that raised: its line beside the
+   * graph and a way on. Returns what to ask next instead of calling the model broken. */
+  private async show(source: TraceSource, traced: Traced, quiet: boolean): Promise<Ask | undefined> {
     const summary = traced.summary ?? null;
-    const panel = this.openPanel({ uri: source.uri, target: source.target, title: panelTitle(summary, source.label) });
+    const title = source.panelTitle?.(summary) ?? panelTitle(summary, source.label);
+    const panel = this.openPanel({ uri: source.uri, target: source.target, title });
+    panel.setInput(inputUsed(summary));
     try {
       await panel.load(traced.path);
     } catch (e) {
       void vscode.window.showErrorMessage(`torchscope: can't read the graph file ${traced.path}: ${String(e)}`);
-      return;
+      return undefined;
+    }
+    const name = modelName(summary, source.label);
+    if (summary?.warnings?.length) {
+      const text = `torchscope: tracing ${name} left changes it could not undo: ${summary.warnings.join("; ")}`;
+      this.log.warn(text.replace(/^torchscope: /, ""));
+      void vscode.window.showWarningMessage(text);
     }
     const err = summary?.error;
-    if (!err) return;
+    if (!err) return undefined;
     // The graph stops at the failing call; show the line that raised beside it.
     const line = err.file && err.line ? { file: err.file, line: err.line } : undefined;
     if (line) void revealLine(line.file, line.line, panel, true);
+    const next = quiet ? undefined : afterRaise(summary, source.label);
+    if (next?.kind === "needs-input") {
+      // Not "the model is broken": the guess may be. The box opens at once; this stays.
+      void vscode.window
+        .showWarningMessage(
+          `torchscope: ${name} raised ${err.type} with a guessed input (${summary.input}): the guess may be wrong.`,
+          ...(line ? ["Go to Line"] : []),
+        )
+        .then((c) => {
+          if (c === "Go to Line" && line) void revealLine(line.file, line.line, panel);
+        });
+    }
+    if (next) return next;
     const buttons = line ? ["Go to Line", "Change Input…"] : ["Change Input…"];
-    void vscode.window
-      .showWarningMessage(`torchscope: ${modelName(summary, source.label)} raised ${err.type}: ${err.message}`, ...buttons)
-      .then((c) => {
-        if (c === "Go to Line" && line) void revealLine(line.file, line.line, panel);
-        else if (c === "Change Input…") void this.changeInput(panel);
-      });
+    void vscode.window.showWarningMessage(`torchscope: ${name} raised ${err.type}: ${err.message}`, ...buttons).then((c) => {
+      if (c === "Go to Line" && line) void revealLine(line.file, line.line, panel);
+      else if (c === "Change Input…") void this.changeInput(panel);
+    });
+    return undefined;
   }
 
   /** Trace a panel's model again: the document as it is now, or the frame paused now. */

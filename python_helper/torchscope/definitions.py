@@ -68,7 +68,7 @@ def _has_call(node: Optional[ast.AST]) -> bool:
     )
 
 
-def _is_main_guard(test: ast.expr) -> bool:
+def is_main_guard(test: ast.expr) -> bool:
     if not isinstance(test, ast.Compare) or len(test.comparators) != 1:
         return False
     sides = [test.left, test.comparators[0]]
@@ -123,7 +123,7 @@ def _flatten(body: list[ast.stmt]) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for stmt in body:
         if isinstance(stmt, ast.If):
-            if _is_main_guard(stmt.test):
+            if is_main_guard(stmt.test):
                 continue
             out += _flatten(stmt.body) + _flatten(stmt.orelse)
         elif isinstance(stmt, ast.Try):
@@ -146,7 +146,7 @@ def definitions(source: str, keep_names: set[str], filename: str = "<file>") -> 
         kept: list[ast.stmt] = []
         for stmt in body:
             if isinstance(stmt, ast.If):
-                if _is_main_guard(stmt.test):
+                if is_main_guard(stmt.test):
                     continue  # never runs on import anyway
                 inner, orelse = reduce(stmt.body), reduce(stmt.orelse)
                 if inner or orelse:

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from .diff import STATS_TOLERANCE, diff_graphs
+from .diff import STATS_TOLERANCE, Diff, diff_graphs
 from .graph_file import GraphFileError, is_graph_file, read_graph_file
+from .html import BundleNotBuiltError
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -65,11 +66,8 @@ def add_diff_parser(sub: Any) -> None:
 
 
 def run_diff(args: argparse.Namespace) -> int:
-    if args.format == "html":
-        return _fail(
-            "--format html needs the compare view of the viewer, which is not built yet; "
-            "use --format text or json"
-        )
+    if args.format == "html" and not args.output:
+        return _fail("--format html writes a page: give the file with -o FILE.html")
     if is_graph_file(args.b) and (args.input_b or args.train_b):
         return _fail("--input-b and --train-b apply to a target B (FILE.py:NAME), not a graph file")
     if is_graph_file(args.a) and is_graph_file(args.b) and args.input_expr:
@@ -98,6 +96,11 @@ def run_diff(args: argparse.Namespace) -> int:
     diff = diff_graphs(a, b, stats_tolerance=args.stats_tolerance)
     if args.format == "json":
         text = json.dumps(diff.to_wire(a_source, b_source), indent=1, ensure_ascii=False)
+    elif args.format == "html":
+        try:
+            text = compare_page(diff, a_source, b_source)
+        except BundleNotBuiltError as exc:
+            return _fail(str(exc))
     else:
         from .compare import compare_view
         from .diff_text import render_text
@@ -119,6 +122,18 @@ def run_diff(args: argparse.Namespace) -> int:
     if args.check:
         return 0 if diff.identical else 1
     return 0
+
+
+def compare_page(diff: Diff, a_source: str, b_source: str) -> str:
+    """One standalone page drawing the comparison: the viewer's compare view."""
+    from .compare import compare_view
+    from .html import render_html
+
+    view = compare_view(diff, a_source, b_source)
+    name = diff.b.model.name or diff.a.model.name or "model"
+    return render_html(
+        view.to_msgpack(), f"{name}: {a_source or 'a'} → {b_source or 'b'} · torchscope"
+    )
 
 
 def load_side(

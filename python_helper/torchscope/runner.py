@@ -14,7 +14,8 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -269,21 +270,26 @@ def _trace_chosen(
     from . import build_target as tg
     from .tracefile import trace_to_file
 
+    train = req.get("train")
+    described = chosen.described
+    if train is not None:  # a comparison of eval and training mode: this trace only
+        described += " (training mode)" if train else " (eval mode)"
     remaining = None
     if budget:
         remaining = max(0.05, float(budget) - (time.monotonic() - started))
     args, kwargs = tg.as_call(chosen.value)
     try:
-        return trace_to_file(
-            built.model,
-            args,
-            kwargs,
-            out=req["out"],
-            described=chosen.described,
-            input_kind=chosen.kind,
-            input_expr=chosen.expr,
-            time_budget=remaining,
-        )
+        with _mode(built.model, train):
+            return trace_to_file(
+                built.model,
+                args,
+                kwargs,
+                out=req["out"],
+                described=described,
+                input_kind=chosen.kind,
+                input_expr=chosen.expr,
+                time_budget=remaining,
+            )
     except Failure as exc:
         if exc.kind == "timeout" and budget:  # the request's budget, not what was left of it
             raise Failure(
@@ -295,6 +301,22 @@ def _trace_chosen(
         raise Failure(
             "runner-crashed", f"the model's forward called {what}", _user_traceback(exc)
         ) from exc
+
+
+@contextmanager
+def _mode(model: Any, train: Any) -> Iterator[None]:
+    """`model.train(train)` for one trace (None: as built), every module's flag put back after:
+    the runner keeps the build for the next trace."""
+    if train is None:
+        yield
+        return
+    flags = [(m, m.training) for m in model.modules()]
+    model.train(bool(train))
+    try:
+        yield
+    finally:
+        for m, flag in flags:
+            m.training = flag
 
 
 # Libraries slow to import that a model file may use: imported ahead when the server sees an

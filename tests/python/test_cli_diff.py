@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import msgpack
 import pytest
 
 from torchscope.cli import main
@@ -236,10 +239,25 @@ def test_target_options_on_graph_files_are_refused(models, tmp_path, capsys) -> 
     assert rc == 0 and "~ input x: output: [1, 16] → [3, 16]" in out
 
 
-def test_html_compare_page_is_not_there_yet(models, capsys) -> None:
-    a, _ = models
-    rc, _, err = run(["diff", f"{a}:Net", f"{a}:Net", "--format", "html", "-o", "x.html"], capsys)
-    assert rc == 2 and "compare view" in err
+def test_html_compare_page(models, tmp_path, capsys) -> None:
+    a, b = models
+    page = tmp_path / "out" / "compare.html"
+    rc, out, err = run(
+        ["diff", f"{a}:Net", f"{b}:Net", "--format", "html", "-o", str(page), "--check"], capsys
+    )
+    assert rc == 1 and err == "" and out.startswith(f"{page}: 0 added, 0 removed, 7 changed")
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and "<title>Net: " in text
+    blob = re.search(r'id="torchscope-graph">([^<]*)</script>', text)
+    assert blob is not None
+    wire = msgpack.unpackb(base64.b64decode(blob.group(1)))
+    # the page carries the compare view: b's graph and, per node, what changed
+    assert wire["format"] == "torchscope.graph" and wire["compare"]["format"] == "torchscope.diff"
+    assert wire["compare"]["a"]["source"] == f"{a}:Net"
+    assert wire["compare"]["status"].count("changed") == 7
+    # without -o: one line, no page on standard output
+    rc, out, err = run(["diff", f"{a}:Net", f"{b}:Net", "--format", "html"], capsys)
+    assert rc == 2 and out == "" and "-o FILE.html" in err
 
 
 def test_a_forward_that_raises_is_compared_up_to_the_error(models, capsys) -> None:

@@ -215,6 +215,61 @@ def test_target_at(tmp_path, needle, offset, expected):
         assert (found.target, found.kind, found.line) == (name, kind, line_of(path, where))
 
 
+@pytest.mark.parametrize(
+    "needle, expected",
+    [
+        ("model = Net()", ("model", "instance", "model = Net()")),
+        ("made = build_model()", ("made", "instance", "made = build_model()")),
+        ("local = Net()", ("Net", "class", "class Net")),  # under the main guard
+        ("m = Net()", ("pair", "factory", "def pair")),  # inside a factory: the factory
+        ("number = helper(3)", None),
+    ],
+)
+def test_target_at_past_the_end_of_the_statement(tmp_path, needle, expected):
+    """A right-click after the last character of `net = Net()` (the cursor at or past the end
+    of the line) finds what the statement builds."""
+    path = write(tmp_path, "m.py", TARGETS)
+    project, info = load(path)
+    line = line_of(path, needle)
+    end = len(path.read_text().splitlines()[line])
+    for character in (end, end + 5):
+        found = targets.target_at(project, info, line, character)
+        got = None if found is None else (found.target, found.kind, found.line)
+        want = None if expected is None else (*expected[:2], line_of(path, expected[2]))
+        assert got == want, (needle, character)
+
+
+def test_target_at_past_the_end_in_a_plain_function(tmp_path):
+    path = write(
+        tmp_path,
+        "m.py",
+        "from torch import nn\nclass Net(nn.Module): pass\ndef main():\n    net = Net().eval()\n",
+    )
+    project, info = load(path)
+    found = targets.target_at(project, info, 3, len("    net = Net().eval()"))
+    assert found is not None and (found.target, found.kind, found.line) == ("Net", "class", 1)
+
+
+def test_targets_in_lists_classes_instances_and_factories(tmp_path):
+    path = write(tmp_path, "m.py", TARGETS)
+    project, info = load(path)
+    got = [(t.target, t.kind, t.line) for t in targets.targets_in(project, info)]
+    assert got == [
+        ("Net", "class", line_of(path, "class Net")),
+        ("build_model", "factory", line_of(path, "def build_model")),
+        ("pair", "factory", line_of(path, "def pair")),
+        ("model", "instance", line_of(path, "model = Net()")),
+        ("seq", "instance", line_of(path, "seq = nn.Sequential")),
+        ("made", "instance", line_of(path, "made = build_model()")),
+    ]
+
+
+def test_targets_in_a_file_without_models(tmp_path):
+    path = write(tmp_path, "m.py", "import torch\nx = torch.zeros(3)\ndef f(a):\n    return a\n")
+    project, info = load(path)
+    assert targets.targets_in(project, info) == []
+
+
 def test_target_at_utf16_columns(tmp_path):
     path = write(
         tmp_path,

@@ -368,6 +368,24 @@ def test_target_at(lsp, workspace):
     assert at("net2 = Net()", text=edited) == {"target": "net2", "kind": "instance", "line": model}
 
 
+def test_targets_of_a_file(lsp, workspace):
+    """`torchscope/targets`: every model of the file, for the editor's pick list."""
+    path = workspace / "models.py"
+    got = lsp.request("torchscope/targets", {"uri": uri(path)})
+    assert got == [
+        {"target": "Net", "kind": "class", "line": line_of(path, "class Net")},
+        {"target": "Stack", "kind": "class", "line": line_of(path, "class Stack")},
+        {"target": "make_model", "kind": "factory", "line": line_of(path, "def make_model")},
+        {"target": "model", "kind": "instance", "line": line_of(path, "model = Net()")},
+    ]
+    # the editor's unsaved text is what is listed
+    text = "from torch import nn\n\nclass Only(nn.Module):\n    pass\n"
+    assert lsp.request("torchscope/targets", {"uri": uri(path), "text": text}) == [
+        {"target": "Only", "kind": "class", "line": 2}
+    ]
+    assert lsp.request("torchscope/targets", {"uri": uri(workspace / "exits.py")}) == []
+
+
 def test_trace_with_progress(lsp, workspace):
     lsp.progress.clear()
     result = trace(lsp, workspace / "models.py", "Net", workDoneToken="trace-1")
@@ -540,6 +558,20 @@ def test_shutdown_runner(lsp, workspace):
     assert pid is not None and alive(pid)
     assert lsp.request("torchscope/shutdownRunner", {}) is None
     assert not alive(pid)
+
+
+def test_a_model_file_shown_starts_the_runner(lsp, workspace):
+    """After the runner was stopped, the code lenses of a file with a model start a new one
+    (torch is imported before the next click); a file without a model does not."""
+    assert lsp.runner_pid() is None or not alive(lsp.runner_pid())
+    ready = sum("runner ready" in line for line in lsp.logs)
+    assert lsp.lenses(workspace / "exits.py") == []
+    time.sleep(0.5)
+    assert sum("runner started" in line for line in lsp.logs[-5:]) == 0
+    assert lsp.lenses(workspace / "blocks.py") != []
+    lsp.wait_for(lambda: sum("runner ready" in line for line in lsp.logs) > ready, 60)
+    pid = lsp.runner_pid()
+    assert pid is not None and alive(pid)
 
 
 def test_a_killed_server_leaves_no_runner(lsp, workspace):

@@ -102,6 +102,65 @@ class HugeLabel(nn.Module):
         return getattr(self, "p" * 1_000_000)(x)
 
 
+class WritesBehindTorch(nn.Module):
+    """Writes its weight through a numpy view made before the trace: nothing can undo it, so
+    the graph carries a warning."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+        self.view = self.fc.weight.detach().numpy()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.view[:] = 1.0
+        return self.fc(x)
+
+
+class CmpBlock(nn.Module):
+    """A residual block; `gelu` swaps its activation (one changed block of six)."""
+
+    def __init__(self, gelu: bool = False) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+        self.act = nn.GELU() if gelu else nn.ReLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.act(self.fc(x))
+
+
+class Cmp(nn.Module):
+    """Two versions of one model for the compare page. After the edit: block 3's activation
+    is a GELU (a change inside a ×6 group), the norm is gone (removed), a dropout is new
+    (added) and the head is wider (changed)."""
+
+    def __init__(self, after: bool) -> None:
+        super().__init__()
+        self.after = after
+        self.embed = nn.Linear(8, 16)
+        self.blocks = nn.Sequential(*[CmpBlock(gelu=after and i == 3) for i in range(6)])
+        if after:
+            self.drop = nn.Dropout(0.1)
+        else:
+            self.norm = nn.LayerNorm(16)
+        self.head = nn.Linear(16, 6 if after else 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.blocks(self.embed(x))
+        h = self.drop(h) if self.after else self.norm(h)
+        return self.head(h)
+
+
+def compare_page() -> bytes:
+    """The compare view of Cmp before and after its edit (as `torchscope diff --format html`)."""
+    from torchscope.compare import compare_view
+    from torchscope.diff import diff_graphs
+
+    x = torch.randn(2, 8)
+    a = torchscope.trace(Cmp(after=False).eval(), x)
+    b = torchscope.trace(Cmp(after=True).eval(), x)
+    return compare_view(diff_graphs(a, b), "cmp.py:Cmp (HEAD)", "cmp.py:Cmp").to_msgpack()
+
+
 def _wire(nodes: list[dict], edges: list[dict], name: str) -> bytes:
     model = {"name": name, "qualname": f"crafted.{name}", "params": 0, "device": "cpu", "dtype": ""}
     stats = {"trace_ms": 0.0, "ops": 0, "modules": 0}
@@ -216,6 +275,8 @@ def main() -> None:
         write(out, "wide", torchscope.trace(Wide().eval(), torch.randn(1, 8)))
         for n in (5_000, 50_000):
             write(out, f"flat{n}", torchscope.trace(Flat(n), torch.randn(2, 3)))
+        write(out, "warned", torchscope.trace(WritesBehindTorch(), torch.randn(1, 3)))
+        write(out, "compare", compare_page())
         write(out, "deep10000", crafted_deep())
         write(out, "toomany", crafted_too_many())
         try:

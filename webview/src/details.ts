@@ -144,6 +144,8 @@ export function describe(idx: GraphIndex, vg: VisibleGraph, key: string): Detail
   addTensors();
   for (const [k, val] of Object.entries(node.attrs)) rows.push([k, attrText(val)]);
   if (node.site) rows.push(["site", siteText(node.site)]);
+  // The library frame behind the user's line, one right-click away ("Go to Library Frame").
+  if (node.inside) rows.push(["inside", `${siteText(node.inside)}${node.inside.func ? ` (${node.inside.func})` : ""}`]);
   if (node.defn) rows.push(["defined", siteText(node.defn)]);
   const err = idx.graph.error;
   if (err && err.node === node.id) rows.push(["error", `${err.type}: ${err.message}`]);

@@ -7,6 +7,8 @@ import type { Label } from "./labels";
 import { edgeLabel } from "./labels";
 import type { VEdge, VisibleGraph, VNode, VCluster } from "./visible";
 import { FONT_TITLE, STACK, TOGGLE, type Measure } from "./metrics";
+import { drawBadge, markEdge, markItem } from "./compareDraw";
+import type { ViewMarks } from "./compare";
 
 export interface DrawInput {
   idx: GraphIndex;
@@ -15,6 +17,8 @@ export interface DrawInput {
   labels: Map<string, Label>;
   measure: Measure;
   arrowId: string;
+  /** A compare view's statuses and hidden-change counts (compare.ts); absent otherwise. */
+  marks?: ViewMarks;
 }
 
 export type G = Selection<SVGGElement, unknown, null, undefined>;
@@ -55,6 +59,7 @@ export function drawCluster(root: G, d: DrawInput, c: LCluster, vc: VCluster): S
   const g = root.append("g").attr("class", `ts-cluster ts-${vc.kind}`).attr("data-key", c.key);
   nodeAttrs(g.node()!, d.idx, vc);
   g.append("rect").attr("class", "ts-frame").attr("x", c.x).attr("y", c.y).attr("width", c.w).attr("height", c.h).attr("rx", 6);
+  markItem(g.node()!, d.marks, c.key);
   return g.node()!;
 }
 
@@ -80,6 +85,13 @@ export function drawClusterHeader(root: G, d: DrawInput, c: LCluster): SVGGEleme
 }
 
 export function drawNode(root: G, d: DrawInput, n: LNode, v: VNode): SVGGElement {
+  const el = drawBox(root, d, n, v);
+  markItem(el, d.marks, n.key);
+  drawBadge(select(el), d.marks, n.key, v.kind === "group" ? n.w - STACK : n.w);
+  return el;
+}
+
+function drawBox(root: G, d: DrawInput, n: LNode, v: VNode): SVGGElement {
   const kindClass = v.kind === "node" ? `ts-${d.idx.graph.nodes[v.id]!.kind}` : `ts-${v.kind}`;
   const x0 = n.x - n.w / 2;
   const y0 = n.y - n.h / 2;
@@ -136,6 +148,7 @@ export function drawEdge(root: G, d: DrawInput, e: LEdge, ve: VEdge): SVGGElemen
       .attr("text-anchor", "middle")
       .text(edgeLabel(d.idx.graph.edges, ve.edges));
   }
+  markEdge(g.node()!, d.marks, ve.key, d.arrowId);
   return g.node()!;
 }
 

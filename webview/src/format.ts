@@ -2,6 +2,7 @@
 // Everything downstream trusts the shapes checked here, so unknown or malformed
 // input fails with one readable FormatError instead of a crash deep in drawing.
 import { decode as msgpackDecode } from "@msgpack/msgpack";
+import { CompareFormatError, decodeCompare, type CompareData } from "./compare";
 
 export const FORMAT = "torchscope.graph";
 export const VERSION = 1;
@@ -29,6 +30,9 @@ export interface GraphNode {
   defn: Site | null;
   params: number;
   attrs: Record<string, AttrValue>;
+  /** The library frame an op ran in when `site` is the user's line that called it (an op inside
+   * a torch helper, the failing call inside `nn.Linear`); absent when there is none. */
+  inside?: Site;
 }
 
 export interface GraphEdge {
@@ -68,6 +72,10 @@ export interface Graph {
   groups: Group[];
   error: GraphError | null;
   stats: { trace_ms: number; ops: number; modules: number };
+  /** What the trace could not undo (a parameter written behind torch's back); [] normally. */
+  warnings: string[];
+  /** A compare view (two passes in one graph, compare.ts); absent in a plain trace. */
+  compare?: CompareData;
 }
 
 export class FormatError extends Error {
@@ -134,7 +142,7 @@ function node(v: unknown, i: number): GraphNode {
       throw new FormatError(`${where}: parent ${parent} must be an earlier node`);
     }
   }
-  return {
+  const n: GraphNode = {
     id,
     kind: kind as NodeKind,
     name: str(v, "name", where, ""),
@@ -147,6 +155,9 @@ function node(v: unknown, i: number): GraphNode {
     params: int(v, "params", where, 0),
     attrs: attrs(v.attrs),
   };
+  const inside = site(v.inside, where);
+  if (inside) n.inside = inside;
+  return n;
 }
 
 function edge(v: unknown, i: number, n: number): GraphEdge {
@@ -251,6 +262,7 @@ export function fromObject(raw: unknown): Graph {
   const groups = Array.isArray(raw.groups) ? raw.groups.map((g, i) => group(g, i, nodes, pos, groupOf)) : [];
   const m = isObj(raw.model) ? raw.model : {};
   const s = isObj(raw.stats) ? raw.stats : {};
+  const compare = compareField(raw.compare, nodes.length, edges.length);
   return {
     format: FORMAT,
     version,
@@ -270,7 +282,19 @@ export function fromObject(raw: unknown): Graph {
       ops: int(s, "ops", "stats", 0),
       modules: int(s, "modules", "stats", 0),
     },
+    warnings: Array.isArray(raw.warnings) ? raw.warnings.map((w) => String(w)) : [],
+    ...(compare ? { compare } : {}),
   };
+}
+
+function compareField(v: unknown, nodes: number, edges: number): CompareData | undefined {
+  if (v === undefined || v === null) return undefined;
+  try {
+    return decodeCompare(v, nodes, edges);
+  } catch (e) {
+    if (e instanceof CompareFormatError) throw new FormatError(e.message);
+    throw e;
+  }
 }
 
 /** Decode msgpack bytes into a validated Graph; throws FormatError with a readable message. */

@@ -5,7 +5,8 @@ import type { PanelOrigin, ViewState, ViewerMessage, WebviewState } from "./mess
 
 export interface Host {
   readonly kind: "vscode" | "standalone";
-  reveal(site: Site, node: GraphNode): void;
+  /** `side`: in a compare view, the version the node's site belongs to ("a": before). */
+  reveal(site: Site, node: GraphNode, side?: "a" | "b"): void;
   saveState(state: ViewState): void;
   loadState(): ViewState | undefined;
   saveFile(name: string, mime: string, data: Blob): void;
@@ -33,8 +34,9 @@ export class StandaloneHost implements Host {
     private state?: ViewState,
   ) {}
 
-  reveal(site: Site): void {
-    this.status(`${site.file}:${site.line}${site.func ? ` (${site.func})` : ""}`);
+  reveal(site: Site, _node?: GraphNode, side?: "a" | "b"): void {
+    const version = side === "a" ? " — in a, the version before" : "";
+    this.status(`${site.file}:${site.line}${site.func ? ` (${site.func})` : ""}${version}`);
   }
   saveState(state: ViewState): void {
     this.state = state;
@@ -60,8 +62,8 @@ export class VsCodeHost implements Host {
   post(msg: ViewerMessage): void {
     this.api.postMessage(msg);
   }
-  reveal(site: Site, node: GraphNode): void {
-    this.post({ type: "reveal", site, nodeId: node.id });
+  reveal(site: Site, node: GraphNode, side?: "a" | "b"): void {
+    this.post({ type: "reveal", site, nodeId: node.id, ...(side ? { side } : {}) });
   }
   private stored(): WebviewState {
     return (this.api.getState() as WebviewState | undefined) ?? {};

@@ -13,7 +13,9 @@ export type ViewerAction =
   /** Put the cursor in the search box (selecting what is typed there already). */
   | { type: "find"; selectText: boolean }
   /** Forget the search and the selection. */
-  | { type: "clear" };
+  | { type: "clear" }
+  /** A compare view: open and centre the next (1) or previous (-1) change. */
+  | { type: "change-step"; step: 1 | -1 };
 
 /** The parts of a keydown that matter here. */
 export interface KeyPress {
@@ -37,6 +39,8 @@ export function keyAction(p: KeyPress): ViewerAction | null {
   if (k === "0") return { type: "initial-view" };
   if (/^[1-9]$/.test(k)) return { type: "depth", depth: Number(k) };
   if (k === "Escape") return { type: "clear" };
+  if (k === "n" || k === "N") return { type: "change-step", step: 1 };
+  if (k === "p" || k === "P") return { type: "change-step", step: -1 };
   return null;
 }
 
@@ -55,6 +59,10 @@ export function buttonAction(name: string): ViewerAction | null {
       return { type: "export", format: "svg" };
     case "export-png":
       return { type: "export", format: "png" };
+    case "next-change":
+      return { type: "change-step", step: 1 };
+    case "prev-change":
+      return { type: "change-step", step: -1 };
   }
   return null;
 }

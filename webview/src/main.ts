@@ -124,8 +124,10 @@ function nodeContext(viewer: Viewer, ev: Event): void {
     torchscopeNode: node.id,
     torchscopeHasDefn: !!node.defn,
     torchscopeHasSite: !!node.site,
+    torchscopeHasInside: !!node.inside,
     ...(node.defn ? { defnFile: node.defn.file, defnLine: node.defn.line } : {}),
     ...(node.site ? { siteFile: node.site.file, siteLine: node.site.line } : {}),
+    ...(node.inside ? { insideFile: node.inside.file, insideLine: node.inside.line } : {}),
   });
 }
 
@@ -161,6 +163,8 @@ async function boot(): Promise<void> {
         viewer?.dispose();
         host.setOrigin(m.origin);
         viewer = mount(rootElement(), m.data, host);
+        // Which input this graph was traced with, and a way to trace it with another.
+        viewer?.setInput(m.origin.input?.text, () => host.post({ type: "changeInput" }));
       } else if (m?.type === "highlightLine") {
         viewer?.highlightLine(m.file, m.line);
       } else if (m?.type === "export") {

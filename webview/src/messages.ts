@@ -6,6 +6,14 @@ import type { Site } from "./format";
 
 export type { Site };
 
+/** The input a panel's graph was traced with: shown in the viewer's toolbar with a Change button. */
+export interface InputUsed {
+  /** Which input and where it came from, for people (the trace summary's `input`). */
+  text: string;
+  /** An expression that gives it again (the input box starts with it), if there is one. */
+  expr?: string;
+}
+
 /** What a panel shows; the viewer keeps it in the webview state so a reload can restore the panel. */
 export interface PanelOrigin {
   /** The document's URI, or for a paused-frame graph the debug sources' own URI. */
@@ -15,6 +23,8 @@ export interface PanelOrigin {
   title: string;
   /** The graph file last shown (a reload shows it again without a trace). */
   graphPath?: string;
+  /** The input of the trace shown; absent for a graph file opened as it is (nothing to change). */
+  input?: InputUsed;
 }
 
 /** The viewer's view: which modules, ×N groups and segments of long runs are open, and the zoom. */
@@ -31,11 +41,14 @@ export interface ViewState {
 /** Messages the viewer posts to the extension. */
 export type ViewerMessage =
   | { type: "ready" }
-  | { type: "reveal"; site: Site; nodeId: number }
+  /** `side`: a compare view's node, from version "a" (before) or "b" (after). */
+  | { type: "reveal"; site: Site; nodeId: number; side?: "a" | "b" }
   | { type: "save"; name: string; mime: string; data: ArrayBuffer }
   | { type: "error"; message: string }
   /** The view changed (after each layout): an HTML export opens at it. */
-  | { type: "view"; view: ViewState };
+  | { type: "view"; view: ViewState }
+  /** The toolbar's Change button next to the input: ask for another input and trace again. */
+  | { type: "changeInput" };
 
 /** Messages the extension posts to the viewer. */
 export type HostMessage =
@@ -48,7 +61,10 @@ export type HostMessage =
 export type WebviewState = Partial<ViewState> & { origin?: PanelOrigin };
 
 // Every viewer message type, and no other (`satisfies` fails to compile on a missing or extra one).
-const VIEWER_MESSAGE_TYPES = { ready: true, reveal: true, save: true, error: true, view: true } satisfies Record<ViewerMessage["type"], true>;
+const VIEWER_MESSAGE_TYPES = { ready: true, reveal: true, save: true, error: true, view: true, changeInput: true } satisfies Record<
+  ViewerMessage["type"],
+  true
+>;
 
 /** A message from the webview that the extension knows (anything can be posted there). */
 export function isViewerMessage(x: unknown): x is ViewerMessage {

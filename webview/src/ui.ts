@@ -1,10 +1,17 @@
-// The page chrome: toolbar, banner, stage (svg), tooltip, busy note, status line.
+// The page chrome: toolbar, input bar, banner, warnings, stage (svg), tooltip, busy note,
+// status line.
 // Built with DOM calls and textContent only.
 
 export interface Ui {
   root: HTMLElement;
   toolbar: HTMLElement;
+  /** The input the graph was traced with, and a button to change it (hidden until the host says). */
+  inputBar: HTMLElement;
+  input: HTMLElement;
+  changeInput: HTMLButtonElement;
   banner: HTMLElement;
+  /** What the trace could not undo (hidden when nothing). */
+  warnings: HTMLElement;
   stage: HTMLElement;
   svg: SVGSVGElement;
   defs: SVGDefsElement;
@@ -68,10 +75,22 @@ export function buildUi(root: HTMLElement): Ui {
   button(toolbar, "SVG", "export-svg", "Export the current view as SVG");
   button(toolbar, "PNG", "export-png", "Export the current view as PNG");
 
+  const inputBar = el("div", "ts-inputbar", root);
+  inputBar.hidden = true;
+  const inputLabel = el("span", "ts-input-label", inputBar);
+  inputLabel.textContent = "Input";
+  const input = el("span", "ts-input", inputBar);
+  input.dataset.role = "input";
+  const changeInput = button(inputBar, "Change…", "change-input", "Trace again with another input");
+
   const banner = el("div", "ts-banner", root);
   banner.hidden = true;
   banner.setAttribute("role", "button");
   banner.tabIndex = 0;
+  const warnings = el("div", "ts-warnings", root);
+  warnings.hidden = true;
+  warnings.dataset.role = "warnings";
+  warnings.setAttribute("role", "status");
   const stage = el("div", "ts-stage", root);
   const svg = document.createElementNS(SVG, "svg");
   svg.classList.add("ts-svg");
@@ -114,7 +133,28 @@ export function buildUi(root: HTMLElement): Ui {
   notice.setAttribute("role", "alert");
   const status = el("div", "ts-status", root);
   status.dataset.role = "status";
-  return { root, toolbar, banner, stage, svg, defs, viewport, scene, tooltip, busy, notice, status, search, searchCount, depth, title };
+  return {
+    root,
+    toolbar,
+    inputBar,
+    input,
+    changeInput,
+    banner,
+    warnings,
+    stage,
+    svg,
+    defs,
+    viewport,
+    scene,
+    tooltip,
+    busy,
+    notice,
+    status,
+    search,
+    searchCount,
+    depth,
+    title,
+  };
 }
 
 /** A full-page message for files that can't be shown (bad format, wrong version). */

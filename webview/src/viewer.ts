@@ -54,6 +54,8 @@ import { buildUi, fillTooltip, type Ui } from "./ui";
 import { MONO, SANS, fontCss, type Font, type Measure } from "./metrics";
 import type { Host } from "./host";
 import type { ViewState } from "./messages";
+import type { ViewMarks } from "./compare";
+import { CompareControls } from "./compareDraw";
 
 interface Drawn {
   key: string;
@@ -61,6 +63,8 @@ interface Drawn {
   vg: VisibleGraph;
   layout: Layout;
   labels: Map<string, Label>;
+  /** A compare view's marks for this view. */
+  marks?: ViewMarks;
 }
 
 const BUSY_NOTE_AFTER_MS = 150;
@@ -113,6 +117,8 @@ export class Viewer {
   /** The view the page chose itself (opening view or Fit): redone when the stage resizes,
    * until the user zooms, pans or opens something. */
   private autoView: "initial" | "fit" | null = null;
+  /** A compare page's statuses and next / previous change (compareDraw.ts); null otherwise. */
+  private readonly comparison: CompareControls | null;
 
   constructor(
     root: HTMLElement,
@@ -123,6 +129,7 @@ export class Viewer {
   ) {
     this.idx = buildIndex(graph);
     this.ui = buildUi(root);
+    this.comparison = graph.compare ? new CompareControls(graph.compare, this.idx, this.ui) : null;
     this.scene = new Scene(this.ui.scene);
     this.measure = canvasMeasure(this.ui.root);
     const cs = getComputedStyle(this.ui.root);
@@ -154,6 +161,7 @@ export class Viewer {
     this.wireControls();
     this.watchTheme();
     this.showError();
+    this.showWarnings();
     void this.apply(this.exp, null, saved?.transform);
   }
 
@@ -194,8 +202,9 @@ export class Viewer {
     this.lastLayoutMs = performance.now() - t0;
     performance.mark("torchscope:layout-done");
     const before = anchor && this.drawn ? this.screenAnchor(this.drawn.layout, anchor) : null;
-    this.scene.set({ idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow! });
-    this.drawn = { key, exp, vg, layout, labels };
+    const marks = this.comparison?.marks(vg);
+    this.scene.set({ idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow!, marks });
+    this.drawn = { key, exp, vg, layout, labels, marks };
     this.minimap.setLayout(layout, this.colors());
     if (restore) {
       this.setTransform(restore);
@@ -443,6 +452,16 @@ export class Viewer {
     this.zoomTo(key);
   }
 
+  /** A compare view: open the way to the next (previous) change, centre and select it. */
+  async stepChange(step: 1 | -1): Promise<void> {
+    if (!this.comparison) return;
+    const sel = this.selected?.startsWith("n") ? Number(this.selected.slice(1)) : null;
+    const to = this.comparison.step(sel, step);
+    if (!to) return;
+    await this.revealNode(to.id);
+    this.status(to.text);
+  }
+
   search(query: string): void {
     this.matches = searchNodes(this.idx, query);
     this.matchPos = -1;
@@ -454,7 +473,8 @@ export class Viewer {
   /** Mark the nodes made on `file:line` (the host's cursor line), like search matches. */
   highlightLine(file: string, line: number): void {
     if (this.ui.search.value.trim()) return; // a search the user typed wins
-    this.matches = nodesAtLine(this.idx, file, line);
+    // A compare page: a removed node's line is in the version before, not the file shown.
+    this.matches = nodesAtLine(this.idx, file, line).filter((id) => this.comparison?.side(id) !== "a");
     this.matchPos = -1;
     this.refreshMarks();
   }
@@ -585,6 +605,9 @@ export class Viewer {
         this.clearSearch();
         this.select(null);
         return;
+      case "change-step":
+        void this.stepChange(a.step);
+        return;
     }
   }
 
@@ -624,7 +647,7 @@ export class Viewer {
     }
     const id = key.startsWith("g") ? this.idx.graph.groups[Number(key.slice(1))]!.members[0]! : Number(key.slice(1));
     const node = this.idx.graph.nodes[id];
-    if (node?.site) this.host.reveal(node.site, node);
+    if (node?.site) this.host.reveal(node.site, node, this.comparison?.side(id));
     else if (node) this.status(`${node.name}: no source location`);
   }
 
@@ -651,6 +674,9 @@ export class Viewer {
     if (!this.drawn) return;
     const d = edge ? describeEdge(this.idx, this.drawn.vg, key) : describe(this.idx, this.drawn.vg, key);
     if (!d) return;
+    const marks = this.drawn.marks;
+    // A compare view says first what changed (before → after), then what the box is.
+    if (this.comparison && marks && !edge) d.rows.unshift(...this.comparison.rows(this.drawn.vg, marks, key));
     fillTooltip(this.ui.tooltip, d.title, d.rows);
     this.ui.tooltip.hidden = false;
     this.placeTooltip(ev);
@@ -670,6 +696,19 @@ export class Viewer {
 
   // ---- error, export, state, status ------------------------------------------------------
 
+  /** What the trace could not undo, said where the graph is (never silently). */
+  private showWarnings(): void {
+    const list = this.idx.graph.warnings;
+    this.ui.warnings.hidden = list.length === 0;
+    this.ui.warnings.replaceChildren(
+      ...list.map((w) => {
+        const line = document.createElement("div");
+        line.textContent = `⚠ ${w}`;
+        return line;
+      }),
+    );
+  }
+
   private showError(): void {
     const err = this.idx.graph.error;
     if (!err) return;
@@ -684,10 +723,22 @@ export class Viewer {
     this.ui.banner.append(b, m, hint);
   }
 
+  /**
+   * The input the graph was traced with and where it came from (text), and a Change button
+   * that calls `onChange` (the host asks for another input). No text: the bar stays hidden.
+   */
+  setInput(text: string | undefined, onChange?: () => void): void {
+    this.ui.inputBar.hidden = !text;
+    this.ui.input.textContent = text ?? "";
+    this.ui.input.title = text ?? "";
+    this.ui.changeInput.hidden = !onChange;
+    this.ui.changeInput.onclick = onChange ? () => onChange() : null;
+  }
+
   private async exportAs(kind: "svg" | "png"): Promise<void> {
     if (!this.drawn) return;
-    const { layout, vg, labels } = this.drawn;
-    const input = { idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow! };
+    const { layout, vg, labels, marks } = this.drawn;
+    const input = { idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow!, marks };
     const text = exportSvg(input, this.ui.defs, this.ui.root, this.css("--ts-bg", "#ffffff"));
     const base = (this.idx.graph.model.name || "graph").replace(/[^\w.-]+/g, "_");
     if (kind === "svg") {

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from ..definitions import is_main_guard
+
 # -- what counts as a model class outside the project ---------------------------------------
 
 _NOT_MODULES = {"Parameter", "UninitializedParameter", "Buffer", "UninitializedBuffer"}
@@ -81,7 +83,7 @@ def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for stmt in body:
         if isinstance(stmt, ast.If):
-            if _is_main_guard(stmt.test):
+            if is_main_guard(stmt.test):
                 out.extend(_top_level(stmt.orelse))
                 continue
             out.extend(_top_level(stmt.body))
@@ -94,15 +96,6 @@ def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
         else:
             out.append(stmt)
     return out
-
-
-def _is_main_guard(test: ast.expr) -> bool:
-    if not isinstance(test, ast.Compare) or len(test.comparators) != 1:
-        return False
-    names = [test.left, test.comparators[0]]
-    return any(isinstance(n, ast.Name) and n.id == "__name__" for n in names) and any(
-        isinstance(n, ast.Constant) and n.value == "__main__" for n in names
-    )
 
 
 def parse(path: Path, text: str) -> Optional[FileInfo]:
@@ -475,17 +468,52 @@ def target_at(project: Project, info: FileInfo, line: int, character: int) -> Op
             # `model = Net()` in a function or under `if __name__ == "__main__":` is not
             # importable: the class
             return Target(cls_name, "class", info.classes[cls_name].lineno - 1)
-    # the whole statement `model = Net(...)` (cursor anywhere on it) → the class or instance
-    for stmt in _top_level(info.tree.body):
-        if (
+    # the whole statement `model = Net(...)` (cursor anywhere on it, past its end too) → the
+    # instance when it is importable, else the class it builds
+    top = {id(s) for s in _top_level(info.tree.body)}
+    for stmt in ast.walk(info.tree):
+        if not (
             isinstance(stmt, ast.Assign)
             and _contains(stmt, row)
             and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.targets[0], ast.Name)
         ):
-            t = stmt.targets[0]
-            if isinstance(t, ast.Name) and _is_instance(project, info, t.id):
-                return Target(t.id, "instance", stmt.lineno - 1)
+            continue
+        name = stmt.targets[0].id
+        if (
+            id(stmt) in top
+            and info.instances.get(name) is stmt
+            and _is_instance(project, info, name)
+        ):
+            return Target(name, "instance", stmt.lineno - 1)
+        cls_name = _built_class(stmt.value)
+        if cls_name in models:
+            return Target(cls_name, "class", info.classes[cls_name].lineno - 1)
     return None
+
+
+def _built_class(call: ast.Call) -> Optional[str]:
+    """`Net(...)` or `Net(...).eval().to(d)` → "Net"."""
+    while (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr in _RETURNS_SELF
+        and isinstance(call.func.value, ast.Call)
+    ):
+        call = call.func.value
+    return dotted(call.func)
+
+
+def targets_in(project: Project, info: FileInfo) -> list[Target]:
+    """Every target of the file, in file order: the model classes, the importable instances
+    (`model = Net()` at module level) and the zero-argument factories."""
+    found = [Target(c.name, "class", c.line) for c in module_classes(project, info)]
+    for name, stmt in info.instances.items():
+        if _is_instance(project, info, name):
+            found.append(Target(name, "instance", stmt.lineno - 1))
+    for fn in info.functions.values():
+        if _is_factory(project, info, fn):
+            found.append(Target(fn.name, "factory", fn.lineno - 1))
+    return sorted(found, key=lambda t: t.line)
 
 
 # -- a call of the target with literal arguments ---------------------------------------------

@@ -180,9 +180,22 @@ class RunnerClient:
         return self._process is not None and self._process.alive and self._process.torch is not None
 
     def prestart(self) -> None:
-        """Start a runner in the background (torch is imported before the first trace)."""
+        """Start a runner in the background (torch is imported before the first trace), unless
+        one is warm or starting, or this Python has no torch."""
+        if (
+            self._no_torch
+            or self.warm
+            or (self._starting is not None and not self._starting.done())
+        ):
+            return
         task = asyncio.ensure_future(self.start())
-        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # errors show up later
+
+        def started(t: asyncio.Future[_Process]) -> None:
+            exc = None if t.cancelled() else t.exception()  # other errors show up at a trace
+            if isinstance(exc, Failure) and exc.kind == "no-torch":
+                self._no_torch = True
+
+        task.add_done_callback(started)
 
     async def start(self) -> _Process:
         """The running runner, starting one (and waiting for its `ping`) if needed."""

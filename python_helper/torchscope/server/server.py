@@ -27,13 +27,16 @@ from ..failure import Failure
 from ..runner import PRELOADABLE
 from . import find_targets as targets
 from . import hints
+from .compare_request import CompareError, compare_files
 from .runner_client import RunnerClient
 from .traces import Change, Mark, Trace, TraceStore, file_key
 
 TARGET_AT = "torchscope/targetAt"
+TARGETS = "torchscope/targets"
 TRACE = "torchscope/trace"
 SHUTDOWN_RUNNER = "torchscope/shutdownRunner"
 GRAPH_SHOWN = "torchscope/graphShown"
+COMPARE = "torchscope/compare"
 SHOWN_KEY = "torchscope/graphShown"  # the key of graphs shown without one
 VISUALIZE_COMMAND = "torchscope.visualize"
 ERROR_CODE = -32001
@@ -236,11 +239,14 @@ def code_lens(ls: TorchscopeServer, params: types.CodeLensParams) -> list[types.
     info = ls.file_info(uri)
     if info is None:
         return []
+    models = targets.module_classes(ls.project, info)
+    if models:
+        ls.runner.prestart()  # a file with a model is open: have torch imported before a click
     heavy = targets.library_imports(info) & PRELOADABLE
     if heavy:
         ls.runner.preload_soon(heavy)  # the first trace of this file will not wait for them
     lenses: list[types.CodeLens] = []
-    for cls in targets.module_classes(ls.project, info):
+    for cls in models:
         pos = types.Position(line=cls.line, character=0)
         lenses.append(
             types.CodeLens(
@@ -272,6 +278,17 @@ def target_at(ls: TorchscopeServer, params: Any) -> Optional[dict[str, Any]]:
     return found.to_wire() if found is not None else None
 
 
+@server.feature(TARGETS)
+def targets_of_file(ls: TorchscopeServer, params: Any) -> list[dict[str, Any]]:
+    """Every model of a file (classes, instances, factories): the editor's pick list when the
+    cursor is on none of them."""
+    p = params_dict(params)
+    info = ls.file_info(str(p.get("uri", "")), p.get("text"))
+    if info is None:
+        return []
+    return [t.to_wire() for t in targets.targets_in(ls.project, info)]
+
+
 @server.feature(TRACE)
 async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
     p = params_dict(params)
@@ -287,6 +304,8 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
             f"{path} is outside the workspace folders and not open in the editor: "
             "open it to trace it",
         )
+    if p.get("train") is not None and not isinstance(p.get("train"), bool):
+        raise _error("bad-request", f"train must be true or false, got {p.get('train')!r}")
     token = p.get("workDoneToken")
     progress = _Progress(ls, token, f"Visualize {target}")
     request: dict[str, Any] = {
@@ -297,7 +316,7 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         "out": str(_graph_path(ls, target)),
         "timeout": ls.settings.trace_timeout,
     }
-    for key in ("text", "input", "ctorArgs", "runTopLevel"):
+    for key in ("text", "input", "ctorArgs", "runTopLevel", "train"):
         value = text if key == "text" else p.get(key)
         if value is not None:
             request[key] = value
@@ -306,8 +325,10 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         call = targets.input_call(ls.project, info, target) if info is not None else None
         if call:
             request["inputCall"] = call
+    # the extension logs one line per trace (what was traced, how long, from which input);
+    # the server's own lines about it are for debugging
     ls.log(
-        "info",
+        "debug",
         f"trace {path.name}:{target}" + (f" with input {p['input']}" if p.get("input") else ""),
     )
     started = time.perf_counter()
@@ -325,12 +346,13 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         )
     except Failure as exc:
         ls.traces.end(mark)
+        # the extension says what went wrong (the traceback once, in its own line)
         ls.log(
-            "warning" if exc.kind != "internal" else "error",
+            "debug" if exc.kind != "internal" else "error",
             f"trace {target}: {exc.kind}: {exc.message}",
         )
         if exc.details:
-            ls.log("info", exc.details)
+            ls.log("debug", exc.details)
         raise _error(exc.kind, exc.message, exc.details, **exc.extra) from None
     except BaseException:  # cancelled
         ls.traces.end(mark)
@@ -339,7 +361,7 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         progress.end()
     summary = result.get("summary", {})
     ls.log(
-        "info",
+        "debug",
         f"traced {target} in {(time.perf_counter() - started) * 1000:.0f} ms: "
         f"{summary.get('nodes')} nodes, {result.get('size')} bytes -> {result.get('path')}",
     )
@@ -361,6 +383,40 @@ async def graph_shown(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
     if trace is None:
         raise _error("bad-graph", f"cannot read the graph {graph}")
     return {"files": len(trace.files), "lines": sum(len(t.lines) for t in trace.files.values())}
+
+
+@server.feature(COMPARE)
+async def compare(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
+    """Two graph files (a: before, b: after) → the compare view's graph file."""
+    p = params_dict(params)
+    a, b = str(p.get("a") or ""), str(p.get("b") or "")
+    if not a or not b:
+        raise _error("bad-graph", "a comparison needs two graph files, a and b")
+    out = Path(str(p["out"])) if p.get("out") else _graph_path(ls, "compare")
+    tolerance = p.get("statsTolerance")
+    started = time.perf_counter()
+    try:
+        result = await asyncio.to_thread(
+            compare_files,
+            a,
+            b,
+            out,
+            str(p.get("aSource") or ""),
+            str(p.get("bSource") or ""),
+            float(tolerance) if isinstance(tolerance, (int, float)) else None,
+        )
+    except CompareError as exc:
+        raise _error("bad-graph", str(exc)) from None
+    except OSError as exc:
+        raise _error("internal", f"cannot write the comparison to {out}: {exc}") from None
+    s = result["summary"]
+    ls.log(
+        "info",
+        f"compared {Path(a).name} with {Path(b).name} in "
+        f"{(time.perf_counter() - started) * 1000:.0f} ms: {s['added']} added, "
+        f"{s['removed']} removed, {s['changed']} changed, {s['same']} same -> {out}",
+    )
+    return result
 
 
 @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))

@@ -233,6 +233,9 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
         while (!existsSync(path) && Date.now() < end) await page.waitForTimeout(200);
         assert.ok(existsSync(path), `${file} written`);
         assert.ok(readFileSync(path, "utf8").startsWith(head), `${file} starts with ${head}`);
+        // The notice that says so opens the file.
+        const saved = page.locator(".notification-toast", { hasText: `saved ${file}` }).first();
+        await saved.getByRole("button", { name: "Open" }).waitFor({ timeout: 15_000 });
       }
       const html = readFileSync(join(cs!.workspace, "ConvNet.html"), "utf8");
       assert.match(html, /id="torchscope-graph">[A-Za-z0-9+/=]{100,}</);

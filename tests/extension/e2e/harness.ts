@@ -178,8 +178,8 @@ export function lastTrace(cs: CodeServer): LoggedTrace | undefined {
   const f = findLog(cs);
   if (!f) return undefined;
   const text = readFileSync(f, "utf8").split("\n");
-  // The extension's own line ("[info] traced X: ..."), not the server's ("[info] [Info - ...] traced").
-  const tracedAt = text.map((l, i) => (l.includes("[info] traced ") ? i : -1)).filter((i) => i >= 0);
+  // The extension's one line per trace ("[info] traced X: ...", "[warning] traced X: the forward raised ...").
+  const tracedAt = text.map((l, i) => (/\[(info|warning)\] traced /.test(l) ? i : -1)).filter((i) => i >= 0);
   const i = tracedAt.at(-1);
   if (i === undefined) return undefined;
   const m = /in (\d+(?:\.\d+)?) ms \(request (\d+) ms\)/.exec(text[i]!);
@@ -196,6 +196,13 @@ export function lastTrace(cs: CodeServer): LoggedTrace | undefined {
   const at = posted ? lineTime(posted) : undefined;
   if (at !== undefined) out.posted_at = at;
   return out;
+}
+
+/** The extension's log so far (every extension host's, oldest first). */
+export function logText(cs: CodeServer): string {
+  return findLogs(cs)
+    .map((f) => readFileSync(f, "utf8"))
+    .join("\n");
 }
 
 /** Keep the extension's output channel (the torchscope log) as an artifact. */
@@ -255,11 +262,11 @@ export function editorLine(page: Page, text: string) {
  * Right-click `text` in the editor and pick `item` from the context menu. The extension's
  * menu items appear 1–4 s after the workbench: retry until the item is there.
  */
-export async function contextMenu(page: Page, text: string, item: string, timeoutMs = 45_000): Promise<number> {
+export async function contextMenu(page: Page, text: string, item: string, timeoutMs = 45_000, x = 40): Promise<number> {
   const line = editorLine(page, text);
   const end = Date.now() + timeoutMs;
   for (;;) {
-    await line.click({ button: "right", position: { x: 40, y: 5 } });
+    await line.click({ button: "right", position: { x, y: 5 } });
     try {
       const t0 = await chooseMenuItem(page, item, 2500);
       return t0;

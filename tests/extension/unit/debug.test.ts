@@ -473,7 +473,9 @@ function wired() {
   const noServer = {
     python: undefined,
     targetAt: async () => null,
+    targets: async () => [],
     trace: async () => Promise.reject(new Error("no server")),
+    compare: async () => Promise.reject(new Error("no server")),
     restart: async () => undefined,
   };
   const memento = { get: (_k: string, d: unknown) => d, update: async () => undefined };

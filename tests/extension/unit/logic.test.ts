@@ -10,8 +10,11 @@ import * as vs from "./vscode-stub";
 import { isViewerMessage, panelTitle, shortName, targetKey, TORCHSCOPE_ERROR } from "../../../extension/src/protocol";
 import { chooseInterpreter, expandPath, resolveInterpreter } from "../../../extension/src/interpreter";
 import { debounce, findBundle, readInitOptions, serverPythonPath } from "../../../extension/src/client";
-import { visualizeArgs } from "../../../extension/src/commands";
-import { AnswerStore, classifyFailure, traceParams } from "../../../extension/src/editorSource";
+import { targetItems, visualizeArgs } from "../../../extension/src/commands";
+import { AnswerStore, classifyFailure, runsCodeDetail, runsCodeQuestion, statementLines, traceParams } from "../../../extension/src/editorSource";
+import { afterRaise, gpuQuestion, inputBox, inputUsed } from "../../../extension/src/traceFlow";
+import type { TraceSummary } from "../../../extension/src/protocol";
+import { opensIn } from "../../../extension/src/export";
 import { editorLine, sameFile } from "../../../extension/src/reveal";
 import { standaloneHtml } from "../../../extension/src/export";
 
@@ -32,6 +35,7 @@ describe("protocol helpers", () => {
   it("accepts only the viewer's message types", () => {
     assert.ok(isViewerMessage({ type: "ready" }));
     assert.ok(isViewerMessage({ type: "reveal", site: { file: "/a.py", line: 3 }, nodeId: 1 }));
+    assert.ok(isViewerMessage({ type: "changeInput" }));
     assert.ok(!isViewerMessage({ type: "graph" }));
     assert.ok(!isViewerMessage(null));
     assert.ok(!isViewerMessage("ready"));
@@ -146,6 +150,106 @@ describe("trace failures", () => {
     assert.deepEqual(classifyFailure(err("timeout")), { kind: "timeout", message: "msg" });
     assert.deepEqual(classifyFailure(err("runner-crashed", { details: "exit 3" })), { kind: "runner-crashed", message: "msg", details: "exit 3" });
   });
+  it("runs-code with its statements, needs-input with its guess, and code that asks for a GPU", () => {
+    const statements = [{ line: 40, text: "for step in range(30):" }, { bad: true }];
+    assert.deepEqual(classifyFailure(err("runs-code", { statements })), {
+      kind: "runs-code",
+      message: "msg",
+      statements: [{ line: 40, text: "for step in range(30):" }],
+    });
+    assert.deepEqual(classifyFailure(err("needs-input", { guess: "torch.randn(1, 64)" })), {
+      kind: "needs-input",
+      message: "msg",
+      guess: "torch.randn(1, 64)",
+    });
+    const tb = 'File "/w/gpu.py", line 12, in __init__\nFile "/venv/lib/python3.11/site-packages/torch/cuda/__init__.py", line 310';
+    assert.deepEqual(
+      classifyFailure(err("target-error", { details: tb }, "building Net raised AssertionError: Torch not compiled with CUDA enabled")),
+      {
+        kind: "needs-gpu",
+        message: "building Net raised AssertionError: Torch not compiled with CUDA enabled",
+        line: { file: "/w/gpu.py", line: 12 },
+      },
+    );
+    assert.equal(classifyFailure(err("import-error", { details: "RuntimeError: Found no NVIDIA driver on your system" })).kind, "needs-gpu");
+    assert.equal(classifyFailure(err("import-error", { details: "ModuleNotFoundError: cuda_helpers" })).kind, "import-error");
+  });
+  it("asks to run a file's top-level code naming what would run, and why the model needs it", () => {
+    const st = [
+      { line: 40, text: "for step in range(30):" },
+      { line: 52, text: "torch.save(m, 'x.pt')" },
+    ];
+    // The runner's message (runner.py, build_target.RunsCode).
+    const message =
+      "importing train.py without its top-level code failed (KeyError: 'hidden'); it runs code at import: line 40: for step in range(30):; line 52: torch.save(m, 'x.pt')";
+    assert.equal(
+      runsCodeQuestion("/w/train.py", message, st),
+      "torchscope: importing train.py runs code at import (for step in range(30): at line 40, torch.save(m, 'x.pt') at line 52). Run it to trace?",
+    );
+    assert.equal(
+      runsCodeDetail(message, st),
+      "Without it, building the model failed: KeyError: 'hidden'.\n\nline 40: for step in range(30):\nline 52: torch.save(m, 'x.pt')",
+    );
+    // No statements: the server's own list.
+    assert.equal(
+      runsCodeQuestion("/w/train.py", "importing train.py runs code: a for loop at line 40, torch.save at line 52 …", []),
+      "torchscope: importing train.py runs code at import (a for loop at line 40, torch.save at line 52). Run it to trace?",
+    );
+    assert.equal(statementLines(st), "line 40: for step in range(30):\nline 52: torch.save(m, 'x.pt')");
+  });
+  it("the input box: the input traced now, else the one typed, else the guess; the placeholder is the guess", () => {
+    assert.deepEqual(inputBox({ current: "a", remembered: "b", guess: "c" }), { value: "a", placeHolder: "c" });
+    assert.deepEqual(inputBox({ remembered: "b", guess: "c" }), { value: "b", placeHolder: "c" });
+    assert.deepEqual(inputBox({ guess: "c" }), { value: "c", placeHolder: "c" });
+    assert.match(inputBox({}).placeHolder, /^torch\.randn\(1, 3, 224, 224\)/);
+  });
+  it("after a forward raised: a guess → another input; a GPU → the meta device; else the model's error", () => {
+    const base: TraceSummary = {
+      model: "Net",
+      qualname: "m.Net",
+      nodes: 1,
+      edges: 0,
+      ops: 0,
+      modules: 1,
+      params: 0,
+      trace_ms: 1,
+      input: "g",
+      error: null,
+    };
+    const error = { type: "RuntimeError", message: "bad\nmore", file: "/w/m.py", line: 7 };
+    assert.equal(afterRaise(base, "Net"), undefined);
+    assert.equal(afterRaise({ ...base, error, inputKind: "typed" }, "Net"), undefined);
+    assert.equal(afterRaise({ ...base, error }, "Net"), undefined, "an older server without inputKind");
+    assert.deepEqual(afterRaise({ ...base, error, inputKind: "guess", inputExpr: "torch.randn(1, 4)" }, "Net"), {
+      kind: "needs-input",
+      message: "The guessed input (g) may be wrong: Net raised RuntimeError at line 7: bad. Give the input to trace it with.",
+      guess: "torch.randn(1, 4)",
+    });
+    const cuda = { ...error, type: "AssertionError", message: "Torch not compiled with CUDA enabled" };
+    assert.deepEqual(afterRaise({ ...base, error: cuda, inputKind: "guess" }, "Net"), {
+      kind: "needs-gpu",
+      message: "AssertionError: Torch not compiled with CUDA enabled",
+      line: { file: "/w/m.py", line: 7 },
+    });
+    const gpu = { kind: "needs-gpu" as const, message: "AssertionError: Torch not compiled with CUDA enabled", line: { file: "/w/m.py", line: 7 } };
+    assert.deepEqual(gpuQuestion(gpu, "Net", "can").buttons, ["Trace on Meta Device", "Go to Line"]);
+    assert.match(gpuQuestion(gpu, "Net", "tried").text, /also on the meta device/);
+    assert.deepEqual(gpuQuestion({ ...gpu, line: undefined }, "Net", "cannot"), {
+      text: "torchscope: Net needs a GPU: AssertionError: Torch not compiled with CUDA enabled.",
+      buttons: [],
+    });
+    assert.deepEqual(inputUsed({ ...base, input: "torch.ones(2)", inputExpr: "torch.ones(2)" }), { text: "torch.ones(2)", expr: "torch.ones(2)" });
+    assert.deepEqual(inputUsed({ ...base, input: "the paused call's arguments", inputExpr: null }), { text: "the paused call's arguments" });
+    assert.equal(inputUsed(null), undefined);
+  });
+  it("names the file's models in a pick list, and where a saved file opens", () => {
+    assert.deepEqual(
+      targetItems([{ target: "build", kind: "factory", line: 9 }]).map((i) => [i.label, i.description, i.target]),
+      [["build", "function that builds a model · line 10", "build"]],
+    );
+    assert.equal(opensIn("text/html"), "browser");
+    assert.equal(opensIn("image/png"), "editor");
+  });
   it("treats a cancelled request as cancelled and anything else as other", () => {
     assert.deepEqual(classifyFailure({ code: -32800, message: "Canceled" }), { kind: "cancelled" });
     assert.deepEqual(classifyFailure(new Error("boom")), { kind: "other", message: "boom" });
@@ -165,6 +269,13 @@ describe("trace failures", () => {
       input: "torch.randn(1, 3)",
       ctorArgs: "10",
     });
+    assert.deepEqual(traceParams("u", undefined, "Net", {}, { runTopLevel: true, device: "meta" }), {
+      uri: "u",
+      target: "Net",
+      runTopLevel: true,
+      device: "meta",
+    });
+    assert.deepEqual(traceParams("u", undefined, "Net", {}, { runTopLevel: false, device: "cpu" }), { uri: "u", target: "Net" });
   });
 });
 
@@ -183,6 +294,20 @@ describe("remembered answers", () => {
     assert.deepEqual(store.get("file:///a.py", "Net"), { input: "torch.randn(1, 3)", ctorArgs: "10, hidden=64" });
     assert.deepEqual(store.get("file:///a.py", "Other"), { input: "torch.zeros(2)" });
     assert.deepEqual(store.get("file:///b.py", "Net"), {});
+  });
+  it("keeps the consent to run a file's top-level code per file", async () => {
+    const data = new Map<string, unknown>();
+    const memento = {
+      get: <T>(k: string, d?: T) => (data.has(k) ? data.get(k) : d) as T,
+      update: async (k: string, v: unknown) => void data.set(k, v),
+    };
+    const store = new AnswerStore(memento as never);
+    assert.equal(store.runsTopLevel("file:///train.py"), false);
+    await store.allowTopLevel("file:///train.py");
+    await store.allowTopLevel("file:///train.py");
+    assert.equal(store.runsTopLevel("file:///train.py"), true);
+    assert.equal(store.runsTopLevel("file:///other.py"), false);
+    assert.deepEqual(data.get(AnswerStore.RUN_KEY), ["file:///train.py"]);
   });
 });
 

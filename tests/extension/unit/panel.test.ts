@@ -17,13 +17,15 @@ const graphFile = join(dir, "g.msgpack");
 writeFileSync(graphFile, Buffer.from([0x81, 0xa1, 0x61, 0x01]));
 const viewerDir = vs.Uri.file("/ext/viewer") as unknown as import("vscode").Uri;
 
-function events(): PanelEvents & { revealed: unknown[]; retraced: number } {
+function events(): PanelEvents & { revealed: unknown[]; retraced: number; inputChanges: number } {
   const e = {
     revealed: [] as unknown[],
     retraced: 0,
+    inputChanges: 0,
     reveal: (site: unknown) => void e.revealed.push(site),
     save: () => undefined,
     retrace: () => void e.retraced++,
+    changeInput: () => void e.inputChanges++,
     log: vs.logChannel() as never,
   };
   return e;
@@ -111,6 +113,21 @@ describe("GraphPanel", () => {
     assert.deepEqual(ev.revealed, [{ file: "/w/mlp.py", line: 17 }]);
   });
 
+  it("the viewer's Change button asks for another input; the graph goes with the input it was traced with", async () => {
+    const ev = events();
+    const panel = GraphPanel.createOrShow(viewerDir, origin, ev);
+    const w = vs.panels[0]!.webview;
+    w.receive({ type: "changeInput" });
+    assert.equal(ev.inputChanges, 1);
+    panel.setInput({ text: "guessed from Linear(64, …): tensor [1, 64] float32", expr: "torch.randn(1, 64)" });
+    await panel.load(graphFile);
+    w.receive({ type: "ready" });
+    const m = w.posted.at(-1) as { origin: { input?: unknown } };
+    assert.deepEqual(m.origin.input, { text: "guessed from Linear(64, …): tensor [1, 64] float32", expr: "torch.randn(1, 64)" });
+    panel.setInput(undefined);
+    assert.equal("input" in panel.origin, false, "a graph file shown as it is: nothing to change");
+  });
+
   it("keeps the viewer's last view (for an HTML export at the same expansion)", () => {
     const panel = GraphPanel.createOrShow(viewerDir, origin, events());
     assert.equal(panel.view, undefined);
@@ -163,11 +180,13 @@ describe("visualize command", () => {
     const server: Server = {
       python: { path: "/venv/bin/python", source: "setting" },
       targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
+      targets: async () => [],
       trace: async (p, _c, progress) => {
         sent.push(p);
         progress("Tracing");
         return replies.shift()!(p);
       },
+      compare: async () => Promise.reject(new Error("not in these tests")),
       restart: async () => undefined,
     };
     const context = {
@@ -284,7 +303,11 @@ describe("visualize command", () => {
     const manifest = JSON.parse(readFileSync(join(__dirname, "..", "..", "..", "package.json"), "utf8")) as {
       main: string;
       activationEvents: string[];
-      contributes: { commands: { command: string }[]; menus: Record<string, { command: string }[]> };
+      contributes: {
+        commands: { command: string }[];
+        menus: Record<string, { command?: string; submenu?: string }[]>;
+        submenus?: { id: string; label: string }[];
+      };
     };
     const declared = manifest.contributes.commands.map((c) => c.command).sort();
     const mine = [...vs.commands.registered.keys()];
@@ -296,8 +319,13 @@ describe("visualize command", () => {
       .map((f) => readFileSync(join(src, f), "utf8"))
       .join("\n");
     for (const id of declared) assert.ok(mine.includes(id) || others.includes(`"${id}"`), `${id} is registered`);
+    // A submenu is declared, and its items are listed as a menu of their own.
+    const submenus = (manifest.contributes.submenus ?? []).map((s) => s.id);
     for (const [menu, items] of Object.entries(manifest.contributes.menus)) {
-      for (const i of items) assert.ok(declared.includes(i.command), `${menu}: ${i.command} is declared`);
+      for (const i of items) {
+        if (i.submenu) assert.ok(submenus.includes(i.submenu) && manifest.contributes.menus[i.submenu], `${menu}: submenu ${i.submenu} is declared`);
+        else assert.ok(declared.includes(i.command!), `${menu}: ${i.command} is declared`);
+      }
     }
     assert.equal(manifest.main, "./extension/dist/extension.js");
     // A restored panel activates the extension too (its serializer), with or without a Python editor.

@@ -64,11 +64,13 @@ function extension(replies: ((p: Omit<TraceParams, "workDoneToken">) => TraceRes
   const server: Server = {
     python: { path: "/venv/bin/python", source: "setting" },
     targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
+    targets: async () => [],
     trace: async (p, _cancel, progress) => {
       sent.push(p);
       progress("Tracing");
       return replies.shift()!(p) as TraceResult;
     },
+    compare: async () => Promise.reject(new Error("not in these tests")),
     restart: async () => undefined,
   };
   const storage = mkdtempSync(join(tmpdir(), "torchscope-flow-storage-"));
@@ -144,8 +146,8 @@ describe("the flow itself, over a scripted source", () => {
         const o = outcomes.shift()!;
         return typeof o === "function" ? o() : o;
       },
-      ask: async (missing) => {
-        asked.push(missing);
+      ask: async (what) => {
+        asked.push(what.kind);
         return answers.shift();
       },
       ...(nextCall ? { traceNextCall: async () => nextCall } : {}),
@@ -402,5 +404,272 @@ describe("the paused frame's source", () => {
       ["g0.msgpack", "g1.msgpack", "g2.msgpack", "g3.msgpack", "g4.msgpack", "g5.msgpack"],
     );
     assert.equal(readdirSync(folder).length, 20, "19 graphs, room for the next, and the other file");
+  });
+});
+
+describe("the first ten minutes (issue 16)", () => {
+  const uri = (f = "/w/net.py") => vs.Uri.file(f).toString();
+  const failWith =
+    (kind: string, message: string, extra: object = {}) =>
+    () => {
+      throw Object.assign(new Error(message), { code: TORCHSCOPE_ERROR, data: { kind, ...extra } });
+    };
+  const ok = (s: Partial<TraceSummary> = {}): TraceResult => ({ path: graphFile, size: 4, summary: { ...summary, ...s } });
+  const inputBoxes = () => calls("showInputBox").map((c) => c.args[0] as { value?: string; placeHolder?: string; prompt?: string; title?: string });
+  const statements = [
+    { line: 40, text: "for step in range(30):" },
+    { line: 52, text: "torch.save(model.state_dict(), 'ckpt.pt')" },
+  ];
+  const runsCode = failWith(
+    "runs-code",
+    "importing train.py without its top-level code failed (NameError: name 'WIDTH' is not defined); it runs code at import: line 40: for step in range(30):; line 52: torch.save(…)",
+    { statements },
+  );
+
+  it("a file that runs code at import: a modal question first; Run It traces with runTopLevel, remembered for the file", async () => {
+    pyDoc("/w/train.py");
+    const x = extension([runsCode, () => ok(), () => ok()]);
+    vs.answers.push("Run It");
+    assert.ok(await x.commands.visualize({ uri: uri("/w/train.py"), target: "Net" }));
+    const q = calls("showWarningMessage")[0]!;
+    assert.equal(
+      q.args[0],
+      "torchscope: importing train.py runs code at import (for step in range(30): at line 40, torch.save(model.state_dict(), 'ckpt.pt') at line 52). Run it to trace?",
+    );
+    assert.deepEqual(q.args.slice(1), [
+      {
+        modal: true,
+        detail:
+          "Without it, building the model failed: NameError: name 'WIDTH' is not defined.\n\nline 40: for step in range(30):\nline 52: torch.save(model.state_dict(), 'ckpt.pt')",
+      },
+      "Run It",
+      "Show Lines",
+    ]);
+    assert.deepEqual(
+      x.sent.map((p) => p.runTopLevel ?? false),
+      [false, true],
+    );
+    // The yes holds for the file: no question the next time.
+    await x.commands.visualize({ uri: uri("/w/train.py"), target: "Other" });
+    assert.equal(x.sent[2]!.runTopLevel, true);
+    assert.equal(calls("showWarningMessage").length, 1);
+  });
+
+  it("never runs it without a yes: Show Lines opens the first statement; dismissed: nothing", async () => {
+    const doc = pyDoc("/w/train.py");
+    const x = extension([runsCode, runsCode]);
+    vs.answers.push("Show Lines");
+    assert.equal(await x.commands.visualize({ uri: uri("/w/train.py"), target: "Net" }), undefined);
+    const shown = calls("showTextDocument").map((c) => [c.args[0], (c.args[1] as { selection: { start: { line: number } } }).selection.start.line]);
+    assert.deepEqual(shown, [[doc, 39]]);
+    vs.answers.push(undefined);
+    assert.equal(await x.commands.visualize({ uri: uri("/w/train.py"), target: "Net" }), undefined);
+    assert.deepEqual(
+      x.sent.map((p) => p.runTopLevel ?? false),
+      [false, false],
+    );
+    assert.equal(GraphPanel.all().length, 0, "no panel left for a trace that never ran");
+  });
+
+  it("the panel shows the input used; its Change button asks, starting with that input", async () => {
+    pyDoc("/w/net.py");
+    const x = extension([
+      () => ok({ input: "torch.randn(2, 64)", inputExpr: "torch.randn(2, 64)", inputKind: "call" }),
+      (p) => ok({ input: p.input!, inputExpr: p.input!, inputKind: "typed" }),
+    ]);
+    await x.commands.visualize({ uri: uri(), target: "Net" });
+    const panel = vs.panels[0]!;
+    panel.webview.receive({ type: "ready" });
+    const posted = panel.webview.posted.at(-1) as { type: string; origin: { input?: unknown } };
+    assert.equal(posted.type, "graph");
+    assert.deepEqual(posted.origin.input, { text: "torch.randn(2, 64)", expr: "torch.randn(2, 64)" });
+    vs.answers.push("torch.randn(4, 64)");
+    panel.webview.receive({ type: "changeInput" });
+    await settle();
+    await settle();
+    assert.deepEqual(
+      inputBoxes().map((b) => b.value),
+      ["torch.randn(2, 64)"],
+    );
+    assert.deepEqual(
+      x.sent.map((p) => p.input ?? null),
+      [null, "torch.randn(4, 64)"],
+    );
+    assert.deepEqual((panel.webview.posted.at(-1) as { origin: { input?: unknown } }).origin.input, {
+      text: "torch.randn(4, 64)",
+      expr: "torch.randn(4, 64)",
+    });
+  });
+
+  it("a guessed input that makes the forward raise: the guess may be wrong, the input box opens with it", async () => {
+    pyDoc("/w/net.py");
+    const guessed = ok({
+      input: "guessed from Conv2d(3, …): tensor [1, 3, 64, 64] float32",
+      inputExpr: "torch.randn(1, 3, 64, 64)",
+      inputKind: "guess",
+      error: { type: "RuntimeError", message: "mat1 and mat2 shapes cannot be multiplied", file: "/w/net.py", line: 30 },
+    });
+    const x = extension([() => guessed, (p) => ok({ input: p.input!, inputExpr: p.input!, inputKind: "typed" })]);
+    vs.answers.push(undefined, "torch.randn(1, 3, 32, 32)"); // the notification, then the box
+    const r = await x.commands.visualize({ uri: uri(), target: "Net" });
+    assert.equal(r?.summary?.inputKind, "typed");
+    const box = inputBoxes()[0]!;
+    assert.equal(box.value, "torch.randn(1, 3, 64, 64)");
+    assert.equal(box.placeHolder, "torch.randn(1, 3, 64, 64)");
+    assert.match(box.prompt!, /guessed input \(guessed from Conv2d\(3, …\): tensor \[1, 3, 64, 64\] float32\) may be wrong/);
+    assert.match(box.prompt!, /Net raised RuntimeError at line 30: mat1 and mat2/);
+    assert.deepEqual(
+      calls("showWarningMessage").map((c) => c.args),
+      [
+        [
+          "torchscope: Net raised RuntimeError with a guessed input (guessed from Conv2d(3, …): tensor [1, 3, 64, 64] float32): the guess may be wrong.",
+          "Go to Line",
+        ],
+      ],
+      "not reported as a broken model",
+    );
+    assert.deepEqual(
+      x.sent.map((p) => p.input ?? null),
+      [null, "torch.randn(1, 3, 32, 32)"],
+    );
+    assert.equal(vs.panels.length, 1);
+  });
+
+  it("needs-input with the server's guess: the box starts with it and its placeholder is the guess", async () => {
+    pyDoc("/w/net.py");
+    const x = extension([
+      failWith("needs-input", "forward(q, k, mask) takes 3 tensors: give them as a tuple", {
+        guess: "(torch.randn(1, 8, 16), torch.randn(1, 8, 16), torch.ones(1, 8, dtype=torch.bool))",
+      }),
+    ]);
+    vs.answers.push(undefined);
+    await x.commands.visualize({ uri: uri(), target: "Attn" });
+    const box = inputBoxes()[0]!;
+    assert.equal(box.value, "(torch.randn(1, 8, 16), torch.randn(1, 8, 16), torch.ones(1, 8, dtype=torch.bool))");
+    assert.equal(box.placeHolder, box.value);
+    assert.equal(box.prompt, "forward(q, k, mask) takes 3 tensors: give them as a tuple");
+  });
+
+  it("a model that needs a GPU: the meta device is offered, with its line; on meta too: only the line", async () => {
+    pyDoc("/w/gpu.py");
+    const cuda = { type: "AssertionError", message: "Torch not compiled with CUDA enabled", file: "/w/gpu.py", line: 10 };
+    const x = extension([() => ok({ error: cuda, inputKind: "typed" }), () => ok({ error: cuda })]);
+    vs.answers.push("Trace on Meta Device", undefined);
+    await x.commands.visualize({ uri: uri("/w/gpu.py"), target: "Net" });
+    const [first, second] = calls("showWarningMessage");
+    assert.equal(
+      first!.args[0],
+      "torchscope: Net needs a GPU (line 10 of gpu.py): AssertionError: Torch not compiled with CUDA enabled. Trace it on the meta device (shapes only, no GPU needed)?",
+    );
+    assert.deepEqual(first!.args.slice(1), ["Trace on Meta Device", "Go to Line"]);
+    assert.deepEqual(
+      x.sent.map((p) => p.device ?? "cpu"),
+      ["cpu", "meta"],
+    );
+    assert.match(String(second!.args[0]), /needs a GPU \(line 10 of gpu\.py\), also on the meta device/);
+    assert.deepEqual(second!.args.slice(1), ["Go to Line"]);
+  });
+
+  it("building a model that asks for CUDA: the same question, with the user's line from the traceback", async () => {
+    pyDoc("/w/gpu.py");
+    const details =
+      'Traceback:\n  File "/w/gpu.py", line 16, in __init__\n  File "/venv/lib/python3.11/site-packages/torch/cuda/__init__.py", line 310\n';
+    const x = extension([
+      failWith("target-error", "building Built raised AssertionError: Torch not compiled with CUDA enabled", { details }),
+      () => ok(),
+    ]);
+    vs.answers.push("Trace on Meta Device");
+    await x.commands.visualize({ uri: uri("/w/gpu.py"), target: "Built" });
+    assert.match(messages("showWarningMessage")[0]!, /^torchscope: Built needs a GPU \(line 16 of gpu\.py\): building Built raised/);
+    assert.equal(x.sent[1]!.device, "meta");
+    assert.equal(messages("showErrorMessage").length, 0);
+  });
+
+  it("what a trace could not undo: a warning, in the log too", async () => {
+    pyDoc("/w/net.py");
+    const x = extension([() => ok({ warnings: ["fc.weight was replaced by a new Parameter"] })]);
+    await x.commands.visualize({ uri: uri(), target: "Net" });
+    assert.equal(
+      messages("showWarningMessage")[0],
+      "torchscope: tracing Net left changes it could not undo: fc.weight was replaced by a new Parameter",
+    );
+    assert.ok(x.log.lines.includes("warn tracing Net left changes it could not undo: fc.weight was replaced by a new Parameter"));
+  });
+
+  it("one log line per trace: a forward that raised is a warning that says so", async () => {
+    pyDoc("/w/net.py");
+    const x = extension([() => ok({ error: { type: "RuntimeError", message: "bad", file: "/w/net.py", line: 3 }, inputKind: "typed" })]);
+    await x.commands.visualize({ uri: uri(), target: "Net" });
+    const traced = x.log.lines.filter((l) => / traced /.test(` ${l}`));
+    assert.equal(traced.length, 1);
+    assert.match(traced[0]!, /^warn traced Net: the forward raised RuntimeError: bad at net\.py:3; /);
+  });
+
+  it("the cursor on no model: the file's models in a quick pick", async () => {
+    const doc = pyDoc("/w/net.py");
+    const x = extension([(p) => ok({ model: p.target })]);
+    vs.window.activeTextEditor = { document: doc, selection: { active: new vs.Position(0, 0) } };
+    (x.commands as unknown as { deps: { client: Server } }).deps.client.targetAt = async () => null;
+    (x.commands as unknown as { deps: { client: Server } }).deps.client.targets = async () => [
+      { target: "Net", kind: "class", line: 3 },
+      { target: "model", kind: "instance", line: 20 },
+    ];
+    vs.answers.push({ label: "model", target: "model" });
+    await x.commands.visualize();
+    const items = calls("showQuickPick")[0]!.args[0] as { label: string; description: string }[];
+    assert.deepEqual(
+      items.map((i) => [i.label, i.description]),
+      [
+        ["Net", "nn.Module class · line 4"],
+        ["model", "model built at import · line 21"],
+      ],
+    );
+    assert.deepEqual(
+      x.sent.map((p) => p.target),
+      ["model"],
+    );
+  });
+
+  it("Restart language server says when it is back, with the interpreter", async () => {
+    const x = extension();
+    let restarted = 0;
+    (x.commands as unknown as { deps: { client: Server } }).deps.client.restart = async () => void restarted++;
+    await x.commands.restartServer();
+    assert.equal(restarted, 1);
+    assert.equal(
+      messages("showInformationMessage")[0],
+      "torchscope: the language server is running again with /venv/bin/python (torchscope.pythonPath).",
+    );
+  });
+
+  it("a paused model with no input: the typed-input box starts with the candidate's guess", async () => {
+    pausedSession(traces());
+    const x = extension();
+    const frame = await x.paused.pausedFrame();
+    vs.answers.push({ id: "type" }, undefined);
+    await x.flow.run(x.paused.source(x.paused.bridge(frame!), "self.net", "net", "torch.randn(1, 64)"), { askFirst: true });
+    const box = inputBoxes()[0]!;
+    assert.deepEqual([box.value, box.placeHolder], ["torch.randn(1, 64)", "torch.randn(1, 64)"]);
+  });
+});
+
+describe("export's saved notice", () => {
+  it("Open shows an image in VS Code and a page in the browser", async () => {
+    const { saveAs } = await import("../../../extension/src/export");
+    for (const [name, mime, api] of [
+      ["g.svg", "image/svg+xml", "executeCommand"],
+      ["g.html", "text/html", "openExternal"],
+    ] as const) {
+      vs.reset();
+      vs.answers.push(vs.Uri.file(`/out/${name}`), "Open");
+      await saveAs(name, mime, new Uint8Array([1]));
+      await settle();
+      assert.deepEqual(calls("showInformationMessage")[0]!.args, [`torchscope: saved ${name}`, "Open"]);
+      const opened = calls(api)[0]!;
+      assert.ok(opened, `${name}: ${api}`);
+      const target = (api === "executeCommand" ? opened.args[1] : opened.args[0]) as { fsPath: string };
+      assert.equal(target.fsPath, `/out/${name}`);
+      if (api === "executeCommand") assert.equal(opened.args[0], "vscode.open");
+    }
   });
 });

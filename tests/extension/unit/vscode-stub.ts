@@ -1,5 +1,6 @@
 // A small stand-in for the `vscode` module: just what the extension's logic touches,
 // with every call recorded so tests can look at what the extension asked VS Code to do.
+import * as fs from "node:fs";
 import * as path from "node:path";
 
 export const calls: { api: string; args: unknown[] }[] = [];
@@ -54,6 +55,11 @@ export class Uri {
   }
   static joinPath(u: Uri, ...parts: string[]): Uri {
     return new Uri(u.scheme, path.join(u.fsPath, ...parts));
+  }
+  /** Another scheme (a virtual document of the same file); the query is kept in the string. */
+  with(change: { scheme?: string; query?: string }): Uri {
+    const scheme = change.scheme ?? this.scheme;
+    return new Uri(scheme, this.fsPath, `${scheme}://${this.fsPath}${change.query ? `?${change.query}` : ""}`);
   }
   get path(): string {
     return this.fsPath;
@@ -193,6 +199,11 @@ export const window = {
   showErrorMessage: (...args: unknown[]) => answer("showErrorMessage", args),
   showInputBox: (...args: unknown[]) => answer("showInputBox", args),
   showQuickPick: (...args: unknown[]) => answer("showQuickPick", args),
+  showSaveDialog: (...args: unknown[]) => answer("showSaveDialog", args),
+  setStatusBarMessage: (...args: unknown[]) => {
+    record("setStatusBarMessage", args);
+    return new Disposable();
+  },
   withProgress: <R>(opts: unknown, task: (p: { report(v: unknown): void }, t: CancellationToken) => Promise<R>) => {
     record("withProgress", [opts]);
     const cancelled = new EventEmitter<void>();
@@ -241,14 +252,52 @@ export const workspace = {
   getWorkspaceFolder: () => workspace.workspaceFolders?.[0],
   /** Documents openTextDocument returns, by uri string. */
   documents: new Map<string, unknown>(),
+  /** The documents VS Code has open: those above. */
+  get textDocuments(): unknown[] {
+    return [...workspace.documents.values()];
+  },
   openTextDocument: (uri: Uri) => {
     record("openTextDocument", [uri]);
-    const d = workspace.documents.get(uri.toString());
+    const d = workspace.documents.get(uri.toString()) ?? diskDocument(uri);
     return d ? Promise.resolve(d) : Promise.reject(new Error(`no document ${uri.toString()}`));
+  },
+  asRelativePath: (u: Uri) => path.basename(u.fsPath),
+  /** Files the extension wrote through workspace.fs. */
+  written: new Map<string, Uint8Array>(),
+  fs: {
+    writeFile: async (u: Uri, data: Uint8Array) => {
+      record("writeFile", [u, data]);
+      workspace.written.set(u.fsPath, data);
+    },
   },
   saved: new EventEmitter<unknown>(),
   onDidSaveTextDocument: (l: (d: unknown) => void) => workspace.saved.event(l),
   onDidChangeConfiguration: () => new Disposable(),
+  contentProviders: new Map<string, unknown>(),
+  registerTextDocumentContentProvider: (scheme: string, provider: unknown): Disposable => {
+    workspace.contentProviders.set(scheme, provider);
+    return new Disposable(() => workspace.contentProviders.delete(scheme));
+  },
+};
+
+/** A file on disk that is not open in the editor: opened as VS Code would (not in textDocuments). */
+function diskDocument(uri: Uri): unknown {
+  if (uri.scheme !== "file" || !fs.existsSync(uri.fsPath) || !fs.statSync(uri.fsPath).isFile()) return undefined;
+  const lines = fs.readFileSync(uri.fsPath, "utf8").split("\n");
+  return {
+    uri,
+    languageId: uri.fsPath.endsWith(".py") ? "python" : "plaintext",
+    lineCount: lines.length,
+    getText: () => lines.join("\n"),
+    lineAt: (i: number) => ({ firstNonWhitespaceCharacterIndex: (lines[i] ?? "").search(/\S|$/) }),
+  };
+}
+
+export const env = {
+  openExternal: (u: Uri) => {
+    record("openExternal", [u]);
+    return Promise.resolve(true);
+  },
 };
 
 export const installedExtensions = new Map<string, unknown>();
@@ -277,6 +326,7 @@ export function reset(): void {
   installedExtensions.clear();
   workspace.workspaceFolders = undefined;
   workspace.documents.clear();
+  workspace.written.clear();
   workspace.saved.dispose();
   window.activeTextEditor = undefined;
   window.visibleTextEditors = [];

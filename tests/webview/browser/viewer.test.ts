@@ -348,6 +348,24 @@ describe("error graph", () => {
   });
 });
 
+describe("a trace that could not undo a write", () => {
+  test("the page says so above the graph (data-role=warnings), as text", async () => {
+    const o = await open(browser, "warned");
+    const warnings = o.page.locator("[data-role=warnings]");
+    assert.ok(await warnings.isVisible());
+    assert.match((await warnings.textContent())!, /fc\.weight was written by the forward .*could not be restored/);
+    await shot(o.page, "warnings");
+    assertNoErrors(o);
+    await o.page.context().close();
+  });
+
+  test("a graph without warnings shows none", async () => {
+    const o = await open(browser, "hostile");
+    assert.equal(await o.page.locator("[data-role=warnings]").isVisible(), false);
+    await o.page.context().close();
+  });
+});
+
 describe("a page that opens at a view (the extension's HTML export)", () => {
   test("the modules open in the panel are open in the page", async () => {
     const g = decode(readFileSync(join(FIXTURES, "gpt2.msgpack"))) as {
@@ -545,6 +563,65 @@ describe("VS Code host", () => {
     assert.equal(origin.target, "model");
     assert.deepEqual(last, saved);
     assert.deepEqual(errors, []);
+    await close();
+  });
+
+  test("the input the graph was traced with, Change → the extension; warnings; the error's library frame", async () => {
+    const { page, errors, close } = await vscodePage(0);
+    // The error fixture as a trace with the new fields: the error node's library frame
+    // (`inside`) and a warning the trace could not undo.
+    const raw = decode(readFileSync(join(FIXTURES, "error.msgpack"))) as {
+      nodes: { kind: string; site: { file: string; line: number } | null; inside?: unknown }[];
+      warnings?: string[];
+    };
+    const errNode = raw.nodes.find((n) => n.kind === "error")!;
+    errNode.inside = { file: "/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py", line: 134, func: "forward" };
+    raw.warnings = ["fc.weight was replaced by a new Parameter during the forward"];
+    const input = { text: "guessed from Linear(16, …): tensor [1, 16] float32", expr: "torch.randn(1, 16)" };
+    await page.evaluate(
+      ({ bytes, input }) => {
+        const data = new Uint8Array(bytes).buffer;
+        window.postMessage(
+          { type: "graph", data, origin: { uri: "file:///w/broken.py", target: "Broken", title: "Forward pass: Broken", input } },
+          "*",
+        );
+      },
+      { bytes: [...encode(raw)], input },
+    );
+    await ready(page);
+    assert.equal(await page.locator("[data-role=input]").textContent(), input.text);
+    assert.ok(await page.locator("[data-role=input]").isVisible());
+    assert.match((await page.locator("[data-role=warnings]").textContent())!, /fc\.weight was replaced/);
+    await page.click("[data-action=change-input]");
+    const posted = await page.evaluate(() => (window as any).__posted.filter((m: any) => m.type === "changeInput"));
+    assert.deepEqual(posted, [{ type: "changeInput" }]);
+    // The error node: a click reveals its site (the user's line), the hover and the context
+    // menu name the library frame.
+    await page.click(".ts-banner");
+    await ready(page);
+    const err = page.locator(".ts-node[data-kind=error]");
+    await err.hover();
+    await page.locator(".ts-tooltip:not([hidden])").waitFor();
+    assert.match((await page.locator(".ts-tooltip").textContent())!, /inside.*linear\.py:134 \(forward\)/);
+    await shot(page, "vscode-input-warnings-inside");
+    await err.click({ button: "right" });
+    const ctx = JSON.parse((await err.getAttribute("data-vscode-context"))!);
+    assert.equal(ctx.torchscopeHasInside, true);
+    assert.match(ctx.insideFile, /linear\.py$/);
+    assert.equal(ctx.insideLine, 134);
+    await err.click();
+    const reveal = await page.evaluate(() => (window as any).__posted.filter((m: any) => m.type === "reveal").at(-1));
+    assert.deepEqual(reveal.site, errNode.site, "a click opens the node's site");
+    assert.deepEqual(errors, []);
+    await close();
+  });
+
+  test("a graph file shown as it is: no input bar", async () => {
+    const { page, close } = await vscodePage(0);
+    await postGraph(page, readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64"));
+    await ready(page);
+    assert.equal(await page.locator("[data-role=input]").isVisible(), false);
+    assert.equal(await page.locator("[data-role=warnings]").isVisible(), false);
     await close();
   });
 

@@ -45,6 +45,7 @@ export class GraphBuilder {
       groups: this.groups,
       error: this.error,
       stats: { trace_ms: 1, ops: 0, modules: 0 },
+      warnings: [],
     };
   }
 }

@@ -1,0 +1,128 @@
+// End to end in real VS Code (code-server + Chromium): the workspace is a git repository with
+// a commit; the model is edited in the editor and left unsaved; "Compare forward pass with
+// HEAD" from the palette traces HEAD's text and the editor's in the real runner and shows the
+// comparison in a panel: the edited layer is marked changed, the layer the edit dropped is a
+// ghost, and a click on the ghost opens its line in HEAD's (read-only) version of the file.
+import { strict as assert } from "node:assert";
+import { execFileSync } from "node:child_process";
+import { after, before, describe, it } from "node:test";
+import type { Browser, Page } from "playwright-core";
+import {
+  activeTab,
+  cleanup,
+  cursorLine,
+  editorLine,
+  launch,
+  openFile,
+  openWorkbench,
+  palette,
+  pointerAway,
+  shot,
+  startCodeServer,
+  step,
+  viewer,
+  waitForGraph,
+  type CodeServer,
+} from "./harness";
+
+const MODEL = `import torch
+from torch import nn
+
+
+class CompareMe(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 32)
+        self.act = nn.ReLU()
+        self.norm = nn.LayerNorm(32)
+        self.out = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.out(self.norm(self.act(self.fc(x))))
+
+
+if __name__ == "__main__":
+    CompareMe()(torch.randn(2, 16))
+`;
+/** 1-based line of the forward's return in the committed text. */
+const RETURN_LINE = 14;
+
+let browser: Browser;
+let cs: CodeServer | undefined;
+let page: Page;
+
+function git(...args: string[]): void {
+  execFileSync("git", args, { cwd: cs!.workspace, stdio: "ignore" });
+}
+
+before(async () => {
+  // Unsaved means unsaved: code-server may save edits on its own otherwise.
+  cs = await startCodeServer({ files: { "compare_me.py": MODEL }, settings: { "files.autoSave": "off" } });
+  // The workspace as a repository with one commit (the user's name set here, not globally).
+  git("init", "-q");
+  git("config", "user.name", "torchscope e2e");
+  git("config", "user.email", "e2e@torchscope.invalid");
+  git("add", "-A");
+  git("commit", "-q", "-m", "the model as committed");
+  browser = await launch();
+  page = await openWorkbench(browser, cs);
+});
+
+after(async () => {
+  await browser?.close();
+  cleanup(cs, "torchscope-compare");
+});
+
+/** Replace the code of the editor line holding `text` (its indentation kept) with `code`. */
+async function replaceLine(p: Page, text: string, code: string): Promise<void> {
+  await editorLine(p, text).click();
+  await p.keyboard.press("End");
+  await p.keyboard.press("Shift+Home");
+  await p.keyboard.insertText(code);
+  await editorLine(p, code).waitFor({ timeout: 10_000 });
+}
+
+describe("Compare forward pass with HEAD", { timeout: 600_000 }, () => {
+  it("an unsaved edit → Compare with HEAD → the edited layer is marked in the panel; a ghost's line opens in HEAD", () =>
+    step(page, "compare-head", async () => {
+      await openFile(page, "compare_me.py");
+      // ReLU → GELU (a changed layer); the norm call replaced by a second act call (norm removed).
+      await replaceLine(page, "self.act = nn.ReLU()", "self.act = nn.GELU()");
+      await replaceLine(page, "return self.out(self.norm(", "return self.out(self.act(self.act(self.fc(x))))");
+      assert.match(await activeTab(page), /compare_me\.py/);
+      assert.ok((await page.locator(".tabs-container .tab.active.dirty").count()) === 1, "the edit is unsaved");
+
+      const t0 = await palette(page, "Compare forward pass with HEAD");
+      await waitForGraph(page);
+      console.log(`# timing compare_with_head_palette_to_drawn: ${Date.now() - t0} ms`);
+      await page.locator(".tabs-container .tab", { hasText: "Compare CompareMe: HEAD → working copy" }).first().waitFor();
+      const v = viewer(page);
+      const act = v.locator('.ts-node[data-path="act"]').first();
+      await act.waitFor();
+      assert.equal(await act.getAttribute("data-status"), "changed");
+      const norm = v.locator('.ts-node[data-path="norm"]').first();
+      assert.equal(await norm.getAttribute("data-status"), "removed");
+      assert.equal(await v.locator('.ts-node[data-path="fc"]').first().getAttribute("data-status"), "same");
+      assert.deepEqual(await v.locator("[data-role=compare-counts] > *").allTextContents(), ["+2 added", "−2 removed", "~2 changed"]);
+      await pointerAway(page);
+      await shot(page, "compare-head-panel");
+
+      // The ghost of the removed norm: its line is HEAD's, opened from git, not the edited file.
+      await norm.click();
+      await page.waitForFunction(
+        (n) => new RegExp(`Ln ${n},`).test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""),
+        RETURN_LINE,
+        {
+          timeout: 15_000,
+        },
+      );
+      assert.equal(await cursorLine(page), RETURN_LINE);
+      // (in whichever group shows it: the click may leave the focus on the panel)
+      const shown = (text: string) => page.locator(".monaco-editor .view-lines .view-line", { hasText: text });
+      await shown("return self.out(self.norm(self.act(").first().waitFor({ timeout: 10_000 });
+      assert.equal(await shown("self.act = nn.ReLU()").count(), 1, "HEAD's text");
+      assert.equal(await page.locator(".tabs-container .tab.active.dirty").count(), 0, "a read-only document, not the edited one");
+      assert.match(await activeTab(page), /^compare_me\.py \(HEAD\)/);
+      await shot(page, "compare-head-ghost-line");
+    }));
+});

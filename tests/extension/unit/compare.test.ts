@@ -1,0 +1,376 @@
+// The comparison commands (extension/src/compareCommands.ts, compareSource.ts, gitHead.ts) as
+// the extension wires them, with the vscode stub, a fake language server and real git: what
+// each side is traced with, what is compared, the panel it shows in, the messages when there
+// is no HEAD, Re-trace of a comparison panel, a click on a node of HEAD's side, and the last
+// two graphs of a paused model.
+// First: vscode.debug on the stub before the extension's modules load.
+import { fakeDebug } from "./debug-fake";
+import { strict as assert } from "node:assert";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { beforeEach, describe, it } from "node:test";
+import * as vs from "./vscode-stub";
+import type { Server } from "../../../extension/src/client";
+import { compareTarget, compareTitle, parseCompareTarget } from "../../../extension/src/compareTargets";
+import { comparedSummary, PausedHistory } from "../../../extension/src/compareSource";
+import { wire } from "../../../extension/src/extension";
+import { gitFailure, HEAD_SCHEME, headCommand, headText, NoHeadError } from "../../../extension/src/gitHead";
+import { GraphPanel } from "../../../extension/src/graphPanel";
+import { DEBUG_URI } from "../../../extension/src/pausedSource";
+import type { CompareParams, CompareResult, TraceParams, TraceResult, TraceSummary } from "../../../extension/src/protocol";
+import { versionUri } from "../../../extension/src/reveal";
+
+const GRAPH = Buffer.from([0x81, 0xa1, 0x61, 0x01]);
+const COMPARED = Buffer.from([0x81, 0xa1, 0x62, 0x02]);
+const summary: TraceSummary = {
+  model: "Net",
+  qualname: "net.Net",
+  nodes: 3,
+  edges: 2,
+  ops: 1,
+  modules: 1,
+  params: 10,
+  trace_ms: 5,
+  input: "torch.randn(2, 16)",
+  error: null,
+};
+
+const COMMITTED = "class Net(nn.Module):\n    def forward(self, x):\n        return self.fc(x).relu()\n";
+const EDITED = COMMITTED.replace("relu", "gelu");
+
+const calls = (api: string) => vs.calls.filter((c) => c.api === api);
+const messages = (api: string) => calls(api).map((c) => String(c.args[0]));
+const settle = () => new Promise((r) => setTimeout(r, 20));
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync("git", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+}
+
+/** A git repository with net.py committed; the editor's text of it is `EDITED` (unsaved). */
+function repo(commit = true): { dir: string; file: string } {
+  const dir = mkdtempSync(join(tmpdir(), "torchscope-git-"));
+  git(dir, "init", "-q");
+  git(dir, "config", "user.name", "torchscope tests");
+  git(dir, "config", "user.email", "tests@torchscope.invalid");
+  const file = join(dir, "net.py");
+  writeFileSync(file, COMMITTED);
+  if (commit) {
+    git(dir, "add", "net.py");
+    git(dir, "commit", "-q", "-m", "net");
+  }
+  return { dir, file };
+}
+
+function pyDoc(file: string, text = EDITED) {
+  const doc = {
+    uri: vs.Uri.file(file),
+    languageId: "python",
+    lineCount: 40,
+    getText: () => text,
+    lineAt: () => ({ firstNonWhitespaceCharacterIndex: 8 }),
+  };
+  vs.workspace.documents.set(doc.uri.toString(), doc);
+  return doc;
+}
+
+/** The extension's wiring with a fake server: each trace writes a graph file; compare writes its own. */
+function extension(opts: { trace?: (p: Omit<TraceParams, "workDoneToken">, n: number) => TraceResult | Promise<TraceResult> } = {}) {
+  const out = mkdtempSync(join(tmpdir(), "torchscope-cmp-out-"));
+  const memento = new Map<string, unknown>();
+  const traced: Omit<TraceParams, "workDoneToken">[] = [];
+  const compared: CompareParams[] = [];
+  const server: Server = {
+    python: { path: "/venv/bin/python", source: "setting" },
+    targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
+    targets: async () => [],
+    trace: async (p, _cancel, progress) => {
+      traced.push(p);
+      progress("Tracing");
+      if (opts.trace) return opts.trace(p, traced.length);
+      const path = join(out, `t${traced.length}.msgpack`);
+      writeFileSync(path, GRAPH);
+      return { path, size: GRAPH.length, summary: { ...summary, input: p.input ?? summary.input } };
+    },
+    compare: async (p) => {
+      compared.push(p);
+      const path = join(out, `c${compared.length}.msgpack`);
+      writeFileSync(path, COMPARED);
+      const r: CompareResult = { path, size: COMPARED.length, summary: { added: 1, removed: 0, changed: 2, same: 5, changes: 3, model: "Net" } };
+      return r;
+    },
+    restart: async () => undefined,
+  };
+  const context = {
+    workspaceState: {
+      get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d),
+      update: async (k: string, v: unknown) => void memento.set(k, v),
+    },
+    globalStorageUri: vs.Uri.file(mkdtempSync(join(tmpdir(), "torchscope-cmp-storage-"))),
+  };
+  const log = vs.logChannel();
+  const w = wire(context as never, server, { toolDir: "/ext/tool", libsDir: undefined, viewerDir: "/ext/viewer" }, log as never);
+  w.head.register();
+  w.compareCommands.register();
+  return { ...w, traced, compared, log };
+}
+
+const run = (id: string, ...args: unknown[]) => vs.commands.registered.get(id)!(...args) as Promise<unknown>;
+
+beforeEach(() => {
+  for (const p of GraphPanel.all()) p.dispose();
+  vs.reset();
+  vs.commands.registered.clear();
+  fakeDebug.activeStackItem = undefined;
+  fakeDebug.activeDebugSession = undefined;
+});
+
+describe("HEAD through git", () => {
+  it("the committed text, whatever the working copy says", async () => {
+    const { file } = repo();
+    writeFileSync(file, EDITED); // saved but not committed
+    assert.equal(await headText(file), COMMITTED);
+    assert.deepEqual(headCommand("/w/sub/net.py"), { cwd: "/w/sub", args: ["show", "HEAD:./net.py"] });
+  });
+
+  it("no repository, no commit, a file never committed: one clear sentence each", async () => {
+    const outside = mkdtempSync(join(tmpdir(), "torchscope-nogit-"));
+    writeFileSync(join(outside, "net.py"), COMMITTED);
+    const why = (f: string) =>
+      headText(f).then(
+        () => "",
+        (e: unknown) => {
+          assert.ok(e instanceof NoHeadError);
+          return e.message;
+        },
+      );
+    // tmpdir may itself lie in a repository on some machines; here it does not.
+    assert.equal(await why(join(outside, "net.py")), "net.py is not in a git repository: there is no HEAD to compare with");
+    const empty = repo(false);
+    assert.equal(await why(empty.file), "the git repository of net.py has no commit yet (no HEAD): commit once, then compare");
+    const { dir } = repo();
+    writeFileSync(join(dir, "new.py"), COMMITTED);
+    assert.equal(await why(join(dir, "new.py")), "new.py is not in HEAD (it was never committed): there is no committed version to compare with");
+    mkdirSync(join(dir, "sub"));
+    writeFileSync(join(dir, "sub", "deep.py"), COMMITTED);
+    assert.match(await why(join(dir, "sub", "deep.py")), /deep\.py is not in HEAD/);
+  });
+
+  it("git missing, and a message it never gave before: still one line", () => {
+    assert.equal(gitFailure("/w/net.py", { code: "ENOENT" }, ""), "git is not installed (or not on PATH): comparing with HEAD needs it");
+    assert.equal(gitFailure("/w/net.py", { code: 128 }, "fatal: something new\nmore\n"), "git show HEAD:./net.py failed: fatal: something new");
+  });
+});
+
+describe("the panel's target names the comparison", () => {
+  it("round trip, titles, and where a node of HEAD's side opens", () => {
+    assert.equal(compareTarget("head", "Net"), "compare:head:Net");
+    assert.deepEqual(parseCompareTarget('compare:input:nets["a:b"]'), { kind: "input", target: 'nets["a:b"]' });
+    assert.equal(parseCompareTarget("Net"), undefined);
+    assert.equal(parseCompareTarget("compare:other:Net"), undefined);
+    assert.equal(parseCompareTarget("compare:head:"), undefined);
+    assert.equal(compareTitle("train", "Net"), "Compare Net: eval mode → training mode");
+    const origin = { uri: vs.Uri.file("/w/net.py").toString(), target: "compare:head:Net" };
+    const head = versionUri(origin, "/w/net.py", "a");
+    assert.equal(head?.scheme, HEAD_SCHEME);
+    assert.equal(head?.fsPath, "/w/net.py");
+    assert.equal(versionUri(origin, "/w/net.py", "b"), undefined, "b: the working copy");
+    assert.equal(versionUri(origin, "/torch/nn/linear.py", "a"), undefined, "a library line: the file itself");
+    assert.equal(versionUri({ ...origin, target: "compare:train:Net" }, "/w/net.py", "a"), undefined);
+  });
+
+  it("the summary a comparison shows: b's, with b's error or else a's", () => {
+    const err = { type: "RuntimeError", message: "x", file: "/w/net.py", line: 3 };
+    assert.equal(comparedSummary({ ...summary, error: err }, summary, "Net").error, err);
+    assert.equal(comparedSummary(undefined, undefined, "Net").model, "Net");
+  });
+});
+
+describe("comparing a model in the editor", () => {
+  it("with HEAD: HEAD's text then the unsaved editor text, the same target; compared; shown in a comparison panel", async () => {
+    const { file } = repo();
+    const doc = pyDoc(file);
+    const x = extension();
+    const r = await run("torchscope.compareWithHead", { uri: doc.uri.toString(), target: "Net" });
+    assert.ok(r, "a graph was shown");
+    assert.deepEqual(
+      x.traced.map((p) => [p.uri, p.target, p.text]),
+      [
+        [doc.uri.toString(), "Net", COMMITTED],
+        [doc.uri.toString(), "Net", EDITED],
+      ],
+    );
+    assert.equal(x.compared.length, 1);
+    const c = x.compared[0]!;
+    assert.deepEqual([c.aSource, c.bSource], ["HEAD", "working copy"]);
+    assert.match(c.a, /t1\.msgpack$/);
+    assert.match(c.b, /t2\.msgpack$/);
+    const panel = GraphPanel.find(doc.uri.toString(), "compare:head:Net")!;
+    assert.ok(panel, "one panel per comparison");
+    assert.equal(panel.title, "Compare Net: HEAD → working copy");
+    assert.deepEqual([...panel.bytes!], [...COMPARED]);
+    // the progress says which side is being traced
+    const progress = calls("progress").map((p) => (p.args[0] as { message: string }).message);
+    assert.deepEqual(progress, ["HEAD: Tracing", "working copy: Tracing", "comparing"]);
+    assert.ok(x.log.lines.some((l) => l.startsWith("info compared Net (HEAD → working copy): 1 added, 0 removed, 2 changed, 5 same")));
+  });
+
+  it("a click on a node of HEAD's side opens HEAD's text, read-only, at its line", async () => {
+    const { file } = repo();
+    const doc = pyDoc(file);
+    const x = extension();
+    await run("torchscope.compareWithHead", { uri: doc.uri.toString(), target: "Net" });
+    const panel = GraphPanel.find(doc.uri.toString(), "compare:head:Net")!;
+    // what VS Code shows for the torchscope-head URI: the text the comparison traced
+    const provider = vs.workspace.contentProviders.get(HEAD_SCHEME) as { provideTextDocumentContent(u: unknown): Promise<string> };
+    const headDoc = vs.Uri.file(file).with({ scheme: HEAD_SCHEME, query: "HEAD" });
+    assert.equal(await provider.provideTextDocumentContent(headDoc), COMMITTED);
+    vs.workspace.documents.set(headDoc.toString(), { ...pyDoc(file, COMMITTED), uri: headDoc });
+    const webview = vs.panels.find((p) => p.title === panel.title)!.webview;
+    webview.receive({ type: "reveal", site: { file, line: 3 }, nodeId: 7, side: "a" });
+    await settle();
+    const opened = calls("openTextDocument").map((c) => String(c.args[0]));
+    assert.equal(opened.at(-1), headDoc.toString());
+    // the same node clicked on the working copy's side opens the document itself
+    webview.receive({ type: "reveal", site: { file, line: 3 }, nodeId: 8, side: "b" });
+    await settle();
+    assert.equal(String(calls("openTextDocument").at(-1)!.args[0]), doc.uri.toString());
+    void x;
+  });
+
+  it("a file without HEAD: a message, nothing traced, no panel", async () => {
+    const { file } = repo(false);
+    const doc = pyDoc(file);
+    const x = extension();
+    assert.equal(await run("torchscope.compareWithHead", { uri: doc.uri.toString(), target: "Net" }), undefined);
+    assert.deepEqual(messages("showWarningMessage"), [
+      "torchscope: the git repository of net.py has no commit yet (no HEAD): commit once, then compare.",
+    ]);
+    assert.equal(x.traced.length, 0);
+    assert.equal(GraphPanel.all().length, 0);
+  });
+
+  it("with training mode: eval then training mode, the editor's text both times", async () => {
+    const doc = pyDoc("/w/net.py");
+    const x = extension();
+    await run("torchscope.compareWithTraining", { uri: doc.uri.toString(), target: "Net" });
+    assert.deepEqual(
+      x.traced.map((p) => [p.train, p.text]),
+      [
+        [false, EDITED],
+        [true, EDITED],
+      ],
+    );
+    assert.deepEqual([x.compared[0]!.aSource, x.compared[0]!.bSource], ["eval mode", "training mode"]);
+    assert.equal(GraphPanel.find(doc.uri.toString(), "compare:train:Net")!.title, "Compare Net: eval mode → training mode");
+  });
+
+  it("with another input: asked (and remembered), the model's own input on the other side", async () => {
+    const doc = pyDoc("/w/net.py");
+    const x = extension();
+    vs.answers.push("torch.randn(8, 16)");
+    await run("torchscope.compareWithInput", { uri: doc.uri.toString(), target: "Net" });
+    assert.deepEqual(
+      x.traced.map((p) => p.input ?? null),
+      [null, "torch.randn(8, 16)"],
+    );
+    assert.deepEqual([x.compared[0]!.aSource, x.compared[0]!.bSource], ["input torch.randn(2, 16)", "input torch.randn(8, 16)"]);
+    // the next time the box offers the same input
+    vs.answers.push(undefined);
+    await run("torchscope.compareWithInput", { uri: doc.uri.toString(), target: "Net" });
+    const box = calls("showInputBox").at(-1)!.args[0] as { value?: string };
+    assert.equal(box.value, "torch.randn(8, 16)");
+    assert.equal(x.traced.length, 2, "dismissed: nothing traced");
+  });
+
+  it("a side that lacks an input: asked once for the model, both sides traced again with it", async () => {
+    const doc = pyDoc("/w/net.py");
+    const out = mkdtempSync(join(tmpdir(), "torchscope-cmp-ni-"));
+    const x = extension({
+      trace: (p, n) => {
+        if (!p.input) throw Object.assign(new Error("cannot tell what input Net takes"), { code: -32001, data: { kind: "needs-input" } });
+        const path = join(out, `t${n}.msgpack`);
+        writeFileSync(path, GRAPH);
+        return { path, size: GRAPH.length, summary };
+      },
+    });
+    vs.answers.push("torch.randn(1, 16)");
+    assert.ok(await run("torchscope.compareWithTraining", { uri: doc.uri.toString(), target: "Net" }));
+    assert.deepEqual(
+      x.traced.map((p) => [p.train, p.input ?? null]),
+      [
+        [false, null],
+        [false, "torch.randn(1, 16)"],
+        [true, "torch.randn(1, 16)"],
+      ],
+    );
+    assert.equal(calls("showInputBox").length, 1);
+  });
+
+  it("Re-trace of a comparison panel compares again (HEAD read again, both sides traced)", async () => {
+    const { file } = repo();
+    const doc = pyDoc(file);
+    const x = extension();
+    await run("torchscope.compareWithHead", { uri: doc.uri.toString(), target: "Net" });
+    const panel = GraphPanel.find(doc.uri.toString(), "compare:head:Net")!;
+    await x.flow.retrace(panel);
+    assert.equal(x.traced.length, 4);
+    assert.equal(x.traced[2]!.text, COMMITTED);
+    assert.equal(x.compared.length, 2);
+  });
+
+  it("the model at the cursor, as Visualize finds it", async () => {
+    const doc = pyDoc("/w/net.py");
+    vs.window.activeTextEditor = { document: doc, selection: { active: new vs.Position(2, 4) } };
+    const x = extension();
+    await run("torchscope.compareWithTraining");
+    assert.equal(x.traced[0]!.target, "Net");
+    assert.equal(x.traced[0]!.uri, doc.uri.toString());
+  });
+});
+
+describe("comparing the last two paused traces", () => {
+  it("the paused source records each graph; the command compares the older with the newer", async () => {
+    const x = extension();
+    const dir = mkdtempSync(join(tmpdir(), "torchscope-paused-"));
+    const a = join(dir, "a.msgpack");
+    const b = join(dir, "b.msgpack");
+    writeFileSync(a, GRAPH);
+    writeFileSync(b, GRAPH);
+    // one trace so far: nothing to compare yet
+    x.paused.deps.onTraced!("self.model", "Net", a);
+    assert.equal(await run("torchscope.compareWithPreviousPaused"), undefined);
+    assert.match(messages("showInformationMessage").at(-1)!, /Net was traced at a breakpoint once/);
+    x.paused.deps.onTraced!("self.model", "Net", b);
+    assert.ok(await run("torchscope.compareWithPreviousPaused"));
+    assert.deepEqual(
+      x.compared.map((c) => [c.a, c.b, c.aSource, c.bSource]),
+      [[a, b, "previous paused trace", "last paused trace"]],
+    );
+    const panel = GraphPanel.find(DEBUG_URI, "compare:paused:self.model")!;
+    assert.equal(panel.title, "Compare Net: previous paused trace → last paused trace");
+    // its Re-trace compares the last two again (the paused kind does not take the panel)
+    await x.flow.retrace(panel);
+    assert.equal(x.compared.length, 2);
+  });
+
+  it("no paused trace at all: says how to get two", async () => {
+    extension();
+    assert.equal(await run("torchscope.compareWithPreviousPaused"), undefined);
+    assert.match(messages("showInformationMessage")[0]!, /no model was traced at a breakpoint yet/);
+  });
+
+  it("keeps the last two per target", () => {
+    const h = new PausedHistory();
+    h.record("m", "Net", "/1");
+    h.record("m", "Net", "/2");
+    h.record("other", "Enc", "/x");
+    h.record("m", "Net", "/3");
+    assert.deepEqual(
+      h.graphs("m").map((g) => g.path),
+      ["/2", "/3"],
+    );
+    assert.equal(h.lastTarget, "m");
+  });
+});

@@ -1,0 +1,234 @@
+// The compare page (`torchscope diff A B --format html`) in Chromium: a model before and after
+// an edit (tests/webview/make_fixtures.py, compare_page): block 3 of six got a GELU, the norm
+// is gone, a dropout is new, the head is wider. Marks, badges, hover, next / previous change.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import type { Browser, Locator, Page } from "playwright-core";
+import { launch, open, ready, shot, type Opened } from "./browser";
+
+let browser: Browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+type Box = { x: number; y: number; width: number; height: number };
+
+async function box(l: Locator): Promise<Box> {
+  const b = await l.boundingBox();
+  assert.ok(b, "element is rendered");
+  return b;
+}
+
+/** A drawn box by its module path (or for an op, its label) and kind. */
+const byPath = (page: Page, path: string): Locator => page.locator(`.ts-node[data-path="${path}"]`);
+
+function assertClean(o: Opened): void {
+  assert.deepEqual(o.errors, []);
+  assert.deepEqual(
+    o.requests.filter((u) => !/^(file|blob|data):/.test(u)),
+    [],
+  );
+}
+
+/** The theme colour a CSS variable resolves to, as the browser writes colours. */
+async function themeColor(page: Page, name: string): Promise<string> {
+  return page.evaluate((n) => {
+    const probe = document.createElement("div");
+    probe.style.color = `var(${n})`;
+    document.querySelector(".ts-root")!.appendChild(probe);
+    const c = getComputedStyle(probe).color;
+    probe.remove();
+    return c;
+  }, name);
+}
+
+/** Press a key and wait for the layout it may start to be drawn. */
+async function pressAndWait(page: Page, key: string): Promise<void> {
+  await page.keyboard.press(key);
+  await page.waitForTimeout(50);
+  await ready(page);
+}
+
+/** The hover card's rows as "label | value" (the label of a continued row is ""). */
+async function tipRows(page: Page): Promise<string> {
+  const rows = await page.locator(".ts-tooltip tr").evaluateAll((trs) => trs.map((tr) => Array.from(tr.children, (c) => c.textContent).join(" | ")));
+  return rows.join("\n");
+}
+
+async function status(page: Page): Promise<string> {
+  return (await page.locator("[data-role=status]").textContent()) ?? "";
+}
+
+/** The selected element: exactly one, and its centre near the stage's centre. */
+async function assertSelectedCentred(page: Page): Promise<Locator> {
+  const sel = page.locator('[data-selected="true"]');
+  await sel.waitFor();
+  assert.equal(await sel.count(), 1);
+  const s = await box(page.locator(".ts-svg"));
+  const frame = sel.locator(":scope > .ts-box, :scope > .ts-frame").first();
+  const b = await box(frame);
+  const dx = b.x + b.width / 2 - (s.x + s.width / 2);
+  const dy = b.y + b.height / 2 - (s.y + s.height / 2);
+  assert.ok(Math.abs(dx) < 8 && Math.abs(dy) < 8, `centred: off by ${dx.toFixed(1)}, ${dy.toFixed(1)}`);
+  return sel;
+}
+
+describe("compare page", () => {
+  test("every drawn node says its status; colours, ghosts and badges show what changed", async () => {
+    const o = await open(browser, "compare");
+    const { page } = o;
+    await shot(page, "compare-initial");
+    // The opening view: the root frame and its children.
+    const nodes = page.locator(".ts-node");
+    const n = await nodes.count();
+    assert.ok(n >= 7, `${n} boxes drawn`);
+    for (let i = 0; i < n; i++) {
+      assert.match((await nodes.nth(i).getAttribute("data-status")) ?? "", /^(same|added|removed|changed)$/);
+    }
+    assert.equal(await byPath(page, "norm").getAttribute("data-status"), "removed");
+    assert.equal(await byPath(page, "drop").getAttribute("data-status"), "added");
+    assert.equal(await byPath(page, "head").getAttribute("data-status"), "changed");
+    assert.equal(await byPath(page, "embed").getAttribute("data-status"), "same");
+    assert.equal(await byPath(page, "blocks").getAttribute("data-status"), "same");
+    assert.equal(await page.locator(".ts-node[data-kind=output]").getAttribute("data-status"), "changed");
+    assert.equal(await page.locator(".ts-cluster[data-path='']").getAttribute("data-status"), "changed", "the model's output changed");
+
+    // Colours from the theme variables: the changed head outlined in --ts-changed, the added
+    // dropout in --ts-added; the removed norm a faded, dashed ghost in --ts-removed.
+    const look = (path: string) =>
+      byPath(page, path).evaluate((g) => {
+        const r = g.querySelector(".ts-box")!;
+        const cs = getComputedStyle(r);
+        return { stroke: cs.stroke, dash: cs.strokeDasharray, opacity: Number(getComputedStyle(g).opacity), fill: cs.fill };
+      });
+    const [changed, added, removed] = await Promise.all(["--ts-changed", "--ts-added", "--ts-removed"].map((v) => themeColor(page, v)));
+    assert.notEqual(changed, added);
+    assert.equal((await look("head")).stroke, changed);
+    assert.equal((await look("drop")).stroke, added);
+    const ghost = await look("norm");
+    assert.equal(ghost.stroke, removed);
+    assert.notEqual(ghost.dash, "none", "dashed");
+    assert.ok(ghost.opacity < 0.8, `faded (${ghost.opacity})`);
+    const same = await look("embed");
+    assert.notEqual(same.stroke, changed);
+    assert.equal(same.opacity, 1);
+    // The edges into the ghost and out of the new dropout carry their status too.
+    assert.equal(
+      await page.locator(`.ts-edge[data-dst="${await byPath(page, "norm").getAttribute("data-key")}"]`).getAttribute("data-status"),
+      "removed",
+    );
+    assert.equal(
+      await page.locator(`.ts-edge[data-src="${await byPath(page, "drop").getAttribute("data-key")}"]`).getAttribute("data-status"),
+      "added",
+    );
+
+    // Closed modules count the changes inside: blocks.3.act and its gelu; head's linear.
+    assert.equal(await byPath(page, "blocks").locator("[data-role=change-badge]").textContent(), "2");
+    assert.equal(await byPath(page, "head").locator("[data-role=change-badge]").textContent(), "1");
+    assert.equal(await byPath(page, "embed").locator("[data-role=change-badge]").count(), 0);
+    assert.equal(await byPath(page, "drop").locator("[data-role=change-badge]").count(), 0, "an added module is one change");
+
+    // The toolbar counts nodes by status, as the CLI does.
+    assert.deepEqual(await page.locator("[data-role=compare-counts] > *").allTextContents(), ["+2 added", "−2 removed", "~6 changed"]);
+    assert.equal(await page.locator("[data-role=change-pos]").textContent(), "8 changes");
+    assertClean(o);
+    await page.context().close();
+  });
+
+  test("hover shows before → after, and what a closed box hides", async () => {
+    const o = await open(browser, "compare");
+    const { page } = o;
+    const tip = page.locator(".ts-tooltip");
+    await byPath(page, "head").locator(".ts-box").hover();
+    await tip.waitFor();
+    const text = await tipRows(page);
+    assert.match(
+      text,
+      /^compare \| changed\nbefore → after \| out_features: 4 → 6\n \| params: 68 → 102\n \| output: \[2, 4\] → \[2, 6\]\nchanges inside \| 1\n/,
+    );
+    await shot(page, "compare-hover-changed");
+    await byPath(page, "norm").locator(".ts-box").hover();
+    await page.waitForFunction(() => document.querySelector(".ts-tooltip")?.textContent?.includes("removed"));
+    const ghost = await tipRows(page);
+    assert.match(ghost, /^compare \| removed \(only in a, before\)\nis \| torch\.nn\.modules\.normalization\.LayerNorm\n/);
+    assert.match(ghost, /\nline in \| a: cmp\.py:Cmp \(HEAD\)\n/);
+    await byPath(page, "blocks").locator(".ts-box").hover();
+    await page.waitForFunction(() => document.querySelector(".ts-tooltip")?.textContent?.includes("changes inside"));
+    assert.match(await tipRows(page), /\nchanges inside \| 2\n/);
+    // A ghost's line is in version a: the status line says so when it is clicked.
+    await byPath(page, "norm").locator(".ts-box").click();
+    assert.match(await status(page), /in a, the version before/);
+    assertClean(o);
+    await page.context().close();
+  });
+
+  test("next / previous change open the way to each change, centre and select it", async () => {
+    const o = await open(browser, "compare");
+    const { page } = o;
+    // 1: the model itself (its output changed): the root frame.
+    await pressAndWait(page, "n");
+    let sel = await assertSelectedCentred(page);
+    assert.equal(await sel.getAttribute("data-path"), "");
+    assert.match(await status(page), /^Change 1 of 8: Cmp \(the model\) changed — output: \[2, 4\] → \[2, 6\]/);
+    assert.equal(await page.locator("[data-role=change-pos]").textContent(), "1 / 8");
+    // 2: inside block 3 of six: blocks and block 3 open, the ×N folds around it stay.
+    await page.click("[data-action=next-change]");
+    await page.waitForFunction(() => document.querySelector("[data-role=change-pos]")?.textContent === "2 / 8");
+    await ready(page);
+    sel = await assertSelectedCentred(page);
+    assert.equal(await sel.getAttribute("data-path"), "blocks.3.act");
+    assert.equal(await sel.getAttribute("data-status"), "changed");
+    assert.match(await status(page), /^Change 2 of 8: blocks\.3\.act \(GELU\) changed — target: /);
+    await page.waitForSelector(".ts-node[data-kind=group]");
+    const groups = await page.locator(".ts-node[data-kind=group] .ts-title").allTextContents();
+    assert.deepEqual(groups.sort(), ["CmpBlock ×2", "CmpBlock ×3"]);
+    assert.equal(await page.locator(".ts-cluster[data-path='blocks.3']").getAttribute("data-status"), "same", "block 3 only has changes inside");
+    await shot(page, "compare-next-in-group");
+    // 3: the gelu inside blocks.3.act.
+    await pressAndWait(page, "n");
+    sel = await assertSelectedCentred(page);
+    assert.equal(await sel.getAttribute("data-kind"), "op");
+    assert.equal(await sel.getAttribute("data-status"), "changed");
+    assert.match(await status(page), /^Change 3 of 8: gelu changed/);
+    // 4: the removed norm, drawn as a ghost.
+    await pressAndWait(page, "n");
+    sel = await assertSelectedCentred(page);
+    assert.equal(await sel.getAttribute("data-path"), "norm");
+    assert.equal(await sel.getAttribute("data-status"), "removed");
+    // Back: 3, and from the first, previous wraps to the last (the output).
+    await pressAndWait(page, "p");
+    assert.match(await status(page), /^Change 3 of 8: gelu/);
+    await pressAndWait(page, "p");
+    await pressAndWait(page, "p");
+    assert.match(await status(page), /^Change 1 of 8/);
+    await page.click("[data-action=prev-change]");
+    await page.waitForFunction(() => document.querySelector("[data-role=change-pos]")?.textContent === "8 / 8");
+    await ready(page);
+    sel = await assertSelectedCentred(page);
+    assert.equal(await sel.getAttribute("data-kind"), "output");
+    assert.match(await status(page), /^Change 8 of 8: output changed — input: \[2, 4\] → \[2, 6\]/);
+    // 7: head's linear, opened inside head (a one-op module closed at first).
+    await pressAndWait(page, "p");
+    sel = await assertSelectedCentred(page);
+    assert.equal(await sel.getAttribute("data-kind"), "op");
+    assert.equal(await page.locator(".ts-cluster[data-path=head]").getAttribute("data-status"), "changed");
+    await shot(page, "compare-prev-head");
+    assertClean(o);
+    await page.context().close();
+  });
+
+  test("dark palette: the same marks in the dark theme's colours", async () => {
+    const o = await open(browser, "compare", { dark: true });
+    const { page } = o;
+    const changed = await themeColor(page, "--ts-changed");
+    assert.equal(changed, "rgb(210, 153, 34)");
+    const stroke = await byPath(page, "head").evaluate((g) => getComputedStyle(g.querySelector(".ts-box")!).stroke);
+    assert.equal(stroke, changed);
+    await shot(page, "compare-dark");
+    assertClean(o);
+    await page.context().close();
+  });
+});
