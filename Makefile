@@ -32,8 +32,8 @@ bench: setup
 	$(VENV_PY) bench/run.py
 
 lint: setup $(LINT_DEPS)
-	$(VENV)/bin/ruff check python_helper tests bench scripts
+	$(VENV)/bin/ruff check python_helper tests bench scripts setup.py
 	$(VENV)/bin/pyright
 
 clean:
-	rm -rf out build python_helper/*.egg-info
+	rm -rf out build dist python_helper/*.egg-info

@@ -95,6 +95,20 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return (time.perf_counter() - t0) * 1000, out
 
 
+class _Cpu:
+    """The CPU time of this thread over each timed call too (`thread_time`): on a loaded
+    machine it leaves out the time other processes held the core (torch runs one thread)."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+
+    def timed(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+        c0 = time.thread_time()
+        wall, out = _timed(fn)
+        self.last = (time.thread_time() - c0) * 1000
+        return wall, out
+
+
 def measure(
     tool: str,
     model_name: str,
@@ -128,21 +142,26 @@ def measure(
         m["rss_delta_mb"] = m["rss_peak_mb"] - base
         return m
     result: Any = None
+    cpu = _Cpu()
     try:
         with quiet():
             m["first_ms"], result = _timed(lambda: trace(built))
         times: list[float] = []
         m["trace_ms"] = times
         after = m["plain_after_ms"] = []
+        cpu_trace = m["trace_cpu_ms"] = []
+        cpu_after = m["plain_after_cpu_ms"] = []
         spent = m["first_ms"] / 1000
         for _ in range(runs):
             if times and spent > budget_s:
                 m["stopped_early"] = f"budget {budget_s:.0f} s spent after {len(times)} warm runs"
                 break
             result = None
-            after.append(_timed(fwd)[0])
+            after.append(cpu.timed(fwd)[0])
+            cpu_after.append(cpu.last)
             with quiet():
-                ms, result = _timed(lambda: trace(built))
+                ms, result = cpu.timed(lambda: trace(built))
+            cpu_trace.append(cpu.last)
             times.append(ms)
             spent += ms / 1000
     except BaseException as exc:  # noqa: BLE001 - RecursionError, meta unsupported …: report it
@@ -178,14 +197,27 @@ def plain(model_name: str, runs: int, budget_s: float) -> dict[str, Any]:
 
 
 def torchscope(model_name: str, runs: int, budget_s: float) -> dict[str, Any]:
-    """`torchscope.trace(model, *args, **kwargs)`; on meta, trace + graph.save(.msgpack)."""
+    """`torchscope.trace(model, *args, **kwargs)` as it runs by default: with tensor
+    statistics and costs (values=True, costs=True); on meta, trace + graph.save(.msgpack)."""
+    return _torchscope("torchscope", model_name, runs, budget_s, values=True)
+
+
+def torchscope_off(model_name: str, runs: int, budget_s: float) -> dict[str, Any]:
+    """`torchscope.trace(model, *args, values=False, costs=False, **kwargs)`: the structure
+    only, as before values and costs existed (issue 2's targets)."""
+    return _torchscope("torchscope-off", model_name, runs, budget_s, values=False)
+
+
+def _torchscope(
+    tool: str, model_name: str, runs: int, budget_s: float, values: bool
+) -> dict[str, Any]:
     import torchscope as ts
 
     tmp = tempfile.mkdtemp(prefix="bench-ts-")
     out_path = os.path.join(tmp, "graph.msgpack")
 
     def trace(b: Built) -> Any:
-        g = ts.trace(b.model, *b.args, **b.kwargs)
+        g = ts.trace(b.model, *b.args, values=values, costs=values, **b.kwargs)
         if b.device == "meta":
             g.save(out_path)  # the 70B target is "built and saved"
         return g
@@ -207,7 +239,7 @@ def torchscope(model_name: str, runs: int, budget_s: float) -> dict[str, Any]:
         }
 
     try:
-        return measure("torchscope", model_name, runs, budget_s, trace, extras)
+        return measure(tool, model_name, runs, budget_s, trace, extras)
     finally:
         with contextlib.suppress(OSError):
             if os.path.exists(out_path):
@@ -291,6 +323,7 @@ def _version(dist: str) -> str | None:
 TOOLS: dict[str, Callable[[str, int, float], dict[str, Any]]] = {
     "plain": plain,
     "torchscope": torchscope,
+    "torchscope-off": torchscope_off,
     "torchview": torchview,
     "torchlens": torchlens,
     "torchvista": torchvista,

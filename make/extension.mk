@@ -44,11 +44,18 @@ bundled/tool/.copied: $(HELPER_SRC) $(WEBVIEW_OUT)
 	find $$tmp -name '__pycache__' -prune -exec rm -rf {} +; \
 	touch $$tmp/.copied; rm -rf bundled/tool; mv -T $$tmp bundled/tool
 
-$(VSIX): $(EXT_OUT) $(BUNDLED_LIBS) bundled/tool/.copied package.json .vscodeignore docs/extension.md
+# The Marketplace README is docs/extension.md: its relative links and images are made
+# absolute against the repository's docs/ folder, so they work there and on GitHub alike.
+REPO_URL = $(shell node -p "require('./package.json').repository.url.replace(/\.git$$/, '')")
+
+$(VSIX): $(EXT_OUT) $(BUNDLED_LIBS) bundled/tool/.copied package.json .vscodeignore docs/extension.md \
+         CHANGELOG.md LICENSE extension/media/icon.png
 	mkdir -p build
+	find bundled -name __pycache__ -prune -exec rm -rf {} +  # .vscodeignore can't exclude them
 	set -e; tmp=build/.torchscope.$$$$.vsix; \
-	npx vsce package --no-dependencies --skip-license --allow-missing-repository --no-update-package-json \
-	  --readme-path docs/extension.md -o $$tmp; mv $$tmp $@
+	npx vsce package --no-dependencies --no-update-package-json --readme-path docs/extension.md \
+	  --baseContentUrl $(REPO_URL)/blob/HEAD/docs --baseImagesUrl $(REPO_URL)/raw/HEAD/docs -o $$tmp; \
+	mv $$tmp $@
 
 package: $(VSIX)
 	@echo "built $(VSIX)"

@@ -67,6 +67,18 @@ def _parser() -> argparse.ArgumentParser:
             "(default: every rank"
             + (" writes its own file, NAME.rankR.msgpack)" if name == "trace" else " prints)"),
         )
+        c.add_argument(
+            "--no-values",
+            dest="values",
+            action="store_false",
+            help="leave out tensor statistics (Edge.stats, Edge.hist) and the NaN origin",
+        )
+        c.add_argument(
+            "--no-costs",
+            dest="costs",
+            action="store_false",
+            help="leave out FLOPs, output bytes and times (Node.cost)",
+        )
         if name == "trace":
             c.add_argument(
                 "--format",
@@ -106,6 +118,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             args.input_expr,
             args.time_budget,
             run_top_level=args.run_top_level,
+            values=args.values,
+            costs=args.costs,
         )
     except CliError as exc:
         return _fail(exc)

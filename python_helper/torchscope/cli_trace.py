@@ -77,6 +77,9 @@ def trace_target(
     time_budget: Optional[float] = None,
     run_top_level: bool = False,
     train: Optional[bool] = None,
+    values: bool = True,
+    costs: bool = True,
+    seed: Optional[int] = None,
 ) -> Traced:
     """Build `spec`, choose its input as the editor does, trace. CliError on every failure but
     a forward that raised (that is a graph with `error`) or ran out of time (code 3)."""
@@ -89,7 +92,9 @@ def trace_target(
         ) from None
     try:
         with hard_budget(time_budget):
-            return _trace(spec, device, input_expr, time_budget, run_top_level, train)
+            return _trace(
+                spec, device, input_expr, time_budget, run_top_level, train, values, costs, seed
+            )
     except _OutOfTime:
         raise CliError(f"the trace ran past {time_budget:g} s and was stopped", 3) from None
     except RecursionError:
@@ -106,7 +111,12 @@ def _trace(
     time_budget: Optional[float],
     run_top_level: bool,
     train: Optional[bool],
+    values: bool,
+    costs: bool,
+    seed: Optional[int],
 ) -> Traced:
+    import torch
+
     from .build_target import (
         RunsCode,
         TargetError,
@@ -119,6 +129,8 @@ def _trace(
     from .inputs import NoInputError
     from .tracer import ModelTooDeep, TraceTimeout, trace_call
 
+    if seed is not None:
+        torch.manual_seed(seed)
     try:
         built = build(spec, device=device, run_top_level=run_top_level)
     except RunsCode as exc:
@@ -143,7 +155,15 @@ def _trace(
         raise CliError(f"the input called sys.exit({exc.code!r})") from None
     args, kwargs = as_call(chosen.value)
     try:
-        graph = trace_call(built.model, args, kwargs, time_budget=time_budget, raise_errors=False)
+        graph = trace_call(
+            built.model,
+            args,
+            kwargs,
+            time_budget=time_budget,
+            raise_errors=False,
+            values=values,
+            costs=costs,
+        )
     except ModelTooDeep as exc:
         raise CliError(str(exc)) from None
     except SystemExit as exc:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -244,14 +245,16 @@ class CollectiveWatch(TorchDispatchMode):
             if state is not None:
                 for v in list(args) + list(kwargs.values()):
                     state.protect(v)  # a collective may write a parameter (DDP's broadcast)
+            start = time.perf_counter_ns()
             if self.local:
                 result = run_locally(func, args, kwargs)
             else:
                 result = func(*args, **kwargs)
                 if func.namespace == "_c10d_functional":
                     self.unwaited.extend(weakref.ref(t) for t in _tensors(result))
+            ns = time.perf_counter_ns() - start  # an async one: the time to start it
             try:
-                self._record(describe(func, args, kwargs, result))
+                self._record(describe(func, args, kwargs, result), ns)
             except Exception:  # bookkeeping must never break the program's own collective
                 pass
         return result
@@ -266,7 +269,7 @@ class CollectiveWatch(TorchDispatchMode):
                     with contextlib.suppress(Exception):
                         torch.ops._c10d_functional.wait_tensor(t)
 
-    def _record(self, call: CollectiveCall) -> None:
+    def _record(self, call: CollectiveCall, ns: int) -> None:
         if self.local:
             call.attrs["local"] = True
         self.count += 1
@@ -277,17 +280,20 @@ class CollectiveWatch(TorchDispatchMode):
         nid = rec.add_op(call.name, call.target, call.attrs, site, inside)
         inner = rec.inner_collectives  # earlier collectives of the same DTensor op
         fed_by = None
+        seen = []  # statistics of its inputs and outputs, when values are on
         for t in call.inputs:
             owner = _owner(t, f_args)
             if owner is None and inner and rec.source(t) is None:
                 prev = inner[-1]  # an intermediate the DTensor op made from its last collective
                 rec.add_edge(prev.nid, nid, prev.shape, prev.dtype)
                 continue
-            src = rec.edge(owner if owner is not None else t, nid)
+            src, st = rec.edge(owner if owner is not None else t, nid)
+            if st is not None:
+                seen.append(st)
             if owner is not None:
                 fed_by = src
-        for t in call.outputs:
-            rec.produced(t, nid)
+        made = [st for t in call.outputs if (st := rec.produced(t, nid)) is not None]
+        rec.collective_done(nid, seen, made, call.outputs, ns)
         if f_args is not None:  # inside a call the function mode will record after this
             out = call.outputs[-1] if call.outputs else None
             shape = list(out.shape) if out is not None else None

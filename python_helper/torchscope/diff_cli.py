@@ -49,6 +49,18 @@ def add_diff_parser(sub: Any) -> None:
     )
     c.add_argument("--time-budget", type=float, default=None, metavar="SECONDS")
     c.add_argument(
+        "--no-values",
+        dest="values",
+        action="store_false",
+        help="trace targets without tensor statistics (their values are then not compared)",
+    )
+    c.add_argument(
+        "--no-costs",
+        dest="costs",
+        action="store_false",
+        help="trace targets without FLOPs, output bytes and times",
+    )
+    c.add_argument(
         "--stats-tolerance",
         type=float,
         default=STATS_TOLERANCE,
@@ -149,7 +161,18 @@ def load_side(
     from .cli_trace import CliError, trace_target
 
     try:
-        traced = trace_target(spec, device, input_expr, args.time_budget, train=train)
+        # the same seed for both sides: the same code gets the same random weights and input,
+        # so values differ only where the code does
+        traced = trace_target(
+            spec,
+            device,
+            input_expr,
+            args.time_budget,
+            train=train,
+            values=args.values,
+            costs=args.costs,
+            seed=0,
+        )
     except CliError as exc:
         raise SideError(exc.message) from None
     return traced.graph

@@ -35,6 +35,29 @@ class Site:
 
 
 @dataclass(slots=True)
+class Cost:
+    """FLOPs, output bytes and wall time of a call; inclusive for module calls and groups."""
+
+    flops: int
+    bytes: int
+    time_ns: int
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"flops": self.flops, "bytes": self.bytes, "time_ns": self.time_ns}
+
+
+@dataclass(slots=True)
+class Recorded:
+    """What a trace recorded besides the structure: `graph.values` on the wire."""
+
+    stats: bool = False
+    costs: bool = False
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"stats": self.stats, "costs": self.costs}
+
+
+@dataclass(slots=True)
 class Node:
     id: int
     kind: str
@@ -50,6 +73,7 @@ class Node:
     # the library line behind `site` (a torch helper the user's line called, the layer that
     # raised); on the wire only when set
     inside: Optional[Site] = None
+    cost: Optional[Cost] = None
 
 
 @dataclass(slots=True)
@@ -58,11 +82,18 @@ class Edge:
     dst: int
     shape: Optional[list[int]]
     dtype: str
+    # {min, max, mean, std, absmax, zeros, nan, inf, numel}; shared by the edges of one tensor
+    stats: Optional[dict[str, Any]] = None
+    hist: Optional[dict[str, Any]] = None  # {lo, hi, counts: [16 ints]}
     # a DTensor's layout beside its local `shape`; on the wire only for DTensor edges
     layout: Optional[Layout] = None
 
     def to_wire(self) -> dict[str, Any]:
         wire = {"src": self.src, "dst": self.dst, "shape": self.shape, "dtype": self.dtype}
+        if self.stats is not None:
+            wire["stats"] = self.stats
+        if self.hist is not None:
+            wire["hist"] = self.hist
         if self.layout is not None:
             wire.update(self.layout.to_wire())
         return wire
@@ -89,9 +120,13 @@ class Group:
     parent: Optional[int]
     members: list[int]
     name: str
+    cost: Optional[Cost] = None  # the members' costs summed
 
     def to_wire(self) -> dict[str, Any]:
-        return {"parent": self.parent, "members": self.members, "name": self.name}
+        wire = {"parent": self.parent, "members": self.members, "name": self.name}
+        if self.cost is not None:
+            wire["cost"] = self.cost.to_wire()
+        return wire
 
 
 @dataclass(slots=True)
@@ -149,6 +184,10 @@ class Graph:
     trace_ms: float = 0.0
     # what the trace could not undo (a parameter written behind torch's back): said, never silent
     warnings: list[str] = field(default_factory=list[str])
+    values: Recorded = field(default_factory=Recorded)
+    # first op whose output is non-finite while its inputs are finite; None also when
+    # statistics were off (values.stats tells the two apart)
+    nan_origin: Optional[int] = None
 
     # -- queries -----------------------------------------------------------
     def children(self, node_id: Optional[int]) -> list[Node]:
@@ -165,7 +204,7 @@ class Graph:
 
     # -- wire format -------------------------------------------------------
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire = {
             "format": FORMAT,
             "version": VERSION,
             "model": self.model.to_wire(),
@@ -175,7 +214,11 @@ class Graph:
             "error": self.error.to_wire() if self.error else None,
             "stats": self.stats(),
             "warnings": list(self.warnings),
+            "values": self.values.to_wire(),
         }
+        if self.values.stats:
+            wire["nan_origin"] = self.nan_origin
+        return wire
 
     def stats(self) -> dict[str, Any]:
         """`{trace_ms, ops, modules}` as on the wire, and `collectives` when there are any."""
@@ -340,6 +383,8 @@ def _nodes_to_wire(nodes: list[Node]) -> list[dict[str, Any]]:
         }
         if n.inside is not None:
             wire["inside"] = n.inside.to_wire()
+        if n.cost is not None:
+            wire["cost"] = n.cost.to_wire()
         out.append(wire)
     return out
 
@@ -395,13 +440,29 @@ def from_wire(data: Any) -> Graph:
                 params=n["params"],
                 attrs=n["attrs"],
                 inside=_site(n.get("inside")),
+                cost=_cost(n.get("cost")),
             )
             for n in data["nodes"]
         ]
         edges = [
-            Edge(e["src"], e["dst"], e["shape"], e["dtype"], _layout(e)) for e in data["edges"]
+            Edge(
+                e["src"],
+                e["dst"],
+                e["shape"],
+                e["dtype"],
+                _map(e.get("stats")),
+                _map(e.get("hist")),
+                _layout(e),
+            )
+            for e in data["edges"]
         ]
-        groups = [Group(g["parent"], list(g["members"]), g["name"]) for g in data.get("groups", [])]
+        groups = [
+            Group(g["parent"], list(g["members"]), g["name"], _cost(g.get("cost")))
+            for g in data.get("groups", [])
+        ]
+        v = data.get("values") or {}
+        values = Recorded(bool(v.get("stats", False)), bool(v.get("costs", False)))
+        nan_origin = data.get("nan_origin")
         err = data["error"]
         error = (
             ErrorInfo(
@@ -418,7 +479,31 @@ def from_wire(data: Any) -> Graph:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GraphFormatError(f"malformed graph: missing or bad field {exc}") from exc
     _check_references(nodes, edges, groups, error)
-    return Graph(model, nodes, edges, groups, error, trace_ms, warnings)
+    if not (type(nan_origin) is int and 0 <= nan_origin < len(nodes)):
+        nan_origin = None  # a decoration, as in the viewer: a bad one is dropped, not fatal
+    return Graph(
+        model,
+        nodes,
+        edges,
+        groups,
+        error,
+        trace_ms,
+        warnings,
+        values=values,
+        nan_origin=nan_origin,
+    )
+
+
+def _cost(d: Any) -> Optional[Cost]:
+    """A node's or group's cost; a malformed one is dropped (the viewer does the same)."""
+    try:
+        return Cost(int(d["flops"]), int(d["bytes"]), int(d["time_ns"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _map(d: Any) -> Optional[dict[str, Any]]:
+    return d if isinstance(d, dict) else None
 
 
 def _optional_int(v: Any) -> Optional[int]:

@@ -1,10 +1,10 @@
-"""A readable text tree of module calls with shapes and parameter counts."""
+"""A readable text tree of module calls with shapes, parameter counts and costs."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from .graph import Graph, Node
+from .graph import Cost, Graph, Node
 
 _UNITS = (("K", 10**3), ("M", 10**6), ("B", 10**9), ("T", 10**12))
 
@@ -21,6 +21,46 @@ def format_count(n: int) -> str:
             whole, tenth = divmod(tenths, 10)
             return f"{whole}.{tenth}{unit}" if tenth else f"{whole}{unit}"
     raise AssertionError("unreachable")
+
+
+def _scaled(value: float, units: tuple[str, ...], base: float) -> str:
+    """1234567 with ("B", "KB", "MB" …) and 1000 → "1.2 MB"; small values stay whole."""
+    i = 0
+    while abs(value) >= base and i < len(units) - 1:
+        value /= base
+        i += 1
+    if i == 0:
+        return f"{value:.0f} {units[0]}"
+    return f"{value:.{1 if abs(value) < 100 else 0}f} {units[i]}"
+
+
+def human_flops(n: int) -> str:
+    """FLOPs for people: "1.2 GFLOP" (a multiply-add counts 2)."""
+    return _scaled(float(n), ("FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"), 1000.0)
+
+
+def human_bytes(n: int) -> str:
+    """Bytes for people, in decimal units: "3.1 MB"."""
+    return _scaled(float(n), ("B", "KB", "MB", "GB", "TB"), 1000.0)
+
+
+def human_time(ns: int) -> str:
+    """A duration for people: "850 µs", "4.2 ms", "1.3 s"."""
+    if ns < 1_000_000:
+        return f"{ns / 1000:.0f} µs"
+    if ns < 1_000_000_000:
+        ms = ns / 1e6
+        return f"{ms:.{1 if ms < 100 else 0}f} ms"
+    return f"{ns / 1e9:.1f} s"
+
+
+def _cost(cost: Optional[Cost]) -> str:
+    if cost is None:
+        return ""
+    return (
+        f"  flops {human_flops(cost.flops)}  out {human_bytes(cost.bytes)}"
+        f"  time {human_time(cost.time_ns)}"
+    )
 
 
 def _shapes(shapes: list[Optional[list[int]]]) -> str:
@@ -103,9 +143,12 @@ def summarize(graph: Graph) -> str:
             name += f" [{wrapped}]"
         ops = sum(1 for c in children.get(node.id, []) if c.kind == "op")
         branch = "" if node.parent is None else ("└─ " if last else "├─ ")
+        params = sum(graph.nodes[m].params for m in group.members) if group else node.params
         lines.append(
             f"{prefix}{branch}{label}: {name}  {_shapes(ins)} → {_shapes(outs)}"
-            f"  params {format_count(node.params)}" + (f"  ops {ops}" if ops else "")
+            f"  params {format_count(params)}"
+            + (f"  ops {ops}" if ops else "")
+            + _cost(group.cost if group else node.cost)
         )
         subs = [
             c
@@ -134,9 +177,26 @@ def summarize(graph: Graph) -> str:
     collectives = graph.collectives()
     if collectives:
         lines.append(collectives_line(collectives))
+    origin = nan_origin_line(graph)
+    if origin:
+        lines.append(origin)
     if graph.error is not None:
         e = graph.error
         where = graph.nodes[e.node].site
         at = f" at {where.file}:{where.line}" if where else ""
         lines.append(f"ERROR {e.type}: {e.message}{at}")
     return "\n".join(lines)
+
+
+def nan_origin_line(graph: Graph) -> str:
+    """Where non-finite values first appeared, for people; "" when they did not."""
+    i = graph.nan_origin
+    if i is None or not 0 <= i < len(graph.nodes):
+        return ""
+    node = graph.nodes[i]
+    where = f" at {node.site.file}:{node.site.line}" if node.site else ""
+    inside = ""
+    if node.parent is not None:
+        parent = graph.nodes[node.parent]
+        inside = f" in {parent.path or '(root)'} ({parent.name})"
+    return f"NaN/Inf origin: {node.name} (node {i}, {node.target}){inside}{where}"

@@ -16,9 +16,19 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from . import collectives
+from .costs import (
+    COUNTED,
+    LINEAR,
+    FlopCounter,
+    group_costs,
+    linear_flops,
+    output_bytes,
+    roll_up,
+    route,
+)
 from .distributed import inner_tensor, layout_of, rank_and_size
 from .folding import fold_repeated_blocks
-from .graph import Edge, ErrorInfo, Graph, Layout, ModelInfo, Node, Site
+from .graph import Cost, Edge, ErrorInfo, Graph, Layout, ModelInfo, Node, Recorded, Site
 from .ops import FuncInfo, func_info
 from .sites import (
     class_definition,
@@ -29,6 +39,7 @@ from .sites import (
     user_traceback_site,
 )
 from .state import ModelState
+from .stats import Reader, TensorStats, same_values
 from .values import (
     argument_tensors,
     attr_value,
@@ -44,6 +55,7 @@ from .wrappers import Wrapping, compiled_run_eagerly, find_wrappers, fsdp_state_
 Tensor = torch.Tensor
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 _Parameter = nn.Parameter
+_ns = time.perf_counter_ns
 CHECK_EVERY = 32  # ops between time-budget / cancel checks
 
 
@@ -117,7 +129,12 @@ class _PendingError:
 
 
 class Recorder(TorchFunctionMode):
-    """Builds the Graph while a forward runs; a TorchFunctionMode plus global module hooks."""
+    """Builds the Graph while a forward runs; a TorchFunctionMode plus global module hooks.
+
+    With `values`, every tensor a node makes gets its statistics when it is made (kept with
+    its producer entry, put on each edge that passes it); with `costs`, every recorded call
+    gets its FLOPs (from `counter`, a dispatch mode the caller enters), output bytes and
+    wall time. Times leave out the recorder's own work (`overhead`, measured)."""
 
     def __init__(
         self,
@@ -126,6 +143,8 @@ class Recorder(TorchFunctionMode):
         state: Optional[ModelState] = None,
         deadline: Optional[float] = None,
         cancel: Optional[Callable[[], bool]] = None,
+        values: bool = False,
+        costs: bool = False,
         wrapping: Optional[Wrapping] = None,
     ) -> None:
         super().__init__()
@@ -134,14 +153,26 @@ class Recorder(TorchFunctionMode):
         self.stack: list[int] = []  # open module-call node ids
         self.module_stack: list[nn.Module] = []
         self.with_children: set[int] = set()
-        self.producer: dict[int, tuple[weakref.ref[Tensor], int]] = {}
+        # id(tensor) → (weak ref, producer node id, its statistics when values are on)
+        self.producer: dict[int, tuple[weakref.ref[Tensor], int, Optional[TensorStats]]] = {}
+        self.values = values
+        self.reader = Reader()  # reads in batches: statistics are complete after finish_values
+        self.edge_values: list[tuple[Edge, TensorStats]] = []
+        # op node id, statistics of its inputs, of its outputs: for the NaN origin
+        self.checks: list[tuple[int, list[TensorStats], list[TensorStats]]] = []
+        self.nan_origin: Optional[int] = None
+        self.counter: Optional[FlopCounter] = FlopCounter() if costs else None
+        self.overhead = 0  # ns spent in the recorder's own bookkeeping (costs only)
+        self.call_cost: tuple[int, int] = (0, 0)  # (flops, ns) of the call being recorded
+        self.module_clock: dict[int, tuple[int, int]] = {}  # nid → (start ns, overhead then)
+        self._const_stats: dict[int, Optional[TensorStats]] = {}
         self.calls: dict[int, int] = {}
         self.state = state
         self.deadline = deadline
         self.cancel = cancel
         self.count = 0
         self.pending: Optional[_PendingError] = None
-        self._funcs: dict[Any, FuncInfo] = {}
+        self._funcs: dict[Any, tuple[FuncInfo, int]] = {}  # func → (info, how FLOPs count)
         self._module_infos: dict[int, _ModuleInfo] = {}
         self._extra_repr_cache: dict[str, dict[str, Any]] = {}
         self.paths = wrapping.paths if wrapping else {id(m): p for p, m in named}
@@ -159,36 +190,79 @@ class Recorder(TorchFunctionMode):
 
     # -- producers: which node last wrote a tensor ---------------------------
     def _source(self, t: Tensor) -> Optional[int]:
+        return self._source_stats(t)[0]
+
+    def _source_stats(self, t: Tensor) -> tuple[Optional[int], Optional[TensorStats]]:
+        """The node that last wrote `t`, and t's statistics as that node left it."""
         entry = self.producer.get(id(t))
-        nid = entry[1] if entry is not None and entry[0]() is t else None
+        if entry is not None and entry[0]() is t:
+            nid, st = entry[1], entry[2]
+        else:
+            nid, st = None, None
         if nid is None and type(t) is not Tensor:
             if type(t) is _Parameter:
-                return None  # a weight: no producer, no base (and its properties cost a dispatch)
+                return None, None  # a weight: no producer, no base (its properties cost a dispatch)
             inner = inner_tensor(t)  # a DTensor made in Python around a shard a call produced
             if inner is not None:
-                return self._source(inner)
+                return self._source_stats(inner)
         base = t._base
         if base is not None:
             b = self.producer.get(id(base))
             if b is not None and b[0]() is base and (nid is None or b[1] > nid):
                 nid = b[1]  # the base was written in place after this view was made
-        return nid
+                st = self._stats(t)
+                self._set_producer(t, nid, st)
+        return nid, st
 
-    def _set_producer(self, t: Tensor, nid: int) -> None:
+    def _stats(self, t: Tensor) -> Optional[TensorStats]:
+        return self._read(t) if self.values else None
+
+    def _read(self, t: Tensor) -> Optional[TensorStats]:
+        """t's statistics: those read before for the same values (t itself, or a base it
+        views whole, unchanged since: reshapes, permutes, a layer that returns its input),
+        else read now. A third of a transformer's tensors are such views."""
         try:
-            self.producer[id(t)] = (weakref.ref(t), nid)
+            version = t._version
+        except Exception:  # inference tensors keep no version counter
+            return self.reader.read(t)
+        entry = self.producer.get(id(t))
+        if entry is not None and entry[0]() is t:
+            st = entry[2]
+            if st is not None and st.version == version:
+                return st
+        base = t._base
+        if base is not None:
+            b = self.producer.get(id(base))
+            if b is not None and b[0]() is base:
+                st = b[2]
+                if st is not None and st.version == version and same_values(t, base):
+                    return st
+        st = self.reader.read(t)
+        if st is not None:
+            st.version = version
+        return st
+
+    def _set_producer(self, t: Tensor, nid: int, st: Optional[TensorStats] = None) -> None:
+        try:
+            self.producer[id(t)] = (weakref.ref(t), nid, st)
         except TypeError:
             pass
 
-    def _edge(self, t: Tensor, dst: int) -> Optional[int]:
-        """An edge for tensor `t` into node `dst`; returns its source node (None: no edge)."""
-        src = self._source(t)
+    def _edge(self, t: Tensor, dst: int) -> Optional[TensorStats]:
+        """An edge for tensor `t` into node `dst`; returns t's statistics (None if off/unknown)."""
+        return self._edge_from(t, dst)[1]
+
+    def _edge_from(self, t: Tensor, dst: int) -> tuple[Optional[int], Optional[TensorStats]]:
+        """An edge for tensor `t` into node `dst`: its source node (None: no edge) and t's
+        statistics."""
+        src, st = self._source_stats(t)
         if src is None or (
             src in self.constants and self.nodes[src].parent != self.nodes[dst].parent
         ):
             src = self._constant(t)  # one constant node per module call that uses it
             if src is None:
-                return None
+                return None, None
+            st = self.producer[id(t)][2]
         layout: Optional[Layout] = None
         try:
             shape: Optional[list[int]] = list(t.shape)
@@ -198,8 +272,11 @@ class Recorder(TorchFunctionMode):
                     shape, layout = found
         except Exception:
             shape = None
-        self.edges.append(Edge(src, dst, shape, dtype_name(t), layout))
-        return src
+        edge = Edge(src, dst, shape, dtype_name(t), layout=layout)
+        self.edges.append(edge)
+        if st is not None:
+            self.edge_values.append((edge, st))  # filled in by finish_values
+        return src, st
 
     def _constant(self, t: Tensor) -> Optional[int]:
         """A node for a tensor no recorded call made: a parameter used directly, or an outside tensor."""
@@ -215,8 +292,34 @@ class Recorder(TorchFunctionMode):
         nid = self._add(Node(len(self.nodes), "constant", name, self._parent(), target))
         self.constants.add(nid)
         self._constant_at[(key, parent)] = nid
-        self._set_producer(t, nid)
+        if self.values:
+            if key not in self._const_stats:  # a weight used by many calls: read it once
+                self._const_stats[key] = self._weight_stats(t)
+            self._set_producer(t, nid, self._const_stats[key])
+        else:
+            self._set_producer(t, nid)
         return nid
+
+    def _weight_stats(self, t: Tensor) -> Optional[TensorStats]:
+        """A tensor from outside the forward (a weight used directly, as GPT-2's Conv1D
+        does): read once and kept between traces while its version stays the same. Weights
+        outweigh activations at small batches, and a model is often traced again."""
+        try:
+            version = t._version
+        except Exception:  # inference tensors keep no version counter
+            return self.reader.read(t)
+        known = _WEIGHT_STATS.get(id(t))
+        if known is not None and known[0]() is t and known[1] == version:
+            if known[2].stats is not None:  # (a trace that died before it finished: read again)
+                return known[2]
+        st = self.reader.read(t)
+        if st is not None:
+            st.version = version
+            try:
+                _WEIGHT_STATS[id(t)] = (weakref.ref(t, _forget_weight(id(t))), version, st)
+            except TypeError:
+                pass
+        return st
 
     def _parent(self) -> Optional[int]:
         if not self.stack:
@@ -231,11 +334,15 @@ class Recorder(TorchFunctionMode):
 
     # -- torch calls ---------------------------------------------------------
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        info = self._funcs.get(func) if type(func) in _HASHABLE else None
-        if info is None:
+        counter = self.counter
+        entered = _ns() if counter is not None else 0
+        known = self._funcs.get(func) if type(func) in _HASHABLE else None
+        if known is None:
             info = func_info(func)
+            known = (info, route(info.target, info.name))
             if type(func) in _HASHABLE:
-                self._funcs[func] = info
+                self._funcs[func] = known
+        info = known[0]
         self.count += 1
         if not self.count % CHECK_EVERY:
             self._check_budget()
@@ -244,12 +351,47 @@ class Recorder(TorchFunctionMode):
                 self.state.protect(args[0])
             if kwargs and "out" in kwargs:
                 self.state.protect(kwargs["out"])
+        if counter is None:
+            try:
+                result = func(*args, **kwargs) if kwargs else func(*args)
+            except Exception as exc:
+                self.inner_collectives = []
+                self._note_failed_call(exc, info, args, kwargs or {})
+                raise
+            return self._after_call(info, args, kwargs, result)
+        how = known[1]
+        start = _ns()
         try:
-            result = func(*args, **kwargs) if kwargs else func(*args)
+            if how == COUNTED:
+                counter.flops = 0
+                with counter:
+                    result = func(*args, **kwargs) if kwargs else func(*args)
+                flops = counter.flops
+            else:
+                result = func(*args, **kwargs) if kwargs else func(*args)
+                flops = 0
         except Exception as exc:
             self.inner_collectives = []
             self._note_failed_call(exc, info, args, kwargs or {})
             raise
+        end = _ns()
+        if how == LINEAR:
+            flops = self._linear_flops(args, kwargs)
+        self.call_cost = (flops, end - start)
+        try:
+            return self._after_call(info, args, kwargs, result)
+        finally:
+            self.overhead += (start - entered) + (_ns() - end)
+
+    def _linear_flops(self, args: tuple, kwargs: Optional[dict]) -> int:
+        with _NO_TORCH_FUNCTION():
+            flops = linear_flops(args, kwargs)
+        if flops is None:  # unusual arguments: none of the shortcut's business
+            return 0
+        return flops
+
+    def _after_call(self, info: FuncInfo, args: tuple, kwargs: Optional[dict], result: Any) -> Any:
+        """Record the call that returned `result`, if it made tensors (else it is metadata)."""
         inner = self.inner_collectives
         if inner:  # collectives this call ran (the watch recorded them)
             self.inner_collectives = []
@@ -272,7 +414,7 @@ class Recorder(TorchFunctionMode):
                 if inner:  # a DTensor op redistributed its inputs: it reads what they made
                     collectives.wire_inner(self, nid, inner)
         except Exception:  # an exotic argument: keep a bare node rather than fail the trace
-            site = frame_site(sys._getframe(1))
+            site = frame_site(sys._getframe(2))
             self._add(
                 Node(len(self.nodes), "op", info.name, self._parent(), info.target, "", 0, site)
             )
@@ -301,31 +443,50 @@ class Recorder(TorchFunctionMode):
         self.nodes.append(node)
         if len(inputs) > 1:
             inputs = _unique(inputs)
-        for t in inputs:
-            self._edge(t, nid)
         producer = self.producer
+        writes = info.writes_first_arg or (kwargs is not None and "out" in kwargs)
+        if not self.values:
+            for t in inputs:
+                self._edge(t, nid)
+            for t in outs:
+                producer[id(t)] = (weakref.ref(t), nid, None)
+            if writes:
+                written = args[0] if info.writes_first_arg else kwargs["out"]  # type: ignore[index]
+                for t in _tensors_in((written,), None):
+                    producer[id(t)] = (weakref.ref(t), nid, None)
+                    if t._base is not None:
+                        self._set_producer(t._base, nid)
+        else:
+            seen = [st for st in (self._edge(t, nid) for t in inputs) if st is not None]
+            made: dict[int, Optional[TensorStats]] = {}  # one reading per tensor of this call
+            for t in outs:
+                st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t)
+                producer[id(t)] = (weakref.ref(t), nid, st)
+            if writes:
+                written = args[0] if info.writes_first_arg else kwargs["out"]  # type: ignore[index]
+                for t in _tensors_in((written,), None):
+                    st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t)
+                    producer[id(t)] = (weakref.ref(t), nid, st)
+                    if t._base is not None:
+                        self._set_producer(t._base, nid, self._read(t._base))
+            self.checks.append((nid, seen, [st for st in made.values() if st is not None]))
         for t in outs:
-            producer[id(t)] = (weakref.ref(t), nid)
             if type(t) is not Tensor:
                 inner = inner_tensor(t)  # a DTensor's shard: read on its own by collectives
                 if inner is not None:
-                    self._set_producer(inner, nid)
-        writes = info.writes_first_arg or (kwargs is not None and "out" in kwargs)
-        if writes:
-            written = args[0] if info.writes_first_arg else kwargs["out"]  # type: ignore[index]
-            for t in _tensors_in((written,), None):
-                producer[id(t)] = (weakref.ref(t), nid)
-                if t._base is not None:
-                    self._set_producer(t._base, nid)
+                    self._set_producer(inner, nid, producer[id(t)][2])
+        if self.counter is not None:
+            flops, ns = self.call_cost
+            node.cost = Cost(flops, output_bytes(outs), ns)
         return nid
 
     def _distributed_call(self, info: FuncInfo, args: tuple, result: Any) -> Any:
         """A torch.ops call of torch.distributed's: a collective is the watch's node; the
         autograd wrapper of a collective's result stands for its input."""
         if info.distributed == collectives.PASSTHROUGH and args and isinstance(result, Tensor):
-            src = self._source(args[0]) if isinstance(args[0], Tensor) else None
+            src, st = self._source_stats(args[0]) if isinstance(args[0], Tensor) else (None, None)
             if src is not None:
-                self._set_producer(result, src)
+                self._set_producer(result, src, st)
         return result
 
     # -- for collectives.py: nodes the dispatch-level watch records -----------------------------
@@ -341,8 +502,8 @@ class Recorder(TorchFunctionMode):
         node.inside = inside
         return self._add(node)
 
-    def edge(self, t: Tensor, dst: int) -> Optional[int]:
-        return self._edge(t, dst)
+    def edge(self, t: Tensor, dst: int) -> tuple[Optional[int], Optional[TensorStats]]:
+        return self._edge_from(t, dst)
 
     def add_edge(self, src: int, dst: int, shape: Optional[list[int]], dtype: str) -> None:
         self.edges.append(Edge(src, dst, shape, dtype))
@@ -350,8 +511,26 @@ class Recorder(TorchFunctionMode):
     def source(self, t: Tensor) -> Optional[int]:
         return self._source(t)
 
-    def produced(self, t: Tensor, nid: int) -> None:
-        self._set_producer(t, nid)
+    def produced(self, t: Tensor, nid: int) -> Optional[TensorStats]:
+        """`t` made by collective node `nid`; returns its statistics when values are on."""
+        st = self._read(t) if self.values else None
+        self._set_producer(t, nid, st)
+        return st
+
+    def collective_done(
+        self,
+        nid: int,
+        seen: list[TensorStats],
+        made: list[TensorStats],
+        outs: list[Tensor],
+        ns: int,
+    ) -> None:
+        """Values and costs of collective node `nid`: the NaN check of its inputs and outputs,
+        and its output bytes and wall time (no FLOPs: it moves data)."""
+        if self.values:
+            self.checks.append((nid, seen, made))
+        if self.counter is not None:
+            self.nodes[nid].cost = Cost(0, output_bytes(outs), ns)
 
     def _check_budget(self) -> None:
         if self.deadline is not None and time.perf_counter() > self.deadline:
@@ -437,6 +616,19 @@ class Recorder(TorchFunctionMode):
         return _ModuleInfo(name, target, path, defn, params, attrs, torch_layer)
 
     def pre_hook(self, module: nn.Module, args: Any) -> None:
+        counter = self.counter
+        if counter is None:
+            self._open(module)
+            return
+        start = _ns()
+        overhead = self.overhead
+        self._open(module)
+        nid = self.stack[-1]
+        self.nodes[nid].cost = Cost(0, 0, 0)
+        self.module_clock[nid] = (start, overhead)
+        self.overhead += _ns() - start
+
+    def _open(self, module: nn.Module) -> None:
         self.count += 1
         if not self.count % CHECK_EVERY:
             self._check_budget()  # a forward of many module calls and few ops still stops
@@ -507,6 +699,21 @@ class Recorder(TorchFunctionMode):
     def _close(self, module: nn.Module, args: Any, rest: tuple, failed: bool) -> None:
         if not self.module_stack or module not in self.module_stack:
             return
+        if self.counter is None:
+            self._close_call(module, args, rest, failed)
+            return
+        end = _ns()
+        overhead = self.overhead
+        for nid in self._close_call(module, args, rest, failed):
+            opened = self.module_clock.pop(nid, None)
+            cost = self.nodes[nid].cost
+            if opened is not None and cost is not None:
+                # the call's wall time less the recorder's own work inside it
+                cost.time_ns = max(0, end - opened[0] - (overhead - opened[1]))
+        self.overhead += _ns() - end
+
+    def _close_call(self, module: nn.Module, args: Any, rest: tuple, failed: bool) -> list[int]:
+        """Pop `module`'s call (and calls left open inside it); returns their node ids."""
         if failed:
             exc = sys.exc_info()[1]
             if exc is not None and (self.pending is None or self.pending.exc is not exc):
@@ -514,13 +721,16 @@ class Recorder(TorchFunctionMode):
                     exc, self.stack[-1], traceback_site(exc.__traceback__), "", []
                 )
         nid = -1
+        closed: list[int] = []
         while self.module_stack:
             top = self.module_stack.pop()
             nid = self.stack.pop()
+            closed.append(nid)
             if top is module:
                 break
         if self.stack and self.stack[-1] == nid:
-            return  # the wrapped module of a wrapper's call: the wrapper closes the node
+            # the wrapped module of a wrapper's call: the wrapper closes (and times) the node
+            return [c for c in closed if c != nid]
         if nid not in self.with_children:
             if failed:
                 # Nothing recorded inside before it raised. If the error escapes, the error node
@@ -529,6 +739,7 @@ class Recorder(TorchFunctionMode):
                 self.failed_leaves.append((nid, sources))
             else:
                 self._wire_leaf_module(nid, args, rest[0], rest[1])
+        return closed
 
     def _wire_leaf_module(self, nid: int, args: Any, kwargs: Any, result: Any) -> None:
         """A module call with nothing recorded inside (nn.Identity): data flows through its box."""
@@ -537,13 +748,30 @@ class Recorder(TorchFunctionMode):
             self._edge(t, nid)
         outs = [result] if isinstance(result, Tensor) else _tensors_in((result,), None)
         for t in outs:
-            self._set_producer(t, nid)
+            self._set_producer(t, nid, self._stats(t))
+        cost = self.nodes[nid].cost
+        if cost is not None:
+            cost.bytes = output_bytes(_unique(outs))
 
     # -- the end ---------------------------------------------------------------
+    def finish_values(self) -> None:
+        """Complete the statistics read in batches, put them on the edges, find the NaN
+        origin: the first op whose output holds NaN/Inf while none of its inputs does."""
+        self.reader.flush()
+        for edge, st in self.edge_values:
+            edge.stats, edge.hist = st.stats, st.hist
+        for nid, ins, outs in self.checks:
+            if any(st.nonfinite for st in outs) and not any(st.nonfinite for st in ins):
+                self.nan_origin = nid
+                break
+        self.edge_values.clear()
+        self.checks.clear()
+
     def add_inputs(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
         for name, t in argument_tensors(fn, args, kwargs):
             if self._source(t) is None:
-                self._set_producer(t, self._add(Node(len(self.nodes), "input", name)))
+                nid = self._add(Node(len(self.nodes), "input", name))
+                self._set_producer(t, nid, self._stats(t))
 
     def wire_failed_leaves(self) -> None:
         """Inputs of module calls that raised (and were caught) with nothing recorded inside."""
@@ -589,6 +817,19 @@ class Recorder(TorchFunctionMode):
         for t in pending.inputs:
             self._edge(t, nid)  # outside tensors become constants beside the error node
         return ErrorInfo(type(exc).__name__, message, nid, traceback_sites(exc.__traceback__))
+
+
+# id(weight) → (weak ref, version, statistics): see Recorder._weight_stats
+_WEIGHT_STATS: dict[int, tuple[weakref.ref[Tensor], int, TensorStats]] = {}
+
+
+def _forget_weight(key: int) -> Callable[[weakref.ref[Tensor]], None]:
+    def forget(ref: weakref.ref[Tensor]) -> None:
+        known = _WEIGHT_STATS.get(key)
+        if known is not None and known[0] is ref:  # not a newer tensor with the same id
+            del _WEIGHT_STATS[key]
+
+    return forget
 
 
 def _site() -> Optional[Site]:
@@ -728,10 +969,15 @@ def trace_call(
     time_budget: Optional[float] = None,
     cancel: Optional[Callable[[], bool]] = None,
     raise_errors: bool = True,
+    values: bool = True,
+    costs: bool = True,
     local_collectives: bool = False,
 ) -> Graph:
     """Trace `model(*args, **kwargs)`. With raise_errors, a forward that raises re-raises
     the original exception with the partial graph on it as `exc.torchscope_graph`.
+
+    `values`: statistics of every tensor (`Edge.stats`, `Edge.hist`) and the NaN origin;
+    `costs`: FLOPs, output bytes and time of every call (`Node.cost`).
 
     With local_collectives, the forward's collectives are recorded but not run: each is done
     on this rank alone (collectives.py), for a trace while the other ranks are elsewhere
@@ -744,7 +990,16 @@ def trace_call(
     try:
         with _stack_for(nesting_depth(model)):
             return _trace(
-                model, args, kwargs, no_grad, time_budget, cancel, raise_errors, local_collectives
+                model,
+                args,
+                kwargs,
+                no_grad,
+                time_budget,
+                cancel,
+                raise_errors,
+                values,
+                costs,
+                local_collectives,
             )
     finally:
         if gc_was_enabled:
@@ -759,13 +1014,15 @@ def _trace(
     time_budget: Optional[float],
     cancel: Optional[Callable[[], bool]],
     raise_errors: bool,
+    values: bool,
+    costs: bool,
     local_collectives: bool = False,
 ) -> Graph:
     start = time.perf_counter()
     named = list(model.named_modules())
     state = ModelState(named)
     deadline = start + time_budget if time_budget else None
-    rec = Recorder(model, named, state, deadline, cancel, find_wrappers(named))
+    rec = Recorder(model, named, state, deadline, cancel, values, costs, find_wrappers(named))
     wrapped, _ = unwrap(model)  # inputs are named after the wrapped model's forward
     rec.add_inputs(wrapped.forward, args, kwargs)
     rank = rank_and_size()
@@ -821,6 +1078,7 @@ def _trace(
         rec.nodes,
         rec.edges,
         trace_ms=elapsed,
+        values=Recorded(values, costs),
         warnings=warnings,
     )
     if error is None:
@@ -828,8 +1086,13 @@ def _trace(
     else:
         graph.error = rec.add_error(error)
     rec.wire_failed_leaves()
+    rec.finish_values()
+    graph.nan_origin = rec.nan_origin
     rec.producer.clear()
     graph.groups = fold_repeated_blocks(graph)
+    if costs:
+        roll_up(graph.nodes)
+        group_costs(graph)
     if error is not None and raise_errors:
         try:
             error.torchscope_graph = graph  # type: ignore[attr-defined]
@@ -852,6 +1115,12 @@ def _remove_mode(mode: TorchFunctionMode) -> None:
         torch._C._push_on_torch_function_stack(m)
 
 
-def trace(model: nn.Module, *args: Any, **kwargs: Any) -> Graph:
-    """Trace one forward pass of `model(*args, **kwargs)` under no_grad, without side effects."""
-    return trace_call(model, args, kwargs)
+def trace(
+    model: nn.Module, *args: Any, values: bool = True, costs: bool = True, **kwargs: Any
+) -> Graph:
+    """Trace one forward pass of `model(*args, **kwargs)` under no_grad, without side effects.
+
+    `values=False` leaves out the tensor statistics and the NaN origin, `costs=False` the
+    FLOPs, bytes and times. A forward that takes keyword arguments named `values` or `costs`
+    itself is traced with `trace_call(model, args, kwargs)`."""
+    return trace_call(model, args, kwargs, values=values, costs=costs)

@@ -130,6 +130,51 @@ def test_summary_prints_the_module_tree(models: Path, capsys) -> None:
     assert "fc: Linear  [1, 6] → [1, 3]" in out and "params 21" in out
 
 
+def test_summary_has_cost_columns_and_the_nan_origin(tmp_path: Path, capsys) -> None:
+    src = write(
+        tmp_path,
+        "nan_model.py",
+        """
+        import torch
+        from torch import nn
+
+        class Shift(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+            def forward(self, x):
+                return torch.log(self.fc(x) - 50.0)
+        """,
+    )
+    rc, out, _ = run(["summary", f"{src}:Shift", "--input", "torch.randn(2, 4)"], capsys)
+    assert rc == 0
+    fc = next(line for line in out.splitlines() if "fc: Linear" in line)
+    # one Linear(4, 4) on 2 rows: 2 * 2 * 4 * 4 FLOPs; its output: 2 * 4 float32 = 32 bytes
+    assert "flops 64 FLOP" in fc and "out 32 B" in fc and "time " in fc
+    origin = next(line for line in out.splitlines() if line.startswith("NaN/Inf origin"))
+    assert "log" in origin and f"{src}:10" in origin  # the `return torch.log(...)` line
+    rc, out, _ = run(
+        ["summary", f"{src}:Shift", "--input", "torch.randn(2, 4)", "--no-values", "--no-costs"],
+        capsys,
+    )
+    assert rc == 0 and "flops" not in out and "NaN/Inf origin" not in out
+
+
+def test_no_values_no_costs_leave_them_out_of_the_file(
+    models: Path, tmp_path: Path, capsys
+) -> None:
+    out = tmp_path / "g.json"
+    rc, _, _ = run(["trace", f"{models}:Tiny", "-o", str(out), "--no-values"], capsys)
+    wire = json.loads(out.read_text())
+    assert rc == 0 and wire["values"] == {"stats": False, "costs": True}
+    assert not any("stats" in e for e in wire["edges"]) and "nan_origin" not in wire
+    rc, _, _ = run(["trace", f"{models}:Tiny", "-o", str(out), "--no-costs"], capsys)
+    wire = json.loads(out.read_text())
+    assert rc == 0 and wire["values"] == {"stats": True, "costs": False}
+    assert all("stats" in e for e in wire["edges"]) and wire["nan_origin"] is None
+    assert not any("cost" in n for n in wire["nodes"])
+
+
 @pytest.mark.parametrize(
     "target, message",
     [

@@ -57,7 +57,8 @@ def models(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_text_diff_of_two_targets(models, capsys) -> None:
     a, b = models
-    rc, out, err = run(["diff", f"{a}:Net", f"{b}:Net"], capsys)
+    # the structure only: each side's random weights and input make different values
+    rc, out, err = run(["diff", f"{a}:Net", f"{b}:Net", "--no-values"], capsys)
     assert rc == 0 and err == ""
     lines = out.splitlines()
     assert lines[0].startswith(f"--- a: {a}:Net  (Net, ")
@@ -66,6 +67,14 @@ def test_text_diff_of_two_targets(models, capsys) -> None:
     assert "      out_features: 32 → 64" in lines
     assert "    ~ linear: output: [1, 32] → [1, 64]" in lines
     assert lines[-1] == "0 added, 0 removed, 7 changed, 3 same"
+
+
+def test_values_are_compared_by_default(models, capsys) -> None:
+    a, b = models
+    rc, out, err = run(["diff", f"{a}:Net", f"{b}:Net"], capsys)
+    assert rc == 0 and err == ""
+    linear = next(line for line in out.splitlines() if line.startswith("    ~ linear: output"))
+    assert linear.startswith("    ~ linear: output: [1, 32] → [1, 64]; values: ")
 
 
 def test_check_exit_codes(models, capsys) -> None:
@@ -81,7 +90,19 @@ def test_json_document(models, tmp_path, capsys) -> None:
     a, _ = models
     out = tmp_path / "out" / "diff.json"
     rc, stdout, _ = run(
-        ["diff", f"{a}:Net", f"{a}:Net", "--train-b", "--format", "json", "-o", str(out)], capsys
+        # the structure only (with values, fc2's output changes too: dropout trains in b)
+        [
+            "diff",
+            f"{a}:Net",
+            f"{a}:Net",
+            "--train-b",
+            "--no-values",
+            "--format",
+            "json",
+            "-o",
+            str(out),
+        ],
+        capsys,
     )
     assert rc == 0
     assert stdout == f"{out}: 0 added, 0 removed, 1 changed, 9 same\n"
@@ -157,6 +178,7 @@ def test_two_inputs_of_one_target(models, capsys) -> None:
             "--input-b",
             "torch.randn(5, 16)",
             "--check",
+            "--no-values",  # the shapes; every value differs with another input
         ],
         capsys,
     )
@@ -168,8 +190,9 @@ def test_two_inputs_of_one_target(models, capsys) -> None:
 def test_graph_files_and_targets_mix(models, tmp_path, capsys) -> None:
     a, b = models
     ga, gb = tmp_path / "a.msgpack", tmp_path / "b.json"
-    assert run(["trace", f"{a}:Net", "-o", str(ga)], capsys)[0] == 0
-    assert run(["trace", f"{b}:Net", "-o", str(gb)], capsys)[0] == 0
+    # without values: a trace has no fixed seed, so a re-trace's random weights differ
+    assert run(["trace", f"{a}:Net", "--no-values", "-o", str(ga)], capsys)[0] == 0
+    assert run(["trace", f"{b}:Net", "--no-values", "-o", str(gb)], capsys)[0] == 0
     rc, out, _ = run(["diff", str(ga), str(gb), "--check"], capsys)
     assert rc == 1 and out.splitlines()[0].startswith(f"--- a: {ga}  (Net,")
     assert run(["diff", str(ga), f"{a}:Net", "--check"], capsys)[0] == 0
@@ -243,7 +266,18 @@ def test_html_compare_page(models, tmp_path, capsys) -> None:
     a, b = models
     page = tmp_path / "out" / "compare.html"
     rc, out, err = run(
-        ["diff", f"{a}:Net", f"{b}:Net", "--format", "html", "-o", str(page), "--check"], capsys
+        [
+            "diff",
+            f"{a}:Net",
+            f"{b}:Net",
+            "--no-values",
+            "--format",
+            "html",
+            "-o",
+            str(page),
+            "--check",
+        ],
+        capsys,
     )
     assert rc == 1 and err == "" and out.startswith(f"{page}: 0 added, 0 removed, 7 changed")
     text = page.read_text(encoding="utf-8")
@@ -279,7 +313,7 @@ def test_a_forward_that_raises_is_compared_up_to_the_error(models, capsys) -> No
 def test_text_to_a_file(models, tmp_path, capsys) -> None:
     a, b = models
     out = tmp_path / "d.txt"
-    rc, stdout, _ = run(["diff", f"{a}:Net", f"{b}:Net", "-o", str(out)], capsys)
+    rc, stdout, _ = run(["diff", f"{a}:Net", f"{b}:Net", "--no-values", "-o", str(out)], capsys)
     assert rc == 0 and stdout == f"{out}: 0 added, 0 removed, 7 changed, 3 same\n"
     assert out.read_text().splitlines()[-1] == "0 added, 0 removed, 7 changed, 3 same"
 

@@ -64,9 +64,14 @@ def test_gpt2_four_blocks_fold_into_one_group():
     assert grp.name == "GPT2Block ×4"
     _check_group_rules(g)
     wire = g.to_wire()
-    assert {"parent": root.id, "members": [b.id for b in blocks], "name": "GPT2Block ×4"} in wire[
-        "groups"
+    assert {"parent": root.id, "members": [b.id for b in blocks], "name": "GPT2Block ×4"} in [
+        {k: v for k, v in w.items() if k != "cost"} for w in wire["groups"]
     ]
+    # the group's cost is its members' together
+    [w] = [w for w in wire["groups"] if w["name"] == "GPT2Block ×4"]
+    assert w["cost"]["flops"] == sum(b.cost.flops for b in blocks) > 0
+    assert w["cost"]["bytes"] == sum(b.cost.bytes for b in blocks) > 0
+    assert w["cost"]["time_ns"] == sum(b.cost.time_ns for b in blocks)
 
 
 def test_blocks_of_different_shapes_do_not_fold():

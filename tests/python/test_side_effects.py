@@ -227,3 +227,71 @@ def test_forward_that_reseeds_the_rng_is_undone():
     torch.manual_seed(7)
     torchscope.trace(Reseeds(), torch.zeros(3))
     assert torch.equal(torch.rand(4), expected)
+
+
+# -- values and costs (statistics, FLOPs, times) change nothing either ---------------------
+
+
+@pytest.mark.parametrize("name", ["cnn_bn_train", "gpt2", "mixtral", "inplace_view", "lstm_gru"])
+def test_values_and_costs_leave_no_trace(name):
+    """With statistics and costs on: parameters, buffers, RNG, flags as before, and the
+    forward inside the trace computed what a plain forward of an identical twin computes."""
+    model, args, kwargs = zoo.build(name)
+    snap = Snapshot(model, args, kwargs)
+    graph = torchscope.trace(model, *args, values=True, costs=True, **kwargs)
+    snap.check(model, args, kwargs)
+    assert graph.values.stats and graph.values.costs
+    twin, targs, tkwargs = zoo.build(name)
+    with torch.no_grad():
+        result = twin(*targs, **tkwargs)
+    outputs = [n for n in graph.nodes if n.kind == "output"]
+    want = zoo.named_outputs(result)
+    assert [n.name for n in outputs] == [k for k, _ in want]
+    for node, (_, t) in zip(outputs, want):
+        [edge] = [e for e in graph.edges if e.dst == node.id]
+        if t.is_floating_point() and t.numel():
+            assert edge.stats["min"] == t.min().item() and edge.stats["max"] == t.max().item()
+            assert edge.stats["mean"] == pytest.approx(t.double().mean().item(), rel=1e-5, abs=1e-6)
+
+
+def test_statistics_are_invisible_to_the_users_own_modes():
+    """A dispatch mode of the user's, around the trace, sees the model's aten ops and
+    nothing of torchscope's reading of the values."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Seen(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ops: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    model, args, kwargs = zoo.build("gpt2")
+    seen = []
+    for on in (False, True):
+        mode = Seen()
+        with mode:
+            torchscope.trace(model, *args, values=on, costs=on, **kwargs)
+        seen.append(mode.ops)
+    assert seen[0] == seen[1] and seen[0]
+
+
+def test_activations_are_not_kept_alive():
+    """Statistics are numbers: no tensor the forward made outlives the trace."""
+    import weakref
+
+    made: list[weakref.ref] = []
+
+    class Wide(nn.Module):
+        def forward(self, x):
+            for _ in range(4):
+                x = torch.tanh(x @ x.T)
+                made.append(weakref.ref(x))
+            return x.sum()
+
+    graph = torchscope.trace(Wide(), torch.randn(300, 300))
+    assert len(made) == 4 and all(e.stats is not None for e in graph.edges)
+    gc.collect()
+    assert all(r() is None for r in made), "an activation is still referenced"

@@ -529,11 +529,18 @@ def test_llama_on_meta_device():
             assert tuple(edge.shape) in shapes, (n.path, edge.shape)
 
 
+def _without_times(items: list[dict]) -> list[dict]:
+    """Wall times differ between two runs; everything else must not."""
+    return [{**d, "cost": {**d["cost"], "time_ns": 0}} if d.get("cost") else d for d in items]
+
+
 @pytest.mark.parametrize("name", ["mlp", "gpt2"])
 def test_trace_twice_gives_same_graph(name):
     model, args, kwargs = zoo.build(name)
     a, b = (torchscope.trace(model, *args, **kwargs).to_wire() for _ in range(2))
-    assert a["nodes"] == b["nodes"] and a["edges"] == b["edges"] and a["groups"] == b["groups"]
+    assert _without_times(a["nodes"]) == _without_times(b["nodes"])
+    assert a["edges"] == b["edges"]
+    assert _without_times(a["groups"]) == _without_times(b["groups"])
 
 
 def test_op_parents_are_the_innermost_running_module(traced):

@@ -59,6 +59,33 @@ class Hostile(nn.Module):
         return getattr(self, HOSTILE_NAME)(x)
 
 
+class RootBlock(nn.Module):
+    """sqrt(|fc(x)| * sign): the block whose sign is -1 makes NaN; all blocks fold as ×N."""
+
+    def __init__(self, sign: float) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.register_buffer("sign", torch.tensor(sign))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc(x)
+        root = torch.sqrt(h.abs() * self.sign)
+        return x + torch.tanh(root)
+
+
+class NanDeep(nn.Module):
+    """NaN made deep inside (the 4th of 6 folded blocks): "Find NaN origin" must unfold it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Linear(4, 8)
+        self.blocks = nn.Sequential(*[RootBlock(-1.0 if i == 3 else 1.0) for i in range(6)])
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.blocks(self.embed(x)))
+
+
 class Flat(nn.Module):
     """`for _ in range(n): x = x + 1`: n ops at one level (an unrolled loop)."""
 
@@ -156,8 +183,9 @@ def compare_page() -> bytes:
     from torchscope.diff import diff_graphs
 
     x = torch.randn(2, 8)
-    a = torchscope.trace(Cmp(after=False).eval(), x)
-    b = torchscope.trace(Cmp(after=True).eval(), x)
+    # the structure only: each version's own random weights would change every value
+    a = torchscope.trace(Cmp(after=False).eval(), x, values=False)
+    b = torchscope.trace(Cmp(after=True).eval(), x, values=False)
     return compare_view(diff_graphs(a, b), "cmp.py:Cmp (HEAD)", "cmp.py:Cmp").to_msgpack()
 
 
@@ -271,6 +299,8 @@ def main() -> None:
             model, args, kwargs = make()
             write(out, name, torchscope.trace(model, *args, **kwargs))
         write(out, "hostile", torchscope.trace(Hostile().eval(), torch.randn(2, 4)))
+        torch.manual_seed(0)
+        write(out, "nan", torchscope.trace(NanDeep().eval(), torch.randn(3, 4)))
         write(out, "hugelabel", torchscope.trace(HugeLabel().eval(), torch.randn(2, 4)))
         write(out, "wide", torchscope.trace(Wide().eval(), torch.randn(1, 8)))
         for n in (5_000, 50_000):

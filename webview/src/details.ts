@@ -1,16 +1,19 @@
 // Hover details for a drawn item or edge, as plain [label, value] rows (pure). Tensors
 // are listed as drawn: one row per distinct tensor, with how often it is used.
-import type { AttrValue, GraphNode } from "./format";
+import type { AttrValue, GraphNode, Histogram } from "./format";
 import type { GraphIndex } from "./model";
 import type { VisibleGraph } from "./visible";
 import { clip, shapeText } from "./labels";
 import { segmentRange, segmentSummary, segmentsOf } from "./segments";
 import { distinctTensors, type Tensor } from "./tensors";
 import { formatCount } from "./count";
+import { statsRows, valueDetails } from "./valueDetails";
 
 export interface Details {
   title: string;
   rows: [string, string][];
+  /** Of the tensor the item outputs, when the trace recorded statistics. */
+  hist?: Histogram;
 }
 
 function attrText(v: AttrValue): string {
@@ -82,7 +85,12 @@ export function describeEdge(idx: GraphIndex, vg: VisibleGraph, key: string): De
     rows.push([tensorText(t), `${nodeWhere(idx, t.src)} → ${consumers(idx, t.uses)}${usesText(t)}`]);
   }
   if (ts.length > MAX_TENSORS) rows.push(["", `… ${ts.length - MAX_TENSORS} more`]);
-  return { title: `${keyName(idx, vg, e.src)} → ${keyName(idx, vg, e.dst)}`, rows };
+  const title = `${keyName(idx, vg, e.src)} → ${keyName(idx, vg, e.dst)}`;
+  // One tensor: its values too (several: the boxes' hovers have each).
+  const first = ts.length === 1 ? e.edges.map((i) => idx.graph.edges[i]!).find((x) => x.stats) : undefined;
+  if (!first?.stats) return { title, rows };
+  rows.push(...statsRows(first.stats));
+  return { title, rows, ...(first.hist ? { hist: first.hist } : {}) };
 }
 
 function siteText(s: GraphNode["site"]): string {
@@ -130,8 +138,10 @@ export function describe(idx: GraphIndex, vg: VisibleGraph, key: string): Detail
     const params = g.members.reduce((s, m) => s + idx.graph.nodes[m]!.params, 0);
     if (params) rows.push(["params", formatCount(params)]);
     addTensors();
+    const values = valueDetails(idx, id, inIds, outIds, true);
+    rows.push(...values.rows);
     if (first.site) rows.push(["site", siteText(first.site)]);
-    return { title: g.name || `${first.name} ×${g.members.length}`, rows };
+    return { title: g.name || `${first.name} ×${g.members.length}`, rows, ...(values.hist ? { hist: values.hist } : {}) };
   }
   const node = idx.graph.nodes[id]!;
   if (kind === "ref") {
@@ -150,11 +160,14 @@ export function describe(idx: GraphIndex, vg: VisibleGraph, key: string): Detail
   }
   addTensors();
   for (const [k, val] of Object.entries(node.attrs)) rows.push([k, attrText(val)]);
+  const values = valueDetails(idx, id, inIds, outIds);
+  rows.push(...values.rows);
   if (node.site) rows.push(["site", siteText(node.site)]);
   // The library frame behind the user's line, one right-click away ("Go to Library Frame").
   if (node.inside) rows.push(["inside", `${siteText(node.inside)}${node.inside.func ? ` (${node.inside.func})` : ""}`]);
   if (node.defn) rows.push(["defined", siteText(node.defn)]);
   const err = idx.graph.error;
   if (err && err.node === node.id) rows.push(["error", `${err.type}: ${err.message}`]);
-  return { title: node.name, rows };
+  if (idx.graph.nan_origin === node.id) rows.push(["NaN/Inf", "first made here: its inputs are finite"]);
+  return { title: node.name, rows, ...(values.hist ? { hist: values.hist } : {}) };
 }

@@ -18,6 +18,45 @@ export interface Site {
 
 export type AttrValue = string | number | boolean | null | AttrValue[];
 
+/** FLOPs, output bytes and wall time of a call; inclusive for modules and ×N groups. */
+export interface Cost {
+  flops: number;
+  bytes: number;
+  time_ns: number;
+}
+
+/**
+ * Statistics of one tensor's values. Floating (and complex: of the magnitude) tensors
+ * have all fields; integer and bool tensors min, max, mean and numel. min … absmax are
+ * null when no value is finite.
+ */
+export interface TensorStats {
+  min: number | null;
+  max: number | null;
+  mean: number | null;
+  std?: number | null;
+  absmax?: number | null;
+  /** Fraction of the values that are 0. */
+  zeros?: number;
+  /** How many values are NaN, ±Inf. */
+  nan?: number;
+  inf?: number;
+  numel: number;
+}
+
+/** 16 equal bins over [lo, hi] (the finite values' min and max). */
+export interface Histogram {
+  lo: number;
+  hi: number;
+  counts: number[];
+}
+
+/** What a trace recorded besides the structure. */
+export interface Recorded {
+  stats: boolean;
+  costs: boolean;
+}
+
 export interface GraphNode {
   id: number;
   kind: NodeKind;
@@ -30,6 +69,7 @@ export interface GraphNode {
   defn: Site | null;
   params: number;
   attrs: Record<string, AttrValue>;
+  cost?: Cost;
   /** The library frame an op ran in when `site` is the user's line that called it (an op inside
    * a torch helper, the failing call inside `nn.Linear`); absent when there is none. */
   inside?: Site;
@@ -41,6 +81,8 @@ export interface GraphEdge {
   /** A DTensor's local shape (this rank's shard). */
   shape: number[] | null;
   dtype: string;
+  stats?: TensorStats;
+  hist?: Histogram;
   /** DTensor edges only: the whole tensor's shape, its placements ("Shard(0)", "Replicate()",
    * one per mesh dimension) and its device mesh ("cpu[tp=2]"). */
   global_shape?: number[];
@@ -52,6 +94,7 @@ export interface Group {
   parent: number | null;
   members: number[];
   name: string;
+  cost?: Cost;
 }
 
 export interface GraphError {
@@ -81,6 +124,10 @@ export interface Graph {
   groups: Group[];
   error: GraphError | null;
   stats: { trace_ms: number; ops: number; modules: number };
+  /** Absent in files written before values and costs existed (then nothing was recorded). */
+  values?: Recorded;
+  /** The first op whose output is non-finite while its inputs are finite; null if none. */
+  nan_origin?: number | null;
   /** What the trace could not undo (a parameter written behind torch's back); [] normally. */
   warnings: string[];
   /** A compare view (two passes in one graph, compare.ts); absent in a plain trace. */
@@ -136,6 +183,48 @@ function attrs(v: unknown): Record<string, AttrValue> {
   return out;
 }
 
+function num(v: unknown): number | null {
+  if (typeof v === "number" && Number.isFinite(v)) return v;
+  if (typeof v === "bigint") return Number(v);
+  return null;
+}
+
+/** Optional maps of numbers: malformed ones are dropped, never fatal (they only decorate). */
+function cost(v: unknown): Cost | undefined {
+  if (!isObj(v)) return undefined;
+  const flops = num(v.flops);
+  const bytes = num(v.bytes);
+  const time = num(v.time_ns);
+  if (flops === null || bytes === null || time === null) return undefined;
+  return { flops, bytes, time_ns: time };
+}
+
+const STAT_KEYS = ["std", "absmax", "zeros", "nan", "inf"] as const;
+
+function tensorStats(v: unknown): TensorStats | undefined {
+  if (!isObj(v)) return undefined;
+  const numel = num(v.numel);
+  if (numel === null) return undefined;
+  const out: TensorStats = { min: num(v.min), max: num(v.max), mean: num(v.mean), numel };
+  for (const k of STAT_KEYS) {
+    if (k in v) {
+      const x = num(v[k]);
+      if (k === "std" || k === "absmax") out[k] = x;
+      else if (x !== null) out[k] = x;
+    }
+  }
+  return out;
+}
+
+function histogram(v: unknown): Histogram | undefined {
+  if (!isObj(v) || !Array.isArray(v.counts)) return undefined;
+  const lo = num(v.lo);
+  const hi = num(v.hi);
+  const counts = v.counts.map((c) => num(c) ?? 0);
+  if (lo === null || hi === null || counts.length === 0) return undefined;
+  return { lo, hi, counts };
+}
+
 function node(v: unknown, i: number): GraphNode {
   const where = `node ${i}`;
   if (!isObj(v)) throw new FormatError(`${where} is not a map`);
@@ -164,6 +253,8 @@ function node(v: unknown, i: number): GraphNode {
     params: int(v, "params", where, 0),
     attrs: attrs(v.attrs),
   };
+  const c = cost(v.cost);
+  if (c) n.cost = c;
   const inside = site(v.inside, where);
   if (inside) n.inside = inside;
   return n;
@@ -180,6 +271,10 @@ function edge(v: unknown, i: number, n: number): GraphEdge {
   let shape: number[] | null = null;
   if (Array.isArray(v.shape)) shape = v.shape.map((d) => Number(d));
   const e: GraphEdge = { src, dst, shape, dtype: str(v, "dtype", where, "") };
+  const stats = tensorStats(v.stats);
+  if (stats) e.stats = stats;
+  const hist = histogram(v.hist);
+  if (hist) e.hist = hist;
   // A DTensor's layout: a decoration, dropped rather than refused when malformed.
   if (Array.isArray(v.global_shape) && typeof v.placements === "string") {
     const global = v.global_shape.map((d) => Number(d));
@@ -249,7 +344,10 @@ function group(v: unknown, i: number, nodes: GraphNode[], pos: Int32Array, group
       throw new FormatError(`${where}: members ${prev} and ${m} are not consecutive siblings`);
     }
   });
-  return { parent, members, name: str(v, "name", where, "") };
+  const out: Group = { parent, members, name: str(v, "name", where, "") };
+  const c = cost(v.cost);
+  if (c) out.cost = c;
+  return out;
 }
 
 function graphError(v: unknown, n: number): GraphError | null {
@@ -289,6 +387,8 @@ export function fromObject(raw: unknown): Graph {
   const groups = Array.isArray(raw.groups) ? raw.groups.map((g, i) => group(g, i, nodes, pos, groupOf)) : [];
   const m = isObj(raw.model) ? raw.model : {};
   const s = isObj(raw.stats) ? raw.stats : {};
+  const v = isObj(raw.values) ? raw.values : {};
+  const origin = num(raw.nan_origin);
   const compare = compareField(raw.compare, nodes.length, edges.length);
   return {
     format: FORMAT,
@@ -310,6 +410,8 @@ export function fromObject(raw: unknown): Graph {
       ops: int(s, "ops", "stats", 0),
       modules: int(s, "modules", "stats", 0),
     },
+    values: { stats: v.stats === true, costs: v.costs === true },
+    nan_origin: origin !== null && Number.isInteger(origin) && origin >= 0 && origin < nodes.length ? origin : null,
     warnings: Array.isArray(raw.warnings) ? raw.warnings.map((w) => String(w)) : [],
     ...(compare ? { compare } : {}),
   };

@@ -10,6 +10,8 @@ export interface Host {
   saveState(state: ViewState): void;
   loadState(): ViewState | undefined;
   saveFile(name: string, mime: string, data: Blob): void;
+  /** Whether the graph is of the live model in a paused debugger frame (real inputs). */
+  live?(): boolean;
 }
 
 /** Anchor download; works from file:// and inside notebook iframes. */
@@ -55,6 +57,9 @@ interface VsCodeApi {
   setState(state: unknown): void;
 }
 
+/** Scheme of a paused-frame graph's origin uri (extension/src/pausedSource.ts DEBUG_URI). */
+export const PAUSED_FRAME_SCHEME = "torchscope-debug:";
+
 export class VsCodeHost implements Host {
   readonly kind = "vscode";
   constructor(private readonly api: VsCodeApi) {}
@@ -81,6 +86,10 @@ export class VsCodeHost implements Host {
     const s = this.stored();
     const same = s.origin?.uri === origin.uri && s.origin?.target === origin.target;
     this.api.setState((same ? { ...s, origin } : { origin }) satisfies WebviewState);
+  }
+  /** The extension names paused-frame graphs' origin with this scheme (DEBUG_URI). */
+  live(): boolean {
+    return this.stored().origin?.uri?.startsWith(PAUSED_FRAME_SCHEME) ?? false;
   }
   saveFile(name: string, mime: string, data: Blob): void {
     // Webviews can't download; the extension writes the file.

@@ -41,6 +41,8 @@ export class Scene {
   private readonly live = new Map<Item, SVGGElement>();
   private readonly byKey = new Map<string, SVGGElement>();
   private marks: Marks = noMarks;
+  /** Overlay heat (0..1) by drawn key: data-heat and the fill's share of the hot colour. */
+  private heat: ReadonlyMap<string, number> = new Map();
   private view: Rect = { x: 0, y: 0, w: 0, h: 0 };
   private timer: ReturnType<typeof setTimeout> | null = null;
   private waiters: (() => void)[] = [];
@@ -122,6 +124,12 @@ export class Scene {
     }
   }
 
+  setHeat(heat: ReadonlyMap<string, number>): void {
+    const old = this.heat;
+    this.heat = heat;
+    for (const [key, el] of this.byKey) if (old.has(key) || heat.has(key)) this.applyHeat(el, key);
+  }
+
   dispose(): void {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
@@ -137,6 +145,20 @@ export class Scene {
     if (m.selected === key) el.setAttribute("data-selected", "true");
     else el.removeAttribute("data-selected");
     el.classList.toggle("ts-has-error", m.hasError === key);
+    if (m.selected === key) el.setAttribute("data-selected", "true");
+    else el.removeAttribute("data-selected");
+  }
+
+  private applyHeat(el: SVGGElement, key: string): void {
+    const h = this.heat.get(key);
+    el.classList.toggle("ts-heat", h !== undefined);
+    if (h === undefined) {
+      el.removeAttribute("data-heat");
+      el.style.removeProperty("--ts-heat");
+    } else {
+      el.dataset.heat = h.toFixed(3);
+      el.style.setProperty("--ts-heat", `${(h * 100).toFixed(1)}%`); // CSSOM: allowed by the CSP
+    }
   }
 
   private schedule(delay: number): void {
@@ -180,6 +202,7 @@ export class Scene {
       if (it.key) {
         this.byKey.set(it.key, el);
         this.applyMarks(el, it.key);
+        if (this.heat.has(it.key)) this.applyHeat(el, it.key);
       }
       if (it.layer === 0) addedCluster = true;
     }

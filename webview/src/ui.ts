@@ -178,7 +178,7 @@ function tipText(s: string): string {
   return s.length <= TIP_TEXT_MAX ? s : `${s.slice(0, TIP_TEXT_MAX)}… (${(s.length - TIP_TEXT_MAX).toLocaleString("en-US")} more characters)`;
 }
 
-export function fillTooltip(tip: HTMLElement, title: string, rows: [string, string][]): void {
+export function fillTooltip(tip: HTMLElement, title: string, rows: [string, string][], chart?: HTMLElement): void {
   tip.replaceChildren();
   const h = el("div", "ts-tip-title", tip);
   h.textContent = tipText(title);
@@ -190,4 +190,5 @@ export function fillTooltip(tip: HTMLElement, title: string, rows: [string, stri
     const td = el("td", "", tr);
     td.textContent = tipText(v);
   }
+  if (chart) tip.appendChild(chart);
 }

@@ -54,6 +54,8 @@ import { buildUi, fillTooltip, type Ui } from "./ui";
 import { MONO, SANS, fontCss, type Font, type Measure } from "./metrics";
 import type { Host } from "./host";
 import type { ViewState } from "./messages";
+import { ValuesPanel } from "./valuesPanel";
+import { histogramChart } from "./histogram";
 import type { ViewMarks } from "./compare";
 import { CompareControls } from "./compareDraw";
 
@@ -117,6 +119,8 @@ export class Viewer {
   /** The view the page chose itself (opening view or Fit): redone when the stage resizes,
    * until the user zooms, pans or opens something. */
   private autoView: "initial" | "fit" | null = null;
+  /** Overlay, legend, table of the heaviest nodes, NaN banner (values and costs). */
+  readonly values: ValuesPanel;
   /** A compare page's statuses and next / previous change (compareDraw.ts); null otherwise. */
   private readonly comparison: CompareControls | null;
 
@@ -158,6 +162,12 @@ export class Viewer {
 
     this.ui.title.textContent = clip(graph.model.name || "model", 60) + rankText(graph.model);
     this.ui.title.title = graph.model.qualname;
+    this.values = new ValuesPanel(
+      this.ui,
+      this.idx,
+      { reveal: (id) => void this.revealAndOpen(id), setHeat: (h) => this.scene.setHeat(h) },
+      host.live?.() ?? false,
+    );
     this.wireControls();
     this.watchTheme();
     this.showError();
@@ -219,6 +229,7 @@ export class Viewer {
     }
     this.firstDraw = false;
     this.refreshMarks();
+    this.values.update(vg);
     this.scene.flush();
     await this.scene.settled();
     if (gen !== this.generation) return;
@@ -452,6 +463,13 @@ export class Viewer {
     this.zoomTo(key);
   }
 
+  /** Reveal node `id` and open its line in the host (table rows, Find NaN origin). */
+  async revealAndOpen(id: number): Promise<void> {
+    await this.revealNode(id);
+    const node = this.idx.graph.nodes[id];
+    if (node?.site) this.host.reveal(node.site, node);
+  }
+
   /** A compare view: open the way to the next (previous) change, centre and select it. */
   async stepChange(step: 1 | -1): Promise<void> {
     if (!this.comparison) return;
@@ -618,7 +636,8 @@ export class Viewer {
       ctrlKey: ev.ctrlKey,
       metaKey: ev.metaKey,
       altKey: ev.altKey,
-      inTextField: tag === "INPUT" || tag === "TEXTAREA",
+      // a focused select (the overlay) takes its letters too
+      inTextField: tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT",
     });
     if (!a) return;
     // The browser's own find and "/" quick-find give way to the graph's search.
@@ -677,7 +696,7 @@ export class Viewer {
     const marks = this.drawn.marks;
     // A compare view says first what changed (before → after), then what the box is.
     if (this.comparison && marks && !edge) d.rows.unshift(...this.comparison.rows(this.drawn.vg, marks, key));
-    fillTooltip(this.ui.tooltip, d.title, d.rows);
+    fillTooltip(this.ui.tooltip, d.title, d.rows, d.hist ? histogramChart(d.hist) : undefined);
     this.ui.tooltip.hidden = false;
     this.placeTooltip(ev);
   }

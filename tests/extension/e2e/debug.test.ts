@@ -129,6 +129,46 @@ if __name__ == "__main__":
         f.write(text)
 `;
 
+const NAN = `"""A model that makes NaN, paused in its forward (torchscope e2e: Find NaN origin)."""
+import os
+
+import torch
+from torch import nn
+
+
+class Shift(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc(x) - 100.0
+        return torch.log(h)  # ORIGIN
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Linear(4, 8)
+        self.shift = Shift()
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.embed(x)  # BREAK
+        return self.head(self.shift(h))
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    net = Net().eval()
+    with torch.no_grad():
+        out = net(torch.randn(3, 4))
+    text = f"{tuple(out.shape)} {bool(out.isnan().all())} {torch.rand(1).item():.6f}\\n"
+    print(text, end="")
+    with open(os.path.splitext(os.path.abspath(__file__))[0] + ".out", "w") as f:
+        f.write(text)
+`;
+
 /** 1-based line of the first line holding `text`. */
 function lineOf(src: string, text: string): number {
   const i = src.split("\n").findIndex((l) => l.includes(text));
@@ -198,7 +238,7 @@ let page: Page;
 before(async () => {
   cs = await startCodeServer({
     settings: { "debug.openDebug": "neverOpen", "debug.internalConsoleOptions": "neverOpen", "debug.confirmOnExit": "never" },
-    files: { "debug_blocks.py": BLOCKS, "debug_gpt2.py": GPT2, "debug_loop.py": LOOP },
+    files: { "debug_blocks.py": BLOCKS, "debug_gpt2.py": GPT2, "debug_loop.py": LOOP, "debug_nan.py": NAN },
     beforeStart: ({ extensions }) => installFixture(extensions),
   });
   browser = await launch();
@@ -448,6 +488,38 @@ describe("tracing at a breakpoint (real debugpy in VS Code)", { timeout: 900_000
       await pointerAway(page);
       await shot(page, "debug-07-next-call-graph");
       assert.equal(await waitForFile(join(cs!.workspace, "debug_loop.out")), expected);
+    }));
+
+  it("paused in a model that makes NaN: palette → the graph says so, live → Find NaN origin → the editor is on the log's line", () =>
+    step(page, "debug-nan-origin", async () => {
+      await closeAll(page);
+      const expected = plainOutput("debug_nan.py", NAN);
+      const originLine = lineOf(NAN, "# ORIGIN");
+      await debugUntilStopped("debug_nan.py", lineOf(NAN, "# BREAK"));
+      await visualizePaused("debug_nan_palette_to_drawn", /self[\s\S]*Net/);
+      const v = viewer(page);
+      // The page knows it shows the paused frame's live values, and that NaN appeared.
+      await v.locator("[data-role=live-note]").waitFor({ timeout: 10_000 });
+      const banner = v.locator("[data-role=nan-banner]");
+      await banner.waitFor({ timeout: 10_000 });
+      assert.match(await banner.innerText(), /Non-finite values \(NaN\/Inf\) appeared in the live model.*log/);
+      await shot(page, "debug-08-nan-banner");
+      // The origin sits inside the collapsed Shift: the action opens it, selects the op and
+      // the editor goes to its line.
+      await v.locator("[data-action=nan-origin]").click();
+      await v.locator('g[data-kind="op"][data-selected="true"]', { hasText: "log" }).waitFor({ timeout: 30_000 });
+      await page.waitForFunction(
+        (n) => new RegExp(`Ln ${n},`).test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""),
+        originLine,
+        { timeout: 15_000 },
+      );
+      assert.equal(await cursorLine(page), originLine);
+      assert.match(await activeTab(page), /^debug_nan\.py/);
+      await pointerAway(page);
+      await shot(page, "debug-09-nan-origin");
+      assert.ok(!(await notifications(page)).some((t) => /torchscope: .*(error|failed|can't)/i.test(t)), "no error message");
+      await continueToEnd();
+      assert.equal(await waitForFile(join(cs!.workspace, "debug_nan.out")), expected);
     }));
 
   // Twice, each in a new debuggee (a first trace both times): Enter at once on the list, so

@@ -63,6 +63,11 @@ test("decodes the golden file shared with the Python tests", () => {
   for (const e of g.edges) {
     assert.ok(!hasKids.has(e.src) && !hasKids.has(e.dst), "edge ends are leaves");
   }
+  // Values and costs: the input's statistics, the model's FLOPs (tests/python/test_golden.py).
+  assert.deepEqual(g.values, { stats: true, costs: true });
+  const x = g.nodes.find((n) => n.kind === "input")!;
+  assert.equal(g.edges.find((e) => e.src === x.id)!.stats!.numel, 12);
+  assert.equal(root.cost!.flops, 2 * 3 * (4 * 8 + 2 * 8 * 8 + 8 * 2));
 });
 
 // The same broken files the Python reader must reject (tests/python/test_golden.py).

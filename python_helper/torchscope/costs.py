@@ -1,0 +1,192 @@
+"""What a forward costs: FLOPs counted as `torch.utils.flop_counter` counts them, the bytes
+each call outputs, and sums of both into enclosing module calls and ×N groups.
+
+FLOPs come from torch's own `flop_registry` (a multiply-add is 2 FLOPs), so they equal
+`FlopCounterMode`'s, on real tensors and on the meta device alike. A Python dispatch mode
+costs tens of µs per aten op, so the tracer routes each torch call one of three ways
+(`route`): calls that can't reach a matmul, convolution or attention kernel run as they
+are (0 FLOPs); `F.linear`, the most frequent call there is, gets the registry's mm
+formula from its shapes; every other call runs under `FlopCounter`, a dispatch mode that
+looks each aten op up in the registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Optional
+
+import torch
+from torch._ops import HigherOrderOperator
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import flop_registry
+
+from .graph import Cost, Graph, Node
+
+_CIA = torch._C.DispatchKey.CompositeImplicitAutograd
+# the registry's mm formula on plain shapes (its registered form maps a pytree per call)
+_MM = getattr(flop_registry[torch.ops.aten.mm], "__wrapped__", flop_registry[torch.ops.aten.mm])
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+# How a call is counted (see the module docstring).
+FREE, LINEAR, COUNTED = 0, 1, 2
+
+# Short names of torch functions and Tensor methods (in-place `_` and dunder forms
+# included) that never reach an op of the flop registry: elementwise math, activations,
+# normalisations, reductions, indexing, views and copies, factories, pooling.
+_FREE_NAMES = frozenset(
+    """
+    add sub subtract rsub mul multiply div divide true_divide floor_divide remainder fmod
+    neg negative abs absolute pow float_power sqrt rsqrt square exp exp2 expm1 log log2 log10
+    log1p sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh sigmoid logit erf
+    erfc erfinv reciprocal sign sgn clamp clamp_min clamp_max clip maximum minimum fmax fmin
+    where masked_fill lerp addcmul addcdiv round floor ceil trunc frac nan_to_num isnan isinf
+    isfinite isclose logical_and logical_or logical_not logical_xor bitwise_and bitwise_or
+    bitwise_not bitwise_xor and or xor invert lshift rshift eq ne lt le gt ge radd rsub rmul
+    rtruediv rdiv rpow truediv floordiv mod iadd isub imul itruediv ifloordiv imod ipow iand
+    ior ixor relu relu6 gelu silu mish hardswish hardsigmoid elu selu celu leaky_relu
+    softplus softsign threshold glu logsigmoid hardtanh tanhshrink softshrink hardshrink rrelu
+    layer_norm group_norm batch_norm instance_norm rms_norm local_response_norm normalize
+    softmax log_softmax softmin dropout dropout1d dropout2d dropout3d alpha_dropout
+    feature_alpha_dropout sum nansum mean nanmean amax amin max min aminmax argmax argmin prod
+    std var var_mean std_mean logsumexp cumsum cumprod cummax cummin all any count_nonzero
+    median nanmedian mode topk sort argsort msort unique view view_as reshape reshape_as
+    permute transpose t T mT H mH adjoint contiguous flatten unflatten ravel squeeze unsqueeze
+    expand expand_as broadcast_to repeat repeat_interleave tile split split_with_sizes
+    tensor_split chunk unbind narrow select index_select gather scatter scatter_add
+    scatter_reduce index_add index_copy index_fill index_put masked_select masked_scatter
+    take take_along_dim getitem setitem cat concat concatenate stack hstack vstack dstack flip
+    fliplr flipud roll rot90 movedim moveaxis swapaxes swapdims diagonal diag_embed triu tril
+    pad interpolate upsample pixel_shuffle pixel_unshuffle one_hot embedding embedding_bag
+    arange zeros ones full empty zeros_like ones_like full_like empty_like rand randn randint
+    rand_like randn_like randint_like randperm normal bernoulli multinomial tensor as_tensor
+    linspace logspace eye clone detach to type type_as float half double bfloat16 int long
+    short bool byte char cpu cuda new_zeros new_ones new_full new_empty new_tensor fill zero
+    copy masked_fill avg_pool1d avg_pool2d avg_pool3d max_pool1d max_pool2d max_pool3d
+    adaptive_avg_pool1d adaptive_avg_pool2d adaptive_avg_pool3d adaptive_max_pool1d
+    adaptive_max_pool2d adaptive_max_pool3d max_pool1d_with_indices max_pool2d_with_indices
+    contiguous_ data numpy item tolist requires_grad_ retain_grad
+    """.split()
+)
+
+
+def route(target: str, name: str) -> int:
+    """How the tracer counts a call with this target (FuncInfo.target) and short name."""
+    if target == "torch.nn.functional.linear" or target == "torch._C._nn.linear":
+        return LINEAR
+    if target.startswith("torch.ops."):  # custom and aten ops: anything may run inside
+        return COUNTED
+    base = name[:-1] if name.endswith("_") and not name.endswith("__") else name
+    return FREE if base.strip("_") in _FREE_NAMES else COUNTED
+
+
+def linear_flops(args: tuple[Any, ...], kwargs: Optional[dict[str, Any]]) -> Optional[int]:
+    """F.linear(input, weight, bias) as the registry counts it (one mm of the flattened
+    input by the weight; the bias add is free); None when the arguments are unusual."""
+    x = args[0] if args else (kwargs or {}).get("input")
+    w = args[1] if len(args) > 1 else (kwargs or {}).get("weight")
+    if not (isinstance(x, _PLAIN) and isinstance(w, _PLAIN)):
+        return None
+    if type(x) not in _PLAIN or type(w) not in _PLAIN or w.dim() != 2:  # subclasses: own rules
+        return None
+    n_out, k = w.shape
+    if x.dim() == 0 or x.shape[-1] != k:
+        return None
+    rows = x.numel() // k if k else 0
+    return int(_MM((rows, k), (k, n_out), out_shape=(rows, n_out)))
+
+
+class FlopCounter(TorchDispatchMode):
+    """Adds the registry's FLOPs of every aten op that runs while it is entered to `flops`."""
+
+    # As FlopCounterMode: higher-order ops run as if the mode were not there.
+    supports_higher_order_operators = True
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # else torch wraps __torch_dispatch__ in torch._dynamo.disable: importing dynamo
+        # costs seconds on the first op, and the wrapper a little on every aten op
+        return False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flops = 0
+        self._decomposes: dict[Any, bool] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        try:
+            return self._count(func, args, kwargs or {})
+        except Exception as exc:
+            # a failing op's traceback ends in the user's code, as without the counter: drop
+            # the frames of this mode and of torch's op call that it added
+            exc.__traceback__ = None
+            raise
+
+    def _count(self, func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+        if isinstance(func, HigherOrderOperator):
+            return NotImplemented
+        formula = flop_registry.get(func._overloadpacket)
+        if formula is None:
+            # FlopCounterMode runs an op it has no formula for through its composite
+            # decomposition, under the mode, so the matmuls inside are counted
+            if self._decomposable(func):
+                with self:
+                    out = func.decompose(*args, **kwargs)
+                if out is not NotImplemented:
+                    return out
+            return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        self.flops += int(formula(*args, **kwargs, out_val=out))
+        return out
+
+    def _decomposable(self, func: Any) -> bool:
+        known = self._decomposes.get(func)
+        if known is None:
+            known = self._decomposes[func] = _CIA in func.py_kernels or bool(
+                torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _CIA)
+            )
+        return known
+
+
+def output_bytes(tensors: Iterable[torch.Tensor]) -> int:
+    """Bytes of the tensors a call outputs (numel × element size; a view counts its own)."""
+    total = 0
+    for t in tensors:
+        try:
+            total += int(t.numel()) * t.element_size()
+        except Exception:  # symbolic sizes
+            pass
+    return total
+
+
+def roll_up(nodes: list[Node]) -> None:
+    """Add every node's FLOPs and bytes into its enclosing module calls (inclusive sums).
+
+    Children come after their parent, so one pass from the end reaches every parent after
+    all of its descendants."""
+    for n in reversed(nodes):
+        cost = n.cost
+        if cost is None or n.parent is None:
+            continue
+        parent = nodes[n.parent].cost
+        if parent is not None:
+            parent.flops += cost.flops
+            parent.bytes += cost.bytes
+
+
+def group_costs(graph: Graph) -> None:
+    """A ×N group costs what its members cost together."""
+    for g in graph.groups:
+        g.cost = _sum(graph.nodes[m].cost for m in g.members)
+
+
+def _sum(costs: Iterable[Optional[Cost]]) -> Optional[Cost]:
+    total: Optional[Cost] = None
+    for c in costs:
+        if c is None:
+            continue
+        if total is None:
+            total = Cost(0, 0, 0)
+        total.flops += c.flops
+        total.bytes += c.bytes
+        total.time_ns += c.time_ns
+    return total

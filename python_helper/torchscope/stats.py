@@ -1,0 +1,372 @@
+"""Statistics of tensors' values: what `Edge.stats` and `Edge.hist` carry.
+
+Torch's own reductions, run with torch functions, dispatch modes and autograd off, so the
+tracer does not record them, the FLOP counter does not count them and nothing is kept of a
+tensor but a few numbers.
+
+One of these runs for every tensor a traced forward makes, and a torch call costs a few
+µs whatever its size, so `Reader` batches: a small floating tensor is copied into a
+staging buffer of its size (one copy), and a whole buffer of same-sized tensors is reduced
+row-wise at once (`flush`). Larger tensors, float64 and complex ones are read directly.
+Either way: min and max exactly; the mean from a sum, the spread around it; NaN and ±Inf
+counted, the other statistics over the finite values. The histogram bins as `torch.histc` does (16 bins over [min, max] of
+the finite values, the last bin closed), over all values up to `HIST_SAMPLE` of them and
+over an evenly spaced sample of that many past it (a picture, not a statistic).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import torch
+
+Tensor = torch.Tensor
+BINS = 16
+HIST_SAMPLE = 1 << 9  # values binned at most; larger tensors bin an evenly spaced sample
+STAGED_MAX = 1 << 16  # float tensors up to this many elements are read in batches
+STAGE = 1 << 18  # elements of one staging buffer (1 MB of float32)
+MAX_ROWS = 256  # tensors per staging buffer: scalars don't get 262,144 rows (and views)
+MAX_BUFFERS = 16  # distinct staged sizes at once; more flush and drop them all
+# mean² above this many times the variance: sum-of-squares would cancel, centre first
+_ILL_CONDITIONED = 16.0
+_PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
+_STAGED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+_EXACT_FLOATS = (torch.float32, torch.float64)
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+_NO_DISPATCH = torch._C._DisableTorchDispatch
+_is_wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+
+
+@dataclass(slots=True)
+class TensorStats:
+    """One tensor's `stats` and `hist` as on the wire (None until read, or if unreadable),
+    whether any value is NaN or ±Inf, and the tensor's version counter when it was read."""
+
+    stats: Optional[dict[str, Any]] = None
+    hist: Optional[dict[str, Any]] = None
+    nonfinite: bool = False
+    version: int = -1
+
+
+def readable(t: Tensor) -> bool:
+    """A plain dense tensor whose values live in memory torchscope may read: not meta,
+    fake, sparse, quantized, nested, a subclass (DTensor …) or a functorch wrapper."""
+    if type(t) not in _PLAIN_TYPES:
+        return False
+    try:
+        if not (t.is_cpu or t.is_cuda or t.is_mps or t.is_xpu):
+            return False
+        if t.layout is not torch.strided or t.is_quantized or t.is_nested:
+            return False
+        return not (_is_wrapped is not None and _is_wrapped(t))
+    except Exception:  # an exotic tensor that won't even say where it lives
+        return False
+
+
+def tensor_stats(t: Tensor) -> Optional[TensorStats]:
+    """Statistics of one tensor, read at once (the tracer batches with a `Reader`)."""
+    reader = Reader()
+    st = reader.read(t)
+    reader.flush()
+    return st if st is not None and st.stats is not None else None
+
+
+@dataclass(slots=True)
+class _Buffer:
+    """Staged copies of same-sized tensors, one per row."""
+
+    numel: int
+    data: Tensor
+    pending: list[tuple[TensorStats, int]] = field(default_factory=list)  # (stats, inner size)
+    views: dict[Any, list[Tensor]] = field(default_factory=dict)  # shape → each row as it
+
+
+class Reader:
+    """Reads tensors' statistics; small float tensors in batches. `read` returns a
+    TensorStats at once, filled in now or by the next `flush` (the owner flushes before
+    it looks at them)."""
+
+    def __init__(self) -> None:
+        self.buffers: dict[tuple[int, Any], _Buffer] = {}
+
+    def read(self, t: Tensor) -> Optional[TensorStats]:
+        """None when t's values can't be read (see `readable`)."""
+        if not readable(t):
+            return None
+        st = TensorStats()
+        try:
+            if _quiet_already():
+                self._read(t, st)
+            else:
+                with _NO_TORCH_FUNCTION(), _NO_DISPATCH(), torch.no_grad():
+                    self._read(t, st)
+        except Exception:  # an unsupported dtype or kernel: no statistics, not no trace
+            return None
+        return st
+
+    def flush(self) -> None:
+        """Reduce everything staged and fill in its TensorStats."""
+        with _NO_TORCH_FUNCTION(), _NO_DISPATCH(), torch.no_grad():
+            for buf in self.buffers.values():
+                _flush(buf)
+
+    def _read(self, t: Tensor, st: TensorStats) -> None:
+        dtype = t.dtype
+        n = t.numel()
+        if dtype in _STAGED_DTYPES and 0 < n <= STAGED_MAX:
+            self._stage(t, n, st)
+        elif dtype.is_complex:
+            _floating(t.abs(), st, _inner(t))  # of the magnitude
+        elif dtype.is_floating_point:
+            _floating(t if dtype in _EXACT_FLOATS else t.float(), st, _inner(t))
+        elif dtype is torch.bool:
+            _boolean(t, st)
+        else:
+            _integer(t, st)
+
+    def _stage(self, t: Tensor, n: int, st: TensorStats) -> None:
+        key = (n, t.get_device())  # an int: cheaper than a torch.device per tensor
+        buf = self.buffers.get(key)
+        if buf is None:
+            if len(self.buffers) >= MAX_BUFFERS:
+                self.flush()
+                self.buffers.clear()
+            rows = max(1, min(STAGE // n, MAX_ROWS))
+            data = torch.empty((rows, n), dtype=torch.float32, device=t.device)
+            buf = self.buffers[key] = _Buffer(n, data)
+        shape = t.shape
+        views = buf.views.get(shape)
+        if views is None:  # making a view costs more than the copy: once per shape
+            views = buf.views[shape] = [r.view(shape) for r in buf.data.unbind(0)]
+        row = len(buf.pending)
+        views[row].copy_(t)  # logical order; half precision converts exactly
+        buf.pending.append((st, shape[-1] if shape else 1))
+        if row + 1 == len(views):
+            _flush(buf)
+
+
+def _flush(buf: _Buffer) -> None:
+    """Row-wise reductions over the staged rows, then each row's TensorStats."""
+    pending = buf.pending
+    if not pending:
+        return
+    buf.pending = []
+    rows, n = len(pending), buf.numel
+    data = buf.data[:rows]
+    lo, hi = data.amin(1), data.amax(1)
+    mean = data.sum(1).div_(n)
+    spread = torch.linalg.vector_norm(torch.sub(data, mean.unsqueeze(1)), dim=1)  # two-pass
+    # x / x is 1 except where x is 0 (NaN there): a branch-free count of the non-zeros
+    nonzero = torch.nan_to_num_(torch.div(data, data), nan=0.0).sum(1)  # exact: n <= 2**24
+    per_row = torch.stack((lo, hi, mean, spread, nonzero)).t().tolist()
+    counts = _row_histograms(data, lo, hi, [inner for _, inner in pending])
+    for r, ((st, inner), (mn, mx, mu, norm, nz)) in enumerate(zip(pending, per_row)):
+        try:
+            var = norm * norm / n
+            if not (math.isfinite(mn) and math.isfinite(mx) and math.isfinite(var)):
+                _floating(data[r], st, inner)  # NaN or ±Inf in this row (or overflow): alone
+                continue
+            moments = (mn, mx, min(max(mu, mn), mx), math.sqrt(var))
+            st.stats = _float_map(moments, (n - int(nz)) / n, 0, 0, n)
+            st.hist = {"lo": mn, "hi": mx, "counts": counts[r]}
+        except Exception:
+            st.stats = None
+
+
+def _row_histograms(data: Tensor, lo: Tensor, hi: Tensor, inners: list[int]) -> list[list[int]]:
+    """16-bin counts of each row over [its min, its max] (rows with NaN/Inf: garbage,
+    their callers bin again), binned by histc's formula in float32: (x - lo) / (hi - lo)
+    * 16, truncated (in float64 where hi - lo overflows float32; histc gives up there)."""
+    rows, n = data.shape
+    values = data
+    if n > HIST_SAMPLE:
+        step = _sample_step(n, inners)
+        values = data[:, ::step]
+    width = values.shape[1]
+    span = torch.sub(hi, lo)
+    if not bool(torch.isfinite(span).all()):  # a range past float32's (or NaN rows): float64
+        values, lo, span = values.double(), lo.double(), torch.sub(hi.double(), lo.double())
+    flat = span <= 0  # one value repeated: every value in the first bin
+    span.masked_fill_(flat, 1.0)
+    pos = torch.sub(values, lo.unsqueeze(1)).div_(span.unsqueeze(1)).mul_(BINS)
+    pos.nan_to_num_(nan=0.0).clamp_(0, BINS)
+    offsets = torch.arange(rows, device=data.device, dtype=torch.int32).mul_(BINS + 1)
+    bins = pos.to(torch.int32).add_(offsets.unsqueeze(1))
+    counts = torch.bincount(bins.view(-1), minlength=rows * (BINS + 1)).view(rows, BINS + 1)
+    out = []
+    for c, single in zip(counts.tolist(), flat.tolist()):
+        if single:
+            c = [width] + [0] * BINS
+        c[BINS - 1] += c[BINS]  # x == max lands in the last bin
+        out.append(c[:BINS])
+    return out
+
+
+def _sample_step(n: int, inners: list[int]) -> int:
+    """Every k-th value, k prime to the innermost sizes so that every column shows."""
+    step = -(-n // HIST_SAMPLE)
+    while any(math.gcd(step, inner) != 1 for inner in inners):
+        step += 1
+    return step
+
+
+def _boolean(t: Tensor, st: TensorStats) -> None:
+    n = t.numel()
+    if n == 0:
+        st.stats = {"min": None, "max": None, "mean": None, "numel": 0}
+        return
+    true = int(torch.count_nonzero(t))
+    st.stats = {"min": int(true == n), "max": int(true > 0), "mean": true / n, "numel": n}
+
+
+def _integer(t: Tensor, st: TensorStats) -> None:
+    n = t.numel()
+    if n == 0:
+        st.stats = {"min": None, "max": None, "mean": None, "numel": 0}
+        return
+    lo, hi = torch.aminmax(t)
+    mean = torch.sum(t, dtype=torch.float64).item() / n
+    st.stats = {"min": lo.item(), "max": hi.item(), "mean": mean, "numel": n}
+
+
+def _inner(t: Tensor) -> int:
+    return t.shape[-1] if t.dim() else 1
+
+
+def _floating(x: Tensor, st: TensorStats, inner: int = 1) -> None:
+    """One float32/float64 tensor read on its own (lower precisions arrive converted);
+    `inner`: its last dimension's size (the histogram's sample steps across it)."""
+    n = x.numel()
+    if n == 0:
+        st.stats = _float_map(None, 0.0, 0, 0, 0)
+        return
+    x = x.reshape(-1)  # a view when dense in logical order, else one copy
+    mn, mx = torch.aminmax(x)
+    lo, hi = mn.item(), mx.item()
+    if math.isfinite(lo) and math.isfinite(hi):
+        zeros = _zeros(x, n, lo) / n
+        total = torch.sum(x).item()
+        squares = torch.dot(x, x).item()
+        st.stats = _float_map(_moments(x, n, lo, hi, total, squares), zeros, 0, 0, n)
+        st.hist = _histogram(x, mn, mx, inner)
+        return
+    # NaN (aminmax propagates it) or ±Inf somewhere: count them, describe the finite rest
+    st.nonfinite = True
+    zeros = int(torch.eq(x, 0).sum()) / n
+    nan = int(torch.isnan(x).sum())
+    inf = int(torch.isinf(x).sum())
+    finite = x[torch.isfinite(x)]
+    m = finite.numel()
+    if m == 0:
+        st.stats = _float_map(None, zeros, nan, inf, n)
+        return
+    mn, mx = torch.aminmax(finite)
+    lo, hi = mn.item(), mx.item()
+    total = torch.sum(finite).item()
+    squares = torch.dot(finite, finite).item()
+    st.stats = _float_map(_moments(finite, m, lo, hi, total, squares), zeros, nan, inf, n)
+    st.hist = _histogram(finite, mn, mx, 1)  # (the finite values lost their layout)
+
+
+def _zeros(x: Tensor, n: int, lo: float) -> int:
+    """How many of the finite values x (min lo) are 0. count_nonzero reads them once but
+    branches on every value: slow where zeros are common, as in ReLU outputs (min 0); there
+    x / x (1 except where x is 0, NaN there) counts them branch-free in a few passes."""
+    if n <= STAGED_MAX or lo != 0.0:
+        return n - int(torch.count_nonzero(x))
+    ones = torch.nan_to_num_(torch.div(x, x), nan=0.0)
+    nonzero = torch.sum(ones, dtype=torch.float64) if n > 1 << 24 else torch.sum(ones)
+    return n - int(nonzero.item())
+
+
+def _quiet_already() -> bool:
+    """Neither torch-function modes, dispatch modes nor autograd would see our own calls
+    (the tracer's usual state when it reads): skip three context managers per tensor."""
+    return not (
+        torch.is_grad_enabled()
+        or torch._C._is_torch_function_mode_enabled()
+        or torch._C._len_torch_dispatch_stack()
+    )
+
+
+def _histogram(x: Tensor, mn: Tensor, mx: Tensor, inner: int) -> dict[str, Any]:
+    """x: 1-D finite float32/float64 values, mn and mx their min and max (0-d tensors):
+    histc's formula in x's own precision (in float64 where hi - lo overflows float32)."""
+    lo, hi = mn.item(), mx.item()
+    n = x.numel()
+    values = x[:: _sample_step(n, [inner])] if n > HIST_SAMPLE else x
+    if not hi > lo:
+        return {"lo": lo, "hi": hi, "counts": [values.numel()] + [0] * (BINS - 1)}
+    span = torch.sub(mx, mn)
+    if not math.isfinite(span.item()):
+        values, mn, span = values.double(), mn.double(), torch.sub(mx.double(), mn.double())
+    pos = torch.sub(values, mn).div_(span).mul_(BINS).to(torch.int32)
+    counts = torch.bincount(pos, minlength=BINS + 1).tolist()
+    counts[BINS - 1] += sum(counts[BINS:])  # x == max lands in the last bin
+    return {"lo": lo, "hi": hi, "counts": counts[:BINS]}
+
+
+def _float_map(
+    moments: Optional[tuple[float, float, float, float]], zeros: float, nan: int, inf: int, n: int
+) -> dict[str, Any]:
+    lo, hi, mean, std = moments if moments is not None else (None, None, None, None)
+    return {
+        "min": lo,
+        "max": hi,
+        "mean": mean,
+        "std": std,
+        "absmax": None if lo is None or hi is None else max(abs(lo), abs(hi)),
+        "zeros": zeros,
+        "nan": nan,
+        "inf": inf,
+        "numel": n,
+    }
+
+
+def _moments(
+    x: Tensor, n: int, lo: float, hi: float, total: float, squares: float
+) -> tuple[float, float, float, float]:
+    """(min, max, mean, population std) of n finite values x (1-D) from their sum and sum
+    of squares; around the mean again when the sums cancel or overflow, else in float64."""
+    mean = total / n
+    var = squares / n - mean * mean
+    if not (math.isfinite(mean) and math.isfinite(var)) or mean * mean > _ILL_CONDITIONED * var:
+        if not math.isfinite(mean):
+            mean = torch.mean(x, dtype=torch.float64).item()
+        centred = torch.sub(x, mean)
+        var = torch.dot(centred, centred).item() / n
+        if not math.isfinite(var):  # squares past float32's range
+            var = torch.var(x.double(), correction=0).item()
+    mean = min(max(mean, lo), hi)  # rounding can't put the mean outside the values
+    return lo, hi, mean, math.sqrt(max(var, 0.0))
+
+
+def same_values(view: Tensor, base: Tensor) -> bool:
+    """Whether `view` holds exactly `base`'s elements (reshaped or permuted): then it has
+    base's statistics. Both dense over the same storage span, same dtype and count."""
+    try:
+        return (
+            view.dtype == base.dtype
+            and view.numel() == base.numel() > 0
+            and view.storage_offset() == base.storage_offset()
+            and _dense(view)
+            and _dense(base)
+        )
+    except Exception:
+        return False
+
+
+def _dense(t: Tensor) -> bool:
+    """Non-overlapping and without gaps, in some order of dimensions."""
+    if t.is_contiguous():
+        return True
+    expected = 1
+    for stride, size in sorted(zip(t.stride(), t.shape)):
+        if size == 1:
+            continue
+        if stride != expected:
+            return False
+        expected *= size
+    return True

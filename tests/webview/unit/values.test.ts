@@ -1,0 +1,174 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { encode } from "@msgpack/msgpack";
+import { decodeGraph } from "../../../webview/src/format";
+import { buildIndex } from "../../../webview/src/model";
+import { initialExpansion } from "../../../webview/src/expansion";
+import { buildVisible } from "../../../webview/src/visible";
+import { available, drawnValue, heat, nodeValues, overlay, scaleOf, topRows } from "../../../webview/src/measures";
+import { formatBytes, formatFlops, formatShare, formatTime, formatValue } from "../../../webview/src/units";
+import { valueDetails } from "../../../webview/src/valueDetails";
+import { mlpWithBlocks } from "./builder";
+
+const GOLDEN = new URL("../../golden/mlp.graph.msgpack", import.meta.url);
+
+test("numbers for people", () => {
+  assert.equal(formatFlops(1_234_000_000), "1.2 GFLOP");
+  assert.equal(formatFlops(64), "64 FLOP");
+  assert.equal(formatBytes(3_100_000), "3.1 MB");
+  assert.equal(formatBytes(999), "999 B");
+  assert.equal(formatTime(4_200_000), "4.2 ms");
+  assert.equal(formatTime(850_000), "850 µs");
+  assert.equal(formatTime(1_300_000_000), "1.3 s");
+  assert.equal(formatValue(0.012345), "0.01235");
+  assert.equal(formatValue(123456.7), "1.23e+5");
+  assert.equal(formatValue(null), "–");
+  assert.equal(formatShare(0.125), "13%");
+  assert.equal(formatShare(0.0004), "<0.1%");
+});
+
+test("the golden file's values and costs decode", () => {
+  const g = decodeGraph(readFileSync(GOLDEN));
+  assert.deepEqual(g.values, { stats: true, costs: true });
+  assert.equal(g.nan_origin, null);
+  const x = g.nodes.find((n) => n.kind === "input")!;
+  const e = g.edges.find((d) => d.src === x.id)!;
+  assert.equal(e.stats!.numel, 12);
+  assert.equal(e.stats!.nan, 0);
+  assert.ok(e.stats!.min! <= e.stats!.mean! && e.stats!.mean! <= e.stats!.max!);
+  assert.equal(e.hist!.counts.length, 16);
+  assert.equal(
+    e.hist!.counts.reduce((a, b) => a + b, 0),
+    12,
+  );
+  // three Linear layers on 3 rows: 2 * 3 * (4*8 + 2 * 8*8 + 8*2) FLOPs, as the Python test says
+  const root = g.nodes.find((n) => n.kind === "module" && n.parent === null)!;
+  assert.equal(root.cost!.flops, 2 * 3 * (4 * 8 + 2 * 8 * 8 + 8 * 2));
+  assert.ok(g.groups[0]!.cost!.flops > 0);
+});
+
+test("files without values decode: nothing recorded, measures unavailable", () => {
+  const { g } = mlpWithBlocks();
+  const back = decodeGraph(encode({ ...g, values: undefined, nan_origin: undefined }, { ignoreUndefined: true }));
+  assert.deepEqual(back.values, { stats: false, costs: false });
+  assert.equal(back.nan_origin, null);
+  assert.ok(!available(back, "flops") && !available(back, "absmax") && available(back, "params"));
+  // malformed decorations are dropped, not fatal
+  const bad = { ...g, edges: g.edges.map((e) => ({ ...e, stats: { min: "x" }, hist: 3 })), nan_origin: 999 };
+  const read = decodeGraph(encode(bad));
+  assert.ok(read.edges.every((e) => e.stats === undefined && e.hist === undefined));
+  assert.equal(read.nan_origin, null);
+});
+
+/** The builder's MLP with costs and statistics, like the tracer writes them. */
+function withValues() {
+  const { g, ids } = mlpWithBlocks();
+  const cost = (flops: number, time: number) => ({ flops, bytes: 16, time_ns: time });
+  g.nodes[ids.lin1!]!.cost = cost(100, 10);
+  g.nodes[ids.act!]!.cost = cost(0, 5);
+  g.nodes[ids.l0!]!.cost = cost(1000, 20);
+  g.nodes[ids.l1!]!.cost = cost(10_000, 40);
+  for (const m of [ids.fc1!, ids.b0!, ids.b1!]) {
+    const kid = m === ids.fc1 ? ids.lin1! : m === ids.b0 ? ids.l0! : ids.l1!;
+    g.nodes[m]!.cost = { ...g.nodes[kid]!.cost!, time_ns: g.nodes[kid]!.cost!.time_ns + 1 };
+  }
+  g.nodes[ids.root!]!.cost = cost(11_100, 100);
+  g.groups[0]!.cost = cost(11_000, 62);
+  g.nodes[ids.fc1!]!.params = 20;
+  g.nodes[ids.b0!]!.params = 30;
+  g.nodes[ids.b1!]!.params = 30;
+  const stats = (absmax: number, nan = 0) => ({ min: -absmax, max: absmax, mean: 0, std: 1, absmax, zeros: 0, nan, inf: 0, numel: 4 });
+  for (const e of g.edges) e.stats = stats(e.src === ids.l0 ? 50 : 2, e.src === ids.l1 ? 3 : 0);
+  g.edges[0]!.hist = { lo: -2, hi: 2, counts: Array.from({ length: 16 }, (_, i) => i) };
+  g.values = { stats: true, costs: true };
+  g.nan_origin = ids.l1!;
+  return { g: decodeGraph(encode(g)), ids };
+}
+
+test("node values: costs as recorded, absmax and NaN/Inf rolled up as the largest inside", () => {
+  const { g, ids } = withValues();
+  const idx = buildIndex(g);
+  const flops = nodeValues(idx, "flops");
+  assert.equal(flops[ids.l1!], 10_000);
+  assert.ok(Number.isNaN(flops[ids.x!]!), "inputs have no cost");
+  const absmax = nodeValues(idx, "absmax");
+  assert.equal(absmax[ids.l0!], 50);
+  assert.equal(absmax[ids.b0!], 50, "a module: the largest |value| made inside it");
+  assert.equal(absmax[ids.root!], 50);
+  assert.equal(nodeValues(idx, "nonfinite")[ids.b1!], 3);
+  assert.equal(nodeValues(idx, "params")[ids.b0!], 30);
+  // a ×N box: costs from the group, others summed (params) or the largest (absmax)
+  const vg = buildVisible(idx, initialExpansion(idx));
+  const box = vg.nodes.find((v) => v.kind === "group")!;
+  assert.equal(drawnValue(idx, flops, "flops", box), 11_000);
+  assert.equal(drawnValue(idx, nodeValues(idx, "params"), "params", box), 60);
+  assert.equal(drawnValue(idx, absmax, "absmax", box), 50);
+});
+
+test("scales and heat: log over positives, linear from 0 otherwise", () => {
+  const s = scaleOf([10, 100, 1000, 0, NaN], true)!;
+  assert.deepEqual(s, { lo: 10, hi: 1000, log: true });
+  assert.equal(heat(s, 10), 0);
+  assert.ok(Math.abs(heat(s, 100) - 0.5) < 1e-12);
+  assert.equal(heat(s, 1000), 1);
+  assert.equal(heat(s, 0), 0);
+  assert.deepEqual(scaleOf([0, 5, 5], true), { lo: 0, hi: 5, log: false });
+  assert.equal(scaleOf([NaN], true), null);
+  const lin = scaleOf([0, 3], false)!;
+  assert.equal(heat(lin, 1.5), 0.5);
+});
+
+test("overlay: heat for every drawn box with a value, scaled over what is drawn", () => {
+  const { g, ids } = withValues();
+  const idx = buildIndex(g);
+  // every module open (Expand all leaves one-op wrappers closed)
+  const all = buildVisible(idx, { modules: new Set(idx.containers), groups: new Set([0]), segments: new Set<number>() });
+  const o = overlay(idx, all, "flops");
+  assert.equal(o.heat.get(`n${ids.l1}`), 1);
+  assert.equal(o.heat.get(`n${ids.lin1}`), 0);
+  assert.ok(Math.abs(o.heat.get(`n${ids.l0}`)! - 0.5) < 1e-12);
+  assert.equal(o.heat.get(`n${ids.act}`), 0, "0 FLOPs: the cold end");
+  assert.ok(!o.heat.has(`n${ids.x}`), "an input has no cost: left uncoloured");
+  assert.equal(overlay(idx, all, "none").heat.size, 0);
+});
+
+test("table rows: heaviest ops first with their share; parameters rank innermost modules", () => {
+  const { g, ids } = withValues();
+  const idx = buildIndex(g);
+  const rows = topRows(idx, "flops");
+  assert.deepEqual(
+    rows.map((r) => r.id),
+    [ids.l1, ids.l0, ids.lin1],
+  );
+  assert.equal(rows[0]!.where, "blocks.1");
+  assert.ok(Math.abs(rows[0]!.share! - 10_000 / 11_100) < 1e-12);
+  assert.deepEqual(
+    topRows(idx, "flops", 2).map((r) => r.id),
+    [ids.l1, ids.l0],
+  );
+  assert.deepEqual(
+    topRows(idx, "params").map((r) => r.id),
+    [ids.b0, ids.b1, ids.fc1],
+  );
+  assert.equal(topRows(idx, "absmax")[0]!.share, null, "not additive: no share");
+});
+
+test("hover rows: cost, statistics, histogram", () => {
+  const { g, ids } = withValues();
+  const idx = buildIndex(g);
+  const out = g.edges.findIndex((e) => e.src === ids.x);
+  const d = valueDetails(idx, ids.x!, [], [out]);
+  assert.deepEqual(
+    d.rows.map(([k]) => k),
+    ["min … max", "mean ± std", "|max|", "zeros"],
+  );
+  assert.equal(d.hist!.counts.length, 16);
+  const op = valueDetails(idx, ids.l1!, [], [g.edges.findIndex((e) => e.src === ids.l1)]);
+  assert.deepEqual(op.rows.slice(0, 3), [
+    ["FLOPs", "10.0 KFLOP"],
+    ["out bytes", "16 B"],
+    ["time", "0 µs"],
+  ]);
+  assert.ok(op.rows.some(([k, v]) => k === "NaN / Inf" && v === "3 / 0"));
+});

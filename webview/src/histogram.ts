@@ -1,0 +1,44 @@
+// A histogram as a small SVG bar chart for the hover: one bar per bin, the range's ends
+// under it. Built with DOM calls; the numbers are set as text.
+import type { Histogram } from "./format";
+import { formatValue } from "./units";
+
+const SVG = "http://www.w3.org/2000/svg";
+const WIDTH = 176;
+const HEIGHT = 40;
+const GAP = 1;
+
+export function histogramChart(h: Histogram): HTMLElement {
+  const box = document.createElement("div");
+  box.className = "ts-hist";
+  box.dataset.role = "histogram";
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("width", String(WIDTH));
+  svg.setAttribute("height", String(HEIGHT));
+  svg.setAttribute("viewBox", `0 0 ${WIDTH} ${HEIGHT}`);
+  const n = h.counts.length;
+  const top = Math.max(1, ...h.counts);
+  const w = WIDTH / n;
+  h.counts.forEach((c, i) => {
+    const bar = document.createElementNS(SVG, "rect");
+    // a bin with any value at all stays visible next to a tall one
+    const height = c > 0 ? Math.max(1.5, (c / top) * HEIGHT) : 0;
+    bar.setAttribute("x", (i * w + GAP / 2).toFixed(2));
+    bar.setAttribute("y", (HEIGHT - height).toFixed(2));
+    bar.setAttribute("width", Math.max(0.5, w - GAP).toFixed(2));
+    bar.setAttribute("height", height.toFixed(2));
+    bar.setAttribute("class", "ts-hist-bar");
+    bar.dataset.count = String(c);
+    svg.appendChild(bar);
+  });
+  box.appendChild(svg);
+  const ends = document.createElement("div");
+  ends.className = "ts-hist-ends";
+  const lo = document.createElement("span");
+  lo.textContent = formatValue(h.lo);
+  const hi = document.createElement("span");
+  hi.textContent = formatValue(h.hi);
+  ends.append(lo, hi);
+  box.appendChild(ends);
+  return box;
+}

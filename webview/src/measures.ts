@@ -1,0 +1,194 @@
+// What the overlay colours by and the table ranks: one number per node for each measure,
+// a scale over the drawn items, and the heaviest nodes. Pure: no DOM.
+import type { Graph, GraphNode } from "./format";
+import type { GraphIndex } from "./model";
+import type { VisibleGraph, VNode } from "./visible";
+import { formatBytes, formatFlops, formatParams, formatTime, formatValue } from "./units";
+
+export type Measure = "none" | "time" | "flops" | "bytes" | "params" | "absmax" | "nonfinite";
+
+export interface MeasureInfo {
+  label: string;
+  /** What the trace must have recorded for the measure to exist. */
+  needs: "costs" | "stats" | null;
+  /** Sums over parts (a group's FLOPs are its members'); else the largest part counts. */
+  additive: boolean;
+  /** Colours on a log scale (values spread over orders of magnitude). */
+  log: boolean;
+  format: (n: number) => string;
+}
+
+export const MEASURES: Record<Measure, MeasureInfo> = {
+  none: { label: "none", needs: null, additive: true, log: false, format: formatValue },
+  time: { label: "time", needs: "costs", additive: true, log: true, format: formatTime },
+  flops: { label: "FLOPs", needs: "costs", additive: true, log: true, format: formatFlops },
+  bytes: { label: "output bytes", needs: "costs", additive: true, log: true, format: formatBytes },
+  params: { label: "parameters", needs: null, additive: true, log: true, format: formatParams },
+  absmax: { label: "largest |value|", needs: "stats", additive: false, log: true, format: formatValue },
+  nonfinite: {
+    label: "NaN/Inf values",
+    needs: "stats",
+    additive: false,
+    log: false,
+    format: (n) => `${Math.round(n)}`,
+  },
+};
+
+export const MEASURE_ORDER: readonly Measure[] = ["none", "time", "flops", "bytes", "params", "absmax", "nonfinite"];
+
+/** Whether the graph has the data for a measure. */
+export function available(graph: Graph, m: Measure): boolean {
+  const needs = MEASURES[m].needs;
+  if (needs === "costs") return graph.values?.costs === true;
+  if (needs === "stats") return graph.values?.stats === true;
+  return true;
+}
+
+/**
+ * measure[id] for every graph node, NaN where it has none. Costs of modules are inclusive
+ * (as recorded); a module's largest |value| and NaN/Inf count are the largest of any
+ * tensor made inside it.
+ */
+export function nodeValues(idx: GraphIndex, m: Measure): Float64Array {
+  const { nodes, edges } = idx.graph;
+  const out = new Float64Array(nodes.length).fill(NaN);
+  if (m === "none") return out;
+  if (m === "time" || m === "flops" || m === "bytes") {
+    const field = m === "time" ? "time_ns" : m;
+    for (const n of nodes) if (n.cost) out[n.id] = n.cost[field];
+    return out;
+  }
+  if (m === "params") {
+    for (const n of nodes) if (n.kind === "module") out[n.id] = n.params;
+    return out;
+  }
+  // absmax, nonfinite: from the statistics of the tensors each node made, rolled up
+  for (const e of edges) {
+    const s = e.stats;
+    if (!s) continue;
+    const v = m === "absmax" ? (s.absmax ?? null) : (s.nan ?? 0) + (s.inf ?? 0);
+    if (v === null) continue;
+    const cur = out[e.src]!;
+    if (Number.isNaN(cur) || v > cur) out[e.src] = v;
+  }
+  for (let i = nodes.length - 1; i >= 0; i--) {
+    const p = nodes[i]!.parent;
+    const v = out[i]!;
+    if (p === null || Number.isNaN(v)) continue;
+    const cur = out[p]!;
+    if (Number.isNaN(cur) || v > cur) out[p] = v;
+  }
+  return out;
+}
+
+/** The value a drawn box stands for: its node's, a ×N group's from its members. */
+export function drawnValue(idx: GraphIndex, values: Float64Array, m: Measure, v: VNode): number {
+  if (v.kind === "ref") return NaN;
+  if (v.kind !== "group") return values[v.id]!;
+  const g = idx.graph.groups[v.id]!;
+  const info = MEASURES[m];
+  if (g.cost && (m === "time" || m === "flops" || m === "bytes")) {
+    return m === "time" ? g.cost.time_ns : g.cost[m];
+  }
+  let acc = NaN;
+  for (const id of g.members) {
+    const x = values[id]!;
+    if (Number.isNaN(x)) continue;
+    if (Number.isNaN(acc)) acc = x;
+    else acc = info.additive ? acc + x : Math.max(acc, x);
+  }
+  return acc;
+}
+
+export interface Scale {
+  lo: number;
+  hi: number;
+  log: boolean;
+}
+
+/** The range the colours span: over the given values (NaN ignored; log: positives only). */
+export function scaleOf(values: Iterable<number>, log: boolean): Scale | null {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const v of values) {
+    if (Number.isNaN(v) || (log && v <= 0)) continue;
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  if (hi === -Infinity) return null;
+  // one distinct positive value says nothing on a log scale: from 0 then
+  if (log && lo === hi) return { lo: 0, hi, log: false };
+  return { lo: log ? lo : Math.min(lo, 0), hi, log };
+}
+
+/** A value on the scale, 0 (low) … 1 (high). */
+export function heat(s: Scale, v: number): number {
+  if (Number.isNaN(v)) return NaN;
+  if (s.log) {
+    if (v <= 0) return 0;
+    if (s.hi <= s.lo) return 1;
+    const h = (Math.log(v) - Math.log(s.lo)) / (Math.log(s.hi) - Math.log(s.lo));
+    return Math.min(1, Math.max(0, h));
+  }
+  if (s.hi <= s.lo) return v > 0 ? 1 : 0;
+  return Math.min(1, Math.max(0, (v - s.lo) / (s.hi - s.lo)));
+}
+
+export interface Overlay {
+  measure: Measure;
+  scale: Scale | null;
+  /** Heat of each drawn box (key → 0..1); boxes without a value are left out. */
+  heat: Map<string, number>;
+}
+
+/** Heat of every drawn box for measure m, on a scale over what is drawn. */
+export function overlay(idx: GraphIndex, vg: VisibleGraph, m: Measure, values = nodeValues(idx, m)): Overlay {
+  const out = new Map<string, number>();
+  if (m === "none") return { measure: m, scale: null, heat: out };
+  const drawn = vg.nodes.map((v) => [v.key, drawnValue(idx, values, m, v)] as const);
+  const scale = scaleOf(
+    drawn.map(([, x]) => x),
+    MEASURES[m].log,
+  );
+  if (scale) for (const [key, x] of drawn) if (!Number.isNaN(x)) out.set(key, heat(scale, x));
+  return { measure: m, scale, heat: out };
+}
+
+/** A short name for where a node is: a module's path ("(root)" for the model itself). */
+function displayPath(node: GraphNode): string {
+  return node.kind === "module" ? node.path || "(root)" : node.name;
+}
+
+export interface Row {
+  id: number;
+  name: string;
+  /** Where it is: the enclosing module's path (an op) or its own path (a module). */
+  where: string;
+  value: number;
+  /** Of the total over all candidates (additive measures), else null. */
+  share: number | null;
+}
+
+/** Which nodes compete in the table: ops, or for parameters the innermost modules. */
+function candidates(idx: GraphIndex, m: Measure): GraphNode[] {
+  const { nodes } = idx.graph;
+  if (m === "params") {
+    return nodes.filter((n) => n.kind === "module" && !idx.children[n.id]!.some((c) => nodes[c]!.kind === "module"));
+  }
+  return nodes.filter((n) => n.kind === "op" || (n.kind === "module" && idx.children[n.id]!.length === 0));
+}
+
+/** The `limit` heaviest nodes for measure m (value > 0), heaviest first. */
+export function topRows(idx: GraphIndex, m: Measure, limit = 20, values = nodeValues(idx, m)): Row[] {
+  if (m === "none") return [];
+  const { nodes } = idx.graph;
+  const pool = candidates(idx, m).filter((n) => values[n.id]! > 0);
+  const total = MEASURES[m].additive ? pool.reduce((s, n) => s + values[n.id]!, 0) : 0;
+  pool.sort((a, b) => values[b.id]! - values[a.id]! || a.id - b.id);
+  return pool.slice(0, limit).map((n) => {
+    const parent = n.parent === null ? null : nodes[n.parent]!;
+    const where = n.kind === "module" ? displayPath(n) : parent ? displayPath(parent) : "";
+    const value = values[n.id]!;
+    return { id: n.id, name: n.name, where, value, share: total > 0 ? value / total : null };
+  });
+}

@@ -1,0 +1,237 @@
+// The values and costs controls: the overlay selector, its legend, the table of the
+// heaviest nodes, the NaN banner with "Find NaN origin", and the note that a paused
+// frame's numbers are the live model's. DOM built with createElement and textContent only;
+// the measures themselves are pure (measures.ts).
+import type { GraphIndex } from "./model";
+import type { Ui } from "./ui";
+import type { VisibleGraph } from "./visible";
+import { available, MEASURE_ORDER, MEASURES, nodeValues, overlay, topRows, type Measure, type Row } from "./measures";
+import { formatShare } from "./units";
+
+export interface ValuesHooks {
+  /** Show node `id` (expand what hides it, centre, select) and open its line in the host. */
+  reveal(id: number): void;
+  /** Colour the drawn boxes: key → 0..1. */
+  setHeat(heat: ReadonlyMap<string, number>): void;
+}
+
+type SortKey = "value" | "name" | "where" | "share";
+
+const TABLE_ROWS = 20;
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls: string, parent?: HTMLElement): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  parent?.appendChild(e);
+  return e;
+}
+
+export class ValuesPanel {
+  readonly select: HTMLSelectElement;
+  readonly legend: HTMLElement;
+  readonly table: HTMLElement;
+  readonly nanBanner: HTMLElement;
+  measure: Measure = "none";
+  private values: Float64Array | null = null;
+  private rows: Row[] = [];
+  private sort: { key: SortKey; desc: boolean } = { key: "value", desc: true };
+  private vg: VisibleGraph | null = null;
+  /** The table shows only its caption (it covers part of the graph). */
+  private folded = false;
+
+  constructor(
+    ui: Ui,
+    private readonly idx: GraphIndex,
+    private readonly hooks: ValuesHooks,
+    live: boolean,
+  ) {
+    const graph = idx.graph;
+    const box = el("span", "ts-overlay");
+    const label = el("label", "ts-overlay-label", box);
+    label.textContent = "Colour by";
+    this.select = el("select", "ts-overlay-select", box);
+    this.select.dataset.role = "overlay";
+    this.select.setAttribute("aria-label", "colour nodes by");
+    for (const m of MEASURE_ORDER) {
+      const o = el("option", "");
+      o.value = m;
+      o.textContent = MEASURES[m].label;
+      if (!available(graph, m)) {
+        o.disabled = true;
+        o.title = "not recorded in this trace";
+      }
+      this.select.appendChild(o);
+    }
+    label.htmlFor = this.select.id = `ts-overlay-${Math.random().toString(36).slice(2, 8)}`;
+    this.select.addEventListener("change", () => this.choose(this.select.value as Measure));
+    if (live && (graph.values?.stats || graph.values?.costs)) {
+      const note = el("span", "ts-live-note", box);
+      note.dataset.role = "live-note";
+      note.textContent = "live values of the paused call";
+      note.title = "The live model's real numbers: traced in the paused frame with the real inputs of the paused call";
+    }
+    ui.toolbar.insertBefore(box, ui.toolbar.querySelector(".ts-spacer"));
+
+    this.nanBanner = el("div", "ts-nan-banner");
+    this.nanBanner.dataset.role = "nan-banner";
+    this.nanBanner.hidden = true;
+    ui.banner.after(this.nanBanner);
+    const origin = graph.nan_origin ?? null;
+    if (origin !== null) this.showNanBanner(origin, live);
+
+    this.legend = el("div", "ts-legend", ui.stage);
+    this.legend.dataset.role = "legend";
+    this.legend.hidden = true;
+    this.table = el("div", "ts-table", ui.stage);
+    this.table.dataset.role = "table";
+    this.table.hidden = true;
+    this.table.addEventListener("click", (ev) => this.onTableClick(ev));
+  }
+
+  /** The drawn graph changed: colour what is drawn now. */
+  update(vg: VisibleGraph): void {
+    this.vg = vg;
+    this.paint();
+  }
+
+  choose(m: Measure): void {
+    this.measure = available(this.idx.graph, m) ? m : "none";
+    this.select.value = this.measure;
+    this.values = this.measure === "none" ? null : nodeValues(this.idx, this.measure);
+    this.rows = this.values ? topRows(this.idx, this.measure, TABLE_ROWS, this.values) : [];
+    this.sort = { key: "value", desc: true };
+    this.paint();
+    this.renderTable();
+  }
+
+  private paint(): void {
+    if (!this.vg || !this.values) {
+      this.hooks.setHeat(new Map());
+      this.legend.hidden = true;
+      return;
+    }
+    const o = overlay(this.idx, this.vg, this.measure, this.values);
+    this.hooks.setHeat(o.heat);
+    this.renderLegend(o.scale);
+  }
+
+  private renderLegend(scale: { lo: number; hi: number; log: boolean } | null): void {
+    const info = MEASURES[this.measure];
+    this.legend.replaceChildren();
+    this.legend.hidden = false;
+    const title = el("div", "ts-legend-title", this.legend);
+    title.textContent = info.label + (scale?.log ? " · log scale" : "");
+    if (!scale) {
+      const none = el("div", "ts-legend-none", this.legend);
+      none.textContent = "nothing drawn has a value";
+      return;
+    }
+    el("div", "ts-legend-bar", this.legend);
+    const ends = el("div", "ts-legend-ends", this.legend);
+    const lo = el("span", "", ends);
+    lo.dataset.role = "legend-lo";
+    lo.textContent = info.format(scale.lo);
+    const hi = el("span", "", ends);
+    hi.dataset.role = "legend-hi";
+    hi.textContent = info.format(scale.hi);
+  }
+
+  private renderTable(): void {
+    this.table.replaceChildren();
+    if (this.measure === "none") {
+      this.table.hidden = true;
+      return;
+    }
+    this.table.hidden = false;
+    const info = MEASURES[this.measure];
+    const head = el("div", "ts-table-head", this.table);
+    const caption = el("span", "", head);
+    caption.textContent = `Heaviest ${this.rows.length} by ${info.label}`;
+    const fold = el("button", "ts-table-fold", head);
+    fold.type = "button";
+    fold.dataset.action = "table-fold";
+    fold.textContent = this.folded ? "show" : "hide";
+    fold.title = this.folded ? "Show the table" : "Hide the table's rows";
+    if (this.folded) return;
+    if (this.rows.length === 0) {
+      const none = el("div", "ts-table-none", this.table);
+      none.textContent = "no node has a value above 0";
+      return;
+    }
+    const t = el("table", "", this.table);
+    const tr = el("tr", "", el("thead", "", t));
+    const cols: [SortKey | null, string][] = [
+      [null, "#"],
+      ["name", "node"],
+      ["where", "in"],
+      ["value", info.label],
+      ["share", "share"],
+    ];
+    for (const [key, text] of cols) {
+      const th = el("th", "", tr);
+      th.textContent = text;
+      if (key) {
+        th.dataset.sort = key;
+        th.title = "sort";
+        if (this.sort.key === key) th.dataset.dir = this.sort.desc ? "desc" : "asc";
+      }
+    }
+    const body = el("tbody", "", t);
+    const rank = new Map(this.rows.map((r, i) => [r.id, i + 1]));
+    for (const r of this.sorted()) {
+      const row = el("tr", "", body);
+      row.dataset.id = String(r.id);
+      row.title = "show it in the graph and open its line";
+      for (const text of [String(rank.get(r.id)), r.name, r.where, info.format(r.value), r.share === null ? "" : formatShare(r.share)]) {
+        el("td", "", row).textContent = text;
+      }
+    }
+  }
+
+  private sorted(): Row[] {
+    const { key, desc } = this.sort;
+    const sign = desc ? -1 : 1;
+    const by = (r: Row): number | string => (key === "share" ? (r.share ?? 0) : r[key]);
+    return [...this.rows].sort((a, b) => {
+      const x = by(a);
+      const y = by(b);
+      const c = typeof x === "string" ? x.localeCompare(String(y)) : x - (y as number);
+      return sign * c || a.id - b.id;
+    });
+  }
+
+  private onTableClick(ev: MouseEvent): void {
+    const target = ev.target as Element;
+    if (target.closest("[data-action=table-fold]")) {
+      this.folded = !this.folded;
+      this.renderTable();
+      return;
+    }
+    const th = target.closest<HTMLElement>("th[data-sort]");
+    if (th) {
+      const key = th.dataset.sort as SortKey;
+      this.sort = { key, desc: this.sort.key === key ? !this.sort.desc : key !== "name" && key !== "where" };
+      this.renderTable();
+      return;
+    }
+    const row = target.closest<HTMLElement>("tr[data-id]");
+    if (row) this.hooks.reveal(Number(row.dataset.id));
+  }
+
+  private showNanBanner(origin: number, live: boolean): void {
+    const node = this.idx.graph.nodes[origin]!;
+    const b = this.nanBanner;
+    b.hidden = false;
+    const text = el("span", "ts-nan-text", b);
+    const where = node.site ? ` (${node.site.file.split(/[\\/]/).pop()}:${node.site.line})` : "";
+    text.textContent =
+      `Non-finite values (NaN/Inf) appeared${live ? " in the live model" : ""}: ` +
+      `the first op that made them from finite inputs is ${node.name}${where}.`;
+    const button = el("button", "ts-btn", b);
+    button.type = "button";
+    button.dataset.action = "nan-origin";
+    button.textContent = "Find NaN origin";
+    button.title = "Show the op and open its line";
+    button.addEventListener("click", () => this.hooks.reveal(origin));
+  }
+}
