@@ -53,6 +53,10 @@ from .values import (
 from .wrappers import Wrapping, compiled_run_eagerly, find_wrappers, fsdp_state_kept, unwrap
 
 Tensor = torch.Tensor
+# allocations whose values are whatever the memory held (FSDP's buffers, `out` tensors)
+_UNINITIALIZED = frozenset(
+    ("empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided")
+)
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 _Parameter = nn.Parameter
 _ns = time.perf_counter_ns
@@ -469,7 +473,8 @@ class Recorder(TorchFunctionMode):
                     producer[id(t)] = (weakref.ref(t), nid, st)
                     if t._base is not None:
                         self._set_producer(t._base, nid, self._read(t._base))
-            self.checks.append((nid, seen, [st for st in made.values() if st is not None]))
+            if info.name not in _UNINITIALIZED:  # whatever memory held before: no origin
+                self.checks.append((nid, seen, [st for st in made.values() if st is not None]))
         for t in outs:
             if type(t) is not Tensor:
                 inner = inner_tensor(t)  # a DTensor's shard: read on its own by collectives
