@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import CodeType, FrameType
@@ -211,6 +210,23 @@ def describe(func: Any, args: tuple, kwargs: dict, result: Any) -> CollectiveCal
     )
 
 
+def _wait(func: Any, result: Any) -> None:
+    """Wait for a collective the trace just started. Its output is filled asynchronously: the
+    values, costs and every op that reads it during the trace need it complete. Waiting early
+    changes only timing (the program's own wait returns at once after it), and cannot
+    deadlock: every rank issues a group's collectives in the same order."""
+    if func.namespace == "_c10d_functional":
+        for t in _tensors(result):
+            torch.ops._c10d_functional.wait_tensor(t)
+        return
+    from torch._C._distributed_c10d import Work
+
+    for r in result if isinstance(result, (tuple, list)) else (result,):
+        if isinstance(r, torch.ScriptObject):
+            with contextlib.suppress(Exception):  # not a Work: nothing to wait for
+                Work.unbox(r).wait()
+
+
 # -- the watch -------------------------------------------------------------------------------
 
 
@@ -224,9 +240,6 @@ class CollectiveWatch(TorchDispatchMode):
         self.call_code = call_code  # the Recorder's __torch_function__: a call it is inside
         self.local = local
         self.count = 0
-        # results of functional collectives: torch warns at exit about any never waited for
-        # (the program waits for its own when it uses them; a trace's are waited in `finish`)
-        self.unwaited: list[weakref.ref[Tensor]] = []
         from .distributed import _async_collective_class, dtensor_class
 
         self.wrappers = tuple(c for c in (dtensor_class(), _async_collective_class()) if c)
@@ -250,24 +263,13 @@ class CollectiveWatch(TorchDispatchMode):
                 result = run_locally(func, args, kwargs)
             else:
                 result = func(*args, **kwargs)
-                if func.namespace == "_c10d_functional":
-                    self.unwaited.extend(weakref.ref(t) for t in _tensors(result))
-            ns = time.perf_counter_ns() - start  # an async one: the time to start it
+                _wait(func, result)
+            ns = time.perf_counter_ns() - start
             try:
                 self._record(describe(func, args, kwargs, result), ns)
             except Exception:  # bookkeeping must never break the program's own collective
                 pass
         return result
-
-    def finish(self) -> None:
-        """Wait for the functional collectives the trace started (waiting twice is harmless)."""
-        refs, self.unwaited = self.unwaited, []
-        with _NO_TORCH_FUNCTION():
-            for ref in refs:
-                t = ref()
-                if t is not None:
-                    with contextlib.suppress(Exception):
-                        torch.ops._c10d_functional.wait_tensor(t)
 
     def _record(self, call: CollectiveCall, ns: int) -> None:
         if self.local:
@@ -280,7 +282,7 @@ class CollectiveWatch(TorchDispatchMode):
         nid = rec.add_op(call.name, call.target, call.attrs, site, inside)
         inner = rec.inner_collectives  # earlier collectives of the same DTensor op
         fed_by = None
-        seen = []  # statistics of its inputs and outputs, when values are on
+        seen = []  # statistics of its inputs, when values are on
         for t in call.inputs:
             owner = _owner(t, f_args)
             if owner is None and inner and rec.source(t) is None:
@@ -358,7 +360,6 @@ def watching(watch: Optional[CollectiveWatch]) -> Iterator[None]:
         watch.__exit__(None, None, None)
         for m in reversed(above):
             torch._C._push_on_torch_dispatch_stack(m)
-        watch.finish()
 
 
 # -- a collective done on this rank alone ----------------------------------------------------

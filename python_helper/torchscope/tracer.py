@@ -517,8 +517,14 @@ class Recorder(TorchFunctionMode):
         return self._source(t)
 
     def produced(self, t: Tensor, nid: int) -> Optional[TensorStats]:
-        """`t` made by collective node `nid`; returns its statistics when values are on."""
-        st = self._read(t) if self.values else None
+        """`t` made by collective node `nid` (complete: the watch waited for it); returns its
+        statistics when values are on. Read afresh: a c10d collective writes its output without
+        bumping the tensor's version, so statistics cached for it (an `empty` buffer's) look
+        current."""
+        st = self.reader.read(t) if self.values else None
+        if st is not None:
+            with contextlib.suppress(Exception):  # inference tensors keep no version
+                st.version = t._version
         self._set_producer(t, nid, st)
         return st
 
@@ -531,7 +537,7 @@ class Recorder(TorchFunctionMode):
         ns: int,
     ) -> None:
         """Values and costs of collective node `nid`: the NaN check of its inputs and outputs,
-        and its output bytes and wall time (no FLOPs: it moves data)."""
+        and its output bytes and wall time, start to completion (no FLOPs: it moves data)."""
         if self.values:
             self.checks.append((nid, seen, made))
         if self.counter is not None:

@@ -136,7 +136,14 @@ def test_fsdp2_all_gathers_and_sharded_parameters(runs) -> None:
             # all of the block's parameters, gathered: 16*64 + 64 + 64*16 + 16 float32
             assert n.attrs["bytes"] == 4 * (16 * 64 + 64 + 64 * 16 + 16)
             # it feeds the block's ops: its output is read downstream
-            assert any(e.src == n.id for e in g.edges)
+            out = [e for e in g.edges if e.src == n.id]
+            assert out
+            # values read once it completed: the block's real parameters, not the buffer's
+            # contents before the gather filled it
+            assert all(e.stats is not None and e.stats["nan"] == e.stats["inf"] == 0 for e in out)
+            assert all(e.stats["absmax"] < 1 for e in out)  # small initial weights
+            assert n.cost is not None and n.cost.flops == 0 and n.cost.bytes == n.attrs["bytes"]
+        assert g.nan_origin is None
 
 
 def test_tensor_parallel_dtensor_edges(runs) -> None:
@@ -161,6 +168,12 @@ def test_tensor_parallel_dtensor_edges(runs) -> None:
         # the all-reduce reads what an op of `down` made, and its sum is read after it
         assert any(e.dst == reduce.id and g.nodes[e.src].parent == reduce.parent for e in g.edges)
         assert any(e.src == reduce.id for e in g.edges)
+    # the reduced sum, as read by each rank's trace: the same on both ranks
+    sums = [
+        next(e.stats for e in g.edges if e.src == g.collectives()[0].id and e.stats)
+        for g in run.graphs
+    ]
+    assert sums[0]["mean"] == pytest.approx(sums[1]["mean"]) and sums[0]["std"] > 0
 
 
 def test_compiled_model_keeps_its_compiled_state(runs) -> None:
