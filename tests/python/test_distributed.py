@@ -146,6 +146,28 @@ def test_fsdp2_all_gathers_and_sharded_parameters(runs) -> None:
         assert g.nan_origin is None
 
 
+def test_fsdp1_wrappers_are_marks(runs) -> None:
+    run = runs("fsdp1")
+    assert_output_unchanged(run)  # FSDP1's flat parameters, freed and gathered, survive
+    for rank, g in enumerate(run.graphs):
+        assert g.model.rank == rank and g.model.name == "Net"
+        # no `_fsdp_wrapped_module.` levels
+        assert paths(g) == [
+            "",
+            "norm",
+            *[f"blocks.{i}{s}" for i in (0, 1) for s in ("", ".up", ".act", ".down")],
+            "head",
+        ]
+        marked = {
+            n.path for n in g.nodes if n.attrs.get("wrapped_by") == "FullyShardedDataParallel"
+        }
+        assert marked == {"", "blocks.0", "blocks.1"}
+        # each wrapped block gathers its flat parameter (the root's stays gathered)
+        gathers = g.collectives()
+        assert [g.nodes[n.parent].path for n in gathers] == ["blocks.0", "blocks.1"]
+        assert all(n.attrs["bytes"] == 4 * (16 * 64 + 64 + 64 * 16 + 16) for n in gathers)
+
+
 def test_tensor_parallel_dtensor_edges(runs) -> None:
     run = runs("tensor_parallel")
     assert_output_unchanged(run)

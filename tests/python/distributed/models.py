@@ -87,3 +87,13 @@ def compiled():
 
     model = torch.compile(DistributedDataParallel(Net()), backend="aot_eager")
     return model, _input(rank)
+
+
+def fsdp1():
+    rank = _join()
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    model = Net()
+    for i, block in enumerate(model.blocks):
+        model.blocks[i] = FullyShardedDataParallel(block, device_id=torch.device("cpu"))
+    return FullyShardedDataParallel(model, device_id=torch.device("cpu")), _input(rank)
