@@ -198,6 +198,31 @@ def test_tensor_parallel_dtensor_edges(runs) -> None:
     assert sums[0]["mean"] == pytest.approx(sums[1]["mean"]) and sums[0]["std"] > 0
 
 
+def test_async_work_and_functional_collectives_keep_the_edges(runs) -> None:
+    run = runs("explicit")
+    assert_output_unchanged(run)
+    for g in run.graphs:
+        names = {n.id: n.name for n in g.nodes}
+        flow = [(names[e.src], names[e.dst], e.shape) for e in g.edges]
+        # x → a.linear → all_reduce (async, waited) → b.linear → all_gather (functional,
+        # waited where used) → mul: the waits add nothing, the edges run through the collectives
+        assert flow == [
+            ("x", "linear", [4, 16]),
+            ("linear", "all_reduce", [4, 16]),
+            ("all_reduce", "linear", [4, 16]),
+            ("linear", "all_gather_into_tensor", [4, 16]),
+            ("all_gather_into_tensor", "mul", [8, 16]),
+            ("mul", "output", [8, 16]),
+        ]
+        reduce, gather = g.collectives()
+        assert reduce.target == "torch.ops.c10d.allreduce_"
+        assert gather.target == "torch.ops._c10d_functional.all_gather_into_tensor"
+        # their site is the user's line that called them
+        lines = (PROGRAMS / "models.py").read_text().splitlines()
+        assert "dist.all_reduce(h, async_op=True)" in lines[reduce.site.line - 1]
+        assert "funcol.all_gather_tensor" in lines[gather.site.line - 1]
+
+
 def test_compiled_model_keeps_its_compiled_state(runs) -> None:
     run = runs("compiled")
     assert_output_unchanged(run)

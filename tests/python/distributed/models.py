@@ -97,3 +97,27 @@ def fsdp1():
     for i, block in enumerate(model.blocks):
         model.blocks[i] = FullyShardedDataParallel(block, device_id=torch.device("cpu"))
     return FullyShardedDataParallel(model, device_id=torch.device("cpu")), _input(rank)
+
+
+class Explicit(nn.Module):
+    """Collectives written in the forward: an async all_reduce and its wait, and a functional
+    all-gather whose result is waited for where it is used."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(16, 16)
+        self.b = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import torch.distributed._functional_collectives as funcol
+
+        h = self.a(x)
+        work = dist.all_reduce(h, async_op=True)
+        work.wait()
+        gathered = funcol.all_gather_tensor(self.b(h), gather_dim=0, group=dist.group.WORLD)
+        return gathered * 2
+
+
+def explicit():
+    rank = _join()
+    return Explicit(), _input(rank)
