@@ -34,7 +34,10 @@ describe("FSDP2, rank 0 of 2", () => {
   test("the rank in the title; the fully_shard mark on the model and its blocks", async () => {
     assert.match((await page.locator(".ts-model").textContent())!, /^Net · rank 0 of 2$/);
     const subs = await page.locator(".ts-cluster-head .ts-sub, .ts-node[data-kind=module] .ts-sub").allTextContents();
-    assert.ok(subs.some((s) => s.includes("[fully_shard]")), subs.join(" | "));
+    assert.ok(
+      subs.some((s) => s.includes("[fully_shard]")),
+      subs.join(" | "),
+    );
     assert.match((await page.locator("[data-role=status]").textContent())!, /3 collectives/);
   });
 
@@ -46,7 +49,12 @@ describe("FSDP2, rank 0 of 2", () => {
     assert.equal(await gathers.count(), 3);
     assert.deepEqual(await gathers.locator(".ts-label").allTextContents(), Array(3).fill("⇄ all_gather_into_tensor"));
     // its own colours: not those of a plain op
-    const stroke = (sel: string) => page.locator(sel).first().locator(".ts-box").evaluate((e) => getComputedStyle(e).stroke);
+    const stroke = (sel: string) =>
+      page
+        .locator(sel)
+        .first()
+        .locator(".ts-box")
+        .evaluate((e) => getComputedStyle(e).stroke);
     assert.notEqual(await stroke(".ts-node.ts-collective"), await stroke(".ts-node[data-kind=op]:not(.ts-collective)"));
     const text = await hoverText(page, ".ts-node.ts-collective");
     assert.match(text, /collective\s*true/);
@@ -69,8 +77,14 @@ describe("tensor parallel, rank 0 of 2", () => {
     assert.equal(await linears.count(), 2);
     const texts: string[] = [];
     for (let i = 0; i < 2; i++) texts.push(await hoverText(page, `.ts-node[data-id="${await linears.nth(i).getAttribute("data-id")}"]`));
-    assert.ok(texts.some((t) => /4×16 float32 \(local\) of 4×16 Replicate\(\) on cpu\[tp=2\]/.test(t)), texts.join("\n"));
-    assert.ok(texts.some((t) => /4×32 float32 \(local\) of 4×64 Shard\(1\) on cpu\[tp=2\]/.test(t)), texts.join("\n"));
+    assert.ok(
+      texts.some((t) => /4×16 float32 \(local\) of 4×16 Replicate\(\) on cpu\[tp=2\]/.test(t)),
+      texts.join("\n"),
+    );
+    assert.ok(
+      texts.some((t) => /4×32 float32 \(local\) of 4×64 Shard\(1\) on cpu\[tp=2\]/.test(t)),
+      texts.join("\n"),
+    );
     await shot(page, "tensor-parallel-expanded");
     assert.deepEqual(errors, []);
   });
