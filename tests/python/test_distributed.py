@@ -61,6 +61,7 @@ class Run:
     def __init__(self, builder: str, out: Path, traced: bool = True) -> None:
         out.mkdir(parents=True, exist_ok=True)
         args = [str(PROGRAMS / "run_traced.py"), builder, str(out)]
+        self.out = out
         self.proc = torchrun(args + ([] if traced else ["--no-trace"]), out)
         self.results = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
         self.graphs = [load(out / f"rank{r}.msgpack") for r in (0, 1)] if traced else []
@@ -221,6 +222,24 @@ def test_async_work_and_functional_collectives_keep_the_edges(runs) -> None:
         lines = (PROGRAMS / "models.py").read_text().splitlines()
         assert "dist.all_reduce(h, async_op=True)" in lines[reduce.site.line - 1]
         assert "funcol.all_gather_tensor" in lines[gather.site.line - 1]
+
+
+@pytest.mark.parametrize("builder", ["tensor_parallel", "explicit"])
+def test_trace_alone_sends_nothing(runs, builder: str) -> None:
+    """Rank 0 traced alone (as at a breakpoint) while rank 1 went on and waited in its next
+    forward's collective: had the trace sent anything, that forward's results on both ranks
+    would differ from the first (or the program would hang)."""
+    run = runs(builder)
+    assert_output_unchanged(run)
+    alone = load(run.out / "alone.msgpack")
+    together = run.graphs[0]
+    assert [n.name for n in alone.nodes] == [n.name for n in together.nodes]
+    assert [(e.src, e.dst, e.shape) for e in alone.edges] == [
+        (e.src, e.dst, e.shape) for e in together.edges
+    ]
+    assert alone.collectives() and all(n.attrs["local"] is True for n in alone.collectives())
+    assert not any("local" in n.attrs for n in together.collectives())
+    assert any("rank 0 traced alone" in w for w in alone.warnings)
 
 
 def test_compiled_model_keeps_its_compiled_state(runs) -> None:

@@ -1,6 +1,7 @@
 """One rank of a test program (tests/python/test_distributed.py): build a model as models.py
 does, run its forward, trace it with torchscope, run the forward again and a training step, and
-write what happened to OUT/rankR.json (the graph to OUT/rankR.msgpack).
+write what happened to OUT/rankR.json (the graph to OUT/rankR.msgpack; for some programs rank 0
+also traces alone, with its collectives done locally, to OUT/alone.msgpack).
 
 Usage: torchrun --nproc_per_node 2 run_traced.py BUILDER OUT [--no-trace]
 """
@@ -41,6 +42,11 @@ if traced:
     graph = torchscope.trace(model, x)
     (out / f"rank{rank}.msgpack").write_bytes(graph.to_msgpack())
     result["warnings"] = graph.warnings
+    if rank == 0 and builder in ("tensor_parallel", "explicit"):
+        # as at a breakpoint: rank 0 traces alone while rank 1 goes on to its next forward
+        # and waits there in a collective; the trace must send it nothing
+        alone = torchscope.trace_call(model, (x,), local_collectives=True)
+        (out / "alone.msgpack").write_bytes(alone.to_msgpack())
 after = model(x)
 result["after"] = full(after)
 result["compiles_added"] = compiles() - compiles_before
