@@ -58,6 +58,8 @@ import { ValuesPanel } from "./valuesPanel";
 import { histogramChart } from "./histogram";
 import type { ViewMarks } from "./compare";
 import { CompareControls } from "./compareDraw";
+import type { PausedAt } from "./messages";
+import { pausedKeys, pausedNodes, type PausedNodes } from "./pausedMarks";
 
 interface Drawn {
   key: string;
@@ -123,6 +125,8 @@ export class Viewer {
   readonly values: ValuesPanel;
   /** A compare page's statuses and next / previous change (compareDraw.ts); null otherwise. */
   private readonly comparison: CompareControls | null;
+  /** A paused debugger's point in a paused-frame graph ("you are here"); null: none. */
+  private paused: PausedNodes | null = null;
 
   constructor(
     root: HTMLElement,
@@ -444,6 +448,7 @@ export class Viewer {
       selected: this.selected,
       // A collapsed box that hides the failing call is outlined in the error colour.
       hasError: errKey && errKey !== `n${err}` ? errKey : null,
+      ...(this.paused ? pausedKeys(vg.rep, this.paused) : {}),
     });
   }
 
@@ -461,6 +466,23 @@ export class Viewer {
     const key = this.drawn.vg.rep[id]!;
     this.select(key);
     this.zoomTo(key);
+  }
+
+  /** Where a paused debugger is in this graph's call: its line's calls are marked and brought
+   * into view, what is still ahead is drawn faded; null clears the marks. */
+  async setPausedAt(at: PausedAt | null): Promise<void> {
+    this.paused = at ? pausedNodes(this.idx, at) : null;
+    const first = this.paused?.here[0];
+    if (first !== undefined) await this.revealNode(first);
+    else this.refreshMarks();
+  }
+
+  /** A hover's "Show in graph": `node` revealed and selected, `nodes` marked as matches. */
+  async showNodes(node: number, nodes: number[] = [node]): Promise<void> {
+    if (!this.idx.graph.nodes[node]) return;
+    this.matches = nodes.filter((id) => !!this.idx.graph.nodes[id]);
+    this.matchPos = -1;
+    await this.revealNode(node);
   }
 
   /** Reveal node `id` and open its line in the host (table rows, Find NaN origin). */
