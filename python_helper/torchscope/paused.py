@@ -226,6 +226,9 @@ def _run(
                 input_expr=source[2],
                 time_budget=time_budget or None,
                 cancel=cancel,
+                # the other ranks of a torchrun program are not in this forward: a collective
+                # sent to them would hang, or feed their own pending collectives wrong data
+                local_collectives=True,
             )
     except Failure:
         gc.collect()  # a stopped forward's frames (its tensors) sit in the exception's cycle
