@@ -117,6 +117,11 @@ export interface TraceSummary {
   warnings?: string[];
   /** Top-level statements of the file that did not run (loading keeps its definitions only). */
   skipped?: TopLevelStatement[];
+  /** This process's rank and the world size, when torch.distributed was initialised; else null. */
+  rank?: number | null;
+  worldSize?: number | null;
+  /** Collective-communication op nodes in the graph. */
+  collectives?: number;
 }
 
 /** How the input of a trace was found (docs/protocol.md). */
@@ -233,6 +238,13 @@ export function modelName(summary: Pick<TraceSummary, "model"> | null | undefine
   return m.includes("(") || m.includes("[") ? m : shortName(m);
 }
 
-export function panelTitle(summary: Pick<TraceSummary, "model"> | null | undefined, fallback: string): string {
-  return `Forward pass: ${modelName(summary, fallback)}`;
+export function panelTitle(summary: Pick<TraceSummary, "model" | "rank" | "worldSize"> | null | undefined, fallback: string): string {
+  return `Forward pass: ${modelName(summary, fallback)}${rankSuffix(summary)}`;
+}
+
+/** " (rank 1 of 2)" for a trace in one rank of a torch.distributed program; else "". */
+export function rankSuffix(summary: Pick<TraceSummary, "rank" | "worldSize"> | null | undefined): string {
+  const rank = summary?.rank;
+  if (typeof rank !== "number") return "";
+  return typeof summary?.worldSize === "number" ? ` (rank ${rank} of ${summary.worldSize})` : ` (rank ${rank})`;
 }

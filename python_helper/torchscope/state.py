@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import operator
 import random
 import sys
 from collections.abc import Callable, Iterator
@@ -193,10 +194,9 @@ class ModelState:
             ]
         for m, saved in self.module_dicts:
             now = m.__dict__
-            try:
-                same = now == saved  # C-speed; identical values compare equal without __eq__
-            except Exception:  # a changed tensor value makes == ambiguous
-                same = False
+            # by identity, never by value: `==` on a tensor whose storage the forward freed
+            # (FSDP1's flat parameters) crashes the process
+            same = len(now) == len(saved) and all(map(operator.is_, now.values(), saved.values()))
             if not same:
                 # the forward rebound or added plain attributes (a cache, a counter)
                 now.clear()

@@ -19,7 +19,7 @@ import {
 } from "./expansion";
 import { buildVisible, TooManyToDraw, type VisibleGraph } from "./visible";
 import { errorText } from "./errorText";
-import { clip } from "./labels";
+import { clip, isCollective, rankText } from "./labels";
 import { segmentRange, segmentsOf } from "./segments";
 import type { Label } from "./labels";
 import type { Layout } from "./layout";
@@ -164,7 +164,7 @@ export class Viewer {
     select(this.ui.svg).call(this.zoomer).on("dblclick.zoom", null);
     this.minimap = new Minimap(this.ui.stage, (x, y) => this.centerOn(x, y));
 
-    this.ui.title.textContent = clip(graph.model.name || "model", 60);
+    this.ui.title.textContent = clip(graph.model.name || "model", 60) + rankText(graph.model);
     this.ui.title.title = graph.model.qualname;
     this.values = new ValuesPanel(
       this.ui,
@@ -818,6 +818,8 @@ export class Viewer {
   private summary(): string {
     const g = this.idx.graph;
     const parts = [g.model.name, `${formatCount(g.model.params)} params`, `${g.stats.ops} ops`, `${g.stats.modules} module calls`];
+    const collectives = g.nodes.filter(isCollective).length;
+    if (collectives) parts.push(`${collectives} collective${collectives === 1 ? "" : "s"}`);
     if (this.drawn) parts.push(`${this.drawn.vg.nodes.length} drawn`, `layout ${Math.round(this.lastLayoutMs)} ms`);
     return parts.filter(Boolean).join(" · ");
   }

@@ -30,6 +30,8 @@ describe("protocol helpers", () => {
     assert.equal(panelTitle({ model: "MLP" }, "model"), "Forward pass: MLP");
     assert.equal(panelTitle({ model: "" }, "build"), "Forward pass: build");
     assert.equal(panelTitle(null, "pkg.mod.Net"), "Forward pass: Net");
+    assert.equal(panelTitle({ model: "Net", rank: 1, worldSize: 2 }, "m"), "Forward pass: Net (rank 1 of 2)");
+    assert.equal(panelTitle({ model: "Net", rank: null, worldSize: null }, "m"), "Forward pass: Net");
     assert.equal(shortName("transformers.GPT2LMHeadModel"), "GPT2LMHeadModel");
   });
   it("accepts only the viewer's message types", () => {
