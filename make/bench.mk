@@ -19,3 +19,14 @@ bench-diff: setup
 # bench/results.md and appends their sections from bench/viewer/results.json and
 # bench/diff-results.json.
 bench: bench-viewer bench-diff
+
+# The graph panel in real VS Code (bench/vscode_panel.ts: code-server + Chromium, as the
+# end-to-end tests run it): GPT-2 right-click → drawn warm, palette → drawn at a breakpoint,
+# the panel's long tasks while a 4,000-op graph arrives. Writes bench/results-vscode.json and
+# bench/results-vscode.md. Not part of `make bench` or `make test` (several minutes). RUNS=5.
+.PHONY: bench-vscode
+RUNS ?= 5
+bench-vscode: package code-server setup $(CHROMIUM)
+	CHROMIUM=$(CHROMIUM) TORCHSCOPE_VSIX=$(VSIX) TORCHSCOPE_CODE_SERVER=$(CODE_SERVER) \
+	  TORCHSCOPE_PYTHON=$(abspath $(VENV_PY)) node --import tsx bench/vscode_panel.ts --runs $(RUNS)
+	$(VENV_PY) bench/vscode_report.py bench/results-vscode.json bench/results-vscode.md

@@ -366,6 +366,22 @@ function graphError(v: unknown, n: number): GraphError | null {
 
 /** Validate an already-decoded map (msgpack or JSON) into a Graph. */
 export function fromObject(raw: unknown): Graph {
+  const steps = fromObjectSteps(raw);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/** How many nodes or edges `fromObjectSteps` validates between two pauses. */
+export const STEP_ITEMS = 200;
+
+/**
+ * `fromObject` as steps: it pauses (yields) after every STEP_ITEMS nodes or edges, so a
+ * caller can spread a big graph over several tasks (decodeSlices.ts). The one validation
+ * both paths run: driven to the end without pausing, it is `fromObject`.
+ */
+export function* fromObjectSteps(raw: unknown): Generator<void, Graph, void> {
   if (!isObj(raw)) throw new FormatError("not a torchscope graph: the file is not a map");
   if (raw.format !== FORMAT) {
     throw new FormatError(`not a torchscope graph: format is ${JSON.stringify(raw.format ?? null)}`);
@@ -379,8 +395,18 @@ export function fromObject(raw: unknown): Graph {
   }
   if (!Array.isArray(raw.nodes)) throw new FormatError("graph: nodes should be a list");
   if (!Array.isArray(raw.edges)) throw new FormatError("graph: edges should be a list");
-  const nodes = raw.nodes.map(node);
-  const edges = raw.edges.map((e, i) => edge(e, i, nodes.length));
+  const rawNodes: unknown[] = raw.nodes;
+  const rawEdges: unknown[] = raw.edges;
+  const nodes: GraphNode[] = [];
+  for (let i = 0; i < rawNodes.length; i++) {
+    nodes.push(node(rawNodes[i], i));
+    if ((i + 1) % STEP_ITEMS === 0) yield;
+  }
+  const edges: GraphEdge[] = [];
+  for (let i = 0; i < rawEdges.length; i++) {
+    edges.push(edge(rawEdges[i], i, nodes.length));
+    if ((i + 1) % STEP_ITEMS === 0) yield;
+  }
   checkParents(nodes);
   const pos = siblingIndex(nodes);
   const groupOf = new Int32Array(nodes.length).fill(-1);

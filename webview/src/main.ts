@@ -4,6 +4,8 @@
 import workerSource from "virtual:layout-worker";
 import "./viewer.css";
 import "./paused.css";
+import { base64ToBytesInSlices } from "./base64Slices";
+import { decodeGraphInSlices } from "./decodeSlices";
 import { DeferredWorker, fetchWorkerUrl, type WorkerLike } from "./deferredWorker";
 import { decodeGraph, FormatError, type Graph } from "./format";
 import { StandaloneHost, VsCodeHost, type Host } from "./host";
@@ -63,30 +65,29 @@ function failed(root: HTMLElement, e: unknown): void {
   else showFatal(root, "The viewer failed to start", String((e as Error)?.stack ?? e));
 }
 
-/** `mount` in two tasks (decode, then the viewer), for the page's own start-up. */
-async function mountSoon(root: HTMLElement, data: Uint8Array, host: Host): Promise<Viewer | null> {
+/**
+ * `mount` in short tasks, for the page's own start-up and each graph the VS Code panel
+ * receives: the graph is decoded a slice at a time (a 4,000-op graph in one call was a
+ * 145 ms task), then the viewer is built in a task of its own. `current` says whether this
+ * graph is still the one to show once it is decoded (a newer one may have arrived).
+ */
+async function mountSoon(root: HTMLElement, data: Uint8Array, host: Host, current: () => boolean = () => true): Promise<Viewer | null> {
   let graph: Graph;
   try {
-    graph = decodeGraph(data);
+    graph = await decodeGraphInSlices(data);
   } catch (e) {
-    failed(root, e);
+    if (current()) failed(root, e);
     return null;
   }
   performance.mark("torchscope:decoded");
   await nextTask();
+  if (!current()) return null;
   try {
     return new Viewer(root, graph, data, host, makeWorker);
   } catch (e) {
     failed(root, e);
     return null;
   }
-}
-
-function base64ToBytes(text: string): Uint8Array {
-  const bin = atob(text.replace(/\s+/g, ""));
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
 }
 
 /** The view a page opens at (`data-view` on the root: an HTML export of a panel's view). */
@@ -145,7 +146,7 @@ async function boot(): Promise<void> {
     await nextTask();
     let bytes: Uint8Array;
     try {
-      bytes = base64ToBytes(data.textContent ?? "");
+      bytes = await base64ToBytesInSlices(data.textContent ?? "");
     } catch {
       showFatal(root, "This file can't be shown", "the embedded graph data is not valid base64");
       return;
@@ -157,22 +158,37 @@ async function boot(): Promise<void> {
   if (typeof acquireVsCodeApi === "function") {
     const host = new VsCodeHost(acquireVsCodeApi());
     let viewer: Viewer | null = null;
+    let arrivals = 0;
+    // The viewer of the latest graph once it is decoded and mounted: messages about it (the
+    // paused line, a node to reveal) that come while it decodes wait for it.
+    let latest: Promise<Viewer | null> = Promise.resolve(null);
     window.addEventListener("message", (ev: MessageEvent<HostMessage | undefined>) => {
       const m = ev.data;
       if (m?.type === "graph" && m.data) {
+        performance.mark("torchscope:received");
         // A new trace replaces the old view; its layouts are stale.
         viewer?.dispose();
+        viewer = null;
         host.setOrigin(m.origin);
-        viewer = mount(rootElement(), m.data, host);
-        // Which input this graph was traced with, and a way to trace it with another.
-        viewer?.setInput(m.origin.input?.text, () => host.post({ type: "changeInput" }));
+        const arrival = ++arrivals;
+        const data = m.data instanceof Uint8Array ? m.data : new Uint8Array(m.data);
+        latest = mountSoon(rootElement(), data, host, () => arrival === arrivals).then((v) => {
+          if (arrival !== arrivals) {
+            v?.dispose();
+            return null;
+          }
+          viewer = v;
+          // Which input this graph was traced with, and a way to trace it with another.
+          viewer?.setInput(m.origin.input?.text, () => host.post({ type: "changeInput" }));
+          return v;
+        });
       } else if (m?.type === "highlightLine") {
-        viewer?.highlightLine(m.file, m.line);
+        void latest.then((v) => v?.highlightLine(m.file, m.line));
       } else if (m?.type === "revealNode") {
-        void viewer?.showNodes(m.node, m.nodes);
+        void latest.then((v) => v?.showNodes(m.node, m.nodes));
       } else if (m?.type === "pausedAt") {
         // The extension posts it after each graph of a paused frame (again after a reload).
-        void viewer?.setPausedAt(m.at);
+        void latest.then((v) => v?.setPausedAt(m.at));
       } else if (m?.type === "export") {
         rootElement().querySelector<HTMLElement>(`[data-action="export-${m.format}"]`)?.click();
       }
