@@ -212,6 +212,8 @@ class ModelState:
 
 
 def _put_back(now: dict[str, Any], saved: dict[str, Any]) -> None:
+    if not now and not saved:  # most tables of most modules: nothing to compare
+        return
     if len(now) != len(saved) or any(now.get(k) is not v for k, v in saved.items()):
         now.clear()
         now.update(saved)
