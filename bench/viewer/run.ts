@@ -22,7 +22,8 @@
 //   longest during load, during the expands, during expand-all.
 // Each action has a timeout (default 120 s); a page still busy then is reported as such and
 // closed.
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { launch } from "../../tests/chromium";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -41,23 +42,6 @@ const TOOLS = arg("tools", "torchscope,torchvista").split(",");
 const EXPANDS = Number(arg("expands", "6"));
 const TIMEOUT = Number(arg("timeout", "120")) * 1000;
 const OUT = arg("out", join(HERE, "results.json"));
-
-async function launch(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--disable-dev-shm-usage",
-    ],
-  });
-}
 
 // Injected before any page script: long tasks, data-state changes, graph-node insertions,
 // click timestamps.

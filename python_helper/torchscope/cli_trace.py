@@ -79,7 +79,7 @@ def trace_target(
     train: Optional[bool] = None,
     values: bool = True,
     costs: bool = True,
-    seed: Optional[int] = None,
+    seed: Optional[int] = 0,
 ) -> Traced:
     """Build `spec`, choose its input as the editor does, trace. CliError on every failure but
     a forward that raised (that is a graph with `error`) or ran out of time (code 3)."""
@@ -129,7 +129,7 @@ def _trace(
     from .inputs import NoInputError
     from .tracer import ModelTooDeep, TraceTimeout, trace_call
 
-    if seed is not None:
+    if seed is not None:  # the same code gets the same random weights every time
         torch.manual_seed(seed)
     try:
         built = build(spec, device=device, run_top_level=run_top_level)
@@ -148,6 +148,8 @@ def _trace(
     try:
         path, name = split_target(spec)
         call = None if input_expr else input_call_in_file(path, name)
+        if seed is not None:  # as the editor's runner does: the input from the seed too
+            torch.manual_seed(seed)
         chosen = choose_input(built, device, input_expr, call)
     except (TargetError, NoInputError) as exc:
         raise CliError(str(exc)) from None

@@ -205,20 +205,22 @@ _SETUP_CALLS = (
 )
 
 
-def _dotted(expr: ast.expr) -> str:
+def dotted(expr: ast.expr) -> Optional[str]:
+    """`a.b.C` → "a.b.C"; anything else (calls, subscripts) → None."""
     parts: list[str] = []
     while isinstance(expr, ast.Attribute):
         parts.insert(0, expr.attr)
         expr = expr.value
     if isinstance(expr, ast.Name):
         parts.insert(0, expr.id)
-    return ".".join(parts)
+        return ".".join(parts)
+    return None
 
 
 def is_setup_call(stmt: ast.stmt) -> bool:
     if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
         return False
-    name = _dotted(stmt.value.func)
+    name = dotted(stmt.value.func) or ""
     return any(name == p or name.startswith(p) for p in _SETUP_CALLS)
 
 

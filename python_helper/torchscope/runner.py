@@ -189,6 +189,7 @@ def _build(
     forget_user_modules()
     _own_folder_first(path)
     old_argv, old_cwd = sys.argv, os.getcwd()
+    _same_random_numbers()
     try:
         return tg.build(
             f"{path}:{name}", device, source=text, ctor_args=ctor_args, run_top_level=run_top_level
@@ -225,6 +226,15 @@ def _build(
             pass
 
 
+def _same_random_numbers() -> None:
+    """Seed torch before a build and before an input: the runner's models have random weights,
+    and the same code must get the same ones (and the same random input) every time, so two
+    traces of one model compare by their values (Compare with HEAD, the CLI's diff)."""
+    import torch
+
+    torch.manual_seed(0)
+
+
 def _trace_built(
     req: dict[str, Any], built: Any, started: float, progress: Callable[[str], None]
 ) -> dict[str, Any]:
@@ -236,6 +246,7 @@ def _trace_built(
 
     progress("Building input")
     typed = req.get("input")
+    _same_random_numbers()
     try:
         chosen = tg.choose_input(built, device, typed, req.get("inputCall"))
     except tg.TargetError as exc:

@@ -339,3 +339,13 @@ def test_module_entry_point(tmp_path) -> None:
     )
     assert proc.returncode == 1, proc.stderr
     assert "~ dropout: training: False → True" in proc.stdout
+
+
+def test_a_saved_trace_and_a_new_one_have_the_same_values(models, tmp_path, capsys) -> None:
+    """`trace` and `diff` draw random weights and inputs from one seed: a graph saved
+    yesterday diffs clean against today's trace of the same code, values included."""
+    a, _ = models
+    saved = tmp_path / "a.msgpack"
+    assert run(["trace", f"{a}:Net", "-o", str(saved)], capsys)[0] == 0
+    rc, out, _ = run(["diff", str(saved), f"{a}:Net", "--check"], capsys)
+    assert rc == 0, out

@@ -498,3 +498,24 @@ def test_each_trace_sees_its_own_folders_modules(fresh_runner, tmp_path, in_work
         return next(e.shape for e in g.edges if g.nodes[e.dst].kind == "output")[-1]
 
     assert [width("sub1", "a.py"), width("sub2", "b.py"), width("sub1", "a.py")] == [3, 7, 3]
+
+
+def _edge_stats(path: Path) -> list[Any]:
+    return [e.get("stats") for e in unpack(path.read_bytes())["edges"]]
+
+
+def test_same_code_same_numbers(fresh_runner, tmp_path):
+    runner = fresh_runner
+    """Random weights and a random input, yet two traces of the same code give the same values
+    (a rebuilt model, an edit elsewhere in the file): what Compare with HEAD relies on."""
+    path = write(tmp_path, "same.py", MLP)
+    text = path.read_text()
+    outs = [tmp_path / f"g{i}.msgpack" for i in range(3)]
+    ask = dict(op="trace", file=str(path), target="Net", inputCall="torch.randn(2, 64)")
+    assert runner.ask(**ask, out=str(outs[0]), text=text)["ok"]
+    assert runner.ask(**ask, out=str(outs[1]), text=text)["ok"]  # the build reused
+    assert runner.ask(**ask, out=str(outs[2]), text=text + "\n# an edit\n")["ok"]  # rebuilt
+    assert runner.progress[0] == "Importing"
+    first = _edge_stats(outs[0])
+    assert any(s is not None for s in first)
+    assert _edge_stats(outs[1]) == first and _edge_stats(outs[2]) == first

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from ..definitions import is_main_guard
+from ..definitions import dotted, is_main_guard
 
 # -- what counts as a model class outside the project ---------------------------------------
 
@@ -136,18 +136,6 @@ def parse(path: Path, text: str) -> Optional[FileInfo]:
                 elif isinstance(stmt.value, ast.Call):
                     info.instances[t.id] = stmt
     return info
-
-
-def dotted(expr: ast.expr) -> Optional[str]:
-    """`a.b.C` → "a.b.C"; anything else (calls, subscripts) → None."""
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.insert(0, expr.attr)
-        expr = expr.value
-    if isinstance(expr, ast.Name):
-        parts.insert(0, expr.id)
-        return ".".join(parts)
-    return None
 
 
 # -- resolving names across project files ---------------------------------------------------

@@ -1,7 +1,7 @@
 // Real VS Code for the end-to-end tests: code-server (VS Code 1.100 in the browser) with
 // the extension installed from the .vsix, driven by playwright-core and Debian's Chromium.
 // See shared/notes/vscode-e2e.md for why this setup and its traps.
-import { chromium, type Browser, type FrameLocator, type Page } from "playwright-core";
+import type { Browser, FrameLocator, Page } from "playwright-core";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -222,22 +222,7 @@ export function cleanup(cs: CodeServer | undefined, logName?: string): void {
   setTimeout(() => rmSync(cs.base, { recursive: true, force: true }), 2500).unref();
 }
 
-export async function launch(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--disable-dev-shm-usage",
-    ],
-  });
-}
+export { launch } from "../../chromium";
 
 export async function openWorkbench(browser: Browser, cs: CodeServer): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });

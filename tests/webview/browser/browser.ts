@@ -1,5 +1,5 @@
 // Shared Playwright helpers: Debian's Chromium, never a downloaded browser.
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -8,22 +8,7 @@ export const ROOT = join(import.meta.dirname, "..", "..", "..");
 export const FIXTURES = process.env.TORCHSCOPE_FIXTURES ?? join(ROOT, "tests", "artifacts", "fixtures");
 export const ARTIFACTS = join(ROOT, "tests", "artifacts", "screenshots");
 
-export async function launch(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--disable-dev-shm-usage",
-    ],
-  });
-}
+export { launch } from "../../chromium";
 
 export interface Opened {
   page: Page;
