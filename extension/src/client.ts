@@ -18,13 +18,17 @@ import { resolveInterpreter, type Interpreter } from "./interpreter";
 import { ClientLog } from "./logChannel";
 import {
   COMPARE,
+  GRAPH_SHOWN,
   LOG_LEVELS,
+  REVEAL_NODE_COMMAND,
   SHUTDOWN_RUNNER,
   TARGETS,
   TARGET_AT,
   TRACE,
   type CompareParams,
   type CompareResult,
+  type GraphShownParams,
+  type GraphShownResult,
   type InitOptions,
   type LogLevel,
   type TargetAtParams,
@@ -102,6 +106,7 @@ export function readInitOptions(storageDir: string): InitOptions {
     storageDir,
     traceTimeoutSeconds: typeof timeout === "number" && timeout > 0 ? timeout : 60,
     logLevel: logLevel(cfg.get<string>("logLevel", "info")),
+    inlayHints: cfg.get<boolean>("inlayHints", true) !== false,
   };
 }
 
@@ -128,6 +133,7 @@ export class ServerClient implements Server, vscode.Disposable {
   private interpreter: Interpreter | undefined;
   private progressIds = 0;
   private readonly scheduleRestart = debounce(() => void this.restartIfRunning(), 500);
+  private readonly startedListeners: (() => void)[] = [];
 
   constructor(
     private readonly bundle: Bundle,
@@ -165,13 +171,21 @@ export class ServerClient implements Server, vscode.Disposable {
       outputChannel: new ClientLog(this.log),
       revealOutputChannelOn: RevealOutputChannelOn.Never, // errors are shown as messages instead
       initializationOptions: readInitOptions(this.storageDir),
+      // A hover's "Show in graph" link runs this command, and only this one.
+      markdown: { isTrusted: { enabledCommands: [REVEAL_NODE_COMMAND] } },
       connectionOptions: { maxRestartCount: 3 },
     };
     this.log.info(`starting the language server: ${this.interpreter.path} -m torchscope.server (${this.interpreter.source})`);
     const client = new LanguageClient("torchscope", "torchscope", server, options);
     this.client = client;
     await client.start();
+    for (const l of this.startedListeners) l();
     return client;
+  }
+
+  /** Called after each start (a restart forgets the graphs the server had indexed). */
+  onStarted(listener: () => void): void {
+    this.startedListeners.push(listener);
   }
 
   async targetAt(params: TargetAtParams): Promise<TargetAtResult | null> {
@@ -210,6 +224,12 @@ export class ServerClient implements Server, vscode.Disposable {
     return client.sendRequest<CompareResult>(COMPARE, params);
   }
 
+  /** Index a graph the server did not trace (a paused trace) for hints and hovers. */
+  async graphShown(path: string, key: string): Promise<GraphShownResult> {
+    const client = await this.ready();
+    return client.sendRequest<GraphShownResult>(GRAPH_SHOWN, { path, key } satisfies GraphShownParams);
+  }
+
   /** Stop the server (cleanly: shutdown, exit) and start it again. */
   async restart(): Promise<void> {
     this.scheduleRestart.cancel();
@@ -218,6 +238,9 @@ export class ServerClient implements Server, vscode.Disposable {
   }
 
   private async stop(): Promise<boolean> {
+    // A start under way finishes first: a client that is still starting can't be stopped, and
+    // the restart must not hand back that start (made with the settings before the change).
+    if (this.starting) await this.starting.catch(() => undefined);
     const old = this.client;
     this.client = undefined;
     if (!old) return false;

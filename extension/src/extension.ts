@@ -12,6 +12,8 @@ import { AnswerStore, EditorSources } from "./editorSource";
 import { HeadDocuments } from "./gitHead";
 import { onInterpreterChange } from "./interpreter";
 import { PausedSources } from "./pausedSource";
+import { PausedHere } from "./pausedHere";
+import { registerRevealNode, reindexPanels } from "./revealNode";
 import { followCursor } from "./reveal";
 import { TraceFlow } from "./traceFlow";
 
@@ -60,6 +62,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   client = new ServerClient(bundle, graphFolders(context.globalStorageUri.fsPath).editor, log);
   const server = client;
   const { flow, commands, debug, compareCommands, head } = wire(context, server, bundle, log);
+  const here = new PausedHere(server, log);
+  // A (re)started server knows no graph: the panels' graphs give their files hints again.
+  server.onStarted(() => reindexPanels(server, log));
 
   context.subscriptions.push(
     log,
@@ -70,11 +75,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     ...compareCommands.register(),
     head.register(),
     followCursor(),
+    here,
+    flow.onShown((source, traced, panel) => void here.shown(source, traced, panel)),
+    registerRevealNode(flow, log),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (
         e.affectsConfiguration("torchscope.pythonPath") ||
         e.affectsConfiguration("torchscope.traceTimeoutSeconds") ||
-        e.affectsConfiguration("torchscope.logLevel")
+        e.affectsConfiguration("torchscope.logLevel") ||
+        e.affectsConfiguration("torchscope.inlayHints")
       )
         server.restartSoon();
     }),

@@ -12,6 +12,7 @@ import {
   type HostMessage,
   type InputUsed,
   type PanelOrigin,
+  type PausedAt,
   type Site,
   type ViewerMessage,
   type ViewState,
@@ -89,6 +90,9 @@ export class GraphPanel {
   private graph: Uint8Array | undefined;
   private lastView: ViewState | undefined;
   private disposed = false;
+  /** Posted after each graph (a reload too): the paused debugger's point, a node to reveal. */
+  private pausedAt: PausedAt | null = null;
+  private pendingReveal: HostMessage | undefined;
 
   static get active(): GraphPanel | undefined {
     return GraphPanel.lastActive && !GraphPanel.lastActive.disposed ? GraphPanel.lastActive : undefined;
@@ -199,6 +203,7 @@ export class GraphPanel {
   async load(graphPath: string): Promise<void> {
     const bytes = await fs.readFile(graphPath);
     this.shown = { ...this.shown, graphPath };
+    this.pausedAt = null; // a new graph: the old point means nothing in it
     this.show(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   }
 
@@ -215,6 +220,24 @@ export class GraphPanel {
     if (!this.graph) return;
     void this.panel.webview.postMessage({ type: "graph", data: exactArrayBuffer(this.graph), origin: this.shown } satisfies HostMessage);
     this.events.log.info(`panel ${this.origin.target}: posted the graph (${this.graph.byteLength} bytes)`);
+    if (this.pausedAt) this.post({ type: "pausedAt", at: this.pausedAt });
+    if (this.pendingReveal) this.post(this.pendingReveal);
+    this.pendingReveal = undefined;
+  }
+
+  /** Where the paused debugger is in this panel's graph ("you are here"); null: no marks. */
+  setPausedAt(at: PausedAt | null): void {
+    if (!at && !this.pausedAt) return;
+    this.pausedAt = at;
+    this.post({ type: "pausedAt", at });
+  }
+
+  /** Show `node` of this panel's graph (a hover's "Show in graph"), once the viewer has it. */
+  revealNode(node: number, nodes?: number[]): void {
+    const msg: HostMessage = { type: "revealNode", node, ...(nodes ? { nodes } : {}) };
+    this.panel.reveal(undefined, true);
+    if (this.ready && this.graph) this.post(msg);
+    else this.pendingReveal = msg;
   }
 
   private onMessage(m: unknown): void {

@@ -9,6 +9,10 @@ export const TARGETS = "torchscope/targets";
 export const TRACE = "torchscope/trace";
 export const SHUTDOWN_RUNNER = "torchscope/shutdownRunner";
 export const COMPARE = "torchscope/compare";
+/** A graph shown that did not come from `torchscope/trace` (a paused trace): index it for hints. */
+export const GRAPH_SHOWN = "torchscope/graphShown";
+/** The command a hover's "Show in graph" link runs (docs/protocol.md, "Shapes in the code"). */
+export const REVEAL_NODE_COMMAND = "torchscope.revealNode";
 /** JSON-RPC error code of every torchscope error response. */
 export const TORCHSCOPE_ERROR = -32001;
 
@@ -20,6 +24,34 @@ export interface InitOptions {
   storageDir: string;
   traceTimeoutSeconds: number;
   logLevel: LogLevel;
+  /** false: the server answers `textDocument/inlayHint` with nothing (hovers stay). */
+  inlayHints: boolean;
+}
+
+export interface GraphShownParams {
+  path: string;
+  key?: string;
+}
+
+export interface GraphShownResult {
+  files: number;
+  lines: number;
+}
+
+/** The argument of `torchscope.revealNode` (one element of the hover link's JSON array). */
+export interface RevealNodeArgs {
+  graph: string;
+  node: number;
+  nodes?: number[];
+}
+
+/** The command's argument as VS Code passes it from a `command:` link (the array's element),
+ * or undefined when it is not one. */
+export function revealNodeArgs(arg: unknown): RevealNodeArgs | undefined {
+  const a = (Array.isArray(arg) ? arg[0] : arg) as Partial<RevealNodeArgs> | undefined;
+  if (!a || typeof a.graph !== "string" || !a.graph || !Number.isInteger(a.node) || (a.node as number) < 0) return undefined;
+  const nodes = Array.isArray(a.nodes) ? a.nodes.filter((n): n is number => Number.isInteger(n) && n >= 0) : undefined;
+  return { graph: a.graph, node: a.node as number, ...(nodes?.length ? { nodes } : {}) };
 }
 
 export interface Position {
@@ -85,6 +117,11 @@ export interface TraceSummary {
   warnings?: string[];
   /** Top-level statements of the file that did not run (loading keeps its definitions only). */
   skipped?: TopLevelStatement[];
+  /** This process's rank and the world size, when torch.distributed was initialised; else null. */
+  rank?: number | null;
+  worldSize?: number | null;
+  /** Collective-communication op nodes in the graph. */
+  collectives?: number;
 }
 
 /** How the input of a trace was found (docs/protocol.md). */
@@ -153,7 +190,7 @@ export interface VisualizeArgs {
 
 // Declared once for both sides, in the viewer's folder (webview/src/messages.ts).
 export { isViewerMessage } from "../../webview/src/messages";
-export type { HostMessage, InputUsed, PanelOrigin, Site, ViewState, ViewerMessage, WebviewState } from "../../webview/src/messages";
+export type { HostMessage, InputUsed, PanelOrigin, PausedAt, Site, ViewState, ViewerMessage, WebviewState } from "../../webview/src/messages";
 
 /** Context a right-click on a graph node passes to `webview/context` menu commands. */
 export interface NodeContext {
@@ -201,6 +238,13 @@ export function modelName(summary: Pick<TraceSummary, "model"> | null | undefine
   return m.includes("(") || m.includes("[") ? m : shortName(m);
 }
 
-export function panelTitle(summary: Pick<TraceSummary, "model"> | null | undefined, fallback: string): string {
-  return `Forward pass: ${modelName(summary, fallback)}`;
+export function panelTitle(summary: Pick<TraceSummary, "model" | "rank" | "worldSize"> | null | undefined, fallback: string): string {
+  return `Forward pass: ${modelName(summary, fallback)}${rankSuffix(summary)}`;
+}
+
+/** " (rank 1 of 2)" for a trace in one rank of a torch.distributed program; else "". */
+export function rankSuffix(summary: Pick<TraceSummary, "rank" | "worldSize"> | null | undefined): string {
+  const rank = summary?.rank;
+  if (typeof rank !== "number") return "";
+  return typeof summary?.worldSize === "number" ? ` (rank ${rank} of ${summary.worldSize})` : ` (rank ${rank})`;
 }

@@ -147,8 +147,12 @@ export interface RunOptions {
 /** At most this many traces for one command (each answer is one more). */
 const MAX_ATTEMPTS = 4;
 
+/** Told after each graph a trace put in a panel (paused graphs: hints and "you are here"). */
+export type ShownListener = (source: TraceSource, traced: Traced, panel: GraphPanel) => void;
+
 export class TraceFlow {
   readonly events: PanelEvents;
+  private readonly shownListeners: ShownListener[] = [];
 
   constructor(
     private readonly viewerDir: vscode.Uri,
@@ -161,6 +165,16 @@ export class TraceFlow {
       retrace: (panel) => void this.retrace(panel),
       changeInput: (panel) => void this.changeInput(panel),
       log,
+    };
+  }
+
+  onShown(listener: ShownListener): vscode.Disposable {
+    this.shownListeners.push(listener);
+    return {
+      dispose: () => {
+        const i = this.shownListeners.indexOf(listener);
+        if (i >= 0) this.shownListeners.splice(i, 1);
+      },
     };
   }
 
@@ -251,6 +265,7 @@ export class TraceFlow {
       void vscode.window.showErrorMessage(`torchscope: can't read the graph file ${traced.path}: ${String(e)}`);
       return undefined;
     }
+    for (const l of this.shownListeners) l(source, traced, panel);
     const name = modelName(summary, source.label);
     if (summary?.warnings?.length) {
       const text = `torchscope: tracing ${name} left changes it could not undo: ${summary.warnings.join("; ")}`;

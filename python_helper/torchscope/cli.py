@@ -57,6 +57,17 @@ def _parser() -> argparse.ArgumentParser:
             "loaded: a training loop at top level does not run)",
         )
         c.add_argument(
+            "--rank",
+            type=int,
+            default=None,
+            metavar="N",
+            help="under torchrun: only rank N "
+            + ("writes the graph (to -o as given)" if name == "trace" else "prints")
+            + "; the other ranks still run the forward, so its collectives complete "
+            "(default: every rank"
+            + (" writes its own file, NAME.rankR.msgpack)" if name == "trace" else " prints)"),
+        )
+        c.add_argument(
             "--no-values",
             dest="values",
             action="store_false",
@@ -87,11 +98,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "summary" and is_graph_file(args.target):
         return _summarize_file(args.target)
     from .cli_trace import CliError, error_line, trace_target
+    from .launch import end_process_group, launched_rank, rank_file
 
+    launched = launched_rank()
+    rank = launched[0] if launched else 0
+    shows = args.rank is None or args.rank == rank  # this rank writes or prints
     out: Optional[Path] = None
-    if args.command == "trace":
+    if args.command == "trace" and shows:
         try:
             out = _output(args.output)
+            if launched is not None and args.rank is None:
+                out = _output(str(rank_file(out, launched[0])))
         except CliError as exc:
             return _fail(exc)
     try:
@@ -106,7 +123,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         )
     except CliError as exc:
         return _fail(exc)
+    finally:
+        end_process_group()
     graph = traced.graph
+    if not shows:  # another rank reports (--rank)
+        return 3 if traced.timed_out else (1 if graph.error is not None else 0)
     if out is None:
         print(graph.summary())
     else:
@@ -117,9 +138,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except OSError as exc:
             return _fail(CliError(f"cannot write {out}: {exc.strerror or exc}"))
         s = graph.stats()
+        where = f" ({graph.model.rank_text()})" if graph.model.rank is not None else ""
+        count = s.get("collectives", 0)
+        collectives = f", {count} collective{'s' if count != 1 else ''}" if count else ""
         print(
-            f"{out}: {graph.model.name}, {s['modules']} module calls, {s['ops']} ops, "
-            f"{out.stat().st_size} bytes, traced in {s['trace_ms']:.0f} ms; input {traced.input}"
+            f"{out}{where}: {graph.model.name}, {s['modules']} module calls, {s['ops']} ops"
+            f"{collectives}, {out.stat().st_size} bytes, traced in {s['trace_ms']:.0f} ms; "
+            f"input {traced.input}"
         )
     for warning in graph.warnings:
         print(f"torchscope: warning: {warning}", file=sys.stderr)

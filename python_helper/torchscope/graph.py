@@ -85,6 +85,8 @@ class Edge:
     # {min, max, mean, std, absmax, zeros, nan, inf, numel}; shared by the edges of one tensor
     stats: Optional[dict[str, Any]] = None
     hist: Optional[dict[str, Any]] = None  # {lo, hi, counts: [16 ints]}
+    # a DTensor's layout beside its local `shape`; on the wire only for DTensor edges
+    layout: Optional[Layout] = None
 
     def to_wire(self) -> dict[str, Any]:
         wire = {"src": self.src, "dst": self.dst, "shape": self.shape, "dtype": self.dtype}
@@ -92,7 +94,23 @@ class Edge:
             wire["stats"] = self.stats
         if self.hist is not None:
             wire["hist"] = self.hist
+        if self.layout is not None:
+            wire.update(self.layout.to_wire())
         return wire
+
+
+@dataclass(slots=True)
+class Layout:
+    """How a DTensor is spread over its device mesh: `global_shape`, `placements` ("Shard(0)",
+    "Replicate()", one per mesh dimension, joined by ", ") and `mesh` ("cpu[2]", "cuda[dp=2,
+    tp=4]")."""
+
+    global_shape: list[int]
+    placements: str
+    mesh: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"global_shape": self.global_shape, "placements": self.placements, "mesh": self.mesh}
 
 
 @dataclass(slots=True)
@@ -134,15 +152,26 @@ class ModelInfo:
     params: int
     device: str
     dtype: str
+    # this process's place in torch.distributed, when it was initialised for the trace
+    rank: Optional[int] = None
+    world_size: Optional[int] = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire: dict[str, Any] = {
             "name": self.name,
             "qualname": self.qualname,
             "params": self.params,
             "device": self.device,
             "dtype": self.dtype,
         }
+        if self.rank is not None:
+            wire["rank"] = self.rank
+            wire["world_size"] = self.world_size
+        return wire
+
+    def rank_text(self) -> str:
+        """ "rank 1 of 2", or "" outside torch.distributed."""
+        return "" if self.rank is None else f"rank {self.rank} of {self.world_size}"
 
 
 @dataclass
@@ -192,12 +221,20 @@ class Graph:
         return wire
 
     def stats(self) -> dict[str, Any]:
-        """`{trace_ms, ops, modules}` as on the wire."""
-        return {
+        """`{trace_ms, ops, modules}` as on the wire, and `collectives` when there are any."""
+        stats: dict[str, Any] = {
             "trace_ms": round(self.trace_ms, 3),
             "ops": sum(1 for n in self.nodes if n.kind == "op"),
             "modules": sum(1 for n in self.nodes if n.kind == "module"),
         }
+        collectives = self.collectives()
+        if collectives:
+            stats["collectives"] = len(collectives)
+        return stats
+
+    def collectives(self) -> list[Node]:
+        """The op nodes of collective communication (`attrs.collective`)."""
+        return [n for n in self.nodes if n.kind == "op" and n.attrs.get("collective") is True]
 
     def error_location(self, *prefer: Callable[[str], bool]) -> tuple[Optional[str], Optional[int]]:
         """Where to show the error: the innermost traceback frame whose file the first of
@@ -244,6 +281,9 @@ class Graph:
             "input": described,
             "error": error,
             "warnings": list(self.warnings),
+            "rank": self.model.rank,
+            "worldSize": self.model.world_size,
+            "collectives": stats.get("collectives", 0),
         }
 
     def to_msgpack(self) -> bytes:
@@ -377,7 +417,15 @@ def from_wire(data: Any) -> Graph:
         raise GraphFormatError(f"graph version {version!r} is not supported (this reads {VERSION})")
     try:
         m = data["model"]
-        model = ModelInfo(m["name"], m["qualname"], m["params"], m["device"], m["dtype"])
+        model = ModelInfo(
+            m["name"],
+            m["qualname"],
+            m["params"],
+            m["device"],
+            m["dtype"],
+            _optional_int(m.get("rank")),
+            _optional_int(m.get("world_size")),
+        )
         nodes = [
             Node(
                 id=n["id"],
@@ -404,6 +452,7 @@ def from_wire(data: Any) -> Graph:
                 e["dtype"],
                 _map(e.get("stats")),
                 _map(e.get("hist")),
+                _layout(e),
             )
             for e in data["edges"]
         ]
@@ -455,6 +504,21 @@ def _cost(d: Any) -> Optional[Cost]:
 
 def _map(d: Any) -> Optional[dict[str, Any]]:
     return d if isinstance(d, dict) else None
+
+
+def _optional_int(v: Any) -> Optional[int]:
+    return v if type(v) is int else None
+
+
+def _layout(e: dict[str, Any]) -> Optional[Layout]:
+    """A DTensor edge's layout; absent or malformed: none (a decoration, as in the viewer)."""
+    shape, placements = e.get("global_shape"), e.get("placements")
+    if not isinstance(shape, list) or not isinstance(placements, str):
+        return None
+    if not all(type(d) is int for d in shape):
+        return None
+    mesh = e.get("mesh")
+    return Layout(list(shape), placements, mesh if isinstance(mesh, str) else "")
 
 
 def _check_references(

@@ -9,6 +9,8 @@ from typing import Any
 
 import torch
 
+from .collectives import target_role
+
 # C modules whose functions users know under a public namespace.
 _PUBLIC_MODULE = {
     "torch._C._VariableFunctions": "torch",
@@ -20,6 +22,7 @@ _PUBLIC_MODULE = {
     "torch._C._nested": "torch.nested",
     "torch.functional": "torch",
     "torch._tensor": "Tensor",
+    "torch.distributed.distributed_c10d": "torch.distributed",
 }
 
 _INPLACE_DUNDERS = frozenset(
@@ -37,6 +40,9 @@ class FuncInfo:
     # may write the storage of its first argument (a tensor or a list of them): in place,
     # `_foreach_*_`, `.data = …` (the data setter), `.numpy()` (writable from numpy)
     may_write: bool = False
+    # collectives.target_role: a torch.distributed op the collective watch records (1), or
+    # the wrapper of a collective's result (2)
+    distributed: int = 0
 
 
 _cache: dict[Any, FuncInfo] = {}
@@ -63,7 +69,9 @@ def _describe(func: Callable[..., Any]) -> FuncInfo:
         ns, _, op = schema.name.partition("::")
         target, short = f"torch.ops.{ns}.{op}", op
         names = tuple(a.name for a in schema.arguments if not a.kwarg_only)
-        return FuncInfo(target, short, op.endswith("_"), names, op.endswith("_"))
+        return FuncInfo(
+            target, short, op.endswith("_"), names, op.endswith("_"), target_role(target)
+        )
     if raw_name == "__get__" and objclass is not None:
         # a Tensor property such as `.T` or `.data`: `__get__` of a getset descriptor
         prop = getattr(getattr(func, "__self__", None), "__name__", "property")

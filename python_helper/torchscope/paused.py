@@ -29,6 +29,7 @@ from . import frames, inputs
 from .build_target import as_call
 from .failure import Failure, one_line, traceback_text
 from .state import rng_kept
+from .threads import core_spared
 
 MAX_OUTPUT = 4000  # characters of captured stdout/stderr returned with a trace
 DEFAULT_BUDGET = 60.0
@@ -214,7 +215,7 @@ def _run(
     args, kwargs, copied = _private_copy(model, args, kwargs)
     was_active, _active[0] = _active[0], True
     try:
-        with _quiet() as printed, _core_spared():
+        with _quiet() as printed, core_spared():
             result = trace_to_file(
                 model,
                 args,
@@ -225,6 +226,9 @@ def _run(
                 input_expr=source[2],
                 time_budget=time_budget or None,
                 cancel=cancel,
+                # the other ranks of a torchrun program are not in this forward: a collective
+                # sent to them would hang, or feed their own pending collectives wrong data
+                local_collectives=True,
             )
     except Failure:
         gc.collect()  # a stopped forward's frames (its tensors) sit in the exception's cycle
@@ -254,25 +258,6 @@ def _quiet() -> Iterator[io.StringIO]:
         yield buf
     finally:
         sys.stdout, sys.stderr = old_out, old_err
-
-
-@contextlib.contextmanager
-def _core_spared() -> Iterator[None]:
-    """One intra-op thread fewer than cores while tracing (torch's own count restored after):
-    the editor opens the graph's panel at that very moment, and torch's threads spin-waiting
-    for a core the editor holds make the trace several times slower (GPT-2, 2 cores beside
-    a busy process: 0.17 s with one thread, 0.3-2 s with two)."""
-    before = torch.get_num_threads()
-    affinity = getattr(os, "sched_getaffinity", None)
-    cores = len(affinity(0)) if affinity else (os.cpu_count() or 1)
-    spared = max(1, min(before, cores - 1))
-    if spared != before:
-        torch.set_num_threads(spared)
-    try:
-        yield
-    finally:
-        if torch.get_num_threads() != before:
-            torch.set_num_threads(before)
 
 
 def _private_copy(

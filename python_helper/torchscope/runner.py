@@ -402,7 +402,10 @@ class Runner:
         if op != "trace":
             return Failure("internal", f"unknown op {op!r}").runner_reply(rid)
         try:
-            result = trace(req, lambda stage: self.send({"id": rid, "progress": stage}))
+            from .threads import core_spared
+
+            with core_spared():  # the editor beside us needs a core while the panel opens
+                result = trace(req, lambda stage: self.send({"id": rid, "progress": stage}))
         except Failure as exc:
             return exc.runner_reply(rid)
         except BaseException as exc:  # noqa: BLE001 - a bug of ours or a strange user object

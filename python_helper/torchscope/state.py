@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import operator
 import random
 import sys
 from collections.abc import Callable, Iterator
@@ -194,10 +195,9 @@ class ModelState:
             ]
         for m, saved in self.module_dicts:
             now = m.__dict__
-            try:
-                same = now == saved  # C-speed; identical values compare equal without __eq__
-            except Exception:  # a changed tensor value makes == ambiguous
-                same = False
+            # by identity, never by value: `==` on a tensor whose storage the forward freed
+            # (FSDP1's flat parameters) crashes the process
+            same = len(now) == len(saved) and all(map(operator.is_, now.values(), saved.values()))
             if not same:
                 # the forward rebound or added plain attributes (a cache, a counter)
                 now.clear()
@@ -225,6 +225,7 @@ _SAMPLES = 64
 _ELEMENT_FORMATS = {1: "B", 2: "H", 4: "I", 8: "Q"}  # compared as raw bytes, never as numbers
 _PyBUF_READ = 0x100
 _STRIDED = torch.strided
+_PLAIN = (torch.Tensor, nn.Parameter)
 _memory_view = ctypes.pythonapi.PyMemoryView_FromMemory
 _memory_view.restype = ctypes.py_object
 _memory_view.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int)
@@ -293,7 +294,9 @@ def _raw_sample(p: torch.Tensor) -> Optional[tuple[int, int, bytes]]:
     its memory (with its data pointer and size, to check the memory is still the same when
     read again); None for anything else (other devices, subclasses, views with gaps)."""
     try:
-        if not p.is_cpu or p.layout is not _STRIDED or p.is_quantized or not p.is_contiguous():
+        if type(p) not in _PLAIN or not p.is_cpu or p.layout is not _STRIDED:
+            return None  # a subclass (DTensor …) keeps the torch path
+        if p.is_quantized or not p.is_contiguous():
             return None
         item = p.element_size()
         fmt = _ELEMENT_FORMATS.get(item)

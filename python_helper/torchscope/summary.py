@@ -93,6 +93,31 @@ def boundary_shapes(graph: Graph) -> dict[int, tuple[list, list]]:
     return result
 
 
+def format_bytes(n: int) -> str:
+    """ "512 B", "1.5 KB", "3.2 MB": decimal units, one decimal."""
+    if n < 1000:
+        return f"{n} B"
+    for unit, size in (("KB", 10**3), ("MB", 10**6), ("GB", 10**9), ("TB", 10**12)):
+        if n < size * 1000 or unit == "TB":
+            return f"{n / size:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def collectives_line(nodes: list[Node]) -> str:
+    """ "3 collectives: 2 all_gather_into_tensor, 1 all_reduce; 1.2 MB moved by this rank" """
+    counts: dict[str, int] = {}
+    for n in nodes:
+        counts[n.name] = counts.get(n.name, 0) + 1
+    kinds = ", ".join(f"{c} {name}" for name, c in counts.items())
+    moved = sum(int(n.attrs.get("bytes", 0) or 0) for n in nodes)
+    local = sum(1 for n in nodes if n.attrs.get("local") is True)
+    note = f" ({local} done on this rank alone)" if local else ""
+    plural = "s" if len(nodes) != 1 else ""
+    return (
+        f"{len(nodes)} collective{plural}: {kinds}; {format_bytes(moved)} moved by this rank{note}"
+    )
+
+
 def summarize(graph: Graph) -> str:
     shapes = boundary_shapes(graph)
     children: dict[Optional[int], list[Node]] = {}
@@ -101,8 +126,9 @@ def summarize(graph: Graph) -> str:
     folded = {g.members[0]: g for g in graph.groups}
     hidden = {m for g in graph.groups for m in g.members[1:]}
     m = graph.model
+    rank = f"  {m.rank_text()}" if m.rank is not None else ""
     lines = [
-        f"{m.name} ({m.qualname})  params {format_count(m.params)}  device {m.device or '-'}  dtype {m.dtype or '-'}"
+        f"{m.name} ({m.qualname})  params {format_count(m.params)}  device {m.device or '-'}  dtype {m.dtype or '-'}{rank}"
     ]
 
     def walk(node: Node, prefix: str, last: bool) -> None:
@@ -112,6 +138,9 @@ def summarize(graph: Graph) -> str:
         if group is not None:
             label = f"{label} … {graph.nodes[group.members[-1]].path}"
         name = f"{node.name} ×{len(group.members)}" if group else node.name
+        wrapped = node.attrs.get("wrapped_by")
+        if wrapped:
+            name += f" [{wrapped}]"
         ops = sum(1 for c in children.get(node.id, []) if c.kind == "op")
         branch = "" if node.parent is None else ("└─ " if last else "├─ ")
         params = sum(graph.nodes[m].params for m in group.members) if group else node.params
@@ -145,6 +174,9 @@ def summarize(graph: Graph) -> str:
     lines.append(f"inputs: {', '.join(ins) or '-'}   outputs: {', '.join(outs) or '-'}")
     s = graph.stats()
     lines.append(f"{s['modules']} module calls, {s['ops']} ops, traced in {s['trace_ms']:.0f} ms")
+    collectives = graph.collectives()
+    if collectives:
+        lines.append(collectives_line(collectives))
     origin = nan_origin_line(graph)
     if origin:
         lines.append(origin)

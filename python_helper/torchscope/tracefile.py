@@ -28,14 +28,22 @@ def trace_to_file(
     input_expr: Optional[str] = None,
     time_budget: Optional[float] = None,
     cancel: Optional[Callable[[], bool]] = None,
+    local_collectives: bool = False,
 ) -> TraceResult:
     """Trace `model(*args, **kwargs)`, write the msgpack graph to `out` (atomically), and return
     `{path, size, summary}`. A forward that raises is a result (the partial graph, with
     `summary.error` at the user's line); a trace stopped by its budget or its cancel check is
-    a Failure (`timeout`, `cancelled`) and writes nothing."""
+    a Failure (`timeout`, `cancelled`) and writes nothing. With local_collectives, the
+    forward's collectives are recorded and done on this rank alone (collectives.py)."""
     try:
         graph = trace_call(
-            model, args, kwargs, time_budget=time_budget, cancel=cancel, raise_errors=False
+            model,
+            args,
+            kwargs,
+            time_budget=time_budget,
+            cancel=cancel,
+            raise_errors=False,
+            local_collectives=local_collectives,
         )
     except ModelTooDeep as exc:
         raise Failure("target-error", str(exc)) from exc

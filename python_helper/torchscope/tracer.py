@@ -15,6 +15,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from . import collectives
 from .costs import (
     COUNTED,
     LINEAR,
@@ -25,8 +26,9 @@ from .costs import (
     roll_up,
     route,
 )
+from .distributed import inner_tensor, layout_of, rank_and_size
 from .folding import fold_repeated_blocks
-from .graph import Cost, Edge, ErrorInfo, Graph, ModelInfo, Node, Recorded, Site
+from .graph import Cost, Edge, ErrorInfo, Graph, Layout, ModelInfo, Node, Recorded, Site
 from .ops import FuncInfo, func_info
 from .sites import (
     class_definition,
@@ -49,8 +51,13 @@ from .values import (
     shape_of,
     split_extra_repr,
 )
+from .wrappers import Wrapping, compiled_run_eagerly, find_wrappers, fsdp_state_kept, unwrap
 
 Tensor = torch.Tensor
+# allocations whose values are whatever the memory held (FSDP's buffers, `out` tensors)
+_UNINITIALIZED = frozenset(
+    ("empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided")
+)
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 _Parameter = nn.Parameter
 _ns = time.perf_counter_ns
@@ -143,6 +150,7 @@ class Recorder(TorchFunctionMode):
         cancel: Optional[Callable[[], bool]] = None,
         values: bool = False,
         costs: bool = False,
+        wrapping: Optional[Wrapping] = None,
     ) -> None:
         super().__init__()
         self.nodes: list[Node] = []
@@ -172,7 +180,11 @@ class Recorder(TorchFunctionMode):
         self._funcs: dict[Any, tuple[FuncInfo, int]] = {}  # func → (info, how FLOPs count)
         self._module_infos: dict[int, _ModuleInfo] = {}
         self._extra_repr_cache: dict[str, dict[str, Any]] = {}
-        self.paths = {id(m): p for p, m in named}
+        self.paths = wrapping.paths if wrapping else {id(m): p for p, m in named}
+        self.wrapping = wrapping
+        self.merged: dict[int, int] = {}  # node id → id of the module a wrapper opened it for
+        self.watch: Optional[collectives.CollectiveWatch] = None
+        self.inner_collectives: list[collectives.Inner] = []  # run inside the current call
         self.param_counts = parameter_counts(model, [m for _, m in named])
         self._named = named
         self._tensor_names: Optional[dict[int, str]] = None  # built on the first constant
@@ -192,8 +204,12 @@ class Recorder(TorchFunctionMode):
             nid, st = entry[1], entry[2]
         else:
             nid, st = None, None
-        if nid is None and type(t) is _Parameter:
-            return None, None  # a weight: no producer, no base (its properties cost a dispatch)
+        if nid is None and type(t) is not Tensor:
+            if type(t) is _Parameter:
+                return None, None  # a weight: no producer, no base (its properties cost a dispatch)
+            inner = inner_tensor(t)  # a DTensor made in Python around a shard a call produced
+            if inner is not None:
+                return self._source_stats(inner)
         base = t._base
         if base is not None:
             b = self.producer.get(id(base))
@@ -239,23 +255,33 @@ class Recorder(TorchFunctionMode):
 
     def _edge(self, t: Tensor, dst: int) -> Optional[TensorStats]:
         """An edge for tensor `t` into node `dst`; returns t's statistics (None if off/unknown)."""
+        return self._edge_from(t, dst)[1]
+
+    def _edge_from(self, t: Tensor, dst: int) -> tuple[Optional[int], Optional[TensorStats]]:
+        """An edge for tensor `t` into node `dst`: its source node (None: no edge) and t's
+        statistics."""
         src, st = self._source_stats(t)
         if src is None or (
             src in self.constants and self.nodes[src].parent != self.nodes[dst].parent
         ):
             src = self._constant(t)  # one constant node per module call that uses it
             if src is None:
-                return None
+                return None, None
             st = self.producer[id(t)][2]
+        layout: Optional[Layout] = None
         try:
             shape: Optional[list[int]] = list(t.shape)
+            if type(t) is not Tensor and type(t) is not _Parameter:
+                found = layout_of(t)  # a DTensor: its local shape, and its layout beside it
+                if found is not None:
+                    shape, layout = found
         except Exception:
             shape = None
-        edge = Edge(src, dst, shape, dtype_name(t))
+        edge = Edge(src, dst, shape, dtype_name(t), layout=layout)
         self.edges.append(edge)
         if st is not None:
             self.edge_values.append((edge, st))  # filled in by finish_values
-        return st
+        return src, st
 
     def _constant(self, t: Tensor) -> Optional[int]:
         """A node for a tensor no recorded call made: a parameter used directly, or an outside tensor."""
@@ -334,6 +360,7 @@ class Recorder(TorchFunctionMode):
             try:
                 result = func(*args, **kwargs) if kwargs else func(*args)
             except Exception as exc:
+                self.inner_collectives = []
                 self._note_failed_call(exc, info, args, kwargs or {})
                 raise
             return self._after_call(info, args, kwargs, result)
@@ -349,6 +376,7 @@ class Recorder(TorchFunctionMode):
                 result = func(*args, **kwargs) if kwargs else func(*args)
                 flops = 0
         except Exception as exc:
+            self.inner_collectives = []
             self._note_failed_call(exc, info, args, kwargs or {})
             raise
         end = _ns()
@@ -369,6 +397,11 @@ class Recorder(TorchFunctionMode):
 
     def _after_call(self, info: FuncInfo, args: tuple, kwargs: Optional[dict], result: Any) -> Any:
         """Record the call that returned `result`, if it made tensors (else it is metadata)."""
+        inner = self.inner_collectives
+        if inner:  # collectives this call ran (the watch recorded them)
+            self.inner_collectives = []
+        if info.distributed and self.watch is not None:
+            return self._distributed_call(info, args, result)
         if isinstance(result, Tensor):
             outs: list[Tensor] = [result]
         elif isinstance(result, (tuple, list)):
@@ -382,7 +415,9 @@ class Recorder(TorchFunctionMode):
         try:
             # our reads (.shape, ._base): no mode of the user's sees them
             with _NO_TORCH_FUNCTION():
-                self._record_call(info, args, kwargs, outs)
+                nid = self._record_call(info, args, kwargs, outs)
+                if inner:  # a DTensor op redistributed its inputs: it reads what they made
+                    collectives.wire_inner(self, nid, inner)
         except Exception:  # an exotic argument: keep a bare node rather than fail the trace
             site = frame_site(sys._getframe(2))
             self._add(
@@ -392,7 +427,7 @@ class Recorder(TorchFunctionMode):
 
     def _record_call(
         self, info: FuncInfo, args: tuple, kwargs: Optional[dict], outs: list[Tensor]
-    ) -> None:
+    ) -> int:
         nid = len(self.nodes)
         inputs = _tensors_in(args, kwargs)
         site, inside = _sites()
@@ -418,11 +453,12 @@ class Recorder(TorchFunctionMode):
         if not self.values:
             edges, constants = self.edges, self.constants
             for t in inputs:
-                # the common case inline (a live producer, not a view, not a constant); the
-                # rest through _edge, which this must agree with
+                # the common case inline (a plain tensor with a live producer, not a view,
+                # not a constant); the rest through _edge, which this must agree with
                 entry = producer.get(id(t))
                 if (
                     entry is not None
+                    and type(t) is Tensor
                     and entry[0]() is t
                     and entry[1] not in constants
                     and t._base is None
@@ -453,10 +489,75 @@ class Recorder(TorchFunctionMode):
                     producer[id(t)] = (weakref.ref(t), nid, st)
                     if t._base is not None:
                         self._set_producer(t._base, nid, self._read(t._base))
-            self.checks.append((nid, seen, [st for st in made.values() if st is not None]))
+            if info.name not in _UNINITIALIZED:  # whatever memory held before: no origin
+                self.checks.append((nid, seen, [st for st in made.values() if st is not None]))
+        for t in outs:
+            if type(t) is not Tensor:
+                inner = inner_tensor(t)  # a DTensor's shard: read on its own by collectives
+                if inner is not None:
+                    self._set_producer(inner, nid, producer[id(t)][2])
         if self.counter is not None:
             flops, ns = self.call_cost
             node.cost = Cost(flops, output_bytes(outs), ns)
+        return nid
+
+    def _distributed_call(self, info: FuncInfo, args: tuple, result: Any) -> Any:
+        """A torch.ops call of torch.distributed's: a collective is the watch's node; the
+        autograd wrapper of a collective's result stands for its input."""
+        if info.distributed == collectives.PASSTHROUGH and args and isinstance(result, Tensor):
+            src, st = self._source_stats(args[0]) if isinstance(args[0], Tensor) else (None, None)
+            if src is not None:
+                self._set_producer(result, src, st)
+        return result
+
+    # -- for collectives.py: nodes the dispatch-level watch records -----------------------------
+    def add_op(
+        self,
+        name: str,
+        target: str,
+        attrs: dict[str, Any],
+        site: Optional[Site],
+        inside: Optional[Site],
+    ) -> int:
+        node = Node(len(self.nodes), "op", name, self._parent(), target, "", 0, site, attrs=attrs)
+        node.inside = inside
+        return self._add(node)
+
+    def edge(self, t: Tensor, dst: int) -> tuple[Optional[int], Optional[TensorStats]]:
+        return self._edge_from(t, dst)
+
+    def add_edge(self, src: int, dst: int, shape: Optional[list[int]], dtype: str) -> None:
+        self.edges.append(Edge(src, dst, shape, dtype))
+
+    def source(self, t: Tensor) -> Optional[int]:
+        return self._source(t)
+
+    def produced(self, t: Tensor, nid: int) -> Optional[TensorStats]:
+        """`t` made by collective node `nid` (complete: the watch waited for it); returns its
+        statistics when values are on. Read afresh: a c10d collective writes its output without
+        bumping the tensor's version, so statistics cached for it (an `empty` buffer's) look
+        current."""
+        st = self.reader.read(t) if self.values else None
+        if st is not None:
+            with contextlib.suppress(Exception):  # inference tensors keep no version
+                st.version = t._version
+        self._set_producer(t, nid, st)
+        return st
+
+    def collective_done(
+        self,
+        nid: int,
+        seen: list[TensorStats],
+        made: list[TensorStats],
+        outs: list[Tensor],
+        ns: int,
+    ) -> None:
+        """Values and costs of collective node `nid`: the NaN check of its inputs and outputs,
+        and its output bytes and wall time, start to completion (no FLOPs: it moves data)."""
+        if self.values:
+            self.checks.append((nid, seen, made))
+        if self.counter is not None:
+            self.nodes[nid].cost = Cost(0, output_bytes(outs), ns)
 
     def _check_budget(self) -> None:
         if self.deadline is not None and time.perf_counter() > self.deadline:
@@ -488,12 +589,16 @@ class Recorder(TorchFunctionMode):
         """Parameter and buffer paths by tensor id, for naming constants."""
         if self._tensor_names is None:
             names: dict[int, str] = {}
-            for prefix, m in self._named:
+            for raw, m in self._named:
+                prefix = self.paths.get(id(m), raw)
                 dot = prefix + "." if prefix else ""
                 for tensors in (m._parameters, m._buffers):
                     for name, t in tensors.items():
                         if t is not None and id(t) not in names:
                             names[id(t)] = dot + name
+                            inner = inner_tensor(t) if type(t) is not _Parameter else None
+                            if inner is not None:  # a DTensor parameter's shard (FSDP2, TP)
+                                names[id(inner)] = dot + name
             self._tensor_names = names
         return self._tensor_names
 
@@ -513,6 +618,10 @@ class Recorder(TorchFunctionMode):
 
     def _describe(self, module: nn.Module) -> _ModuleInfo:
         cls = type(module)
+        labels: list[str] = []
+        if self.wrapping is not None:
+            cls = self.wrapping.classes.get(id(module), cls)  # FSDP2's FSDPLinear: Linear
+            labels = self.wrapping.labels.get(id(module), [])
         name, target, defn, torch_layer = _class_info(cls)
         path = self.paths.get(id(module))
         if path is None:
@@ -527,6 +636,8 @@ class Recorder(TorchFunctionMode):
                 attrs = known
             except Exception:
                 attrs = {}
+        if labels:  # a new map: the cached extra_repr pieces are shared
+            attrs = {**attrs, "wrapped_by": ", ".join(labels)}
         params = self.param_counts.get(id(module))
         if params is None:  # a module from outside the model's tree
             params = count_parameters(module)
@@ -550,9 +661,20 @@ class Recorder(TorchFunctionMode):
         if not self.count % CHECK_EVERY:
             self._check_budget()  # a forward of many module calls and few ops still stops
         key = id(module)
-        info = self._module_infos.get(key)
+        shown = module
+        if self.wrapping is not None:
+            target = self.wrapping.target.get(key)
+            if target is not None:  # a wrapper, or the module it wraps: one node for both
+                if self.stack and self.merged.get(self.stack[-1]) == id(target):
+                    self.stack.append(self.stack[-1])
+                    self.module_stack.append(module)
+                    self._late_close(module)
+                    return
+                shown = target
+                key = id(target)
+        info = self._module_infos.get(id(shown))
         if info is None:
-            info = self._module_infos[key] = self._describe(module)
+            info = self._module_infos[id(shown)] = self._describe(shown)
         call = self.calls.get(key, 0)
         self.calls[key] = call + 1
         nid = len(self.nodes)
@@ -578,6 +700,12 @@ class Recorder(TorchFunctionMode):
         )
         stack.append(nid)
         self.module_stack.append(module)
+        if shown is not module:
+            self.merged[nid] = key
+        self._late_close(module)
+
+    def _late_close(self, module: nn.Module) -> None:
+        key = id(module)
         if module._forward_hooks and key not in self.late_close:
             # torch runs global hooks before the module's own: close this call from a hook of
             # our own that runs after the user's, so their ops stay inside the box
@@ -635,6 +763,9 @@ class Recorder(TorchFunctionMode):
             closed.append(nid)
             if top is module:
                 break
+        if self.stack and self.stack[-1] == nid:
+            # the wrapped module of a wrapper's call: the wrapper closes (and times) the node
+            return [c for c in closed if c != nid]
         if nid not in self.with_children:
             if failed:
                 # Nothing recorded inside before it raised. If the error escapes, the error node
@@ -875,12 +1006,17 @@ def trace_call(
     raise_errors: bool = True,
     values: bool = True,
     costs: bool = True,
+    local_collectives: bool = False,
 ) -> Graph:
     """Trace `model(*args, **kwargs)`. With raise_errors, a forward that raises re-raises
     the original exception with the partial graph on it as `exc.torchscope_graph`.
 
     `values`: statistics of every tensor (`Edge.stats`, `Edge.hist`) and the NaN origin;
-    `costs`: FLOPs, output bytes and time of every call (`Node.cost`)."""
+    `costs`: FLOPs, output bytes and time of every call (`Node.cost`).
+
+    With local_collectives, the forward's collectives are recorded but not run: each is done
+    on this rank alone (collectives.py), for a trace while the other ranks are elsewhere
+    (paused at a breakpoint)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"torchscope.trace needs an nn.Module, got {type(model).__name__}")
     kwargs = dict(kwargs or {})
@@ -889,7 +1025,16 @@ def trace_call(
     try:
         with _stack_for(nesting_depth(model)):
             return _trace(
-                model, args, kwargs, no_grad, time_budget, cancel, raise_errors, values, costs
+                model,
+                args,
+                kwargs,
+                no_grad,
+                time_budget,
+                cancel,
+                raise_errors,
+                values,
+                costs,
+                local_collectives,
             )
     finally:
         if gc_was_enabled:
@@ -906,13 +1051,20 @@ def _trace(
     raise_errors: bool,
     values: bool,
     costs: bool,
+    local_collectives: bool = False,
 ) -> Graph:
     start = time.perf_counter()
     named = list(model.named_modules())
     state = ModelState(named)
     deadline = start + time_budget if time_budget else None
-    rec = Recorder(model, named, state, deadline, cancel, values, costs)
-    rec.add_inputs(model.forward, args, kwargs)
+    rec = Recorder(model, named, state, deadline, cancel, values, costs, find_wrappers(named))
+    wrapped, _ = unwrap(model)  # inputs are named after the wrapped model's forward
+    rec.add_inputs(wrapped.forward, args, kwargs)
+    rank = rank_and_size()
+    if rank is not None:
+        rec.watch = collectives.CollectiveWatch(
+            rec, Recorder.__torch_function__.__code__, local_collectives
+        )
     handles = [
         nn.modules.module.register_module_forward_pre_hook(rec.pre_hook),
         nn.modules.module.register_module_forward_hook(
@@ -923,7 +1075,12 @@ def _trace(
     result: Any = None
     warnings: list[str] = []
     try:
-        with torch.no_grad() if no_grad else contextlib.nullcontext():
+        with (
+            torch.no_grad() if no_grad else contextlib.nullcontext(),
+            compiled_run_eagerly(named),
+            fsdp_state_kept(named),
+            collectives.watching(rec.watch),
+        ):
             rec.__enter__()
             try:
                 result = model(*args, **kwargs)
@@ -939,8 +1096,20 @@ def _trace(
             # torch's handle forgets this registry (torch 2.13): clean it ourselves
             nn.modules.module._global_forward_hooks_with_kwargs.pop(h.id, None)
         warnings = state.restore()
+    info = model_info(model, rec.param_counts.get(id(model)), [m for _, m in named])
+    shown = rec.wrapping.classes.get(id(wrapped), type(wrapped)) if rec.wrapping else type(model)
+    if shown is not type(model):  # the user's class, not a wrapper's or FSDP2's subclass
+        info.name, info.qualname = shown.__name__, _class_info(shown)[1]
+    if rank is not None:
+        info.rank, info.world_size = rank
+    if rec.watch is not None and local_collectives and rec.watch.count:
+        warnings.append(
+            f"rank {rank[0] if rank else 0} traced alone: its {rec.watch.count} collective(s) "
+            "were not sent to the other ranks (they are not running this forward); data "
+            "they would have brought from other ranks is this rank's own"
+        )
     graph = Graph(
-        model_info(model, rec.param_counts.get(id(model)), [m for _, m in named]),
+        info,
         rec.nodes,
         rec.edges,
         trace_ms=elapsed,

@@ -298,3 +298,79 @@ def request_expression(request: dict[str, Any], debug_py: str = DEBUG_PY) -> str
         "(u.spec_from_file_location('_torchscope_debug', p)))"
     )
     return f"{loader}({json.dumps(debug_py)}).handle({json.dumps(json.dumps(request))})"
+
+
+class _SocketStreams:
+    """The parts of a Popen the session reads and writes through, over a TCP connection."""
+
+    def __init__(self, sock: Any) -> None:
+        self.sock = sock
+        self.stdout = sock.makefile("rb")
+        self.stdin = sock.makefile("wb")
+
+
+class AttachedSession(DapSession):
+    """A session with a debuggee that called `debugpy.listen(port)` (as each rank of a torchrun
+    program can): DAP straight over TCP to the adapter that `listen` started. `close`
+    disconnects without ending the debuggee; the test ends the program itself."""
+
+    def __init__(self, host: str, port: int, timeout: float = 60) -> None:
+        import socket
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                sock = socket.create_connection((host, port), timeout=5)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        sock.settimeout(None)
+        self.proc = _SocketStreams(sock)  # type: ignore[assignment]
+        self._seq = 0
+        self._lock = threading.Lock()
+        self._cond = threading.Condition()
+        self.responses = {}
+        self.events = []
+        self.requests_in = []
+        self.closed = False
+        self.debuggee_pid = None
+        self._reader = threading.Thread(target=self._read_loop, daemon=True)
+        self._reader.start()
+
+    def attach(self, breakpoints: dict[str, list[dict[str, Any]]]) -> None:
+        """initialize → attach → setBreakpoints → configurationDone, as VS Code attaches."""
+        self.request(
+            "initialize",
+            {
+                "clientID": "torchscope-tests",
+                "adapterID": "debugpy",
+                "linesStartAt1": True,
+                "columnsStartAt1": True,
+                "pathFormat": "path",
+            },
+        )
+        attach_seq = self.send(
+            "attach", {"name": "torchscope test", "type": "debugpy", "justMyCode": True}
+        )
+        self.wait_event("initialized", timeout=60)
+        for file, bps in breakpoints.items():
+            body = self.request("setBreakpoints", {"source": {"path": file}, "breakpoints": bps})
+            assert len(body.get("breakpoints", [])) == len(bps), body
+        self.request("setExceptionBreakpoints", {"filters": []})
+        self.request("configurationDone")
+        self.response(attach_seq, timeout=60)
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self.response(self.send("disconnect", {"terminateDebuggee": False}), timeout=5)
+            except Exception:
+                pass
+        streams: Any = self.proc
+        for f in (streams.stdin, streams.stdout, streams.sock):
+            try:
+                f.close()
+            except Exception:
+                pass

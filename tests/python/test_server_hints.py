@@ -337,7 +337,8 @@ def paused_graph(workspace: Path, tmp_path: Path, values: bool) -> Path:
     if values:
         for e in wire["edges"]:
             e["stats"] = {"min": -0.5, "max": 1.25, "mean": 0.125, "std": 0.5, "absmax": 1.25}
-            e["stats"].update({"zeros": 2, "nan": 0, "inf": 3, "numel": 10})
+            # `zeros` is the fraction of values that are 0 (docs/graph-format.md): 2 of 10.
+            e["stats"].update({"zeros": 0.2, "nan": 0, "inf": 3, "numel": 10})
         for n in wire["nodes"]:
             if n["kind"] == "module" and n["path"] == "proj":
                 n["cost"] = {"flops": 60, "bytes": 2048, "time_ns": 12_500}

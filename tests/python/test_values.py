@@ -523,3 +523,19 @@ def test_old_files_without_values_still_read():
     wire = torchscope.trace(model, *args, **kwargs).to_wire()
     back = Graph.from_wire(wire)
     assert back.to_wire() == wire
+
+
+class FillsUninitialized(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        buf = torch.empty(1000)  # whatever the allocator hands back: often a freed NaN tensor
+        buf.copy_(x)
+        return buf * 2
+
+
+def test_uninitialized_memory_is_not_a_nan_origin() -> None:
+    x = torch.randn(1000)
+    for _ in range(30):  # reuse of freed NaN memory is likely, not certain, on any one call
+        junk = torch.full((1000,), float("nan"))
+        del junk
+        g = torchscope.trace(FillsUninitialized(), x)
+        assert g.nan_origin is None, g.nodes[g.nan_origin].name

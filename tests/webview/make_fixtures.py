@@ -274,6 +274,33 @@ def t5() -> tuple[nn.Module, tuple, dict]:
     return T5Model(cfg).eval(), (), {"input_ids": ids, "decoder_input_ids": ids[:, :8]}
 
 
+def traced_rank0(builder: str) -> bytes:
+    """Rank 0's graph of a real 2-rank torchrun program (gloo, CPU) from
+    tests/python/distributed/models.py, through `python -m torchscope trace --rank 0`."""
+    import os
+    import socket
+    import subprocess
+    import tempfile
+
+    here = Path(__file__).resolve().parent
+    programs = here.parent / "python" / "distributed"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(programs), str(here.parent.parent / "python_helper"), env.get("PYTHONPATH", "")]
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+        cmd += ["--master_addr", "127.0.0.1", "--master_port", str(port), "-m", "torchscope"]
+        cmd += ["trace", f"{programs / 'models.py'}:{builder}", "--rank", "0", "-o", "g.msgpack"]
+        proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            raise SystemExit(f"torchrun {builder} failed:\n{proc.stdout}{proc.stderr}")
+        return (Path(tmp) / "g.msgpack").read_bytes()
+
+
 def write(out: Path, name: str, graph: torchscope.Graph | bytes) -> None:
     data = graph if isinstance(graph, bytes) else graph.to_msgpack()
     (out / f"{name}.msgpack").write_bytes(data)
@@ -307,6 +334,8 @@ def main() -> None:
             write(out, f"flat{n}", torchscope.trace(Flat(n), torch.randn(2, 3)))
         write(out, "warned", torchscope.trace(WritesBehindTorch(), torch.randn(1, 3)))
         write(out, "compare", compare_page())
+        write(out, "fsdp2", traced_rank0("fsdp2"))  # real 2-rank programs: collectives, DTensors
+        write(out, "tensor_parallel", traced_rank0("tensor_parallel"))
         write(out, "deep10000", crafted_deep())
         write(out, "toomany", crafted_too_many())
         try:

@@ -40,7 +40,14 @@ function consumers(idx: GraphIndex, uses: number[]): string {
 }
 
 const usesText = (t: Tensor): string => (t.uses.length > 1 ? `  (×${t.uses.length} uses)` : "");
-const tensorText = (t: Tensor): string => `${shapeText(t.shape)} ${t.dtype}`.trim();
+/** "[4, 32] float32", and for a DTensor its whole tensor beside this rank's shard:
+ * "[4, 32] float32 (local) of [4, 64] Shard(1) on cpu[tp=2]". */
+export const tensorText = (t: Tensor): string => {
+  const local = `${shapeText(t.shape)} ${t.dtype}`.trim();
+  if (t.placements === undefined) return local;
+  const mesh = t.mesh ? ` on ${t.mesh}` : "";
+  return `${local} (local) of ${shapeText(t.global_shape ?? null)} ${t.placements}${mesh}`;
+};
 
 /** One row per tensor (not per edge): a tensor read twice inside a box is listed once. */
 function tensorRows(idx: GraphIndex, edgeIds: number[], end: "in" | "out"): [string, string][] {

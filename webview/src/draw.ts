@@ -4,7 +4,7 @@ import { select, type Selection } from "d3-selection";
 import type { GraphIndex } from "./model";
 import type { Layout, LCluster, LEdge, LNode } from "./layout";
 import type { Label } from "./labels";
-import { edgeLabel } from "./labels";
+import { edgeLabel, isCollective } from "./labels";
 import type { VEdge, VisibleGraph, VNode, VCluster } from "./visible";
 import { FONT_TITLE, STACK, TOGGLE, type Measure } from "./metrics";
 import { drawBadge, markEdge, markItem } from "./compareDraw";
@@ -45,6 +45,7 @@ function nodeAttrs(g: SVGGElement, idx: GraphIndex, v: VNode | VCluster): void {
   const node = idx.graph.nodes[v.id]!;
   g.dataset.id = String(node.id);
   g.dataset.kind = node.kind;
+  if (isCollective(node)) g.dataset.collective = "true";
   if (node.kind === "module") g.dataset.path = node.path;
 }
 
@@ -92,7 +93,8 @@ export function drawNode(root: G, d: DrawInput, n: LNode, v: VNode): SVGGElement
 }
 
 function drawBox(root: G, d: DrawInput, n: LNode, v: VNode): SVGGElement {
-  const kindClass = v.kind === "node" ? `ts-${d.idx.graph.nodes[v.id]!.kind}` : `ts-${v.kind}`;
+  const node = v.kind === "node" ? d.idx.graph.nodes[v.id]! : null;
+  const kindClass = node ? `ts-${node.kind}${isCollective(node) ? " ts-collective" : ""}` : `ts-${v.kind}`;
   const x0 = n.x - n.w / 2;
   const y0 = n.y - n.h / 2;
   const g = root.append("g").attr("class", `ts-node ${kindClass}`).attr("data-key", n.key).attr("transform", `translate(${x0},${y0})`);

@@ -78,10 +78,16 @@ export interface GraphNode {
 export interface GraphEdge {
   src: number;
   dst: number;
+  /** A DTensor's local shape (this rank's shard). */
   shape: number[] | null;
   dtype: string;
   stats?: TensorStats;
   hist?: Histogram;
+  /** DTensor edges only: the whole tensor's shape, its placements ("Shard(0)", "Replicate()",
+   * one per mesh dimension) and its device mesh ("cpu[tp=2]"). */
+  global_shape?: number[];
+  placements?: string;
+  mesh?: string;
 }
 
 export interface Group {
@@ -104,6 +110,9 @@ export interface ModelInfo {
   params: number;
   device: string;
   dtype: string;
+  /** This process's place in torch.distributed, when it was initialised for the trace. */
+  rank?: number;
+  world_size?: number;
 }
 
 export interface Graph {
@@ -261,12 +270,29 @@ function edge(v: unknown, i: number, n: number): GraphEdge {
   }
   let shape: number[] | null = null;
   if (Array.isArray(v.shape)) shape = v.shape.map((d) => Number(d));
-  const out: GraphEdge = { src, dst, shape, dtype: str(v, "dtype", where, "") };
+  const e: GraphEdge = { src, dst, shape, dtype: str(v, "dtype", where, "") };
   const stats = tensorStats(v.stats);
-  if (stats) out.stats = stats;
+  if (stats) e.stats = stats;
   const hist = histogram(v.hist);
-  if (hist) out.hist = hist;
-  return out;
+  if (hist) e.hist = hist;
+  // A DTensor's layout: a decoration, dropped rather than refused when malformed.
+  if (Array.isArray(v.global_shape) && typeof v.placements === "string") {
+    const global = v.global_shape.map((d) => Number(d));
+    if (global.every((d) => Number.isFinite(d))) {
+      e.global_shape = global;
+      e.placements = v.placements;
+      if (typeof v.mesh === "string") e.mesh = v.mesh;
+    }
+  }
+  return e;
+}
+
+/** `rank` and `world_size` of a trace in one rank of a torch.distributed program. */
+function rankOf(m: Obj): { rank?: number; world_size?: number } {
+  const rank = m.rank;
+  const size = m.world_size;
+  if (typeof rank !== "number" || !Number.isInteger(rank)) return {};
+  return typeof size === "number" && Number.isInteger(size) ? { rank, world_size: size } : { rank };
 }
 
 /** A node's parent is the module call it ran inside: anything else would hide it. */
@@ -373,6 +399,7 @@ export function fromObject(raw: unknown): Graph {
       params: int(m, "params", "model", 0),
       device: str(m, "device", "model", ""),
       dtype: str(m, "dtype", "model", ""),
+      ...rankOf(m),
     },
     nodes,
     edges,

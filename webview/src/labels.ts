@@ -1,6 +1,6 @@
 // Text shown for drawn items, cut to LABEL_MAX characters (the hover has the whole text).
 // Pure; the drawing layer only ever sets these as text.
-import type { GraphEdge, GraphNode } from "./format";
+import type { GraphEdge, GraphNode, ModelInfo } from "./format";
 import type { GraphIndex } from "./model";
 import type { VCluster, VNode } from "./visible";
 import { distinctTensors } from "./tensors";
@@ -64,14 +64,24 @@ function groupTitle(idx: GraphIndex, gi: number): string {
   return `${first.name} ×${g.members.length}`;
 }
 
+/** An op of collective communication (`attrs.collective`: all_reduce, all_gather_into_tensor…). */
+export function isCollective(node: GraphNode): boolean {
+  return node.kind === "op" && node.attrs.collective === true;
+}
+
 function nodeLabelOf(node: GraphNode): Label {
   switch (node.kind) {
-    case "module":
-      return { title: node.name, sub: node.call > 0 ? `${node.path} #${node.call}` : node.path };
+    case "module": {
+      const path = node.call > 0 ? `${node.path} #${node.call}` : node.path;
+      // A wrapper (torch.compile, DDP, fully_shard) is a mark on the module it wraps.
+      const wrapped = typeof node.attrs.wrapped_by === "string" ? `[${node.attrs.wrapped_by}]` : "";
+      return { title: node.name, sub: [path, wrapped].filter(Boolean).join(" ") };
+    }
     case "constant":
       return { title: node.name || node.target, sub: "" };
     default:
-      return { title: node.name, sub: "" };
+      // Communication with other ranks: marked in the label as well as by its colours.
+      return { title: isCollective(node) ? `⇄ ${node.name}` : node.name, sub: "" };
   }
 }
 
@@ -102,3 +112,9 @@ function segmentLabel(idx: GraphIndex, si: number): Label {
 }
 
 const clipped = (l: Label): Label => ({ title: clip(l.title), sub: clip(l.sub) });
+
+/** " · rank 1 of 2" for a trace in one rank of a torch.distributed program; else "". */
+export function rankText(model: ModelInfo): string {
+  if (model.rank === undefined) return "";
+  return model.world_size === undefined ? ` · rank ${model.rank}` : ` · rank ${model.rank} of ${model.world_size}`;
+}

@@ -3,6 +3,7 @@
 // that want to drive it themselves.
 import workerSource from "virtual:layout-worker";
 import "./viewer.css";
+import "./paused.css";
 import { DeferredWorker, fetchWorkerUrl, type WorkerLike } from "./deferredWorker";
 import { decodeGraph, FormatError, type Graph } from "./format";
 import { StandaloneHost, VsCodeHost, type Host } from "./host";
@@ -167,6 +168,11 @@ async function boot(): Promise<void> {
         viewer?.setInput(m.origin.input?.text, () => host.post({ type: "changeInput" }));
       } else if (m?.type === "highlightLine") {
         viewer?.highlightLine(m.file, m.line);
+      } else if (m?.type === "revealNode") {
+        void viewer?.showNodes(m.node, m.nodes);
+      } else if (m?.type === "pausedAt") {
+        // The extension posts it after each graph of a paused frame (again after a reload).
+        void viewer?.setPausedAt(m.at);
       } else if (m?.type === "export") {
         rootElement().querySelector<HTMLElement>(`[data-action="export-${m.format}"]`)?.click();
       }

@@ -38,6 +38,15 @@ export interface ViewState {
   transform?: { x: number; y: number; k: number };
 }
 
+/** Where a paused debugger is, in the function whose call a paused-frame graph traced
+ * ("you are here"): `file` and 1-based `line` as graph sites write them; `func` the frame's
+ * function name, when known. */
+export interface PausedAt {
+  file: string;
+  line: number;
+  func?: string;
+}
+
 /** Messages the viewer posts to the extension. */
 export type ViewerMessage =
   | { type: "ready" }
@@ -54,6 +63,12 @@ export type ViewerMessage =
 export type HostMessage =
   | { type: "graph"; data: ArrayBuffer | Uint8Array; origin: PanelOrigin }
   | { type: "highlightLine"; file: string; line: number }
+  /** A hover's "Show in graph": open the way to `node`, select it; `nodes` (all the calls the
+   * hover was about) are marked like search matches. */
+  | { type: "revealNode"; node: number; nodes?: number[] }
+  /** The paused debugger's line in the traced call (marks `data-here`/`data-ahead`); null:
+   * the program left that call or ended, no marks. */
+  | { type: "pausedAt"; at: PausedAt | null }
   | { type: "export"; format: "svg" | "png" };
 
 /** The webview state VS Code keeps for a panel: the viewer's view and the panel's origin

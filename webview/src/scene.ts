@@ -16,6 +16,9 @@ export interface Marks {
   current: string | null;
   selected: string | null;
   hasError: string | null;
+  /** A paused debugger's line ("you are here") and what it has not run yet (pausedMarks.ts). */
+  here?: ReadonlySet<string>;
+  ahead?: ReadonlySet<string>;
 }
 
 interface Item {
@@ -34,6 +37,11 @@ const NEAR = 0.5; // draw items within half a window around the view
 const FAR = 1.5; // drop items further than this (hysteresis against thrashing)
 
 const noMarks: Marks = { match: new Set(), current: null, selected: null, hasError: null };
+
+function toggleAttr(el: Element, name: string, on: boolean): void {
+  if (on) el.setAttribute(name, "true");
+  else el.removeAttribute(name);
+}
 
 export class Scene {
   private readonly layers: G[];
@@ -116,7 +124,7 @@ export class Scene {
   setMarks(m: Marks): void {
     const old = this.marks;
     this.marks = m;
-    const touched = new Set<string>([...old.match, ...m.match]);
+    const touched = new Set<string>([...old.match, ...m.match, ...(old.here ?? []), ...(m.here ?? []), ...(old.ahead ?? []), ...(m.ahead ?? [])]);
     for (const k of [old.current, old.selected, old.hasError, m.current, m.selected, m.hasError]) if (k) touched.add(k);
     for (const k of touched) {
       const el = this.byKey.get(k);
@@ -145,8 +153,9 @@ export class Scene {
     if (m.selected === key) el.setAttribute("data-selected", "true");
     else el.removeAttribute("data-selected");
     el.classList.toggle("ts-has-error", m.hasError === key);
-    if (m.selected === key) el.setAttribute("data-selected", "true");
-    else el.removeAttribute("data-selected");
+    // Attributes as the test hooks and the style both use (docs/viewer.md, "You are here").
+    toggleAttr(el, "data-here", !!m.here?.has(key));
+    toggleAttr(el, "data-ahead", !!m.ahead?.has(key));
   }
 
   private applyHeat(el: SVGGElement, key: string): void {

@@ -7,6 +7,10 @@ export interface Tensor {
   src: number;
   shape: number[] | null;
   dtype: string;
+  /** A DTensor's layout (format.ts GraphEdge), when the edge has one. */
+  global_shape?: number[];
+  placements?: string;
+  mesh?: string;
   /** Indexes into graph.edges: one per use (consumer) of this tensor. */
   uses: number[];
 }
@@ -30,6 +34,11 @@ export function distinctTensors(edges: GraphEdge[], ids: readonly number[]): Ten
     let t = byKey.get(key);
     if (!t) {
       t = { src: e.src, shape: e.shape, dtype: e.dtype, uses: [] };
+      if (e.placements !== undefined) {
+        t.global_shape = e.global_shape;
+        t.placements = e.placements;
+        t.mesh = e.mesh;
+      }
       byKey.set(key, t);
       out.push(t);
     }

@@ -19,7 +19,7 @@ import {
 } from "./expansion";
 import { buildVisible, TooManyToDraw, type VisibleGraph } from "./visible";
 import { errorText } from "./errorText";
-import { clip } from "./labels";
+import { clip, isCollective, rankText } from "./labels";
 import { segmentRange, segmentsOf } from "./segments";
 import type { Label } from "./labels";
 import type { Layout } from "./layout";
@@ -58,6 +58,8 @@ import { ValuesPanel } from "./valuesPanel";
 import { histogramChart } from "./histogram";
 import type { ViewMarks } from "./compare";
 import { CompareControls } from "./compareDraw";
+import type { PausedAt } from "./messages";
+import { pausedKeys, pausedNodes, type PausedNodes } from "./pausedMarks";
 
 interface Drawn {
   key: string;
@@ -123,6 +125,8 @@ export class Viewer {
   readonly values: ValuesPanel;
   /** A compare page's statuses and next / previous change (compareDraw.ts); null otherwise. */
   private readonly comparison: CompareControls | null;
+  /** A paused debugger's point in a paused-frame graph ("you are here"); null: none. */
+  private paused: PausedNodes | null = null;
 
   constructor(
     root: HTMLElement,
@@ -160,7 +164,7 @@ export class Viewer {
     select(this.ui.svg).call(this.zoomer).on("dblclick.zoom", null);
     this.minimap = new Minimap(this.ui.stage, (x, y) => this.centerOn(x, y));
 
-    this.ui.title.textContent = clip(graph.model.name || "model", 60);
+    this.ui.title.textContent = clip(graph.model.name || "model", 60) + rankText(graph.model);
     this.ui.title.title = graph.model.qualname;
     this.values = new ValuesPanel(
       this.ui,
@@ -444,6 +448,7 @@ export class Viewer {
       selected: this.selected,
       // A collapsed box that hides the failing call is outlined in the error colour.
       hasError: errKey && errKey !== `n${err}` ? errKey : null,
+      ...(this.paused ? pausedKeys(vg.rep, this.paused) : {}),
     });
   }
 
@@ -461,6 +466,23 @@ export class Viewer {
     const key = this.drawn.vg.rep[id]!;
     this.select(key);
     this.zoomTo(key);
+  }
+
+  /** Where a paused debugger is in this graph's call: its line's calls are marked and brought
+   * into view, what is still ahead is drawn faded; null clears the marks. */
+  async setPausedAt(at: PausedAt | null): Promise<void> {
+    this.paused = at ? pausedNodes(this.idx, at) : null;
+    const first = this.paused?.here[0];
+    if (first !== undefined) await this.revealNode(first);
+    else this.refreshMarks();
+  }
+
+  /** A hover's "Show in graph": `node` revealed and selected, `nodes` marked as matches. */
+  async showNodes(node: number, nodes: number[] = [node]): Promise<void> {
+    if (!this.idx.graph.nodes[node]) return;
+    this.matches = nodes.filter((id) => !!this.idx.graph.nodes[id]);
+    this.matchPos = -1;
+    await this.revealNode(node);
   }
 
   /** Reveal node `id` and open its line in the host (table rows, Find NaN origin). */
@@ -796,6 +818,8 @@ export class Viewer {
   private summary(): string {
     const g = this.idx.graph;
     const parts = [g.model.name, `${formatCount(g.model.params)} params`, `${g.stats.ops} ops`, `${g.stats.modules} module calls`];
+    const collectives = g.nodes.filter(isCollective).length;
+    if (collectives) parts.push(`${collectives} collective${collectives === 1 ? "" : "s"}`);
     if (this.drawn) parts.push(`${this.drawn.vg.nodes.length} drawn`, `layout ${Math.round(this.lastLayoutMs)} ms`);
     return parts.filter(Boolean).join(" · ");
   }

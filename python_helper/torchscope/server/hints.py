@@ -456,8 +456,11 @@ def _tensor_text(t: TensorOut, device: str) -> str:
     numel = s.get("numel")
     zeros = s.get("zeros")
     if isinstance(zeros, (int, float)):
-        share = f" ({100 * zeros / numel:.3g}%)" if isinstance(numel, int) and numel else ""
-        bits.append(f"zeros {zeros:,}{share}")
+        # `zeros` is the fraction of the values that are 0 (docs/graph-format.md).
+        if isinstance(numel, int) and numel:
+            bits.append(f"zeros {round(zeros * numel):,} ({100 * zeros:.3g}%)")
+        else:
+            bits.append(f"zeros {100 * zeros:.3g}%")
     for k in ("nan", "inf"):
         v = s.get(k)
         if isinstance(v, (int, float)) and v:

@@ -30,6 +30,8 @@ describe("protocol helpers", () => {
     assert.equal(panelTitle({ model: "MLP" }, "model"), "Forward pass: MLP");
     assert.equal(panelTitle({ model: "" }, "build"), "Forward pass: build");
     assert.equal(panelTitle(null, "pkg.mod.Net"), "Forward pass: Net");
+    assert.equal(panelTitle({ model: "Net", rank: 1, worldSize: 2 }, "m"), "Forward pass: Net (rank 1 of 2)");
+    assert.equal(panelTitle({ model: "Net", rank: null, worldSize: null }, "m"), "Forward pass: Net");
     assert.equal(shortName("transformers.GPT2LMHeadModel"), "GPT2LMHeadModel");
   });
   it("accepts only the viewer's message types", () => {
@@ -93,13 +95,15 @@ describe("server start-up", () => {
     assert.equal(serverPythonPath(b, "/mine"), ["/e/libs", "/e/tool", "/mine"].join(path.delimiter));
   });
   it("passes the settings as initializationOptions", () => {
-    assert.deepEqual(readInitOptions("/s"), { storageDir: "/s", traceTimeoutSeconds: 60, logLevel: "info" });
+    assert.deepEqual(readInitOptions("/s"), { storageDir: "/s", traceTimeoutSeconds: 60, logLevel: "info", inlayHints: true });
     vs.settings.set("torchscope.traceTimeoutSeconds", 5);
     vs.settings.set("torchscope.logLevel", "debug");
-    assert.deepEqual(readInitOptions("/s"), { storageDir: "/s", traceTimeoutSeconds: 5, logLevel: "debug" });
+    vs.settings.set("torchscope.inlayHints", false);
+    assert.deepEqual(readInitOptions("/s"), { storageDir: "/s", traceTimeoutSeconds: 5, logLevel: "debug", inlayHints: false });
     vs.settings.set("torchscope.traceTimeoutSeconds", -1);
     vs.settings.set("torchscope.logLevel", "loud");
-    assert.deepEqual(readInitOptions("/s"), { storageDir: "/s", traceTimeoutSeconds: 60, logLevel: "info" });
+    vs.settings.set("torchscope.inlayHints", "yes");
+    assert.deepEqual(readInitOptions("/s"), { storageDir: "/s", traceTimeoutSeconds: 60, logLevel: "info", inlayHints: true });
   });
   it("passes each of the server's four log levels, and only those", () => {
     const manifest = JSON.parse(readFileSync(path.join(__dirname, "..", "..", "..", "package.json"), "utf8")) as {

@@ -18,6 +18,12 @@ exports.activate = function activate(context) {
     vscode.debug.registerDebugAdapterDescriptorFactory("debugpy", {
       createDebugAdapterDescriptor: () => new vscode.DebugAdapterExecutable(python(), ["-m", "debugpy.adapter"]),
     }),
+    // A setting changed as the Settings editor changes it (a write to the settings file is
+    // picked up late in code-server).
+    vscode.commands.registerCommand("torchscopeTest.toggleInlayHints", () => {
+      const cfg = vscode.workspace.getConfiguration("torchscope");
+      return cfg.update("inlayHints", cfg.get("inlayHints", true) === false, vscode.ConfigurationTarget.Global);
+    }),
     vscode.commands.registerCommand("torchscopeTest.debugActiveFile", async () => {
       const doc = vscode.window.activeTextEditor && vscode.window.activeTextEditor.document;
       if (!doc) throw new Error("no active editor");

@@ -1,0 +1,38 @@
+"""A command-line trace under a launcher such as torchrun: which rank this process is, where its
+graph goes, and the process group left at exit. Standard library only (the CLI reports a
+missing torch itself)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+
+def launched_rank(environ: Optional[dict[str, str]] = None) -> Optional[tuple[int, int]]:
+    """`(rank, world_size)` a launcher such as torchrun gave this process through the
+    environment (`RANK`, `WORLD_SIZE`), before any process group exists; None when the
+    process was not launched as one of several ranks."""
+    env = os.environ if environ is None else environ
+    try:
+        rank, size = int(env["RANK"]), int(env["WORLD_SIZE"])
+    except (KeyError, ValueError):
+        return None
+    return (rank, size) if size > 1 and 0 <= rank < size else None
+
+
+def rank_file(path: Path, rank: int) -> Path:
+    """`graph.msgpack` → `graph.rank1.msgpack` (a `pathlib.Path`)."""
+    return path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
+
+
+def end_process_group() -> None:
+    """Destroy the default process group the traced program made, if any: a command-line
+    trace is the whole program, and torch warns about a group left at exit."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+    except Exception:
+        pass

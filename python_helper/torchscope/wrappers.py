@@ -1,0 +1,226 @@
+"""Wrapper modules shown as a mark on the model they wrap, not as a level of their own.
+
+`torch.compile`'s OptimizedModule, DistributedDataParallel, DataParallel, FSDP1's
+FullyShardedDataParallel and activation-checkpoint wrappers hold the user's module as a child
+(`_orig_mod`, `module`, `_fsdp_wrapped_module`, `_checkpoint_wrapped_module`): every path
+under them gains a prefix that matches nothing in the user's code or state_dict. A trace
+still runs the wrapper's own forward (DDP's buffer broadcast and FSDP1's all-gathers are
+part of the program), but the wrapper's call and the wrapped module's call are one node:
+the wrapped module's, with `attrs.wrapped_by` naming the wrappers, and paths are the wrapped
+model's own. FSDP2's `fully_shard` (and `replicate`) swap a module's class for a
+subclass (`FSDPLinear`): the node shows the module's own class with the same mark.
+
+A wrapper class can only exist once its module is imported: nothing here imports one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Optional
+
+from torch import nn
+
+# (module, class, attribute holding the wrapped module)
+_WRAPPERS = (
+    ("torch._dynamo.eval_frame", "OptimizedModule", "_orig_mod"),
+    ("torch.nn.parallel.distributed", "DistributedDataParallel", "module"),
+    ("torch.nn.parallel.data_parallel", "DataParallel", "module"),
+    (
+        "torch.distributed.fsdp.fully_sharded_data_parallel",
+        "FullyShardedDataParallel",
+        "_fsdp_wrapped_module",
+    ),
+    (
+        "torch.distributed.algorithms._checkpoint.checkpoint_wrapper",
+        "ActivationWrapper",
+        "_checkpoint_wrapped_module",
+    ),
+)
+_FSDP2 = ("torch.distributed.fsdp._fully_shard._fully_shard", "FSDPModule")
+_REPLICATE = ("torch.distributed._composable.replicate_with_fsdp", "ReplicateModule")
+
+
+def _loaded(module: str, name: str) -> Optional[type]:
+    cls = getattr(sys.modules.get(module), name, None)
+    return cls if isinstance(cls, type) else None
+
+
+def _wrapper_classes() -> list[tuple[type, str]]:
+    return [(c, attr) for mod, name, attr in _WRAPPERS if (c := _loaded(mod, name)) is not None]
+
+
+def label(module: nn.Module) -> str:
+    """How a wrapper is named in `wrapped_by`: what the user wrote to get it."""
+    name = type(module).__name__
+    if name == "OptimizedModule":
+        return "torch.compile"
+    if name.startswith("FSDP") and _is_instance(module, _FSDP2):
+        return "replicate" if _is_instance(module, _REPLICATE) else "fully_shard"
+    return name
+
+
+def _is_instance(module: nn.Module, where: tuple[str, str]) -> bool:
+    cls = _loaded(*where)
+    return cls is not None and isinstance(module, cls)
+
+
+def wrapped_child(module: nn.Module, classes: list[tuple[type, str]]) -> Optional[nn.Module]:
+    """The module `module` wraps, if it is a wrapper."""
+    for cls, attr in classes:
+        if isinstance(module, cls):
+            inner = module._modules.get(attr)
+            return inner if isinstance(inner, nn.Module) else None
+    return None
+
+
+def unwrap(model: nn.Module) -> tuple[nn.Module, list[str]]:
+    """The model inside any wrappers around it, and their labels, outermost first."""
+    classes = _wrapper_classes()
+    labels: list[str] = []
+    inner = wrapped_child(model, classes) if classes else None
+    while inner is not None:
+        labels.append(label(model))
+        model = inner
+        inner = wrapped_child(model, classes)
+    return model, labels
+
+
+@dataclass
+class Wrapping:
+    """The wrappers of one traced model."""
+
+    # id(module) → its path in the wrapped model (no `module.`, `_orig_mod.` segments)
+    paths: dict[int, str]
+    # id(wrapper) → the innermost module it wraps; id(that module) → itself
+    target: dict[int, nn.Module] = field(default_factory=dict[int, nn.Module])
+    # id(module drawn) → the labels of what wraps it, outermost first
+    labels: dict[int, list[str]] = field(default_factory=dict[int, list[str]])
+    # id(module) → the class to show (FSDP2's `FSDPLinear` → `Linear`)
+    classes: dict[int, type] = field(default_factory=dict[int, type])
+
+
+def find_wrappers(named: list[tuple[str, nn.Module]]) -> Optional[Wrapping]:
+    """The wrappers among `named` (`model.named_modules()`, parents first); None when there
+    are none (the usual case, found without walking the tree when no wrapper class is even
+    loaded)."""
+    classes = _wrapper_classes()
+    fsdp2 = _loaded(*_FSDP2)
+    if not classes and fsdp2 is None:
+        return None
+    found = Wrapping({})
+    by_path: dict[str, nn.Module] = {}
+    any_wrapper = False
+    for path, m in named:
+        by_path[path] = m
+        parent_path, _, name = path.rpartition(".")
+        parent = by_path.get(parent_path) if path else None
+        if parent is None:
+            found.paths[id(m)] = path
+        else:
+            base = found.paths.get(id(parent), parent_path)
+            if found.target.get(id(parent)) is not None and wrapped_child(parent, classes) is m:
+                found.paths[id(m)] = base  # the wrapped module takes its wrapper's place
+            else:
+                found.paths[id(m)] = f"{base}.{name}" if base else name
+        inner = wrapped_child(m, classes) if classes else None
+        if inner is not None:
+            any_wrapper = True
+            found.target[id(m)] = m  # the innermost below, once the chain is known
+        if fsdp2 is not None and isinstance(m, fsdp2):
+            any_wrapper = True
+            found.classes[id(m)] = _own_class(type(m), fsdp2)
+            found.labels.setdefault(id(m), []).append(label(m))
+    if not any_wrapper:
+        return None
+    for key, wrapper in list(found.target.items()):
+        if found.target.get(key) is not wrapper:
+            continue
+        chain = [wrapper]
+        inner = wrapped_child(wrapper, classes)
+        while inner is not None:
+            chain.append(inner)
+            inner = wrapped_child(inner, classes)
+        innermost = chain[-1]
+        for m in chain:
+            found.target[id(m)] = innermost
+        labels = [label(m) for m in chain[:-1]]
+        own = found.labels.get(id(innermost), [])
+        found.labels[id(innermost)] = labels + [x for x in own if x not in labels]
+    return found
+
+
+def _own_class(cls: type, marker: type) -> type:
+    """The user's class under FSDP2's generated subclass (`FSDPLinear(FSDPModule, Linear)`)."""
+    for base in cls.__mro__[1:]:
+        if issubclass(base, nn.Module) and not issubclass(base, marker):
+            return base
+    return cls
+
+
+@contextlib.contextmanager
+def compiled_run_eagerly(named: list[tuple[str, nn.Module]]) -> Iterator[None]:
+    """torch.compile'd code runs eagerly while the block runs (`set_stance("force_eager")`):
+    the trace sees every op, nothing is compiled, and the user's compiled code and its caches
+    are as they were afterwards. Calling an OptimizedModule while the tracer's global module
+    hooks are registered makes torch warn that the hooks fire twice; the trace handles that
+    itself, so that one warning is not shown."""
+    dynamo = sys.modules.get("torch._dynamo.eval_frame")
+    if dynamo is None:  # nothing was ever compiled in this process
+        yield
+        return
+    import torch
+
+    optimized = _loaded("torch._dynamo.eval_frame", "OptimizedModule")
+    has_optimized = optimized is not None and any(isinstance(m, optimized) for _, m in named)
+    with torch.compiler.set_stance("force_eager"):
+        if not has_optimized:
+            yield
+            return
+        with warnings.catch_warnings():
+            warnings.filterwarnings(
+                "ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks"
+            )
+            yield
+
+
+@contextlib.contextmanager
+def fsdp_state_kept(named: list[tuple[str, nn.Module]]) -> Iterator[None]:
+    """FSDP2 modules as sharded after the block as before it. A forward unshards each
+    `fully_shard` module (its parameters become full tensors) and reshards only some of them
+    after (never the root): FSDP's own state says which. Putting the sharded parameters back
+    behind FSDP's back (as the trace does for any module whose parameters a forward rebinds)
+    would leave FSDP believing the module unsharded, and the program's next forward would
+    mix full and sharded tensors; so a module the trace unsharded is resharded through FSDP."""
+    fsdp2 = _loaded(*_FSDP2)
+    modules = [m for _, m in named if fsdp2 is not None and isinstance(m, fsdp2)]
+    before = [(m, _own_tables(m, fsdp2)) for m in modules]  # type: ignore[arg-type]
+    try:
+        yield
+    finally:
+        for m, tables in before:
+            if any(_changed(sub, table) for sub, table in tables):
+                with contextlib.suppress(Exception):
+                    m.reshard()  # type: ignore[operator]
+
+
+def _own_tables(
+    module: nn.Module, fsdp2: type
+) -> list[tuple[nn.Module, dict[str, Optional[nn.Parameter]]]]:
+    """The parameter tables of `module` and of its submodules up to nested FSDP modules (the
+    parameters its own all-gather unshards)."""
+    out: list[tuple[nn.Module, dict[str, Optional[nn.Parameter]]]] = []
+    stack = [module]
+    while stack:
+        m = stack.pop()
+        out.append((m, dict(m._parameters)))
+        stack.extend(c for c in m._modules.values() if c is not None and not isinstance(c, fsdp2))
+    return out
+
+
+def _changed(module: nn.Module, table: dict[str, Optional[nn.Parameter]]) -> bool:
+    now = module._parameters
+    return len(now) != len(table) or any(now.get(k) is not v for k, v in table.items())

@@ -1,0 +1,245 @@
+// End to end in real VS Code (code-server + Chromium): shapes in the code (issue 11). As a
+// user: right-click → Visualize forward pass → the forward's lines end in `4×16`-style inlay
+// hints (read from the editor's DOM); a hover on a line shows its tensors and "Show in graph",
+// which selects the node in the panel; `torchscope.inlayHints: false` hides the hints and
+// true brings them back without a new trace. At a breakpoint in another file's forward
+// (the real debugpy adapter, through the fixture extension of debug.test.ts): the paused
+// trace gives that file hints too, the paused line's call is marked in the panel
+// (`data-here`), what is still ahead faded (`data-ahead`), and a step moves the mark.
+import { strict as assert } from "node:assert";
+import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import type { Browser, Page } from "playwright-core";
+import {
+  PYTHON,
+  cleanup,
+  contextMenu,
+  editorLine,
+  launch,
+  openFile,
+  openWorkbench,
+  palette,
+  pointerAway,
+  shot,
+  startCodeServer,
+  step,
+  viewer,
+  waitForGraph,
+  type CodeServer,
+} from "./harness";
+
+const NET = `"""A small net: the shapes its forward makes show at the end of its lines."""
+import torch
+from torch import nn
+
+
+class TinyNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 4)
+        self.example_input_array = torch.randn(4, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc1(x)
+        h = torch.relu(h)
+        return self.fc2(h).softmax(dim=-1)
+`;
+
+const PAUSED = `"""Paused in a forward (torchscope e2e: you are here)."""
+import torch
+from torch import nn
+
+
+class PausedNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(8, 32)
+        self.fc2 = nn.Linear(32, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc1(x)  # BREAK
+        h = torch.tanh(h)
+        return self.fc2(h)
+
+
+if __name__ == "__main__":
+    net = PausedNet()
+    print(tuple(net(torch.randn(4, 8)).shape))
+`;
+
+const FIXTURE_ID = "torchscope-test.debugpy-fixture";
+const FIXTURE_VERSION = "0.0.1";
+
+/** The debugpy fixture extension (debug.test.ts's) copied into the profile. */
+function installDebugFixture(extensions: string): void {
+  const rel = `${FIXTURE_ID}-${FIXTURE_VERSION}`;
+  const dest = join(extensions, rel);
+  cpSync(join(__dirname, "debugpy-fixture"), dest, { recursive: true });
+  writeFileSync(join(dest, "config.json"), JSON.stringify({ python: PYTHON }));
+  const manifest = join(extensions, "extensions.json");
+  const list = existsSync(manifest) ? (JSON.parse(readFileSync(manifest, "utf8")) as unknown[]) : [];
+  list.push({
+    identifier: { id: FIXTURE_ID },
+    version: FIXTURE_VERSION,
+    location: { $mid: 1, fsPath: dest, external: `file://${dest}`, path: dest, scheme: "file" },
+    relativeLocation: rel,
+    metadata: { installedTimestamp: Date.now(), source: "vsix" },
+  });
+  writeFileSync(manifest, JSON.stringify(list));
+}
+
+let browser: Browser;
+let cs: CodeServer | undefined;
+let page: Page;
+
+before(async () => {
+  cs = await startCodeServer({
+    settings: {
+      "debug.openDebug": "neverOpen",
+      "debug.internalConsoleOptions": "neverOpen",
+      "debug.confirmOnExit": "never",
+      "editor.hover.delay": 200,
+    },
+    files: { "hints_net.py": NET, "hints_paused.py": PAUSED },
+    beforeStart: ({ extensions }) => installDebugFixture(extensions),
+  });
+  browser = await launch();
+  page = await openWorkbench(browser, cs);
+});
+
+after(async () => {
+  await browser?.close();
+  cleanup(cs, "torchscope-hints");
+});
+
+/** The text of the editor line holding `code`, inlay hints included (spaces normalised). */
+async function lineText(code: string): Promise<string> {
+  return (await editorLine(page, code).innerText()).replace(/\u00a0/g, " ");
+}
+
+/** Wait until the editor line holding `code` ends in a hint matching `hint`. */
+async function waitForHint(code: string, hint: RegExp, timeout = 60_000): Promise<void> {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const t = await lineText(code);
+    if (hint.test(t.slice(t.indexOf(code) + code.length))) return;
+    if (Date.now() > end) throw new Error(`no hint ${hint} on "${code}": "${t}"`);
+    await page.waitForTimeout(300);
+  }
+}
+
+async function waitForNoHint(code: string, timeout = 60_000): Promise<void> {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const t = await lineText(code);
+    if (!/×/.test(t)) return;
+    if (Date.now() > end) throw new Error(`the hint stayed on "${code}": "${t}"`);
+    await page.waitForTimeout(300);
+  }
+}
+
+/** The drawn boxes of the panel's graph marked with `attr`: their text (title, module path). */
+async function marked(attr: "data-here" | "data-ahead"): Promise<string[]> {
+  return viewer(page).locator(`.ts-node[${attr}="true"]`).allTextContents();
+}
+
+async function statusLine(): Promise<number> {
+  const text = await page.locator('[id="status.editor.selection"]').innerText();
+  return Number(/Ln (\d+)/.exec(text)?.[1] ?? "0");
+}
+
+describe("shapes in the code", () => {
+  it("right-click → Visualize forward pass → hints on the forward's lines, a hover with the details and Show in graph", async () => {
+    await step(page, "hints-editor", async () => {
+      await openFile(page, "hints_net.py");
+      await contextMenu(page, "h = torch.relu(h)", "Visualize forward pass");
+      await waitForGraph(page);
+      // The editor's own DOM: each line of the forward ends in the shapes it made.
+      await waitForHint("h = self.fc1(x)", /4×16/);
+      await waitForHint("h = torch.relu(h)", /4×16/);
+      await waitForHint("return self.fc2(h).softmax(dim=-1)", /4×4/);
+      // Lines the trace did not reach have none.
+      assert.doesNotMatch(await lineText("self.fc1 = nn.Linear(8, 16)"), /×/);
+      assert.doesNotMatch(await lineText("import torch"), /×/);
+    });
+
+    await step(page, "hints-hover", async () => {
+      // A hover on the relu line: its tensor, dtype and device, and the link to the graph.
+      await editorLine(page, "h = torch.relu(h)").locator("span", { hasText: "relu" }).last().hover();
+      const hover = page.locator(".monaco-hover:not(.hidden)", { hasText: "Show in graph" }).first();
+      await hover.waitFor({ timeout: 30_000 });
+      const text = (await hover.innerText()).replace(/\u00a0/g, " ");
+      assert.match(text, /relu/);
+      assert.match(text, /4×16/);
+      assert.match(text, /float32/);
+      assert.match(text, /cpu/);
+      // Once the hover has faded in: the README's picture (docs/images/vscode-hints.png).
+      await page.waitForTimeout(800);
+      await shot(page, "hints-hover");
+      await hover.locator("a", { hasText: "Show in graph" }).click();
+      // The panel selects relu (the command ran, trusted, and reached the viewer).
+      await viewer(page).locator('.ts-node[data-selected="true"]', { hasText: "relu" }).waitFor({ timeout: 30_000 });
+      await pointerAway(page);
+    });
+
+    await step(page, "hints-setting", async () => {
+      // Off: the server restarts without hints; on again: the panel's graph gives them back.
+      await palette(page, "torchscope test: toggle torchscope.inlayHints");
+      await waitForNoHint("h = self.fc1(x)");
+      await palette(page, "torchscope test: toggle torchscope.inlayHints");
+      await waitForHint("h = self.fc1(x)", /4×16/);
+    });
+  });
+
+  it("at a breakpoint: the paused trace gives hints, marks the paused line and what is ahead, a step moves the mark", async () => {
+    await step(page, "hints-paused", async () => {
+      await openFile(page, "hints_paused.py");
+      const breakLine = PAUSED.split("\n").findIndex((l) => l.includes("# BREAK")) + 1;
+      await palette(page, "torchscope test: debug the active file");
+      await page.locator(".debug-toolbar .codicon-debug-continue").first().waitFor({ timeout: 180_000 });
+      await page.waitForFunction(
+        (n) => new RegExp(`Ln ${n},`).test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""),
+        breakLine,
+        { timeout: 30_000 },
+      );
+      await palette(page, "Visualize forward pass (paused frame)");
+      const first = page.locator(".quick-input-list .monaco-list-row").first();
+      await page.locator(".quick-input-widget", { hasText: "Visualize forward pass (paused frame)" }).waitFor({ timeout: 60_000 });
+      await first.waitFor({ timeout: 60_000 });
+      assert.match(await first.innerText(), /PausedNet/);
+      await page.keyboard.press("Enter");
+      await waitForGraph(page);
+      // The paused line's call is here; what the program has not run yet is ahead.
+      await viewer(page).locator('.ts-node[data-here="true"][data-path="fc1"]').waitFor({ timeout: 30_000 });
+      assert.deepEqual(await marked("data-here"), ["Linearfc1"]);
+      const ahead = await marked("data-ahead");
+      assert.ok(ahead.includes("tanh") && ahead.includes("Linearfc2"), `ahead: ${ahead.join(", ")}`);
+      assert.equal(await viewer(page).locator('.ts-node[data-kind="input"][data-ahead]').count(), 0);
+      // A file traced only at the breakpoint: hints through torchscope/graphShown.
+      await waitForHint("h = self.fc1(x)  # BREAK", /4×32/);
+      await waitForHint("h = torch.tanh(h)", /4×32/);
+      await shot(page, "hints-paused-here");
+    });
+
+    await step(page, "hints-step", async () => {
+      const before = await statusLine();
+      await page.locator(".debug-toolbar .codicon-debug-step-over").first().click();
+      await page.waitForFunction(
+        (n) => new RegExp(`Ln ${n},`).test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""),
+        before + 1,
+        { timeout: 30_000 },
+      );
+      // The mark moved to tanh without a new trace; fc1 has run.
+      await viewer(page).locator('.ts-node[data-here="true"]', { hasText: "tanh" }).waitFor({ timeout: 30_000 });
+      assert.equal(await viewer(page).locator('.ts-node[data-path="fc1"][data-here], .ts-node[data-path="fc1"][data-ahead]').count(), 0);
+      const ahead = await marked("data-ahead");
+      assert.ok(ahead.includes("Linearfc2") && !ahead.includes("tanh"), `ahead after the step: ${ahead.join(", ")}`);
+      await shot(page, "hints-paused-step");
+      // Out of the call (continue to the end): the marks go.
+      await page.locator(".debug-toolbar .codicon-debug-continue").first().click();
+      await viewer(page).locator("[data-here], [data-ahead]").first().waitFor({ state: "detached", timeout: 60_000 });
+    });
+  });
+});

@@ -1,0 +1,280 @@
+"""Real multi-process programs under torchrun (2 ranks, gloo, CPU): DDP, FSDP2, tensor
+parallel and a compiled model, traced in every rank (distributed/run_traced.py, through the
+Python API) and through `python -m torchscope trace` (one file per rank, or `--rank N`).
+
+Each torchrun gets its own free port, so these tests can run beside other test runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+
+from torchscope.graph import Graph, from_wire
+
+HERE = Path(__file__).resolve().parent
+PROGRAMS = HERE / "distributed"
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(PROGRAMS), str(HERE.parent.parent / "python_helper"), env.get("PYTHONPATH", "")]
+    )
+    env["OMP_NUM_THREADS"] = "1"  # torchrun's default; set here so it does not warn
+    cmd = [
+        *TORCHRUN,
+        "--nproc_per_node",
+        "2",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(free_port()),
+        *args,
+    ]
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def load(path: Path) -> Graph:
+    return from_wire(msgpack.unpackb(path.read_bytes()))
+
+
+class Run:
+    """One program run under torchrun: per rank its results and (when traced) its graph."""
+
+    def __init__(self, builder: str, out: Path, traced: bool = True) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        args = [str(PROGRAMS / "run_traced.py"), builder, str(out)]
+        self.out = out
+        self.proc = torchrun(args + ([] if traced else ["--no-trace"]), out)
+        self.results = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+        self.graphs = [load(out / f"rank{r}.msgpack") for r in (0, 1)] if traced else []
+
+
+_runs: dict[tuple[str, bool], Run] = {}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory):
+    def get(builder: str, traced: bool = True) -> Run:
+        key = (builder, traced)
+        if key not in _runs:
+            out = tmp_path_factory.mktemp(f"{builder}{'' if traced else '-plain'}")
+            _runs[key] = Run(builder, out, traced)
+        return _runs[key]
+
+    return get
+
+
+def paths(g: Graph) -> list[str]:
+    return [n.path for n in g.nodes if n.kind == "module"]
+
+
+def assert_output_unchanged(run: Run) -> None:
+    for r in run.results:
+        assert r["after"] == r["before"]  # the same forward after the trace as before it
+        assert r["warnings"] == []
+
+
+def test_ddp(runs) -> None:
+    run = runs("ddp")
+    assert_output_unchanged(run)
+    for rank, g in enumerate(run.graphs):
+        assert (g.model.rank, g.model.world_size) == (rank, 2)
+        assert g.model.name == "Net"
+        # the wrapped model's own paths: no `module.` level
+        assert paths(g) == [
+            "",
+            "norm",
+            *[f"blocks.{i}{s}" for i in (0, 1) for s in ("", ".up", ".act", ".down")],
+            "head",
+        ]
+        root = g.nodes[[n.id for n in g.nodes if n.kind == "module"][0]]
+        assert root.attrs["wrapped_by"] == "DistributedDataParallel"
+        # DDP broadcasts the BatchNorm buffers from rank 0 at the start of every forward: one
+        # broadcast per dtype (running_mean and running_var; num_batches_tracked)
+        casts = g.collectives()
+        assert [n.name for n in casts] == ["broadcast", "broadcast"]
+        assert sum(n.attrs["bytes"] for n in casts) == 2 * 16 * 4 + 8
+        assert all(n.attrs["group_size"] == 2 and n.attrs["root_rank"] == 0 for n in casts)
+        assert all(n.parent == root.id for n in casts)
+        assert g.stats()["collectives"] == 2
+
+
+def test_fsdp2_all_gathers_and_sharded_parameters(runs) -> None:
+    run = runs("fsdp2")
+    assert_output_unchanged(run)
+    plain = runs("fsdp2", traced=False)
+    for traced, untraced in zip(run.results, plain.results):
+        # a training step after the trace: the same as in a run never traced
+        assert traced["stepped"] == pytest.approx(untraced["stepped"], abs=1e-6)
+    for rank, g in enumerate(run.graphs):
+        assert g.model.rank == rank and g.model.name == "Net"
+        blocks = [n for n in g.nodes if n.kind == "module" and n.path in ("blocks.0", "blocks.1")]
+        assert [n.name for n in blocks] == ["MLP", "MLP"]  # not FSDPMLP
+        assert all(n.attrs["wrapped_by"] == "fully_shard" for n in blocks)
+        gathers = [n for n in g.collectives() if n.name == "all_gather_into_tensor"]
+        # one parameter all-gather per sharded block (the root stays unsharded after forward)
+        assert [g.nodes[n.parent].path for n in gathers] == ["blocks.0", "blocks.1"]
+        for n in gathers:
+            assert n.attrs["group_size"] == 2
+            # all of the block's parameters, gathered: 16*64 + 64 + 64*16 + 16 float32
+            assert n.attrs["bytes"] == 4 * (16 * 64 + 64 + 64 * 16 + 16)
+            # it feeds the block's ops: its output is read downstream
+            out = [e for e in g.edges if e.src == n.id]
+            assert out
+            # values read once it completed: the block's real parameters, not the buffer's
+            # contents before the gather filled it
+            assert all(e.stats is not None and e.stats["nan"] == e.stats["inf"] == 0 for e in out)
+            assert all(e.stats["absmax"] < 1 for e in out)  # small initial weights
+            assert n.cost is not None and n.cost.flops == 0 and n.cost.bytes == n.attrs["bytes"]
+        assert g.nan_origin is None
+
+
+def test_fsdp1_wrappers_are_marks(runs) -> None:
+    run = runs("fsdp1")
+    assert_output_unchanged(run)  # FSDP1's flat parameters, freed and gathered, survive
+    for rank, g in enumerate(run.graphs):
+        assert g.model.rank == rank and g.model.name == "Net"
+        # no `_fsdp_wrapped_module.` levels
+        assert paths(g) == [
+            "",
+            "norm",
+            *[f"blocks.{i}{s}" for i in (0, 1) for s in ("", ".up", ".act", ".down")],
+            "head",
+        ]
+        marked = {
+            n.path for n in g.nodes if n.attrs.get("wrapped_by") == "FullyShardedDataParallel"
+        }
+        assert marked == {"", "blocks.0", "blocks.1"}
+        # each wrapped block gathers its flat parameter (the root's stays gathered)
+        gathers = g.collectives()
+        assert [g.nodes[n.parent].path for n in gathers] == ["blocks.0", "blocks.1"]
+        assert all(n.attrs["bytes"] == 4 * (16 * 64 + 64 + 64 * 16 + 16) for n in gathers)
+
+
+def test_tensor_parallel_dtensor_edges(runs) -> None:
+    run = runs("tensor_parallel")
+    assert_output_unchanged(run)
+    for rank, g in enumerate(run.graphs):
+        assert g.model.rank == rank
+        assert paths(g) == ["", "up", "act", "down"]
+        (reduce,) = g.collectives()
+        assert reduce.name == "all_reduce"
+        assert reduce.attrs["reduce_op"] == "sum" and reduce.attrs["group_size"] == 2
+        assert reduce.attrs["bytes"] == 4 * 16 * 4  # the [4, 16] float32 partial sums
+        assert g.nodes[reduce.parent].path == "down"
+        laid = [e for e in g.edges if e.layout is not None]
+        sharded = [e for e in laid if e.layout.placements == "Shard(1)"]
+        # up's output: the local half [4, 32] of the global [4, 64], sharded on dim 1
+        assert sharded and all(e.shape == [4, 32] for e in sharded)
+        assert all(e.layout.global_shape == [4, 64] for e in sharded)
+        assert all(e.layout.mesh == "cpu[tp=2]" for e in laid)
+        wire = [e.to_wire() for e in sharded]
+        assert wire[0]["global_shape"] == [4, 64] and wire[0]["placements"] == "Shard(1)"
+        # the all-reduce reads what an op of `down` made, and its sum is read after it
+        assert any(e.dst == reduce.id and g.nodes[e.src].parent == reduce.parent for e in g.edges)
+        assert any(e.src == reduce.id for e in g.edges)
+    # the reduced sum, as read by each rank's trace: the same on both ranks
+    sums = [
+        next(e.stats for e in g.edges if e.src == g.collectives()[0].id and e.stats)
+        for g in run.graphs
+    ]
+    assert sums[0]["mean"] == pytest.approx(sums[1]["mean"]) and sums[0]["std"] > 0
+
+
+def test_async_work_and_functional_collectives_keep_the_edges(runs) -> None:
+    run = runs("explicit")
+    assert_output_unchanged(run)
+    for g in run.graphs:
+        names = {n.id: n.name for n in g.nodes}
+        flow = [(names[e.src], names[e.dst], e.shape) for e in g.edges]
+        # x → a.linear → all_reduce (async, waited) → b.linear → all_gather (functional,
+        # waited where used) → mul: the waits add nothing, the edges run through the collectives
+        assert flow == [
+            ("x", "linear", [4, 16]),
+            ("linear", "all_reduce", [4, 16]),
+            ("all_reduce", "linear", [4, 16]),
+            ("linear", "all_gather_into_tensor", [4, 16]),
+            ("all_gather_into_tensor", "mul", [8, 16]),
+            ("mul", "output", [8, 16]),
+        ]
+        reduce, gather = g.collectives()
+        assert reduce.target == "torch.ops.c10d.allreduce_"
+        assert gather.target == "torch.ops._c10d_functional.all_gather_into_tensor"
+        # their site is the user's line that called them
+        lines = (PROGRAMS / "models.py").read_text().splitlines()
+        assert "dist.all_reduce(h, async_op=True)" in lines[reduce.site.line - 1]
+        assert "funcol.all_gather_tensor" in lines[gather.site.line - 1]
+
+
+@pytest.mark.parametrize("builder", ["tensor_parallel", "explicit"])
+def test_trace_alone_sends_nothing(runs, builder: str) -> None:
+    """Rank 0 traced alone (as at a breakpoint) while rank 1 went on and waited in its next
+    forward's collective: had the trace sent anything, that forward's results on both ranks
+    would differ from the first (or the program would hang)."""
+    run = runs(builder)
+    assert_output_unchanged(run)
+    alone = load(run.out / "alone.msgpack")
+    together = run.graphs[0]
+    assert [n.name for n in alone.nodes] == [n.name for n in together.nodes]
+    assert [(e.src, e.dst, e.shape) for e in alone.edges] == [
+        (e.src, e.dst, e.shape) for e in together.edges
+    ]
+    assert alone.collectives() and all(n.attrs["local"] is True for n in alone.collectives())
+    assert not any("local" in n.attrs for n in together.collectives())
+    assert any("rank 0 traced alone" in w for w in alone.warnings)
+
+
+def test_compiled_model_keeps_its_compiled_state(runs) -> None:
+    run = runs("compiled")
+    assert_output_unchanged(run)
+    plain = runs("compiled", traced=False)
+    for traced, untraced in zip(run.results, plain.results):
+        assert traced["compiles_added"] == 0  # the program's next call runs its compiled code
+        assert traced["stepped"] == pytest.approx(untraced["stepped"], abs=1e-6)
+    # nothing printed into the program by the trace
+    assert "hooks" not in run.proc.stderr and "torchscope" not in run.proc.stderr
+    for g in run.graphs:
+        assert g.model.name == "Net"
+        assert not any(p.startswith(("_orig_mod", "module")) for p in paths(g))
+        root = next(n for n in g.nodes if n.kind == "module")
+        assert root.attrs["wrapped_by"] == "torch.compile, DistributedDataParallel"
+        assert len([n for n in g.nodes if n.kind == "op"]) > 5  # eager ops, not one graph call
+
+
+def test_cli_writes_one_file_per_rank(tmp_path: Path) -> None:
+    target = f"{PROGRAMS / 'models.py'}:tensor_parallel"
+    proc = torchrun(["-m", "torchscope", "trace", target, "-o", "tp.msgpack"], tmp_path)
+    assert not (tmp_path / "tp.msgpack").exists()
+    for rank in (0, 1):
+        g = load(tmp_path / f"tp.rank{rank}.msgpack")
+        assert (g.model.rank, g.model.world_size) == (rank, 2)
+        assert [n.name for n in g.collectives()] == ["all_reduce"]
+        assert f"tp.rank{rank}.msgpack (rank {rank} of 2): MLP" in proc.stdout
+    assert proc.stdout.count(", 1 collective,") == 2
+
+
+def test_cli_rank_option_writes_only_that_rank(tmp_path: Path) -> None:
+    target = f"{PROGRAMS / 'models.py'}:fsdp2"
+    proc = torchrun(["-m", "torchscope", "trace", target, "--rank", "1", "-o", "g.json"], tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json"]
+    data: dict[str, Any] = json.loads((tmp_path / "g.json").read_text())
+    assert data["model"]["rank"] == 1 and data["model"]["world_size"] == 2
+    assert proc.stdout.count("g.json (rank 1 of 2)") == 1

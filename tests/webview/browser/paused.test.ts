@@ -1,0 +1,148 @@
+// "You are here" and a hover's "Show in graph" in the VS Code webview page, in Chromium: the
+// extension's `pausedAt` marks the paused line's calls (`data-here`) and what is still ahead
+// (`data-ahead`); a step (another `pausedAt`) moves them; null clears them; `revealNode` opens
+// the way to a node and selects it.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { decode } from "@msgpack/msgpack";
+import type { Browser, Page } from "playwright-core";
+import { FIXTURES, ROOT, launch, ready, shot } from "./browser";
+
+let browser: Browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser.close();
+});
+
+interface RawNode {
+  id: number;
+  kind: string;
+  path: string;
+  parent: number | null;
+  site: { file: string; line: number; func: string } | null;
+}
+
+/** The webview page as GraphPanel writes it (page bundle, worker fetched), over HTTP. */
+async function webviewPage(): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {
+  const dist = join(ROOT, "webview", "dist");
+  const html = `<!DOCTYPE html><html><head><meta name="torchscope-worker" content="/layout.worker.js">
+<link rel="stylesheet" href="/viewer.css"></head>
+<body class="vscode-dark" style="--vscode-editor-background: rgb(30, 31, 32); --vscode-editor-foreground: rgb(204, 204, 204); --vscode-debugIcon-breakpointCurrentStackframeForeground: rgb(255, 204, 0)">
+<div id="torchscope"></div>
+<script>
+window.__posted = [];
+function acquireVsCodeApi() { return { postMessage: (m) => window.__posted.push(m), getState: () => undefined, setState: () => {} }; }
+</script>
+<script src="/viewer-page.js"></script></body></html>`;
+  const server = createServer((req, res) => {
+    const send = (type: string, body: string | Buffer) => res.writeHead(200, { "content-type": type }).end(body);
+    if (req.url === "/") send("text/html", html);
+    else if (req.url === "/viewer-page.js") send("text/javascript", readFileSync(join(dist, "viewer-page.js")));
+    else if (req.url === "/viewer.css") send("text/css", readFileSync(join(dist, "viewer.css")));
+    else if (req.url === "/layout.worker.js") send("text/javascript", readFileSync(join(dist, "layout.worker.js")));
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const ctx = await browser.newContext({ viewport: { width: 1100, height: 750 } });
+  const page = await ctx.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+  await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === "ready"));
+  return {
+    page,
+    errors,
+    close: async () => {
+      await ctx.close();
+      server.close();
+    },
+  };
+}
+
+async function post(page: Page, msg: unknown): Promise<void> {
+  await page.evaluate((m) => window.postMessage(m, "*"), msg);
+}
+
+async function postGraph(page: Page, bytes: Buffer): Promise<void> {
+  await page.evaluate(
+    (data) => {
+      const u8 = new Uint8Array(data);
+      window.postMessage(
+        { type: "graph", data: u8.buffer, origin: { uri: "torchscope-debug:paused-frame", target: "self", title: "Forward pass: GPT2Model" } },
+        "*",
+      );
+    },
+    [...bytes],
+  );
+}
+
+/** The drawn boxes carrying `attr`, by module path (op boxes by their data-key). */
+function marked(page: Page, attr: "data-here" | "data-ahead"): Promise<string[]> {
+  return page.$$eval(`.ts-node[${attr}="true"]`, (els) => els.map((e) => (e as HTMLElement).dataset.path || (e as HTMLElement).dataset.key || "?"));
+}
+
+describe("paused frame marks", () => {
+  test("the paused line's call is here, later calls ahead; a step moves the mark; null clears it", async () => {
+    const bytes = readFileSync(join(FIXTURES, "gpt2.msgpack"));
+    const nodes = (decode(bytes) as { nodes: RawNode[] }).nodes;
+    // GPT2Model.forward, paused on the line that calls self.wte (the embeddings), then on ln_f's.
+    const wte = nodes.find((n) => n.kind === "module" && n.path === "wte")!;
+    const lnf = nodes.find((n) => n.kind === "module" && n.path === "ln_f")!;
+    const inFile = wte.site!.file;
+    const { page, errors, close } = await webviewPage();
+    await postGraph(page, bytes);
+    await ready(page);
+    await post(page, { type: "pausedAt", at: { file: inFile, line: wte.site!.line, func: wte.site!.func } });
+    await page.waitForSelector('.ts-node[data-path="wte"][data-here="true"]');
+    await ready(page);
+    const ahead = await marked(page, "data-ahead");
+    assert.ok(ahead.includes("ln_f"), `ln_f runs after wte: ${ahead.join(", ")}`);
+    assert.ok(!ahead.includes("wte"));
+    assert.deepEqual(await marked(page, "data-here"), ["wte"]);
+    // The model's input has run; it is neither here nor ahead.
+    assert.equal(await page.locator('.ts-node[data-kind="input"][data-ahead]').count(), 0);
+    // Drawn distinctly: the here box outlined in the debugger's current-line colour, ahead faded.
+    const stroke = await page.locator('.ts-node[data-path="wte"] .ts-box').evaluate((e) => getComputedStyle(e).stroke);
+    assert.equal(stroke, "rgb(255, 204, 0)");
+    const faded = await page.locator('.ts-node[data-path="ln_f"]').evaluate((e) => getComputedStyle(e).opacity);
+    assert.ok(Number(faded) < 1, `ahead is faded (${faded})`);
+    await shot(page, "paused-here-wte");
+
+    // A step to ln_f's line: the mark moves, what ran before is no longer ahead.
+    await post(page, { type: "pausedAt", at: { file: inFile, line: lnf.site!.line, func: lnf.site!.func } });
+    await page.waitForSelector('.ts-node[data-path="ln_f"][data-here="true"]');
+    await ready(page);
+    assert.deepEqual(await marked(page, "data-here"), ["ln_f"]);
+    const after = await marked(page, "data-ahead");
+    assert.ok(!after.includes("wte") && !after.includes("h"), `ran before ln_f: ${after.join(", ")}`);
+    await shot(page, "paused-here-lnf");
+
+    // The program left the call: no marks.
+    await post(page, { type: "pausedAt", at: null });
+    await page.waitForFunction(() => !document.querySelector("[data-here], [data-ahead]"));
+    assert.deepEqual(errors, []);
+    await close();
+  });
+
+  test("revealNode opens the way to a node inside a collapsed module and selects it", async () => {
+    const bytes = readFileSync(join(FIXTURES, "gpt2.msgpack"));
+    const nodes = (decode(bytes) as { nodes: RawNode[] }).nodes;
+    // An op inside the first block's attention: hidden in the opening view.
+    const attn = nodes.find((n) => n.kind === "module" && n.path === "h.0.attn")!;
+    const inner = nodes.find((n) => n.parent === attn.id && n.kind === "op")!;
+    const { page, errors, close } = await webviewPage();
+    await postGraph(page, bytes);
+    await ready(page);
+    assert.equal(await page.locator(`[data-key="n${inner.id}"]`).count(), 0, "hidden at first");
+    await post(page, { type: "revealNode", node: inner.id, nodes: [inner.id] });
+    await page.waitForSelector(`.ts-node[data-key="n${inner.id}"][data-selected="true"]`);
+    assert.deepEqual(errors, []);
+    await close();
+  });
+});
