@@ -41,6 +41,7 @@ from .sites import (
 from .state import ModelState
 from .stats import Reader, TensorStats, same_values
 from .values import (
+    _DTYPE_NAMES,
     argument_tensors,
     attr_value,
     count_parameters,
@@ -450,7 +451,22 @@ class Recorder(TorchFunctionMode):
         producer = self.producer
         writes = info.writes_first_arg or (kwargs is not None and "out" in kwargs)
         if not self.values:
+            edges, constants = self.edges, self.constants
             for t in inputs:
+                # the common case inline (a plain tensor with a live producer, not a view,
+                # not a constant); the rest through _edge, which this must agree with
+                entry = producer.get(id(t))
+                if (
+                    entry is not None
+                    and type(t) is Tensor
+                    and entry[0]() is t
+                    and entry[1] not in constants
+                    and t._base is None
+                ):
+                    dt = _DTYPE_NAMES.get(t.dtype)
+                    if dt is not None:
+                        edges.append(Edge(entry[1], nid, list(t.shape), dt))
+                        continue
                 self._edge(t, nid)
             for t in outs:
                 producer[id(t)] = (weakref.ref(t), nid, None)
@@ -588,7 +604,8 @@ class Recorder(TorchFunctionMode):
 
     def _is_own_tensor(self, module: nn.Module, key: int) -> bool:
         """A weight of a torch.nn layer (or of its submodules, as MultiheadAttention's out_proj)."""
-        if not self._info(module).torch_layer:
+        info = self._module_infos.get(id(module))
+        if not (info if info is not None else self._info(module)).torch_layer:
             return False
         for m in module.modules() if module._modules else (module,):
             for t in m._parameters.values():
@@ -655,27 +672,33 @@ class Recorder(TorchFunctionMode):
                     return
                 shown = target
                 key = id(target)
-        info = self._info(shown)
+        info = self._module_infos.get(id(shown))
+        if info is None:
+            info = self._module_infos[id(shown)] = self._describe(shown)
         call = self.calls.get(key, 0)
         self.calls[key] = call + 1
         nid = len(self.nodes)
+        stack = self.stack
+        parent = stack[-1] if stack else None
+        if parent is not None:
+            self.with_children.add(parent)
         # attrs are shared between calls of one module: nothing mutates a node's attrs
         self.nodes.append(
             Node(
                 nid,
                 "module",
                 info.name,
-                self._parent(),
+                parent,
                 info.target,
                 info.path,
                 call,
-                _site(),
+                frame_sites(sys._getframe(2))[0],  # skip _open and the hook: the call's frame
                 info.defn,
                 info.params,
                 info.attrs,
             )
         )
-        self.stack.append(nid)
+        stack.append(nid)
         self.module_stack.append(module)
         if shown is not module:
             self.merged[nid] = key
@@ -708,7 +731,8 @@ class Recorder(TorchFunctionMode):
         self.late_close.clear()
 
     def _close(self, module: nn.Module, args: Any, rest: tuple, failed: bool) -> None:
-        if not self.module_stack or module not in self.module_stack:
+        stack = self.module_stack
+        if not stack or (stack[-1] is not module and module not in stack):
             return
         if self.counter is None:
             self._close_call(module, args, rest, failed)

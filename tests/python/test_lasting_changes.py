@@ -76,6 +76,27 @@ def test_a_write_that_cannot_be_undone_is_said_in_the_graph():
     assert g.to_wire()["warnings"] == g.warnings
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int8])
+def test_an_unseen_write_to_a_big_parameter_is_said_whatever_its_dtype(dtype):
+    """The check reads a strided sample of each parameter's memory (200 x 300 elements,
+    more than the sample): a write behind torch's back over the whole table shows, in any
+    element size; an untouched parameter of the same model gives no warning."""
+
+    class Table(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = nn.Parameter(torch.zeros(200, 300, dtype=dtype), requires_grad=False)
+            self.other = nn.Parameter(torch.zeros(200, 300, dtype=dtype), requires_grad=False)
+            self.raw = self.table.detach().view(torch.uint8).numpy()
+
+        def forward(self, x):
+            self.raw[:] = 1  # every byte: no sampled element can miss it
+            return x + 1
+
+    g = torchscope.trace(Table(), torch.ones(1))
+    assert [w.split(" ")[0] for w in g.warnings] == ["table"], g.warnings
+
+
 def test_global_settings_are_restored():
     class Settings(nn.Module):
         def forward(self, x):
