@@ -52,36 +52,8 @@ function logged(): { runner_trace_ms: number | null; request_ms: number | null }
   return { runner_trace_ms: t?.trace_ms ?? null, request_ms: t?.request_ms ?? null };
 }
 
-const SYNTH = `"""4,000 ops: 40 stages x 25 blocks (Linear, LayerNorm, GELU, add), bench/viewer's synthetic model."""
-import torch
-from torch import nn
-
-
-class Block(nn.Module):
-    def __init__(self, dim: int = 32) -> None:
-        super().__init__()
-        self.fc = nn.Linear(dim, dim)
-        self.norm = nn.LayerNorm(dim)
-        self.act = nn.GELU()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.act(self.norm(self.fc(x)))
-
-
-class Stage(nn.Module):
-    def __init__(self, n: int = 25, dim: int = 32) -> None:
-        super().__init__()
-        self.blocks = nn.Sequential(*[Block(dim) for _ in range(n)])
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.blocks(x)
-
-
-def make_synth4000():
-    torch.manual_seed(0)
-    model = nn.Sequential(*[Stage() for _ in range(40)]).eval()
-    return model, torch.randn(1, 8, 32)
-`;
+// The viewer benchmarks' synthetic 4,000-op model, as a file of the workspace.
+const SYNTH = readFileSync(join(import.meta.dirname, "viewer", "synth4000.py"), "utf8");
 
 const DEBUG_GPT2 = `"""GPT-2 (12 layers, random weights) paused in its wrapper's forward (torchscope bench)."""
 import torch

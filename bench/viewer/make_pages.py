@@ -39,37 +39,13 @@ sys.path.insert(0, str(ROOT / "tests" / "webview"))
 sys.path.insert(0, str(HERE.parent))
 
 import make_fixtures as fx  # noqa: E402  (gpt2, t5, llama32: the browser tests' models)
+from synth4000 import make_synth4000  # noqa: E402  (beside this file)
 from tools import quiet  # noqa: E402  (the tracer benchmark's: peers print, drop it)
 
 
-class Block(nn.Module):
-    """Linear, LayerNorm, GELU and a residual add: 4 ops."""
-
-    def __init__(self, dim: int = 32) -> None:
-        super().__init__()
-        self.fc = nn.Linear(dim, dim)
-        self.norm = nn.LayerNorm(dim)
-        self.act = nn.GELU()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.act(self.norm(self.fc(x)))
-
-
-class Stage(nn.Module):
-    """25 blocks; 40 stages make 1,000 blocks, 4,000 ops, two module levels above the ops."""
-
-    def __init__(self, n: int = 25, dim: int = 32) -> None:
-        super().__init__()
-        self.blocks = nn.Sequential(*[Block(dim) for _ in range(n)])
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.blocks(x)
-
-
 def synth4000() -> tuple[nn.Module, tuple, dict]:
-    torch.manual_seed(0)
-    model = nn.Sequential(*[Stage() for _ in range(40)]).eval()
-    return model, (torch.randn(1, 8, 32),), {}
+    model, x = make_synth4000()
+    return model, (x,), {}
 
 
 class T5Positional(nn.Module):
