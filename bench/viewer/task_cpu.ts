@@ -4,7 +4,7 @@
 // the work the page did in it, which the page's code decides.
 //   CHROMIUM=/usr/bin/chromium node --import tsx bench/viewer/task_cpu.ts PAGE.html [PAGE.html …] [--runs 3]
 // Prints, per page and run, the marks and the tasks after `torchscope:boot` longer than 20 ms.
-import { chromium } from "playwright-core";
+import { launch } from "../../tests/chromium";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -25,11 +25,7 @@ const RUNS = runsAt >= 0 ? Number(args[runsAt + 1]) : 3;
 const pages = args.filter((a, i) => !a.startsWith("--") && (runsAt < 0 || i !== runsAt + 1));
 
 async function main(): Promise<void> {
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-  });
+  const browser = await launch();
   for (const file of pages) {
     for (let run = 0; run < RUNS; run++) {
       const page = await browser.newPage();
