@@ -106,9 +106,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out: Optional[Path] = None
     if args.command == "trace" and shows:
         try:
-            out = _output(args.output)
-            if launched is not None and args.rank is None:
-                out = _output(str(rank_file(out, launched[0])))
+            # each rank probes only its own file: two ranks probing one name race (one's
+            # probe file removed under the other's feet)
+            each = launched is not None and args.rank is None
+            out = _output(str(rank_file(Path(args.output), rank)) if each else args.output)
         except CliError as exc:
             return _fail(exc)
     try:

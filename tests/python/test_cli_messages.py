@@ -178,3 +178,21 @@ def test_a_shape_error_is_shown_at_the_users_line_and_inside_the_layer(tmp_path)
     assert run.returncode == 1
     line = _one_line(run)
     assert f"at {path}:11" in line and "(inside " in line and "linear.py" in line
+
+
+def test_a_rank_probes_only_its_own_output_file(tmp_path, monkeypatch, capsys):
+    """Under a launcher each rank writes NAME.rankR.msgpack and checks only that name: two
+    ranks once both probed NAME.msgpack, and one's probe file vanished under the other
+    ("cannot write tp.msgpack: No such file or directory")."""
+    from torchscope.cli import main
+
+    path = _write(tmp_path, "import torch\nfrom torch import nn\nnet = nn.Linear(4, 2)\n")
+    (tmp_path / "tp.msgpack").mkdir()  # the plain name is no file this rank may touch
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    rc = main(
+        ["trace", f"{path}:net", "--input", "torch.randn(1, 4)", "-o", str(tmp_path / "tp.msgpack")]
+    )
+    assert rc == 0, capsys.readouterr().err
+    assert (tmp_path / "tp.rank1.msgpack").is_file()
+    assert not (tmp_path / "tp.rank0.msgpack").exists()
