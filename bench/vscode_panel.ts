@@ -15,13 +15,12 @@
 //   frame) in the panel's frame while a 4,000-op graph arrives (bench/viewer's synthetic
 //   model): from the graph message's arrival (mark torchscope:received) to drawn, and from
 //   the right-click to drawn (a new panel: its page start too).
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { execSync } from "node:child_process";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import {
-  PYTHON,
   ROOT,
   cleanup,
   closeAll,
@@ -35,6 +34,7 @@ import {
   viewer,
   waitForGraph,
   type CodeServer,
+  installDebugFixture,
 } from "../tests/extension/e2e/harness";
 
 function arg(name: string, dflt: string): string {
@@ -95,25 +95,6 @@ interface LongTask {
   at: number;
   ms: number;
   name: string;
-}
-
-/** The fixture extension of the debug e2e test: the `debugpy` type on the real adapter. */
-function installDebugFixture(extensions: string): void {
-  const id = "torchscope-test.debugpy-fixture";
-  const rel = `${id}-0.0.1`;
-  const dest = join(extensions, rel);
-  cpSync(join(ROOT, "tests", "extension", "e2e", "debugpy-fixture"), dest, { recursive: true });
-  writeFileSync(join(dest, "config.json"), JSON.stringify({ python: PYTHON }));
-  const manifest = join(extensions, "extensions.json");
-  const list = existsSync(manifest) ? (JSON.parse(readFileSync(manifest, "utf8")) as unknown[]) : [];
-  list.push({
-    identifier: { id },
-    version: "0.0.1",
-    location: { $mid: 1, fsPath: dest, external: `file://${dest}`, path: dest, scheme: "file" },
-    relativeLocation: rel,
-    metadata: { installedTimestamp: Date.now(), source: "vsix" },
-  });
-  writeFileSync(manifest, JSON.stringify(list));
 }
 
 /** Epoch time of the viewer's last mark `name` in the (last) panel, or null. */

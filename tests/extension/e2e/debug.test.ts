@@ -7,7 +7,7 @@
 // ends printing what a plain run prints. Palette→drawn times go to timings.json.
 import { strict as assert } from "node:assert";
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -33,11 +33,9 @@ import {
   step,
   viewer,
   waitForGraph,
+  installDebugFixture,
   type CodeServer,
 } from "./harness";
-
-const FIXTURE_ID = "torchscope-test.debugpy-fixture";
-const FIXTURE_VERSION = "0.0.1";
 
 const BLOCKS = `"""Paused in a block's forward (torchscope e2e: tracing at a breakpoint)."""
 import os
@@ -186,23 +184,6 @@ function plainOutput(name: string, src: string): string {
 }
 
 /** Copy the fixture extension into the profile and list it in extensions.json. */
-function installFixture(extensions: string): void {
-  const rel = `${FIXTURE_ID}-${FIXTURE_VERSION}`;
-  const dest = join(extensions, rel);
-  cpSync(join(__dirname, "debugpy-fixture"), dest, { recursive: true });
-  writeFileSync(join(dest, "config.json"), JSON.stringify({ python: PYTHON }));
-  const manifest = join(extensions, "extensions.json");
-  const list = existsSync(manifest) ? (JSON.parse(readFileSync(manifest, "utf8")) as unknown[]) : [];
-  list.push({
-    identifier: { id: FIXTURE_ID },
-    version: FIXTURE_VERSION,
-    location: { $mid: 1, fsPath: dest, external: `file://${dest}`, path: dest, scheme: "file" },
-    relativeLocation: rel,
-    metadata: { installedTimestamp: Date.now(), source: "vsix" },
-  });
-  writeFileSync(manifest, JSON.stringify(list));
-}
-
 interface DebugTiming {
   /** From Enter on the palette command to the graph drawn, without the time spent in the quick pick
    * (the test sees the drawing when its polling of the webview's DOM does). */
@@ -239,7 +220,7 @@ before(async () => {
   cs = await startCodeServer({
     settings: { "debug.openDebug": "neverOpen", "debug.internalConsoleOptions": "neverOpen", "debug.confirmOnExit": "never" },
     files: { "debug_blocks.py": BLOCKS, "debug_gpt2.py": GPT2, "debug_loop.py": LOOP, "debug_nan.py": NAN },
-    beforeStart: ({ extensions }) => installFixture(extensions),
+    beforeStart: ({ extensions }) => installDebugFixture(extensions),
   });
   browser = await launch();
   page = await openWorkbench(browser, cs);

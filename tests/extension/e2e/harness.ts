@@ -18,6 +18,28 @@ export const CODE_SERVER = resolve(
 export const VSIX = resolve(ROOT, process.env.TORCHSCOPE_VSIX ?? "build/torchscope-0.1.0.vsix");
 export const PYTHON = process.env.TORCHSCOPE_PYTHON ?? join(ROOT, ".venv", "bin", "python");
 
+/** The fixture extension that gives VS Code the `debugpy` debug type on the real adapter
+ * (tests/extension/e2e/debugpy-fixture), copied into a profile's extensions folder before
+ * code-server starts (`startCodeServer`'s `beforeStart`). */
+export function installDebugFixture(extensions: string): void {
+  const id = "torchscope-test.debugpy-fixture";
+  const version = "0.0.1";
+  const rel = `${id}-${version}`;
+  const dest = join(extensions, rel);
+  cpSync(join(__dirname, "debugpy-fixture"), dest, { recursive: true });
+  writeFileSync(join(dest, "config.json"), JSON.stringify({ python: PYTHON }));
+  const manifest = join(extensions, "extensions.json");
+  const list = existsSync(manifest) ? (JSON.parse(readFileSync(manifest, "utf8")) as unknown[]) : [];
+  list.push({
+    identifier: { id },
+    version,
+    location: { $mid: 1, fsPath: dest, external: `file://${dest}`, path: dest, scheme: "file" },
+    relativeLocation: rel,
+    metadata: { installedTimestamp: Date.now(), source: "vsix" },
+  });
+  writeFileSync(manifest, JSON.stringify(list));
+}
+
 function freePort(): Promise<number> {
   return new Promise((res, rej) => {
     const s = createServer();

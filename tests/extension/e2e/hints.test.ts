@@ -7,12 +7,9 @@
 // trace gives that file hints too, the paused line's call is marked in the panel
 // (`data-here`), what is still ahead faded (`data-ahead`), and a step moves the mark.
 import { strict as assert } from "node:assert";
-import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import {
-  PYTHON,
   cleanup,
   contextMenu,
   editorLine,
@@ -26,6 +23,7 @@ import {
   step,
   viewer,
   waitForGraph,
+  installDebugFixture,
   type CodeServer,
 } from "./harness";
 
@@ -68,27 +66,6 @@ if __name__ == "__main__":
     net = PausedNet()
     print(tuple(net(torch.randn(4, 8)).shape))
 `;
-
-const FIXTURE_ID = "torchscope-test.debugpy-fixture";
-const FIXTURE_VERSION = "0.0.1";
-
-/** The debugpy fixture extension (debug.test.ts's) copied into the profile. */
-function installDebugFixture(extensions: string): void {
-  const rel = `${FIXTURE_ID}-${FIXTURE_VERSION}`;
-  const dest = join(extensions, rel);
-  cpSync(join(__dirname, "debugpy-fixture"), dest, { recursive: true });
-  writeFileSync(join(dest, "config.json"), JSON.stringify({ python: PYTHON }));
-  const manifest = join(extensions, "extensions.json");
-  const list = existsSync(manifest) ? (JSON.parse(readFileSync(manifest, "utf8")) as unknown[]) : [];
-  list.push({
-    identifier: { id: FIXTURE_ID },
-    version: FIXTURE_VERSION,
-    location: { $mid: 1, fsPath: dest, external: `file://${dest}`, path: dest, scheme: "file" },
-    relativeLocation: rel,
-    metadata: { installedTimestamp: Date.now(), source: "vsix" },
-  });
-  writeFileSync(manifest, JSON.stringify(list));
-}
 
 let browser: Browser;
 let cs: CodeServer | undefined;
