@@ -5,12 +5,10 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { decode } from "@msgpack/msgpack";
 import type { Browser, Page } from "playwright-core";
-import { FIXTURES, ROOT, launch, ready, shot } from "./browser";
+import { FIXTURES, launch, ready, shot, vscodePage } from "./browser";
 
 let browser: Browser;
 before(async () => {
@@ -26,43 +24,6 @@ interface RawNode {
   path: string;
   parent: number | null;
   site: { file: string; line: number; func: string } | null;
-}
-
-/** The webview page as GraphPanel writes it (page bundle, worker fetched), over HTTP. */
-async function webviewPage(): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {
-  const dist = join(ROOT, "webview", "dist");
-  const html = `<!DOCTYPE html><html><head><meta name="torchscope-worker" content="/layout.worker.js">
-<link rel="stylesheet" href="/viewer.css"></head>
-<body class="vscode-dark" style="--vscode-editor-background: rgb(30, 31, 32); --vscode-editor-foreground: rgb(204, 204, 204); --vscode-debugIcon-breakpointCurrentStackframeForeground: rgb(255, 204, 0)">
-<div id="torchscope"></div>
-<script>
-window.__posted = [];
-function acquireVsCodeApi() { return { postMessage: (m) => window.__posted.push(m), getState: () => undefined, setState: () => {} }; }
-</script>
-<script src="/viewer-page.js"></script></body></html>`;
-  const server = createServer((req, res) => {
-    const send = (type: string, body: string | Buffer) => res.writeHead(200, { "content-type": type }).end(body);
-    if (req.url === "/") send("text/html", html);
-    else if (req.url === "/viewer-page.js") send("text/javascript", readFileSync(join(dist, "viewer-page.js")));
-    else if (req.url === "/viewer.css") send("text/css", readFileSync(join(dist, "viewer.css")));
-    else if (req.url === "/layout.worker.js") send("text/javascript", readFileSync(join(dist, "layout.worker.js")));
-    else res.writeHead(404).end();
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const ctx = await browser.newContext({ viewport: { width: 1100, height: 750 } });
-  const page = await ctx.newPage();
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
-  await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === "ready"));
-  return {
-    page,
-    errors,
-    close: async () => {
-      await ctx.close();
-      server.close();
-    },
-  };
 }
 
 async function post(page: Page, msg: unknown): Promise<void> {
@@ -95,7 +56,7 @@ describe("paused frame marks", () => {
     const wte = nodes.find((n) => n.kind === "module" && n.path === "wte")!;
     const lnf = nodes.find((n) => n.kind === "module" && n.path === "ln_f")!;
     const inFile = wte.site!.file;
-    const { page, errors, close } = await webviewPage();
+    const { page, errors, close } = await vscodePage(browser);
     await postGraph(page, bytes);
     await ready(page);
     await post(page, { type: "pausedAt", at: { file: inFile, line: wte.site!.line, func: wte.site!.func } });
@@ -136,7 +97,7 @@ describe("paused frame marks", () => {
     // An op inside the first block's attention: hidden in the opening view.
     const attn = nodes.find((n) => n.kind === "module" && n.path === "h.0.attn")!;
     const inner = nodes.find((n) => n.parent === attn.id && n.kind === "op")!;
-    const { page, errors, close } = await webviewPage();
+    const { page, errors, close } = await vscodePage(browser);
     await postGraph(page, bytes);
     await ready(page);
     assert.equal(await page.locator(`[data-key="n${inner.id}"]`).count(), 0, "hidden at first");

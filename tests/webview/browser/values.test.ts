@@ -5,12 +5,10 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { decode } from "@msgpack/msgpack";
 import type { Browser, Page } from "playwright-core";
-import { FIXTURES, ROOT, launch, open, ready, shot, type Opened } from "./browser";
+import { FIXTURES, launch, open, ready, shot, type Opened, vscodePage } from "./browser";
 
 let browser: Browser;
 before(async () => {
@@ -246,7 +244,7 @@ describe("Find NaN origin", () => {
 
 describe("VS Code host", () => {
   test("a paused-frame graph says its numbers are the live model's; Find NaN origin opens the line", async () => {
-    const { page, errors, close } = await vscodePage();
+    const { page, errors, close } = await vscodePage(browser);
     try {
       const b64 = readFileSync(join(FIXTURES, "nan.msgpack")).toString("base64");
       await page.evaluate((data) => {
@@ -274,7 +272,7 @@ describe("VS Code host", () => {
   });
 
   test("a graph traced from the editor has no live note", async () => {
-    const { page, close } = await vscodePage();
+    const { page, close } = await vscodePage(browser);
     try {
       const b64 = readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64");
       await page.evaluate((data) => {
@@ -298,43 +296,4 @@ function assertClean(o: Opened): void {
     o.requests.filter((u) => !/^(file|blob|data):/.test(u)),
     [],
   );
-}
-
-/** The VS Code webview page as GraphPanel writes it, served over HTTP (see viewer.test.ts). */
-async function vscodePage(): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {
-  const dist = join(ROOT, "webview", "dist");
-  const html = `<!DOCTYPE html><html><head><meta name="torchscope-worker" content="/layout.worker.js">
-<link rel="stylesheet" href="/viewer.css"></head>
-<body class="vscode-dark" style="--vscode-editor-background: rgb(30, 31, 32); --vscode-editor-foreground: rgb(200, 201, 202)">
-<div id="torchscope"><p>Tracing…</p></div>
-<script>
-window.__posted = []; window.__state = undefined;
-function acquireVsCodeApi() {
-  return { postMessage: (m) => window.__posted.push(m), getState: () => window.__state, setState: (s) => { window.__state = s; } };
-}
-</script>
-<script src="/viewer-page.js"></script></body></html>`;
-  const server = createServer((req, res) => {
-    const send = (type: string, body: string | Buffer) => res.writeHead(200, { "content-type": type }).end(body);
-    if (req.url === "/") send("text/html", html);
-    else if (req.url === "/viewer-page.js") send("text/javascript", readFileSync(join(dist, "viewer-page.js")));
-    else if (req.url === "/viewer.css") send("text/css", readFileSync(join(dist, "viewer.css")));
-    else if (req.url === "/layout.worker.js") send("text/javascript", readFileSync(join(dist, "layout.worker.js")));
-    else res.writeHead(404).end();
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const ctx = await browser.newContext({ viewport: { width: 1100, height: 750 } });
-  const page = await ctx.newPage();
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
-  await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === "ready"));
-  return {
-    page,
-    errors,
-    close: async () => {
-      await ctx.close();
-      server.close();
-    },
-  };
 }

@@ -3,13 +3,11 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { decode, encode } from "@msgpack/msgpack";
 import type { Browser, Locator, Page } from "playwright-core";
-import { FIXTURES, ROOT, launch, open, ready, shot, type Opened } from "./browser";
+import { FIXTURES, launch, open, ready, shot, type Opened, vscodePage } from "./browser";
 
 let browser: Browser;
 before(async () => {
@@ -459,50 +457,6 @@ describe("notebook", () => {
   });
 });
 
-/**
- * The VS Code webview page as GraphPanel writes it: the page bundle, and the worker's code
- * named in <meta name="torchscope-worker"> and fetched by the page. Served over HTTP (a
- * fetch from file:// is refused), the worker after `workerDelayMs` or (null) never (404).
- */
-async function vscodePage(workerDelayMs: number | null): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {
-  const dist = join(ROOT, "webview", "dist");
-  const html = `<!DOCTYPE html><html><head><meta name="torchscope-worker" content="/layout.worker.js">
-<link rel="stylesheet" href="/viewer.css"></head>
-<body class="vscode-dark" style="--vscode-editor-background: rgb(30, 31, 32); --vscode-editor-foreground: rgb(200, 201, 202)">
-<div id="torchscope"><p>Tracing…</p></div>
-<script>
-window.__posted = []; window.__state = undefined;
-function acquireVsCodeApi() {
-  return { postMessage: (m) => window.__posted.push(m), getState: () => window.__state, setState: (s) => { window.__state = s; } };
-}
-</script>
-<script src="/viewer-page.js"></script></body></html>`;
-  const server = createServer((req, res) => {
-    const send = (type: string, body: string | Buffer) => res.writeHead(200, { "content-type": type }).end(body);
-    if (req.url === "/") send("text/html", html);
-    else if (req.url === "/viewer-page.js") send("text/javascript", readFileSync(join(dist, "viewer-page.js")));
-    else if (req.url === "/viewer.css") send("text/css", readFileSync(join(dist, "viewer.css")));
-    else if (req.url === "/layout.worker.js" && workerDelayMs !== null)
-      setTimeout(() => send("text/javascript", readFileSync(join(dist, "layout.worker.js"))), workerDelayMs);
-    else res.writeHead(404).end();
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const ctx = await browser.newContext({ viewport: { width: 1000, height: 700 } });
-  const page = await ctx.newPage();
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
-  await page.waitForFunction(() => (window as any).__posted.some((m: any) => m.type === "ready"));
-  return {
-    page,
-    errors,
-    close: async () => {
-      await ctx.close();
-      server.close();
-    },
-  };
-}
-
 async function postGraph(page: Page, b64: string): Promise<void> {
   await page.evaluate((data) => {
     const bin = atob(data);
@@ -519,7 +473,7 @@ async function postGraph(page: Page, b64: string): Promise<void> {
 describe("VS Code host", () => {
   test("ready → graph handshake, reveal and state through the webview API, theme colours", async () => {
     // The page says "ready" (and takes the graph) while the worker's code is still on its way.
-    const { page, errors, close } = await vscodePage(1500);
+    const { page, errors, close } = await vscodePage(browser, { workerDelayMs: 1500, width: 1000, height: 700 });
     assert.equal(await page.evaluate(() => typeof (window as any).torchscope?.mount), "function");
     const b64 = readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64");
     await postGraph(page, b64);
@@ -548,7 +502,7 @@ describe("VS Code host", () => {
   });
 
   test("each new view goes to the extension too (an HTML export opens at it)", async () => {
-    const { page, errors, close } = await vscodePage(0);
+    const { page, errors, close } = await vscodePage(browser, { workerDelayMs: 0, width: 1000, height: 700 });
     await postGraph(page, readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64"));
     await ready(page);
     const views = () => page.evaluate(() => (window as any).__posted.filter((m: any) => m.type === "view").map((m: any) => m.view));
@@ -567,7 +521,7 @@ describe("VS Code host", () => {
   });
 
   test("the input the graph was traced with, Change → the extension; warnings; the error's library frame", async () => {
-    const { page, errors, close } = await vscodePage(0);
+    const { page, errors, close } = await vscodePage(browser, { workerDelayMs: 0, width: 1000, height: 700 });
     // The error fixture as a trace with the new fields: the error node's library frame
     // (`inside`) and a warning the trace could not undo.
     const raw = decode(readFileSync(join(FIXTURES, "error.msgpack"))) as {
@@ -617,7 +571,7 @@ describe("VS Code host", () => {
   });
 
   test("a graph file shown as it is: no input bar", async () => {
-    const { page, close } = await vscodePage(0);
+    const { page, close } = await vscodePage(browser, { workerDelayMs: 0, width: 1000, height: 700 });
     await postGraph(page, readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64"));
     await ready(page);
     assert.equal(await page.locator("[data-role=input]").isVisible(), false);
@@ -626,7 +580,7 @@ describe("VS Code host", () => {
   });
 
   test("a worker that can't be loaded: the error state, with the reason, never ready", async () => {
-    const { page, close } = await vscodePage(null);
+    const { page, close } = await vscodePage(browser, { workerDelayMs: null, width: 1000, height: 700 });
     try {
       await postGraph(page, readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64"));
       await page.waitForSelector("#torchscope[data-state=error]", { timeout: 10_000 });
