@@ -9,6 +9,7 @@ Usage: torchrun --nproc_per_node 2 run_traced.py BUILDER OUT [--no-trace]
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -57,3 +58,9 @@ opt.step()
 result["stepped"] = full(model(x))
 (out / f"rank{rank}.json").write_text(json.dumps(result))
 dist.destroy_process_group()
+# end here, before the interpreter's teardown: torch's gloo threads being destroyed at exit
+# aborted a rank now and then ("terminate called without an active exception", SIGABRT)
+# after everything above had run and been written
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)
