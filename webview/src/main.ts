@@ -32,21 +32,47 @@ function workerCode(): string {
 }
 
 /** Workers can't load from file:// or a webview resource; a Blob URL works everywhere. */
-function makeWorker(): WorkerLike {
-  if (early) {
-    const w = early;
-    early = null;
-    return w;
-  }
+function newWorker(): WorkerLike {
   if (fetchedUrl) return new DeferredWorker(fetchedUrl, WORKER_NAME);
   workerUrl ??= URL.createObjectURL(new Blob([workerCode()], { type: "text/javascript" }));
   return new Worker(workerUrl, { name: WORKER_NAME });
 }
 
+// In the VS Code panel, a worker started ahead for the next one asked for: each graph the
+// panel receives (a re-trace) and each superseded layout ends its worker, and a new one spends
+// a few hundred ms starting Graphviz (more on a busy machine) before it can lay anything out.
+// (A standalone page or notebook output shows one graph: no spare.)
+const inPanel = typeof (globalThis as Record<string, unknown>).acquireVsCodeApi === "function";
+let spare: WorkerLike | null = null;
+let spareTimer: ReturnType<typeof setTimeout> | undefined;
+/** Started once the page has been quiet this long after a worker was taken: the spare's
+ * WASM compile must not compete with the layout it would only speed up next time. */
+const SPARE_DELAY_MS = 800;
+
+function startSpareSoon(): void {
+  if (spare || spareTimer !== undefined) return;
+  spareTimer = setTimeout(() => {
+    const start = (): void => {
+      spareTimer = undefined;
+      spare ??= newWorker();
+    };
+    if (typeof requestIdleCallback === "function") requestIdleCallback(start, { timeout: 2000 });
+    else start();
+  }, SPARE_DELAY_MS);
+}
+
+function makeWorker(): WorkerLike {
+  const w = early ?? spare ?? newWorker();
+  if (w === early) early = null;
+  else if (w === spare) spare = null;
+  if (inPanel) startSpareSoon();
+  return w;
+}
+
 // Start the worker (and its WASM compile) right away, in parallel with decoding the graph
 // and building the page: it is the longest step before the first picture.
-if (!early && (document.getElementById("torchscope-graph") || typeof (globalThis as Record<string, unknown>).acquireVsCodeApi === "function")) {
-  early = makeWorker();
+if (!early && (document.getElementById("torchscope-graph") || inPanel)) {
+  early = newWorker();
 }
 
 export function mount(root: HTMLElement, bytes: Uint8Array | ArrayBuffer, host: Host): Viewer | null {

@@ -62,11 +62,12 @@ export interface VsCodePage {
  * named in <meta name="torchscope-worker"> and fetched by the page; a dark theme's variables,
  * `acquireVsCodeApi` keeping the posted messages in `window.__posted` and the webview state.
  * Served over HTTP (a fetch from file:// is refused), the worker after `workerDelayMs` or
- * (null) never (404). Resolves once the viewer said "ready".
+ * (null) never (404); `init`: a script run in the page before its own. Resolves once the
+ * viewer said "ready".
  */
 export async function vscodePage(
   browser: Browser,
-  opts: { workerDelayMs?: number | null; width?: number; height?: number } = {},
+  opts: { workerDelayMs?: number | null; width?: number; height?: number; init?: string } = {},
 ): Promise<VsCodePage> {
   const { workerDelayMs = 0, width = 1100, height = 750 } = opts;
   const dist = join(ROOT, "webview", "dist");
@@ -95,6 +96,7 @@ function acquireVsCodeApi() {
   const page = await ctx.newPage();
   const errors: string[] = [];
   page.on("pageerror", (e) => errors.push(e.message));
+  if (opts.init) await page.addInitScript(opts.init);
   await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
   await page.waitForFunction(() => (window as any).__posted.some((m: { type: string }) => m.type === "ready"));
   return {
