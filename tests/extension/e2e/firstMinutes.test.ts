@@ -23,6 +23,7 @@ import {
   openFile,
   openWorkbench,
   palette,
+  panelMarks,
   pointerAway,
   shot,
   startCodeServer,
@@ -102,6 +103,8 @@ interface Timing {
   request_ms?: number;
   trace_ms?: number;
   target_at_ms?: number;
+  /** ms after the click: the graph posted by the extension, the panel's marks (negative: before it). */
+  stages_ms?: Record<string, number>;
 }
 const timings: Record<string, Timing> = {};
 let traces = 0;
@@ -110,11 +113,18 @@ let browser: Browser;
 let cs: CodeServer | undefined;
 let page: Page;
 
-function timed(name: string, t0: number): void {
+/** The click → graph-drawn time, and where it went: the extension's log (target found, the
+ * request, the graph posted) and the panel's own marks, each as ms after the click. */
+async function timed(name: string, t0: number): Promise<void> {
   const total = Date.now() - t0;
-  const { posted_at: _p, ...logged }: Partial<ReturnType<typeof lastTrace> & object> = (cs ? lastTrace(cs) : undefined) ?? {};
-  timings[name] = { total_ms: total, ...logged };
-  console.log(`# timing ${name}: ${total} ms (request ${logged.request_ms ?? "?"} ms, tracing ${logged.trace_ms ?? "?"} ms)`);
+  const { posted_at, ...logged }: Partial<ReturnType<typeof lastTrace> & object> = (cs ? lastTrace(cs) : undefined) ?? {};
+  const stages: Record<string, number> = {};
+  if (posted_at !== undefined) stages.posted = posted_at - t0;
+  for (const [mark, at] of Object.entries(await panelMarks(page))) stages[mark] = at - t0;
+  timings[name] = { total_ms: total, ...logged, stages_ms: stages };
+  console.log(
+    `# timing ${name}: ${total} ms (request ${logged.request_ms ?? "?"} ms, tracing ${logged.trace_ms ?? "?"} ms) ${JSON.stringify(stages)}`,
+  );
 }
 
 /** Right-click `text` → Visualize → the graph drawn; returns the click's time. */
@@ -164,18 +174,18 @@ describe("the first minutes", { timeout: 900_000 }, () => {
       } finally {
         clearInterval(watch);
       }
-      timed("mlp_cold_rightclick_to_drawn", t0);
+      await timed("mlp_cold_rightclick_to_drawn", t0);
       console.log(`# progress seen: ${JSON.stringify([...titles])}`);
       assert.ok(![...titles].some((t) => /Visualize MLP/.test(t)), "the title is not repeated in the progress line");
-      timed("mlp_warm_rightclick_to_drawn", await visualizeAt("def forward"));
+      await timed("mlp_warm_rightclick_to_drawn", await visualizeAt("def forward"));
       for (const [file, text, name] of [
         ["convnet.py", "def build", "convnet"],
         ["gpt2.py", "def gpt2", "gpt2"],
       ] as const) {
         await closeAll(page);
         await openFile(page, file);
-        timed(`${name}_first_rightclick_to_drawn`, await visualizeAt(text));
-        timed(`${name}_warm_rightclick_to_drawn`, await visualizeAt(text));
+        await timed(`${name}_first_rightclick_to_drawn`, await visualizeAt(text));
+        await timed(`${name}_warm_rightclick_to_drawn`, await visualizeAt(text));
       }
     }));
 

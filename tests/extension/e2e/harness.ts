@@ -322,6 +322,21 @@ export function viewer(page: Page): FrameLocator {
   return page.frameLocator("iframe.webview.ready >> nth=-1").frameLocator("#active-frame");
 }
 
+/** The viewer's own performance marks in the (last) panel (`torchscope:boot`, `received`,
+ * `decoded`, `worker-ready`, `layout-start`, `drawn`, …): each mark's last time, epoch ms. */
+export async function panelMarks(page: Page): Promise<Record<string, number>> {
+  return viewer(page)
+    .locator("#torchscope")
+    .evaluate(() => {
+      const out: Record<string, number> = {};
+      for (const e of performance.getEntriesByType("mark"))
+        if (e.name.startsWith("torchscope:")) out[e.name.slice("torchscope:".length)] = Math.round(performance.timeOrigin + e.startTime);
+      out["page-start"] = Math.round(performance.timeOrigin);
+      return out;
+    })
+    .catch(() => ({}));
+}
+
 /** Mark the drawn graph as old, so `waitForGraph` waits for the next one. */
 export async function markOld(page: Page): Promise<void> {
   const v = viewer(page);
