@@ -341,6 +341,16 @@ def test_code_lenses(lsp, workspace):
     assert lsp.lenses(workspace / "exits.py") == []
 
 
+def test_the_runner_starts_with_the_server(lsp, workspace):
+    """`python -m torchscope.server` starts its runner before it imports pygls (torch's import
+    overlaps the server's start); the server adopts that process and traces in it."""
+    started = [line for line in lsp.logs if "runner started:" in line]
+    assert started and started[0].endswith(", started with the server)"), started
+    (pid,) = re.findall(r"\(pid (\d+), started with the server\)", started[0])
+    trace(lsp, workspace / "blocks.py", "Block", input="torch.randn(2, 4)")
+    assert lsp.runner_pid() == int(pid)
+
+
 def test_target_at(lsp, workspace):
     path = workspace / "models.py"
 

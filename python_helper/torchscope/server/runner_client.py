@@ -13,6 +13,7 @@ import itertools
 import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,7 @@ Progress = Callable[[str], None]
 
 STDERR_TAIL_LINES = 60
 START_TIMEOUT = 120.0  # importing torch on a cold disk can be slow
+STDOUT_LIMIT = 64 * 1024 * 1024  # a reply line (a trace's summary) can be long
 
 
 def runner_env() -> dict[str, str]:
@@ -44,10 +46,130 @@ def runner_env() -> dict[str, str]:
     return env
 
 
+def _runner_command(python: str) -> list[str]:
+    return [python, "-m", "torchscope.runner"]
+
+
+def _session_kwargs() -> dict[str, Any]:
+    # its own process group: killpg takes its children
+    return {"start_new_session": True} if os.name == "posix" else {}
+
+
+# -- the runner started with the server ---------------------------------------------------------
+# `python -m torchscope.server` starts its runner first thing, before pygls and the server's own
+# modules are imported: torch's import (seconds) then overlaps the server's start instead of
+# following it, and a click in a window just opened waits for one, not both. The first
+# `RunnerClient.start` adopts it.
+
+_early: Optional[tuple[subprocess.Popen[bytes], str, str]] = None  # (process, python, cwd)
+
+
+def start_early(python: str = sys.executable) -> None:
+    """Start the runner now (synchronously, standard library only); `RunnerClient` adopts it."""
+    global _early
+    try:
+        proc = subprocess.Popen(
+            _runner_command(python),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=runner_env(),
+            **_session_kwargs(),
+        )
+    except OSError:
+        return  # the ordinary start will say what is wrong
+    _early = (proc, python, os.getcwd())
+
+
+def _take_early(python: str, cwd: Optional[str]) -> Optional[subprocess.Popen[bytes]]:
+    """The runner started with the server, if it is still running and is what `python` in
+    `cwd` would start; else None (a mismatched one is stopped)."""
+    global _early
+    early, _early = _early, None
+    if early is None:
+        return None
+    proc, early_python, early_cwd = early
+    same_cwd = cwd is None or os.path.realpath(cwd) == os.path.realpath(early_cwd)
+    if proc.poll() is None and early_python == python and same_cwd:
+        return proc
+    _kill_popen(proc)
+    return None
+
+
+def stop_early() -> None:
+    """Stop a runner started with the server that nothing adopted (the server is exiting)."""
+    global _early
+    early, _early = _early, None
+    if early is not None:
+        _kill_popen(early[0])
+
+
+def _kill_popen(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(OSError):
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    with contextlib.suppress(Exception):
+        proc.wait(5)
+
+
+class _AdoptedProcess:
+    """A runner started before the event loop ran (a `subprocess.Popen`), with asyncio
+    streams on its pipes: what `_Process` uses of an `asyncio.subprocess.Process`."""
+
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        stdin: asyncio.StreamWriter,
+        stdout: asyncio.StreamReader,
+        stderr: asyncio.StreamReader,
+    ) -> None:
+        self.popen = popen
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @classmethod
+    async def adopt(cls, popen: subprocess.Popen[bytes], limit: int) -> _AdoptedProcess:
+        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+        loop = asyncio.get_running_loop()
+
+        async def reader(pipe: Any, limit: int) -> asyncio.StreamReader:
+            stream = asyncio.StreamReader(limit=limit)
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), pipe)
+            return stream
+
+        stdout = await reader(popen.stdout, limit)
+        stderr = await reader(popen.stderr, 2**16)
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin,  # pyright: ignore[reportAttributeAccessIssue]
+            popen.stdin,
+        )
+        stdin = asyncio.StreamWriter(transport, protocol, None, loop)  # pyright: ignore[reportArgumentType]
+        return cls(popen, stdin, stdout, stderr)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def returncode(self) -> Optional[int]:
+        return self.popen.poll()
+
+    async def wait(self) -> int:
+        return await asyncio.get_running_loop().run_in_executor(None, self.popen.wait)
+
+    def kill(self) -> None:
+        self.popen.kill()
+
+
 class _Process:
     """One runner process and the tasks reading its pipes."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, log: Log) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process | _AdoptedProcess, log: Log) -> None:
         self.proc = proc
         self.log = log
         self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
@@ -206,23 +328,25 @@ class RunnerClient:
         return await asyncio.shield(self._starting)
 
     async def _spawn(self) -> _Process:
-        kwargs: dict[str, Any] = {}
-        if os.name == "posix":
-            kwargs["start_new_session"] = True  # its own process group: killpg takes its children
-        proc = await asyncio.create_subprocess_exec(
-            self.python,
-            "-m",
-            "torchscope.runner",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=runner_env(),
-            cwd=self.cwd,
-            limit=64 * 1024 * 1024,
-            **kwargs,
-        )
+        early = _take_early(self.python, self.cwd)
+        proc: asyncio.subprocess.Process | _AdoptedProcess
+        if early is not None:
+            proc = await _AdoptedProcess.adopt(early, STDOUT_LIMIT)
+            how = ", started with the server"
+        else:
+            proc = await asyncio.create_subprocess_exec(
+                *_runner_command(self.python),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=runner_env(),
+                cwd=self.cwd,
+                limit=STDOUT_LIMIT,
+                **_session_kwargs(),
+            )
+            how = ""
         process = _Process(proc, self.log)
-        self.log("info", f"runner started: {self.python} (pid {proc.pid})")
+        self.log("info", f"runner started: {self.python} (pid {proc.pid}{how})")
         rid = next(self._ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         process.pending[rid] = future

@@ -28,7 +28,7 @@ from ..runner import PRELOADABLE
 from . import find_targets as targets
 from . import hints
 from .compare_request import CompareError, compare_files
-from .runner_client import RunnerClient
+from .runner_client import RunnerClient, stop_early
 from .traces import Change, Mark, Trace, TraceStore, file_key
 
 TARGET_AT = "torchscope/targetAt"
@@ -555,6 +555,7 @@ def main() -> None:
         server.start_io(stdin, stdout)
     finally:
         server.runner.kill_now()
+        stop_early()
 
 
 if __name__ == "__main__":
