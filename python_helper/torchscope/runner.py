@@ -361,6 +361,9 @@ def preload(modules: list[str]) -> list[str]:
 # -- the loop --------------------------------------------------------------------------------
 
 
+WARM_MODULES = ("build_target", "inputs", "tracer", "tracefile", "threads")
+
+
 class Runner:
     def __init__(self, replies: TextIO) -> None:
         self.replies = replies
@@ -376,7 +379,8 @@ class Runner:
             import torch
 
             self.torch_version = str(torch.__version__)
-            for name in ("inputs", "target", "tracer"):  # warm: the first trace is faster
+            # the modules a trace uses, imported now beside torch: the first trace is faster
+            for name in WARM_MODULES:
                 importlib.import_module(f"{__package__}.{name}")
         except Exception as exc:  # ImportError, or a broken install
             self.torch_error = one_line(exc)

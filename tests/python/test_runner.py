@@ -112,6 +112,19 @@ def test_ping(runner):
     assert reply["ok"] and reply["torch"].startswith("2.")
 
 
+def test_starting_imports_what_a_trace_uses():
+    """The runner imports torch and its own trace modules before its first request (a module
+    name that does not exist would stop the list half-way, silently)."""
+    import io
+
+    from torchscope import runner as r
+
+    started = r.Runner(io.StringIO())
+    started.import_torch()
+    assert started.torch_error is None and started.torch_version
+    assert all(f"torchscope.{name}" in sys.modules for name in r.WARM_MODULES)
+
+
 def test_preload_imports_only_known_libraries(runner):
     reply = runner.ask(op="preload", modules=["json", "no_such_library_xyz", "timm"])
     assert reply["ok"] and reply["loaded"] == []  # json: not a known library; timm: not installed
