@@ -41,32 +41,22 @@ function newWorker(): WorkerLike {
 // In the VS Code panel, a worker started ahead for the next one asked for: each graph the
 // panel receives (a re-trace) and each superseded layout ends its worker, and a new one spends
 // a few hundred ms starting Graphviz (more on a busy machine) before it can lay anything out.
-// (A standalone page or notebook output shows one graph: no spare.)
+// The spare starts once a graph is drawn, so its WASM compile never competes with the layout
+// it would only speed up next time. (A standalone page or notebook output: no spare.)
 const inPanel = typeof (globalThis as Record<string, unknown>).acquireVsCodeApi === "function";
 let spare: WorkerLike | null = null;
-let spareTimer: ReturnType<typeof setTimeout> | undefined;
-/** Started once the page has been quiet this long after a worker was taken: the spare's
- * WASM compile must not compete with the layout it would only speed up next time. */
-const SPARE_DELAY_MS = 800;
-
-function startSpareSoon(): void {
-  if (spare || spareTimer !== undefined) return;
-  spareTimer = setTimeout(() => {
-    const start = (): void => {
-      spareTimer = undefined;
-      spare ??= newWorker();
-    };
-    if (typeof requestIdleCallback === "function") requestIdleCallback(start, { timeout: 2000 });
-    else start();
-  }, SPARE_DELAY_MS);
-}
 
 function makeWorker(): WorkerLike {
   const w = early ?? spare ?? newWorker();
   if (w === early) early = null;
   else if (w === spare) spare = null;
-  if (inPanel) startSpareSoon();
   return w;
+}
+
+if (inPanel && typeof PerformanceObserver === "function") {
+  new PerformanceObserver((list) => {
+    if (!spare && list.getEntriesByName("torchscope:drawn").length) spare = newWorker();
+  }).observe({ type: "mark" });
 }
 
 // Start the worker (and its WASM compile) right away, in parallel with decoding the graph
