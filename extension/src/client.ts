@@ -44,6 +44,8 @@ export const REQUEST_CANCELLED = -32800;
 /** What the commands need from the server (a fake in the unit tests). */
 export interface Server {
   readonly python: Interpreter | undefined;
+  /** Whether the server is up (else a request waits for its start: about a second). */
+  readonly running: boolean;
   targetAt(params: TargetAtParams): Promise<TargetAtResult | null>;
   /** Every model of a file (classes, instances, factories), in file order. */
   targets(params: TargetsParams): Promise<TargetAtResult[]>;
@@ -143,6 +145,10 @@ export class ServerClient implements Server, vscode.Disposable {
 
   get python(): Interpreter | undefined {
     return this.interpreter;
+  }
+
+  get running(): boolean {
+    return this.client?.state === State.Running;
   }
 
   /** The running client, started on first use. */

@@ -10,7 +10,7 @@ import type { EditorSources } from "./editorSource";
 import { saveAs, standaloneHtmlFromBundle } from "./export";
 import { GraphPanel } from "./graphPanel";
 import { pickInterpreter } from "./interpreter";
-import type { NodeContext, TargetAtResult, VisualizeArgs } from "./protocol";
+import { panelTitle, type NodeContext, type TargetAtResult, type VisualizeArgs } from "./protocol";
 import { revealLine } from "./reveal";
 import type { TraceFlow, Traced } from "./traceFlow";
 
@@ -72,16 +72,22 @@ export class Commands {
       return undefined;
     }
     let target = named?.target;
+    if (target) return this.deps.flow.run(this.deps.editor.source(doc, target));
+    // A window just opened: the language server, which names the model, is still starting
+    // (about a second). The panel opens now, so its viewer boots meanwhile.
+    const unnamed = this.deps.client.running ? undefined : this.deps.flow.openUnnamedPanel(doc.uri.toString());
+    const editor = vscode.window.activeTextEditor!;
+    const t0 = Date.now();
+    const found = await this.targetAt(doc, editor.selection.active);
+    if (found && found !== "failed") this.deps.log.info(`target ${found.target} (${found.kind}) at the cursor, found in ${Date.now() - t0} ms`);
+    target = found === "failed" ? undefined : found ? found.target : await this.pickTarget(doc);
     if (!target) {
-      const editor = vscode.window.activeTextEditor!;
-      const t0 = Date.now();
-      const found = await this.targetAt(doc, editor.selection.active);
-      if (found && found !== "failed") this.deps.log.info(`target ${found.target} (${found.kind}) at the cursor, found in ${Date.now() - t0} ms`);
-      if (found === "failed") return undefined;
-      target = found ? found.target : await this.pickTarget(doc);
-      if (!target) return undefined;
+      unnamed?.dispose();
+      return undefined;
     }
-    return this.deps.flow.run(this.deps.editor.source(doc, target));
+    // Claimed: the target's panel now (a panel the target had already stays, and this closes).
+    const claimed = unnamed?.claim(target, panelTitle(null, target));
+    return this.deps.flow.run(this.deps.editor.source(doc, target), claimed && claimed === unnamed ? { opened: claimed } : {});
   }
 
   /** The cursor is on no model: the file's models in a quick pick (none: say where to go). */

@@ -95,7 +95,8 @@ export class GraphPanel {
   private pendingReveal: HostMessage | undefined;
 
   static get active(): GraphPanel | undefined {
-    return GraphPanel.lastActive && !GraphPanel.lastActive.disposed ? GraphPanel.lastActive : undefined;
+    const p = GraphPanel.lastActive;
+    return p && !p.disposed && p.shown.target ? p : undefined; // an unnamed panel has nothing to act on
   }
 
   static all(): GraphPanel[] {
@@ -121,6 +122,38 @@ export class GraphPanel {
       GraphPanel.webviewOptions(viewerDir),
     );
     return new GraphPanel(panel, viewerDir, origin, events);
+  }
+
+  /**
+   * A panel for a model of `uri` not yet named: a click in a window just opened waits about a
+   * second for the language server to start and name the model, and the viewer boots
+   * meanwhile. It has no target until `claim`; until then no one finds it.
+   */
+  static openUnnamed(viewerDir: vscode.Uri, uri: string, events: PanelEvents): GraphPanel {
+    const panel = vscode.window.createWebviewPanel(
+      GraphPanel.viewType,
+      "Forward pass",
+      { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
+      GraphPanel.webviewOptions(viewerDir),
+    );
+    return new GraphPanel(panel, viewerDir, { uri, target: "", title: "Forward pass" }, events);
+  }
+
+  /** The target of a panel opened unnamed: this panel becomes its panel, titled `title`. When
+   * the target has a panel already, that one is brought forward and this one closed. */
+  claim(target: string, title: string): GraphPanel {
+    if (this.shown.target) throw new Error(`the panel of ${this.shown.target} is not unnamed`);
+    const existing = GraphPanel.find(this.shown.uri, target);
+    if (existing) {
+      this.dispose();
+      existing.retitle(title);
+      existing.panel.reveal(undefined, true);
+      return existing;
+    }
+    this.shown = { ...this.shown, target, title };
+    this.panel.title = title;
+    GraphPanel.panels.set(this.key, this);
+    return this;
   }
 
   /** Restore a panel VS Code kept across a reload; its origin is in the webview state. */
@@ -154,7 +187,7 @@ export class GraphPanel {
     private shown: PanelOrigin,
     private readonly events: PanelEvents,
   ) {
-    GraphPanel.panels.set(this.key, this);
+    if (shown.target) GraphPanel.panels.set(this.key, this); // an unnamed one: once claimed
     GraphPanel.lastActive = this;
     void vscode.commands.executeCommand("setContext", "torchscope.hasPanel", true);
     panel.webview.html = this.html();
@@ -276,7 +309,7 @@ export class GraphPanel {
       nonce: nonce(),
       title: this.origin.title,
       // Shown until the first graph arrives (the viewer replaces it).
-      waiting: `Tracing ${this.origin.target}…`,
+      waiting: this.origin.target ? `Tracing ${this.origin.target}…` : "Finding the model…",
     });
   }
 

@@ -192,6 +192,11 @@ export class TraceFlow {
     return GraphPanel.createOrShow(this.viewerDir, origin, this.events);
   }
 
+  /** A panel for a model of `uri` not yet named (see GraphPanel.openUnnamed). */
+  openUnnamedPanel(uri: string): GraphPanel {
+    return GraphPanel.openUnnamed(this.viewerDir, uri, this.events);
+  }
+
   /** Trace `source` (asking for inputs as needed) and show the graph; undefined when none came. */
   async run(source: TraceSource, opts: RunOptions = {}): Promise<Traced | undefined> {
     let opened = opts.opened;

@@ -83,6 +83,7 @@ function extension(opts: { trace?: (p: Omit<TraceParams, "workDoneToken">, n: nu
   const compared: CompareParams[] = [];
   const server: Server = {
     python: { path: "/venv/bin/python", source: "setting" },
+    running: true,
     targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
     targets: async () => [],
     trace: async (p, _cancel, progress) => {

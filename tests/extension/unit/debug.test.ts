@@ -472,6 +472,7 @@ function wired() {
   const storage = mkdtempSync(join(tmpdir(), "torchscope-debug-storage-"));
   const noServer = {
     python: undefined,
+    running: true,
     targetAt: async () => null,
     targets: async () => [],
     trace: async () => Promise.reject(new Error("no server")),

@@ -179,6 +179,7 @@ describe("visualize command", () => {
     const sent: Omit<TraceParams, "workDoneToken">[] = [];
     const server: Server = {
       python: { path: "/venv/bin/python", source: "setting" },
+      running: true,
       targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
       targets: async () => [],
       trace: async (p, _c, progress) => {
@@ -200,7 +201,7 @@ describe("visualize command", () => {
     vs.workspace.documents.set(doc.uri.toString(), doc);
     const log = vs.logChannel();
     const { commands: cmds } = wire(context as never, server, { toolDir: "/t", libsDir: undefined, viewerDir: "/v" }, log as never);
-    return { cmds, sent, log };
+    return { cmds, sent, log, server };
   }
   const fail =
     (kind: string, extra: object = {}) =>
@@ -219,6 +220,42 @@ describe("visualize command", () => {
     assert.ok(progress.cancellable);
     assert.equal(progress.location, vs.ProgressLocation.Notification);
     assert.ok(vs.calls.some((c) => c.api === "progress"));
+  });
+
+  it("a click while the server starts opens the panel at once, before the model is named; it becomes the model's", async () => {
+    let name!: (t: { target: string; kind: "class"; line: number } | null) => void;
+    const { cmds, sent, server } = setup([() => result]);
+    Object.assign(server, { running: false, targetAt: () => new Promise((r) => (name = r)) });
+    const done = cmds.visualize();
+    await new Promise((r) => setTimeout(r, 10));
+    assert.equal(vs.panels.length, 1, "the panel is open while the server still looks for the model");
+    assert.equal(vs.panels[0]!.title, "Forward pass");
+    assert.match(vs.panels[0]!.webview.html, /Finding the model…/);
+    assert.equal(GraphPanel.find(doc.uri.toString(), ""), undefined, "nobody finds an unnamed panel");
+    assert.equal(sent.length, 0);
+    name({ target: "Net", kind: "class", line: 0 });
+    assert.equal(await done, result);
+    assert.equal(vs.panels.length, 1, "the same panel shows the graph");
+    assert.equal(vs.panels[0]!.title, "Forward pass: Net");
+    assert.equal(GraphPanel.find(doc.uri.toString(), "Net")?.title, "Forward pass: Net");
+  });
+
+  it("a click while the server starts on no model: the quick pick, and the early panel closes if none is picked", async () => {
+    const { cmds, server } = setup([]);
+    Object.assign(server, { running: false, targetAt: async () => null, targets: async () => [{ target: "Net", kind: "class", line: 0 }] });
+    vs.answers.push(undefined);
+    assert.equal(await cmds.visualize(), undefined);
+    assert.equal(vs.panels.length, 1);
+    assert.ok(vs.panels[0]!.disposed, "the early panel is closed");
+  });
+
+  it("a click while the server starts, on a model whose panel is open: that panel, the early one closes", async () => {
+    const { cmds, server } = setup([() => result, () => result]);
+    await cmds.visualize();
+    Object.assign(server, { running: false });
+    assert.equal(await cmds.visualize(), result);
+    assert.equal(vs.panels.length, 2);
+    assert.ok(!vs.panels[0]!.disposed && vs.panels[1]!.disposed, "the model's panel stays, the early one is closed");
   });
 
   it("asks for an input on needs-input, retries with it, and remembers it for next time", async () => {

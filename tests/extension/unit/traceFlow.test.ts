@@ -63,6 +63,7 @@ function extension(replies: ((p: Omit<TraceParams, "workDoneToken">) => TraceRes
   const sent: Omit<TraceParams, "workDoneToken">[] = [];
   const server: Server = {
     python: { path: "/venv/bin/python", source: "setting" },
+    running: true,
     targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
     targets: async () => [],
     trace: async (p, _cancel, progress) => {
