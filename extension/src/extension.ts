@@ -61,6 +61,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const bundle = findBundle(context.extensionPath);
   client = new ServerClient(bundle, graphFolders(context.globalStorageUri.fsPath).editor, log);
   const server = client;
+  // Start the server (and with it the runner, which imports torch) first: a Python file is
+  // open, and a click in a window just opened waits for both. A failure is reported on first use.
+  void server.ready().catch((e: unknown) => log.error(`starting the language server: ${String(e)}`));
   const { flow, commands, debug, compareCommands, head } = wire(context, server, bundle, log);
   const here = new PausedHere(server, log);
   // A (re)started server knows no graph: the panels' graphs give their files hints again.
@@ -92,8 +95,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       server.restartSoon();
     }),
   );
-  // Start the server now for the code lenses; a failure is reported on first use.
-  void server.ready().catch((e: unknown) => log.error(`starting the language server: ${String(e)}`));
 }
 
 export async function deactivate(): Promise<void> {

@@ -61,8 +61,9 @@ async function fromPythonExtension(resource: vscode.Uri | undefined): Promise<st
 export async function resolveInterpreter(resource?: vscode.Uri): Promise<Interpreter> {
   const folder = resource ? vscode.workspace.getWorkspaceFolder(resource) : vscode.workspace.workspaceFolders?.[0];
   const setting = vscode.workspace.getConfiguration("torchscope", resource).get<string>("pythonPath", "");
-  const chosen = chooseInterpreter(setting ? expandPath(setting, folder?.uri.fsPath) : "", await fromPythonExtension(resource));
-  return chosen;
+  // The setting wins: then the Python extension (which may take seconds to activate) isn't asked.
+  if (setting.trim()) return chooseInterpreter(expandPath(setting, folder?.uri.fsPath), undefined);
+  return chooseInterpreter("", await fromPythonExtension(resource));
 }
 
 /** Fires when the Python extension's selected interpreter changes (never, without it). */
