@@ -309,7 +309,7 @@ export class GraphPanel {
       nonce: nonce(),
       title: this.origin.title,
       // Shown until the first graph arrives (the viewer replaces it).
-      waiting: this.origin.target ? `Tracing ${this.origin.target}…` : "Finding the model…",
+      waiting: this.origin.target ? `Tracing ${this.origin.target}…` : "Starting the language server…",
     });
   }
 

@@ -230,7 +230,7 @@ describe("visualize command", () => {
     await new Promise((r) => setTimeout(r, 10));
     assert.equal(vs.panels.length, 1, "the panel is open while the server still looks for the model");
     assert.equal(vs.panels[0]!.title, "Forward pass");
-    assert.match(vs.panels[0]!.webview.html, /Finding the model…/);
+    assert.match(vs.panels[0]!.webview.html, /Starting the language server…/);
     assert.equal(GraphPanel.find(doc.uri.toString(), ""), undefined, "nobody finds an unnamed panel");
     assert.equal(sent.length, 0);
     name({ target: "Net", kind: "class", line: 0 });
