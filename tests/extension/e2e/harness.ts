@@ -332,10 +332,14 @@ export async function panelMarks(page: Page): Promise<Record<string, number>> {
       for (const e of performance.getEntriesByType("mark"))
         if (e.name.startsWith("torchscope:")) out[e.name.slice("torchscope:".length)] = Math.round(performance.timeOrigin + e.startTime);
       out["page-start"] = Math.round(performance.timeOrigin);
+      const nav = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming | undefined;
+      if (nav) out["page-parsing"] = Math.round(performance.timeOrigin + nav.domInteractive);
       // The page's own files (through VS Code's webview resource loading): when each arrived.
       for (const e of performance.getEntriesByType("resource") as PerformanceResourceTiming[]) {
         const file = e.name.split(/[?#]/)[0]!.split("/").pop()!;
-        if (/\.(js|css)$/.test(file)) out[`loaded ${file}`] = Math.round(performance.timeOrigin + e.responseEnd);
+        if (!/\.(js|css)$/.test(file)) continue;
+        out[`asked ${file}`] = Math.round(performance.timeOrigin + e.startTime);
+        out[`loaded ${file}`] = Math.round(performance.timeOrigin + e.responseEnd);
       }
       return out;
     })
