@@ -74,7 +74,7 @@ def start_early(python: str = sys.executable) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=runner_env(),
-            **_session_kwargs(),
+            start_new_session=os.name == "posix",  # as _session_kwargs: its own process group
         )
     except OSError:
         return  # the ordinary start will say what is wrong
