@@ -227,9 +227,17 @@ def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     src = Path(args[0]) if args else HERE / "results-vscode.json"
     dst = Path(args[1]) if len(args) > 1 else HERE / "results-vscode.md"
-    before = None
-    if "--before" in sys.argv:
-        before = json.loads(Path(sys.argv[sys.argv.index("--before") + 1]).read_text())
+    # --before FILE, as often as needed: each file's runs fill the before column of its measures
+    befores = [
+        (Path(sys.argv[i + 1]).name, json.loads(Path(sys.argv[i + 1]).read_text()))
+        for i, a in enumerate(sys.argv[:-1])
+        if a == "--before"
+    ]
+    before = (
+        {"results": {k: v for _n, b in befores for k, v in b["results"].items() if v}}
+        if befores
+        else None
+    )
     data = json.loads(src.read_text())
     text = [
         "# The graph panel in VS Code (code-server): measured",
@@ -247,9 +255,19 @@ def main() -> None:
         machine_line(data),
         "",
     ]
-    if before:
+    for name, b in befores:
+        measures = ", ".join(k for k, v in b["results"].items() if v)
         text += [
-            f"*Before*: the same script on main's .vsix ({before['machine']['commit']}, {before['started']['when']}, load average at the start {' / '.join(map(str, before['started']['loadavg']))}); its viewer has no arrival mark, so its long tasks are those from the right-click to drawn, and its trace window starts 1 s before its first layout. Made with `TORCHSCOPE_VSIX=<main's .vsix> node --import tsx bench/vscode_panel.ts --only synth --runs 3 --out bench/results-vscode-before.json`, then `python bench/vscode_report.py bench/results-vscode.json bench/results-vscode.md --before bench/results-vscode-before.json`.",
+            f"*Before* ({measures}; `bench/{name}`): the same script on main's .vsix "
+            f"({b['machine']['commit']}, {b['started']['when']}, load average at the start "
+            f"{' / '.join(map(str, b['started']['loadavg']))}): {b.get('note', '')}.",
+            "",
+        ]
+    if befores:
+        args = " ".join(f"--before bench/{n}" for n, _b in befores)
+        text += [
+            f"Report: `python bench/vscode_report.py bench/results-vscode.json "
+            f"bench/results-vscode.md {args}`.",
             "",
         ]
     text += table(data, before)

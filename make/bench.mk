@@ -29,4 +29,5 @@ RUNS ?= 5
 bench-vscode: package code-server setup $(CHROMIUM)
 	CHROMIUM=$(CHROMIUM) TORCHSCOPE_VSIX=$(VSIX) TORCHSCOPE_CODE_SERVER=$(CODE_SERVER) \
 	  TORCHSCOPE_PYTHON=$(abspath $(VENV_PY)) node --import tsx bench/vscode_panel.ts --runs $(RUNS)
-	$(VENV_PY) bench/vscode_report.py bench/results-vscode.json bench/results-vscode.md
+	$(VENV_PY) bench/vscode_report.py bench/results-vscode.json bench/results-vscode.md \
+	  --before bench/results-vscode-before.json --before bench/results-vscode-before-editor.json
