@@ -157,17 +157,22 @@ def _flush(buf: _Buffer) -> None:
     data = buf.data[:rows]
     lo, hi = data.amin(1), data.amax(1)
     mean = data.sum(1).div_(n)
-    spread = torch.linalg.vector_norm(torch.sub(data, mean.unsqueeze(1)), dim=1)  # two-pass
+    # one pass, no centred copy: the spread from the sum of squares, each row checked for
+    # cancellation below (as _moments does) and centred alone where it would lose digits
+    squares = torch.linalg.vector_norm(data, dim=1)
     # x / x is 1 except where x is 0 (NaN there): a branch-free count of the non-zeros
     nonzero = torch.nan_to_num_(torch.div(data, data), nan=0.0).sum(1)  # exact: n <= 2**24
-    per_row = torch.stack((lo, hi, mean, spread, nonzero)).t().tolist()
+    per_row = torch.stack((lo, hi, mean, squares, nonzero)).t().tolist()
     counts = _row_histograms(data, lo, hi, [inner for _, inner in pending])
     for r, ((st, inner), (mn, mx, mu, norm, nz)) in enumerate(zip(pending, per_row)):
         try:
-            var = norm * norm / n
+            var = norm * norm / n - mu * mu
             if not (math.isfinite(mn) and math.isfinite(mx) and math.isfinite(var)):
                 _floating(data[r], st, inner)  # NaN or ±Inf in this row (or overflow): alone
                 continue
+            if mu * mu > _ILL_CONDITIONED * var:  # the sums cancel: around the mean instead
+                centred = torch.sub(data[r], mu)
+                var = float(torch.dot(centred, centred)) / n
             moments = (mn, mx, min(max(mu, mn), mx), math.sqrt(var))
             st.stats = _float_map(moments, (n - int(nz)) / n, 0, 0, n)
             st.hist = {"lo": mn, "hi": mx, "counts": counts[r]}
