@@ -157,23 +157,27 @@ def _flush(buf: _Buffer) -> None:
     data = buf.data[:rows]
     lo, hi = data.amin(1), data.amax(1)
     mean = data.sum(1).div_(n)
-    # one pass, no centred copy: the spread from the sum of squares, each row checked for
-    # cancellation below (as _moments does) and centred alone where it would lose digits
+    # the spread from the sum of squares (one pass, no centred copy); rows where that would
+    # cancel (mean² above _ILL_CONDITIONED × variance, as in _moments) centred, together
     squares = torch.linalg.vector_norm(data, dim=1)
+    mean2 = mean.square()
+    cancels = mean2 > squares.square().div_(n).sub_(mean2).mul_(_ILL_CONDITIONED)
+    centred = torch.full_like(mean, math.nan)  # NaN: not centred
+    if bool(cancels.any()):
+        which = cancels.nonzero().squeeze(1)
+        rows_centred = data.index_select(0, which).sub_(mean.index_select(0, which).unsqueeze(1))
+        centred.index_copy_(0, which, torch.linalg.vector_norm(rows_centred, dim=1))
     # x / x is 1 except where x is 0 (NaN there): a branch-free count of the non-zeros
     nonzero = torch.nan_to_num_(torch.div(data, data), nan=0.0).sum(1)  # exact: n <= 2**24
-    per_row = torch.stack((lo, hi, mean, squares, nonzero)).t().tolist()
+    per_row = torch.stack((lo, hi, mean, squares, centred, nonzero)).t().tolist()
     counts = _row_histograms(data, lo, hi, [inner for _, inner in pending])
-    for r, ((st, inner), (mn, mx, mu, norm, nz)) in enumerate(zip(pending, per_row)):
+    for r, ((st, inner), (mn, mx, mu, norm, spread, nz)) in enumerate(zip(pending, per_row)):
         try:
-            var = norm * norm / n - mu * mu
+            var = norm * norm / n - mu * mu if math.isnan(spread) else spread * spread / n
             if not (math.isfinite(mn) and math.isfinite(mx) and math.isfinite(var)):
                 _floating(data[r], st, inner)  # NaN or ±Inf in this row (or overflow): alone
                 continue
-            if mu * mu > _ILL_CONDITIONED * var:  # the sums cancel: around the mean instead
-                centred = torch.sub(data[r], mu)
-                var = float(torch.dot(centred, centred)) / n
-            moments = (mn, mx, min(max(mu, mn), mx), math.sqrt(var))
+            moments = (mn, mx, min(max(mu, mn), mx), math.sqrt(max(var, 0.0)))
             st.stats = _float_map(moments, (n - int(nz)) / n, 0, 0, n)
             st.hist = {"lo": mn, "hi": mx, "counts": counts[r]}
         except Exception:
