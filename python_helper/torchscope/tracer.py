@@ -206,6 +206,7 @@ class Recorder(TorchFunctionMode):
         self._tensor_names: Optional[dict[int, str]] = None  # built on the first constant
         self.late_close: dict[int, Any] = {}  # module id → handle of our own forward hook
         self._own_at: dict[tuple[int, int], frozenset[int]] = {}  # (call node, module) → ids
+        self._classes: dict[type, tuple[str, str, Optional[Site], bool]] = {}
         self.failed_leaves: list[tuple[int, list[tuple[Optional[int], Tensor]]]] = []
         self.constants: set[int] = set()  # node ids of constants that stand for outside tensors
         self._constant_at: dict[tuple[int, Optional[int]], int] = {}
@@ -682,7 +683,10 @@ class Recorder(TorchFunctionMode):
         if self.wrapping is not None:
             cls = self.wrapping.classes.get(id(module), cls)  # FSDP2's FSDPLinear: Linear
             labels = self.wrapping.labels.get(id(module), [])
-        name, target, defn, torch_layer = _class_info(cls)
+        known = self._classes.get(cls)  # (a plain dict: a weak one makes a weakref per lookup)
+        if known is None:
+            known = self._classes[cls] = _class_info(cls)
+        name, target, defn, torch_layer = known
         path = self.paths.get(id(module))
         if path is None:
             path = f"<{cls.__name__}>"  # a module outside the traced model's tree
@@ -1012,28 +1016,30 @@ def _call_attrs(info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> dict[str
 
 def parameter_counts(model: nn.Module, modules: list[nn.Module]) -> dict[int, int]:
     """Recursive parameter count of every module in the tree, each parameter counted once."""
-    own: dict[int, int] = {}
     seen: set[int] = set()
     shared = False
-    for m in modules:
-        n = 0
-        for p in m._parameters.values():
-            if p is None:
-                continue
-            if id(p) in seen:
-                shared = True
-                continue
-            seen.add(id(p))
-            n += p.numel()
-        own[id(m)] = n
+    everything = 0
     counts: dict[int, int] = {}
     for m in reversed(modules):  # pre-order reversed: children before their parent
-        total = own[id(m)]
-        for child in m._modules.values():
-            if child is not None:
-                total += counts.get(id(child), 0)
+        total = 0
+        params = m._parameters
+        if params:
+            for p in params.values():
+                if p is None:
+                    continue
+                if id(p) in seen:
+                    shared = True
+                    continue
+                seen.add(id(p))
+                total += p.numel()
+            everything += total
+        children = m._modules
+        if children:
+            for child in children.values():
+                if child is not None:
+                    total += counts.get(id(child), 0)
         counts[id(m)] = total
-    if shared or counts[id(model)] != sum(own.values()):
+    if shared or counts[id(model)] != everything:
         # tied weights or a module registered twice: count each subtree exactly
         counts = {id(m): count_parameters(m) for m in modules}
     return counts
