@@ -26,7 +26,7 @@ Tensor = torch.Tensor
 BINS = 16
 HIST_SAMPLE = 1 << 9  # values binned at most; larger tensors bin an evenly spaced sample
 STAGED_MAX = 1 << 16  # float tensors up to this many elements are read in batches
-STAGE = 1 << 18  # elements of one staging buffer (1 MB of float32)
+STAGE = 1 << 19  # elements of one staging buffer (2 MB of float32; 1 MB flushed a third more often)
 MAX_ROWS = 256  # tensors per staging buffer: scalars don't get 262,144 rows (and views)
 MAX_BUFFERS = 16  # distinct staged sizes at once; more flush and drop them all
 # mean² above this many times the variance: sum-of-squares would cancel, centre first
