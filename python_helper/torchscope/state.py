@@ -355,7 +355,7 @@ def _raw_sample(p: torch.Tensor, storage: Any) -> Optional[_Raw]:
         if fmt is None or not n or not ptr:
             return None
         size = n * item
-        end = p.storage_offset() * item + size
+        end = int(p.storage_offset()) * item + size
         if storage.nbytes() < end:
             return None  # a storage resized under the tensor: its memory is not all there
         view = _memory_view(ptr, size, _PyBUF_READ)
