@@ -207,12 +207,14 @@ class ModelState:
                     _put_back(now, modules)
             for b, copy in self.buffers:
                 b.copy_(copy)  # kernels like batch_norm update running stats without a version bump
+            # `p.data = other` gave a parameter another storage: back to its own first, so
+            # that the copies kept before writes go where the writes went
+            storages = [info.repoint() for info in self.params.values()]
             saved = self.saved_params
             for p, copy in saved.values():
                 p.copy_(copy)
-            for key, info in self.params.items():
-                # `p.data = other` gave it another storage: back to its own, then its values
-                if info.repoint_changed(checked=key not in saved):
+            for (key, info), storage in zip(self.params.items(), storages):
+                if key not in saved and info.changed(storage):
                     warnings.append(
                         f"{info.name()} was written by the forward in a way torchscope could "
                         "not see (a numpy view made before the trace? a C extension?): it "
@@ -295,24 +297,27 @@ class _Param:
         idx = torch.arange(k, device=flat.device) * (n - 1) // max(k - 1, 1)
         return flat[idx].clone()
 
-    def repoint_changed(self, checked: bool) -> bool:
-        """Point the parameter back at its own storage if the forward gave it another; with
-        `checked`, whether its sampled values changed (a write nothing saw)."""
+    def repoint(self) -> Any:
+        """Point the parameter back at its own storage if the forward gave it another;
+        returns that storage (None when it has none to check)."""
         p = self.param
         if not self.storage:  # (meta tensors have none)
-            return False
+            return None
         try:
             storage = p.untyped_storage()
-            same = storage.data_ptr() == self.storage and p.shape == self.original.shape
+            if storage.data_ptr() == self.storage and p.shape == self.original.shape:
+                return storage
         except Exception:
-            return False
-        if not same:
-            p.data = self.original
-            storage = self.original.untyped_storage()
-        if not checked:
+            return None
+        p.data = self.original
+        return self.original.untyped_storage()
+
+    def changed(self, storage: Any) -> bool:
+        """Whether its sampled values changed (a write nothing saw); `storage`: repoint's."""
+        if storage is None:
             return False
         if self.raw is not None:
-            return self.raw.changed(p, storage)
+            return self.raw.changed(self.param, storage)
         if self.sample is None:
             return False
         now = self._sample()
