@@ -7,7 +7,8 @@ import ctypes
 import operator
 import random
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any, Optional
 
 import torch
@@ -124,6 +125,9 @@ class ModelState:
     not double its memory. A few sampled values of each parameter are compared afterwards:
     a write nothing saw coming (a numpy view made before the trace) is reported, never
     silent.
+
+    Snapshot and restore each walk every module and parameter once: on a model of 8,000
+    small layers they cost as much as its forward, so each step per item is kept few.
     """
 
     def __init__(self, named: list[tuple[str, nn.Module]]) -> None:
@@ -135,26 +139,38 @@ class ModelState:
         self.settings = GlobalSettings()
 
     def _snapshot(self, named: list[tuple[str, nn.Module]]) -> None:
-        modules = [m for _, m in named]
-        self.training = [(m, m.training) for m in modules]
-        self.module_dicts = [(m, m.__dict__.copy()) for m in modules]
-        self.tables = [
-            (m, dict(m._parameters), dict(m._buffers), dict(m._modules)) for m in modules
-        ]
+        # per module: its attribute dict (training flag, plain attributes, the tables
+        # themselves) and the contents of its parameter, buffer and submodule tables
+        self.modules: list[tuple[nn.Module, dict[str, Any], _Table, _Table, _Table]] = []
         self.buffers: list[tuple[torch.Tensor, torch.Tensor]] = []
         self.params: dict[int, _Param] = {}
         self.by_storage: dict[int, list[torch.Tensor]] = {}
+        rows, params = self.modules, self.params
         for path, m in named:
-            for b in m._buffers.values():
-                if b is not None and b.device.type != "meta":
-                    self.buffers.append((b, b.detach().clone()))
-            for name, p in m._parameters.items():
-                if p is None or id(p) in self.params:
-                    continue
-                info = _Param(f"{path}.{name}" if path else name, p)
-                self.params[id(p)] = info
-                if info.storage:
-                    self.by_storage.setdefault(info.storage, []).append(p)
+            attrs = m.__dict__
+            ps = attrs.get("_parameters")
+            bs = attrs.get("_buffers")
+            ms = attrs.get("_modules")
+            rows.append(
+                (
+                    m,
+                    attrs.copy(),
+                    dict(ps) if ps else _EMPTY,
+                    dict(bs) if bs else _EMPTY,
+                    dict(ms) if ms else _EMPTY,
+                )
+            )
+            if bs:
+                for b in bs.values():
+                    if b is not None and b.device.type != "meta":
+                        self.buffers.append((b, b.detach().clone()))
+            if ps:
+                for name, p in ps.items():
+                    if p is None or id(p) in params:
+                        continue
+                    info = params[id(p)] = _Param(path, name, p)
+                    if info.storage:
+                        self.by_storage.setdefault(info.storage, []).append(p)
 
     def protect(self, t: Any) -> None:
         """Called before a call that may write `t` (a tensor, or a list of them): keep a copy
@@ -176,45 +192,57 @@ class ModelState:
 
     def restore(self) -> list[str]:
         """Put everything back; returns warnings about what could not be restored."""
+        warnings: list[str] = []
         with _NO_TORCH_FUNCTION(), torch.no_grad():
-            for m, params, buffers, modules in self.tables:
-                _put_back(m._parameters, params)  # a parameter, buffer or submodule rebound
-                _put_back(m._buffers, buffers)
-                _put_back(m._modules, modules)
+            for m, _, params, buffers, modules in self.modules:
+                # a parameter, buffer or submodule rebound (most tables are and stay empty)
+                now = m._parameters
+                if now or params:
+                    _put_back(now, params)
+                now = m._buffers
+                if now or buffers:
+                    _put_back(now, buffers)
+                now = m._modules
+                if now or modules:
+                    _put_back(now, modules)
             for b, copy in self.buffers:
                 b.copy_(copy)  # kernels like batch_norm update running stats without a version bump
-            for info in self.params.values():
-                info.repoint()  # `p.data = other` gave it another storage
-            for p, copy in self.saved_params.values():
+            # `p.data = other` gave a parameter another storage: back to its own first, so
+            # that the copies kept before writes go where the writes went
+            storages = [info.repoint() for info in self.params.values()]
+            saved = self.saved_params
+            for p, copy in saved.values():
                 p.copy_(copy)
-            warnings = [
-                f"{info.name} was written by the forward in a way torchscope could not see "
-                "(a numpy view made before the trace? a C extension?): it could not be restored"
-                for info in self.params.values()
-                if id(info.param) not in self.saved_params and info.changed()
-            ]
-        for m, saved in self.module_dicts:
+            for (key, info), storage in zip(self.params.items(), storages):
+                if key not in saved and info.changed(storage):
+                    warnings.append(
+                        f"{info.name()} was written by the forward in a way torchscope could "
+                        "not see (a numpy view made before the trace? a C extension?): it "
+                        "could not be restored"
+                    )
+        for m, attrs, *_ in self.modules:
             now = m.__dict__
             # by identity, never by value: `==` on a tensor whose storage the forward freed
             # (FSDP1's flat parameters) crashes the process
-            same = len(now) == len(saved) and all(map(operator.is_, now.values(), saved.values()))
+            same = len(now) == len(attrs) and all(map(operator.is_, now.values(), attrs.values()))
             if not same:
-                # the forward rebound or added plain attributes (a cache, a counter)
+                # the forward rebound or added plain attributes (a cache, a counter) or
+                # flipped the training flag
                 now.clear()
-                now.update(saved)
-        for m, flag in self.training:
-            if m.training != flag:
-                m.training = flag
+                now.update(attrs)
         self.rng.restore()
         self.settings.restore()
         torch.set_grad_enabled(self.grad_enabled)
         return warnings
 
 
-def _put_back(now: dict[str, Any], saved: dict[str, Any]) -> None:
-    if not now and not saved:  # most tables of most modules: nothing to compare
-        return
-    if len(now) != len(saved) or any(now.get(k) is not v for k, v in saved.items()):
+_Table = Mapping[str, Any]
+_EMPTY: _Table = MappingProxyType({})  # a table that was empty (most tables): nothing copied
+
+
+def _put_back(now: dict[str, Any], saved: _Table) -> None:
+    # every saved key still holds the very same object (by identity: see restore)
+    if len(now) != len(saved) or not all(map(operator.is_, map(now.get, saved), saved.values())):
         now.clear()
         now.update(saved)
 
@@ -235,22 +263,28 @@ class _Param:
     """A parameter as it was: its storage (an alias to put back if the forward repoints it)
     and a few of its values, to notice writes nothing saw."""
 
-    def __init__(self, name: str, p: torch.Tensor) -> None:
-        self.name = name
+    __slots__ = ("path", "attr", "param", "original", "storage", "sample", "raw")
+
+    def __init__(self, path: str, attr: str, p: torch.Tensor) -> None:
+        self.path, self.attr = path, attr  # its name, joined only for a warning
         self.param = p
         self.original = p.detach()  # shares the storage: no copy
         self.storage = 0
         self.sample: Optional[torch.Tensor] = None
-        self.raw: Optional[tuple[int, int, bytes]] = None  # (data pointer, bytes, sample)
+        self.raw: Optional[_Raw] = None
         if p.is_meta:
             return
         try:
-            self.storage = p.untyped_storage().data_ptr()
+            storage = p.untyped_storage()
+            self.storage = storage.data_ptr()
         except Exception:
             return
-        self.raw = _raw_sample(p)
+        self.raw = _raw_sample(p, storage)
         if self.raw is None:
             self.sample = self._sample()
+
+    def name(self) -> str:
+        return f"{self.path}.{self.attr}" if self.path else self.attr
 
     def _sample(self) -> Optional[torch.Tensor]:
         p = self.param
@@ -263,24 +297,27 @@ class _Param:
         idx = torch.arange(k, device=flat.device) * (n - 1) // max(k - 1, 1)
         return flat[idx].clone()
 
-    def repoint(self) -> None:
+    def repoint(self) -> Any:
+        """Point the parameter back at its own storage if the forward gave it another;
+        returns that storage (None when it has none to check)."""
         p = self.param
         if not self.storage:  # (meta tensors have none)
-            return
+            return None
         try:
-            same = p.untyped_storage().data_ptr() == self.storage and p.shape == self.original.shape
+            storage = p.untyped_storage()
+            if storage.data_ptr() == self.storage and p.shape == self.original.shape:
+                return storage
         except Exception:
-            return
-        if not same:
-            p.data = self.original
+            return None
+        p.data = self.original
+        return self.original.untyped_storage()
 
-    def changed(self) -> bool:
+    def changed(self, storage: Any) -> bool:
+        """Whether its sampled values changed (a write nothing saw); `storage`: repoint's."""
+        if storage is None:
+            return False
         if self.raw is not None:
-            ptr, size, sample = self.raw
-            now = _raw_sample(self.param)
-            if now is not None and now[0] == ptr and now[1] == size:
-                return now[2] != sample
-            return True  # its memory moved or shrank under it: no longer what was sampled
+            return self.raw.changed(self.param, storage)
         if self.sample is None:
             return False
         now = self._sample()
@@ -289,10 +326,28 @@ class _Param:
         return not torch.equal(now.view(torch.uint8), self.sample.view(torch.uint8))
 
 
-def _raw_sample(p: torch.Tensor) -> Optional[tuple[int, int, bytes]]:
+class _Raw:
+    """Sampled bytes of a dense CPU tensor, read from its memory, and that memory's place:
+    read again only while the storage still holds it (a freed or shrunk storage would not)."""
+
+    __slots__ = ("ptr", "end", "view", "sample")
+
+    def __init__(self, ptr: int, end: int, view: memoryview, sample: bytes) -> None:
+        self.ptr, self.end, self.view, self.sample = ptr, end, view, sample
+
+    def changed(self, p: torch.Tensor, storage: Any) -> bool:
+        try:
+            if p.data_ptr() != self.ptr or storage.nbytes() < self.end:
+                return True  # its memory moved or shrank under it: no longer what was sampled
+            return self.view.tobytes() != self.sample
+        except Exception:
+            return True
+
+
+def _raw_sample(p: torch.Tensor, storage: Any) -> Optional[_Raw]:
     """Up to _SAMPLES evenly strided elements of a dense CPU tensor, as raw bytes read from
-    its memory (with its data pointer and size, to check the memory is still the same when
-    read again); None for anything else (other devices, subclasses, views with gaps)."""
+    its memory (`storage` is its untyped storage); None for anything else (other devices,
+    subclasses, views with gaps)."""
     try:
         if type(p) not in _PLAIN or not p.is_cpu or p.layout is not _STRIDED:
             return None  # a subclass (DTensor …) keeps the torch path
@@ -305,11 +360,12 @@ def _raw_sample(p: torch.Tensor) -> Optional[tuple[int, int, bytes]]:
         if fmt is None or not n or not ptr:
             return None
         size = n * item
-        if p.untyped_storage().nbytes() < p.storage_offset() * item + size:
+        end = int(p.storage_offset()) * item + size
+        if storage.nbytes() < end:
             return None  # a storage resized under the tensor: its memory is not all there
         view = _memory_view(ptr, size, _PyBUF_READ)
-        if n <= _SAMPLES:
-            return ptr, size, view.tobytes()
-        return ptr, size, view.cast(fmt)[:: -(-n // _SAMPLES)].tobytes()
+        if n > _SAMPLES:
+            view = view.cast(fmt)[:: -(-n // _SAMPLES)]
+        return _Raw(ptr, end, view, view.tobytes())
     except Exception:
         return None

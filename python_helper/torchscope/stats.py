@@ -26,7 +26,7 @@ Tensor = torch.Tensor
 BINS = 16
 HIST_SAMPLE = 1 << 9  # values binned at most; larger tensors bin an evenly spaced sample
 STAGED_MAX = 1 << 16  # float tensors up to this many elements are read in batches
-STAGE = 1 << 18  # elements of one staging buffer (1 MB of float32)
+STAGE = 1 << 19  # elements of one staging buffer (2 MB of float32; 1 MB flushed a third more often)
 MAX_ROWS = 256  # tensors per staging buffer: scalars don't get 262,144 rows (and views)
 MAX_BUFFERS = 16  # distinct staged sizes at once; more flush and drop them all
 # mean² above this many times the variance: sum-of-squares would cancel, centre first
@@ -157,18 +157,30 @@ def _flush(buf: _Buffer) -> None:
     data = buf.data[:rows]
     lo, hi = data.amin(1), data.amax(1)
     mean = data.sum(1).div_(n)
-    spread = torch.linalg.vector_norm(torch.sub(data, mean.unsqueeze(1)), dim=1)  # two-pass
+    # the spread from the sum of squares (one pass, no centred copy); rows where that would
+    # cancel (mean² above _ILL_CONDITIONED × variance, as in _moments) centred, together
+    squares = torch.linalg.vector_norm(data, dim=1)
+    mean2 = mean.square()
+    cancels = mean2 > squares.square().div_(n).sub_(mean2).mul_(_ILL_CONDITIONED)
+    centred = torch.full_like(mean, math.nan)  # NaN: not centred
+    if bool(cancels.any()):
+        which = cancels.nonzero().squeeze(1)
+        rows_centred = data.index_select(0, which).sub_(mean.index_select(0, which).unsqueeze(1))
+        centred.index_copy_(0, which, torch.linalg.vector_norm(rows_centred, dim=1))
     # x / x is 1 except where x is 0 (NaN there): a branch-free count of the non-zeros
     nonzero = torch.nan_to_num_(torch.div(data, data), nan=0.0).sum(1)  # exact: n <= 2**24
-    per_row = torch.stack((lo, hi, mean, spread, nonzero)).t().tolist()
+    per_row = torch.stack((lo, hi, mean, squares, centred, nonzero)).t().tolist()
     counts = _row_histograms(data, lo, hi, [inner for _, inner in pending])
-    for r, ((st, inner), (mn, mx, mu, norm, nz)) in enumerate(zip(pending, per_row)):
+    for r, ((st, inner), (mn, mx, mu, norm, spread, nz)) in enumerate(zip(pending, per_row)):
         try:
-            var = norm * norm / n
+            var = norm * norm / n - mu * mu if math.isnan(spread) else spread * spread / n
             if not (math.isfinite(mn) and math.isfinite(mx) and math.isfinite(var)):
                 _floating(data[r], st, inner)  # NaN or ±Inf in this row (or overflow): alone
                 continue
-            moments = (mn, mx, min(max(mu, mn), mx), math.sqrt(var))
+            if mu * mu > _ILL_CONDITIONED * var:  # (squares past float32 hid it above)
+                centred_row = torch.sub(data[r], mu)
+                var = float(torch.dot(centred_row, centred_row)) / n
+            moments = (mn, mx, min(max(mu, mn), mx), math.sqrt(max(var, 0.0)))
             st.stats = _float_map(moments, (n - int(nz)) / n, 0, 0, n)
             st.hist = {"lo": mn, "hi": mx, "counts": counts[r]}
         except Exception:

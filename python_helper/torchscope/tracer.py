@@ -62,6 +62,7 @@ _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 _Parameter = nn.Parameter
 _ns = time.perf_counter_ns
 CHECK_EVERY = 32  # ops between time-budget / cancel checks
+_NO_IDS: frozenset[int] = frozenset()
 
 
 class TraceCancelled(Exception):
@@ -80,17 +81,32 @@ MAX_NESTING = 4000  # module levels; a plain forward of 6,000 nested Sequentials
 FRAMES_PER_LEVEL = 8  # Python frames a traced module call uses (hooks, call machinery)
 
 
-def nesting_depth(model: nn.Module) -> int:
-    """How deep modules nest under `model` (without recursion: the model may be deep)."""
-    deepest, stack, seen = 0, [(model, 0)], set()
+def module_tree(model: nn.Module) -> tuple[list[tuple[str, nn.Module]], int]:
+    """`list(model.named_modules())` (parents first, each module once, at its first path) and
+    how deep modules nest, in one walk without recursion: the model may be too deep for
+    named_modules' recursive generators, and on a model of many small layers two walks cost
+    as much as a tenth of its forward."""
+    named: list[tuple[str, nn.Module]] = []
+    seen: set[int] = set()
+    deepest = 0
+    stack: list[tuple[str, nn.Module, int]] = [("", model, 0)]
     while stack:
-        m, depth = stack.pop()
+        path, m, depth = stack.pop()
         if id(m) in seen:
             continue
         seen.add(id(m))
-        deepest = max(deepest, depth)
-        stack.extend((c, depth + 1) for c in m._modules.values() if c is not None)
-    return deepest
+        named.append((path, m))
+        if depth > deepest:
+            deepest = depth
+        children = m._modules
+        if children:
+            dot = path + "." if path else ""
+            below = depth + 1
+            # reversed onto the stack: popped in the order named_modules gives
+            stack.extend(
+                [(dot + name, c, below) for name, c in reversed(children.items()) if c is not None]
+            )
+    return named, deepest
 
 
 @contextlib.contextmanager
@@ -189,6 +205,8 @@ class Recorder(TorchFunctionMode):
         self._named = named
         self._tensor_names: Optional[dict[int, str]] = None  # built on the first constant
         self.late_close: dict[int, Any] = {}  # module id → handle of our own forward hook
+        self._own_at: dict[tuple[int, int], frozenset[int]] = {}  # (call node, module) → ids
+        self._classes: dict[type, tuple[str, str, Optional[Site], bool]] = {}
         self.failed_leaves: list[tuple[int, list[tuple[Optional[int], Tensor]]]] = []
         self.constants: set[int] = set()  # node ids of constants that stand for outside tensors
         self._constant_at: dict[tuple[int, Optional[int]], int] = {}
@@ -450,24 +468,8 @@ class Recorder(TorchFunctionMode):
             inputs = _unique(inputs)
         producer = self.producer
         writes = info.writes_first_arg or (kwargs is not None and "out" in kwargs)
+        seen = self._wire_inputs(inputs, nid)
         if not self.values:
-            edges, constants = self.edges, self.constants
-            for t in inputs:
-                # the common case inline (a plain tensor with a live producer, not a view,
-                # not a constant); the rest through _edge, which this must agree with
-                entry = producer.get(id(t))
-                if (
-                    entry is not None
-                    and type(t) is Tensor
-                    and entry[0]() is t
-                    and entry[1] not in constants
-                    and t._base is None
-                ):
-                    dt = _DTYPE_NAMES.get(t.dtype)
-                    if dt is not None:
-                        edges.append(Edge(entry[1], nid, list(t.shape), dt))
-                        continue
-                self._edge(t, nid)
             for t in outs:
                 producer[id(t)] = (weakref.ref(t), nid, None)
             if writes:
@@ -477,7 +479,6 @@ class Recorder(TorchFunctionMode):
                     if t._base is not None:
                         self._set_producer(t._base, nid)
         else:
-            seen = [st for st in (self._edge(t, nid) for t in inputs) if st is not None]
             made: dict[int, Optional[TensorStats]] = {}  # one reading per tensor of this call
             for t in outs:
                 st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t)
@@ -500,6 +501,66 @@ class Recorder(TorchFunctionMode):
             flops, ns = self.call_cost
             node.cost = Cost(flops, output_bytes(outs), ns)
         return nid
+
+    def _wire_inputs(self, inputs: list[Tensor], nid: int) -> list[TensorStats]:
+        """Edges for a call's input tensors into node `nid`; returns the statistics of those
+        that have them. The common cases inline (a plain tensor with a live producer, not a
+        view, not a constant; a torch.nn layer's own weight, never drawn); the rest through
+        _edge, which this must agree with."""
+        producer, edges, constants = self.producer, self.edges, self.constants
+        seen: list[TensorStats] = []
+        own: Optional[frozenset[int]] = None
+        for t in inputs:
+            entry = producer.get(id(t))
+            kind = type(t)
+            if kind is Tensor:
+                if (
+                    entry is not None
+                    and entry[0]() is t
+                    and entry[1] not in constants
+                    and t._base is None
+                ):
+                    dt = _DTYPE_NAMES.get(t.dtype)
+                    if dt is not None:
+                        edge = Edge(entry[1], nid, list(t.shape), dt)
+                        edges.append(edge)
+                        st = entry[2]
+                        if st is not None:
+                            self.edge_values.append((edge, st))
+                            seen.append(st)
+                        continue
+            elif kind is _Parameter and (entry is None or entry[0]() is not t):
+                if own is None:
+                    own = self._own_ids()
+                if id(t) in own:
+                    continue  # what _constant would decide: no node, no edge
+            st = self._edge(t, nid)
+            if st is not None:
+                seen.append(st)
+        return seen
+
+    def _own_ids(self) -> frozenset[int]:
+        """Ids of the weights of the innermost open module call, if it is a torch.nn layer's
+        (see _is_own_tensor); read once per call."""
+        if not self.module_stack:
+            return _NO_IDS
+        module = self.module_stack[-1]
+        key = (self.stack[-1], id(module))  # (a wrapper and what it wraps share a node)
+        own = self._own_at.get(key)
+        if own is None:
+            info = self._module_infos.get(id(module))
+            if not (info if info is not None else self._info(module)).torch_layer:
+                own = _NO_IDS
+            else:
+                own = frozenset(
+                    id(t)
+                    for m in (module.modules() if module._modules else (module,))
+                    for table in (m._parameters, m._buffers)
+                    for t in table.values()
+                    if t is not None
+                )
+            self._own_at[key] = own
+        return own
 
     def _distributed_call(self, info: FuncInfo, args: tuple, result: Any) -> Any:
         """A torch.ops call of torch.distributed's: a collective is the watch's node; the
@@ -622,7 +683,10 @@ class Recorder(TorchFunctionMode):
         if self.wrapping is not None:
             cls = self.wrapping.classes.get(id(module), cls)  # FSDP2's FSDPLinear: Linear
             labels = self.wrapping.labels.get(id(module), [])
-        name, target, defn, torch_layer = _class_info(cls)
+        known = self._classes.get(cls)  # (a plain dict: a weak one makes a weakref per lookup)
+        if known is None:
+            known = self._classes[cls] = _class_info(cls)
+        name, target, defn, torch_layer = known
         path = self.paths.get(id(module))
         if path is None:
             path = f"<{cls.__name__}>"  # a module outside the traced model's tree
@@ -952,28 +1016,30 @@ def _call_attrs(info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> dict[str
 
 def parameter_counts(model: nn.Module, modules: list[nn.Module]) -> dict[int, int]:
     """Recursive parameter count of every module in the tree, each parameter counted once."""
-    own: dict[int, int] = {}
     seen: set[int] = set()
     shared = False
-    for m in modules:
-        n = 0
-        for p in m._parameters.values():
-            if p is None:
-                continue
-            if id(p) in seen:
-                shared = True
-                continue
-            seen.add(id(p))
-            n += p.numel()
-        own[id(m)] = n
+    everything = 0
     counts: dict[int, int] = {}
     for m in reversed(modules):  # pre-order reversed: children before their parent
-        total = own[id(m)]
-        for child in m._modules.values():
-            if child is not None:
-                total += counts.get(id(child), 0)
+        total = 0
+        params = m._parameters
+        if params:
+            for p in params.values():
+                if p is None:
+                    continue
+                if id(p) in seen:
+                    shared = True
+                    continue
+                seen.add(id(p))
+                total += p.numel()
+            everything += total
+        children = m._modules
+        if children:
+            for child in children.values():
+                if child is not None:
+                    total += counts.get(id(child), 0)
         counts[id(m)] = total
-    if shared or counts[id(model)] != sum(own.values()):
+    if shared or counts[id(model)] != everything:
         # tied weights or a module registered twice: count each subtree exactly
         counts = {id(m): count_parameters(m) for m in modules}
     return counts
@@ -1023,9 +1089,11 @@ def trace_call(
     gc_was_enabled = gc.isenabled()
     gc.disable()  # a trace allocates many small objects; collections would dominate
     try:
-        with _stack_for(nesting_depth(model)):
+        named, depth = module_tree(model)
+        with _stack_for(depth):
             return _trace(
                 model,
+                named,
                 args,
                 kwargs,
                 no_grad,
@@ -1043,6 +1111,7 @@ def trace_call(
 
 def _trace(
     model: nn.Module,
+    named: list[tuple[str, nn.Module]],
     args: tuple,
     kwargs: dict[str, Any],
     no_grad: bool,
@@ -1054,7 +1123,6 @@ def _trace(
     local_collectives: bool = False,
 ) -> Graph:
     start = time.perf_counter()
-    named = list(model.named_modules())
     state = ModelState(named)
     deadline = start + time_budget if time_budget else None
     rec = Recorder(model, named, state, deadline, cancel, values, costs, find_wrappers(named))

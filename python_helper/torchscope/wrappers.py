@@ -111,6 +111,9 @@ def find_wrappers(named: list[tuple[str, nn.Module]]) -> Optional[Wrapping]:
     fsdp2 = _loaded(*_FSDP2)
     if not classes and fsdp2 is None:
         return None
+    markers = tuple(c for c, _ in classes) + ((fsdp2,) if fsdp2 is not None else ())
+    if not any(issubclass(t, markers) for t in {type(m) for _, m in named}):
+        return None  # loaded, but none in this model: no walk of the tree
     found = Wrapping({})
     by_path: dict[str, nn.Module] = {}
     any_wrapper = False

@@ -36,6 +36,11 @@ def _set_data(m: nn.Module) -> None:
     m.fc.weight.data = torch.full((2, 3), 5.0)
 
 
+def _write_then_set_data(m: nn.Module) -> None:
+    m.fc.weight.data.mul_(2)  # its own storage written (a copy kept first) …
+    m.fc.weight.data = torch.full((2, 3), 5.0)  # … then pointed elsewhere
+
+
 WRITES = {
     "data.mul_": lambda m: m.fc.weight.data.mul_(2),
     "out=data": lambda m: torch.mul(m.fc.weight.detach(), 3, out=m.fc.weight.data),
@@ -43,6 +48,7 @@ WRITES = {
     "numpy": _numpy,
     "rebind": _rebind,
     "set .data": _set_data,
+    "mul_ then set .data": _write_then_set_data,
     "detach().zero_": lambda m: m.fc.weight.detach().zero_(),
     "copy_ (worked before)": lambda m: m.fc.weight.data.copy_(torch.ones(2, 3)),
 }

@@ -229,6 +229,10 @@ def test_batched_reading_equals_reading_one_by_one():
     tensors = [torch.randn(64, 8) * (i + 1) + i for i in range(300)]
     tensors[7][3, 2] = float("nan")
     tensors[8][0, 0] = float("inf")
+    # rows whose sums of squares would cancel (a mean far from a small spread), between
+    # rows that don't, in one buffer: each centred alone
+    tensors += [torch.randn(64, 8) * 0.01 + 1000.0 * (i % 2) for i in range(20)]
+    tensors += [torch.randn(64, 8) * 1e15 + 1e19 for _ in range(3)]  # squares past float32
     tensors += [torch.randn(3, 100).half() for _ in range(5)] + [torch.zeros(5, 5)]
     tensors += [torch.tensor(float(i) - 150.0) for i in range(300)]  # scalars: many buffers' rows
     tensors += [torch.randn(4, 6).t() for _ in range(3)]  # transposed: staged in logical order

@@ -836,3 +836,32 @@ def test_custom_ops_sparse_and_complex_tensors():
     assert names == ["twice", "relu", "to_sparse", "complex", "to_dense", "real", "add"]
     assert "complex64" in {e.dtype for e in g.edges}
     assert all(e.shape == [3] for e in g.edges)
+
+
+@pytest.mark.parametrize("name", list(zoo.ZOO))
+def test_module_tree_is_named_modules(name):
+    """The tracer's one walk gives exactly named_modules' list (same order, shared modules
+    once, at their first path) and the deepest nesting."""
+    from torchscope.tracer import module_tree
+
+    model, _, _ = zoo.build(name)
+    named, depth = module_tree(model)
+    want = list(model.named_modules())
+    assert [p for p, _ in named] == [p for p, _ in want]
+    assert all(a is b for (_, a), (_, b) in zip(named, want))
+    assert depth == max(p.count(".") + 1 if p else 0 for p, _ in want)
+
+
+def test_module_tree_of_a_shared_subtree_and_a_deep_chain():
+    from torchscope.tracer import module_tree
+
+    shared = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    model = nn.ModuleDict({"a": shared, "b": nn.Sequential(shared, nn.Identity()), "c": shared})
+    named, depth = module_tree(model)
+    assert [p for p, _ in named] == [p for p, _ in model.named_modules()]
+    assert depth == 2
+    deep = nn.Identity()
+    for _ in range(5000):  # deeper than named_modules' recursion can go at the default limit
+        deep = nn.Sequential(deep)
+    named, depth = module_tree(deep)
+    assert len(named) == 5001 and depth == 5000
