@@ -75,7 +75,7 @@ export class Commands {
     if (target) return this.deps.flow.run(this.deps.editor.source(doc, target));
     // A window just opened: the language server, which names the model, is still starting
     // (about a second). The panel opens now, so its viewer boots meanwhile.
-    const unnamed = this.deps.client.running ? undefined : this.deps.flow.openUnnamedPanel(doc.uri.toString());
+    const unnamed = this.deps.client.running ? undefined : this.deps.flow.openUnnamedPanel(doc.uri.toString(), "Starting the language server…");
     const editor = vscode.window.activeTextEditor!;
     const t0 = Date.now();
     const found = await this.targetAt(doc, editor.selection.active);

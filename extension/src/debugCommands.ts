@@ -5,7 +5,6 @@
 // as a paused-frame source (pausedSource.ts).
 import * as vscode from "vscode";
 import { candidateItems, type CandidatesReply } from "./debugBridge";
-import { GraphPanel } from "./graphPanel";
 import { DEBUG_URI, reportDebugError, type PausedSources } from "./pausedSource";
 import type { TraceFlow } from "./traceFlow";
 
@@ -46,8 +45,13 @@ export class DebugCommands {
     const frame = await paused.pausedFrame();
     if (!frame) return;
     const bridge = paused.bridge(frame);
+    // The panel opens now, unnamed: VS Code takes about a second to start a new webview's
+    // page, which runs while the frame's models are listed and the user picks; the pick names
+    // it (whichever model it is). Escape, or no model, closes it again.
+    const unnamed = flow.openUnnamedPanel(DEBUG_URI, "Finding the models of the paused frame…");
     const t0 = Date.now();
     const r = await bridge.request<CandidatesReply>({ op: "candidates" });
+    if (!r.ok || !r.modules.length) unnamed.dispose();
     if (!r.ok) return reportDebugError(r, log);
     log.info(`debug: ${r.modules.length} candidates (${r.more} more) in ${Date.now() - t0} ms`);
     if (!r.modules.length) {
@@ -68,24 +72,22 @@ export class DebugCommands {
     // While the user reads the list: the tracer's imports (a few hundred ms the first time).
     void bridge.request({ op: "warm" });
     const items = candidateItems(r.modules);
-    // The likeliest model's panel opens now (focus stays in the quick pick): the viewer
-    // boots while the user picks. Another choice, or none, closes it again.
-    const first = r.modules[0]!;
-    const warm = GraphPanel.find(DEBUG_URI, first.expr)
-      ? undefined
-      : flow.openPanel({ uri: DEBUG_URI, target: first.expr, title: `Forward pass: ${first.cls}` });
     const pick = await vscode.window.showQuickPick(items, {
       title: "Visualize forward pass (paused frame)",
       placeHolder: r.more ? `Pick a model (${r.more} more not listed: right-click one in the Variables view)` : "Pick a model",
       matchOnDescription: true,
       matchOnDetail: true,
     });
-    if (!pick || pick.candidate.expr !== first.expr) warm?.dispose();
-    if (!pick) return;
+    if (!pick) {
+      unnamed.dispose();
+      return;
+    }
     const c = pick.candidate;
+    // Claimed: the picked model's panel now (a panel it had already stays, and this closes).
+    const claimed = unnamed.claim(c.expr, `Forward pass: ${c.cls}`);
     await flow.run(paused.source(bridge, c.expr, c.name, c.guess ?? undefined), {
       askFirst: !c.inputs,
-      ...(c.expr === first.expr && warm ? { opened: warm } : {}),
+      ...(claimed === unnamed ? { opened: claimed } : {}),
     });
   }
 

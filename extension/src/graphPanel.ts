@@ -129,14 +129,14 @@ export class GraphPanel {
    * second for the language server to start and name the model, and the viewer boots
    * meanwhile. It has no target until `claim`; until then no one finds it.
    */
-  static openUnnamed(viewerDir: vscode.Uri, uri: string, events: PanelEvents): GraphPanel {
+  static openUnnamed(viewerDir: vscode.Uri, uri: string, events: PanelEvents, waiting: string): GraphPanel {
     const panel = vscode.window.createWebviewPanel(
       GraphPanel.viewType,
       "Forward pass",
       { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
       GraphPanel.webviewOptions(viewerDir),
     );
-    return new GraphPanel(panel, viewerDir, { uri, target: "", title: "Forward pass" }, events);
+    return new GraphPanel(panel, viewerDir, { uri, target: "", title: "Forward pass" }, events, waiting);
   }
 
   /** The target of a panel opened unnamed: this panel becomes its panel, titled `title`. When
@@ -186,6 +186,8 @@ export class GraphPanel {
     private readonly viewerDir: vscode.Uri,
     private shown: PanelOrigin,
     private readonly events: PanelEvents,
+    /** Shown until the first graph arrives (the viewer replaces it). */
+    private readonly waiting = `Tracing ${shown.target}…`,
   ) {
     if (shown.target) GraphPanel.panels.set(this.key, this); // an unnamed one: once claimed
     GraphPanel.lastActive = this;
@@ -308,8 +310,7 @@ export class GraphPanel {
       styleUri: w.asWebviewUri(vscode.Uri.joinPath(this.viewerDir, "viewer.css")).toString(),
       nonce: nonce(),
       title: this.origin.title,
-      // Shown until the first graph arrives (the viewer replaces it).
-      waiting: this.origin.target ? `Tracing ${this.origin.target}…` : "Starting the language server…",
+      waiting: this.waiting,
     });
   }
 

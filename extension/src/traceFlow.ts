@@ -192,9 +192,10 @@ export class TraceFlow {
     return GraphPanel.createOrShow(this.viewerDir, origin, this.events);
   }
 
-  /** A panel for a model of `uri` not yet named (see GraphPanel.openUnnamed). */
-  openUnnamedPanel(uri: string): GraphPanel {
-    return GraphPanel.openUnnamed(this.viewerDir, uri, this.events);
+  /** A panel for a model of `uri` not yet named (see GraphPanel.openUnnamed); `waiting`: what
+   * it says until a graph comes. */
+  openUnnamedPanel(uri: string, waiting: string): GraphPanel {
+    return GraphPanel.openUnnamed(this.viewerDir, uri, this.events, waiting);
   }
 
   /** Trace `source` (asking for inputs as needed) and show the graph; undefined when none came. */

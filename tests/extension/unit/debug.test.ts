@@ -588,7 +588,7 @@ describe("the commands against a fake paused session", () => {
     assert.equal(messages("showWarningMessage").length, 0, "no “can't be opened” warning");
   });
 
-  it("the likeliest model's panel opens while the user picks; closed again on Escape or another choice", async () => {
+  it("the panel opens before the models are listed and becomes the picked one's, whichever; closed again on Escape", async () => {
     const net: Candidate = { ...block, expr: "net", name: "net", cls: "Net" };
     const { requests } = pausedSession((req) => {
       if (req.op === "candidates") return { ok: true, modules: [block, net], more: 0 };
@@ -598,18 +598,29 @@ describe("the commands against a fake paused session", () => {
       }
       return { ok: false, kind: "bad-request", error: req.op };
     });
-    let openWhilePicking = false;
+    let openWhileListing = 0;
+    let openWhilePicking = 0;
+    const open = () => vs.panels.filter((p) => !p.disposed).length;
     const quickPick = vs.window.showQuickPick;
     (vs.window as Record<string, unknown>).showQuickPick = (...args: unknown[]) => {
-      openWhilePicking = !!GraphPanel.find(DEBUG_URI, "self");
+      openWhilePicking = open();
       return quickPick(...args);
+    };
+    type Session = { customRequest: (c: string, a: unknown) => Promise<unknown> };
+    const { session } = fakeDebug.activeStackItem as { session: Session };
+    const request = session.customRequest.bind(session);
+    session.customRequest = (command, args) => {
+      if (command === "evaluate" && JSON.stringify(args).includes("candidates")) openWhileListing = Math.max(openWhileListing, open());
+      return request(command, args);
     };
     try {
       await commands().visualizePausedFrame(); // Escape
-      assert.ok(openWhilePicking);
+      assert.equal(openWhileListing, 1, "the panel is open while the frame's models are listed");
+      assert.equal(openWhilePicking, 1);
       assert.equal(GraphPanel.all().length, 0);
+      assert.equal(open(), 0, "Escape closed it");
       vs.answers.push(candidateItems([net])[0]);
-      await commands().visualizePausedFrame();
+      await commands().visualizePausedFrame(); // the second of the list
     } finally {
       (vs.window as Record<string, unknown>).showQuickPick = quickPick;
     }
@@ -617,6 +628,8 @@ describe("the commands against a fake paused session", () => {
       GraphPanel.all().map((p) => p.origin.target),
       ["net"],
     );
+    assert.equal(vs.panels.length, 2, "the panel opened before the pick shows the second model's graph");
+    assert.equal(GraphPanel.find(DEBUG_URI, "net")!.title, "Forward pass: Net");
     assert.equal(requests.filter((r) => r.op === "trace").length, 1);
   });
 
