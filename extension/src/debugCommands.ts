@@ -5,6 +5,7 @@
 // as a paused-frame source (pausedSource.ts).
 import * as vscode from "vscode";
 import { candidateItems, type CandidatesReply } from "./debugBridge";
+import { GraphPanel } from "./graphPanel";
 import { DEBUG_URI, reportDebugError, type PausedSources } from "./pausedSource";
 import type { TraceFlow } from "./traceFlow";
 
@@ -47,11 +48,13 @@ export class DebugCommands {
     const bridge = paused.bridge(frame);
     // The panel opens now, unnamed: VS Code takes about a second to start a new webview's
     // page, which runs while the frame's models are listed and the user picks; the pick names
-    // it (whichever model it is). Escape, or no model, closes it again.
-    const unnamed = flow.openUnnamedPanel(DEBUG_URI, "Finding the models of the paused frame…");
+    // it (whichever model it is). Escape, or no model, closes it again. With a paused-frame
+    // panel open already (the same breakpoint again), the pick most likely wants that one.
+    const reuse = GraphPanel.all().some((p) => p.origin.uri === DEBUG_URI);
+    const unnamed = reuse ? undefined : flow.openUnnamedPanel(DEBUG_URI, "Finding the models of the paused frame…");
     const t0 = Date.now();
     const r = await bridge.request<CandidatesReply>({ op: "candidates" });
-    if (!r.ok || !r.modules.length) unnamed.dispose();
+    if (!r.ok || !r.modules.length) unnamed?.dispose();
     if (!r.ok) return reportDebugError(r, log);
     log.info(`debug: ${r.modules.length} candidates (${r.more} more) in ${Date.now() - t0} ms`);
     if (!r.modules.length) {
@@ -79,15 +82,15 @@ export class DebugCommands {
       matchOnDetail: true,
     });
     if (!pick) {
-      unnamed.dispose();
+      unnamed?.dispose();
       return;
     }
     const c = pick.candidate;
     // Claimed: the picked model's panel now (a panel it had already stays, and this closes).
-    const claimed = unnamed.claim(c.expr, `Forward pass: ${c.cls}`);
+    const claimed = unnamed?.claim(c.expr, `Forward pass: ${c.cls}`);
     await flow.run(paused.source(bridge, c.expr, c.name, c.guess ?? undefined), {
       askFirst: !c.inputs,
-      ...(claimed === unnamed ? { opened: claimed } : {}),
+      ...(claimed && claimed === unnamed ? { opened: claimed } : {}),
     });
   }
 

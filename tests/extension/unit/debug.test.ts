@@ -631,6 +631,11 @@ describe("the commands against a fake paused session", () => {
     assert.equal(vs.panels.length, 2, "the panel opened before the pick shows the second model's graph");
     assert.equal(GraphPanel.find(DEBUG_URI, "net")!.title, "Forward pass: Net");
     assert.equal(requests.filter((r) => r.op === "trace").length, 1);
+    // The same breakpoint again, its panel open: no other panel opens (not even for a moment).
+    vs.answers.push(candidateItems([net])[0]);
+    await commands().visualizePausedFrame();
+    assert.equal(vs.panels.length, 2, "the open paused-frame panel is reused, no new webview");
+    assert.equal(requests.filter((r) => r.op === "trace").length, 2);
   });
 
   it("Cancel writes the cancel file the trace checks; a cancelled trace is no message and no panel", async () => {

@@ -249,13 +249,22 @@ describe("visualize command", () => {
     assert.ok(vs.panels[0]!.disposed, "the early panel is closed");
   });
 
-  it("a click while the server starts, on a model whose panel is open: that panel, the early one closes", async () => {
+  it("a click while the server starts, in a file with a panel open: that panel, no other opens", async () => {
     const { cmds, server } = setup([() => result, () => result]);
     await cmds.visualize();
     Object.assign(server, { running: false });
     assert.equal(await cmds.visualize(), result);
-    assert.equal(vs.panels.length, 2);
-    assert.ok(!vs.panels[0]!.disposed && vs.panels[1]!.disposed, "the model's panel stays, the early one is closed");
+    assert.equal(vs.panels.length, 1, "no early panel, not even for a moment");
+    assert.ok(!vs.panels[0]!.disposed);
+  });
+
+  it("an unnamed panel claimed by a model that has a panel: that one comes forward, the unnamed one closes", () => {
+    const ev = events();
+    const named = GraphPanel.createOrShow(viewerDir, { uri: "file:///w/net.py", target: "Net", title: "Forward pass: Net" }, ev);
+    const unnamed = GraphPanel.openUnnamed(viewerDir, "file:///w/net.py", ev, "Starting…");
+    assert.equal(unnamed.claim("Net", "Forward pass: Net"), named);
+    assert.ok(vs.panels[1]!.disposed && !vs.panels[0]!.disposed);
+    assert.equal(GraphPanel.all().length, 1);
   });
 
   it("asks for an input on needs-input, retries with it, and remembers it for next time", async () => {
