@@ -177,7 +177,8 @@ def _flush(buf: _Buffer) -> None:
             if not (math.isfinite(mn) and math.isfinite(mx) and math.isfinite(var)):
                 _floating(data[r], st, inner)  # NaN or ±Inf in this row (or overflow): alone
                 continue
-            if mu * mu > _ILL_CONDITIONED * var:  # (squares past float32 hid it above)
+            if math.isnan(spread) and mu * mu > _ILL_CONDITIONED * var:
+                # not centred above, yet the sums cancel (squares past float32 hid it)
                 centred_row = torch.sub(data[r], mu)
                 var = float(torch.dot(centred_row, centred_row)) / n
             moments = (mn, mx, min(max(mu, mn), mx), math.sqrt(max(var, 0.0)))
