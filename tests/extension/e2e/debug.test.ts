@@ -15,7 +15,7 @@ import type { Browser, Page } from "playwright-core";
 import {
   ARTIFACTS,
   PYTHON,
-  activeTab,
+  shownInAGroup,
   chooseMenuItem,
   cleanup,
   closeAll,
@@ -405,7 +405,7 @@ describe("tracing at a breakpoint (real debugpy in VS Code)", { timeout: 900_000
         { timeout: 15_000 },
       );
       assert.equal(await cursorLine(page), reluLine);
-      assert.match(await activeTab(page), /^debug_blocks\.py/);
+      assert.ok(await shownInAGroup(page, "debug_blocks.py"), "the model's file is shown");
       await pointerAway(page);
       await shot(page, "debug-03-reveal");
       assert.ok(!(await notifications(page)).some((t) => /torchscope: .*(error|failed|can't)/i.test(t)), "no error message");
@@ -495,7 +495,7 @@ describe("tracing at a breakpoint (real debugpy in VS Code)", { timeout: 900_000
         { timeout: 15_000 },
       );
       assert.equal(await cursorLine(page), originLine);
-      assert.match(await activeTab(page), /^debug_nan\.py/);
+      assert.ok(await shownInAGroup(page, "debug_nan.py"), "the model's file is shown");
       await pointerAway(page);
       await shot(page, "debug-09-nan-origin");
       assert.ok(!(await notifications(page)).some((t) => /torchscope: .*(error|failed|can't)/i.test(t)), "no error message");

@@ -364,6 +364,13 @@ export async function cursorLine(page: Page): Promise<number> {
   return Number(m[1]);
 }
 
+/** Whether a tab whose label starts with `prefix` is the shown tab of one of the editor
+ * groups: where an editor was opened from the panel, the focus may stay on the panel's group. */
+export async function shownInAGroup(page: Page, prefix: string): Promise<boolean> {
+  const labels = await page.locator(".tabs-container .tab.active").evaluateAll((tabs) => tabs.map((t) => t.getAttribute("aria-label") ?? ""));
+  return labels.some((label) => label.startsWith(prefix));
+}
+
 export async function activeTab(page: Page): Promise<string> {
   return (await page.locator(".editor-group-container.active .tabs-container .tab.active").first().getAttribute("aria-label")) ?? "";
 }
