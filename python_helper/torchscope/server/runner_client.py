@@ -74,7 +74,7 @@ def start_early(python: str = sys.executable) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=runner_env(),
-            start_new_session=os.name == "posix",  # as _session_kwargs: its own process group
+            **_session_kwargs(),
         )
     except OSError:
         return  # the ordinary start will say what is wrong
@@ -104,14 +104,24 @@ def stop_early() -> None:
         _kill_popen(early[0])
 
 
+def _kill_group(proc: Any) -> None:
+    """SIGKILL the runner with its process group (anything the user's code started); the
+    process alone where there are no groups or the group is gone."""
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+            return
+    except (ProcessLookupError, PermissionError):
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+
+
 def _kill_popen(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is not None:
         return
     with contextlib.suppress(OSError):
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:
-            proc.kill()
+        _kill_group(proc)
     with contextlib.suppress(Exception):
         proc.wait(5)
 
@@ -247,16 +257,7 @@ class _Process:
 
     async def kill(self) -> None:
         if self.proc.returncode is None:
-            try:
-                if hasattr(os, "killpg"):
-                    os.killpg(
-                        self.proc.pid, signal.SIGKILL
-                    )  # with anything the user's code started
-                else:
-                    self.proc.kill()
-            except (ProcessLookupError, PermissionError):
-                with contextlib.suppress(ProcessLookupError):
-                    self.proc.kill()
+            _kill_group(self.proc)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self.proc.wait(), 5)
         for task in (self.stdout_task, self.stderr_task):
@@ -463,7 +464,4 @@ class RunnerClient:
         process = self._process
         if process is not None and process.proc.returncode is None:
             with contextlib.suppress(Exception):
-                if hasattr(os, "killpg"):
-                    os.killpg(process.proc.pid, signal.SIGKILL)
-                else:
-                    process.proc.kill()
+                _kill_group(process.proc)
