@@ -304,7 +304,7 @@ class Recorder(TorchFunctionMode):
     def _constant(self, t: Tensor) -> Optional[int]:
         """A node for a tensor no recorded call made: a parameter used directly, or an outside tensor."""
         key = id(t)
-        if self.module_stack and self._is_own_tensor(self.module_stack[-1], key):
+        if key in self._own_ids():  # a torch.nn layer's own weight: never drawn
             return None
         parent = self.stack[-1] if self.stack else None
         known = self._constant_at.get((key, parent))
@@ -533,15 +533,16 @@ class Recorder(TorchFunctionMode):
                 if own is None:
                     own = self._own_ids()
                 if id(t) in own:
-                    continue  # what _constant would decide: no node, no edge
+                    continue  # as _constant decides: no node, no edge
             st = self._edge(t, nid)
             if st is not None:
                 seen.append(st)
         return seen
 
     def _own_ids(self) -> frozenset[int]:
-        """Ids of the weights of the innermost open module call, if it is a torch.nn layer's
-        (see _is_own_tensor); read once per call."""
+        """Ids of the weights of the innermost open module call if it is a torch.nn layer's
+        (its submodules' too, as MultiheadAttention's out_proj): internals of the layer, not
+        constants of the graph. Read once per call."""
         if not self.module_stack:
             return _NO_IDS
         module = self.module_stack[-1]
@@ -631,9 +632,8 @@ class Recorder(TorchFunctionMode):
     ) -> None:
         try:
             inputs = _unique(_tensors_in(args, kwargs))
-            if self.module_stack:  # a torch.nn layer's own weights are not drawn
-                top = self.module_stack[-1]
-                inputs = [t for t in inputs if not self._is_own_tensor(top, id(t))]
+            own = self._own_ids()  # a torch.nn layer's own weights are not drawn
+            inputs = [t for t in inputs if id(t) not in own]
         except Exception:
             inputs = []
         parent = self.stack[-1] if self.stack else None
@@ -662,20 +662,6 @@ class Recorder(TorchFunctionMode):
                                 names[id(inner)] = dot + name
             self._tensor_names = names
         return self._tensor_names
-
-    def _is_own_tensor(self, module: nn.Module, key: int) -> bool:
-        """A weight of a torch.nn layer (or of its submodules, as MultiheadAttention's out_proj)."""
-        info = self._module_infos.get(id(module))
-        if not (info if info is not None else self._info(module)).torch_layer:
-            return False
-        for m in module.modules() if module._modules else (module,):
-            for t in m._parameters.values():
-                if id(t) == key:
-                    return True
-            for t in m._buffers.values():
-                if id(t) == key:
-                    return True
-        return False
 
     def _describe(self, module: nn.Module) -> _ModuleInfo:
         cls = type(module)
