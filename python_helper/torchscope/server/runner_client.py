@@ -50,9 +50,7 @@ def _runner_command(python: str) -> list[str]:
     return [python, "-m", "torchscope.runner"]
 
 
-def _session_kwargs() -> dict[str, Any]:
-    # its own process group: killpg takes its children
-    return {"start_new_session": True} if os.name == "posix" else {}
+NEW_SESSION = os.name == "posix"  # the runner in its own process group: killpg takes its children
 
 
 # -- the runner started with the server ---------------------------------------------------------
@@ -74,7 +72,7 @@ def start_early(python: str = sys.executable) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=runner_env(),
-            **_session_kwargs(),
+            start_new_session=NEW_SESSION,
         )
     except OSError:
         return  # the ordinary start will say what is wrong
@@ -343,7 +341,7 @@ class RunnerClient:
                 env=runner_env(),
                 cwd=self.cwd,
                 limit=STDOUT_LIMIT,
-                **_session_kwargs(),
+                start_new_session=NEW_SESSION,
             )
             how = ""
         process = _Process(proc, self.log)
