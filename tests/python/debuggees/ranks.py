@@ -6,11 +6,15 @@ first all-gather for rank 0. Each rank writes its outputs to OUT/rankR.json."""
 import json
 import os
 import sys
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.fsdp import fully_shard
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "distributed"))
+from ending import end_program  # noqa: E402
 
 dist.init_process_group("gloo")
 rank = dist.get_rank()
@@ -43,4 +47,4 @@ model(x).sum().backward()
 outputs.append(model[0].weight.grad.to_local().sum().item())
 with open(os.path.join(sys.argv[1], f"rank{rank}.json"), "w") as f:
     json.dump(outputs, f)
-dist.destroy_process_group()
+end_program()

@@ -9,13 +9,13 @@ Usage: torchrun --nproc_per_node 2 run_traced.py BUILDER OUT [--no-trace]
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import models
 import torch
 import torch.distributed as dist
+from ending import end_program
 
 builder, out = sys.argv[1], Path(sys.argv[2])
 traced = "--no-trace" not in sys.argv
@@ -57,10 +57,4 @@ model(x).sum().backward()
 opt.step()
 result["stepped"] = full(model(x))
 (out / f"rank{rank}.json").write_text(json.dumps(result))
-dist.destroy_process_group()
-# end here, before the interpreter's teardown: torch's gloo threads being destroyed at exit
-# aborted a rank now and then ("terminate called without an active exception", SIGABRT)
-# after everything above had run and been written
-sys.stdout.flush()
-sys.stderr.flush()
-os._exit(0)
+end_program()
