@@ -210,6 +210,7 @@ class Recorder(TorchFunctionMode):
         self.failed_leaves: list[tuple[int, list[tuple[Optional[int], Tensor]]]] = []
         self.constants: set[int] = set()  # node ids of constants that stand for outside tensors
         self._constant_at: dict[tuple[int, Optional[int]], int] = {}
+        self._attrs_at: dict[tuple[int, tuple], tuple[FuncInfo, dict[str, Any]]] = {}
 
     # -- producers: which node last wrote a tensor ---------------------------
     def _source(self, t: Tensor) -> Optional[int]:
@@ -462,7 +463,7 @@ class Recorder(TorchFunctionMode):
         if inside is not None:
             node.inside = inside
         if len(inputs) != len(args) or kwargs:
-            node.attrs = _call_attrs(info, args, kwargs)
+            node.attrs = self._call_attrs(info, args, kwargs)
         self.nodes.append(node)
         if len(inputs) > 1:
             inputs = _unique(inputs)
@@ -501,6 +502,20 @@ class Recorder(TorchFunctionMode):
             flops, ns = self.call_cost
             node.cost = Cost(flops, output_bytes(outs), ns)
         return nid
+
+    def _call_attrs(self, info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> dict[str, Any]:
+        """A call's non-tensor arguments as attrs, shared by the calls that pass the same plain
+        values (a model's 2,000 layer_norm calls: one map; nothing mutates a node's attrs)."""
+        key = _plain_key(args, kwargs)
+        if key is None:
+            return _call_attrs(info, args, kwargs)
+        known = self._attrs_at.get((id(info), key))
+        if known is not None and known[0] is info:
+            return known[1]
+        attrs = _call_attrs(info, args, kwargs)
+        if len(self._attrs_at) < _ATTRS_KEPT:
+            self._attrs_at[(id(info), key)] = (info, attrs)  # (info kept: its id stays its own)
+        return attrs
 
     def _wire_inputs(self, inputs: list[Tensor], nid: int) -> list[TensorStats]:
         """Edges for a call's input tensors into node `nid`; returns the statistics of those
@@ -977,6 +992,35 @@ def _unique(tensors: Any) -> list[Tensor]:
             seen.add(id(t))
             out.append(t)
     return out
+
+
+_ATTRS_KEPT = 4096  # distinct argument lists remembered per trace
+_PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
+
+
+def _plain_key(args: tuple, kwargs: Optional[dict]) -> Optional[tuple]:
+    """A key that equals another call's only when their non-tensor arguments render the same
+    attrs: each value with its type (1, 1.0 and True are equal keys but not equal attrs),
+    tensors as their position; None when an argument is anything else (a list, a dtype …)."""
+    key: list[Any] = []
+    for a in args:
+        kind = type(a)
+        if kind is Tensor or kind is _Parameter:
+            key.append(None)
+        elif kind in _PLAIN_TYPES or (kind is tuple and all(type(x) is int for x in a)):
+            key.append((kind, a))
+        else:
+            return None
+    if kwargs:
+        for k, a in kwargs.items():
+            kind = type(a)
+            if kind is Tensor or kind is _Parameter:
+                key.append(k)
+            elif kind in _PLAIN_TYPES:
+                key.append((k, kind, a))
+            else:
+                return None
+    return tuple(key)
 
 
 def _call_attrs(info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> dict[str, Any]:
