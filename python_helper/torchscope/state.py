@@ -7,6 +7,7 @@ import ctypes
 import operator
 import random
 import sys
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Optional
@@ -169,8 +170,8 @@ class ModelState:
                     if p is None or id(p) in params:
                         continue
                     info = params[id(p)] = _Param(path, name, p)
-                    if info.storage:
-                        self.by_storage.setdefault(info.storage, []).append(p)
+                    if info.storage_ptr:
+                        self.by_storage.setdefault(info.storage_ptr, []).append(p)
 
     def protect(self, t: Any) -> None:
         """Called before a call that may write `t` (a tensor, or a list of them): keep a copy
@@ -260,94 +261,143 @@ _memory_view.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int)
 
 
 class _Param:
-    """A parameter as it was: its storage (an alias to put back if the forward repoints it)
-    and a few of its values, to notice writes nothing saw."""
+    """A parameter as it was: its storage (kept, to point the parameter back at it if the
+    forward repoints it) and a few of its values, to notice writes nothing saw."""
 
-    __slots__ = ("path", "attr", "param", "original", "storage", "sample", "raw")
+    __slots__ = ("path", "attr", "param", "storage", "storage_ptr", "layout", "sample", "torch")
 
     def __init__(self, path: str, attr: str, p: torch.Tensor) -> None:
         self.path, self.attr = path, attr  # its name, joined only for a warning
         self.param = p
-        self.original = p.detach()  # shares the storage: no copy
-        self.storage = 0
-        self.sample: Optional[torch.Tensor] = None
-        self.raw: Optional[_Raw] = None
+        self.storage: Any = None  # the untyped storage, held for the trace
+        self.storage_ptr = 0
+        self.layout: Optional[_Layout] = None
+        self.sample: Optional[bytes] = None
+        self.torch: Optional[tuple[torch.Tensor, Optional[torch.Tensor]]] = None
         if p.is_meta:
             return
         try:
             storage = p.untyped_storage()
-            self.storage = storage.data_ptr()
+            self.storage_ptr = storage.data_ptr()
         except Exception:
             return
-        self.raw = _raw_sample(p, storage)
-        if self.raw is None:
-            self.sample = self._sample()
+        self.storage = storage
+        layout = _layouts.get(id(p))
+        if layout is None or not layout.fits(p, storage, self.storage_ptr):
+            layout = _layout(p, storage, self.storage_ptr)
+        if layout is not None:
+            self.layout = layout
+            self.sample = layout.view.tobytes()
+        else:  # not a dense CPU tensor: an alias to repoint to, a sample taken with torch calls
+            self.torch = (p.detach(), _torch_sample(p))
 
     def name(self) -> str:
         return f"{self.path}.{self.attr}" if self.path else self.attr
-
-    def _sample(self) -> Optional[torch.Tensor]:
-        p = self.param
-        if p.numel() == 0 or not p.is_contiguous():
-            return None
-        flat = p.detach().view(-1)
-        n = flat.numel()
-        k = min(_SAMPLES, n)
-        # Integer steps: float32 linspace rounds indexes past 2**24 (beyond the last one).
-        idx = torch.arange(k, device=flat.device) * (n - 1) // max(k - 1, 1)
-        return flat[idx].clone()
 
     def repoint(self) -> Any:
         """Point the parameter back at its own storage if the forward gave it another;
         returns that storage (None when it has none to check)."""
         p = self.param
-        if not self.storage:  # (meta tensors have none)
+        if not self.storage_ptr:  # (meta tensors have none)
             return None
+        layout = self.layout
         try:
             storage = p.untyped_storage()
-            if storage.data_ptr() == self.storage and p.shape == self.original.shape:
-                return storage
+            if storage.data_ptr() == self.storage_ptr:
+                if layout is not None and p.data_ptr() == layout.ptr and p.shape == layout.shape:
+                    return storage
+                if layout is None and p.shape == self.torch[0].shape:  # type: ignore[index]
+                    return storage
         except Exception:
             return None
-        p.data = self.original
-        return self.original.untyped_storage()
+        if layout is not None:
+            original = torch.empty(0, dtype=layout.dtype, device=p.device).set_(
+                self.storage, layout.offset, layout.shape, layout.stride
+            )
+        else:
+            original = self.torch[0]  # type: ignore[index]
+        p.data = original
+        return self.storage
 
     def changed(self, storage: Any) -> bool:
         """Whether its sampled values changed (a write nothing saw); `storage`: repoint's."""
         if storage is None:
             return False
-        if self.raw is not None:
-            return self.raw.changed(self.param, storage)
-        if self.sample is None:
+        layout = self.layout
+        if layout is not None:
+            try:
+                if self.param.data_ptr() != layout.ptr or storage.nbytes() < layout.end:
+                    return True  # its memory moved or shrank under it: not what was sampled
+                return layout.view.tobytes() != self.sample
+            except Exception:
+                return True
+        before = self.torch[1] if self.torch is not None else None
+        if before is None:
             return False
-        now = self._sample()
-        if now is None or now.shape != self.sample.shape:
+        now = _torch_sample(self.param)
+        if now is None or now.shape != before.shape:
             return True
-        return not torch.equal(now.view(torch.uint8), self.sample.view(torch.uint8))
+        return not torch.equal(now.view(torch.uint8), before.view(torch.uint8))
 
 
-class _Raw:
-    """Sampled bytes of a dense CPU tensor, read from its memory, and that memory's place:
-    read again only while the storage still holds it (a freed or shrunk storage would not)."""
+def _torch_sample(p: torch.Tensor) -> Optional[torch.Tensor]:
+    """Up to _SAMPLES evenly spaced values of a contiguous tensor on any device, copied."""
+    if p.numel() == 0 or not p.is_contiguous():
+        return None
+    flat = p.detach().view(-1)
+    n = flat.numel()
+    k = min(_SAMPLES, n)
+    # Integer steps: float32 linspace rounds indexes past 2**24 (beyond the last one).
+    idx = torch.arange(k, device=flat.device) * (n - 1) // max(k - 1, 1)
+    return flat[idx].clone()
 
-    __slots__ = ("ptr", "end", "view", "sample")
 
-    def __init__(self, ptr: int, end: int, view: memoryview, sample: bytes) -> None:
-        self.ptr, self.end, self.view, self.sample = ptr, end, view, sample
+class _Layout:
+    """Where a dense CPU parameter's memory is and a view of its sampled bytes there. Kept
+    between traces (a model is traced again and again, and taking the view costs more than
+    the rest of a snapshot): holds the parameter weakly and never its storage, so it keeps no
+    memory alive; used only while `fits` says the parameter still lies exactly there."""
 
-    def changed(self, p: torch.Tensor, storage: Any) -> bool:
+    __slots__ = ("ref", "storage_ptr", "ptr", "end", "dtype", "shape", "stride", "offset", "view")
+
+    def __init__(self, p: torch.Tensor, storage_ptr: int, ptr: int, end: int, view: Any) -> None:
+        self.ref = weakref.ref(p, _forget_layout(id(p)))
+        self.storage_ptr, self.ptr, self.end, self.view = storage_ptr, ptr, end, view
+        self.dtype, self.shape, self.stride = p.dtype, p.shape, p.stride()
+        self.offset = int(p.storage_offset())
+
+    def fits(self, p: torch.Tensor, storage: Any, storage_ptr: int) -> bool:
+        """Whether `p` is still the parameter laid out here, its memory all in `storage`."""
         try:
-            if p.data_ptr() != self.ptr or storage.nbytes() < self.end:
-                return True  # its memory moved or shrank under it: no longer what was sampled
-            return self.view.tobytes() != self.sample
+            return (
+                self.ref() is p
+                and storage_ptr == self.storage_ptr
+                and p.data_ptr() == self.ptr
+                and storage.nbytes() >= self.end
+                and p.dtype == self.dtype
+                and p.shape == self.shape
+                and p.stride() == self.stride
+            )
         except Exception:
-            return True
+            return False
 
 
-def _raw_sample(p: torch.Tensor, storage: Any) -> Optional[_Raw]:
-    """Up to _SAMPLES evenly strided elements of a dense CPU tensor, as raw bytes read from
-    its memory (`storage` is its untyped storage); None for anything else (other devices,
-    subclasses, views with gaps)."""
+_layouts: dict[int, _Layout] = {}  # id(parameter) → its layout, while the parameter lives
+
+
+def _forget_layout(key: int) -> Callable[[Any], None]:
+    def forget(ref: Any) -> None:
+        known = _layouts.get(key)
+        if known is not None and known.ref is ref:  # not a newer parameter with the same id
+            del _layouts[key]
+
+    return forget
+
+
+def _layout(p: torch.Tensor, storage: Any, storage_ptr: int) -> Optional[_Layout]:
+    """The layout of a dense CPU tensor, with a view of up to _SAMPLES evenly strided elements
+    as raw bytes of its memory (`storage`: its untyped storage), remembered for the next
+    trace; None for anything else (other devices, subclasses, views with gaps)."""
     try:
         if type(p) not in _PLAIN or not p.is_cpu or p.layout is not _STRIDED:
             return None  # a subclass (DTensor …) keeps the torch path
@@ -366,6 +416,8 @@ def _raw_sample(p: torch.Tensor, storage: Any) -> Optional[_Raw]:
         view = _memory_view(ptr, size, _PyBUF_READ)
         if n > _SAMPLES:
             view = view.cast(fmt)[:: -(-n // _SAMPLES)]
-        return _Raw(ptr, end, view, view.tobytes())
+        layout = _Layout(p, storage_ptr, ptr, end, view)
     except Exception:
         return None
+    _layouts[id(p)] = layout
+    return layout

@@ -5,6 +5,9 @@ the torch-function mode stack a forward leaves behind. What can't be undone is s
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 import torch
 from torch import nn
@@ -64,6 +67,67 @@ def test_parameter_writes_are_undone_whatever_the_path(how):
     assert all(torch.equal(after[k], v) for k, v in before.items()), how
     assert {k: id(p) for k, p in model.named_parameters()} == params, "a parameter was rebound"
     assert g.warnings == []
+
+
+@pytest.mark.parametrize("how", list(WRITES))
+def test_writes_are_undone_on_every_trace_of_a_model_whose_parameters_move_between(how):
+    """What a trace remembers of a parameter's memory between traces (state.py's layouts)
+    is used only while the parameter still lies there: moved, reshaped or transposed between
+    traces, it is still put back exactly."""
+    model = Lin(WRITES[how])
+    moves = [
+        lambda: None,
+        lambda: setattr(model.fc.weight, "data", torch.randn(2, 3)),  # another storage
+        lambda: setattr(model.fc.weight, "data", torch.randn(3, 2).t()),  # strided, same shape
+        lambda: setattr(model.fc.bias, "data", torch.randn(4)[1:3]),  # an offset into a storage
+    ]
+    for move in moves:
+        move()
+        before = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        strides = {k: v.stride() for k, v in model.state_dict().items()}
+        g = torchscope.trace(model, torch.randn(1, 3))
+        after = model.state_dict()
+        assert all(torch.equal(after[k], v) for k, v in before.items()), how
+        assert {k: v.stride() for k, v in after.items()} == strides, how
+        assert g.warnings == []
+
+
+def test_an_unseen_write_is_said_after_the_parameter_moved_between_traces():
+    """Traced once; the parameter gets other memory and a numpy view of it; traced again: the
+    second trace samples the new memory, so the write behind torch's back still shows."""
+
+    class Table(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = nn.Parameter(torch.zeros(200, 300), requires_grad=False)
+            self.raw = None
+
+        def forward(self, x):
+            if self.raw is not None:
+                self.raw[:] = 1
+            return x + 1
+
+    model = Table()
+    assert torchscope.trace(model, torch.ones(1)).warnings == []
+    model.table.data = torch.zeros(200, 300)
+    model.raw = model.table.detach().numpy()
+    assert [w.split(" ")[0] for w in torchscope.trace(model, torch.ones(1)).warnings] == ["table"]
+
+
+def test_what_a_trace_remembers_of_parameters_keeps_none_alive():
+    """The layouts kept between traces hold parameters weakly and never their memory: a model
+    deleted after its trace is gone, and so are its entries."""
+    from torchscope import state
+
+    model = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 64))
+    torchscope.trace(model, torch.randn(1, 64))
+    keys = [id(p) for p in model.parameters()]
+    assert all(k in state._layouts for k in keys)
+    gone = weakref.ref(model[0].weight)
+    del model
+    gc.collect()
+    assert gone() is None
+    assert not any(k in state._layouts and state._layouts[k].ref() is not None for k in keys)
 
 
 def test_a_write_that_cannot_be_undone_is_said_in_the_graph():
