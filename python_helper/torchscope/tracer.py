@@ -205,7 +205,6 @@ class Recorder(TorchFunctionMode):
         self._named = named
         self._tensor_names: Optional[dict[int, str]] = None  # built on the first constant
         self.late_close: dict[int, Any] = {}  # module id → handle of our own forward hook
-        self._own_at: dict[tuple[int, int], frozenset[int]] = {}  # (call node, module) → ids
         self._classes: dict[type, tuple[str, str, Optional[Site], bool]] = {}
         self.failed_leaves: list[tuple[int, list[tuple[Optional[int], Tensor]]]] = []
         self.constants: set[int] = set()  # node ids of constants that stand for outside tensors
@@ -213,8 +212,10 @@ class Recorder(TorchFunctionMode):
         self._attrs_at: dict[tuple[int, tuple], tuple[FuncInfo, dict[str, Any]]] = {}
         # every module of the tree described before the forward, in one loop: the same work
         # done call by call inside the forward costs twice as much (its data is cold there)
+        self._own: dict[int, frozenset[int]] = {}  # module id → _own_weights
         for _, m in named:
-            self._module_infos[id(m)] = self._describe(m)
+            info = self._module_infos[id(m)] = self._describe(m)
+            self._own[id(m)] = _own_weights(m, info.torch_layer)
 
     # -- producers: which node last wrote a tensor ---------------------------
     def _source(self, t: Tensor) -> Optional[int]:
@@ -311,6 +312,10 @@ class Recorder(TorchFunctionMode):
         key = id(t)
         if key in self._own_ids():  # a torch.nn layer's own weight: never drawn
             return None
+        if self.module_stack and type(t) is _Parameter:
+            module = self.module_stack[-1]  # a weight the forward bound: read the tables now
+            if key in _own_weights(module, self._info(module).torch_layer):
+                return None
         parent = self.stack[-1] if self.stack else None
         known = self._constant_at.get((key, parent))
         if known is not None:
@@ -561,25 +566,14 @@ class Recorder(TorchFunctionMode):
     def _own_ids(self) -> frozenset[int]:
         """Ids of the weights of the innermost open module call if it is a torch.nn layer's
         (its submodules' too, as MultiheadAttention's out_proj): internals of the layer, not
-        constants of the graph. Read once per call."""
+        constants of the graph. Taken before the forward for the tree's modules (see
+        _constant for a weight the forward binds)."""
         if not self.module_stack:
             return _NO_IDS
         module = self.module_stack[-1]
-        key = (self.stack[-1], id(module))  # (a wrapper and what it wraps share a node)
-        own = self._own_at.get(key)
-        if own is None:
-            info = self._module_infos.get(id(module))
-            if not (info if info is not None else self._info(module)).torch_layer:
-                own = _NO_IDS
-            else:
-                own = frozenset(
-                    id(t)
-                    for m in (module.modules() if module._modules else (module,))
-                    for table in (m._parameters, m._buffers)
-                    for t in table.values()
-                    if t is not None
-                )
-            self._own_at[key] = own
+        own = self._own.get(id(module))
+        if own is None:  # a module from outside the model's tree
+            own = self._own[id(module)] = _own_weights(module, self._info(module).torch_layer)
         return own
 
     def _distributed_call(self, info: FuncInfo, args: tuple, result: Any) -> Any:
@@ -944,6 +938,20 @@ def _sites() -> tuple[Optional[Site], Optional[Site]]:
     return frame_sites(sys._getframe(3))  # skip _sites, its caller and the mode frame
 
 
+def _own_weights(module: nn.Module, torch_layer: bool) -> frozenset[int]:
+    """Ids of a torch.nn layer's parameters and buffers, its submodules' included; none for
+    any other module (a user's module's weights are constants of the graph where used)."""
+    if not torch_layer:
+        return _NO_IDS
+    return frozenset(
+        id(t)
+        for m in (module.modules() if module._modules else (module,))
+        for table in (m._parameters, m._buffers)
+        for t in table.values()
+        if t is not None
+    )
+
+
 # weak: a user's class re-imported by the runner must not keep its old module (and models) alive
 _class_infos: weakref.WeakKeyDictionary[type, tuple[str, str, Optional[Site], bool]] = (
     weakref.WeakKeyDictionary()
@@ -984,7 +992,11 @@ def _tensors_in(args: Any, kwargs: Optional[dict]) -> list[Tensor]:
         elif isinstance(a, dict):
             out.extend(iter_tensors(a))
     if kwargs:
-        out.extend(_tensors_in(kwargs.values(), None))
+        for a in kwargs.values():
+            if isinstance(a, Tensor):
+                out.append(a)
+            elif isinstance(a, (list, tuple, dict)):
+                out.extend(_tensors_in((a,), None))
     return out
 
 

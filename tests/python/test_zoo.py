@@ -435,6 +435,28 @@ def test_tied_embedding_weight_is_not_a_constant():
     assert not [n for n in g.nodes if n.kind == "constant"]
 
 
+def test_a_weight_the_forward_binds_to_a_layer_is_not_a_constant():
+    """The layers' own weights are taken before the forward; a weight the forward binds to
+    a torch.nn layer before calling it is still the layer's own, not a constant."""
+
+    spare = nn.Parameter(torch.ones(4, 4))  # made outside the forward: no factory node
+
+    class Rebinds(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            self.fc.weight = spare
+            return self.fc(x)
+
+    model = Rebinds()
+    g = torchscope.trace(model, torch.randn(1, 4))
+    assert not [n for n in g.nodes if n.kind == "constant"]
+    assert [n.name for n in g.nodes if n.kind == "op"] == ["linear"]
+    assert model.fc.weight is not spare, "the trace put the layer's own weight back"
+
+
 def test_factory_constant_has_callable_target():
     g = get_traced("lstm_gru").graph
     # nothing in the zoo's LSTM/GRU call makes constants from the user's side:
