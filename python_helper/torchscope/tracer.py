@@ -1017,12 +1017,15 @@ _PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
 def _plain_key(args: tuple, kwargs: Optional[dict]) -> Optional[tuple]:
     """A key that equals another call's only when their non-tensor arguments render the same
     attrs: each value with its type (1, 1.0 and True are equal keys but not equal attrs),
-    tensors as their position; None when an argument is anything else (a list, a dtype …)."""
+    tensors as their position; None when an argument is anything else (a list, a dtype …,
+    or a float zero: 0.0 and -0.0 are equal keys too)."""
     key: list[Any] = []
     for a in args:
         kind = type(a)
         if kind is Tensor or kind is _Parameter:
             key.append(None)
+        elif kind is float and not a:
+            return None
         elif kind in _PLAIN_TYPES or (kind is tuple and all(type(x) is int for x in a)):
             key.append((kind, a))
         else:
@@ -1032,6 +1035,8 @@ def _plain_key(args: tuple, kwargs: Optional[dict]) -> Optional[tuple]:
             kind = type(a)
             if kind is Tensor or kind is _Parameter:
                 key.append(k)
+            elif kind is float and not a:
+                return None
             elif kind in _PLAIN_TYPES:
                 key.append((k, kind, a))
             else:

@@ -578,6 +578,31 @@ def test_op_parents_are_the_innermost_running_module(traced):
 # -- smaller behaviours ------------------------------------------------------------------------
 
 
+def test_op_attrs_of_calls_with_look_alike_arguments_stay_their_own():
+    """Calls that pass equal plain arguments share one attrs map; values Python calls equal
+    but that render differently (1, 1.0, True; 0.0 and -0.0) each keep their own."""
+
+    class LookAlike(nn.Module):
+        def forward(self, x):
+            return [torch.mul(x, v) for v in (2, 2.0, 2, True, 1, 0.0, -0.0, 0.0, 2.0)]
+
+    g = torchscope.trace(LookAlike(), torch.zeros(3))
+    others = [n.attrs["other"] for n in g.nodes if n.name == "mul"]
+    assert [(type(a).__name__, str(a)) for a in others] == [
+        ("int", "2"),
+        ("float", "2.0"),
+        ("int", "2"),
+        ("bool", "True"),
+        ("int", "1"),
+        ("float", "0.0"),
+        ("float", "-0.0"),
+        ("float", "0.0"),
+        ("float", "2.0"),
+    ]
+    same = [n.attrs for n in g.nodes if n.name == "mul"]
+    assert same[0] is same[2] and same[1] is same[8], "equal arguments share their attrs"
+
+
 def test_module_attrs_from_extra_repr():
     g = get_traced("cnn_bn_eval").graph
     assert g.module_call("head", 0).attrs == {"in_features": 8, "out_features": 4, "bias": True}
