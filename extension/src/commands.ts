@@ -89,8 +89,8 @@ export class Commands {
       return undefined;
     }
     // Claimed: the target's panel now (a panel the target had already stays, and this closes).
-    const claimed = unnamed?.claim(target, panelTitle(null, target));
-    return this.deps.flow.run(this.deps.editor.source(doc, target), claimed && claimed === unnamed ? { opened: claimed } : {});
+    const claimed = this.deps.flow.claimFor(unnamed, target, panelTitle(null, target));
+    return this.deps.flow.run(this.deps.editor.source(doc, target), claimed);
   }
 
   /** The cursor is on no model: the file's models in a quick pick (none: say where to go). */

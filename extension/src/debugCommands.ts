@@ -87,11 +87,8 @@ export class DebugCommands {
     }
     const c = pick.candidate;
     // Claimed: the picked model's panel now (a panel it had already stays, and this closes).
-    const claimed = unnamed?.claim(c.expr, `Forward pass: ${c.cls}`);
-    await flow.run(paused.source(bridge, c.expr, c.name, c.guess ?? undefined), {
-      askFirst: !c.inputs,
-      ...(claimed && claimed === unnamed ? { opened: claimed } : {}),
-    });
+    const claimed = flow.claimFor(unnamed, c.expr, `Forward pass: ${c.cls}`);
+    await flow.run(paused.source(bridge, c.expr, c.name, c.guess ?? undefined), { askFirst: !c.inputs, ...claimed });
   }
 
   /** Variables view: right-click a variable holding a module. */

@@ -198,6 +198,14 @@ export class TraceFlow {
     return GraphPanel.openUnnamed(this.viewerDir, uri, this.events, waiting);
   }
 
+  /** `unnamed` (opened by openUnnamedPanel, if it was) becomes `target`'s panel; the options
+   * that hand it to `run`. Only a panel opened for this trace is handed over (run closes it if
+   * no graph comes): when the target had a panel already, claim brought that one forward. */
+  claimFor(unnamed: GraphPanel | undefined, target: string, title: string): RunOptions {
+    const claimed = unnamed?.claim(target, title);
+    return claimed && claimed === unnamed ? { opened: claimed } : {};
+  }
+
   /** Trace `source` (asking for inputs as needed) and show the graph; undefined when none came. */
   async run(source: TraceSource, opts: RunOptions = {}): Promise<Traced | undefined> {
     let opened = opts.opened;

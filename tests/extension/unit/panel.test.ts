@@ -258,6 +258,24 @@ describe("visualize command", () => {
     assert.ok(!vs.panels[0]!.disposed);
   });
 
+  it("a click while the server starts whose model gets a panel meanwhile: a trace that fails closes only the early panel", async () => {
+    const { cmds, server } = setup([fail("model-error")]);
+    let named: GraphPanel | undefined;
+    Object.assign(server, {
+      running: false,
+      targetAt: async () => {
+        // the model's own panel appears while the early one waits (a second click's trace)
+        named = GraphPanel.createOrShow(viewerDir, { uri: doc.uri.toString(), target: "Net", title: "Forward pass: Net" }, events());
+        return { target: "Net", kind: "class", line: 0 };
+      },
+    });
+    await cmds.visualize();
+    assert.equal(vs.panels.length, 2);
+    assert.ok(vs.panels[0]!.disposed, "the early panel closes");
+    assert.ok(!vs.panels[1]!.disposed, "the model's own panel stays, though its trace failed");
+    assert.equal(GraphPanel.find(doc.uri.toString(), "Net"), named);
+  });
+
   it("an unnamed panel claimed by a model that has a panel: that one comes forward, the unnamed one closes", () => {
     const ev = events();
     const named = GraphPanel.createOrShow(viewerDir, { uri: "file:///w/net.py", target: "Net", title: "Forward pass: Net" }, ev);
