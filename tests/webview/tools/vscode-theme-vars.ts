@@ -130,6 +130,6 @@ async function capture(theme: string): Promise<{ bodyClass: string; vars: Record
     out[kind] = { theme, bodyClass, vars };
     console.log(`${kind}: ${theme}, body "${bodyClass}", ${Object.keys(vars).length} variables`);
   }
-  writeFileSync(OUT, JSON.stringify(out, null, 1) + "\n");
+  writeFileSync(OUT, `${JSON.stringify(out, null, 1)}\n`);
   console.log(`wrote ${OUT}`);
 })();

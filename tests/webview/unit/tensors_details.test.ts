@@ -99,7 +99,7 @@ test("long labels are cut in the middle; the hover keeps the full name", () => {
   assert.ok(performance.now() - t0 < 1000);
   // Astral characters are never split in half.
   const emoji = "🔥".repeat(100);
-  assert.equal(clip(emoji), "🔥".repeat(36) + "…" + "🔥".repeat(23));
+  assert.equal(clip(emoji), `${"🔥".repeat(36)}…${"🔥".repeat(23)}`);
 
   const b = new GraphBuilder();
   const x = b.add("input", "x");
