@@ -311,7 +311,7 @@ class _Param:
         except Exception:
             return None
         if layout is not None:
-            original = torch.empty(0, dtype=layout.dtype, device=p.device).set_(
+            original = torch.empty(0, dtype=layout.dtype, device=self.storage.device).set_(
                 self.storage, layout.offset, layout.shape, layout.stride
             )
         else:

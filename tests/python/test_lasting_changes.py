@@ -14,6 +14,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 import torchscope
+from torchscope.tracer import trace_call
 
 
 class Lin(nn.Module):
@@ -67,6 +68,22 @@ def test_parameter_writes_are_undone_whatever_the_path(how):
     assert all(torch.equal(after[k], v) for k, v in before.items()), how
     assert {k: id(p) for k, p in model.named_parameters()} == params, "a parameter was rebound"
     assert g.warnings == []
+
+
+@pytest.mark.parametrize("to", ["meta", "float64"])
+def test_a_parameter_moved_to_another_device_or_dtype_is_put_back(to):
+    """`.data` set to a tensor of another device or dtype (the forward then fails on it): the
+    parameter is pointed back at its own memory, as it was, on every trace."""
+    move = {"meta": lambda t: t.to("meta"), "float64": lambda t: t.double()}[to]
+    model = Lin(lambda m: setattr(m.fc.weight, "data", move(m.fc.weight.data)))
+    for _ in range(2):
+        before = model.fc.weight.detach().clone()
+        g = trace_call(model, (torch.randn(1, 3),), raise_errors=False)
+        assert g.error is not None  # the layer got a weight it can't use
+        w = model.fc.weight
+        assert (w.device.type, w.dtype) == ("cpu", torch.float32)
+        assert torch.equal(w.detach(), before)
+        assert g.warnings == []
 
 
 @pytest.mark.parametrize("how", list(WRITES))
