@@ -303,11 +303,14 @@ class _Param:
         layout = self.layout
         try:
             storage = p.untyped_storage()
-            if storage.data_ptr() == self.storage_ptr:
-                if layout is not None and p.data_ptr() == layout.ptr and p.shape == layout.shape:
-                    return storage
-                if layout is None and p.shape == self.torch[0].shape:  # type: ignore[index]
-                    return storage
+            if storage.data_ptr() == self.storage_ptr:  # its own memory, seen as it was?
+                if layout is not None:
+                    if (p.data_ptr(), p.dtype, p.shape) == (layout.ptr, layout.dtype, layout.shape):
+                        return storage
+                else:
+                    alias = self.torch[0]  # type: ignore[index]
+                    if (p.dtype, p.shape) == (alias.dtype, alias.shape):
+                        return storage
         except Exception:
             return None
         if layout is not None:

@@ -70,12 +70,20 @@ def test_parameter_writes_are_undone_whatever_the_path(how):
     assert g.warnings == []
 
 
-@pytest.mark.parametrize("to", ["meta", "float64"])
+MOVES = {
+    "meta": lambda t: t.to("meta"),
+    "float64": lambda t: t.double(),
+    "int32 view of its memory": lambda t: t.view(torch.int32),  # same storage, same shape
+}
+
+
+@pytest.mark.parametrize("to", list(MOVES))
 def test_a_parameter_moved_to_another_device_or_dtype_is_put_back(to):
     """`.data` set to a tensor of another device or dtype (the forward then fails on it): the
     parameter is pointed back at its own memory, as it was, on every trace."""
-    move = {"meta": lambda t: t.to("meta"), "float64": lambda t: t.double()}[to]
+    move = MOVES[to]
     model = Lin(lambda m: setattr(m.fc.weight, "data", move(m.fc.weight.data)))
+    model.fc.weight.requires_grad_(False)  # (.data of a weight that needs grad must be float)
     for _ in range(2):
         before = model.fc.weight.detach().clone()
         g = trace_call(model, (torch.randn(1, 3),), raise_errors=False)
