@@ -116,7 +116,8 @@ class GlobalSettings:
 
 class ModelState:
     """Everything a forward may change, put back afterwards: training flags, buffers
-    (BatchNorm running stats), parameters however they are written, the modules' parameter,
+    (BatchNorm running stats), parameters however they are written and whether they need
+    grad, the modules' parameter,
     buffer and submodule tables and plain attributes, RNG states, grad mode and torch's
     global settings.
 
@@ -215,6 +216,9 @@ class ModelState:
             for p, copy in saved.values():
                 p.copy_(copy)
             for (key, info), storage in zip(self.params.items(), storages):
+                if info.param.requires_grad != info.requires_grad:
+                    with contextlib.suppress(Exception):  # (a dtype that can't need grad)
+                        info.param.requires_grad_(info.requires_grad)
                 if key not in saved and info.changed(storage):
                     warnings.append(
                         f"{info.name()} was written by the forward in a way torchscope could "
@@ -264,11 +268,22 @@ class _Param:
     """A parameter as it was: its storage (kept, to point the parameter back at it if the
     forward repoints it) and a few of its values, to notice writes nothing saw."""
 
-    __slots__ = ("path", "attr", "param", "storage", "storage_ptr", "layout", "sample", "torch")
+    __slots__ = (
+        "path",
+        "attr",
+        "param",
+        "requires_grad",
+        "storage",
+        "storage_ptr",
+        "layout",
+        "sample",
+        "torch",
+    )
 
     def __init__(self, path: str, attr: str, p: torch.Tensor) -> None:
         self.path, self.attr = path, attr  # its name, joined only for a warning
         self.param = p
+        self.requires_grad = p.requires_grad  # a forward may freeze or unfreeze it
         self.storage: Any = None  # the untyped storage, held for the trace
         self.storage_ptr = 0
         self.layout: Optional[_Layout] = None

@@ -94,6 +94,21 @@ def test_a_parameter_moved_to_another_device_or_dtype_is_put_back(to):
         assert g.warnings == []
 
 
+def test_a_parameter_frozen_or_unfrozen_by_the_forward_is_put_back():
+    """`requires_grad` is the parameter's own state: a forward that freezes one weight and
+    unfreezes another leaves both as they were after the trace."""
+
+    def flip(m: nn.Module) -> None:
+        m.fc.weight.requires_grad_(False)
+        m.fc.bias.requires_grad = True
+
+    model = Lin(flip)
+    model.fc.bias.requires_grad_(False)
+    g = torchscope.trace(model, torch.randn(1, 3))
+    assert (model.fc.weight.requires_grad, model.fc.bias.requires_grad) == (True, False)
+    assert g.warnings == []
+
+
 @pytest.mark.parametrize("how", list(WRITES))
 def test_writes_are_undone_on_every_trace_of_a_model_whose_parameters_move_between(how):
     """What a trace remembers of a parameter's memory between traces (state.py's layouts)
