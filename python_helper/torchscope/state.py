@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 import torch
 from torch import nn
+from torch.utils.hooks import RemovableHandle
 
 
 class RngState:
@@ -139,6 +140,14 @@ class ModelState:
         self.rng = RngState()
         self.grad_enabled = torch.is_grad_enabled()
         self.settings = GlobalSettings()
+        self.first_hook_id = RemovableHandle.next_id
+
+    def hooks_from_here(self) -> None:
+        """Hooks registered from now on are the forward's (the trace's own come before, or are
+        removed before `restore`): restore takes them off the modules, parameters and torch's
+        global tables. Every hook handle takes the next id of one counter, so a trace that
+        registered none costs one comparison."""
+        self.first_hook_id = RemovableHandle.next_id
 
     def _snapshot(self, named: list[tuple[str, nn.Module]]) -> None:
         # per module: its attribute dict (training flag, plain attributes, the tables
@@ -235,11 +244,55 @@ class ModelState:
                 # flipped the training flag
                 now.clear()
                 now.update(attrs)
+        if RemovableHandle.next_id > self.first_hook_id:
+            self._remove_new_hooks()
         self.rng.restore()
         self.settings.restore()
         torch.set_grad_enabled(self.grad_enabled)
         return warnings
 
+    def _remove_new_hooks(self) -> None:
+        """Hooks the forward registered (a forward hook on a layer, a gradient hook on a
+        weight, a global module hook): every hook table is keyed by its handle's id."""
+        first = self.first_hook_id
+        tables: list[Any] = [getattr(nn.modules.module, name, None) for name in _GLOBAL_HOOKS]
+        for m, *_ in self.modules:
+            attrs = m.__dict__
+            tables.extend(attrs.get(name) for name in _MODULE_HOOKS)
+        for info in self.params.values():
+            tables.append(getattr(info.param, "_backward_hooks", None))
+            tables.append(getattr(info.param, "_post_accumulate_grad_hooks", None))
+        for table in tables:
+            if table and isinstance(table, dict):
+                for key in [k for k in table if type(k) is int and k >= first]:
+                    del table[key]
+
+
+# hook tables keyed by handle id: a module's, and torch's global ones (torch.nn.modules.module)
+_MODULE_HOOKS = (
+    "_forward_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_forward_pre_hooks",
+    "_forward_pre_hooks_with_kwargs",
+    "_backward_hooks",
+    "_backward_pre_hooks",
+    "_state_dict_hooks",
+    "_state_dict_pre_hooks",
+    "_load_state_dict_pre_hooks",
+    "_load_state_dict_post_hooks",
+)
+_GLOBAL_HOOKS = (
+    "_global_forward_hooks",
+    "_global_forward_hooks_with_kwargs",
+    "_global_forward_hooks_always_called",
+    "_global_forward_pre_hooks",
+    "_global_backward_hooks",
+    "_global_backward_pre_hooks",
+    "_global_buffer_registration_hooks",
+    "_global_module_registration_hooks",
+    "_global_parameter_registration_hooks",
+)
 
 _Table = Mapping[str, Any]
 _EMPTY: _Table = MappingProxyType({})  # a table that was empty (most tables): nothing copied

@@ -1190,6 +1190,7 @@ def _trace(
             rec.post_hook, with_kwargs=True, always_call=True
         ),
     ]
+    state.hooks_from_here()  # (the recorder's late hooks are removed before the restore)
     error: Optional[Exception] = None
     result: Any = None
     warnings: list[str] = []

@@ -109,6 +109,35 @@ def test_a_parameter_frozen_or_unfrozen_by_the_forward_is_put_back():
     assert g.warnings == []
 
 
+def test_hooks_the_forward_registers_are_gone_after_the_trace():
+    """A forward that registers hooks (a forward hook on a layer, a gradient hook on a weight,
+    a global module hook) leaves none behind; hooks the program registered before stay."""
+    calls: list[str] = []
+    kept = nn.Linear(3, 2)
+
+    def register(m: nn.Module) -> None:
+        m.fc.register_forward_hook(lambda *a: calls.append("layer hook"))
+        m.fc.register_forward_pre_hook(lambda *a: calls.append("layer pre-hook"), with_kwargs=True)
+        m.fc.weight.register_hook(lambda g: g)
+        nn.modules.module.register_module_forward_hook(lambda *a: calls.append("global hook"))
+
+    model = Lin(register)
+    model.fc.register_forward_hook(lambda *a: calls.append("the program's own"))
+    hooks_before = {
+        name: dict(getattr(nn.modules.module, name)) for name in ("_global_forward_hooks",)
+    }
+    torchscope.trace(model, torch.randn(1, 3))
+    assert len(model.fc._forward_hooks) == 1  # the program's own
+    assert not model.fc._forward_pre_hooks and not model.fc._forward_pre_hooks_with_kwargs
+    assert not model.fc.weight._backward_hooks
+    assert dict(nn.modules.module._global_forward_hooks) == hooks_before["_global_forward_hooks"]
+    calls.clear()
+    model.write = lambda m: None
+    kept(torch.randn(1, 3))
+    model(torch.randn(1, 3))
+    assert calls == ["the program's own"]
+
+
 @pytest.mark.parametrize("how", list(WRITES))
 def test_writes_are_undone_on_every_trace_of_a_model_whose_parameters_move_between(how):
     """What a trace remembers of a parameter's memory between traces (state.py's layouts)
