@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
 import operator
@@ -156,9 +157,16 @@ class ModelState:
         self.buffers: list[tuple[torch.Tensor, torch.Tensor]] = []
         self.params: dict[int, _Param] = {}
         self.by_storage: dict[int, list[torch.Tensor]] = {}
-        rows, params = self.modules, self.params
+        # a user attribute holding a dict, list or set (a cache, a log): its contents, one
+        # level deep, for a forward that fills it in place
+        self.containers: list[tuple[Any, Any]] = []
+        rows, params, containers = self.modules, self.params, self.containers
         for path, m in named:
             attrs = m.__dict__
+            for key in attrs.keys() - _MODULE_KEYS:
+                v = attrs[key]
+                if type(v) in _CONTAINERS:
+                    containers.append((v, v.copy()))
             ps = attrs.get("_parameters")
             bs = attrs.get("_buffers")
             ms = attrs.get("_modules")
@@ -244,6 +252,8 @@ class ModelState:
                 # flipped the training flag
                 now.clear()
                 now.update(attrs)
+        for now, before in self.containers:
+            _refill(now, before)
         if RemovableHandle.next_id > self.first_hook_id:
             self._remove_new_hooks()
         self.rng.restore()
@@ -293,6 +303,30 @@ _GLOBAL_HOOKS = (
     "_global_module_registration_hooks",
     "_global_parameter_registration_hooks",
 )
+
+# what every nn.Module has in its __dict__ (its tables, hook tables, flags): the rest are
+# the class's and the user's own attributes
+_MODULE_KEYS = frozenset(nn.Module().__dict__)
+_CONTAINERS = frozenset((dict, list, set, collections.OrderedDict, collections.defaultdict))
+
+
+def _refill(now: Any, before: Any) -> None:
+    """`now` (a dict, list or set) holding exactly the objects of `before` again, by identity."""
+    if len(now) == len(before):
+        if isinstance(now, dict):
+            if all(map(operator.is_, map(now.get, before), before.values())):
+                return
+        elif isinstance(now, list):
+            if all(map(operator.is_, now, before)):
+                return
+        elif now == before:  # a set: members by hash, and by identity first
+            return
+    if isinstance(now, list):
+        now[:] = before
+    else:
+        now.clear()
+        now.update(before)
+
 
 _Table = Mapping[str, Any]
 _EMPTY: _Table = MappingProxyType({})  # a table that was empty (most tables): nothing copied

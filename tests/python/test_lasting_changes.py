@@ -5,6 +5,7 @@ the torch-function mode stack a forward leaves behind. What can't be undone is s
 
 from __future__ import annotations
 
+import collections
 import gc
 import weakref
 
@@ -107,6 +108,35 @@ def test_a_parameter_frozen_or_unfrozen_by_the_forward_is_put_back():
     g = torchscope.trace(model, torch.randn(1, 3))
     assert (model.fc.weight.requires_grad, model.fc.bias.requires_grad) == (True, False)
     assert g.warnings == []
+
+
+def test_containers_the_forward_fills_in_place_hold_what_they_held():
+    """A forward that adds to a dict, list or set attribute (a cache, a log), or replaces an
+    entry, leaves them with exactly their objects before the trace; one level deep."""
+    inner = [1]
+
+    class Fills(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(3, 2)
+            self.cache = {"a": inner}
+            self.log: list[int] = []
+            self.tags = {"x"}
+            self.memo: collections.OrderedDict[str, int] = collections.OrderedDict(b=1)
+
+        def forward(self, x):
+            self.cache["a"] = [2]
+            self.cache["k"] = x
+            self.log.append(1)
+            self.tags.add("y")
+            self.memo.move_to_end("b")
+            self.memo["c"] = 2
+            return self.fc(x)
+
+    model = Fills()
+    torchscope.trace(model, torch.randn(1, 3))
+    assert model.cache == {"a": [1]} and model.cache["a"] is inner
+    assert model.log == [] and model.tags == {"x"} and list(model.memo.items()) == [("b", 1)]
 
 
 def test_hooks_the_forward_registers_are_gone_after_the_trace():
