@@ -119,7 +119,8 @@ class GlobalSettings:
 class ModelState:
     """Everything a forward may change, put back afterwards: training flags, buffers
     (BatchNorm running stats), parameters however they are written and whether they need
-    grad, the modules' parameter,
+    grad, hooks the forward registers, dict/list/set attributes it fills in place, the
+    modules' parameter,
     buffer and submodule tables and plain attributes, RNG states, grad mode and torch's
     global settings.
 
