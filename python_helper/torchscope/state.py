@@ -119,10 +119,9 @@ class GlobalSettings:
 class ModelState:
     """Everything a forward may change, put back afterwards: training flags, buffers
     (BatchNorm running stats), parameters however they are written and whether they need
-    grad, hooks the forward registers, dict/list/set attributes it fills in place, the
-    modules' parameter,
-    buffer and submodule tables and plain attributes, RNG states, grad mode and torch's
-    global settings.
+    grad, the modules' parameter, buffer and submodule tables and plain attributes, dict,
+    list and set attributes filled in place, hooks the forward registers, RNG states, grad
+    mode and torch's global settings.
 
     Buffers are copied up front (they are small next to parameters). A parameter is copied
     only when a call is about to write its storage (`protect`: an in-place op on it or on any
