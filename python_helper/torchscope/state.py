@@ -364,7 +364,8 @@ class _Param:
         "storage_ptr",
         "layout",
         "sample",
-        "torch",
+        "alias",
+        "before",
     )
 
     def __init__(self, path: str, attr: str, p: torch.Tensor) -> None:
@@ -375,7 +376,9 @@ class _Param:
         self.storage_ptr = 0
         self.layout: Optional[_Layout] = None
         self.sample: Optional[bytes] = None
-        self.torch: Optional[tuple[torch.Tensor, Optional[torch.Tensor]]] = None
+        # not a dense CPU tensor: an alias to repoint to, a sample taken with torch calls
+        self.alias: Optional[torch.Tensor] = None
+        self.before: Optional[torch.Tensor] = None
         if p.is_meta:
             return
         try:
@@ -390,8 +393,8 @@ class _Param:
         if layout is not None:
             self.layout = layout
             self.sample = layout.view.tobytes()
-        else:  # not a dense CPU tensor: an alias to repoint to, a sample taken with torch calls
-            self.torch = (p.detach(), _torch_sample(p))
+        else:
+            self.alias, self.before = p.detach(), _torch_sample(p)
 
     def name(self) -> str:
         return f"{self.path}.{self.attr}" if self.path else self.attr
@@ -402,16 +405,16 @@ class _Param:
         p = self.param
         if not self.storage_ptr:  # (meta tensors have none)
             return None
-        layout = self.layout
+        layout, alias = self.layout, self.alias
         try:
             storage = p.untyped_storage()
             if storage.data_ptr() == self.storage_ptr:  # its own memory, seen as it was?
+                now = (p.data_ptr(), p.dtype, p.shape, p.stride())
                 if layout is not None:
-                    if (p.data_ptr(), p.dtype, p.shape) == (layout.ptr, layout.dtype, layout.shape):
+                    if now == (layout.ptr, layout.dtype, layout.shape, layout.stride):
                         return storage
-                else:
-                    alias = self.torch[0]  # type: ignore[index]
-                    if (p.dtype, p.shape) == (alias.dtype, alias.shape):
+                elif alias is not None:
+                    if now == (alias.data_ptr(), alias.dtype, alias.shape, alias.stride()):
                         return storage
         except Exception:
             return None
@@ -419,8 +422,10 @@ class _Param:
             original = torch.empty(0, dtype=layout.dtype, device=self.storage.device).set_(
                 self.storage, layout.offset, layout.shape, layout.stride
             )
+        elif alias is not None:
+            original = alias
         else:
-            original = self.torch[0]  # type: ignore[index]
+            return None
         p.data = original
         return self.storage
 
@@ -436,7 +441,7 @@ class _Param:
                 return layout.view.tobytes() != self.sample
             except Exception:
                 return True
-        before = self.torch[1] if self.torch is not None else None
+        before = self.before
         if before is None:
             return False
         now = _torch_sample(self.param)

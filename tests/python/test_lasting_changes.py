@@ -95,6 +95,18 @@ def test_a_parameter_moved_to_another_device_or_dtype_is_put_back(to):
         assert g.warnings == []
 
 
+def test_a_parameter_re_strided_over_its_own_memory_is_put_back():
+    """`.data` set to another view of the same memory, same start and shape, other strides
+    (the forward runs on it): the parameter is seen as it was again."""
+    model = Lin(lambda m: setattr(m.fc.weight, "data", m.fc.weight.data.as_strided((2, 3), (1, 2))))
+    before = model.fc.weight.detach().clone()
+    for _ in range(2):
+        g = torchscope.trace(model, torch.randn(1, 3))
+        assert model.fc.weight.stride() == (3, 1)
+        assert torch.equal(model.fc.weight.detach(), before)
+        assert g.warnings == []
+
+
 def test_a_parameter_frozen_or_unfrozen_by_the_forward_is_put_back():
     """`requires_grad` is the parameter's own state: a forward that freezes one weight and
     unfreezes another leaves both as they were after the trace."""
