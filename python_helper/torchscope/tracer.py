@@ -138,6 +138,7 @@ class _ModuleInfo:
     params: int
     attrs: dict[str, Any]
     torch_layer: bool  # a torch.nn class: its own weights are internals, not constants
+    own: frozenset[int]  # so, their ids (see _own_weights)
 
 
 @dataclass(slots=True)
@@ -212,10 +213,8 @@ class Recorder(TorchFunctionMode):
         self._attrs_at: dict[tuple[int, tuple], tuple[FuncInfo, dict[str, Any]]] = {}
         # every module of the tree described before the forward, in one loop: the same work
         # done call by call inside the forward costs twice as much (its data is cold there)
-        self._own: dict[int, frozenset[int]] = {}  # module id → _own_weights
         for _, m in named:
-            info = self._module_infos[id(m)] = self._describe(m)
-            self._own[id(m)] = _own_weights(m, info.torch_layer)
+            self._module_infos[id(m)] = self._describe(m)
 
     # -- producers: which node last wrote a tensor ---------------------------
     def _source(self, t: Tensor) -> Optional[int]:
@@ -309,13 +308,9 @@ class Recorder(TorchFunctionMode):
 
     def _constant(self, t: Tensor) -> Optional[int]:
         """A node for a tensor no recorded call made: a parameter used directly, or an outside tensor."""
-        key = id(t)
-        if key in self._own_ids():  # a torch.nn layer's own weight: never drawn
+        if self._is_own(t):  # a torch.nn layer's own weight: never drawn
             return None
-        if self.module_stack and type(t) is _Parameter:
-            module = self.module_stack[-1]  # a weight the forward bound: read the tables now
-            if key in _own_weights(module, self._info(module).torch_layer):
-                return None
+        key = id(t)
         parent = self.stack[-1] if self.stack else None
         known = self._constant_at.get((key, parent))
         if known is not None:
@@ -570,11 +565,17 @@ class Recorder(TorchFunctionMode):
         _constant for a weight the forward binds)."""
         if not self.module_stack:
             return _NO_IDS
+        return self._info(self.module_stack[-1]).own
+
+    def _is_own(self, t: Tensor) -> bool:
+        """`t` is a weight of the innermost open torch.nn layer: by the ids taken before the
+        forward, or, for a weight the forward bound to it, by the layer's tables now."""
+        if id(t) in self._own_ids():
+            return True
+        if not self.module_stack or type(t) is not _Parameter:
+            return False
         module = self.module_stack[-1]
-        own = self._own.get(id(module))
-        if own is None:  # a module from outside the model's tree
-            own = self._own[id(module)] = _own_weights(module, self._info(module).torch_layer)
-        return own
+        return id(t) in _own_weights(module, self._info(module).torch_layer)
 
     def _distributed_call(self, info: FuncInfo, args: tuple, result: Any) -> Any:
         """A torch.ops call of torch.distributed's: a collective is the watch's node; the
@@ -645,8 +646,7 @@ class Recorder(TorchFunctionMode):
     ) -> None:
         try:
             inputs = _unique(_tensors_in(args, kwargs))
-            own = self._own_ids()  # a torch.nn layer's own weights are not drawn
-            inputs = [t for t in inputs if id(t) not in own]
+            inputs = [t for t in inputs if not self._is_own(t)]  # (a layer's weights: not drawn)
         except Exception:
             inputs = []
         parent = self.stack[-1] if self.stack else None
@@ -704,7 +704,8 @@ class Recorder(TorchFunctionMode):
         params = self.param_counts.get(id(module))
         if params is None:  # a module from outside the model's tree
             params = count_parameters(module)
-        return _ModuleInfo(name, target, path, defn, params, attrs, torch_layer)
+        own = _own_weights(module, torch_layer)
+        return _ModuleInfo(name, target, path, defn, params, attrs, torch_layer, own)
 
     def pre_hook(self, module: nn.Module, args: Any) -> None:
         counter = self.counter
@@ -1017,31 +1018,33 @@ _PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
 def _plain_key(args: tuple, kwargs: Optional[dict]) -> Optional[tuple]:
     """A key that equals another call's only when their non-tensor arguments render the same
     attrs: each value with its type (1, 1.0 and True are equal keys but not equal attrs),
-    tensors as their position; None when an argument is anything else (a list, a dtype …,
-    or a float zero: 0.0 and -0.0 are equal keys too)."""
+    tensors as their position; None when an argument is anything else (see _is_plain)."""
     key: list[Any] = []
     for a in args:
-        kind = type(a)
-        if kind is Tensor or kind is _Parameter:
+        if type(a) is Tensor or type(a) is _Parameter:
             key.append(None)
-        elif kind is float and not a:
-            return None
-        elif kind in _PLAIN_TYPES or (kind is tuple and all(type(x) is int for x in a)):
-            key.append((kind, a))
+        elif _is_plain(a):
+            key.append((type(a), a))
         else:
             return None
     if kwargs:
         for k, a in kwargs.items():
-            kind = type(a)
-            if kind is Tensor or kind is _Parameter:
+            if type(a) is Tensor or type(a) is _Parameter:
                 key.append(k)
-            elif kind is float and not a:
-                return None
-            elif kind in _PLAIN_TYPES:
-                key.append((k, kind, a))
+            elif _is_plain(a):
+                key.append((k, type(a), a))
             else:
                 return None
     return tuple(key)
+
+
+def _is_plain(a: Any) -> bool:
+    """An argument whose value and type say how it renders: a scalar, a string, None, a tuple
+    of ints; not a float zero (0.0 and -0.0 are equal but render differently)."""
+    kind = type(a)
+    if kind is float:
+        return bool(a)
+    return kind in _PLAIN_TYPES or (kind is tuple and all(type(x) is int for x in a))
 
 
 def _call_attrs(info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> dict[str, Any]:
