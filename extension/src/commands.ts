@@ -76,9 +76,7 @@ export class Commands {
     // A window just opened: the language server, which names the model, is still starting
     // (about a second). The panel opens now, so its viewer boots meanwhile (unless the file
     // has a panel already: the click most likely wants that one).
-    const uri = doc.uri.toString();
-    const early = !this.deps.client.running && !GraphPanel.all().some((p) => p.origin.uri === uri);
-    const unnamed = early ? this.deps.flow.openUnnamedPanel(uri, "Starting the language server…") : undefined;
+    const unnamed = this.deps.client.running ? undefined : this.deps.flow.openUnnamedPanel(doc.uri.toString(), "Starting the language server…");
     const editor = vscode.window.activeTextEditor!;
     const t0 = Date.now();
     const found = await this.targetAt(doc, editor.selection.active);

@@ -5,7 +5,6 @@
 // as a paused-frame source (pausedSource.ts).
 import * as vscode from "vscode";
 import { candidateItems, type CandidatesReply } from "./debugBridge";
-import { GraphPanel } from "./graphPanel";
 import { DEBUG_URI, reportDebugError, type PausedSources } from "./pausedSource";
 import type { TraceFlow } from "./traceFlow";
 
@@ -50,8 +49,7 @@ export class DebugCommands {
     // page, which runs while the frame's models are listed and the user picks; the pick names
     // it (whichever model it is). Escape, or no model, closes it again. With a paused-frame
     // panel open already (the same breakpoint again), the pick most likely wants that one.
-    const reuse = GraphPanel.all().some((p) => p.origin.uri === DEBUG_URI);
-    const unnamed = reuse ? undefined : flow.openUnnamedPanel(DEBUG_URI, "Finding the models of the paused frame…");
+    const unnamed = flow.openUnnamedPanel(DEBUG_URI, "Finding the models of the paused frame…");
     const t0 = Date.now();
     const r = await bridge.request<CandidatesReply>({ op: "candidates" });
     if (!r.ok || !r.modules.length) unnamed?.dispose();

@@ -193,8 +193,10 @@ export class TraceFlow {
   }
 
   /** A panel for a model of `uri` not yet named (see GraphPanel.openUnnamed); `waiting`: what
-   * it says until a graph comes. */
-  openUnnamedPanel(uri: string, waiting: string): GraphPanel {
+   * it says until a graph comes. None when `uri` has a panel open: the command most likely
+   * wants that one. */
+  openUnnamedPanel(uri: string, waiting: string): GraphPanel | undefined {
+    if (GraphPanel.all().some((p) => p.origin.uri === uri)) return undefined;
     return GraphPanel.openUnnamed(this.viewerDir, uri, this.events, waiting);
   }
 
