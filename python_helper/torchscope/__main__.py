@@ -1,5 +1,4 @@
-import sys
-
 from .cli import main
+from .launch import exit_cli
 
-sys.exit(main())
+exit_cli(main())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 
 def launched_rank(environ: Optional[dict[str, str]] = None) -> Optional[tuple[int, int]]:
@@ -27,12 +27,29 @@ def rank_file(path: Path, rank: int) -> Path:
     return path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
 
 
+_left_group = False  # this process destroyed a process group (end_process_group)
+
+
 def end_process_group() -> None:
     """Destroy the default process group the traced program made, if any: a command-line
     trace is the whole program, and torch warns about a group left at exit."""
+    global _left_group
     dist = sys.modules.get("torch.distributed")
     try:
         if dist is not None and dist.is_available() and dist.is_initialized():
             dist.destroy_process_group()
+            _left_group = True
     except Exception:
         pass
+
+
+def exit_cli(code: int) -> NoReturn:
+    """End the command-line process with `code`. One that was in a process group exits at
+    once, its output flushed, before the interpreter's teardown: gloo's threads destroyed at
+    exit abort a rank now and then ("terminate called without an active exception", SIGABRT)
+    after its graph was written, and torchrun then fails the whole run."""
+    if _left_group:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

@@ -278,3 +278,35 @@ def test_cli_rank_option_writes_only_that_rank(tmp_path: Path) -> None:
     data: dict[str, Any] = json.loads((tmp_path / "g.json").read_text())
     assert data["model"]["rank"] == 1 and data["model"]["world_size"] == 2
     assert proc.stdout.count("g.json (rank 1 of 2)") == 1
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+def test_the_cli_exits_with_its_code_and_its_output_after_leaving_a_group(
+    tmp_path: Path, grouped: bool
+) -> None:
+    """`python -m torchscope` ends through launch.exit_cli: a process that left a process group
+    exits at once (gloo's threads torn down at exit aborted a rank now and then after its
+    graph was written), keeping its exit code and everything it printed, unflushed or not."""
+    program = f"""
+import atexit
+import torch.distributed as dist
+from torchscope.launch import end_process_group, exit_cli
+atexit.register(lambda: print(" at exit", end=""))  # (runs only on the ordinary way out)
+if {grouped}:
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+end_process_group()
+print("written", end="")
+exit_cli(3)
+print("never")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # output buffered
+    proc = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
+    expected = "written" if grouped else "written at exit"
+    assert (proc.returncode, proc.stdout) == (3, expected), proc.stderr
