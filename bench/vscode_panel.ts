@@ -108,6 +108,22 @@ async function mark(page: Page, name: string): Promise<number | null> {
     .catch(() => null);
 }
 
+/**
+ * When the panel's page began to load, and when its first request left (epoch ms): the
+ * webview's document (VS Code's fake.html, into which it writes the page) starts its
+ * navigation when the webview is created; the gap to its fetch is the browser's own wait
+ * (in code-server, a new webview's service worker taking over: see results-vscode.md).
+ */
+async function pageStart(page: Page): Promise<{ navigation: number; fetch: number } | null> {
+  return viewer(page)
+    .locator("#torchscope")
+    .evaluate(() => {
+      const n = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming | undefined;
+      return n ? { navigation: performance.timeOrigin, fetch: performance.timeOrigin + n.fetchStart } : null;
+    })
+    .catch(() => null);
+}
+
 /** The long tasks the panel's frame saw (null: the init script did not reach it). */
 async function panelLongTasks(page: Page): Promise<LongTask[] | null> {
   return viewer(page)
@@ -146,10 +162,14 @@ async function rightClickGpt2(page: Page, newPanel: boolean): Promise<Run> {
   const drawn = await mark(page, "torchscope:drawn");
   const received = await mark(page, "torchscope:received");
   const layout = await mark(page, "torchscope:layout-start");
+  const started = newPanel ? await pageStart(page) : null;
   return {
     total_ms: round(drawn && drawn - t0),
     to_received_ms: round(received && received - t0),
     to_layout_ms: round(layout && layout - t0),
+    ...(newPanel
+      ? { to_page_navigation_ms: round(started && started.navigation - t0), to_page_fetch_ms: round(started && started.fetch - t0) }
+      : {}),
     layout_and_draw_ms: round(drawn && layout && drawn - layout),
     received_to_drawn_ms: round(drawn && received && drawn - received),
     ...logged(),
@@ -185,6 +205,7 @@ async function paletteAtBreakpoint(page: Page): Promise<Run> {
   const drawn = await mark(page, "torchscope:drawn");
   const received = await mark(page, "torchscope:received");
   const boot = await mark(page, "torchscope:boot");
+  const started = await pageStart(page);
   return {
     // The user's wait: the list appearing, then Enter → drawn (the test's own delay between
     // the list appearing and its Enter left out).
@@ -193,6 +214,9 @@ async function paletteAtBreakpoint(page: Page): Promise<Run> {
     pick_to_boot_ms: round(boot && boot - t1),
     pick_to_received_ms: round(received && received - t1),
     pick_to_drawn_ms: round(drawn && drawn - t1),
+    // the panel's page: its navigation began, its first fetch left (vs Enter)
+    pick_to_page_navigation_ms: round(started && started.navigation - t1),
+    pick_to_page_fetch_ms: round(started && started.fetch - t1),
     polled_ms: shownAt - t0 + (Date.now() - t1),
   };
 }
