@@ -32,7 +32,7 @@ export function loaderExpression(debugPy: string): string {
 
 export type DebugRequest =
   | { op: "candidates" }
-  | { op: "warm" }
+  | { op: "warm"; expr?: string }
   | { op: "trace"; expr: string; out: string; input?: string; timeBudget?: number; cancelFile?: string }
   | { op: "trace_next_call"; expr: string; out: string; timeBudget?: number }
   | { op: "poll"; out: string }

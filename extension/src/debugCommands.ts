@@ -70,8 +70,10 @@ export class DebugCommands {
       if (expr?.trim()) await flow.run(paused.source(bridge, expr.trim(), expr.trim()));
       return;
     }
-    // While the user reads the list: the tracer's imports (a few hundred ms the first time).
-    void bridge.request({ op: "warm" });
+    // While the user reads the list: the tracer's imports (a few hundred ms the first time),
+    // and for the model listed first, the statistics of its weights a first trace reads.
+    const first = r.modules[0]!;
+    void bridge.request({ op: "warm", ...(first.inputs ? { expr: first.expr } : {}) });
     const items = candidateItems(r.modules);
     const pick = await vscode.window.showQuickPick(items, {
       title: "Visualize forward pass (paused frame)",

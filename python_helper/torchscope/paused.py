@@ -63,7 +63,7 @@ def handle(op: str, req: dict[str, Any], session: Session) -> dict[str, Any]:
     if op == "candidates":
         return _candidates(session.frame())
     if op == "warm":
-        return _warm()
+        return _warm(session, req.get("expr"))
     if op == "trace":
         return _trace(
             session,
@@ -120,11 +120,24 @@ def _candidates(frame: types.FrameType) -> dict[str, Any]:
     return {"ok": True, "modules": modules, "more": more}
 
 
-def _warm() -> dict[str, Any]:
-    """Nothing left to do: the loader imports the tracer and msgpack for this request (and
-    says how long that took). The extension asks while the user is still picking a model, so
-    that the pick is not followed by the imports' wait."""
-    return {"ok": True}
+def _warm(session: Session, expr: Optional[str]) -> dict[str, Any]:
+    """The loader imports the tracer and msgpack for this request (and says how long that
+    took); with `expr` (the model listed first), the tracer's read-ahead for it too. The
+    extension asks while the user is still picking a model, so that the pick is not followed
+    by that wait. A warm-up never fails: the trace itself reports what is wrong."""
+    if not expr:
+        return {"ok": True}
+    from .tracer import read_ahead
+
+    try:
+        frame = session.frame()
+        with rng_kept():  # (as the trace resolves it)
+            model = frames.resolve(str(expr), frame, frames.module_calls(frame))
+        with core_spared(), torch.no_grad():
+            read = read_ahead(model)
+    except Exception:  # noqa: BLE001
+        return {"ok": True, "readAhead": 0}
+    return {"ok": True, "readAhead": read}
 
 
 # -- tracing ---------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from . import collectives
+from . import collectives, weight_stats
 from .costs import (
     COUNTED,
     LINEAR,
@@ -330,24 +330,8 @@ class Recorder(TorchFunctionMode):
 
     def _weight_stats(self, t: Tensor) -> Optional[TensorStats]:
         """A tensor from outside the forward (a weight used directly, as GPT-2's Conv1D
-        does): read once and kept between traces while its version stays the same. Weights
-        outweigh activations at small batches, and a model is often traced again."""
-        try:
-            version = t._version
-        except Exception:  # inference tensors keep no version counter
-            return self.reader.read(t)
-        known = _WEIGHT_STATS.get(id(t))
-        if known is not None and known[0]() is t and known[1] == version:
-            if known[2].stats is not None:  # (a trace that died before it finished: read again)
-                return known[2]
-        st = self.reader.read(t)
-        if st is not None:
-            st.version = version
-            try:
-                _WEIGHT_STATS[id(t)] = (weakref.ref(t, _forget_weight(id(t))), version, st)
-            except TypeError:
-                pass
-        return st
+        does): read once and kept between traces while its version stays the same."""
+        return weight_stats.cached_read(t, self.reader)
 
     def _parent(self) -> Optional[int]:
         if not self.stack:
@@ -918,19 +902,6 @@ class Recorder(TorchFunctionMode):
         return ErrorInfo(type(exc).__name__, message, nid, traceback_sites(exc.__traceback__))
 
 
-# id(weight) → (weak ref, version, statistics): see Recorder._weight_stats
-_WEIGHT_STATS: dict[int, tuple[weakref.ref[Tensor], int, TensorStats]] = {}
-
-
-def _forget_weight(key: int) -> Callable[[weakref.ref[Tensor]], None]:
-    def forget(ref: weakref.ref[Tensor]) -> None:
-        known = _WEIGHT_STATS.get(key)
-        if known is not None and known[0] is ref:  # not a newer tensor with the same id
-            del _WEIGHT_STATS[key]
-
-    return forget
-
-
 def _site() -> Optional[Site]:
     return frame_site(sys._getframe(3))  # skip _site, its caller and the hook/mode frame
 
@@ -1097,6 +1068,22 @@ def parameter_counts(model: nn.Module, modules: list[nn.Module]) -> dict[int, in
         # tied weights or a module registered twice: count each subtree exactly
         counts = {id(m): count_parameters(m) for m in modules}
     return counts
+
+
+READ_AHEAD_LIMIT = 1 << 28  # elements: 1 GB of float32, a few hundred ms on one core
+
+
+def read_ahead(model: nn.Module, limit: int = READ_AHEAD_LIMIT) -> int:
+    """Do ahead (while the user picks the model from a list) what a first trace of `model`
+    with values does once and then keeps: each module class's facts, and the statistics of
+    the weights no torch.nn layer owns, those its forward uses directly (the graph's
+    constants; read up to `limit` elements). Returns how many elements were read."""
+    owned: set[int] = set()
+    for m in model.modules():
+        if _class_info(type(m))[3]:  # a torch.nn layer: its weights are its own, never read
+            owned.update(_own_weights(m, True))
+    used_directly = [t for t in (*model.parameters(), *model.buffers()) if id(t) not in owned]
+    return weight_stats.read_ahead(used_directly, limit)
 
 
 def model_info(

@@ -549,11 +549,13 @@ describe("the commands against a fake paused session", () => {
     });
     vs.answers.push(candidateItems([block])[0]);
     await commands().visualizePausedFrame();
-    // `warm` while the list is shown: the tracer's imports before the pick.
+    // `warm` while the list is shown: the tracer's imports before the pick, and the read-ahead
+    // for the model listed first (its input known).
     assert.deepEqual(
       requests.map((r) => r.op),
       ["candidates", "warm", "trace"],
     );
+    assert.deepEqual(requests[1], { op: "warm", expr: "self" });
     const t = requests[2] as Extract<DebugRequest, { op: "trace" }>;
     assert.equal(t.expr, "self");
     assert.equal(t.timeBudget, 12);
@@ -694,6 +696,7 @@ describe("the commands against a fake paused session", () => {
       requests.map((r) => r.op),
       ["candidates", "warm", "trace_next_call"],
     );
+    assert.deepEqual(requests[1], { op: "warm" }, "no read-ahead for a model whose input is unknown");
     assert.ok(messages("showInformationMessage").some((m) => /continue the program/.test(m)));
     const panel = GraphPanel.find(DEBUG_URI, "self")!;
     assert.equal(panel.title, "Forward pass: Block");
