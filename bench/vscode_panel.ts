@@ -167,9 +167,7 @@ async function rightClickGpt2(page: Page, newPanel: boolean): Promise<Run> {
     total_ms: round(drawn && drawn - t0),
     to_received_ms: round(received && received - t0),
     to_layout_ms: round(layout && layout - t0),
-    ...(newPanel
-      ? { to_page_navigation_ms: round(started && started.navigation - t0), to_page_fetch_ms: round(started && started.fetch - t0) }
-      : {}),
+    ...(newPanel ? { to_page_navigation_ms: round(started && started.navigation - t0), to_page_fetch_ms: round(started && started.fetch - t0) } : {}),
     layout_and_draw_ms: round(drawn && layout && drawn - layout),
     received_to_drawn_ms: round(drawn && received && drawn - received),
     ...logged(),
