@@ -2,8 +2,8 @@
 
     python bench/paused_first_trace.py [--pairs 3] [--read-ms 1000]
 
-Starts the real debugpy adapter on a GPT-2 wrapper (12 layers, random weights, 64 tokens),
-paused in its forward, and sends what the extension sends through DAP `evaluate`:
+Starts the real debugpy adapter on bench/paused_gpt2.py (GPT-2, 12 layers, random weights,
+64 tokens), paused in its forward, and sends what the extension sends through DAP `evaluate`:
 `candidates`, `warm` (with the listed model's expression, or without: the read-ahead off),
 a pause as a user reads the list, then three traces of `self`. Each pair of fresh debuggees
 runs once each way, alternated. Prints one JSON line per debuggee and the medians; the
@@ -25,37 +25,14 @@ sys.path.insert(0, str(ROOT / "tests" / "python"))
 
 from dap_client import DapSession, marker_lines, request_expression  # noqa: E402
 
-PROGRAM = '''"""GPT-2 paused in its wrapper's forward (torchscope bench)."""
-import torch
-from torch import nn
-from transformers import GPT2Config, GPT2Model
-
-
-class LM(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.gpt2 = GPT2Model(GPT2Config(n_layer=12))
-
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        hidden = self.gpt2(input_ids=input_ids).last_hidden_state  # BREAK: here
-        return hidden.mean()
-
-
-if __name__ == "__main__":
-    torch.manual_seed(0)
-    lm = LM().eval()
-    with torch.no_grad():
-        print(lm(torch.randint(0, 50257, (1, 64))).item())
-'''
+PROGRAM = ROOT / "bench" / "paused_gpt2.py"  # stops at its BREAK line
 
 
 def one_debuggee(tmp: Path, read_ahead: bool, read_ms: int) -> dict:
-    program = tmp / "paused_lm.py"
-    program.write_text(PROGRAM)
-    line = marker_lines(str(program), "here")[0]
+    line = marker_lines(str(PROGRAM), "paused")[0]
     s = DapSession(sys.executable, log_dir=str(tmp))
     try:
-        s.launch(str(program), {str(program): [{"line": line}]})
+        s.launch(str(PROGRAM), {str(PROGRAM): [{"line": line}]})
         _, thread, frames = s.wait_stopped(0, 180)
         frame = frames[0]["id"]
 

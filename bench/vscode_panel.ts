@@ -55,28 +55,9 @@ function logged(): { runner_trace_ms: number | null; request_ms: number | null }
 // The viewer benchmarks' synthetic 4,000-op model, as a file of the workspace.
 const SYNTH = readFileSync(join(import.meta.dirname, "viewer", "synth4000.py"), "utf8");
 
-const DEBUG_GPT2 = `"""GPT-2 (12 layers, random weights) paused in its wrapper's forward (torchscope bench)."""
-import torch
-from torch import nn
-from transformers import GPT2Config, GPT2Model
-
-
-class LM(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.gpt2 = GPT2Model(GPT2Config(n_layer=12))
-
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        hidden = self.gpt2(input_ids=input_ids).last_hidden_state  # BREAK
-        return hidden.mean()
-
-
-if __name__ == "__main__":
-    torch.manual_seed(0)
-    lm = LM().eval()
-    with torch.no_grad():
-        print(lm(torch.randint(0, 50257, (1, 64))).item())
-`;
+// GPT-2 paused in its forward: the program the palette runs debug (shared with
+// bench/paused_first_trace.py).
+const DEBUG_GPT2 = readFileSync(join(import.meta.dirname, "paused_gpt2.py"), "utf8");
 
 // Every frame records its long tasks from its first script on (epoch ms, so frames compare).
 // A string: the compiler would wrap a function with helpers the page lacks.
