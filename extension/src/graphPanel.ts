@@ -35,7 +35,9 @@ export function nonce(): string {
 
 /** The webview page: the viewer's page bundle with a strict CSP (Graphviz WASM needs
  * 'wasm-unsafe-eval'). The page fetches the layout worker's code itself (connect-src),
- * so the small page bundle starts, and can take the graph, while the large worker loads. */
+ * so the small page bundle starts, and can take the graph, while the large worker loads;
+ * the preload starts that fetch as the page is parsed, beside the bundle's own (the page's
+ * fetch of the same URL, same mode, takes it). */
 export function panelHtml(opts: {
   cspSource: string;
   scriptUri: string;
@@ -64,6 +66,7 @@ export function panelHtml(opts: {
 <meta http-equiv="Content-Security-Policy" content="${esc(csp)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="torchscope-worker" content="${esc(opts.workerUri)}">
+<link rel="preload" href="${esc(opts.workerUri)}" as="fetch" crossorigin="anonymous">
 <link rel="stylesheet" href="${esc(opts.styleUri)}">
 <title>${esc(opts.title)}</title>
 </head>

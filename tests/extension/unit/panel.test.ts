@@ -54,6 +54,8 @@ describe("panel page", () => {
     // The worker's code is fetched from the viewer folder only, not from anywhere.
     assert.match(csp, /connect-src https:\/\/x;/);
     assert.match(html, /<meta name="torchscope-worker" content="https:\/\/x\/layout.worker.js">/);
+    // fetched from the start, in the mode the page's own fetch uses (else it is fetched twice)
+    assert.match(html, /<link rel="preload" href="https:\/\/x\/layout.worker.js" as="fetch" crossorigin="anonymous">/);
     assert.match(html, /<script nonce="N1" src="https:\/\/x\/viewer-page.js"><\/script>/);
   });
   it("posts exactly the file's bytes", () => {
