@@ -74,9 +74,20 @@ after(async () => {
   cleanup(cs, "torchscope-compare");
 });
 
-/** Replace the code of the editor line holding `text` (its indentation kept) with `code`. */
+/** Replace the code of the editor line holding `text` (its indentation kept) with `code`.
+ * The click must put the cursor on that line (MODEL's line: edits here keep the line count);
+ * a hover or widget left over the editor by the previous edit can take the click instead. */
 async function replaceLine(p: Page, text: string, code: string): Promise<void> {
-  await editorLine(p, text).click();
+  const want = MODEL.split("\n").findIndex((l) => l.includes(text)) + 1;
+  for (let attempt = 0; ; attempt++) {
+    await editorLine(p, text).click();
+    const end = Date.now() + 1_000;
+    while ((await cursorLine(p)) !== want && Date.now() < end) await p.waitForTimeout(100);
+    if ((await cursorLine(p)) === want) break;
+    if (attempt === 4) throw new Error(`clicking "${text}" left the cursor on line ${await cursorLine(p)}, not ${want}`);
+    await p.keyboard.press("Escape");
+    await p.waitForTimeout(300);
+  }
   await p.keyboard.press("End");
   await p.keyboard.press("Shift+Home");
   await p.keyboard.insertText(code);
