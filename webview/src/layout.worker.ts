@@ -28,10 +28,15 @@ function index(): GraphIndex {
   return idx;
 }
 
-vizReady.then(
-  () => ctx.postMessage({ type: "ready" } satisfies WorkerReply),
-  (e: unknown) => ctx.postMessage({ type: "error", id: -1, message: errorText(e) } satisfies WorkerReply),
-);
+/** The answer to the graph ("init"): "ready" once Graphviz is up (the page sends requests
+ * only then), or the reason it could not start. An answer, not an announcement: a worker
+ * started ahead (the spare) may have had no listener yet when Graphviz came up. */
+function sayReady(): void {
+  vizReady.then(
+    () => ctx.postMessage({ type: "ready" } satisfies WorkerReply),
+    (e: unknown) => ctx.postMessage({ type: "error", id: -1, message: errorText(e) } satisfies WorkerReply),
+  );
+}
 
 function canvasMeasure(fonts: Fonts): Measure {
   if (typeof OffscreenCanvas === "undefined") return estimateWidth;
@@ -56,6 +61,7 @@ ctx.onmessage = async (ev: MessageEvent<WorkerRequest>) => {
     bytes = msg.bytes;
     idx = null;
     measure = canvasMeasure(msg.fonts);
+    sayReady();
     return;
   }
   const { id } = msg;
