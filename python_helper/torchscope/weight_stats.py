@@ -30,10 +30,9 @@ def cached_read(t: Tensor, reader: Reader) -> Optional[TensorStats]:
         version = t._version
     except Exception:  # inference tensors keep no version counter
         return reader.read(t)
-    known = _KNOWN.get(id(t))
-    if known is not None and known[0]() is t and known[1] == version:
-        if known[2].stats is not None:  # (a trace that died before it finished: read again)
-            return known[2]
+    kept = _kept(t, version)
+    if kept is not None:
+        return kept
     st = reader.read(t)
     if st is not None:
         st.version = version
@@ -63,16 +62,19 @@ def read_ahead(tensors: Iterable[Tensor], limit: int) -> int:
 
 def is_kept(t: Tensor) -> bool:
     """Whether t's statistics are kept, read while it held what it holds now."""
-    known = _KNOWN.get(id(t))
     try:
-        return (
-            known is not None
-            and known[0]() is t
-            and known[1] == t._version
-            and known[2].stats is not None
-        )
-    except Exception:
+        return _kept(t, t._version) is not None
+    except Exception:  # no version counter: never kept
         return False
+
+
+def _kept(t: Tensor, version: int) -> Optional[TensorStats]:
+    """The statistics kept for `t` at `version`, if complete (a trace that died before it
+    finished left them unread: read again)."""
+    known = _KNOWN.get(id(t))
+    if known is not None and known[0]() is t and known[1] == version and known[2].stats is not None:
+        return known[2]
+    return None
 
 
 def _forget(key: int) -> Callable[[weakref.ref[Tensor]], None]:

@@ -20,8 +20,6 @@ interface Job {
   reject: (e: Error) => void;
   /** Set when the page computed the view itself and only asked for Graphviz. */
   view?: View;
-  /** Its request went to the worker (which is then busy with it). */
-  sent: boolean;
   msg: WorkerRequest;
 }
 
@@ -33,7 +31,8 @@ export class LayoutClient {
   private worker: WorkerLike | null = null;
   /** The worker said "ready": Graphviz is up. */
   private ready = false;
-  /** The id of the request the worker is computing (a superseded one left to finish, too). */
+  /** The id of the request the worker is computing (a superseded one left to finish, too):
+   * the current request went to the worker when it is this one. */
   private busy: number | null = null;
   private current: Job | null = null;
   private nextId = 1;
@@ -69,7 +68,7 @@ export class LayoutClient {
     return new Promise<ViewResult>((resolve, reject) => {
       const id = this.nextId++;
       const msg: WorkerRequest = view ? { type: "dot", id, dot: view.dot } : { type: "layout", id, ...state };
-      this.current = { id, key, resolve, reject, view, sent: false, msg };
+      this.current = { id, key, resolve, reject, view, msg };
       this.ensureWorker();
       this.sendWaiting();
     });
@@ -83,8 +82,7 @@ export class LayoutClient {
   /** The waiting request goes to the worker once Graphviz is up and nothing else runs there. */
   private sendWaiting(): void {
     const job = this.current;
-    if (!job || job.sent || !this.worker || !this.ready || this.busy !== null) return;
-    job.sent = true;
+    if (!job || !this.worker || !this.ready || this.busy !== null) return;
     this.busy = job.id;
     this.worker.postMessage(job.msg);
   }
@@ -96,8 +94,17 @@ export class LayoutClient {
     // The worker is busy with a layout nobody wants: kill it, a fresh one starts on demand —
     // unless it is a small first view, done sooner than a new worker would start. (A request
     // still waiting for the worker just goes: the worker is kept.)
-    if (job.sent && !(job.msg.type === "dot" && job.msg.dot.length <= SMALL_DOT)) this.dropWorker();
+    const sent = this.busy === job.id;
+    if (sent && !(job.msg.type === "dot" && job.msg.dot.length <= SMALL_DOT)) this.dropWorker();
     job.reject(new Cancelled("superseded by a newer layout"));
+  }
+
+  /** The worker broke: the current request fails with `message`, the next gets a new worker. */
+  private fail(message: string): void {
+    const job = this.current;
+    this.current = null;
+    this.dropWorker();
+    job?.reject(new Error(message));
   }
 
   private dropWorker(): void {
@@ -111,12 +118,7 @@ export class LayoutClient {
     if (this.worker) return this.worker;
     const w = this.makeWorker();
     w.onmessage = (ev: MessageEvent<WorkerReply>) => this.onReply(ev.data);
-    w.onerror = (ev) => {
-      const job = this.current;
-      this.current = null;
-      this.dropWorker();
-      job?.reject(new Error(`layout worker failed: ${ev.message}`));
-    };
+    w.onerror = (ev) => this.fail(`layout worker failed: ${ev.message}`);
     // A copy: the page keeps its bytes for the next worker. The worker answers "ready".
     w.postMessage({ type: "init", bytes: this.bytes.slice(), fonts: this.fonts } satisfies WorkerRequest);
     this.worker = w;
@@ -132,10 +134,7 @@ export class LayoutClient {
     }
     if (msg.type === "error" && msg.id === -1) {
       // Graphviz did not start in this worker: what waits for it fails; the next gets a new one.
-      const job = this.current;
-      this.current = null;
-      this.dropWorker();
-      job?.reject(new Error(msg.message));
+      this.fail(msg.message);
       return;
     }
     const finished = msg.id === this.busy;
@@ -151,14 +150,13 @@ export class LayoutClient {
       this.sendWaiting();
       return;
     }
-    this.current = null;
     if (msg.type === "error") {
       // Graphviz's WASM may be left broken by a failure (out of bounds, out of memory):
       // the next layout gets a fresh worker.
-      this.dropWorker();
-      job.reject(new Error(msg.message));
+      this.fail(msg.message);
       return;
     }
+    this.current = null;
     if (msg.type === "too-many") {
       job.reject(new TooManyToDraw(msg.limit, msg.what));
       return;
