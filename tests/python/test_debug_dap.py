@@ -334,6 +334,13 @@ def test_paused_in_nested_forward_traces_that_module_with_original_inputs(nested
     warm = nested.call("warm")
     assert warm["ok"] and warm["elapsed_ms"] >= 0, warm
     assert nested.s.evaluate(tracer_loaded, nested.frame_id) == "True"
+    # with the listed model: its read-ahead, through the adapter. Block's weights are all
+    # torch.nn layers' own (nothing to read); a ParameterList's are used directly.
+    ahead = nested.call("warm", expr="self")
+    assert ahead["ok"] and ahead["readAhead"] == 0, ahead
+    direct = "__import__('torch').nn.ParameterList([__import__('torch').nn.Parameter(__import__('torch').ones(5))])"
+    ahead = nested.call("warm", expr=direct)
+    assert ahead["ok"] and ahead["readAhead"] == 5, ahead
 
     out = nested.out / "block.msgpack"
     reply = nested.call("trace", expr="self", out=str(out))
