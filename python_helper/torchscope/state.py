@@ -215,15 +215,21 @@ class ModelState:
         with _NO_TORCH_FUNCTION(), torch.no_grad():
             for m, _, params, buffers, modules in self.modules:
                 # a parameter, buffer or submodule rebound (most tables are and stay empty)
-                now = m._parameters
-                if now or params:
-                    _put_back(now, params)
-                now = m._buffers
-                if now or buffers:
-                    _put_back(now, buffers)
-                now = m._modules
-                if now or modules:
-                    _put_back(now, modules)
+                try:
+                    now = m._parameters
+                    if now or params:
+                        _put_back(now, params)
+                    now = m._buffers
+                    if now or buffers:
+                        _put_back(now, buffers)
+                    now = m._modules
+                    if now or modules:
+                        _put_back(now, modules)
+                except Exception as exc:  # a table the forward made unreadable: the rest go on
+                    warnings.append(
+                        f"a {type(m).__name__}'s parameters, buffers or submodules could not "
+                        f"be checked after the forward: {type(exc).__name__}: {exc}"
+                    )
             for b, copy in self.buffers:
                 b.copy_(copy)  # kernels like batch_norm update running stats without a version bump
             # `p.data = other` gave a parameter another storage: back to its own first, so
@@ -333,10 +339,21 @@ _EMPTY: _Table = MappingProxyType({})  # a table that was empty (most tables): n
 
 
 def _put_back(now: dict[str, Any], saved: _Table) -> None:
+    if type(now) is not dict and not isinstance(now, dict):
+        _put_back_script(now, saved)
+        return
     # every saved key still holds the very same object (by identity: see restore)
     if len(now) != len(saved) or not all(map(operator.is_, map(now.get, saved), saved.values())):
         now.clear()
         now.update(saved)
+
+
+def _put_back_script(now: Any, saved: _Table) -> None:
+    """A ScriptModule's table: torch.jit's view of its compiled module, which has no `get`
+    and takes no new or deleted keys; each entry the forward rebound is set back."""
+    for key, value in saved.items():
+        if key in now and now[key] is not value:
+            now[key] = value
 
 
 _SAMPLES = 64

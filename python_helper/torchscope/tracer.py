@@ -298,6 +298,8 @@ class Recorder(TorchFunctionMode):
                 found = layout_of(t)  # a DTensor: its local shape, and its layout beside it
                 if found is not None:
                     shape, layout = found
+                elif not all(type(d) is int for d in shape):  # type: ignore[union-attr]
+                    shape = None  # a jagged tensor's ragged size: symbolic, no number
         except Exception:
             shape = None
         edge = Edge(src, dst, shape, dtype_name(t), layout=layout)
@@ -669,6 +671,8 @@ class Recorder(TorchFunctionMode):
         known = self._classes.get(cls)  # (a plain dict: a weak one makes a weakref per lookup)
         if known is None:
             known = self._classes[cls] = _class_info(cls)
+        if cls is _SCRIPTED:
+            known = _scripted_info(module, known)
         name, target, defn, torch_layer = known
         path = self.paths.get(id(module))
         if path is None:
@@ -942,6 +946,28 @@ def _class_info(cls: type) -> tuple[str, str, Optional[Site], bool]:
             and cls.__module__ != "torch.nn.modules.container",
         )
     return info
+
+
+_SCRIPTED: type = torch.jit.RecursiveScriptModule  # pyright: ignore[reportPrivateImportUsage]
+
+
+def _scripted_info(
+    module: nn.Module, known: tuple[str, str, Optional[Site], bool]
+) -> tuple[str, str, Optional[Site], bool]:
+    """A torch.jit.script'ed module: named after the class it was compiled from (TorchScript
+    keeps its qualified name), defined where that class is if it is loaded, else as `known`."""
+    try:
+        compiled: Any = module._c
+        qualname = str(compiled._type().qualified_name()).removeprefix("__torch__.")
+        name = str(module.original_name)
+    except Exception:
+        return known
+    where, _, attr = qualname.rpartition(".")
+    cls = getattr(sys.modules.get(where), attr, None)
+    if isinstance(cls, type):
+        info = _class_info(cls)
+        return name, info[1], info[2], info[3]
+    return name, qualname, None, qualname.startswith("torch.nn.")
 
 
 _HASHABLE = frozenset(

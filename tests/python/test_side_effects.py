@@ -137,6 +137,36 @@ def test_attribute_set_before_a_raise_is_undone():
     assert not hasattr(model, "partial")
 
 
+class _Unreadable:
+    """A table whose every read raises."""
+
+    def __len__(self) -> int:
+        raise RuntimeError("unreadable")
+
+
+class _SpoilsItsTable(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = nn.Linear(2, 2)
+        self.register_buffer("steps", torch.zeros(1))
+
+    def forward(self, x):
+        self.inner.training = True
+        self.inner.bias = nn.Parameter(torch.ones(2))
+        vars(self)["_buffers"] = _Unreadable()  # the root's tables are checked first
+        return x * 2
+
+
+def test_a_table_that_cannot_be_read_back_stops_no_other_restore():
+    model = _SpoilsItsTable().eval()
+    bias = model.inner.bias
+    g = torchscope.trace(model, torch.randn(1, 2))
+    assert g.error is None
+    assert type(model._buffers) is dict and "steps" in model._buffers
+    assert model.inner.bias is bias and not model.inner.training
+    assert any("_SpoilsItsTable" in w and "unreadable" in w for w in g.warnings)
+
+
 def test_train_mode_outputs_identical_after_trace():
     """After the trace, the BatchNorm-train model behaves exactly like an untraced twin."""
     model, args, kwargs = zoo.build("cnn_bn_train")

@@ -108,3 +108,57 @@ def test_python_and_numpy_random_states_are_restored() -> None:
     np.random.seed(1)
     torchscope.trace(Dice(), torch.randn(2))
     assert (random.random(), float(np.random.rand())) == expected
+
+
+class _ScriptedInner(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.fc(x))
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+def test_a_torchscript_submodule_is_a_box_data_flows_through() -> None:
+    # a ScriptModule's tables are torch.jit's own mappings, not dicts: the restore after the
+    # forward once raised on them, and the trace failed
+    scripted = torch.jit.script(_ScriptedInner())
+    model = nn.Sequential(scripted, nn.Linear(4, 2)).eval()
+    x = torch.randn(3, 4)
+    g = torchscope.trace(model, x)
+    assert g.error is None
+    box = next(n for n in g.nodes if n.kind == "module" and n.path == "0")
+    # named and defined as the class it was compiled from, not torch.jit's RecursiveScriptModule
+    assert (box.name, box.target) == ("_ScriptedInner", f"{__name__}._ScriptedInner")
+    assert box.defn is not None and box.defn.file == __file__
+    into = [(g.nodes[e.src].kind, e.shape) for e in g.edges if e.dst == box.id]
+    assert into == [("input", [3, 4])]  # its ops run in TorchScript: none recorded, a leaf box
+    [linear] = [n for n in g.nodes if n.name == "linear"]
+    assert [(e.src, e.shape) for e in g.edges if e.dst == linear.id] == [(box.id, [3, 4])]
+    assert dict(scripted.named_parameters()).keys() == {"fc.weight", "fc.bias"}
+    assert torch.equal(model(x), model(x))
+    g.to_msgpack()
+
+
+class _Ragged(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x).relu()
+
+
+def test_a_ragged_nested_tensor_gives_edges_without_shape(tmp_path) -> None:
+    # a jagged tensor's ragged dimension is a symbolic size, not an int: the graph once held
+    # it and could not be written
+    x = torch.nested.nested_tensor([torch.randn(2, 4), torch.randn(3, 4)], layout=torch.jagged)
+    for values in (False, True):
+        g = torchscope.trace(_Ragged().eval(), x, values=values)
+        assert g.error is None
+        [linear] = [n for n in g.nodes if n.name == "linear"]
+        [relu] = [n for n in g.nodes if n.name == "relu"]
+        assert [e.shape for e in g.edges if e.dst in (linear.id, relu.id)] == [None, None]
+        assert len(torchscope.Graph.load(g.save(tmp_path / "g.msgpack")).edges) == len(g.edges)
+        g.to_json()
