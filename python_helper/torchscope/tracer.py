@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import re
 import sys
 import time
 import weakref
@@ -211,6 +212,7 @@ class Recorder(TorchFunctionMode):
         self.constants: set[int] = set()  # node ids of constants that stand for outside tensors
         self._constant_at: dict[tuple[int, Optional[int]], int] = {}
         self._attrs_at: dict[tuple[int, tuple], tuple[FuncInfo, dict[str, Any]]] = {}
+        self.scripted: list[nn.Module] = []  # TorchScript modules: their ops can't be seen
         # every module of the tree described before the forward, in one loop: the same work
         # done call by call inside the forward costs twice as much (its data is cold there)
         for _, m in named:
@@ -671,8 +673,9 @@ class Recorder(TorchFunctionMode):
         known = self._classes.get(cls)  # (a plain dict: a weak one makes a weakref per lookup)
         if known is None:
             known = self._classes[cls] = _class_info(cls)
-        if cls is _SCRIPTED:
+        if known[1].startswith("torch.jit."):  # torch.jit.script'ed or torch.jit.trace'd
             known = _scripted_info(module, known)
+            self.scripted.append(module)
         name, target, defn, torch_layer = known
         path = self.paths.get(id(module))
         if path is None:
@@ -948,17 +951,19 @@ def _class_info(cls: type) -> tuple[str, str, Optional[Site], bool]:
     return info
 
 
-_SCRIPTED: type = torch.jit.RecursiveScriptModule  # pyright: ignore[reportPrivateImportUsage]
+_MANGLED = re.compile(r"___torch_mangle_\d+\.")
 
 
 def _scripted_info(
     module: nn.Module, known: tuple[str, str, Optional[Site], bool]
 ) -> tuple[str, str, Optional[Site], bool]:
-    """A torch.jit.script'ed module: named after the class it was compiled from (TorchScript
-    keeps its qualified name), defined where that class is if it is loaded, else as `known`."""
+    """A TorchScript module (torch.jit.script or trace): named after the class it was made
+    from (TorchScript keeps its qualified name), defined where that class is if it is
+    loaded, else as `known`."""
     try:
         compiled: Any = module._c
         qualname = str(compiled._type().qualified_name()).removeprefix("__torch__.")
+        qualname = _MANGLED.sub("", qualname)  # a class compiled twice: ___torch_mangle_1.Net
         name = str(module.original_name)
     except Exception:
         return known
@@ -1236,6 +1241,10 @@ def _trace(
     shown = rec.wrapping.classes.get(id(wrapped), type(wrapped)) if rec.wrapping else type(model)
     if shown is not type(model):  # the user's class, not a wrapper's or FSDP2's subclass
         info.name, info.qualname = shown.__name__, _class_info(shown)[1]
+    if wrapped in rec.scripted:  # TorchScript's: the class it was made from
+        described = rec._info(wrapped)
+        info.name, info.qualname = described.name, described.target
+    warnings.extend(_scripted_warning(rec))
     if rank is not None:
         info.rank, info.world_size = rank
     if rec.watch is not None and local_collectives and rec.watch.count:
@@ -1271,6 +1280,22 @@ def _trace(
             pass
         raise error
     return graph
+
+
+def _scripted_warning(rec: Recorder) -> list[str]:
+    """Why a TorchScript module's box is empty, when the forward called one."""
+    called = [m for m in rec.scripted if rec.calls.get(id(m))]
+    if not called:
+        return []
+    named = [f"{rec.paths.get(id(m)) or 'the model'} ({rec._info(m).name})" for m in called[:3]]
+    more = f" and {len(called) - 3} more" if len(called) > 3 else ""
+    one = len(called) == 1
+    return [
+        f"{', '.join(named)}{more} ran as TorchScript (torch.jit.script or torch.jit.trace), "
+        f"whose ops torchscope can't see: drawn as {'a box' if one else 'boxes'} data flows "
+        f"through; trace the Python module{'' if one else 's'} "
+        f"{'it was' if one else 'they were'} made from to see inside"
+    ]
 
 
 def _remove_mode(mode: TorchFunctionMode) -> None:

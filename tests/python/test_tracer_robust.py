@@ -138,7 +138,19 @@ def test_a_torchscript_submodule_is_a_box_data_flows_through() -> None:
     assert [(e.src, e.shape) for e in g.edges if e.dst == linear.id] == [(box.id, [3, 4])]
     assert dict(scripted.named_parameters()).keys() == {"fc.weight", "fc.bias"}
     assert torch.equal(model(x), model(x))
+    [warning] = g.warnings  # why the box is empty, above the graph
+    assert "TorchScript" in warning and "0 (_ScriptedInner)" in warning
     g.to_msgpack()
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace.* is deprecated")
+def test_a_torch_jit_traced_model_is_named_after_its_class() -> None:
+    x = torch.randn(3, 4)
+    traced = torch.jit.trace(_ScriptedInner(), x)
+    g = torchscope.trace(traced, x)
+    assert (g.model.name, g.model.qualname) == ("_ScriptedInner", f"{__name__}._ScriptedInner")
+    assert [n.name for n in g.nodes if n.kind == "module"] == ["_ScriptedInner"]
+    assert len(g.warnings) == 1 and "TorchScript" in g.warnings[0]
 
 
 class _Ragged(nn.Module):
