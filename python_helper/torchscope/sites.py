@@ -42,21 +42,23 @@ _KEEP, _SKIP, _HELPER = 0, 1, 2
 class _Code:
     """What a code object is to the frame walk: its kind and its lines' sites. Kept by the
     code's id, never by the code: hashing a code object hashes its bytecode (~0.7 µs for
-    torch's _call_impl), on every frame of every recorded call. The entry holds the code,
-    so the id stays that code's while the entry lives."""
+    torch's _call_impl), on every frame of every recorded call. The entry goes when its code
+    is freed (a weak reference's callback, run before the id can be another object's): the
+    runner imports the user's file afresh for each trace, and old code must not pile up."""
 
-    __slots__ = ("code", "kind", "sites")
+    __slots__ = ("ref", "file", "name", "kind", "sites")
 
     def __init__(self, code: CodeType) -> None:
-        self.code = code
+        key = id(code)
+        self.ref = weakref.ref(code, lambda _: _codes.pop(key, None))
+        self.file, self.name = code.co_filename, code.co_name
         self.kind = _kind_of(code)
         self.sites: dict[int, Site] = {}  # line → Site, shared between nodes: never mutated
 
     def site(self, line: int) -> Site:
         site = self.sites.get(line)
         if site is None:
-            code = self.code
-            site = self.sites[line] = Site(_abs(code.co_filename), line, code.co_name)
+            site = self.sites[line] = Site(_abs(self.file), line, self.name)
         return site
 
 

@@ -282,3 +282,25 @@ def test_the_error_node_is_at_the_users_line_with_the_layer_inside():
     assert (err.site.file, err.site.line) == (os.path.abspath(__file__), line)
     assert err.inside is not None and err.inside.file.endswith(os.path.join("modules", "linear.py"))
     assert g.error_location(lambda f: f == os.path.abspath(__file__)) == (err.site.file, line)
+
+
+def test_a_dead_functions_code_is_forgotten():
+    # the runner imports the user's file afresh for every trace: the frame walk's entries
+    # for the old file's code objects must go with them, not pile up for the session
+    import gc
+
+    from torchscope import sites
+
+    namespace: dict = {}
+    exec(
+        compile("def forward(self, x):\n    return x * 2\n", "/tmp/reloaded.py", "exec"), namespace
+    )
+    model_class = type("Reloaded", (torch.nn.Module,), {"forward": namespace["forward"]})
+    graph = torchscope.trace(model_class(), torch.randn(2))
+    [mul] = [n for n in graph.nodes if n.name == "mul"]
+    assert mul.site is not None and mul.site.file == "/tmp/reloaded.py"
+    key = id(namespace["forward"].__code__)
+    assert key in sites._codes
+    del namespace, model_class, graph, mul
+    gc.collect()
+    assert key not in sites._codes
