@@ -8,6 +8,7 @@ import ctypes
 import operator
 import random
 import sys
+import types
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
@@ -143,6 +144,47 @@ class ModelState:
         self.settings = GlobalSettings()
         self.first_hook_id = RemovableHandle.next_id
 
+    def keep_inputs(self, args: tuple, kwargs: Mapping[str, Any]) -> None:
+        """The forward's arguments as they were, for a program that goes on with them (paused
+        in a generation loop): a tensor among them gets its values back if a call writes it
+        (copied just before, as a parameter is), and a plain object among them (a KV cache, a
+        list or dict of tensors) its attributes and contents, _INPUT_DEPTH levels deep."""
+        seen: set[int] = set()
+        stack: list[tuple[Any, int]] = [(a, 0) for a in (*args, *kwargs.values())]
+        while stack and len(seen) < _INPUT_OBJECTS:
+            obj, depth = stack.pop()
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            kind = type(obj)
+            if isinstance(obj, torch.Tensor):
+                self._keep_tensor(obj)
+                continue
+            if kind in _ATOMS or depth >= _INPUT_DEPTH or isinstance(obj, _NOT_STATE):
+                continue
+            children: Any
+            if kind in _CONTAINERS:
+                self.containers.append((obj, obj.copy()))
+                children = obj.values() if isinstance(obj, dict) else obj
+            elif isinstance(obj, tuple):  # a namedtuple's too
+                children = obj
+            else:
+                attrs = getattr(obj, "__dict__", None)
+                if type(attrs) is not dict or not attrs:
+                    continue
+                self.objects.append((obj, attrs.copy()))
+                children = attrs.values()
+            stack.extend((c, depth + 1) for c in children)
+
+    def _keep_tensor(self, t: torch.Tensor) -> None:
+        with _NO_TORCH_FUNCTION():
+            try:
+                key = t.untyped_storage().data_ptr()
+            except Exception:  # no storage (a subclass, a nested tensor)
+                return
+        if key:  # (meta tensors have none)
+            self.by_storage.setdefault(key, []).append(t)
+
     def hooks_from_here(self) -> None:
         """Hooks registered from now on are the forward's (the trace's own come before, or are
         removed before `restore`): restore takes them off the modules, parameters and torch's
@@ -160,6 +202,8 @@ class ModelState:
         # a user attribute holding a dict, list or set (a cache, a log): its contents, one
         # level deep, for a forward that fills it in place
         self.containers: list[tuple[Any, Any]] = []
+        # an object among the forward's arguments, and its attributes as they were
+        self.objects: list[tuple[Any, dict[str, Any]]] = []
         rows, params, containers = self.modules, self.params, self.containers
         for path, m in named:
             attrs = m.__dict__
@@ -237,7 +281,13 @@ class ModelState:
             storages = [info.repoint() for info in self.params.values()]
             saved = self.saved_params
             for p, copy in saved.values():
-                p.copy_(copy)
+                try:
+                    p.copy_(copy)
+                except Exception:  # an argument the forward gave other memory (`x.data = …`)
+                    try:
+                        p.data = copy
+                    except Exception as exc:
+                        warnings.append(f"an argument of the forward could not be put back: {exc}")
             for (key, info), storage in zip(self.params.items(), storages):
                 if info.param.requires_grad != info.requires_grad:
                     with contextlib.suppress(Exception):  # (a dtype that can't need grad)
@@ -260,6 +310,14 @@ class ModelState:
                 now.update(attrs)
         for now, before in self.containers:
             _refill(now, before)
+        for obj, before in self.objects:
+            try:
+                _refill(obj.__dict__, before)
+            except Exception as exc:  # an object that won't take its attributes back
+                warnings.append(
+                    f"an argument of the forward (a {type(obj).__name__}) could not be put back "
+                    f"as it was: {type(exc).__name__}: {exc}"
+                )
         if RemovableHandle.next_id > self.first_hook_id:
             self._remove_new_hooks()
         self.rng.restore()
@@ -314,6 +372,14 @@ _GLOBAL_HOOKS = (
 # the class's and the user's own attributes
 _MODULE_KEYS = frozenset(nn.Module().__dict__)
 _CONTAINERS = frozenset((dict, list, set, collections.OrderedDict, collections.defaultdict))
+# the forward's arguments: how deep and how many objects are kept (a KV cache: the cache,
+# its list of layers, each layer, its tensors)
+_INPUT_DEPTH = 4
+_INPUT_OBJECTS = 10_000
+_ATOMS = frozenset((int, float, bool, complex, str, bytes, type(None)))
+# objects whose attributes are not the argument's state: a model (ModelState's part), a
+# Python module (its globals), a function, a class
+_NOT_STATE = (nn.Module, types.ModuleType, types.FunctionType, types.MethodType, type)
 
 
 def _refill(now: Any, before: Any) -> None:

@@ -1196,6 +1196,7 @@ def _trace(
 ) -> Graph:
     start = time.perf_counter()
     state = ModelState(named)
+    state.keep_inputs(args, kwargs)
     deadline = start + time_budget if time_budget else None
     rec = Recorder(model, named, state, deadline, cancel, values, costs, find_wrappers(named))
     wrapped, _ = unwrap(model)  # inputs are named after the wrapped model's forward

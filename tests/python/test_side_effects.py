@@ -4,6 +4,7 @@ whether the forward returned or raised."""
 from __future__ import annotations
 
 import gc
+from typing import NamedTuple
 
 import pytest
 import torch
@@ -325,3 +326,114 @@ def test_activations_are_not_kept_alive():
     assert len(made) == 4 and all(e.stats is not None for e in graph.edges)
     gc.collect()
     assert all(r() is None for r in made), "an activation is still referenced"
+
+
+# -- the forward's arguments: a paused program goes on with them after the trace ------------
+
+
+class _WritesItsInput(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, scratch):
+        x.add_(1)  # in place, on the caller's tensor
+        x[0] = 0
+        scratch[:, 1] = self.fc(x)[:, 0]  # a buffer the caller passed, written through a view
+        return x * 2
+
+
+def test_an_input_written_in_place_gets_its_values_back():
+    x, scratch = torch.randn(2, 4), torch.zeros(2, 3)
+    x_before, scratch_before = x.clone(), scratch.clone()
+    g = torchscope.trace(_WritesItsInput(), x, scratch)
+    assert g.error is None
+    assert torch.equal(x, x_before) and torch.equal(scratch, scratch_before)
+    with torch.no_grad():
+        _WritesItsInput()(x, scratch)
+    assert not torch.equal(x, x_before)  # (the test means something: a forward does write)
+
+
+class _Cache:
+    """A KV cache of the kind generation loops pass in: tensors rebound and lists appended."""
+
+    def __init__(self) -> None:
+        self.layers = [_Layer()]
+        self.seen = 0
+        self.log: list[int] = []
+
+
+class _Layer:
+    def __init__(self) -> None:
+        self.keys = torch.zeros(1, 0, 4)
+
+
+class _Pair(NamedTuple):
+    a: torch.Tensor
+    b: list
+
+
+class _UsesTheCache(nn.Module):
+    def forward(self, x, cache, steps, pair):
+        pair.a.mul_(0)
+        pair.b.append(1)
+        layer = cache.layers[0]
+        layer.keys = torch.cat([layer.keys, x[:, None]], dim=1)
+        cache.seen += 1
+        cache.log.append(cache.seen)
+        cache.layers.append(_Layer())
+        steps["n"] = steps.get("n", 0) + 1
+        return layer.keys.sum(1)
+
+
+def test_objects_among_the_inputs_get_their_attributes_and_contents_back():
+    cache, steps, pair = _Cache(), {"n": 3}, _Pair(torch.ones(2), [])
+    layers, first, keys = cache.layers, cache.layers[0], cache.layers[0].keys
+    g = torchscope.trace(_UsesTheCache(), torch.randn(1, 4), cache, steps, pair)
+    assert g.error is None
+    assert cache.layers is layers and cache.layers == [first] and first.keys is keys
+    assert (cache.seen, cache.log, steps) == (0, [], {"n": 3})
+    assert torch.equal(pair.a, torch.ones(2)) and pair.b == []
+
+
+def test_inputs_are_given_back_when_the_forward_raises():
+    class Fails(nn.Module):
+        def forward(self, x, cache):
+            x.mul_(0)
+            cache.seen = 99
+            raise ValueError("late")
+
+    x, cache = torch.ones(3), _Cache()
+    with pytest.raises(ValueError):
+        torchscope.trace(Fails(), x, cache)
+    assert torch.equal(x, torch.ones(3)) and cache.seen == 0
+
+
+def test_a_transformers_kv_cache_keeps_its_length():
+    # paused in a generation loop, tracing the next step must not grow the program's cache
+    from transformers import GPT2Config, GPT2Model
+
+    model = GPT2Model(GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=100)).eval()
+    with torch.no_grad():
+        cache = model(torch.randint(0, 100, (1, 5)), use_cache=True).past_key_values
+    keys = [layer.keys for layer in cache.layers]
+    step = torch.randint(0, 100, (1, 1))
+    g = torchscope.trace(model, step, past_key_values=cache, use_cache=True)
+    assert g.error is None and cache.get_seq_length() == 5
+    assert all(a is b for a, b in zip([layer.keys for layer in cache.layers], keys, strict=True))
+    with torch.no_grad():
+        model(step, past_key_values=cache, use_cache=True)
+    assert cache.get_seq_length() == 6  # (a plain forward does grow it)
+
+
+def test_an_input_given_other_memory_gets_its_own_back():
+    class Rebinds(nn.Module):
+        def forward(self, x):
+            x.data = torch.zeros(5)
+            return x + 1
+
+    x = torch.randn(2, 4)
+    before = x.clone()
+    g = torchscope.trace(Rebinds(), x)
+    assert g.error is None
+    assert x.shape == (2, 4) and torch.equal(x, before)
