@@ -8,6 +8,10 @@ with the notebook.
 from __future__ import annotations
 
 import html
+import os
+import re
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -55,26 +59,49 @@ class GraphView:
         return f"<torchscope.GraphView {self.title!r} ({len(self.graph_bytes)} bytes)>"
 
 
-def _display(obj: Any) -> None:
+def _display(view: GraphView) -> None:
+    if not _in_notebook():
+        # a script, or IPython in a terminal: nowhere to draw (its repr would be all it shows)
+        fd, name = tempfile.mkstemp(prefix=f"torchscope-{_file_safe(view.title)}-", suffix=".html")
+        os.close(fd)
+        path = view.save(name)
+        print(
+            f"torchscope: not in a notebook: the graph is in {path} (open it in a browser)",
+            file=sys.stderr,
+        )
+        return
+    from IPython.display import display
+
+    display(view)
+
+
+def _in_notebook() -> bool:
+    """Whether a notebook kernel (Jupyter, VS Code's, Colab's) runs this: one that draws HTML."""
+    ipython = sys.modules.get("IPython")  # a kernel has imported it; a script need not
+    if ipython is None:
+        return False
     try:
-        from IPython.display import display
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise RuntimeError(
-            "torchscope.show() needs IPython (run it in Jupyter); outside a notebook use "
-            "`python -m torchscope trace ... --format html` or GraphView(...).save(path)"
-        ) from e
-    display(obj)
+        shell = ipython.get_ipython()
+    except Exception:
+        return False
+    return shell is not None and type(shell).__name__ != "TerminalInteractiveShell"
+
+
+def _file_safe(title: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", title)[:60] or "graph"
 
 
 def show_graph(graph: Any, height: int = DEFAULT_HEIGHT) -> GraphView:
-    """Display an already traced ``torchscope.Graph``; returns the view."""
+    """Display an already traced ``torchscope.Graph``; returns the view. Outside a notebook
+    the page is written to a temporary file, whose path is printed."""
     view = GraphView(graph.to_msgpack(), graph.model.name or "torchscope", height)
     _display(view)
     return view
 
 
 def show(model: Any, *args: Any, **kwargs: Any) -> None:
-    """Trace ``model(*args, **kwargs)`` and display the graph in the notebook.
+    """Trace ``model(*args, **kwargs)`` and display the graph in the notebook (outside one:
+    write the page to a temporary file and print its path).
 
     If the forward raises, the partial graph (up to the failing call) is displayed first
     and then the original exception is re-raised.

@@ -7,6 +7,7 @@ import html as htmlmod
 import re
 from pathlib import Path
 
+import msgpack
 import pytest
 import torch
 from torch import nn
@@ -172,6 +173,7 @@ def test_show_with_real_ipython_display(monkeypatch: pytest.MonkeyPatch, fake_bu
 
     captured: list[object] = []
     monkeypatch.setattr(IPython.display, "display", lambda obj: captured.append(obj))
+    monkeypatch.setattr(notebook, "_in_notebook", lambda: True)
     torchscope.show(TinyNet(), torch.randn(2, 4))
     assert isinstance(captured[0], notebook.GraphView)
     fmt = IPython.core.formatters.HTMLFormatter()
@@ -182,3 +184,24 @@ def test_view_save(tmp_path: Path, fake_bundle: None) -> None:
     view = notebook.GraphView(GOLDEN.read_bytes(), "MLP")
     out = view.save(tmp_path / "mlp.html")
     assert out.read_text(encoding="utf-8") == view.page
+
+
+def test_show_outside_a_notebook_writes_the_page_and_says_where(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    fake_bundle: None,
+) -> None:
+    # a script (or IPython in a terminal) has nowhere to draw: the view's repr alone told
+    # the user nothing
+    monkeypatch.setattr(notebook.tempfile, "tempdir", str(tmp_path))
+    assert not notebook._in_notebook()
+    torchscope.show(TinyNet(), torch.randn(2, 4))
+    err = capsys.readouterr().err
+    [page] = tmp_path.glob("torchscope-TinyNet-*.html")
+    assert str(page) in err and "not in a notebook" in err
+    text = page.read_text(encoding="utf-8")
+    blob = re.search(r'id="torchscope-graph">([^<]*)</script>', text)
+    assert text.startswith("<!DOCTYPE html>") and blob
+    graph = torchscope.Graph.from_wire(msgpack.unpackb(base64.b64decode(blob.group(1))))
+    assert graph.model.name == "TinyNet"
