@@ -123,7 +123,10 @@ class FlopCounter(TorchDispatchMode):
 
     def _count(self, func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
         if isinstance(func, HigherOrderOperator):
-            return NotImplemented
+            # torch.cond, while_loop …: run as if the counter were not there (torch took it
+            # off the stack for this call); NotImplemented would fail the call, as torch's
+            # own counter does for every such op but cond
+            return func(*args, **kwargs)
         formula = flop_registry.get(func._overloadpacket)
         if formula is None:
             # FlopCounterMode runs an op it has no formula for through its composite

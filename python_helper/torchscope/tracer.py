@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import re
 import sys
 import time
+import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -1163,7 +1165,8 @@ def trace_call(
     try:
         named, depth = module_tree(model)
         with _stack_for(depth):
-            return _trace(
+            run = functools.partial(
+                _trace,
                 model,
                 named,
                 args,
@@ -1176,9 +1179,34 @@ def trace_call(
                 costs,
                 local_collectives,
             )
+            # torch.cond and its kind load torch.compile during the forward and compile the
+            # recorder with it, which fails; torch.compile is then loaded, and a second run
+            # has it run everything eagerly (wrappers.compiled_run_eagerly). The first run
+            # left nothing behind, as every trace.
+            compiler_loaded = _compiler_loaded()
+            try:
+                with warnings.catch_warnings():
+                    if not compiler_loaded:  # (its complaints about the recorder's code)
+                        warnings.filterwarnings("ignore", module=r"torch\._dynamo")
+                    graph = run()
+            except Exception as exc:
+                if compiler_loaded or type(exc).__name__ != _COMPILED_OP_FAILED:
+                    raise
+                return run()
+            if graph.error is not None and graph.error.type == _COMPILED_OP_FAILED:
+                if not compiler_loaded:
+                    return run()
+            return graph
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+_COMPILED_OP_FAILED = "UncapturedHigherOrderOpError"
+
+
+def _compiler_loaded() -> bool:
+    return "torch._dynamo.eval_frame" in sys.modules  # (compiled_run_eagerly's own test)
 
 
 def _trace(

@@ -174,3 +174,55 @@ def test_a_ragged_nested_tensor_gives_edges_without_shape(tmp_path) -> None:
         assert [e.shape for e in g.edges if e.dst in (linear.id, relu.id)] == [None, None]
         assert len(torchscope.Graph.load(g.save(tmp_path / "g.msgpack")).edges) == len(g.edges)
         g.to_json()
+
+
+class _Branches(nn.Module):
+    """torch.cond and while_loop: higher-order ops that torch runs through torch.compile even
+    in eager mode."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.cond(x.sum() > 0, lambda t: self.a(t), lambda t: self.b(t).neg(), (x,))
+        loop = torch._higher_order_ops.while_loop
+        return loop(lambda i, t: i < 3, lambda i, t: (i + 1, t * 2), (torch.tensor(0), y))[1]
+
+
+def _branches() -> tuple[nn.Module, torch.Tensor]:
+    return _Branches().eval(), torch.ones(2, 4)
+
+
+@pytest.mark.parametrize("costs", [True, False])
+def test_torch_cond_and_while_loop_trace_as_they_run(costs: bool) -> None:
+    # with costs, the FLOP counter once made torch.cond fail ("no implementation found")
+    model, x = _branches()
+    g = torchscope.trace(model, x, costs=costs)
+    assert g.error is None
+    ops = [n for n in g.nodes if n.kind == "op"]
+    assert {"cond", "while_loop"} <= {n.name for n in ops}
+    [out] = [e for e in g.edges if g.nodes[e.dst].kind == "output"]
+    assert out.shape == [2, 4] and g.nodes[out.src].name == "while_loop"
+    if costs:
+        assert all(n.cost is not None for n in ops)
+
+
+def test_torch_cond_in_a_fresh_process(tmp_path) -> None:
+    # torch.cond imports torch.compile's machinery during the forward, after the trace began
+    # (a fresh process, as the CLI and the runner are): it once failed there, compiling the
+    # recorder's own code ("UncapturedHigherOrderOpError")
+    import subprocess
+    import sys
+
+    out = tmp_path / "g.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchscope", "trace", f"{__file__}:_branches", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    g = torchscope.Graph.load(out)
+    assert g.error is None and "cond" in {n.name for n in g.nodes}
