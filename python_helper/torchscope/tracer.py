@@ -1270,7 +1270,7 @@ def _trace(
     shown = rec.wrapping.classes.get(id(wrapped), type(wrapped)) if rec.wrapping else type(model)
     if shown is not type(model):  # the user's class, not a wrapper's or FSDP2's subclass
         info.name, info.qualname = shown.__name__, _class_info(shown)[1]
-    if wrapped in rec.scripted:  # TorchScript's: the class it was made from
+    if any(m is wrapped for m in rec.scripted):  # TorchScript's: the class it was made from
         described = rec._info(wrapped)
         info.name, info.qualname = described.name, described.target
     warnings.extend(_scripted_warning(rec))
