@@ -3,12 +3,21 @@
 // server has none and remembers the answer per (document, target); asks before the file's
 // top-level code may run (a training loop at import) and remembers a yes per file; the
 // server's failures become messages with a way forward (pick another interpreter, show the
-// import error, trace a model that needs a GPU on the meta device, …).
+// import error, trace a model that needs a GPU or more memory on the meta device, …).
 import * as vscode from "vscode";
 import { REQUEST_CANCELLED, type Server } from "./client";
 import { tracedLine } from "./logChannel";
 import { userFrame } from "./openGuard";
-import { TORCHSCOPE_ERROR, isErrorData, needsGpu, targetKey, type PanelOrigin, type TopLevelStatement, type TraceParams } from "./protocol";
+import {
+  TORCHSCOPE_ERROR,
+  isErrorData,
+  needsGpu,
+  outOfMemory,
+  targetKey,
+  type PanelOrigin,
+  type TopLevelStatement,
+  type TraceParams,
+} from "./protocol";
 import { revealLine } from "./reveal";
 import { inputBox, type Answer, type Ask, type SourceKind, type TraceOutcome, type TraceSource } from "./traceFlow";
 
@@ -20,6 +29,7 @@ export type Failure =
   | { kind: "needs-ctor-args"; message: string }
   | { kind: "runs-code"; message: string; statements: TopLevelStatement[] }
   | { kind: "needs-gpu"; message: string; line?: { file: string; line: number } }
+  | { kind: "needs-memory"; message: string; line?: { file: string; line: number } }
   | { kind: "no-torch"; message: string; python: string }
   | { kind: "import-error"; message: string; details: string }
   | { kind: "timeout"; message: string }
@@ -39,6 +49,11 @@ export function classifyFailure(e: unknown): Failure {
   if ((d.kind === "target-error" || d.kind === "import-error" || d.kind === "runner-crashed") && needsGpu(`${message}\n${details}`)) {
     const line = userFrame(details);
     return line ? { kind: "needs-gpu", message, line } : { kind: "needs-gpu", message };
+  }
+  // More memory than there is: the meta device builds it without any.
+  if ((d.kind === "target-error" || d.kind === "import-error" || d.kind === "runner-crashed") && outOfMemory(`${message}\n${details}`)) {
+    const line = userFrame(details);
+    return line ? { kind: "needs-memory", message, line } : { kind: "needs-memory", message };
   }
   switch (d.kind) {
     case "needs-input":
@@ -210,6 +225,7 @@ export class EditorSource implements TraceSource {
         case "needs-ctor-args":
         case "runs-code":
         case "needs-gpu":
+        case "needs-memory":
           log.info(`${this.target}: ${f.message}`);
           return { ok: false, ...f };
       }

@@ -216,6 +216,15 @@ export function needsGpu(text: string): boolean {
   return NEEDS_GPU.test(text);
 }
 
+/** The words torch, Python and the runner use when the model took more memory than there is
+ * (torch's allocator refused, or the system stopped the runner: the runner says "killed by SIGKILL"). */
+const OUT_OF_MEMORY = /DefaultCPUAllocator: can't allocate memory|\bMemoryError\b|killed by SIGKILL/;
+
+/** An error (message, traceback) that says the model does not fit in this machine's memory. */
+export function outOfMemory(text: string): boolean {
+  return OUT_OF_MEMORY.test(text);
+}
+
 export function isErrorData(x: unknown): x is ErrorData {
   return typeof x === "object" && x !== null && typeof (x as { kind?: unknown }).kind === "string";
 }

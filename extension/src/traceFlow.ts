@@ -11,7 +11,16 @@
 import * as vscode from "vscode";
 import { saveAs } from "./export";
 import { GraphPanel, type PanelEvents } from "./graphPanel";
-import { needsGpu, panelTitle, modelName, type InputUsed, type PanelOrigin, type TopLevelStatement, type TraceSummary } from "./protocol";
+import {
+  needsGpu,
+  outOfMemory,
+  panelTitle,
+  modelName,
+  type InputUsed,
+  type PanelOrigin,
+  type TopLevelStatement,
+  type TraceSummary,
+} from "./protocol";
 import { revealLine, revealSite } from "./reveal";
 
 /** A graph file written on this machine, and what its trace said (absent for a graph whose
@@ -21,8 +30,9 @@ export interface Traced {
   summary?: TraceSummary;
 }
 
-/** What the trace lacked: the flow asks the source to ask the user (a GPU: the flow asks itself). */
-export type Missing = "needs-input" | "needs-ctor-args" | "runs-code" | "needs-gpu";
+/** What the trace lacked: the flow asks the source to ask the user (a GPU or more memory: the
+ * flow asks itself, offering the meta device). */
+export type Missing = "needs-input" | "needs-ctor-args" | "runs-code" | "needs-gpu" | "needs-memory";
 
 /** A question before the next trace, with what helps answer it. */
 export interface Ask {
@@ -35,7 +45,7 @@ export interface Ask {
   current?: string;
   /** runs-code: what importing the file would run. */
   statements?: TopLevelStatement[];
-  /** needs-gpu: the line that asked for one. */
+  /** needs-gpu, needs-memory: the line that asked for one, or for the memory. */
   line?: { file: string; line: number };
 }
 
@@ -105,6 +115,9 @@ export function afterRaise(summary: TraceSummary, label: string): Ask | undefine
   if (needsGpu(`${err.type}: ${err.message}`)) {
     return { kind: "needs-gpu", message: `${err.type}: ${firstLine(err.message)}`, ...(line ? { line } : {}) };
   }
+  if (outOfMemory(`${err.type}: ${err.message}`)) {
+    return { kind: "needs-memory", message: `${err.type}: ${firstLine(err.message)}`, ...(line ? { line } : {}) };
+  }
   if (summary.inputKind !== "guess") return undefined;
   const where = line ? ` at line ${line.line}` : "";
   return {
@@ -114,16 +127,19 @@ export function afterRaise(summary: TraceSummary, label: string): Ask | undefine
   };
 }
 
-/** The warning about a model that needs a GPU, and its buttons; `meta`: whether the source
- * can trace on the meta device, already did, or can't at all (a paused program). */
+/** The warning about a model that needs a GPU (or more memory than there is: `needs-memory`),
+ * and its buttons; `meta`: whether the source can trace on the meta device, already did, or
+ * can't at all (a paused program). */
 export function gpuQuestion(what: Ask, label: string, meta: "can" | "tried" | "cannot"): { text: string; buttons: string[] } {
   const where = what.line ? ` (line ${what.line.line} of ${what.line.file.split(/[\\/]/).pop()})` : "";
+  const memory = what.kind === "needs-memory";
+  const lacks = memory ? "does not fit in memory here" : "needs a GPU";
   const text =
     meta === "can"
-      ? `torchscope: ${label} needs a GPU${where}: ${what.message}. Trace it on the meta device (shapes only, no GPU needed)?`
+      ? `torchscope: ${label} ${lacks}${where}: ${what.message}. Trace it on the meta device (shapes only, no ${memory ? "memory" : "GPU"} needed)?`
       : meta === "tried"
-        ? `torchscope: ${label} needs a GPU${where}, also on the meta device: ${what.message}. Make that line use the CPU to trace it here.`
-        : `torchscope: ${label} needs a GPU${where}: ${what.message}.`;
+        ? `torchscope: ${label} ${lacks}${where}, also on the meta device: ${what.message}.${memory ? "" : " Make that line use the CPU to trace it here."}`
+        : `torchscope: ${label} ${lacks}${where}: ${what.message}.`;
   return { text, buttons: [...(meta === "can" ? ["Trace on Meta Device"] : []), ...(what.line ? ["Go to Line"] : [])] };
 }
 
@@ -222,7 +238,8 @@ export class TraceFlow {
       let answer: Answer = "retry";
       if (missing) {
         if (opts.quiet) break;
-        answer = missing.kind === "needs-gpu" ? await this.askGpu(source, missing) : await source.ask(missing);
+        const meta = missing.kind === "needs-gpu" || missing.kind === "needs-memory";
+        answer = meta ? await this.askGpu(source, missing) : await source.ask(missing);
         if (!answer) break;
       }
       let outcome: TraceOutcome;
@@ -256,7 +273,7 @@ export class TraceFlow {
     );
   }
 
-  /** A model that needs a GPU: the meta device (when the source can), or its line. */
+  /** A model that needs a GPU or more memory: the meta device (when the source can), or its line. */
   private async askGpu(source: TraceSource, what: Ask): Promise<Answer> {
     const q = gpuQuestion(what, source.label, !source.useMeta ? "cannot" : source.onMeta ? "tried" : "can");
     const choice = await vscode.window.showWarningMessage(q.text, ...q.buttons);

@@ -314,7 +314,27 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write(root, "exits.py", "import sys\nprint('about to exit')\nsys.exit(3)\n")
     write(root, "dies.py", "import os, sys\nprint('dying now', file=sys.stderr)\nos._exit(3)\n")
     write(root, "loops.py", "while True:\n    pass\n")
+    write(root, "huge.py", HUGE)
     return root
+
+
+# A model too big for this machine, as the system treats it: the runner stopped by SIGKILL
+# (Linux's out-of-memory killer) while it builds, unless it builds on the meta device.
+HUGE = """import os, signal
+import torch
+from torch import nn
+
+
+class Huge(nn.Module):
+    def __init__(self):
+        super().__init__()
+        if torch.empty(0).device.type != "meta":
+            os.kill(os.getpid(), signal.SIGKILL)
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
 
 
 @pytest.fixture(scope="module")
@@ -501,6 +521,14 @@ def test_sys_exit_at_import_is_an_error_not_a_dead_server(lsp, workspace):
         )
         is None
     )
+
+
+def test_a_runner_the_system_stops_says_memory_and_meta_builds(lsp, workspace):
+    e = lsp.error("torchscope/trace", {"uri": uri(workspace / "huge.py"), "target": "Huge"})
+    assert e.data["kind"] == "runner-crashed"
+    assert "killed by SIGKILL (most likely out of memory" in e.message
+    result = trace(lsp, workspace / "huge.py", "Huge", device="meta", input="torch.ones(1, 8)")
+    assert result["summary"]["model"].endswith("Huge") and result["summary"]["error"] is None
 
 
 @pytest.mark.parametrize("where", ["import", "forward"])

@@ -271,6 +271,8 @@ def describe_exit(code: Optional[int]) -> str:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
+        if code == -signal.SIGKILL:  # nobody but the system's out-of-memory killer, mostly
+            return f"was killed by {name} (most likely out of memory)"
         return f"was killed by {name}"
     return f"exited with code {code}"
 

@@ -1,7 +1,8 @@
 // A new user's first minutes in real VS Code (issue 16): examples/ right after the window
 // opens (right-click → graph, cold, then warm), the input each graph used shown in the panel
 // with a one-click change, a script-style file with a training loop at top level (nothing of
-// it runs before the user says so), a right-click after the end of `net = Net()`, the palette
+// it runs before the user says so), a right-click after the end of `net = Net()`, a model too
+// big for memory (offered the meta device), the palette
 // with the cursor on no model, a restart of the language server, and a log with one line per
 // event. The right-click → graph-drawn times go to tests/artifacts/extension/timings-first-minutes.json.
 import { strict as assert } from "node:assert";
@@ -98,6 +99,24 @@ if __name__ == "__main__":
     print(net(torch.randn(2, 6)))
 `;
 
+// A model too big for this machine, as the system treats it: the runner is stopped with
+// SIGKILL (Linux's out-of-memory killer) while it builds, unless it builds on the meta device.
+const HUGE = `import os, signal
+import torch
+from torch import nn
+
+
+class Huge(nn.Module):
+    def __init__(self):
+        super().__init__()
+        if torch.empty(0).device.type != "meta":
+            os.kill(os.getpid(), signal.SIGKILL)
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x)
+`;
+
 interface Timing {
   total_ms: number;
   request_ms?: number;
@@ -137,7 +156,7 @@ async function visualizeAt(text: string, x?: number): Promise<number> {
 }
 
 before(async () => {
-  cs = await startCodeServer({ files: { "train_script.py": TRAIN, "needs_setup.py": NEEDS_SETUP, "script_net.py": SCRIPT_NET } });
+  cs = await startCodeServer({ files: { "train_script.py": TRAIN, "needs_setup.py": NEEDS_SETUP, "script_net.py": SCRIPT_NET, "huge.py": HUGE } });
   browser = await launch();
   page = await openWorkbench(browser, cs);
 });
@@ -254,6 +273,22 @@ describe("the first minutes", { timeout: 900_000 }, () => {
       const col = await page.locator('[id="status.editor.selection"]').innerText();
       assert.match(col, new RegExp(`Col ${"    net = Net()".length + 1}\\b`), "the cursor was past the end of the line");
       assert.equal(await viewer(page).locator(".ts-model").innerText(), "Net");
+    }));
+
+  it("a model too big for memory: the system stops the runner, the meta device is offered and draws", () =>
+    step(page, "out-of-memory", async () => {
+      await closeAll(page);
+      await openFile(page, "huge.py");
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      const toast = page.locator(".notification-toast", { hasText: "does not fit in memory here" }).first();
+      await toast.waitFor({ timeout: 120_000 });
+      assert.match(await toast.innerText(), /Huge does not fit in memory here: the Python runner was killed by SIGKILL \(most likely out of memory/);
+      await shot(page, "first-04-out-of-memory");
+      await markOld(page);
+      await toast.getByRole("button", { name: "Trace on Meta Device" }).click();
+      await waitForGraph(page);
+      traces++;
+      assert.equal(await viewer(page).locator(".ts-model").innerText(), "Huge");
     }));
 
   it("the palette with the cursor on no model offers the file's models", () =>

@@ -176,6 +176,19 @@ describe("trace failures", () => {
       },
     );
     assert.equal(classifyFailure(err("import-error", { details: "RuntimeError: Found no NVIDIA driver on your system" })).kind, "needs-gpu");
+    // more memory than there is: torch's allocator refused, or the system stopped the runner
+    const alloc = "building Huge raised RuntimeError: [enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory";
+    assert.deepEqual(classifyFailure(err("target-error", { details: tb }, alloc)), {
+      kind: "needs-memory",
+      message: alloc,
+      line: { file: "/w/gpu.py", line: 12 },
+    });
+    assert.equal(classifyFailure(err("target-error", {}, "building Huge raised MemoryError")).kind, "needs-memory");
+    assert.equal(
+      classifyFailure(err("runner-crashed", {}, "the Python runner was killed by SIGKILL (most likely out of memory)")).kind,
+      "needs-memory",
+    );
+    assert.equal(classifyFailure(err("runner-crashed", {}, "the Python runner was killed by SIGSEGV")).kind, "runner-crashed");
     assert.equal(classifyFailure(err("import-error", { details: "ModuleNotFoundError: cuda_helpers" })).kind, "import-error");
   });
   it("asks to run a file's top-level code naming what would run, and why the model needs it", () => {
@@ -242,6 +255,22 @@ describe("trace failures", () => {
       text: "torchscope: Net needs a GPU: AssertionError: Torch not compiled with CUDA enabled.",
       buttons: [],
     });
+    const oom = { ...error, type: "RuntimeError", message: "DefaultCPUAllocator: can't allocate memory: you tried to allocate 939524096 bytes" };
+    assert.deepEqual(afterRaise({ ...base, error: oom, inputKind: "typed" }, "Net"), {
+      kind: "needs-memory",
+      message: "RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate 939524096 bytes",
+      line: { file: "/w/m.py", line: 7 },
+    });
+    const memory = { kind: "needs-memory" as const, message: "the Python runner was killed by SIGKILL" };
+    assert.deepEqual(gpuQuestion(memory, "Huge", "can"), {
+      text: "torchscope: Huge does not fit in memory here: the Python runner was killed by SIGKILL. Trace it on the meta device (shapes only, no memory needed)?",
+      buttons: ["Trace on Meta Device"],
+    });
+    assert.match(gpuQuestion(memory, "Huge", "tried").text, /^torchscope: Huge does not fit in memory here, also on the meta device/);
+    assert.equal(
+      gpuQuestion(memory, "Huge", "cannot").text,
+      "torchscope: Huge does not fit in memory here: the Python runner was killed by SIGKILL.",
+    );
     assert.deepEqual(inputUsed({ ...base, input: "torch.ones(2)", inputExpr: "torch.ones(2)" }), { text: "torch.ones(2)", expr: "torch.ones(2)" });
     assert.deepEqual(inputUsed({ ...base, input: "the paused call's arguments", inputExpr: null }), { text: "the paused call's arguments" });
     assert.equal(inputUsed(null), undefined);

@@ -586,6 +586,25 @@ describe("the first ten minutes (issue 16)", () => {
     assert.equal(messages("showErrorMessage").length, 0);
   });
 
+  it("a model too big for memory (the system stopped the runner): the meta device is offered", async () => {
+    pyDoc("/w/huge.py");
+    const x = extension([
+      failWith(
+        "runner-crashed",
+        "the Python runner was killed by SIGKILL (most likely out of memory: the system stops a process that takes more than there is)",
+      ),
+      () => ok(),
+    ]);
+    vs.answers.push("Trace on Meta Device");
+    await x.commands.visualize({ uri: uri("/w/huge.py"), target: "Huge" });
+    assert.match(messages("showWarningMessage")[0]!, /^torchscope: Huge does not fit in memory here: the Python runner was killed by SIGKILL/);
+    assert.deepEqual(
+      x.sent.map((p) => p.device ?? "cpu"),
+      ["cpu", "meta"],
+    );
+    assert.equal(messages("showErrorMessage").length, 0);
+  });
+
   it("what a trace could not undo: a warning, in the log too", async () => {
     pyDoc("/w/net.py");
     const x = extension([() => ok({ warnings: ["fc.weight was replaced by a new Parameter"] })]);
