@@ -142,7 +142,12 @@ def _trace(
     except SystemExit as exc:
         raise CliError(f"loading {spec} called sys.exit({exc.code!r})") from None
     except Exception as exc:  # importing or building the user's model raised
-        raise CliError(f"building {spec} failed: {_one_line(exc)}{_where(exc)}") from None
+        hint = ""
+        if device != "meta" and _out_of_memory(exc):
+            hint = (
+                "; it does not fit in memory here: --device meta builds and traces it without any"
+            )
+        raise CliError(f"building {spec} failed: {_one_line(exc)}{_where(exc)}{hint}") from None
     if train is not None:
         built.model.train(train)
     try:
@@ -188,6 +193,11 @@ def _where(exc: BaseException) -> str:
     user = [f for f in frames if is_user_file(f.filename)]
     where = (user or frames)[-1] if frames else None
     return f" ({where.filename}:{where.lineno})" if where else ""
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """torch's allocator refused, or Python ran out (the system's killer leaves no message)."""
+    return isinstance(exc, MemoryError) or "can't allocate memory" in str(exc)
 
 
 def error_line(graph: Graph) -> str:

@@ -196,3 +196,35 @@ def test_a_rank_probes_only_its_own_output_file(tmp_path, monkeypatch, capsys):
     assert rc == 0, capsys.readouterr().err
     assert (tmp_path / "tp.rank1.msgpack").is_file()
     assert not (tmp_path / "tp.rank0.msgpack").exists()
+
+
+def test_a_model_too_big_for_memory_is_pointed_at_the_meta_device(tmp_path):
+    # torch's allocator refusing (as it does under a memory limit), in the model's constructor
+    path = _write(
+        tmp_path,
+        """
+        import torch
+        from torch import nn
+
+        class Huge(nn.Module):
+            def __init__(self):
+                super().__init__()
+                if torch.empty(0).device.type != "meta":
+                    raise RuntimeError(
+                        "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: "
+                        "can't allocate memory: you tried to allocate 939524096 bytes."
+                    )
+                self.fc = nn.Linear(8, 8)
+
+            def forward(self, x):
+                return self.fc(x)
+        """,
+    )
+    out = tmp_path / "g.msgpack"
+    run = _cli("trace", f"{path}:Huge", "-o", str(out))
+    line = _one_line(run)
+    assert "can't allocate memory" in line and line.endswith(
+        "it does not fit in memory here: --device meta builds and traces it without any"
+    )
+    assert run.returncode == 2
+    assert _cli("trace", f"{path}:Huge", "--device", "meta", "-o", str(out)).returncode == 0
