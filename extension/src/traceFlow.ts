@@ -130,7 +130,7 @@ export function afterRaise(summary: TraceSummary, label: string): Ask | undefine
 /** The warning about a model that needs a GPU (or more memory than there is: `needs-memory`),
  * and its buttons; `meta`: whether the source can trace on the meta device, already did, or
  * can't at all (a paused program). */
-export function gpuQuestion(what: Ask, label: string, meta: "can" | "tried" | "cannot"): { text: string; buttons: string[] } {
+export function metaQuestion(what: Ask, label: string, meta: "can" | "tried" | "cannot"): { text: string; buttons: string[] } {
   const where = what.line ? ` (line ${what.line.line} of ${what.line.file.split(/[\\/]/).pop()})` : "";
   const memory = what.kind === "needs-memory";
   const lacks = memory ? "does not fit in memory here" : "needs a GPU";
@@ -239,7 +239,7 @@ export class TraceFlow {
       if (missing) {
         if (opts.quiet) break;
         const meta = missing.kind === "needs-gpu" || missing.kind === "needs-memory";
-        answer = meta ? await this.askGpu(source, missing) : await source.ask(missing);
+        answer = meta ? await this.askMeta(source, missing) : await source.ask(missing);
         if (!answer) break;
       }
       let outcome: TraceOutcome;
@@ -274,8 +274,8 @@ export class TraceFlow {
   }
 
   /** A model that needs a GPU or more memory: the meta device (when the source can), or its line. */
-  private async askGpu(source: TraceSource, what: Ask): Promise<Answer> {
-    const q = gpuQuestion(what, source.label, !source.useMeta ? "cannot" : source.onMeta ? "tried" : "can");
+  private async askMeta(source: TraceSource, what: Ask): Promise<Answer> {
+    const q = metaQuestion(what, source.label, !source.useMeta ? "cannot" : source.onMeta ? "tried" : "can");
     const choice = await vscode.window.showWarningMessage(q.text, ...q.buttons);
     if (choice === "Trace on Meta Device" && source.useMeta) {
       source.useMeta();

@@ -12,7 +12,7 @@ import { chooseInterpreter, expandPath, resolveInterpreter } from "../../../exte
 import { debounce, findBundle, readInitOptions, serverPythonPath } from "../../../extension/src/client";
 import { targetItems, visualizeArgs } from "../../../extension/src/commands";
 import { AnswerStore, classifyFailure, runsCodeDetail, runsCodeQuestion, statementLines, traceParams } from "../../../extension/src/editorSource";
-import { afterRaise, gpuQuestion, inputBox, inputUsed } from "../../../extension/src/traceFlow";
+import { afterRaise, metaQuestion, inputBox, inputUsed } from "../../../extension/src/traceFlow";
 import type { TraceSummary } from "../../../extension/src/protocol";
 import { opensIn } from "../../../extension/src/export";
 import { editorLine, sameFile } from "../../../extension/src/reveal";
@@ -249,9 +249,9 @@ describe("trace failures", () => {
       line: { file: "/w/m.py", line: 7 },
     });
     const gpu = { kind: "needs-gpu" as const, message: "AssertionError: Torch not compiled with CUDA enabled", line: { file: "/w/m.py", line: 7 } };
-    assert.deepEqual(gpuQuestion(gpu, "Net", "can").buttons, ["Trace on Meta Device", "Go to Line"]);
-    assert.match(gpuQuestion(gpu, "Net", "tried").text, /also on the meta device/);
-    assert.deepEqual(gpuQuestion({ ...gpu, line: undefined }, "Net", "cannot"), {
+    assert.deepEqual(metaQuestion(gpu, "Net", "can").buttons, ["Trace on Meta Device", "Go to Line"]);
+    assert.match(metaQuestion(gpu, "Net", "tried").text, /also on the meta device/);
+    assert.deepEqual(metaQuestion({ ...gpu, line: undefined }, "Net", "cannot"), {
       text: "torchscope: Net needs a GPU: AssertionError: Torch not compiled with CUDA enabled.",
       buttons: [],
     });
@@ -262,13 +262,13 @@ describe("trace failures", () => {
       line: { file: "/w/m.py", line: 7 },
     });
     const memory = { kind: "needs-memory" as const, message: "the Python runner was killed by SIGKILL" };
-    assert.deepEqual(gpuQuestion(memory, "Huge", "can"), {
+    assert.deepEqual(metaQuestion(memory, "Huge", "can"), {
       text: "torchscope: Huge does not fit in memory here: the Python runner was killed by SIGKILL. Trace it on the meta device (shapes only, no memory needed)?",
       buttons: ["Trace on Meta Device"],
     });
-    assert.match(gpuQuestion(memory, "Huge", "tried").text, /^torchscope: Huge does not fit in memory here, also on the meta device/);
+    assert.match(metaQuestion(memory, "Huge", "tried").text, /^torchscope: Huge does not fit in memory here, also on the meta device/);
     assert.equal(
-      gpuQuestion(memory, "Huge", "cannot").text,
+      metaQuestion(memory, "Huge", "cannot").text,
       "torchscope: Huge does not fit in memory here: the Python runner was killed by SIGKILL.",
     );
     assert.deepEqual(inputUsed({ ...base, input: "torch.ones(2)", inputExpr: "torch.ones(2)" }), { text: "torch.ones(2)", expr: "torch.ones(2)" });
