@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -314,27 +315,9 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write(root, "exits.py", "import sys\nprint('about to exit')\nsys.exit(3)\n")
     write(root, "dies.py", "import os, sys\nprint('dying now', file=sys.stderr)\nos._exit(3)\n")
     write(root, "loops.py", "while True:\n    pass\n")
-    write(root, "huge.py", HUGE)
+    # (the editor tests' fixture: the system stops the runner that builds it, as for want of memory)
+    shutil.copy(Path(__file__).parents[1] / "extension" / "e2e" / "fixtures" / "huge.py", root)
     return root
-
-
-# A model too big for this machine, as the system treats it: the runner stopped by SIGKILL
-# (Linux's out-of-memory killer) while it builds, unless it builds on the meta device.
-HUGE = """import os, signal
-import torch
-from torch import nn
-
-
-class Huge(nn.Module):
-    def __init__(self):
-        super().__init__()
-        if torch.empty(0).device.type != "meta":
-            os.kill(os.getpid(), signal.SIGKILL)
-        self.fc = nn.Linear(8, 8)
-
-    def forward(self, x):
-        return self.fc(x)
-"""
 
 
 @pytest.fixture(scope="module")

@@ -99,24 +99,6 @@ if __name__ == "__main__":
     print(net(torch.randn(2, 6)))
 `;
 
-// A model too big for this machine, as the system treats it: the runner is stopped with
-// SIGKILL (Linux's out-of-memory killer) while it builds, unless it builds on the meta device.
-const HUGE = `import os, signal
-import torch
-from torch import nn
-
-
-class Huge(nn.Module):
-    def __init__(self):
-        super().__init__()
-        if torch.empty(0).device.type != "meta":
-            os.kill(os.getpid(), signal.SIGKILL)
-        self.fc = nn.Linear(8, 8)
-
-    def forward(self, x):
-        return self.fc(x)
-`;
-
 interface Timing {
   total_ms: number;
   request_ms?: number;
@@ -156,7 +138,7 @@ async function visualizeAt(text: string, x?: number): Promise<number> {
 }
 
 before(async () => {
-  cs = await startCodeServer({ files: { "train_script.py": TRAIN, "needs_setup.py": NEEDS_SETUP, "script_net.py": SCRIPT_NET, "huge.py": HUGE } });
+  cs = await startCodeServer({ files: { "train_script.py": TRAIN, "needs_setup.py": NEEDS_SETUP, "script_net.py": SCRIPT_NET } });
   browser = await launch();
   page = await openWorkbench(browser, cs);
 });
