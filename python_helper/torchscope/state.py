@@ -177,11 +177,7 @@ class ModelState:
             stack.extend((c, depth + 1) for c in children)
 
     def _keep_tensor(self, t: torch.Tensor) -> None:
-        with _NO_TORCH_FUNCTION():
-            try:
-                key = t.untyped_storage().data_ptr()
-            except Exception:  # no storage (a subclass, a nested tensor)
-                return
+        key = _storage_key(t)
         if key:  # (meta tensors have none)
             self.by_storage.setdefault(key, []).append(t)
 
@@ -244,11 +240,10 @@ class ModelState:
             return
         if not isinstance(t, torch.Tensor) or not self.by_storage:
             return
+        key = _storage_key(t)
+        if not key:
+            return
         with _NO_TORCH_FUNCTION():
-            try:
-                key = t.untyped_storage().data_ptr()
-            except Exception:  # no storage (a subclass, a nested tensor)
-                return
             for p in self.by_storage.get(key, ()):
                 if id(p) not in self.saved_params:
                     self.saved_params[id(p)] = (p, p.detach().clone())
@@ -380,6 +375,15 @@ _ATOMS = frozenset((int, float, bool, complex, str, bytes, type(None)))
 # objects whose attributes are not the argument's state: a model (ModelState's part), a
 # Python module (its globals), a function, a class
 _NOT_STATE = (nn.Module, types.ModuleType, types.FunctionType, types.MethodType, type)
+
+
+def _storage_key(t: torch.Tensor) -> int:
+    """Where t's storage is (0: none — a subclass, a nested tensor, a meta tensor)."""
+    with _NO_TORCH_FUNCTION():
+        try:
+            return t.untyped_storage().data_ptr()
+        except Exception:
+            return 0
 
 
 def _refill(now: Any, before: Any) -> None:

@@ -54,7 +54,14 @@ from .values import (
     shape_of,
     split_extra_repr,
 )
-from .wrappers import Wrapping, compiled_run_eagerly, find_wrappers, fsdp_state_kept, unwrap
+from .wrappers import (
+    Wrapping,
+    compiled_run_eagerly,
+    compiler_loaded,
+    find_wrappers,
+    fsdp_state_kept,
+    unwrap,
+)
 
 Tensor = torch.Tensor
 # allocations whose values are whatever the memory held (FSDP's buffers, `out` tensors)
@@ -1183,30 +1190,24 @@ def trace_call(
             # recorder with it, which fails; torch.compile is then loaded, and a second run
             # has it run everything eagerly (wrappers.compiled_run_eagerly). The first run
             # left nothing behind, as every trace.
-            compiler_loaded = _compiler_loaded()
+            if compiler_loaded():
+                return run()
             try:
-                with warnings.catch_warnings():
-                    if not compiler_loaded:  # (its complaints about the recorder's code)
-                        warnings.filterwarnings("ignore", module=r"torch\._dynamo")
+                with warnings.catch_warnings():  # (its complaints about the recorder's code)
+                    warnings.filterwarnings("ignore", module=r"torch\._dynamo")
                     graph = run()
             except Exception as exc:
-                if compiler_loaded or type(exc).__name__ != _COMPILED_OP_FAILED:
+                if type(exc).__name__ != _COMPILED_OP_FAILED:
                     raise
                 return run()
-            if graph.error is not None and graph.error.type == _COMPILED_OP_FAILED:
-                if not compiler_loaded:
-                    return run()
-            return graph
+            failed = graph.error is not None and graph.error.type == _COMPILED_OP_FAILED
+            return run() if failed else graph
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
 _COMPILED_OP_FAILED = "UncapturedHigherOrderOpError"
-
-
-def _compiler_loaded() -> bool:
-    return "torch._dynamo.eval_frame" in sys.modules  # (compiled_run_eagerly's own test)
 
 
 def _trace(

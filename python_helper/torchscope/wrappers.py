@@ -164,6 +164,12 @@ def _own_class(cls: type, marker: type) -> type:
     return cls
 
 
+def compiler_loaded() -> bool:
+    """Whether torch.compile's machinery is loaded in this process (it is never imported
+    for a trace: that costs seconds)."""
+    return "torch._dynamo.eval_frame" in sys.modules
+
+
 @contextlib.contextmanager
 def compiled_run_eagerly(named: list[tuple[str, nn.Module]]) -> Iterator[None]:
     """torch.compile'd code runs eagerly while the block runs (`set_stance("force_eager")`):
@@ -171,8 +177,7 @@ def compiled_run_eagerly(named: list[tuple[str, nn.Module]]) -> Iterator[None]:
     are as they were afterwards. Calling an OptimizedModule while the tracer's global module
     hooks are registered makes torch warn that the hooks fire twice; the trace handles that
     itself, so that one warning is not shown."""
-    dynamo = sys.modules.get("torch._dynamo.eval_frame")
-    if dynamo is None:  # nothing was ever compiled in this process
+    if not compiler_loaded():  # nothing was ever compiled in this process
         yield
         return
     import torch
