@@ -8,16 +8,7 @@ import * as vscode from "vscode";
 import { REQUEST_CANCELLED, type Server } from "./client";
 import { tracedLine } from "./logChannel";
 import { userFrame } from "./openGuard";
-import {
-  TORCHSCOPE_ERROR,
-  isErrorData,
-  needsGpu,
-  outOfMemory,
-  targetKey,
-  type PanelOrigin,
-  type TopLevelStatement,
-  type TraceParams,
-} from "./protocol";
+import { TORCHSCOPE_ERROR, isErrorData, metaKind, targetKey, type PanelOrigin, type TopLevelStatement, type TraceParams } from "./protocol";
 import { revealLine } from "./reveal";
 import { inputBox, type Answer, type Ask, type SourceKind, type TraceOutcome, type TraceSource } from "./traceFlow";
 
@@ -45,15 +36,14 @@ export function classifyFailure(e: unknown): Failure {
   if (err?.code !== TORCHSCOPE_ERROR || !isErrorData(err.data)) return { kind: "other", message };
   const d = err.data;
   const details = typeof d.details === "string" ? d.details : "";
-  // Building or importing the model asked for a GPU: say so, with the line, not as a broken file.
-  if ((d.kind === "target-error" || d.kind === "import-error" || d.kind === "runner-crashed") && needsGpu(`${message}\n${details}`)) {
-    const line = userFrame(details);
-    return line ? { kind: "needs-gpu", message, line } : { kind: "needs-gpu", message };
-  }
-  // More memory than there is: the meta device builds it without any.
-  if ((d.kind === "target-error" || d.kind === "import-error" || d.kind === "runner-crashed") && outOfMemory(`${message}\n${details}`)) {
-    const line = userFrame(details);
-    return line ? { kind: "needs-memory", message, line } : { kind: "needs-memory", message };
+  // Building or importing the model asked for a GPU, or for more memory than there is: say
+  // so, with the line, not as a broken file (the meta device builds it without either).
+  if (d.kind === "target-error" || d.kind === "import-error" || d.kind === "runner-crashed") {
+    const kind = metaKind(`${message}\n${details}`);
+    if (kind) {
+      const line = userFrame(details);
+      return line ? { kind, message, line } : { kind, message };
+    }
   }
   switch (d.kind) {
     case "needs-input":

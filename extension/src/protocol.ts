@@ -212,7 +212,7 @@ const NEEDS_GPU =
   /Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|CUDA driver version is insufficient|torch\.cuda\.is_available\(\) is False|CUDA error: no CUDA-capable device/i;
 
 /** An error (message, traceback) that says the code asked for a GPU this machine lacks. */
-export function needsGpu(text: string): boolean {
+function needsGpu(text: string): boolean {
   return NEEDS_GPU.test(text);
 }
 
@@ -221,8 +221,14 @@ export function needsGpu(text: string): boolean {
 const OUT_OF_MEMORY = /DefaultCPUAllocator: can't allocate memory|\bMemoryError\b|killed by SIGKILL/;
 
 /** An error (message, traceback) that says the model does not fit in this machine's memory. */
-export function outOfMemory(text: string): boolean {
+function outOfMemory(text: string): boolean {
   return OUT_OF_MEMORY.test(text);
+}
+
+/** What an error (message, traceback) says the model lacks here, which the meta device does
+ * without: a GPU, or memory; undefined: neither. */
+export function metaKind(text: string): "needs-gpu" | "needs-memory" | undefined {
+  return needsGpu(text) ? "needs-gpu" : outOfMemory(text) ? "needs-memory" : undefined;
 }
 
 export function isErrorData(x: unknown): x is ErrorData {

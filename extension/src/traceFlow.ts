@@ -11,16 +11,7 @@
 import * as vscode from "vscode";
 import { saveAs } from "./export";
 import { GraphPanel, type PanelEvents } from "./graphPanel";
-import {
-  needsGpu,
-  outOfMemory,
-  panelTitle,
-  modelName,
-  type InputUsed,
-  type PanelOrigin,
-  type TopLevelStatement,
-  type TraceSummary,
-} from "./protocol";
+import { metaKind, panelTitle, modelName, type InputUsed, type PanelOrigin, type TopLevelStatement, type TraceSummary } from "./protocol";
 import { revealLine, revealSite } from "./reveal";
 
 /** A graph file written on this machine, and what its trace said (absent for a graph whose
@@ -112,12 +103,8 @@ export function afterRaise(summary: TraceSummary, label: string): Ask | undefine
   const err = summary.error;
   if (!err) return undefined;
   const line = err.file && err.line ? { file: err.file, line: err.line } : undefined;
-  if (needsGpu(`${err.type}: ${err.message}`)) {
-    return { kind: "needs-gpu", message: `${err.type}: ${firstLine(err.message)}`, ...(line ? { line } : {}) };
-  }
-  if (outOfMemory(`${err.type}: ${err.message}`)) {
-    return { kind: "needs-memory", message: `${err.type}: ${firstLine(err.message)}`, ...(line ? { line } : {}) };
-  }
+  const meta = metaKind(`${err.type}: ${err.message}`);
+  if (meta) return { kind: meta, message: `${err.type}: ${firstLine(err.message)}`, ...(line ? { line } : {}) };
   if (summary.inputKind !== "guess") return undefined;
   const where = line ? ` at line ${line.line}` : "";
   return {
