@@ -93,14 +93,16 @@ async function mark(page: Page, name: string): Promise<number | null> {
  * When the panel's page began to load, and when its first request left (epoch ms): the
  * webview's document (VS Code's fake.html, into which it writes the page) starts its
  * navigation when the webview is created; the gap to its fetch is the browser's own wait
- * (in code-server, a new webview's service worker taking over: see results-vscode.md).
+ * (in code-server, a new webview's service worker taking over: see results-vscode.md); the
+ * navigation's `workerStart` is when that worker was ready to take the document's request.
  */
-async function pageStart(page: Page): Promise<{ navigation: number; fetch: number } | null> {
+async function pageStart(page: Page): Promise<{ navigation: number; worker: number; fetch: number } | null> {
   return viewer(page)
     .locator("#torchscope")
     .evaluate(() => {
       const n = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming | undefined;
-      return n ? { navigation: performance.timeOrigin, fetch: performance.timeOrigin + n.fetchStart } : null;
+      const at = performance.timeOrigin;
+      return n ? { navigation: at, worker: at + n.workerStart, fetch: at + n.fetchStart } : null;
     })
     .catch(() => null);
 }
@@ -148,7 +150,13 @@ async function rightClickGpt2(page: Page, newPanel: boolean): Promise<Run> {
     total_ms: round(drawn && drawn - t0),
     to_received_ms: round(received && received - t0),
     to_layout_ms: round(layout && layout - t0),
-    ...(newPanel ? { to_page_navigation_ms: round(started && started.navigation - t0), to_page_fetch_ms: round(started && started.fetch - t0) } : {}),
+    ...(newPanel
+      ? {
+          to_page_navigation_ms: round(started && started.navigation - t0),
+          to_page_worker_ms: round(started && started.worker - t0),
+          to_page_fetch_ms: round(started && started.fetch - t0),
+        }
+      : {}),
     layout_and_draw_ms: round(drawn && layout && drawn - layout),
     received_to_drawn_ms: round(drawn && received && drawn - received),
     ...logged(),
@@ -195,6 +203,7 @@ async function paletteAtBreakpoint(page: Page): Promise<Run> {
     pick_to_drawn_ms: round(drawn && drawn - t1),
     // the panel's page: its navigation began, its first fetch left (vs Enter)
     pick_to_page_navigation_ms: round(started && started.navigation - t1),
+    pick_to_page_worker_ms: round(started && started.worker - t1),
     pick_to_page_fetch_ms: round(started && started.fetch - t1),
     polled_ms: shownAt - t0 + (Date.now() - t1),
   };
