@@ -302,6 +302,18 @@ HANGS = """
                 x = x + 1
 """
 
+NOISY = """
+    import sys
+    from torch import nn
+
+    class Noisy(nn.Module):
+        def forward(self, x):
+            print("x" * 200_000)  # one line longer than a pipe holds
+            for i in range(3000):
+                print("step", i, file=sys.stderr)
+            return x * 2
+"""
+
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -315,6 +327,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write(root, "exits.py", "import sys\nprint('about to exit')\nsys.exit(3)\n")
     write(root, "dies.py", "import os, sys\nprint('dying now', file=sys.stderr)\nos._exit(3)\n")
     write(root, "loops.py", "while True:\n    pass\n")
+    write(root, "noisy.py", NOISY)
     # (the editor tests' fixture: the system stops the runner that builds it, as for want of memory)
     shutil.copy(Path(__file__).parents[1] / "extension" / "e2e" / "fixtures" / "huge.py", root)
     return root
@@ -512,6 +525,17 @@ def test_a_runner_the_system_stops_says_memory_and_meta_builds(lsp, workspace):
     assert "killed by SIGKILL (most likely out of memory" in e.message
     result = trace(lsp, workspace / "huge.py", "Huge", device="meta", input="torch.ones(1, 8)")
     assert result["summary"]["model"].endswith("Huge") and result["summary"]["error"] is None
+
+
+def test_a_forward_that_prints_long_lines_is_traced(lsp, workspace):
+    """What user code prints goes to the runner's stderr, which the server reads line by line:
+    a line longer than the server's buffer must not stop it reading (the runner would block on
+    a full pipe, and the trace time out)."""
+    result = trace(lsp, workspace / "noisy.py", "Noisy", input="torch.ones(2)")
+    assert result["summary"]["error"] is None
+    # and the runner is still there for the next trace
+    result = trace(lsp, workspace / "noisy.py", "Noisy", input="torch.ones(3)")
+    assert result["summary"]["error"] is None
 
 
 @pytest.mark.parametrize("where", ["import", "forward"])

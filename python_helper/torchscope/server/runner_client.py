@@ -27,6 +27,7 @@ Log = Callable[[str, str], None]  # (level, message): "error" | "warning" | "inf
 Progress = Callable[[str], None]
 
 STDERR_TAIL_LINES = 60
+STDERR_LINE_CHARS = 2000  # a longer line is cut (its end dropped) in the log and the tail
 START_TIMEOUT = 120.0  # importing torch on a cold disk can be slow
 STDOUT_LIMIT = 64 * 1024 * 1024  # a reply line (a trace's summary) can be long
 
@@ -174,6 +175,39 @@ class _AdoptedProcess:
         self.popen.kill()
 
 
+class LineSplitter:
+    """Bytes in, text lines out, each cut to `limit` characters; a line's rest past the limit
+    is dropped as it comes, so no line is held whole."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.partial = b""
+        self.cut = False  # the current line was cut: drop bytes until its end
+
+    def feed(self, chunk: bytes) -> list[str]:
+        *whole, rest = chunk.split(b"\n")
+        out: list[str] = []
+        for raw in whole:
+            if not self.cut:
+                out.append(self._text(self.partial + raw))
+            self.partial, self.cut = b"", False
+        if not self.cut:
+            self.partial += rest
+            if len(self.partial) > self.limit * 4:  # (utf-8: at most 4 bytes a character)
+                out.append(self._text(self.partial))
+                self.partial, self.cut = b"", True
+        return out
+
+    def end(self) -> list[str]:
+        """The last line, if the stream ended without a newline."""
+        rest, self.partial = self.partial, b""
+        return [self._text(rest)] if rest and not self.cut else []
+
+    def _text(self, raw: bytes) -> str:
+        line = raw.decode("utf-8", errors="replace")
+        return line if len(line) <= self.limit else line[: self.limit] + " …(cut)"
+
+
 class _Process:
     """One runner process and the tasks reading its pipes."""
 
@@ -197,14 +231,18 @@ class _Process:
         return self.proc.returncode is None and not self.stdout_task.done()
 
     async def _read_stderr(self) -> None:
+        """What the runner and the user's code print (its stdout comes here too), read in
+        chunks rather than lines: a line longer than a reader's buffer (a tensor printed whole)
+        must not stop the reading, or the runner blocks on a full pipe."""
         assert self.proc.stderr is not None
+        lines = LineSplitter(STDERR_LINE_CHARS)
         while True:
-            raw = await self.proc.stderr.readline()
-            if not raw:
+            chunk = await self.proc.stderr.read(2**16)
+            for line in lines.feed(chunk) if chunk else lines.end():
+                self.stderr_tail.append(line)
+                self.log("debug", f"runner: {line}")
+            if not chunk:
                 return
-            line = raw.decode("utf-8", errors="replace").rstrip("\n")
-            self.stderr_tail.append(line)
-            self.log("debug", f"runner: {line}")
 
     async def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
@@ -239,7 +277,7 @@ class _Process:
             return
         with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
             await asyncio.wait_for(self.proc.wait(), 5)
-        with contextlib.suppress(asyncio.TimeoutError):
+        with contextlib.suppress(Exception):  # (a timeout; the reader's own failure)
             await asyncio.wait_for(asyncio.shield(self.stderr_task), 2)
         code = self.proc.returncode
         how = describe_exit(code)
