@@ -19,10 +19,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from .failure import Failure, one_line
 from .usercode import is_user_file
+
+if TYPE_CHECKING:
+    from .process_defaults import ProcessDefaults  # (imports torch: loaded once torch is)
 
 Reply = dict[str, Any]
 
@@ -187,6 +190,8 @@ def _build(
     from . import build_target as tg
 
     forget_user_modules()
+    if _defaults is not None:
+        _defaults.restore()  # the last file's process-wide settings are not this one's
     _own_folder_first(path)
     old_argv, old_cwd = sys.argv, os.getcwd()
     _same_random_numbers()
@@ -224,6 +229,10 @@ def _build(
             os.chdir(old_cwd)
         except OSError:
             pass
+
+
+# the process as the runner started it (set once torch is imported): see process_defaults.py
+_defaults: Optional[ProcessDefaults] = None
 
 
 def _same_random_numbers() -> None:
@@ -382,6 +391,10 @@ class Runner:
             # the modules a trace uses, imported now beside torch: the first trace is faster
             for name in WARM_MODULES:
                 importlib.import_module(f"{__package__}.{name}")
+            from .process_defaults import ProcessDefaults
+
+            global _defaults
+            _defaults = ProcessDefaults()
         except Exception as exc:  # ImportError, or a broken install
             self.torch_error = one_line(exc)
 

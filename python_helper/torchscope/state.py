@@ -66,9 +66,10 @@ def _setting(get: Callable[[], Any], put: Callable[[Any], None]) -> Optional[tup
 
 class GlobalSettings:
     """torch's process-wide settings a forward may change: the default dtype and device, the
-    matmul precision, deterministic algorithms, the backends' flags, the thread count."""
+    matmul precision, deterministic algorithms, the backends' flags, the thread count (unless
+    `threads` is False)."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: bool = True) -> None:
         b = torch.backends
         pairs: list[tuple[Callable[[], Any], Callable[[Any], None]]] = [
             (torch.get_default_dtype, torch.set_default_dtype),
@@ -80,9 +81,10 @@ class GlobalSettings:
                 ),
                 lambda v: torch.use_deterministic_algorithms(v[0], warn_only=v[1]),
             ),
-            (torch.get_num_threads, torch.set_num_threads),
             (torch.is_anomaly_enabled, torch.set_anomaly_enabled),
         ]
+        if threads:
+            pairs.append((torch.get_num_threads, torch.set_num_threads))
         for obj, names in (
             (b.cudnn, ("enabled", "benchmark", "deterministic", "allow_tf32")),
             (

@@ -565,3 +565,82 @@ def test_a_trace_leaves_the_editor_a_core(fresh_runner, tmp_path):
     cores = len(os.sched_getaffinity(0))
     # the runner starts with torch's default, which follows the cores it may use
     assert int(seen.read_text()) == max(1, min(torch.get_num_threads(), cores - 1))
+
+
+SETS_GLOBALS = """
+    import os, sys, warnings
+    import torch
+    from torch import nn
+
+    torch.set_default_dtype(torch.float64)
+    torch.set_grad_enabled(False)
+    sys.setrecursionlimit(200)
+    warnings.simplefilter("error")
+    os.environ["TORCHSCOPE_TEST_LEAK"] = "1"
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+"""
+
+CHECKS_GLOBALS = """
+    import os, sys, warnings
+    import torch
+    from torch import nn
+
+    GRAD_AT_IMPORT = torch.is_grad_enabled()
+    RECURSION_AT_IMPORT = sys.getrecursionlimit()  # (a trace raises it for the forward)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            leaked = [
+                what
+                for what, ok in (
+                    ("default dtype", torch.get_default_dtype() == torch.float32),
+                    ("grad mode", GRAD_AT_IMPORT),
+                    ("recursion limit", RECURSION_AT_IMPORT >= 1000),
+                    ("warnings filter", not any(f[0] == "error" for f in warnings.filters)),
+                    ("environment", "TORCHSCOPE_TEST_LEAK" not in os.environ),
+                )
+                if not ok
+            ]
+            assert not leaked, f"leaked from another file: {leaked}"
+            return self.fc(x)
+"""
+
+
+def test_one_files_process_settings_do_not_reach_the_next(fresh_runner, tmp_path):
+    """A file that sets torch's default dtype, grad mode, the recursion limit, a warnings
+    filter or an environment variable as it is imported: another file traced next in the
+    same runner sees the process as a fresh `python` would (float32 tensors, no leak); the
+    file itself, traced again from its kept build, still has its own settings."""
+    sets = write(tmp_path, "sets.py", SETS_GLOBALS)
+    checks = write(tmp_path, "checks.py", CHECKS_GLOBALS)
+
+    def dtypes(path: Path) -> set[str]:
+        out = tmp_path / f"{path.stem}.msgpack"
+        reply = fresh_runner.ask(
+            op="trace",
+            file=str(path),
+            target="Net",
+            out=str(out),
+            inputCall="torch.ones(2, 4)",
+            runTopLevel=True,
+        )
+        assert reply["ok"], reply
+        assert reply["result"]["summary"]["error"] is None, reply["result"]["summary"]["error"]
+        return {e.dtype for e in Graph.load(out).edges}
+
+    assert dtypes(sets) == {"float64"}
+    assert dtypes(sets) == {"float64"}  # the kept build: its own settings still
+    assert dtypes(checks) == {"float32"}
+    assert dtypes(sets) == {"float64"}
+    assert dtypes(checks) == {"float32"}
