@@ -30,11 +30,14 @@ $(EXT_OUT): $(NODE_STAMP) $(EXT_SRC)
 build-extension: $(EXT_OUT)
 
 # Pure-Python libraries of the language server, bundled with the extension (torch never is).
+# They run in the user's Python (3.10+), but pip picks them for the venv's (3.11): what a
+# dependency needs only before 3.11 is named here (cattrs's exceptiongroup).
 # Each step builds in a private folder and moves it into place, so two `make` runs at
 # once (a shared machine) never mix their files.
 $(BUNDLED_LIBS): make/extension.mk | setup
 	set -e; tmp=build/.libs.$$$$; mkdir -p build; rm -rf $$tmp; \
-	$(VENV_PY) -m pip install -q --no-compile --target $$tmp pygls==2.1.1 msgpack==1.2.4; \
+	$(VENV_PY) -m pip install -q --no-compile --target $$tmp pygls==2.1.1 msgpack==1.2.4 \
+	  exceptiongroup==1.3.2; \
 	touch $$tmp/.installed; mkdir -p bundled; rm -rf bundled/libs; mv -T $$tmp bundled/libs
 
 # The helper package (tracer, server, runner) with the viewer bundle in static/.

@@ -304,6 +304,12 @@ def handle(request_json: str, frame: Optional[types.FrameType] = None) -> str:
         elif op == "remove":
             reply = _remove(str(req["path"]))
         elif op in NEEDS_TORCH:
+            if sys.version_info < (3, 10):  # noqa: UP036 - the debugged program's Python
+                raise _Fail(
+                    "import-error",
+                    f"torchscope needs Python 3.10 or newer; this program runs Python "
+                    f"{sys.version.split()[0]}",
+                )
             started = time.perf_counter()
             paused = _import("paused", op in TRACES)
             session = paused.Session(start, bool(_SHIPPED))

@@ -26,7 +26,9 @@ class BundleNotBuiltError(RuntimeError):
 
 
 def _read_static(name: str) -> str:
-    path = resources.files("torchscope").joinpath("static", name)
+    path = (
+        resources.files("torchscope").joinpath("static").joinpath(name)
+    )  # (one part a call before 3.11)
     try:
         return path.read_text(encoding="utf-8")
     except (FileNotFoundError, OSError) as e:

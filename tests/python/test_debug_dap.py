@@ -10,6 +10,7 @@ output can be compared.
 from __future__ import annotations
 
 import base64
+import glob
 import hashlib
 import json
 import os
@@ -258,6 +259,23 @@ def test_warm_never_imports_torch_into_a_program_without_it():
     run = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout.strip().splitlines()[-1]) == [False, "no-torch", False]
+
+
+def test_a_debugged_python_too_old_is_told_so():
+    """A program debugged with Python 3.9 (older than torchscope supports): the entry loads
+    and answers that the tracer needs 3.10, not with a traceback from deep in the package."""
+    old = sorted(glob.glob("/root/.pyenv/versions/3.9.*/bin/python3.9"))
+    assert old, "no Python 3.9 on this machine (expected under /root/.pyenv/versions)"
+    code = (
+        "import json\n"
+        f"entry = eval({debug.loader_expression()!r})\n"
+        "print(entry.handle(json.dumps({'op': 'candidates'})))\n"
+    )
+    run = subprocess.run([old[-1], "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    reply = json.loads(run.stdout.strip().splitlines()[-1])
+    assert reply["ok"] is False and reply["kind"] == "import-error"
+    assert reply["error"].startswith("torchscope needs Python 3.10 or newer; this program runs")
 
 
 def test_trace_spares_the_editor_a_core_and_restores_torch_threads(tmp_path):
