@@ -489,6 +489,10 @@ def _die_with_parent() -> None:
 
 def main() -> None:
     _die_with_parent()
+    # the extension's bundled libraries: after the user's own (see runner_client.runner_env)
+    libs = os.environ.pop("TORCHSCOPE_RUNNER_LIBS", None)
+    if libs and libs not in sys.path:
+        sys.path.append(libs)
     # private copies of the protocol streams; user code sees /dev/null and stderr
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")

@@ -644,3 +644,66 @@ def test_one_files_process_settings_do_not_reach_the_next(fresh_runner, tmp_path
     assert dtypes(checks) == {"float32"}
     assert dtypes(sets) == {"float64"}
     assert dtypes(checks) == {"float32"}
+
+
+HIDES_MSGPACK = """
+import importlib.machinery, runpy, sys
+
+class NoSiteMsgpack:  # an environment with torch but without msgpack
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name.split(".")[0] != "msgpack":
+            return None
+        search = [p for p in (path or sys.path) if "site-packages" not in p]
+        spec = importlib.machinery.PathFinder.find_spec(name, search)
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return spec
+
+sys.meta_path.insert(0, NoSiteMsgpack)
+runpy.run_module("torchscope.runner", run_name="__main__")
+"""
+
+USES_MSGPACK = """
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            import msgpack  # the bundled fallback, last on the path
+            assert msgpack.__file__.startswith({libs!r}), msgpack.__file__
+            return self.fc(x)
+"""
+
+
+def test_the_extensions_msgpack_is_the_runners_fallback(tmp_path):
+    """A user's environment without msgpack: the folder of the extension's libraries (passed
+    by the server as TORCHSCOPE_RUNNER_LIBS, see test_server_lsp.py) is last on the runner's
+    sys.path, so the graph file is still written, with that msgpack."""
+    import msgpack
+
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    (libs / "msgpack").symlink_to(Path(msgpack.__file__).parent)
+    model = write(tmp_path, "net.py", USES_MSGPACK.format(libs=str(libs)))
+    env = {**os.environ, "PYTHONPATH": str(HELPER), "TORCHSCOPE_RUNNER_LIBS": str(libs)}
+    out = tmp_path / "g.msgpack"
+    request = {"id": 1, "op": "trace", "file": str(model), "target": "Net", "out": str(out)}
+    request["input"] = "torch.ones(2, 4)"
+    run = subprocess.run(
+        [sys.executable, "-c", HIDES_MSGPACK],
+        input=json.dumps(request) + "\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    replies = [json.loads(line) for line in run.stdout.splitlines() if line.strip()]
+    reply = replies[-1]
+    assert reply["ok"], (reply, run.stderr)
+    assert reply["result"]["summary"]["error"] is None, reply["result"]["summary"]["error"]
+    assert Graph.load(out).model.name == "Net"

@@ -683,3 +683,48 @@ def test_interpreter_without_torch(workspace, bundled, tmp_path):
         assert "Traceback" not in e.message
     finally:
         session.close()
+
+
+LOOKS_AT_ITS_LIBRARIES = """
+    import os, sys
+    import msgpack, typing_extensions
+    from torch import nn
+
+    BUNDLED = {bundled!r}
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            wrong = [
+                what
+                for what, bad in (
+                    ("msgpack", msgpack.__file__.startswith(BUNDLED)),
+                    ("typing_extensions", typing_extensions.__file__.startswith(BUNDLED)),
+                    ("PYTHONPATH", BUNDLED in os.environ.get("PYTHONPATH", "")),
+                )
+                if bad
+            ]
+            assert not wrong, f"the extension's libraries reached the user's code: {{wrong}}"
+            return self.fc(x)
+"""
+
+
+def test_the_users_code_imports_its_own_libraries_not_the_extensions(bundled, tmp_path):
+    """The server runs on the libraries the extension bundles (PYTHONPATH); the runner, where
+    the user's code runs, must import the user's own versions of the same packages (an older
+    attrs, typing_extensions, msgpack of the project), and pass no such path to programs it
+    starts: the bundled folder comes last on its sys.path, a fallback (msgpack for the graph
+    file, in an environment without it)."""
+    write(tmp_path, "own.py", LOOKS_AT_ITS_LIBRARIES.format(bundled=str(bundled)))
+    session = Session(sys.executable, server_env(str(bundled)), tmp_path, TIMEOUT * 5)
+    try:
+        result = session.request(
+            "torchscope/trace",
+            {"uri": uri(tmp_path / "own.py"), "target": "Net", "input": "torch.ones(2, 4)"},
+        )
+        assert result["summary"]["error"] is None, result["summary"]["error"]
+    finally:
+        session.close()

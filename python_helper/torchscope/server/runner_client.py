@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import importlib.util
 import itertools
 import json
 import os
@@ -34,10 +35,20 @@ STDOUT_LIMIT = 64 * 1024 * 1024  # a reply line (a trace's summary) can be long
 
 def runner_env() -> dict[str, str]:
     """The server's environment, with torchscope's folder on PYTHONPATH (the extension sets it,
-    but a server started some other way must still give its runner the same package)."""
+    but a server started some other way must still give its runner the same package).
+
+    The extension puts its bundled libraries (pygls, attrs, typing_extensions, msgpack …)
+    first on the server's PYTHONPATH. The runner runs the user's code, which must import the
+    user's own versions of those: the folder leaves its PYTHONPATH (so programs the user's
+    code starts don't see it either) and goes to RUNNER_LIBS, which the runner puts last on
+    its sys.path (msgpack for the graph file, when the user's environment has none)."""
     env = dict(os.environ)
     here = str(Path(torchscope.__file__).resolve().parent.parent)
     parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    libs = _bundled_libs(parts)
+    if libs is not None:
+        parts = [p for p in parts if p != libs]
+        env[RUNNER_LIBS] = libs
     if here not in parts:
         parts.insert(0, here)
     env["PYTHONPATH"] = os.pathsep.join(parts)
@@ -45,6 +56,21 @@ def runner_env() -> dict[str, str]:
     env["PYTHONIOENCODING"] = "utf-8"
     env["TORCHSCOPE_SERVER_PID"] = str(os.getpid())
     return env
+
+
+RUNNER_LIBS = "TORCHSCOPE_RUNNER_LIBS"
+
+
+def _bundled_libs(pythonpath: list[str]) -> Optional[str]:
+    """The PYTHONPATH entry the server's pygls comes from (the extension's bundled libraries),
+    found without importing it (this runs before pygls is imported); None when pygls comes
+    from the environment itself (a development install)."""
+    spec = importlib.util.find_spec("pygls")
+    origin = spec.origin if spec is not None else None
+    if not origin:
+        return None
+    folder = Path(origin).parent.parent.resolve()
+    return next((p for p in pythonpath if Path(p).resolve() == folder), None)
 
 
 def _runner_command(python: str) -> list[str]:
