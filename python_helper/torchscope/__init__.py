@@ -7,7 +7,12 @@ in one line instead of failing at import.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+
+# `typing` is not imported here: `python -m torchscope.server` (and .runner) run this before
+# they take the workspace folder off sys.path, where a `typing.py` may lie (entry_path.py)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

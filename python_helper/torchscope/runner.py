@@ -7,7 +7,12 @@ User code gets fd 0 from /dev/null and fd 1 pointed at stderr, so neither `input
 
 from __future__ import annotations
 
-import hashlib
+if __name__ == "__main__":  # (run as the runner, not imported): before the imports below
+    from .entry_path import drop_working_folder
+
+    drop_working_folder()
+
+import hashlib  # noqa: E402
 import importlib
 import json
 import os

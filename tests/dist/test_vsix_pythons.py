@@ -2,7 +2,8 @@
 newer): it runs in the user's own interpreter, on the pure-Python libraries bundled in the
 .vsix, and those must be complete for each version (cattrs needs `exceptiongroup` before 3.11,
 which pip, installing them from 3.11, leaves out). An interpreter older than 3.10 gets a message
-saying so, not a traceback. The server's static side (finding the model at the cursor) needs no
+saying so, not a traceback. Files at the workspace root named like the standard library
+(`logging.py`) are not imported in its place. The server's static side (finding the model at the cursor) needs no
 torch, so the interpreters here have none."""
 
 from __future__ import annotations
@@ -124,6 +125,8 @@ def test_the_bundled_server_starts_and_finds_a_model(
 ) -> None:
     model = tmp_path / "net.py"
     model.write_text(MODEL)
+    for name in ("typing", "logging", "json"):  # (the server starts in this folder)
+        (tmp_path / f"{name}.py").write_text(f"raise ImportError('the workspace {name}.py')\n")
     server = Server(python(version), bundled, tmp_path)
     try:
         server.request(

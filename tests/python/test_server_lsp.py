@@ -728,3 +728,28 @@ def test_the_users_code_imports_its_own_libraries_not_the_extensions(bundled, tm
         assert result["summary"]["error"] is None, result["summary"]["error"]
     finally:
         session.close()
+
+
+# modules the server and the runner import after they start, and torch at its import
+SHADOWED = ("json", "logging", "inspect", "ast", "platform", "dataclasses", "typing", "uuid")
+
+
+def test_files_at_the_workspace_root_named_like_the_standard_library(tmp_path):
+    """The server and its runner start in the workspace folder (a user's relative paths), but
+    `python -m` would put that folder first on their sys.path: a `logging.py` or `json.py` at
+    the root shadowed the standard library, and the server did not start. A model in `src/`
+    sees its own folder first, as `python src/model.py` would, and not the root."""
+    for name in SHADOWED:
+        write(tmp_path, f"{name}.py", f"raise ImportError('the workspace {name}.py was imported')\n")
+    model = write(tmp_path, "src/model.py", BLOCKS)
+    write(tmp_path, "src/helper_mod.py", "WIDTH = 4\n")
+    session = Session(sys.executable, server_env(), tmp_path, TIMEOUT * 5)
+    try:
+        assert [t for _, t in session.lenses(model)] == ["Block"]
+        result = session.request(
+            "torchscope/trace",
+            {"uri": uri(model), "target": "Block", "input": "torch.ones(2, 4)"},
+        )
+        assert result["summary"]["error"] is None, result["summary"]["error"]
+    finally:
+        session.close()

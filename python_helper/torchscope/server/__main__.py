@@ -12,6 +12,10 @@ if sys.version_info < (3, 10):  # noqa: UP036 - checked before any import that n
         "or the Python extension's)."
     )
 
+from ..entry_path import drop_working_folder  # noqa: E402
+
+drop_working_folder()  # before the imports below: the workspace's files are not our modules
+
 from .runner_client import start_early  # noqa: E402
 
 start_early()
