@@ -4,7 +4,9 @@ model never runs them. Pure `ast`: no torch, nothing executed.
 
 Kept: imports, function and class definitions, assignments of plain values (no call inside),
 assignments the kept code needs (a global a class or function reads, the target instance and
-what it is built from), `if`/`try` blocks reduced to what they keep. Skipped: loops, `with`
+what it is built from), `if`/`try` blocks reduced to what they keep, setup calls (seeds,
+`sys.path`, warnings) and operator registrations (`torch.library`: a Library and what is
+defined in it). Skipped: loops, `with`
 blocks, bare calls (`train()`, `torch.save(...)`, `print(...)`), assignments from calls that
 nothing kept reads. The skipped statements that do work are listed, so the user can be told
 what did not run and asked before running it.
@@ -90,6 +92,7 @@ class _Plan:
     def __init__(self, tree: ast.Module, keep_names: set[str]) -> None:
         self.needed = set(keep_names)
         self.kept: set[int] = set()  # id() of kept statements
+        self.op_libraries: set[str] = set()  # names bound to a torch.library.Library
         flat = list(_flatten(tree.body))
         changed = True
         while changed:  # what kept code reads, transitively
@@ -110,6 +113,13 @@ class _Plan:
             return True  # a docstring
         if is_setup_call(stmt):
             return True
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and _makes_op_library(stmt.value):
+            self.op_libraries |= _targets(stmt)  # registers operators a forward may call
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            name = dotted(stmt.value.func) or ""
+            if name.partition(".")[0] in self.op_libraries:  # lib.define(...), lib.impl(...)
+                return True
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             value = stmt.value
             return not _has_call(value) or bool(_targets(stmt) & self.needed)
@@ -202,7 +212,16 @@ _SETUP_CALLS = (
     "np.random.seed",
     "numpy.random.seed",
     "matplotlib.use",
+    "torch.library.",  # operators a forward calls: define, impl, register_fake …
 )
+
+
+def _makes_op_library(value: Optional[ast.expr]) -> bool:
+    """`torch.library.Library(...)` (or `Library(...)` imported from it)."""
+    if not isinstance(value, ast.Call):
+        return False
+    name = dotted(value.func) or ""
+    return name in ("Library", "library.Library", "torch.library.Library")
 
 
 def dotted(expr: ast.expr) -> Optional[str]:

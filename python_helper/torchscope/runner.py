@@ -193,17 +193,24 @@ def _build(
     run_top_level: bool = False,
 ) -> Any:
     from . import build_target as tg
+    from .op_libraries import destroy_users_libraries, users_libraries_recorded
 
     forget_user_modules()
+    destroy_users_libraries()  # the forgotten modules' operators: the file may define them again
     if _defaults is not None:
         _defaults.restore()  # the last file's process-wide settings are not this one's
     _own_folder_first(path)
     old_argv, old_cwd = sys.argv, os.getcwd()
     _same_random_numbers()
     try:
-        return tg.build(
-            f"{path}:{name}", device, source=text, ctor_args=ctor_args, run_top_level=run_top_level
-        )
+        with users_libraries_recorded():
+            return tg.build(
+                f"{path}:{name}",
+                device,
+                source=text,
+                ctor_args=ctor_args,
+                run_top_level=run_top_level,
+            )
     except tg.RunsCode as exc:
         cause = exc.__cause__ or exc
         details = _user_traceback(cause) or "".join(

@@ -63,6 +63,36 @@ def test_definitions_keep_what_the_model_needs_and_list_the_work():
     assert "model" in {t.id for s in defs.tree.body for t in getattr(s, "targets", [])}
 
 
+CUSTOM_OPS = """
+    import torch
+    from torch import nn
+    from torch.library import Library
+
+    lib = torch.library.Library("mylib", "DEF")
+    lib.define("triple(Tensor x) -> Tensor")
+    lib.impl("triple", lambda x: x * 3, "CPU")
+    frag = Library("mylib", "FRAGMENT")
+    frag.define("quad(Tensor x) -> Tensor")
+    torch.library.define("other::half", "(Tensor x) -> Tensor")
+    torch.library.impl("other::half", "cpu", lambda x: x / 2)
+    other = make_other()
+    other.define("nope(Tensor x) -> Tensor")
+    run_training()
+"""
+
+
+def test_definitions_keep_operator_registrations():
+    """torch.library's registrations at top level (a Library and what is defined and
+    implemented in it, torch.library.define/impl) are definitions a forward calls: kept.
+    Other objects' methods and plain calls stay work."""
+    defs = definitions(textwrap.dedent(CUSTOM_OPS), {"Net"})
+    assert [s.text for s in defs.skipped] == [
+        "other = make_other()",
+        'other.define("nope(Tensor x) -> Tensor")',
+        "run_training()",
+    ]
+
+
 @pytest.fixture(scope="module")
 def runner():
     r = RunnerProcess()

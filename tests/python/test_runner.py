@@ -707,3 +707,56 @@ def test_the_extensions_msgpack_is_the_runners_fallback(tmp_path):
     assert reply["ok"], (reply, run.stderr)
     assert reply["result"]["summary"]["error"] is None, reply["result"]["summary"]["error"]
     assert Graph.load(out).model.name == "Net"
+
+
+REGISTERS_AN_OP = """
+    import torch
+    from torch import nn
+
+    lib = torch.library.Library("torchscope_test_ns", "DEF")
+    lib.define("triple(Tensor x) -> Tensor")
+    lib.impl("triple", lambda x: x * 3, "CPU")
+
+    torch.library.define("torchscope_test_fn::quad", "(Tensor x) -> Tensor")
+    torch.library.impl("torchscope_test_fn::quad", "cpu", lambda x: x * 4)
+
+    @torch.library.custom_op("torchscope_test_co::half", mutates_args=())
+    def half(x: torch.Tensor) -> torch.Tensor:
+        return x / 2
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            x = torch.ops.torchscope_test_fn.quad(torch.ops.torchscope_test_ns.triple(x))
+            return self.fc(half(x))
+"""
+
+
+@pytest.mark.parametrize("top_level", [False, True])
+def test_a_file_that_registers_an_operator_library_is_traced_again_after_an_edit(
+    fresh_runner, tmp_path, top_level
+):
+    """torch allows one `Library(ns, "DEF")` per namespace and one definition per operator
+    while their library lives: the edited file's import must find the old ones gone (as in a
+    fresh `python`), not fail with "Only a single TORCH_LIBRARY can be used to register the
+    namespace" or "registered … multiple times"; the graph shows the operators. The
+    registrations are definitions: they run without the file's top-level code too."""
+    path = write(tmp_path, "ops.py", REGISTERS_AN_OP)
+    text = path.read_text()
+    for edit in range(3):
+        reply = fresh_runner.ask(
+            op="trace",
+            file=str(path),
+            target="Net",
+            out=str(tmp_path / f"g{edit}.msgpack"),
+            inputCall="torch.ones(2, 4)",
+            text=text + "\n" * edit,  # an edit: the file is imported again
+            runTopLevel=top_level,
+        )
+        assert reply["ok"], reply
+        assert reply["result"]["summary"]["error"] is None, reply["result"]["summary"]
+        ops = {n.name for n in Graph.load(tmp_path / f"g{edit}.msgpack").nodes if n.kind == "op"}
+        assert {"triple", "quad", "half", "linear"} <= ops, ops

@@ -740,9 +740,10 @@ def test_files_at_the_workspace_root_named_like_the_standard_library(tmp_path):
     the root shadowed the standard library, and the server did not start. A model in `src/`
     sees its own folder first, as `python src/model.py` would, and not the root."""
     for name in SHADOWED:
-        write(tmp_path, f"{name}.py", f"raise ImportError('the workspace {name}.py was imported')\n")
+        write(
+            tmp_path, f"{name}.py", f"raise ImportError('the workspace {name}.py was imported')\n"
+        )
     model = write(tmp_path, "src/model.py", BLOCKS)
-    write(tmp_path, "src/helper_mod.py", "WIDTH = 4\n")
     session = Session(sys.executable, server_env(), tmp_path, TIMEOUT * 5)
     try:
         assert [t for _, t in session.lenses(model)] == ["Block"]
