@@ -1,7 +1,7 @@
 """What a user's file may change in the whole process as it is imported — torch's defaults
 (dtype, device, grad mode, matmul precision, deterministic algorithms, backend flags, anomaly
-mode), the recursion limit, the warnings filters, the environment — taken when the runner
-starts and put back before each import of a file. The runner is one long-lived process for
+mode), the recursion limit, the warnings filters, the environment, sys.path — taken when the
+runner starts and put back before each import of a file. The runner is one long-lived process for
 every file of a workspace: without this, a file that sets float64 at import made every other
 file's next trace float64, as no fresh `python` would. (The thread count is the runner's own
 business: threads.core_spared.)"""
@@ -27,6 +27,7 @@ class ProcessDefaults:
         self.recursion_limit = sys.getrecursionlimit()
         self.warning_filters = list(warnings.filters)
         self.environ = dict(os.environ)
+        self.sys_path = list(sys.path)  # (the runner then puts the traced file's folder first)
 
     def restore(self) -> None:
         self.torch.restore()
@@ -36,6 +37,8 @@ class ProcessDefaults:
             filters: Any = warnings.filters  # (typed read-only; a list, changed in place)
             filters[:] = self.warning_filters
             warnings._filters_mutated()  # type: ignore[attr-defined]  # (drops cached decisions)
+        if sys.path != self.sys_path:
+            sys.path[:] = self.sys_path
         if os.environ != self.environ:
             for key in [k for k in os.environ if k not in self.environ]:
                 del os.environ[key]

@@ -577,6 +577,7 @@ SETS_GLOBALS = """
     sys.setrecursionlimit(200)
     warnings.simplefilter("error")
     os.environ["TORCHSCOPE_TEST_LEAK"] = "1"
+    sys.path.insert(0, "/torchscope-test/lib")
 
     class Net(nn.Module):
         def __init__(self):
@@ -594,6 +595,7 @@ CHECKS_GLOBALS = """
 
     GRAD_AT_IMPORT = torch.is_grad_enabled()
     RECURSION_AT_IMPORT = sys.getrecursionlimit()  # (a trace raises it for the forward)
+    PATH_AT_IMPORT = list(sys.path)
 
     class Net(nn.Module):
         def __init__(self):
@@ -609,6 +611,7 @@ CHECKS_GLOBALS = """
                     ("recursion limit", RECURSION_AT_IMPORT >= 1000),
                     ("warnings filter", not any(f[0] == "error" for f in warnings.filters)),
                     ("environment", "TORCHSCOPE_TEST_LEAK" not in os.environ),
+                    ("sys.path", "/torchscope-test/lib" not in PATH_AT_IMPORT),
                 )
                 if not ok
             ]
@@ -619,7 +622,7 @@ CHECKS_GLOBALS = """
 
 def test_one_files_process_settings_do_not_reach_the_next(fresh_runner, tmp_path):
     """A file that sets torch's default dtype, grad mode, the recursion limit, a warnings
-    filter or an environment variable as it is imported: another file traced next in the
+    filter, an environment variable or a sys.path entry as it is imported: another file traced next in the
     same runner sees the process as a fresh `python` would (float32 tensors, no leak); the
     file itself, traced again from its kept build, still has its own settings."""
     sets = write(tmp_path, "sets.py", SETS_GLOBALS)
