@@ -754,3 +754,54 @@ def test_files_at_the_workspace_root_named_like_the_standard_library(tmp_path):
         assert result["summary"]["error"] is None, result["summary"]["error"]
     finally:
         session.close()
+
+
+REGISTRY = """
+    _registered = {}
+
+    def register(cls):
+        # as detectron2's or mmengine's registries: one registration of a name per process
+        if cls.__name__ in _registered:
+            raise KeyError(f"{cls.__name__} is already registered")
+        _registered[cls.__name__] = cls
+        return cls
+"""
+
+REGISTERS = """
+    import torch
+    from torch import nn
+    from registry_lib import register
+
+    @register
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+"""
+
+
+def test_a_file_whose_import_fails_again_in_the_warm_runner_gets_a_fresh_one(tmp_path):
+    """A class registered in an installed library's registry as the file is imported (a
+    detectron2 or mmengine `@register`): the edited file's import raises "already registered"
+    in the warm runner, where the first import stays, but not in a fresh `python`. The server
+    then runs that trace once more in a fresh runner, and it is drawn."""
+    site = tmp_path / "site-packages"  # (a library: never forgotten between traces)
+    write(site, "registry_lib.py", REGISTRY)
+    model = write(tmp_path, "model.py", REGISTERS)
+    env = server_env()
+    env["PYTHONPATH"] += os.pathsep + str(site)
+    session = Session(sys.executable, env, tmp_path, TIMEOUT * 5)
+    try:
+        text = model.read_text()
+        params = {"uri": uri(model), "target": "Net", "input": "torch.ones(2, 4)"}
+        assert session.request("torchscope/trace", {**params, "text": text})["summary"]["model"]
+        first = session.runner_pid()
+        edited = session.request("torchscope/trace", {**params, "text": text + "\n# edit\n"})
+        assert edited["summary"]["error"] is None and edited["summary"]["model"].endswith("Net")
+        assert session.runner_pid() != first
+        assert any("in a fresh runner" in line for line in session.logs), session.logs[-5:]
+    finally:
+        session.close()

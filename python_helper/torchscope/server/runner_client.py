@@ -246,6 +246,7 @@ class _Process:
         self.stderr_task = asyncio.ensure_future(self._read_stderr())
         self.stdout_task = asyncio.ensure_future(self._read_stdout())
         self.torch: Optional[str] = None
+        self.imported: set[str] = set()  # files this runner traced (imported) once already
         self.preloaded: set[str] = set()
 
     @property
@@ -325,6 +326,16 @@ class _Process:
         for task in (self.stdout_task, self.stderr_task):
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(task, 2)
+
+
+def _fresh_may_help(process: _Process, message: dict[str, Any], reply: dict[str, Any]) -> bool:
+    """A trace whose import failed in a runner that had imported that file before."""
+    return (
+        not reply.get("ok")
+        and reply.get("kind") == "import-error"
+        and message.get("op") == "trace"
+        and str(message.get("file")) in process.imported
+    )
 
 
 def describe_exit(code: Optional[int]) -> str:
@@ -443,37 +454,62 @@ class RunnerClient:
             if progress is not None and not self.warm:
                 progress("Starting Python")
             process = await self.start()
-            rid = next(self._ids)
-            future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-            process.pending[rid] = future
-            if progress is not None:
-                process.progress[rid] = progress
-            try:
-                process.send({**message, "id": rid})
-                reply = await asyncio.wait_for(future, None if timeout is None else timeout + grace)
-            except asyncio.TimeoutError:
-                self.log("warning", f"request {rid} ran past {timeout:g} s: killing the runner")
+            reply = await self._exchange(process, message, timeout, progress, grace)
+            if _fresh_may_help(process, message, reply):
+                # a registry that takes one registration per process (detectron2's, mmengine's)
+                # or the like: the file imported fine here before, and would in a fresh python
+                self.log(
+                    "info",
+                    f"importing {message['file']} again failed in the warm runner "
+                    f"({reply.get('message')}): once more in a fresh runner",
+                )
                 await self._kill(process)
-                raise Failure(
-                    "timeout", f"the trace ran past {timeout:g} s and was stopped"
-                ) from None
-            except asyncio.CancelledError:
-                self.log("info", f"request {rid} cancelled: killing the runner (pid {process.pid})")
-                await self._kill(process)
-                raise
-            except (ConnectionError, BrokenPipeError) as exc:
-                await self._kill(process)
-                raise Failure(
-                    "runner-crashed",
-                    f"the Python runner is gone ({exc})",
-                    "\n".join(process.stderr_tail),
-                ) from exc
-            finally:
-                process.pending.pop(rid, None)
-                process.progress.pop(rid, None)
+                if progress is not None:
+                    progress("Starting Python")
+                process = await self.start()
+                reply = await self._exchange(process, message, timeout, progress, grace)
             if reply.get("ok"):
+                if message.get("op") == "trace":
+                    process.imported.add(str(message.get("file")))
                 return reply.get("result", reply)
             raise Failure.from_runner_reply(reply)
+
+    async def _exchange(
+        self,
+        process: _Process,
+        message: dict[str, Any],
+        timeout: Optional[float],
+        progress: Optional[Progress],
+        grace: float,
+    ) -> dict[str, Any]:
+        """One request to `process` and its reply, ok or not (timeout, cancel: killed)."""
+        rid = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        process.pending[rid] = future
+        if progress is not None:
+            process.progress[rid] = progress
+        try:
+            process.send({**message, "id": rid})
+            reply = await asyncio.wait_for(future, None if timeout is None else timeout + grace)
+        except asyncio.TimeoutError:
+            self.log("warning", f"request {rid} ran past {timeout:g} s: killing the runner")
+            await self._kill(process)
+            raise Failure("timeout", f"the trace ran past {timeout:g} s and was stopped") from None
+        except asyncio.CancelledError:
+            self.log("info", f"request {rid} cancelled: killing the runner (pid {process.pid})")
+            await self._kill(process)
+            raise
+        except (ConnectionError, BrokenPipeError) as exc:
+            await self._kill(process)
+            raise Failure(
+                "runner-crashed",
+                f"the Python runner is gone ({exc})",
+                "\n".join(process.stderr_tail),
+            ) from exc
+        finally:
+            process.pending.pop(rid, None)
+            process.progress.pop(rid, None)
+        return reply
 
     def preload_soon(self, modules: set[str]) -> None:
         """Have the runner import these libraries in the background (once per runner)."""
