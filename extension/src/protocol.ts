@@ -117,6 +117,8 @@ export interface TraceSummary {
   warnings?: string[];
   /** Top-level statements of the file that did not run (loading keeps its definitions only). */
   skipped?: TopLevelStatement[];
+  /** Those of `skipped` the forward's error points at (a key or name it quotes that they make). */
+  skippedSuspect?: TopLevelStatement[];
   /** This process's rank and the world size, when torch.distributed was initialised; else null. */
   rank?: number | null;
   worldSize?: number | null;

@@ -96,7 +96,8 @@ export function inputUsed(summary: TraceSummary | null | undefined): InputUsed |
 
 /**
  * What to ask after a graph came with an error, instead of calling the model broken: a model
- * that asked for a GPU → the meta device; a guessed input → another input (the guess may be
+ * that asked for a GPU → the meta device; an error about what the file's skipped top-level
+ * code would make → running that code; a guessed input → another input (the guess may be
  * wrong). Undefined: the model raised with an input it was given; say so.
  */
 export function afterRaise(summary: TraceSummary, label: string): Ask | undefined {
@@ -105,8 +106,15 @@ export function afterRaise(summary: TraceSummary, label: string): Ask | undefine
   const line = err.file && err.line ? { file: err.file, line: err.line } : undefined;
   const meta = metaKind(`${err.type}: ${err.message}`);
   if (meta) return { kind: meta, message: `${err.type}: ${firstLine(err.message)}`, ...(line ? { line } : {}) };
-  if (summary.inputKind !== "guess") return undefined;
   const where = line ? ` at line ${line.line}` : "";
+  if (summary.skippedSuspect?.length) {
+    return {
+      kind: "runs-code",
+      message: `${modelName(summary, label)} raised ${err.type}: ${firstLine(err.message)}${where}, which the file's top-level code that did not run may make.`,
+      statements: summary.skippedSuspect,
+    };
+  }
+  if (summary.inputKind !== "guess") return undefined;
   return {
     kind: "needs-input",
     message: `The guessed input (${summary.input}) may be wrong: ${modelName(summary, label)} raised ${err.type}${where}: ${firstLine(err.message)}. Give the input to trace it with.`,

@@ -157,6 +157,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if graph.error is not None:
         written = " (the graph up to the failing call was written)" if out is not None else ""
         print(f"torchscope: {error_line(graph)}{written}", file=sys.stderr)
+        if traced.suspects:
+            lines = "; ".join(f"line {s.line}: {s.text}" for s in traced.suspects[:3])
+            print(
+                f"torchscope: the file's top-level code that did not run may make what it "
+                f"lacks ({lines}): --run-top-level runs it",
+                file=sys.stderr,
+            )
         return 1
     return 0
 

@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -68,6 +68,8 @@ class Traced:
     graph: Graph
     input: str  # where the input came from, for the summary line
     timed_out: bool = False  # the tracer stopped the forward at its budget: a partial graph
+    # top-level statements that did not run and that the forward's error points at
+    suspects: list[Any] = field(default_factory=list[Any])
 
 
 def trace_target(
@@ -126,6 +128,7 @@ def _trace(
         input_call_in_file,
         split_target,
     )
+    from .definitions import suspects
     from .inputs import NoInputError
     from .tracer import ModelTooDeep, TraceTimeout, trace_call
 
@@ -176,7 +179,9 @@ def _trace(
     except SystemExit as exc:
         raise CliError(f"the forward called sys.exit({exc.code!r})", 1) from None
     timed_out = graph.error is not None and graph.error.type == TraceTimeout.__name__
-    return Traced(graph, chosen.described, timed_out)
+    error = graph.error
+    blamed = suspects(built.skipped, f"{error.type}: {error.message}") if error else []
+    return Traced(graph, chosen.described, timed_out, blamed)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -15,6 +15,7 @@ what did not run and asked before running it.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -248,3 +249,18 @@ def _does_work(stmt: ast.stmt) -> bool:
     if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)):
         return True
     return _has_call(stmt)
+
+
+_QUOTED = re.compile(r"""['"]([A-Za-z_][\w.]*)['"]""")
+
+
+def suspects(skipped: list[Skipped], error: str) -> list[Skipped]:
+    """The skipped statements an error message points at: a name or key it quotes ('VOCAB',
+    'scale') that a statement binds or mentions. A forward that raises about what top-level
+    code would have made is then offered that code, not called broken."""
+    words = {w for quoted in _QUOTED.findall(error) for w in {quoted, quoted.rsplit(".", 1)[-1]}}
+    words = {w for w in words if len(w) > 1}
+    if not words or not skipped:
+        return []
+    mentions = re.compile(r"\b(" + "|".join(map(re.escape, sorted(words))) + r")\b")
+    return [s for s in skipped if s.binds & words or mentions.search(s.text)]

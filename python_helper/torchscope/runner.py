@@ -260,6 +260,7 @@ def _trace_built(
     req: dict[str, Any], built: Any, started: float, progress: Callable[[str], None]
 ) -> dict[str, Any]:
     from . import build_target as tg
+    from .definitions import suspects
     from .inputs import GuessError, alternatives, describe_input, first_that_runs
 
     budget = req.get("timeout")
@@ -292,7 +293,12 @@ def _trace_built(
             described = f"{source}, a size the model accepts: {describe_input(value)}"
             chosen = tg.ChosenInput(value, described, "guess", fits)
             result = _trace_chosen(req, built, chosen, started, budget)
-    result["summary"]["skipped"] = [s.to_wire() for s in built.skipped]
+    summary = result["summary"]
+    summary["skipped"] = [s.to_wire() for s in built.skipped]
+    # the skipped statements the forward's error points at (a key or name they would make)
+    error = summary["error"]
+    blamed = suspects(built.skipped, f"{error['type']}: {error['message']}") if error else []
+    summary["skippedSuspect"] = [s.to_wire() for s in blamed]
     return result
 
 

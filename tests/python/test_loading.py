@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_runner import RunnerProcess
 
-from torchscope.definitions import definitions
+from torchscope.definitions import definitions, suspects
 from torchscope.graph import Graph
 
 TRAIN = """
@@ -91,6 +91,28 @@ def test_definitions_keep_operator_registrations():
         'other.define("nope(Tensor x) -> Tensor")',
         "run_training()",
     ]
+
+
+def test_the_skipped_code_an_error_points_at():
+    """A forward that raises about a name or key that skipped top-level code would have
+    made: those statements are suspected (and offered to run); others are not."""
+    source = textwrap.dedent(
+        """
+        import torch
+        CACHE = {}
+        CACHE.update(scale=2.0)
+        VOCAB = load_vocab("vocab.txt")
+        for step in range(10):
+            train(step)
+        """
+    )
+    skipped = definitions(source, {"Net"}).skipped
+    assert [s.line for s in suspects(skipped, "KeyError: 'scale'")] == [4]
+    assert [s.line for s in suspects(skipped, "NameError: name 'VOCAB' is not defined")] == [5]
+    assert [s.line for s in suspects(skipped, "module 'x' has no attribute 'VOCAB'")] == [5]
+    assert suspects(skipped, "RuntimeError: mat1 and mat2 shapes cannot be multiplied") == []
+    assert suspects(skipped, "KeyError: 'missing'") == []
+    assert suspects([], "KeyError: 'scale'") == []
 
 
 @pytest.fixture(scope="module")
@@ -176,6 +198,43 @@ def test_the_cli_loads_definitions_only_unless_told(tmp_path):
     )
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "ckpt.txt").exists()
+
+
+FILLED_AT_IMPORT = """
+    import torch
+    from torch import nn
+
+    CACHE = {}
+    CACHE.update(scale=2.0)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc(x) * CACHE["scale"]
+"""
+
+
+def test_a_forward_that_lacks_what_skipped_code_makes_is_offered_that_code(runner, tmp_path):
+    """The model builds without the top-level code, but its forward raises about a key that
+    code would have put in place: the runner names the statement (the editor asks to run the
+    file's code, as when the build fails), the CLI says --run-top-level; run, it draws."""
+    path = _file(tmp_path, FILLED_AT_IMPORT, "filled.py")
+    out = str(tmp_path / "g.msgpack")
+    ask = dict(op="trace", file=str(path), target="Net", out=out, input="torch.ones(1, 4)")
+    summary = runner.ask(**ask)["result"]["summary"]
+    assert summary["error"]["type"] == "KeyError"
+    assert summary["skippedSuspect"] == [{"line": 6, "text": "CACHE.update(scale=2.0)"}]
+    summary = runner.ask(**ask, runTopLevel=True)["result"]["summary"]
+    assert summary["error"] is None and summary["skippedSuspect"] == []
+
+    run = _cli("trace", f"{path}:Net", "--input", "torch.ones(1, 4)", "-o", out)
+    assert run.returncode == 1
+    assert "(line 6: CACHE.update(scale=2.0)): --run-top-level runs it" in run.stderr
+    run = _cli("trace", f"{path}:Net", "--input", "torch.ones(1, 4)", "--run-top-level", "-o", out)
+    assert run.returncode == 0, run.stderr
 
 
 CNN = """

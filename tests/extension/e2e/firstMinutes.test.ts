@@ -80,6 +80,28 @@ class Wide(nn.Module):
         return self.fc(x)
 `;
 
+// A model that builds without the top level, but whose forward reads what a top-level call
+// puts in place: the forward raises, and the graph comes with the question.
+const FILLED_AT_IMPORT = `import torch
+from torch import nn
+
+CACHE = {}
+CACHE.update(scale=2.0)
+
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x) * CACHE["scale"]
+
+
+model = Scaled()
+out = model(torch.randn(2, 4))
+`;
+
 // `net = Net()` where only the class can be traced (under the main guard).
 const SCRIPT_NET = `import torch
 from torch import nn
@@ -138,7 +160,9 @@ async function visualizeAt(text: string, x?: number): Promise<number> {
 }
 
 before(async () => {
-  cs = await startCodeServer({ files: { "train_script.py": TRAIN, "needs_setup.py": NEEDS_SETUP, "script_net.py": SCRIPT_NET } });
+  cs = await startCodeServer({
+    files: { "train_script.py": TRAIN, "needs_setup.py": NEEDS_SETUP, "script_net.py": SCRIPT_NET, "filled_at_import.py": FILLED_AT_IMPORT },
+  });
   browser = await launch();
   page = await openWorkbench(browser, cs);
 });
@@ -245,6 +269,29 @@ describe("the first minutes", { timeout: 900_000 }, () => {
       traces++;
       assert.equal(await viewer(page).locator(".ts-model").innerText(), "Wide");
       assert.equal(existsSync(ran), true, "Run It ran the file's code");
+    }));
+
+  it("a forward that lacks what the top-level code makes: the partial graph, then the question; Run It draws it", () =>
+    step(page, "forward-runs-code", async () => {
+      await closeAll(page);
+      await openFile(page, "filled_at_import.py");
+      await markOld(page);
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      const dialog = page.locator(".monaco-dialog-box", { hasText: "runs code at import" });
+      await dialog.waitFor({ timeout: 120_000 });
+      const text = await dialog.innerText();
+      assert.match(text, /importing filled_at_import\.py runs code at import \(CACHE\.update\(scale=2\.0\) at line 5\)/);
+      assert.match(text, /Scaled raised KeyError: 'scale'/, "the details say what the forward lacked");
+      await waitForGraph(page);
+      traces++;
+      await viewer(page).locator(".ts-banner").waitFor({ state: "visible", timeout: 10_000 });
+      assert.match(await viewer(page).locator(".ts-banner").innerText(), /KeyError/, "the partial graph is shown with its error");
+      await shot(page, "first-03b-forward-runs-code");
+      await markOld(page);
+      await dialog.getByRole("button", { name: "Run It" }).click();
+      await waitForGraph(page);
+      traces++;
+      assert.equal(await viewer(page).locator(".ts-banner").isVisible(), false, "traced with the file's code: no error");
     }));
 
   it("right-click after the end of `net = Net()` finds the model", () =>

@@ -242,6 +242,15 @@ describe("trace failures", () => {
       message: "The guessed input (g) may be wrong: Net raised RuntimeError at line 7: bad. Give the input to trace it with.",
       guess: "torch.randn(1, 4)",
     });
+    // the error points at top-level code that did not run: offer to run it (not "broken")
+    const skippedSuspect = [{ line: 4, text: "CACHE.update(scale=2.0)" }];
+    const keyError = { ...error, type: "KeyError", message: "'scale'" };
+    assert.deepEqual(afterRaise({ ...base, error: keyError, inputKind: "guess", skippedSuspect }, "Net"), {
+      kind: "runs-code",
+      message: "Net raised KeyError: 'scale' at line 7, which the file's top-level code that did not run may make.",
+      statements: skippedSuspect,
+    });
+    assert.equal(afterRaise({ ...base, error: keyError, inputKind: "typed", skippedSuspect: [] }, "Net"), undefined);
     const cuda = { ...error, type: "AssertionError", message: "Torch not compiled with CUDA enabled" };
     assert.deepEqual(afterRaise({ ...base, error: cuda, inputKind: "guess" }, "Net"), {
       kind: "needs-gpu",
