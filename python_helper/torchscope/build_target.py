@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from .definitions import Skipped, definitions
+from .usercode import read_source
 
 
 class TargetError(Exception):
@@ -87,7 +88,7 @@ def import_file(
             spec.loader.exec_module(module)
         else:
             filename = str(path.resolve())
-            text = source if source is not None else path.read_text(encoding="utf-8")
+            text = source if source is not None else read_source(path)
             if keep is not None:
                 defs = definitions(text, keep, filename)
                 if skipped is not None:

@@ -63,3 +63,14 @@ def is_under(file: str, roots: list[str]) -> bool:
 def folder_key(folder: str) -> str:
     """A folder as `is_under` compares it."""
     return _norm(folder).rstrip(os.sep) + os.sep
+
+
+def read_source(path: str | os.PathLike[str]) -> str:
+    """A Python file's text as Python reads it: its coding cookie (PEP 263) or UTF-8 byte-order
+    mark honoured, newlines made `\\n` (a plain UTF-8 read fails on a latin-1 file, and
+    keeps a BOM that compile() rejects). Raises OSError, or UnicodeDecodeError/SyntaxError for
+    bytes that match no encoding."""
+    import importlib.util
+
+    with open(path, "rb") as f:
+        return importlib.util.decode_source(f.read())

@@ -253,6 +253,28 @@ CNN = """
 """
 
 
+@pytest.mark.parametrize(
+    "head", [b"# -*- coding: latin-1 -*-\n# caf\xe9\n", b"\xef\xbb\xbf# caf\xc3\xa9\n"]
+)
+def test_the_cli_reads_a_file_as_python_does(tmp_path, head):
+    """A coding cookie (latin-1) or a UTF-8 byte-order mark: Python runs the file, so does
+    a trace (it read the bytes as UTF-8: a decode error, or "invalid character U+FEFF")."""
+    path = tmp_path / "encoded.py"
+    path.write_bytes(head + textwrap.dedent(CNN).encode())
+    out = str(tmp_path / "g.json")
+    for top_level in ([], ["--run-top-level"]):
+        run = _cli(
+            "trace",
+            f"{path}:SmallCNN",
+            "--input",
+            "torch.ones(1, 3, 32, 32)",
+            *top_level,
+            "-o",
+            out,
+        )
+        assert run.returncode == 0, run.stderr
+
+
 def test_a_later_layer_fixes_the_guessed_image_size(runner, tmp_path):
     """Conv2d(3, …) alone says 64×64, which this model's Linear refuses; the guess that runs
     is 32×32, and the summary says it was guessed (and how to give it again)."""

@@ -136,6 +136,21 @@ def test_broken_file_has_no_classes(tmp_path):
     assert targets.Project().load(path) is None
 
 
+ENCODED = {
+    # what Python reads: a coding cookie (PEP 263), a UTF-8 byte-order mark (Windows editors)
+    "latin1.py": "# -*- coding: latin-1 -*-\n# café\n".encode("latin-1"),
+    "bom.py": "\ufeff# café\n".encode(),
+}
+MODEL_BYTES = b"from torch import nn\nclass A(nn.Module): pass\n"
+
+
+@pytest.mark.parametrize("name", sorted(ENCODED))
+def test_files_python_decodes_are_read_as_python_does(tmp_path, name):
+    path = tmp_path / name
+    path.write_bytes(ENCODED[name] + MODEL_BYTES)
+    assert classes(path) == ["A"]
+
+
 def test_unsaved_text_replaces_the_file(tmp_path):
     path = write(tmp_path, "m.py", "from torch import nn\nclass A(nn.Module): pass\n")
     project = targets.Project()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from ..definitions import dotted, is_main_guard
+from ..usercode import read_source
 
 # -- what counts as a model class outside the project ---------------------------------------
 
@@ -180,8 +181,8 @@ class Project:
         if cached and cached[0] == mtime:
             return cached[1]
         try:
-            source = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            source = read_source(path)
+        except (OSError, UnicodeDecodeError, SyntaxError):  # (bytes of no encoding)
             source = None
         info = parse(path, source) if source is not None else None
         self._cache[path] = (mtime, info)
