@@ -31,6 +31,7 @@ STDERR_TAIL_LINES = 60
 STDERR_LINE_CHARS = 2000  # a longer line is cut (its end dropped) in the log and the tail
 START_TIMEOUT = 120.0  # importing torch on a cold disk can be slow
 STDOUT_LIMIT = 64 * 1024 * 1024  # a reply line (a trace's summary) can be long
+RUNNER_LIBS = "TORCHSCOPE_RUNNER_LIBS"  # the extension's libraries, for the runner (runner.main)
 
 
 def runner_env() -> dict[str, str]:
@@ -56,9 +57,6 @@ def runner_env() -> dict[str, str]:
     env["PYTHONIOENCODING"] = "utf-8"
     env["TORCHSCOPE_SERVER_PID"] = str(os.getpid())
     return env
-
-
-RUNNER_LIBS = "TORCHSCOPE_RUNNER_LIBS"
 
 
 def _bundled_libs(pythonpath: list[str]) -> Optional[str]:
