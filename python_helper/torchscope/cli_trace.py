@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Optional
 
+from .failure import exit_text
+
 if TYPE_CHECKING:  # the graph module needs msgpack: imported once torch is known to be there
     from .graph import Graph
 
@@ -143,7 +145,7 @@ def _trace(
     except SyntaxError as exc:
         raise CliError(f"syntax error in {exc.filename}:{exc.lineno}: {exc.msg}") from None
     except SystemExit as exc:
-        raise CliError(f"loading {spec} called sys.exit({exc.code!r})") from None
+        raise CliError(f"loading {spec} {exit_text(exc)}") from None
     except Exception as exc:  # importing or building the user's model raised
         hint = ""
         if device != "meta" and _out_of_memory(exc):

@@ -26,6 +26,26 @@ def traceback_text(exc: BaseException) -> Optional[str]:
         return None
 
 
+def exit_text(exc: SystemExit) -> str:
+    """`called sys.exit(2)`, and when argparse called it, what argparse said and why: a file
+    that parses its command line as it is imported, run by a trace with none."""
+    text = f"called sys.exit({exc.code!r})"
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "error" and frame.f_code.co_filename.endswith("argparse.py"):
+            said = str(frame.f_locals.get("message", "")).strip().splitlines()
+            if said:
+                text += (
+                    f" (argparse: {said[0][:MAX_LINE]}: the file parses its command line as "
+                    "it is imported, and a trace runs the file with no command-line arguments; "
+                    'give them defaults, or parse them under `if __name__ == "__main__":`)'
+                )
+            break
+        tb = tb.tb_next
+    return text
+
+
 class Failure(Exception):
     """A request that ends in an error of one protocol kind (docs/protocol.md): `kind` for
     the code that reacts, `message` one line for the user, `details` (a traceback, an

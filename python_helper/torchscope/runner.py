@@ -26,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
-from .failure import Failure, one_line
+from .failure import Failure, exit_text, one_line
 from .usercode import is_user_file
 
 if TYPE_CHECKING:
@@ -228,7 +228,7 @@ def _build(
         raise Failure("import-error", f"syntax error in {where}: {exc.msg}", details) from exc
     except BaseException as exc:  # noqa: BLE001 - user code: anything, sys.exit included
         if isinstance(exc, SystemExit):
-            what = f"called sys.exit({exc.code!r})"
+            what = exit_text(exc)
         else:
             what = f"raised {one_line(exc)}"
         details = _user_traceback(exc) or "".join(traceback.format_exception_only(type(exc), exc))

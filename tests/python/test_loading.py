@@ -237,6 +237,46 @@ def test_a_forward_that_lacks_what_skipped_code_makes_is_offered_that_code(runne
     assert run.returncode == 0, run.stderr
 
 
+PARSES_ARGUMENTS = """
+    import argparse
+    from torch import nn
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--hidden", type=int, default=16)
+    args = parser.parse_args()
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, args.hidden)
+
+        def forward(self, x):
+            return self.fc(x)
+"""
+
+
+def test_a_file_that_parses_its_command_line_at_import_is_told_so(runner, tmp_path):
+    """argparse at top level exits (2) when a trace runs the file with no arguments: the
+    message says what argparse said and why, not only "called sys.exit(2)"."""
+    path = _file(tmp_path, PARSES_ARGUMENTS, "args.py")
+    out = str(tmp_path / "g.msgpack")
+    reply = runner.ask(
+        op="trace",
+        file=str(path),
+        target="Net",
+        out=out,
+        input="torch.ones(1, 4)",
+        runTopLevel=True,
+    )
+    assert reply["kind"] == "import-error", reply
+    said = "argparse: the following arguments are required: --data"
+    assert f"importing args.py called sys.exit(2) ({said}" in reply["message"]
+    assert "a trace runs the file with no command-line arguments" in reply["message"]
+    run = _cli("trace", f"{path}:Net", "--input", "torch.ones(1, 4)", "--run-top-level", "-o", out)
+    assert run.returncode == 2 and said in run.stderr, run.stderr
+
+
 CNN = """
     import torch
     from torch import nn
