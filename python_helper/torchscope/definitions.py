@@ -5,8 +5,9 @@ model never runs them. Pure `ast`: no torch, nothing executed.
 Kept: imports, function and class definitions, assignments of plain values (no call inside),
 assignments the kept code needs (a global a class or function reads, the target instance and
 what it is built from), `if`/`try` blocks reduced to what they keep, setup calls (seeds,
-`sys.path`, warnings) and operator registrations (`torch.library`: a Library and what is
-defined in it). Skipped: loops, `with`
+`sys.path`, warnings), operator registrations (`torch.library`: a Library and what is
+defined in it) and argparse's configuration (`parser.add_argument(...)`: a model sized by
+`args = parser.parse_args()` is built with the defaults). Skipped: loops, `with`
 blocks, bare calls (`train()`, `torch.save(...)`, `print(...)`), assignments from calls that
 nothing kept reads. The skipped statements that do work are listed, so the user can be told
 what did not run and asked before running it.
@@ -121,6 +122,8 @@ class _Plan:
             name = dotted(stmt.value.func) or ""
             if name.partition(".")[0] in self.op_libraries:  # lib.define(...), lib.impl(...)
                 return True
+            if "." in name and name.rsplit(".", 1)[1] in _ARGPARSE_CONFIG:
+                return True  # parser.add_argument(...): what `args = parser.parse_args()` reads
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             value = stmt.value
             return not _has_call(value) or bool(_targets(stmt) & self.needed)
@@ -214,6 +217,12 @@ _SETUP_CALLS = (
     "numpy.random.seed",
     "matplotlib.use",
     "torch.library.",  # operators a forward calls: define, impl, register_fake …
+)
+
+
+# argparse's configuration calls: a parser set up at top level, parsed for the model's sizes
+_ARGPARSE_CONFIG = frozenset(
+    ("add_argument", "add_argument_group", "add_mutually_exclusive_group", "set_defaults")
 )
 
 

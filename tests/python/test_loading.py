@@ -256,6 +256,31 @@ PARSES_ARGUMENTS = """
 """
 
 
+def test_a_command_line_with_defaults_is_parsed_without_the_top_level_code(runner, tmp_path):
+    """argparse's configuration (`add_argument`, groups, `set_defaults`) is a definition
+    when the model reads the parsed arguments: with defaults for all of them the model is
+    traced without asking to run the file; required ones are named (next test)."""
+    text = textwrap.dedent(PARSES_ARGUMENTS).replace("required=True", 'default="data/"')
+    text = text.replace(
+        "args = parser.parse_args()",
+        'group = parser.add_argument_group("model")\n'
+        'group.add_argument("--depth", type=int, default=2)\n'
+        "parser.set_defaults(hidden=12)\n"
+        "args = parser.parse_args()",
+    )
+    defs = definitions(text, {"Net"})
+    assert defs.skipped == []
+    path = tmp_path / "args_defaults.py"
+    path.write_text(text)
+    out = tmp_path / "g.msgpack"
+    reply = runner.ask(
+        op="trace", file=str(path), target="Net", out=str(out), input="torch.ones(1, 4)"
+    )
+    assert reply["ok"], reply
+    assert reply["result"]["summary"]["error"] is None
+    assert any(e.shape == [1, 12] for e in Graph.load(out).edges), "set_defaults(hidden=12) ran"
+
+
 def test_a_file_that_parses_its_command_line_at_import_is_told_so(runner, tmp_path):
     """argparse at top level exits (2) when a trace runs the file with no arguments: the
     message says what argparse said and why, not only "called sys.exit(2)"."""
