@@ -21,6 +21,10 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 Def = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
+# `type X = ...` (Python 3.12): a definition too
+_TYPE_ALIAS: tuple[type, ...] = tuple(
+    t for t in (getattr(ast, "TypeAlias", None),) if isinstance(t, type)
+)
 
 
 @dataclass
@@ -109,7 +113,7 @@ class _Plan:
     def _keeps(self, stmt: ast.stmt) -> bool:
         if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass, ast.Global, ast.Nonlocal)):
             return True
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, *_TYPE_ALIAS)):
             return True
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             return True  # a docstring

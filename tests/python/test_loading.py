@@ -115,6 +115,31 @@ def test_the_skipped_code_an_error_points_at():
     assert suspects([], "KeyError: 'scale'") == []
 
 
+def test_type_aliases_are_definitions():
+    """Python 3.12's `type X = ...` is a definition (a model's annotations may read it): kept.
+    Parsed by a 3.12 interpreter of this machine (this one, 3.11, can't); definitions.py is
+    standard library only."""
+    python = sorted(Path("/root/.pyenv/versions").glob("3.12.*/bin/python3.12"))
+    assert python, "no Python 3.12 on this machine (expected under /root/.pyenv/versions)"
+    code = textwrap.dedent(
+        """
+        from torchscope.definitions import definitions
+        source = "type Width = int\\nclass Net:\\n    def f(self, w: Width = 4): pass\\n"
+        print(sorted(type(s).__name__ for s in definitions(source, {"Net"}).tree.body))
+        """
+    )
+    helper = Path(__file__).resolve().parents[2] / "python_helper"
+    run = subprocess.run(
+        [str(python[-1]), "-c", code],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(helper)},
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "['ClassDef', 'TypeAlias']"
+
+
 @pytest.fixture(scope="module")
 def runner():
     r = RunnerProcess()
