@@ -1,4 +1,5 @@
-"""The working folder off the front of sys.path, for torchscope's own processes.
+"""sys.path for torchscope's own processes: the working folder off its front, and (in the
+runner) the extension's bundled libraries at its end.
 
 The language server and its runner start in the user's workspace folder (the runner runs the
 user's code, whose relative paths mean that folder), and `python -m` puts the working folder
@@ -14,7 +15,10 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["drop_working_folder"]
+__all__ = ["RUNNER_LIBS", "bundled_libraries_last", "drop_working_folder"]
+
+# where the server tells its runner the extension's bundled libraries are (runner_env)
+RUNNER_LIBS = "TORCHSCOPE_RUNNER_LIBS"
 
 
 def drop_working_folder() -> None:
@@ -22,3 +26,12 @@ def drop_working_folder() -> None:
         return
     if os.path.abspath(sys.path[0]) == os.getcwd():
         del sys.path[0]
+
+
+def bundled_libraries_last() -> None:
+    """The extension's bundled libraries (pygls, attrs, msgpack …) last on the runner's
+    sys.path, after the user's own, and gone from its environment: the user's code imports the
+    project's versions, and msgpack comes from there only when the project has none."""
+    libs = os.environ.pop(RUNNER_LIBS, None)
+    if libs and libs not in sys.path:
+        sys.path.append(libs)

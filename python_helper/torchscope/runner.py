@@ -26,6 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
+from .entry_path import bundled_libraries_last
 from .failure import Failure, exit_text, one_line
 from .usercode import is_user_file
 
@@ -243,7 +244,7 @@ def _build(
             pass
 
 
-# the process as the runner started it (set once torch is imported): see process_defaults.py
+# the process as the runner started it (set by main once torch is imported): process_defaults.py
 _defaults: Optional[ProcessDefaults] = None
 
 
@@ -409,10 +410,6 @@ class Runner:
             # the modules a trace uses, imported now beside torch: the first trace is faster
             for name in WARM_MODULES:
                 importlib.import_module(f"{__package__}.{name}")
-            from .process_defaults import ProcessDefaults
-
-            global _defaults
-            _defaults = ProcessDefaults()
         except Exception as exc:  # ImportError, or a broken install
             self.torch_error = one_line(exc)
 
@@ -507,10 +504,7 @@ def _die_with_parent() -> None:
 
 def main() -> None:
     _die_with_parent()
-    # the extension's bundled libraries: after the user's own (see runner_client.runner_env)
-    libs = os.environ.pop("TORCHSCOPE_RUNNER_LIBS", None)
-    if libs and libs not in sys.path:
-        sys.path.append(libs)
+    bundled_libraries_last()
     # private copies of the protocol streams; user code sees /dev/null and stderr
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
@@ -522,6 +516,13 @@ def main() -> None:
     sys.stdout = sys.stderr
     runner = Runner(replies)
     runner.import_torch()
+    if runner.torch_version is not None:
+        # the process as it starts (in this process only: a test calling the runner's
+        # functions in its own process keeps its settings)
+        from .process_defaults import ProcessDefaults
+
+        global _defaults
+        _defaults = ProcessDefaults()
     runner.serve(requests)
 
 

@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 import torchscope
 
+from ..entry_path import RUNNER_LIBS
 from ..failure import Failure
 
 Log = Callable[[str, str], None]  # (level, message): "error" | "warning" | "info" | "debug"
@@ -31,7 +32,6 @@ STDERR_TAIL_LINES = 60
 STDERR_LINE_CHARS = 2000  # a longer line is cut (its end dropped) in the log and the tail
 START_TIMEOUT = 120.0  # importing torch on a cold disk can be slow
 STDOUT_LIMIT = 64 * 1024 * 1024  # a reply line (a trace's summary) can be long
-RUNNER_LIBS = "TORCHSCOPE_RUNNER_LIBS"  # the extension's libraries, for the runner (runner.main)
 
 
 def runner_env() -> dict[str, str]:
