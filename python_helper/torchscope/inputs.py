@@ -12,6 +12,8 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
+from .state import ModelState, unsized_layer
+
 HOW_TO = "pass one with --input, e.g. --input 'torch.randn(1, 3, 224, 224)'"
 SEQUENCE = 16  # tokens of a guessed sequence
 STEPS = 8  # time steps of a guessed RNN / attention sequence
@@ -31,7 +33,8 @@ class LayerInput:
     which the editor evaluates and a paused program's input box can show), how to recognise one."""
 
     types: tuple[type, ...]
-    make: Callable[[Any, Any], str]  # (layer, model config) → an input expression
+    # (layer, model config) → an input expression; None: none can be made (a lazy layer)
+    make: Callable[[Any, Any], Optional[str]]
     fits: Callable[[Any, torch.Tensor], bool]  # (layer, tensor) → it looks like one
 
 
@@ -144,9 +147,18 @@ LAYERS: tuple[LayerInput, ...] = (
 )
 
 
+# A lazy layer (nn.LazyLinear …) its first forward has not sized: it takes any size, so no
+# input can be made from it, and any floating tensor of two or more dimensions fits it.
+LAZY = LayerInput(
+    (nn.Module,), lambda _layer, _c: None, lambda _layer, t: _floating(t) and t.dim() >= 2
+)
+
+
 def first_layer(model: nn.Module) -> Optional[tuple[nn.Module, LayerInput]]:
     """The first submodule (in definition order) of a type in the table, with its entry."""
     for m in model.modules():
+        if unsized_layer(m):
+            return m, LAZY
         for entry in LAYERS:
             if isinstance(m, entry.types):
                 return m, entry
@@ -203,11 +215,16 @@ def guess(model: nn.Module) -> Guess:
             f"arguments: give them as a tuple, e.g. {template}",
             template,
         )
-    if found is None or one is None:
+    if found is None:
         raise GuessError(f"cannot tell what input {type(model).__name__} takes: {HOW_TO}")
     layer = found[0]
     path = next((p for p, m in model.named_modules() if m is layer), "")
     where = f"{path} ({type(layer).__name__})" if path else type(layer).__name__
+    if one is None:
+        raise GuessError(
+            f"cannot tell what input {type(model).__name__} takes: its first layer {where} is "
+            f"lazy (its first forward sizes it); {HOW_TO}"
+        )
     return Guess(one, f"the first layer {where}")
 
 
@@ -233,8 +250,6 @@ def alternatives(model: nn.Module) -> list[str]:
 def first_that_runs(model: nn.Module, exprs: list[str], device: str = "cpu") -> Optional[str]:
     """The first expression the model's plain forward accepts, without side effects (the
     model's state, RNG and torch's settings as before). Only used after a guess failed."""
-    from .state import ModelState
-
     named = list(model.named_modules())
     for expr in exprs:
         state = ModelState(named)

@@ -16,6 +16,8 @@ from typing import Any, Optional
 
 import torch
 from torch import nn
+from torch.nn.modules.lazy import LazyModuleMixin
+from torch.nn.parameter import is_lazy
 from torch.utils.hooks import RemovableHandle
 
 
@@ -183,6 +185,10 @@ class ModelState:
         if key:  # (meta tensors have none)
             self.by_storage.setdefault(key, []).append(t)
 
+    def lazy_modules(self) -> list[nn.Module]:
+        """The lazy layers the forward may size (see `_Lazy`)."""
+        return [lazy.module for lazy in self.lazy]
+
     def hooks_from_here(self) -> None:
         """Hooks registered from now on are the forward's (the trace's own come before, or are
         removed before `restore`): restore takes them off the modules, parameters and torch's
@@ -202,9 +208,12 @@ class ModelState:
         self.containers: list[tuple[Any, Any]] = []
         # an object among the forward's arguments, and its attributes as they were
         self.objects: list[tuple[Any, dict[str, Any]]] = []
+        self.lazy: list[_Lazy] = []
         rows, params, containers = self.modules, self.params, self.containers
         for path, m in named:
             attrs = m.__dict__
+            if unsized_layer(m):
+                self.lazy.append(_Lazy(m))
             for key in attrs.keys() - _MODULE_KEYS:
                 v = attrs[key]
                 if type(v) in _CONTAINERS:
@@ -223,11 +232,11 @@ class ModelState:
             )
             if bs:
                 for b in bs.values():
-                    if b is not None and b.device.type != "meta":
+                    if b is not None and b.device.type != "meta" and not _unsized(b):
                         self.buffers.append((b, b.detach().clone()))
             if ps:
                 for name, p in ps.items():
-                    if p is None or id(p) in params:
+                    if p is None or id(p) in params or _unsized(p):
                         continue
                     info = params[id(p)] = _Param(path, name, p)
                     if info.storage_ptr:
@@ -254,6 +263,8 @@ class ModelState:
         """Put everything back; returns warnings about what could not be restored."""
         warnings: list[str] = []
         with _NO_TORCH_FUNCTION(), torch.no_grad():
+            for lazy in self.lazy:
+                lazy.restore()
             for m, _, params, buffers, modules in self.modules:
                 # a parameter, buffer or submodule rebound (most tables are and stay empty)
                 try:
@@ -377,6 +388,51 @@ _ATOMS = frozenset((int, float, bool, complex, str, bytes, type(None)))
 # objects whose attributes are not the argument's state: a model (ModelState's part), a
 # Python module (its globals), a function, a class
 _NOT_STATE = (nn.Module, types.ModuleType, types.FunctionType, types.MethodType, type)
+
+
+def _unsized(t: torch.Tensor) -> bool:
+    """A lazy layer's parameter or buffer its first forward has not sized yet."""
+    return type(t) not in _PLAIN and is_lazy(t)
+
+
+def unsized_layer(m: nn.Module) -> bool:
+    """A lazy layer (`nn.LazyLinear` …) its first forward has not sized yet."""
+    return isinstance(m, LazyModuleMixin) and any(
+        t is not None and _unsized(t)
+        for table in (m._parameters, m._buffers)
+        for t in table.values()
+    )
+
+
+class _Lazy:
+    """A lazy layer (`nn.LazyLinear` …) not sized yet. Its first forward sizes its
+    parameters and buffers in place (new memory, a new class), drops its own hooks and turns
+    it into its sized class (`LazyLinear` → `Linear`): all put back, so the user's own first
+    forward still sizes it."""
+
+    __slots__ = ("module", "cls", "hooks", "tensors")
+
+    def __init__(self, m: nn.Module) -> None:
+        self.module, self.cls = m, type(m)
+        attrs = m.__dict__
+        self.hooks = [(t, dict(t)) for t in (attrs.get(n) for n in _MODULE_HOOKS) if t]
+        self.tensors: list[tuple[torch.Tensor, Any, torch.dtype, torch.device]] = [
+            (t, type(t), t.dtype, t.device)
+            for table in (m._parameters, m._buffers)
+            for t in table.values()
+            if t is not None and _unsized(t)
+        ]
+
+    def restore(self) -> None:
+        m = self.module
+        if type(m) is not self.cls:
+            m.__class__ = self.cls
+        for table, before in self.hooks:
+            _refill(table, before)
+        for t, cls, dtype, device in self.tensors:
+            if type(t) is not cls:
+                t.data = torch.empty(0, dtype=dtype, device=device)
+                t.__class__ = cls
 
 
 def _storage_key(t: torch.Tensor) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import gc
 import re
@@ -213,6 +214,9 @@ class Recorder(TorchFunctionMode):
         self.watch: Optional[collectives.CollectiveWatch] = None
         self.inner_collectives: list[collectives.Inner] = []  # run inside the current call
         self.param_counts = parameter_counts(model, [m for _, m in named])
+        # lazy layers its forward sizes (their parameters count 0 until then)
+        self.unsized = state.lazy_modules() if state is not None else []
+        self.root = model
         self._named = named
         self._tensor_names: Optional[dict[int, str]] = None  # built on the first constant
         self.late_close: dict[int, Any] = {}  # module id → handle of our own forward hook
@@ -789,6 +793,24 @@ class Recorder(TorchFunctionMode):
         with _NO_TORCH_FUNCTION():
             self._close(module, args, rest, len(rest) == 1)
 
+    def describe_sized(self) -> None:
+        """The forward sized lazy layers: their boxes get the parameter counts and settings
+        (`in_features=5`, not 0) it gave them, and keep the class the user wrote."""
+        modules = [m for _, m in self._named]
+        self.param_counts = counts = parameter_counts(self.root, modules)
+        sized = {id(m) for m in self.unsized}
+        infos = self._module_infos
+        for m in modules:
+            info = infos.get(id(m))
+            if info is not None:
+                attrs = self._describe(m).attrs if id(m) in sized else info.attrs
+                infos[id(m)] = dataclasses.replace(info, params=counts[id(m)], attrs=attrs)
+        by_path = {info.path: info for info in infos.values()}
+        for node in self.nodes:
+            info = by_path.get(node.path) if node.kind == "module" else None
+            if info is not None:
+                node.params, node.attrs = info.params, info.attrs
+
     def remove_late_hooks(self) -> None:
         for handle in self.late_close.values():
             handle.remove()  # a module's own handle also clears its with_kwargs/always_call entries
@@ -1081,33 +1103,35 @@ def _call_attrs(info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> dict[str
 
 def parameter_counts(model: nn.Module, modules: list[nn.Module]) -> dict[int, int]:
     """Recursive parameter count of every module in the tree, each parameter counted once."""
-    seen: set[int] = set()
-    shared = False
-    everything = 0
-    counts: dict[int, int] = {}
-    for m in reversed(modules):  # pre-order reversed: children before their parent
-        total = 0
-        params = m._parameters
-        if params:
-            for p in params.values():
-                if p is None:
-                    continue
-                if id(p) in seen:
-                    shared = True
-                    continue
-                seen.add(id(p))
-                total += p.numel()
-            everything += total
-        children = m._modules
-        if children:
-            for child in children.values():
-                if child is not None:
-                    total += counts.get(id(child), 0)
-        counts[id(m)] = total
-    if shared or counts[id(model)] != everything:
-        # tied weights or a module registered twice: count each subtree exactly
-        counts = {id(m): count_parameters(m) for m in modules}
-    return counts
+    # (a lazy layer's parameter its forward has not sized yet: 0, not an error)
+    with _NO_TORCH_FUNCTION():
+        seen: set[int] = set()
+        shared = False
+        everything = 0
+        counts: dict[int, int] = {}
+        for m in reversed(modules):  # pre-order reversed: children before their parent
+            total = 0
+            params = m._parameters
+            if params:
+                for p in params.values():
+                    if p is None:
+                        continue
+                    if id(p) in seen:
+                        shared = True
+                        continue
+                    seen.add(id(p))
+                    total += p.numel()
+                everything += total
+            children = m._modules
+            if children:
+                for child in children.values():
+                    if child is not None:
+                        total += counts.get(id(child), 0)
+            counts[id(m)] = total
+        if shared or counts[id(model)] != everything:
+            # tied weights or a module registered twice: count each subtree exactly
+            counts = {id(m): count_parameters(m) for m in modules}
+        return counts
 
 
 READ_AHEAD_LIMIT = 1 << 28  # elements: 1 GB of float32, a few hundred ms on one core
@@ -1262,6 +1286,8 @@ def _trace(
     finally:
         elapsed = (time.perf_counter() - start) * 1000
         rec.remove_late_hooks()
+        if rec.unsized:
+            rec.describe_sized()
         for h in handles:
             h.remove()
             # torch's handle forgets this registry (torch 2.13): clean it ourselves

@@ -75,6 +75,16 @@ class Normed(nn.Module):
         return self.fc(self.norm(x))
 
 
+class Lazy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.LazyLinear(4)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.fc(x))
+
+
 class Broken(nn.Module):
     def __init__(self):
         super().__init__()
@@ -168,6 +178,27 @@ def test_a_tensor_the_editor_guesses_is_found_in_a_paused_frame(models, tmp_path
         seen = _paused(tmp_path / f"{name}.msgpack")
         assert seen["reply"]["ok"], seen
         assert seen["reply"]["summary"]["input"].startswith("from the frame: batch"), name
+
+
+def test_a_lazy_first_layer_is_never_guessed_from(runner, models, tmp_path):
+    """nn.LazyLinear's in_features is 0 until its first forward: no input is made from it
+    (the editor and the CLI say why), a tensor in a paused frame fits it, and the graph shows
+    the layer as that forward sized it."""
+    reply = runner.ask(op="trace", file=str(models), target="Lazy", out=str(tmp_path / "e.mp"))
+    assert not reply["ok"] and "fc (LazyLinear) is lazy" in reply["message"], reply
+    run = _cli(models, "Lazy", tmp_path / "cli.msgpack")
+    assert run.returncode != 0 and "fc (LazyLinear) is lazy" in run.stderr, run.stderr
+
+    model = build(f"{models}:Lazy").model
+    batch = torch.randn(3, 7)  # noqa: F841 - found in this frame by the entry
+    seen = _paused(tmp_path / "paused.msgpack")
+    assert seen["reply"]["ok"], seen
+    assert seen["reply"]["summary"]["input"].startswith("from the frame: batch")
+    g = Graph.load(tmp_path / "paused.msgpack")
+    fc = next(n for n in g.nodes if n.path == "fc")
+    assert fc.params == 7 * 4 + 4 and fc.attrs["in_features"] == 7
+    assert _input_shapes(g) == [[3, 7]]
+    assert type(model.fc) is torch.nn.LazyLinear  # the paused program's model still lazy
 
 
 def test_the_same_error_location_everywhere(runner, models, tmp_path):

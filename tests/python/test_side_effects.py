@@ -437,3 +437,50 @@ def test_an_input_given_other_memory_gets_its_own_back():
     g = torchscope.trace(Rebinds(), x)
     assert g.error is None
     assert x.shape == (2, 4) and torch.equal(x, before)
+
+
+class _LazyModel(nn.Module):
+    """Lazy layers (their parameters and buffers made by the first forward) beside the
+    parametrized kinds that write their weight as they run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lazy = nn.LazyLinear(8)
+        self.spectral = nn.utils.spectral_norm(nn.Linear(8, 8))
+        self.norm = nn.utils.parametrizations.weight_norm(nn.Linear(8, 4))
+        self.bn = nn.LazyBatchNorm1d()
+
+    def forward(self, x):
+        return self.bn(self.norm(self.spectral(self.lazy(x))))
+
+
+def test_lazy_modules_are_traced_and_stay_lazy():
+    """A model whose lazy layers were never run: the graph has their shapes and parameter
+    counts, and the model is left as lazy as it was (its first own forward still sizes it)."""
+    model = _LazyModel()
+    x = torch.randn(3, 5)
+    graph = torchscope.trace(model, x)
+    modules = {n.path: n for n in graph.nodes if n.kind == "module"}
+    assert modules["lazy"].params == 5 * 8 + 8  # counted once the forward sized it
+    assert modules["bn"].params == 4 + 4
+    assert graph.model.params == sum(n.params for p, n in modules.items() if p and "." not in p)
+    assert modules["lazy"].attrs["in_features"] == 5  # as sized, not LazyLinear's 0
+    linear = next(n for n in graph.nodes if n.name == "linear" and n.parent == modules["lazy"].id)
+    assert [3, 5] in [e.shape for e in graph.edges if e.dst == linear.id]
+    assert type(model.lazy) is nn.LazyLinear
+    assert type(model.bn) is nn.LazyBatchNorm1d
+    assert isinstance(model.lazy.weight, nn.parameter.UninitializedParameter)
+    assert isinstance(model.bn.running_mean, nn.parameter.UninitializedBuffer)
+    assert model.lazy.has_uninitialized_params()
+    model(x)  # the user's own first forward sizes it, as if torchscope had never run
+    assert type(model.lazy) is nn.Linear and model.lazy.weight.shape == (8, 5)
+    assert model.bn.running_mean.shape == (4,)
+
+
+def test_a_sized_lazy_model_is_left_sized():
+    model = _LazyModel()
+    x = torch.randn(3, 5)
+    model(x)
+    snap = Snapshot(model, (x,), {})
+    torchscope.trace(model, x)
+    snap.check(model, (x,), {})
