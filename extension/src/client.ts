@@ -14,6 +14,7 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from "vscode-languageclient/node";
+import { envFilePath, readEnvFile, withEnvFile } from "./envFile";
 import { resolveInterpreter, type Interpreter } from "./interpreter";
 import { ClientLog } from "./logChannel";
 import {
@@ -91,6 +92,39 @@ export function findBundle(extensionPath: string, exists: (p: string) => boolean
   return { toolDir: tool, libsDir: undefined, viewerDir: path.join(tool, "torchscope", "static") };
 }
 
+/** The workspace's environment file (the Python extension's `python.envFile`). */
+export function workspaceEnvFile(): string | undefined {
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  const setting = vscode.workspace.getConfiguration("python", folder?.uri).get<string>("envFile");
+  return envFilePath(setting, folder?.uri.fsPath);
+}
+
+/** Calls `onChange` when the environment file is made, edited or removed, or the setting
+ * points at another one. */
+export function watchEnvFile(onChange: () => void): vscode.Disposable {
+  let watcher: vscode.FileSystemWatcher | undefined;
+  const watch = (): void => {
+    watcher?.dispose();
+    const file = workspaceEnvFile();
+    watcher = file ? vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(path.dirname(file), path.basename(file))) : undefined;
+    watcher?.onDidCreate(onChange);
+    watcher?.onDidChange(onChange);
+    watcher?.onDidDelete(onChange);
+  };
+  watch();
+  const setting = vscode.workspace.onDidChangeConfiguration((e) => {
+    if (!e.affectsConfiguration("python.envFile")) return;
+    watch();
+    onChange();
+  });
+  return {
+    dispose: () => {
+      watcher?.dispose();
+      setting.dispose();
+    },
+  };
+}
+
 /** PYTHONPATH for the server: bundled libraries first, then the helper, then the user's own. */
 export function serverPythonPath(bundle: Bundle, existing: string | undefined): string {
   const parts = [bundle.libsDir, bundle.toolDir, ...(existing ? existing.split(path.delimiter) : [])];
@@ -161,8 +195,14 @@ export class ServerClient implements Server, vscode.Disposable {
   private async start(): Promise<LanguageClient> {
     this.interpreter = await resolveInterpreter(vscode.window.activeTextEditor?.document.uri);
     fs.mkdirSync(this.storageDir, { recursive: true });
-    const env = { ...process.env, PYTHONPATH: serverPythonPath(this.bundle, process.env.PYTHONPATH), PYTHONUNBUFFERED: "1" };
     const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const envFile = readEnvFile(workspaceEnvFile(), process.env);
+    if (envFile.file) {
+      const skipped = envFile.skipped.length ? `; lines not read: ${envFile.skipped.join(", ")}` : "";
+      this.log.info(`environment file ${envFile.file}: ${Object.keys(envFile.vars).join(", ") || "no variables"}${skipped}`);
+    }
+    const user = withEnvFile(process.env, envFile.vars, cwd);
+    const env = { ...user, PYTHONPATH: serverPythonPath(this.bundle, user.PYTHONPATH), PYTHONUNBUFFERED: "1" };
     const server: ServerOptions = {
       command: this.interpreter.path,
       args: ["-m", "torchscope.server"],

@@ -3,7 +3,7 @@
 // together. Logic lives in the other files.
 import * as path from "node:path";
 import * as vscode from "vscode";
-import { ServerClient, findBundle, type Bundle, type Server } from "./client";
+import { ServerClient, findBundle, watchEnvFile, type Bundle, type Server } from "./client";
 import { Commands } from "./commands";
 import { CompareCommands } from "./compareCommands";
 import { CompareSources, PausedHistory } from "./compareSource";
@@ -89,6 +89,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         e.affectsConfiguration("torchscope.inlayHints")
       )
         server.restartSoon();
+    }),
+    // the runner imports the user's files in the environment the file gives: a new one
+    watchEnvFile(() => {
+      log.info("the environment file changed: restarting the language server");
+      server.restartSoon();
     }),
     await onInterpreterChange(() => {
       void server.shutdownRunner();

@@ -6,7 +6,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 
 export const ROOT = resolve(__dirname, "..", "..", "..");
 export const ARTIFACTS = join(ROOT, "tests", "artifacts", "extension");
@@ -56,7 +56,10 @@ export function makeWorkspace(base: string, extra: Record<string, string> = {}):
   const ws = join(base, "workspace");
   cpSync(join(ROOT, "examples"), ws, { recursive: true, filter: (p) => !p.includes("__pycache__") });
   cpSync(join(__dirname, "fixtures"), ws, { recursive: true });
-  for (const [name, text] of Object.entries(extra)) writeFileSync(join(ws, name), text);
+  for (const [name, text] of Object.entries(extra)) {
+    mkdirSync(dirname(join(ws, name)), { recursive: true }); // ("lib/layers.py")
+    writeFileSync(join(ws, name), text);
+  }
   return ws;
 }
 

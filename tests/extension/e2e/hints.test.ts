@@ -9,11 +9,15 @@
 import { strict as assert } from "node:assert";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import {
   cleanup,
   contextMenu,
   editorLine,
   launch,
+  logText,
+  markOld,
   openFile,
   openWorkbench,
   palette,
@@ -43,6 +47,32 @@ class TinyNet(nn.Module):
         h = self.fc1(x)
         h = torch.relu(h)
         return self.fc2(h).softmax(dim=-1)
+`;
+
+// A project whose .env the model needs: its layers are found through PYTHONPATH=lib, its
+// width is read from the environment (as "Run Python File" gives them).
+const ENV_MODEL = `import os
+
+import torch
+from env_layers import Block
+from torch import nn
+
+
+class EnvNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = Block(int(os.environ["MODEL_WIDTH"]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x)
+`;
+
+const ENV_LAYERS = `from torch import nn
+
+
+class Block(nn.Sequential):
+    def __init__(self, width: int) -> None:
+        super().__init__(nn.Linear(4, width), nn.ReLU())
 `;
 
 const PAUSED = `"""Paused in a forward (torchscope e2e: you are here)."""
@@ -79,7 +109,13 @@ before(async () => {
       "debug.confirmOnExit": "never",
       "editor.hover.delay": 200,
     },
-    files: { "hints_net.py": NET, "hints_paused.py": PAUSED },
+    files: {
+      "hints_net.py": NET,
+      "hints_paused.py": PAUSED,
+      "env_model.py": ENV_MODEL,
+      "lib/env_layers.py": ENV_LAYERS,
+      ".env": "# the project's environment\nPYTHONPATH=lib\nMODEL_WIDTH=24\n",
+    },
     beforeStart: ({ extensions }) => installDebugFixture(extensions),
   });
   browser = await launch();
@@ -167,6 +203,27 @@ describe("shapes in the code", () => {
       await waitForNoHint("h = self.fc1(x)");
       await palette(page, "torchscope test: toggle torchscope.inlayHints");
       await waitForHint("h = self.fc1(x)", /4×16/);
+    });
+  });
+
+  it("the project's .env reaches the trace (PYTHONPATH, a size the model reads); an edit to it is picked up", async () => {
+    await step(page, "hints-env-file", async () => {
+      await openFile(page, "env_model.py");
+      await contextMenu(page, "return self.block(x)", "Visualize forward pass");
+      await waitForGraph(page);
+      await waitForHint("return self.block(x)", /1×24/);
+      const started = (): number => (logText(cs!).match(/environment file .*\.env: PYTHONPATH, MODEL_WIDTH/g) ?? []).length;
+      const before = started();
+      writeFileSync(join(cs!.workspace, ".env"), "PYTHONPATH=lib\nMODEL_WIDTH=40\n");
+      // The language server starts again with the new file (its start logs what it read).
+      for (const end = Date.now() + 60_000; started() === before; await page.waitForTimeout(300)) {
+        if (Date.now() > end) throw new Error("the server did not start again after the .env edit");
+      }
+      await markOld(page);
+      await contextMenu(page, "return self.block(x)", "Visualize forward pass");
+      await waitForGraph(page);
+      await waitForHint("return self.block(x)", /1×40/);
+      await shot(page, "hints-env-file");
     });
   });
 
