@@ -112,6 +112,8 @@ export interface TraceSummary {
   /** An expression that gives the same input again (null: none, e.g. a paused call's real arguments). */
   inputExpr?: string | null;
   inputKind?: InputKind;
+  /** A class that needs constructor arguments, built as the file builds it: "Wide(12), as line 41 builds it". */
+  builtAs?: string;
   error: TraceErrorInfo | null;
   /** What the trace could not undo (a parameter written behind torch's back). */
   warnings?: string[];

@@ -91,7 +91,9 @@ export function inputBox(opts: { current?: string | undefined; remembered?: stri
 /** The input a trace used, as the panel shows it (none for a graph whose summary never came). */
 export function inputUsed(summary: TraceSummary | null | undefined): InputUsed | undefined {
   if (!summary?.input) return undefined;
-  return summary.inputExpr ? { text: summary.input, expr: summary.inputExpr } : { text: summary.input };
+  // a class that needs arguments, built as the file builds it: said beside the input
+  const text = summary.builtAs ? `${summary.input}; model built as ${summary.builtAs}` : summary.input;
+  return summary.inputExpr ? { text, expr: summary.inputExpr } : { text };
 }
 
 /**

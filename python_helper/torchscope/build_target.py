@@ -29,6 +29,8 @@ class Built:
     module: ModuleType  # the user's imported file (namespace for --input expressions)
     skipped: list[Skipped] = field(default_factory=list[Skipped])  # top-level work not run
     name: str = ""  # the target's name in its file
+    # a class that needs arguments, built as the file builds it: "Wide(12), as line 41 builds it"
+    built_as: str = ""
 
 
 class RunsCode(TargetError):
@@ -128,11 +130,25 @@ def build(
                 skipped.clear()  # the left-out code would not define it either
             raise TargetError(f"{path.name} has no name {name!r}")
         obj = getattr(module, name)
+        built_as = ""
         with torch.device(device):
             if ctor_args and inspect.isclass(obj):
                 model, example = _construct(obj, name, ctor_args, module), None
             else:
-                model, example = _instantiate(obj, name)
+                try:
+                    model, example = _instantiate(obj, name)
+                except NeedsConstructorArgs as exc:
+                    found = ctor_call_in_file(path, name, source)
+                    if found is None:
+                        raise
+                    args, line = found
+                    try:
+                        model, example = _construct(obj, name, args, module), None
+                    except TargetError as failed:
+                        raise NeedsConstructorArgs(
+                            f"{exc}; the file's own {name}({args}) at line {line}: {failed}"
+                        ) from failed
+                    built_as = f"{name}({args}), as line {line} builds it"
     except (NeedsConstructorArgs, SyntaxError):
         raise
     except BaseException as exc:
@@ -146,7 +162,7 @@ def build(
         ) from exc
     if device != "cpu" and not _on_device(model, device):
         model = model.to(device)
-    return Built(model, example, module, skipped, name)
+    return Built(model, example, module, skipped, name, built_as)
 
 
 def describe_skipped(skipped: list[Skipped], most: int = 3) -> str:
@@ -274,6 +290,16 @@ def input_call_in_file(path: Path, name: str, text: Optional[str] = None) -> Opt
     project = find_targets.Project((path.resolve().parent,))
     info = project.load(path, text)
     return find_targets.input_call(project, info, name) if info is not None else None
+
+
+def ctor_call_in_file(path: Path, name: str, text: Optional[str] = None) -> Optional[tuple[str, int]]:
+    """The arguments the file's own construction of class `name` passes, and its line (static
+    analysis: `Wide(12)` in `main()` → ("12", 41))."""
+    from .server import find_targets
+
+    project = find_targets.Project((path.resolve().parent,))
+    info = project.load(path, text)
+    return find_targets.ctor_call(info, name) if info is not None else None
 
 
 def call_arguments(

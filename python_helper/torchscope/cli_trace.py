@@ -183,7 +183,10 @@ def _trace(
     timed_out = graph.error is not None and graph.error.type == TraceTimeout.__name__
     error = graph.error
     blamed = suspects(built.skipped, f"{error.type}: {error.message}") if error else []
-    return Traced(graph, chosen.described, timed_out, blamed)
+    described = chosen.described
+    if built.built_as:
+        described += f"; model built as {built.built_as}"
+    return Traced(graph, described, timed_out, blamed)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -296,6 +296,8 @@ def _trace_built(
             result = _trace_chosen(req, built, chosen, started, budget)
     summary = result["summary"]
     summary["skipped"] = [s.to_wire() for s in built.skipped]
+    if built.built_as:
+        summary["builtAs"] = built.built_as
     # the skipped statements the forward's error points at (a key or name they would make)
     error = summary["error"]
     blamed = suspects(built.skipped, f"{error['type']}: {error['message']}") if error else []

@@ -192,6 +192,28 @@ def test_bad_targets_get_one_line(models: Path, tmp_path: Path, capsys, target, 
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+def test_a_class_that_needs_arguments_is_built_as_the_file_builds_it(tmp_path: Path, capsys):
+    src = write(
+        tmp_path,
+        "wide.py",
+        "import torch\nfrom torch import nn\n\n"
+        "class Wide(nn.Module):\n"
+        "    def __init__(self, dim, hidden=32):\n"
+        "        super().__init__()\n"
+        "        self.a = nn.Linear(dim, hidden)\n"
+        "    def forward(self, x):\n"
+        "        return self.a(x)\n\n"
+        "def main():\n"
+        "    wide = Wide(12)\n"
+        "    print(wide(torch.randn(2, 12)))\n",
+    )
+    out = tmp_path / "wide.msgpack"
+    rc, printed, err = run(["trace", f"{src}:Wide", "-o", str(out)], capsys)
+    assert rc == 0, err
+    assert "input torch.randn(2, 12); model built as Wide(12), as line 12 builds it" in printed
+    assert Graph.load(out).module_call("a").params == 12 * 32 + 32
+
+
 def test_bad_input_expression(models: Path, tmp_path: Path, capsys) -> None:
     rc, _, err = run(
         ["trace", f"{models}:Tiny", "--input", "torch.randn(", "-o", str(tmp_path / "x")], capsys

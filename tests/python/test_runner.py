@@ -396,6 +396,55 @@ def test_target_errors(runner, tmp_path):
     assert reply["kind"] == "target-error"
 
 
+def test_a_class_that_needs_arguments_is_built_as_the_file_builds_it(runner, tmp_path):
+    """Most real models take arguments: the file's own `Wide(Config(dim=6), hidden=HIDDEN)`
+    (in `main()`, never run) builds it, said in the summary; arguments only the program knows
+    (`Local(cfg)`) ask for them; a construction that fails asks too, saying why."""
+    path = write(
+        tmp_path,
+        "builds.py",
+        """
+        import torch
+        from dataclasses import dataclass
+        from torch import nn
+        HIDDEN = 7
+        @dataclass
+        class Config:
+            dim: int = 4
+        class Wide(nn.Module):
+            def __init__(self, cfg, hidden):
+                super().__init__()
+                self.fc = nn.Linear(cfg.dim, hidden)
+            def forward(self, x):
+                return self.fc(x)
+        class Local(Wide):
+            pass
+        class Odd(Wide):
+            pass
+        def main(cfg):
+            Local(cfg, 3)
+            Odd(Config(dim=-1), 3)
+            return Wide(Config(dim=6), hidden=HIDDEN)
+        if __name__ == "__main__":
+            main(Config())
+        """,
+    )
+    out = str(tmp_path / "g.msgpack")
+    reply = runner.ask(op="trace", file=str(path), target="Wide", out=out)
+    assert reply["ok"], reply
+    summary = reply["result"]["summary"]
+    assert summary["builtAs"] == "Wide(Config(dim=6), hidden=HIDDEN), as line 22 builds it"
+    assert summary["input"].endswith(": tensor [1, 6] float32")
+    assert Graph.load(out).module_call("fc").params == 6 * 7 + 7
+    reply = runner.ask(op="trace", file=str(path), target="Local", out=out)
+    assert reply["kind"] == "target-error" and reply["needsCtorArgs"] is True
+    reply = runner.ask(op="trace", file=str(path), target="Odd", out=out)
+    assert reply["kind"] == "target-error" and reply["needsCtorArgs"] is True
+    assert "the file's own Odd(Config(dim=-1), 3) at line 21" in reply["message"]
+    reply = runner.ask(op="trace", file=str(path), target="Odd", out=out, ctorArgs="Config(), 2")
+    assert reply["ok"] and "builtAs" not in reply["result"]["summary"]
+
+
 def test_inputs(runner, tmp_path):
     path = write(
         tmp_path,

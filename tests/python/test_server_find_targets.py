@@ -328,6 +328,35 @@ def test_input_call(tmp_path, source, target, expected):
     assert targets.input_call(project, info, target) == expected
 
 
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("def main():\n    net = Net(12)\n    net(torch.randn(2, 12))\n", ("12", 9)),
+        ("if __name__ == '__main__':\n    Net(Config(dim=8), act=nn.GELU())\n", ("Config(dim=8), act=nn.GELU()", 9)),
+        ("net = Net(Config(dim=8), depth=2)\n", ("Config(dim=8), depth=2", 8)),
+        ("net = Net(DIM, dtype=torch.float16)\n", ("DIM, dtype=torch.float16", 8)),
+        ("net = Net(act=nn.GELU(), sizes=(3, 5))\n", ("act=nn.GELU(), sizes=(3, 5)", 8)),
+        ("def main(cfg):\n    Net(cfg)\n", None),  # a local: only the program knows it
+        ("def main(args):\n    Net(args.dim)\n", None),
+        ("net = Net(torch.load('cfg.pt'))\n", None),  # may read a file: never run
+        ("net = Net(build(3))\n", None),  # a function of the file: may do anything
+        ("net = Net(**KW)\n", None),
+        ("net = Net()\n", None),  # no arguments: nothing to find
+        ("a = Net(DIM)\nb = Net(3)\n", ("DIM", 8)),  # the first by line
+    ],
+)
+def test_ctor_call(tmp_path, source, expected):
+    """The arguments the file's own construction of a class passes, when they can be
+    evaluated in its namespace without running anything but constructors of values."""
+    header = (
+        "import torch\nfrom torch import nn\nDIM = 64\nKW = {}\n"
+        "class Config: pass\nclass Net(nn.Module): pass\ndef build(n): return n\n"
+    )
+    path = write(tmp_path, "m.py", header + source)
+    project, info = load(path)
+    assert targets.ctor_call(info, "Net") == expected
+
+
 def test_no_torch_imported():
     code = "import sys, torchscope.server.server; print('torch' in sys.modules)"
 

@@ -578,6 +578,65 @@ def input_call(project: Project, info: FileInfo, target: str) -> Optional[str]:
     return None
 
 
+def ctor_call(info: FileInfo, target: str) -> Optional[tuple[str, int]]:
+    """The arguments of the file's own construction of class `target` (its first by line,
+    anywhere: in `main()`, under the main guard), when they can be evaluated in the file's
+    namespace — literals, imports, the file's classes and functions, its module-level names of
+    plain values: `Wide(12)` → ("12", line), `Net(Config(dim=8))` → ("Config(dim=8)", line).
+    None for a local (`Net(cfg)`, `Net(args.dim)`)."""
+    if target not in info.classes:
+        return None
+    known = set(info.imports) | set(info.classes) | set(info.functions) | _plain_names(info)
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(info.tree):
+        if not isinstance(node, ast.Call) or dotted(node.func) != target:
+            continue
+        if not (node.args or node.keywords) or any(k.arg is None for k in node.keywords):
+            continue
+        values = (*node.args, *(k.value for k in node.keywords))
+        if not all(_literal(a, known) and _safe_calls(a, info) for a in values):
+            continue
+        parts = [ast.get_source_segment(info.text, a) for a in node.args]
+        parts += [
+            f"{k.arg}={v}"
+            for k in node.keywords
+            if (v := ast.get_source_segment(info.text, k.value)) is not None
+        ]
+        if len(parts) == len(node.args) + len(node.keywords) and all(parts):
+            found.append((node.lineno, ", ".join(p for p in parts if p)))
+    if not found:
+        return None
+    line, text = min(found)
+    return text, line
+
+
+def _safe_calls(expr: ast.expr, info: FileInfo) -> bool:
+    """Calls in a constructor's arguments that only build values: the file's own classes (a
+    config dataclass), builtins, torch.nn's classes (`act=nn.GELU()`) — never a function that
+    may read a checkpoint or a data set (`Net(torch.load(...))`, `Net(build_vocab(data))`)."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            name = dotted(node.func) or ""
+            if name in info.classes or name in _ALLOWED_BUILTINS:
+                continue
+            if name.startswith(("nn.", "torch.nn.")) and name.rsplit(".", 1)[-1][:1].isupper():
+                continue
+            return False
+    return True
+
+
+def _plain_names(info: FileInfo) -> set[str]:
+    """Module-level names bound to plain values (`DIM = 64`, `SIZES = (3, 5)`)."""
+    names: set[str] = set()
+    for stmt in info.tree.body:
+        if isinstance(stmt, ast.Assign) and _literal(stmt.value, set(info.imports)):
+            names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            if isinstance(stmt.target, ast.Name) and _literal(stmt.value, set(info.imports)):
+                names.add(stmt.target.id)
+    return names
+
+
 def _returned_example(info: FileInfo, target: str, importable: set[str]) -> Optional[str]:
     """The example a factory in the file returns beside a `target(...)` model, when it is made
     of literals: `return ConvNet(), torch.randn(1, 3, 32, 32)`."""

@@ -121,6 +121,29 @@ if __name__ == "__main__":
     print(net(torch.randn(2, 6)))
 `;
 
+// A model class that takes arguments, as most do; the file builds it in main(), never run.
+const NEEDS_ARGS = `import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, dim, depth=2):
+        super().__init__()
+        self.layers = nn.Sequential(*[nn.Linear(dim, dim) for _ in range(depth)])
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+def main():
+    encoder = Encoder(24, depth=3)
+    print(encoder(torch.randn(5, 24)).shape)
+
+
+if __name__ == "__main__":
+    main()
+`;
+
 interface Timing {
   total_ms: number;
   request_ms?: number;
@@ -161,7 +184,13 @@ async function visualizeAt(text: string, x?: number): Promise<number> {
 
 before(async () => {
   cs = await startCodeServer({
-    files: { "train_script.py": TRAIN, "needs_setup.py": NEEDS_SETUP, "script_net.py": SCRIPT_NET, "filled_at_import.py": FILLED_AT_IMPORT },
+    files: {
+      "train_script.py": TRAIN,
+      "needs_setup.py": NEEDS_SETUP,
+      "script_net.py": SCRIPT_NET,
+      "filled_at_import.py": FILLED_AT_IMPORT,
+      "needs_args.py": NEEDS_ARGS,
+    },
   });
   browser = await launch();
   page = await openWorkbench(browser, cs);
@@ -248,6 +277,19 @@ describe("the first minutes", { timeout: 900_000 }, () => {
       assert.equal(await viewer(page).locator(".ts-model").innerText(), "TinyNet");
       assert.equal(await page.locator(".monaco-dialog-box").count(), 0, "no question: the model needs none of it");
       assert.equal(existsSync(join(cs!.workspace, "checkpoint_written.txt")), false, "the training loop and its checkpoint did not run");
+    }));
+
+  it("a class that takes arguments: built as the file builds it, no question, said beside the input", () =>
+    step(page, "needs-args", async () => {
+      await closeAll(page);
+      await openFile(page, "needs_args.py");
+      await visualizeAt("def forward");
+      assert.equal(await page.locator(".quick-input-widget:visible").count(), 0, "no box asks for constructor arguments");
+      const shown = (await viewer(page).locator("[data-role=input]").innerText()).trim();
+      assert.match(shown, /torch\.randn\(5, 24\); model built as Encoder\(24, depth=3\), as line 15 builds it/);
+      assert.equal(await viewer(page).locator(".ts-model").innerText(), "Encoder");
+      await pointerAway(page);
+      await shot(page, "first-02b-built-as-the-file-builds-it");
     }));
 
   it("a model that needs the top-level code: a question first, nothing runs before Run It", () =>

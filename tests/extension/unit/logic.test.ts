@@ -283,6 +283,13 @@ describe("trace failures", () => {
     assert.deepEqual(inputUsed({ ...base, input: "torch.ones(2)", inputExpr: "torch.ones(2)" }), { text: "torch.ones(2)", expr: "torch.ones(2)" });
     assert.deepEqual(inputUsed({ ...base, input: "the paused call's arguments", inputExpr: null }), { text: "the paused call's arguments" });
     assert.equal(inputUsed(null), undefined);
+    assert.deepEqual(
+      inputUsed({ ...base, input: "torch.randn(2, 12)", inputExpr: "torch.randn(2, 12)", builtAs: "Wide(12), as line 41 builds it" }),
+      {
+        text: "torch.randn(2, 12); model built as Wide(12), as line 41 builds it",
+        expr: "torch.randn(2, 12)",
+      },
+    );
   });
   it("names the file's models in a pick list, and where a saved file opens", () => {
     assert.deepEqual(
