@@ -231,8 +231,8 @@ export class EditorSource implements TraceSource {
     const isInput = what.kind === "needs-input";
     const box = isInput ? inputBox({ current: what.current, remembered: prev.input, guess: what.guess }) : undefined;
     const value = await vscode.window.showInputBox({
-      title: isInput ? `Input for ${this.target}` : `Constructor arguments for ${this.target}`,
-      prompt: what.message || (isInput ? "An expression for the forward's input" : "Arguments for the constructor"),
+      title: isInput ? `Input for ${this.target}` : `Arguments to build ${this.target}`,
+      prompt: what.message || (isInput ? "An expression for the forward's input" : "Arguments for the constructor or factory"),
       placeHolder: box ? box.placeHolder : "10, hidden=64",
       value: box ? box.value : prev.ctorArgs,
       ignoreFocusOut: true,

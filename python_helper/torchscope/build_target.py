@@ -132,8 +132,8 @@ def build(
         obj = getattr(module, name)
         built_as = ""
         with torch.device(device):
-            if ctor_args and inspect.isclass(obj):
-                model, example = _construct(obj, name, ctor_args, module), None
+            if ctor_args and callable(obj) and not isinstance(obj, nn.Module):
+                model, example = _construct(obj, name, ctor_args, module)
             else:
                 try:
                     model, example = _instantiate(obj, name)
@@ -143,7 +143,7 @@ def build(
                         raise
                     args, line = found
                     try:
-                        model, example = _construct(obj, name, args, module), None
+                        model, example = _construct(obj, name, args, module)
                     except TargetError as failed:
                         raise NeedsConstructorArgs(
                             f"{exc}; the file's own {name}({args}) at line {line}: {failed}"
@@ -172,15 +172,20 @@ def describe_skipped(skipped: list[Skipped], most: int = 3) -> str:
     return "; ".join(parts) + more
 
 
-def _construct(cls: type, name: str, ctor_args: str, module: ModuleType) -> nn.Module:
-    scope = {**module.__dict__, "torch": torch, "nn": nn, "_cls": cls}
+def _construct(
+    make: Any, name: str, ctor_args: str, module: ModuleType
+) -> tuple[nn.Module, Optional[Any]]:
+    """`name(ctor_args)`: a class, or a factory (its `(model, example_input)` kept)."""
+    scope = {**module.__dict__, "torch": torch, "nn": nn, "_make": make}
     try:
-        model = eval(f"_cls({ctor_args})", scope)  # noqa: S307 - the user's own arguments
+        out = eval(f"_make({ctor_args})", scope)  # noqa: S307 - the user's own arguments
     except Exception as exc:
         raise TargetError(f"{name}({ctor_args}) failed: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(model, nn.Module):
-        raise TargetError(f"{name}({ctor_args}) is not an nn.Module")
-    return model
+    if isinstance(out, nn.Module):
+        return out, None
+    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], nn.Module):
+        return out[0], out[1]
+    raise TargetError(f"{name}({ctor_args}) is not an nn.Module")
 
 
 class NeedsConstructorArgs(TargetError):
@@ -205,7 +210,9 @@ def _instantiate(obj: Any, name: str) -> tuple[nn.Module, Optional[Any]]:
         try:
             inspect.signature(obj).bind()
         except (TypeError, ValueError) as exc:
-            raise TargetError(f"{name} must be callable with no arguments ({exc})") from exc
+            raise NeedsConstructorArgs(
+                f"{name}() needs arguments ({exc}); point at a function that needs none instead"
+            ) from exc
         out = obj()
         if isinstance(out, nn.Module):
             return out, None

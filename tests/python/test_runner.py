@@ -445,6 +445,43 @@ def test_a_class_that_needs_arguments_is_built_as_the_file_builds_it(runner, tmp
     assert reply["ok"] and "builtAs" not in reply["result"]["summary"]
 
 
+def test_a_factory_that_needs_arguments_is_called_as_the_file_calls_it(runner, tmp_path):
+    """`def build_model(cfg)`: called as the file calls it (`build_model(Config(dim=5))`), or
+    with the arguments the user gives (the same box as a constructor's), its example kept."""
+    path = write(
+        tmp_path,
+        "factory_args.py",
+        """
+        import torch
+        from dataclasses import dataclass
+        from torch import nn
+        @dataclass
+        class Config:
+            dim: int = 4
+        def build_model(cfg):
+            return nn.Linear(cfg.dim, 2), torch.randn(3, cfg.dim)
+        def build_other(width, depth):
+            return nn.Sequential(*[nn.Linear(width, width) for _ in range(depth)])
+        def main(depth):
+            model, example = build_model(Config(dim=5))
+            build_other(8, depth)
+        """,
+    )
+    out = str(tmp_path / "g.msgpack")
+    reply = runner.ask(op="trace", file=str(path), target="build_model", out=out)
+    assert reply["ok"], reply
+    summary = reply["result"]["summary"]
+    assert summary["builtAs"] == "build_model(Config(dim=5)), as line 13 builds it"
+    assert summary["inputKind"] == "factory"
+    assert Graph.load(out).model.params == 5 * 2 + 2
+    reply = runner.ask(op="trace", file=str(path), target="build_other", out=out)
+    assert reply["kind"] == "target-error" and reply["needsCtorArgs"] is True, reply
+    assert "build_other() needs arguments" in reply["message"]
+    reply = runner.ask(op="trace", file=str(path), target="build_other", out=out, ctorArgs="6, 2")
+    assert reply["ok"], reply
+    assert Graph.load(out).model.params == 2 * (6 * 6 + 6)
+
+
 def test_inputs(runner, tmp_path):
     path = write(
         tmp_path,

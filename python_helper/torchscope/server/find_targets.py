@@ -579,12 +579,13 @@ def input_call(project: Project, info: FileInfo, target: str) -> Optional[str]:
 
 
 def ctor_call(info: FileInfo, target: str) -> Optional[tuple[str, int]]:
-    """The arguments of the file's own construction of class `target` (its first by line,
+    """The arguments of the file's own construction of class `target`, or call of factory
+    function `target` (its first by line,
     anywhere: in `main()`, under the main guard), when they can be evaluated in the file's
     namespace — literals, imports, the file's classes and functions, its module-level names of
     plain values: `Wide(12)` → ("12", line), `Net(Config(dim=8))` → ("Config(dim=8)", line).
     None for a local (`Net(cfg)`, `Net(args.dim)`)."""
-    if target not in info.classes:
+    if target not in info.classes and target not in info.functions:
         return None
     known = set(info.imports) | set(info.classes) | set(info.functions) | _plain_names(info)
     found: list[tuple[int, str]] = []
