@@ -279,6 +279,24 @@ def test_targets_in_lists_classes_instances_and_factories(tmp_path):
     ]
 
 
+def test_a_function_with_arguments_is_a_factory_only_when_it_returns_a_model(tmp_path):
+    """`build_model(cfg)` builds a model (traced as the file calls it, or with the arguments
+    asked for); `make_optimizer(model, lr)` and `build_dataset(path)` do not, whatever
+    their names say."""
+    source = (
+        "import torch\nfrom torch import nn\n"
+        "class Net(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
+        "def build_model(cfg):\n    net = Net(cfg.dim)\n    return net\n"
+        "def pair(dim, batch=1):\n    return Net(dim), torch.randn(batch, dim)\n"
+        "def make_optimizer(model, lr):\n    return torch.optim.SGD(model.parameters(), lr)\n"
+        "def build_dataset(path):\n    return list(open(path))\n"
+    )
+    path = write(tmp_path, "m.py", source)
+    project, info = load(path)
+    got = [(t.target, t.kind) for t in targets.targets_in(project, info)]
+    assert got == [("Net", "class"), ("build_model", "factory"), ("pair", "factory")]
+
+
 def test_targets_in_a_file_without_models(tmp_path):
     path = write(tmp_path, "m.py", "import torch\nx = torch.zeros(3)\ndef f(a):\n    return a\n")
     project, info = load(path)
@@ -332,7 +350,10 @@ def test_input_call(tmp_path, source, target, expected):
     "source, expected",
     [
         ("def main():\n    net = Net(12)\n    net(torch.randn(2, 12))\n", ("12", 9)),
-        ("if __name__ == '__main__':\n    Net(Config(dim=8), act=nn.GELU())\n", ("Config(dim=8), act=nn.GELU()", 9)),
+        (
+            "if __name__ == '__main__':\n    Net(Config(dim=8), act=nn.GELU())\n",
+            ("Config(dim=8), act=nn.GELU()", 9),
+        ),
         ("net = Net(Config(dim=8), depth=2)\n", ("Config(dim=8), depth=2", 8)),
         ("net = Net(DIM, dtype=torch.float16)\n", ("DIM, dtype=torch.float16", 8)),
         ("net = Net(act=nn.GELU(), sizes=(3, 5))\n", ("act=nn.GELU(), sizes=(3, 5)", 8)),

@@ -377,9 +377,13 @@ def _is_factory(
         return False
     a = fn.args
     required = len(a.posonlyargs) + len(a.args) - len(a.defaults)
-    if required > 0 or any(d is None for d in a.kw_defaults):
-        return False
-    if any(w in fn.name.lower() for w in ("model", "build", "make", "create")):
+    # one that takes arguments is called as the file calls it (`ctor_call`), or with the
+    # arguments asked for: only its body says it builds a model, never its name
+    # (`make_optimizer(model, lr)`)
+    takes_arguments = required > 0 or any(d is None for d in a.kw_defaults)
+    if not takes_arguments and any(
+        w in fn.name.lower() for w in ("model", "build", "make", "create")
+    ):
         return True
     built: set[str] = set()
     for node in ast.walk(fn):
