@@ -141,14 +141,15 @@ def build(
                     found = ctor_call_in_file(path, name, source)
                     if found is None:
                         raise
-                    args, line = found
+                    args, line = found.text, found.line
                     try:
                         model, example = _construct(obj, name, args, module)
                     except TargetError as failed:
                         raise NeedsConstructorArgs(
                             f"{exc}; the file's own {name}({args}) at line {line}: {failed}"
                         ) from failed
-                    built_as = f"{name}({args}), as line {line} builds it"
+                    defaults = " with its argparse defaults" if found.argparse_defaults else ""
+                    built_as = f"{name}({args}), as line {line} builds it{defaults}"
     except (NeedsConstructorArgs, SyntaxError):
         raise
     except BaseException as exc:

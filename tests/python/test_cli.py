@@ -214,6 +214,39 @@ def test_a_class_that_needs_arguments_is_built_as_the_file_builds_it(tmp_path: P
     assert Graph.load(out).module_call("a").params == 12 * 32 + 32
 
 
+def test_a_script_sizing_its_model_from_the_command_line_gets_the_defaults(tmp_path: Path, capsys):
+    """train.py builds `Net(args.dim, depth=args.depth)` in main() after parsing its options:
+    traced as `python train.py` with no options builds it, the training never run."""
+    src = write(
+        tmp_path,
+        "train.py",
+        "import argparse\nimport torch\nfrom torch import nn\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self, dim, depth):\n"
+        "        super().__init__()\n"
+        "        self.body = nn.Sequential(*[nn.Linear(dim, dim) for _ in range(depth)])\n"
+        "    def forward(self, x):\n"
+        "        return self.body(x)\n\n"
+        "def main():\n"
+        "    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('--dim', type=int, default=20)\n"
+        "    parser.add_argument('--depth', type=int, default=3)\n"
+        "    parser.add_argument('--data', required=True)\n"
+        "    args = parser.parse_args()\n"
+        "    model = Net(args.dim, depth=args.depth)\n"
+        "    raise SystemExit('training ran')\n\n"
+        "if __name__ == '__main__':\n"
+        "    main()\n",
+    )
+    out = tmp_path / "train.msgpack"
+    rc, printed, err = run(["trace", f"{src}:Net", "-o", str(out)], capsys)
+    assert rc == 0, err
+    assert "model built as Net(20, depth=3), as line 18 builds it with its argparse defaults" in (
+        printed
+    )
+    assert Graph.load(out).model.params == 3 * (20 * 20 + 20)
+
+
 def test_bad_input_expression(models: Path, tmp_path: Path, capsys) -> None:
     rc, _, err = run(
         ["trace", f"{models}:Tiny", "--input", "torch.randn(", "-o", str(tmp_path / "x")], capsys

@@ -375,7 +375,55 @@ def test_ctor_call(tmp_path, source, expected):
     )
     path = write(tmp_path, "m.py", header + source)
     project, info = load(path)
-    assert targets.ctor_call(info, "Net") == expected
+    found = targets.ctor_call(info, "Net")
+    assert ((found.text, found.line) if found else None) == expected
+    assert found is None or not found.argparse_defaults
+
+
+ARGPARSE = """
+import argparse
+import torch
+from torch import nn
+class Net(nn.Module):
+    pass
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hidden-size", type=int, default=64)
+    parser.add_argument("-d", "--depth", default="3", type=int)
+    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--no-bias", action="store_true")
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--act", default=nn.GELU)
+    args = parser.parse_args()
+    {call}
+"""
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (
+            "model = Net(args.hidden_size, depth=args.depth, bias=not args.no_bias)",
+            "64, depth=3, bias=not False",
+        ),
+        (
+            "model = Net(args.hidden_size * 2, p=args.dropout, act=args.act)",
+            "64 * 2, p=0.1, act=nn.GELU",
+        ),
+        ("model = Net(args.data)", None),  # required: no default to stand in
+        ("model = Net(args.missing)", None),
+        ("model = Net(opts.hidden_size)", None),  # not the parser's result
+    ],
+)
+def test_ctor_call_with_argparse_defaults(tmp_path, call, expected):
+    """`Net(args.hidden_size)` in a script: argparse's defaults stand in for the command line
+    (what `python train.py` with no options builds)."""
+    path = write(tmp_path, "train.py", ARGPARSE.format(call=call))
+    project, info = load(path)
+    found = targets.ctor_call(info, "Net")
+    assert (found.text if found else None) == expected
+    if found:
+        assert found.argparse_defaults and found.line == line_of(path, call) + 1
 
 
 def test_no_torch_imported():

@@ -10,10 +10,11 @@ Files outside those roots (site-packages) are never read.
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, NamedTuple, Optional, Union
 
 from ..definitions import dotted, is_main_guard
 from ..usercode import read_source
@@ -582,37 +583,147 @@ def input_call(project: Project, info: FileInfo, target: str) -> Optional[str]:
     return None
 
 
-def ctor_call(info: FileInfo, target: str) -> Optional[tuple[str, int]]:
+class CtorCall(NamedTuple):
+    """How the file itself builds a target: the call's arguments as text, its line, and
+    whether argparse defaults stand in for `args.X` in them."""
+
+    text: str
+    line: int
+    argparse_defaults: bool = False
+
+
+def ctor_call(info: FileInfo, target: str) -> Optional[CtorCall]:
     """The arguments of the file's own construction of class `target`, or call of factory
-    function `target` (its first by line,
-    anywhere: in `main()`, under the main guard), when they can be evaluated in the file's
-    namespace — literals, imports, the file's classes and functions, its module-level names of
-    plain values: `Wide(12)` → ("12", line), `Net(Config(dim=8))` → ("Config(dim=8)", line).
-    None for a local (`Net(cfg)`, `Net(args.dim)`)."""
+    function `target` (its first by line, anywhere: in `main()`, under the main guard), when
+    they can be evaluated in the file's namespace — literals, imports, the file's classes and
+    functions, its module-level names of plain values, and `args.X` of an argparse parser in
+    the file whose `--X` has a literal default: `Wide(12)` → "12", `Net(Config(dim=8))` →
+    "Config(dim=8)", `Net(args.dim)` with `add_argument("--dim", default=64)` → "64".
+    None for a local only the program knows (`Net(cfg)`)."""
     if target not in info.classes and target not in info.functions:
         return None
     known = set(info.imports) | set(info.classes) | set(info.functions) | _plain_names(info)
-    found: list[tuple[int, str]] = []
+    defaults = _argparse_defaults(info)
+    parsed = _parsed_args_names(info) if defaults else set()
+    found: list[CtorCall] = []
     for node in ast.walk(info.tree):
         if not isinstance(node, ast.Call) or dotted(node.func) != target:
             continue
         if not (node.args or node.keywords) or any(k.arg is None for k in node.keywords):
             continue
-        values = (*node.args, *(k.value for k in node.keywords))
-        if not all(_literal(a, known) and _safe_calls(a, info) for a in values):
+        parts: list[str] = []
+        filled = False
+        for keyword, value in [(None, a) for a in node.args] + [
+            (k.arg, k.value) for k in node.keywords
+        ]:
+            value, changed = _with_defaults(value, parsed, defaults)
+            if not (_literal(value, known) and _safe_calls(value, info)):
+                break
+            text = ast.unparse(value) if changed else ast.get_source_segment(info.text, value)
+            if text is None:
+                break
+            filled = filled or changed
+            parts.append(f"{keyword}={text}" if keyword else text)
+        else:
+            found.append(CtorCall(", ".join(parts), node.lineno, filled))
+    return min(found, key=lambda c: c.line) if found else None
+
+
+def _argparse_defaults(info: FileInfo) -> dict[str, ast.expr]:
+    """`dest` → literal default of the file's `parser.add_argument(...)` calls (`--hidden-size`
+    → hidden_size; `store_true` → False); a dest given two different defaults is left out."""
+    imports = set(info.imports)
+    out: dict[str, ast.expr] = {}
+    clash: set[str] = set()
+    for node in ast.walk(info.tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
-        parts = [ast.get_source_segment(info.text, a) for a in node.args]
-        parts += [
-            f"{k.arg}={v}"
-            for k in node.keywords
-            if (v := ast.get_source_segment(info.text, k.value)) is not None
-        ]
-        if len(parts) == len(node.args) + len(node.keywords) and all(parts):
-            found.append((node.lineno, ", ".join(p for p in parts if p)))
-    if not found:
+        if node.func.attr != "add_argument":
+            continue
+        names = [a.value for a in node.args if isinstance(a, ast.Constant)]
+        if not names or not all(isinstance(n, str) for n in names):
+            continue
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        dest_node = kw.get("dest")
+        if isinstance(dest_node, ast.Constant) and isinstance(dest_node.value, str):
+            dest = dest_node.value
+        else:
+            long = [n for n in names if n.startswith("--")]
+            short = [n for n in names if n.startswith("-")]
+            dest = (long or short or names)[0].lstrip("-").replace("-", "_")
+        default = _argparse_default(kw, imports)
+        if default is None:
+            continue
+        if dest in out and ast.dump(out[dest]) != ast.dump(default):
+            clash.add(dest)
+        out[dest] = default
+    for dest in clash:
+        del out[dest]
+    return out
+
+
+def _argparse_default(kw: dict[str, ast.expr], imports: set[str]) -> Optional[ast.expr]:
+    action = kw.get("action")
+    flag = action.value if isinstance(action, ast.Constant) else None
+    if "default" not in kw:
+        return ast.Constant(flag == "store_false") if flag in _FLAGS else None
+    value = kw["default"]
+    if not _literal(value, imports):
         return None
-    line, text = min(found)
-    return text, line
+    kind = kw.get("type")
+    if isinstance(value, ast.Constant) and isinstance(value.value, str) and kind is not None:
+        try:  # argparse passes a string default through `type`
+            if dotted(kind) == "int":
+                return ast.Constant(int(value.value))
+            if dotted(kind) == "float":
+                return ast.Constant(float(value.value))
+        except ValueError:
+            return None
+    return value
+
+
+_FLAGS = ("store_true", "store_false")
+
+
+def _parsed_args_names(info: FileInfo) -> set[str]:
+    """Names bound to a parser's result: `args = parser.parse_args()`, `args, _ =
+    parser.parse_known_args()`."""
+    names: set[str] = set()
+    for node in ast.walk(info.tree):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        func = node.value.func
+        if not isinstance(func, ast.Attribute):
+            continue
+        for t in node.targets:
+            if func.attr == "parse_args" and isinstance(t, ast.Name):
+                names.add(t.id)
+            elif func.attr == "parse_known_args" and isinstance(t, ast.Tuple) and t.elts:
+                if isinstance(t.elts[0], ast.Name):
+                    names.add(t.elts[0].id)
+    return names
+
+
+def _with_defaults(
+    expr: ast.expr, parsed: set[str], defaults: dict[str, ast.expr]
+) -> tuple[ast.expr, bool]:
+    """`expr` with each `args.X` (args: a parser's result) replaced by X's default."""
+    if not parsed:
+        return expr, False
+    changed = False
+
+    class Fill(ast.NodeTransformer):
+        def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+            nonlocal changed
+            if isinstance(node.value, ast.Name) and node.value.id in parsed:
+                default = defaults.get(node.attr)
+                if default is not None:
+                    changed = True
+                    return copy.deepcopy(default)
+            return self.generic_visit(node)
+
+    filled = Fill().visit(copy.deepcopy(expr))
+    return (filled, True) if changed else (expr, False)
 
 
 def _safe_calls(expr: ast.expr, info: FileInfo) -> bool:
