@@ -300,11 +300,9 @@ def input_call_in_file(path: Path, name: str, text: Optional[str] = None) -> Opt
     return find_targets.input_call(project, info, name) if info is not None else None
 
 
-def ctor_call_in_file(
-    path: Path, name: str, text: Optional[str] = None
-) -> Optional[tuple[str, int]]:
-    """The arguments the file's own construction of class `name` passes, and its line (static
-    analysis: `Wide(12)` in `main()` → ("12", 41))."""
+def ctor_call_in_file(path: Path, name: str, text: Optional[str] = None) -> Any:
+    """How the file itself builds `name` (a `find_targets.CtorCall`: `Wide(12)` in `main()` →
+    "12", line 41), or None (static analysis)."""
     from .server import find_targets
 
     project = find_targets.Project((path.resolve().parent,))

@@ -640,8 +640,10 @@ def _argparse_defaults(info: FileInfo) -> dict[str, ast.expr]:
             continue
         if node.func.attr != "add_argument":
             continue
-        names = [a.value for a in node.args if isinstance(a, ast.Constant)]
-        if not names or not all(isinstance(n, str) for n in names):
+        names = [
+            a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        ]
+        if not names or len(names) != len(node.args):
             continue
         kw = {k.arg: k.value for k in node.keywords if k.arg}
         dest_node = kw.get("dest")
