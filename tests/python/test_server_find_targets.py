@@ -426,6 +426,13 @@ def test_ctor_call_with_argparse_defaults(tmp_path, call, expected):
         assert found.argparse_defaults and found.line == line_of(path, call) + 1
 
 
+def test_input_call_with_argparse_defaults(tmp_path):
+    call = "model = Net(args.hidden_size)\n    model(torch.randn(args.depth, args.hidden_size))"
+    path = write(tmp_path, "train.py", ARGPARSE.format(call=call))
+    project, info = load(path)
+    assert targets.input_call(project, info, "Net") == "torch.randn(3, 64)"
+
+
 def test_no_torch_imported():
     code = "import sys, torchscope.server.server; print('torch' in sys.modules)"
 

@@ -547,6 +547,7 @@ def input_call(project: Project, info: FileInfo, target: str) -> Optional[str]:
     is_class = target in info.classes
     builds = is_class or target in info.functions  # `target(...)` makes a model
     callers: set[str] = set() if builds else {target}  # names that hold the model
+    argparse = _Argparse.of(info)
     for node in ast.walk(info.tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and builds:
             if dotted(node.value.func) == target:
@@ -563,21 +564,18 @@ def input_call(project: Project, info: FileInfo, target: str) -> Optional[str]:
             continue
         if not node.args and not node.keywords:
             continue
-        if not all(_literal(a, importable) for a in node.args):
+        found = _call_arguments(node, importable, info, argparse, only_values=False)
+        if found is None:
             continue
-        if any(k.arg is None or not _literal(k.value, importable) for k in node.keywords):
-            continue
-        seg = [ast.get_source_segment(info.text, a) for a in node.args]
-        kw = [(k.arg, ast.get_source_segment(info.text, k.value)) for k in node.keywords]
-        if any(s is None for s in seg) or any(v is None for _, v in kw):
-            continue
+        seg = [text for key, text in found[0] if key is None]
+        kw = [(key, text) for key, text in found[0] if key is not None]
         if seg and kw:
             continue  # positional and keyword arguments together cannot be one input expression
         if kw:
             return "{" + ", ".join(f"{k!r}: {v}" for k, v in kw) + "}"
         if len(seg) == 1:
             return seg[0]
-        return "(" + ", ".join(s for s in seg if s is not None) + ")"
+        return "(" + ", ".join(seg) + ")"
     if is_class:
         return _returned_example(info, target, importable)
     return None
@@ -603,30 +601,56 @@ def ctor_call(info: FileInfo, target: str) -> Optional[CtorCall]:
     if target not in info.classes and target not in info.functions:
         return None
     known = set(info.imports) | set(info.classes) | set(info.functions) | _plain_names(info)
-    defaults = _argparse_defaults(info)
-    parsed = _parsed_args_names(info) if defaults else set()
+    argparse = _Argparse.of(info)
     found: list[CtorCall] = []
     for node in ast.walk(info.tree):
         if not isinstance(node, ast.Call) or dotted(node.func) != target:
             continue
-        if not (node.args or node.keywords) or any(k.arg is None for k in node.keywords):
+        if not (node.args or node.keywords):
             continue
-        parts: list[str] = []
-        filled = False
-        for keyword, value in [(None, a) for a in node.args] + [
-            (k.arg, k.value) for k in node.keywords
-        ]:
-            value, changed = _with_defaults(value, parsed, defaults)
-            if not (_literal(value, known) and _safe_calls(value, info)):
-                break
-            text = ast.unparse(value) if changed else ast.get_source_segment(info.text, value)
-            if text is None:
-                break
-            filled = filled or changed
-            parts.append(f"{keyword}={text}" if keyword else text)
-        else:
-            found.append(CtorCall(", ".join(parts), node.lineno, filled))
+        arguments = _call_arguments(node, known, info, argparse, only_values=True)
+        if arguments is not None:
+            parts = [f"{key}={text}" if key else text for key, text in arguments[0]]
+            found.append(CtorCall(", ".join(parts), node.lineno, arguments[1]))
     return min(found, key=lambda c: c.line) if found else None
+
+
+@dataclass
+class _Argparse:
+    """The file's argparse options with literal defaults, and the names its parsed
+    arguments are bound to (`args = parser.parse_args()`)."""
+
+    defaults: dict[str, ast.expr]
+    parsed: set[str]
+
+    @staticmethod
+    def of(info: FileInfo) -> _Argparse:
+        defaults = _argparse_defaults(info)
+        return _Argparse(defaults, _parsed_args_names(info) if defaults else set())
+
+
+def _call_arguments(
+    node: ast.Call, known: set[str], info: FileInfo, argparse: _Argparse, only_values: bool
+) -> Optional[tuple[list[tuple[Optional[str], str]], bool]]:
+    """Each argument of the call as (keyword or None, source text), `args.X` filled with
+    argparse's defaults, and whether any was; None when one can't be evaluated from `known`
+    names (`only_values`: and calls nothing but constructors of values, `_safe_calls`)."""
+    if any(k.arg is None for k in node.keywords):
+        return None  # **kwargs
+    out: list[tuple[Optional[str], str]] = []
+    filled = False
+    for keyword, value in [(None, a) for a in node.args] + [
+        (k.arg, k.value) for k in node.keywords
+    ]:
+        value, changed = _with_defaults(value, argparse.parsed, argparse.defaults)
+        if not _literal(value, known) or (only_values and not _safe_calls(value, info)):
+            return None
+        text = ast.unparse(value) if changed else ast.get_source_segment(info.text, value)
+        if text is None:
+            return None
+        filled = filled or changed
+        out.append((keyword, text))
+    return out, filled
 
 
 def _argparse_defaults(info: FileInfo) -> dict[str, ast.expr]:
