@@ -24,6 +24,7 @@ export type Failure =
   | { kind: "no-torch"; message: string; python: string }
   | { kind: "import-error"; message: string; details: string }
   | { kind: "timeout"; message: string }
+  | { kind: "slow-build"; message: string }
   | { kind: "runner-crashed"; message: string; details: string }
   | { kind: "target-error"; message: string; details?: string }
   | { kind: "other"; message: string };
@@ -58,7 +59,8 @@ export function classifyFailure(e: unknown): Failure {
     case "import-error":
       return { kind: "import-error", message, details };
     case "timeout":
-      return { kind: "timeout", message };
+      // stopped while importing and building: a big model builds in no time on the meta device
+      return { kind: d.stage === "build" ? "slow-build" : "timeout", message };
     case "runner-crashed":
       return { kind: "runner-crashed", message, details };
   }
@@ -216,6 +218,7 @@ export class EditorSource implements TraceSource {
         case "runs-code":
         case "needs-gpu":
         case "needs-memory":
+        case "slow-build":
           log.info(`${this.target}: ${f.message}`);
           return { ok: false, ...f };
       }

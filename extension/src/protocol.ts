@@ -182,6 +182,8 @@ export interface ErrorData {
   guess?: string;
   /** `runs-code`: what importing the file would run. */
   statements?: TopLevelStatement[];
+  /** `timeout`: stopped while importing and building the model, or while tracing. */
+  stage?: "build" | "trace";
 }
 
 /** Arguments of `torchscope.visualize` when a CodeLens (or a test) names the target. */

@@ -23,7 +23,12 @@ export interface Traced {
 
 /** What the trace lacked: the flow asks the source to ask the user (a GPU or more memory: the
  * flow asks itself, offering the meta device). */
-export type Missing = "needs-input" | "needs-ctor-args" | "runs-code" | "needs-gpu" | "needs-memory";
+export type Missing = "needs-input" | "needs-ctor-args" | "runs-code" | MetaKind;
+
+/** What the meta device helps with: a model that asks for a GPU, for more memory than there
+ * is, or that takes longer to build than the time limit (billions of parameters on a CPU). */
+export type MetaKind = "needs-gpu" | "needs-memory" | "slow-build";
+const META_KINDS: readonly Missing[] = ["needs-gpu", "needs-memory", "slow-build"];
 
 /** A question before the next trace, with what helps answer it. */
 export interface Ask {
@@ -36,7 +41,7 @@ export interface Ask {
   current?: string;
   /** runs-code: what importing the file would run. */
   statements?: TopLevelStatement[];
-  /** needs-gpu, needs-memory: the line that asked for one, or for the memory. */
+  /** needs-gpu, needs-memory: the line that asked for one, or for the memory (slow-build: none). */
   line?: { file: string; line: number };
 }
 
@@ -130,14 +135,19 @@ export function afterRaise(summary: TraceSummary, label: string): Ask | undefine
 export function metaQuestion(what: Ask, label: string, meta: "can" | "tried" | "cannot"): { text: string; buttons: string[] } {
   const where = what.line ? ` (line ${what.line.line} of ${what.line.file.split(/[\\/]/).pop()})` : "";
   const memory = what.kind === "needs-memory";
-  const lacks = memory ? "does not fit in memory here" : "needs a GPU";
+  const slow = what.kind === "slow-build";
+  const lacks = slow ? "takes long to build here" : memory ? "does not fit in memory here" : "needs a GPU";
+  const helps = slow ? "built in no time" : `no ${memory ? "memory" : "GPU"} needed`;
   const text =
     meta === "can"
-      ? `torchscope: ${label} ${lacks}${where}: ${what.message}. Trace it on the meta device (shapes only, no ${memory ? "memory" : "GPU"} needed)?`
+      ? `torchscope: ${label} ${lacks}${where}: ${what.message}. Trace it on the meta device (shapes only, ${helps})?`
       : meta === "tried"
-        ? `torchscope: ${label} ${lacks}${where}, also on the meta device: ${what.message}.${memory ? "" : " Make that line use the CPU to trace it here."}`
+        ? `torchscope: ${label} ${lacks}${where}, also on the meta device: ${what.message}.${memory || slow ? "" : " Make that line use the CPU to trace it here."}`
         : `torchscope: ${label} ${lacks}${where}: ${what.message}.`;
-  return { text, buttons: [...(meta === "can" ? ["Trace on Meta Device"] : []), ...(what.line ? ["Go to Line"] : [])] };
+  return {
+    text,
+    buttons: [...(meta === "can" ? ["Trace on Meta Device"] : []), ...(what.line ? ["Go to Line"] : []), ...(slow ? ["Change Time Limit"] : [])],
+  };
 }
 
 /** The sources of one kind: who owns a panel, and its source again for a re-trace. */
@@ -235,7 +245,7 @@ export class TraceFlow {
       let answer: Answer = "retry";
       if (missing) {
         if (opts.quiet) break;
-        const meta = missing.kind === "needs-gpu" || missing.kind === "needs-memory";
+        const meta = META_KINDS.includes(missing.kind);
         answer = meta ? await this.askMeta(source, missing) : await source.ask(missing);
         if (!answer) break;
       }
@@ -279,6 +289,7 @@ export class TraceFlow {
       return "retry";
     }
     if (choice === "Go to Line" && what.line) void revealLine(what.line.file, what.line.line, GraphPanel.find(source.uri, source.target));
+    if (choice === "Change Time Limit") void vscode.commands.executeCommand("workbench.action.openSettings", "torchscope.traceTimeoutSeconds");
     return undefined;
   }
 

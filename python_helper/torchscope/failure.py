@@ -11,6 +11,9 @@ import traceback
 from typing import Any, Optional
 
 MAX_LINE = 500
+# The runner's progress message while it imports the file and builds the model: a request
+# stopped for its time then fails with `stage: "build"` (docs/protocol.md)
+IMPORTING = "Importing"
 
 
 def one_line(exc: BaseException) -> str:

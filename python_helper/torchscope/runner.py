@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from .entry_path import bundled_libraries_last
-from .failure import Failure, exit_text, one_line
+from .failure import IMPORTING, Failure, exit_text, one_line
 from .usercode import is_user_file
 
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any
         built = _last.built
     else:
         _last = None  # free the old model before building the next
-        progress("Importing")
+        progress(IMPORTING)
         built = _build(path, name, device, text, req.get("ctorArgs"), run_top_level)
         _last = _LastBuild(key, built, user_files())
     return _trace_built(req, built, started, progress)
@@ -334,7 +334,9 @@ def _trace_chosen(
     except Failure as exc:
         if exc.kind == "timeout" and budget:  # the request's budget, not what was left of it
             raise Failure(
-                "timeout", f"the trace ran past {float(budget):g} s and was stopped"
+                "timeout",
+                f"the trace ran past {float(budget):g} s and was stopped",
+                stage="trace",
             ) from None
         raise
     except (SystemExit, KeyboardInterrupt) as exc:  # the tracer keeps only Exceptions

@@ -300,6 +300,12 @@ HANGS = """
         def forward(self, x):
             while True:
                 x = x + 1
+
+    class SlowToBuild(nn.Module):  # (as a model of billions of parameters on one core)
+        def __init__(self):
+            super().__init__()
+            while True:
+                pass
 """
 
 NOISY = """
@@ -538,12 +544,14 @@ def test_a_forward_that_prints_long_lines_is_traced(lsp, workspace):
     assert result["summary"]["error"] is None
 
 
-@pytest.mark.parametrize("where", ["import", "forward"])
+@pytest.mark.parametrize("where", ["import", "build", "forward"])
 def test_infinite_loop_times_out(lsp, workspace, where):
     """A loop that never calls torch: only killing the runner stops it. (A loop of torch ops
-    is stopped by the tracer's own time budget: test_runner.py.)"""
+    is stopped by the tracer's own time budget: test_runner.py.) Stopped while importing or
+    building, the error says so (`stage: "build"`): the extension offers the meta device."""
     path, target = {
         "import": (workspace / "loops.py", "Net"),
+        "build": (workspace / "hangs.py", "SlowToBuild"),
         "forward": (workspace / "hangs.py", "Spin"),
     }[where]
     lsp.logs.clear()
@@ -553,6 +561,11 @@ def test_infinite_loop_times_out(lsp, workspace, where):
     e = lsp.error("torchscope/trace", params)
     assert e.data["kind"] == "timeout", e.data
     assert f"past {TIMEOUT:g} s" in e.message
+    if where == "forward":
+        assert e.data.get("stage") == "trace" and e.message.startswith("the trace ran past")
+    else:
+        assert e.data.get("stage") == "build", e.data
+        assert e.message.startswith(f"importing and building {target} ran past"), e.message
     # the timer starts once the runner is ready: a cold start does not count
     assert time.monotonic() - started < TIMEOUT + 30
     assert any("killing the runner" in line for line in lsp.logs)

@@ -23,7 +23,7 @@ from typing import Any, Optional
 import torchscope
 
 from ..entry_path import RUNNER_LIBS
-from ..failure import Failure
+from ..failure import IMPORTING, Failure
 
 Log = Callable[[str, str], None]  # (level, message): "error" | "warning" | "info" | "debug"
 Progress = Callable[[str], None]
@@ -484,15 +484,28 @@ class RunnerClient:
         rid = next(self._ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         process.pending[rid] = future
-        if progress is not None:
-            process.progress[rid] = progress
+        stage = [""]  # the runner's last progress message: where a timeout stopped it
+
+        def seen(text: str) -> None:
+            stage[0] = text
+            if progress is not None:
+                progress(text)
+
+        process.progress[rid] = seen
         try:
             process.send({**message, "id": rid})
             reply = await asyncio.wait_for(future, None if timeout is None else timeout + grace)
         except asyncio.TimeoutError:
             self.log("warning", f"request {rid} ran past {timeout:g} s: killing the runner")
             await self._kill(process)
-            raise Failure("timeout", f"the trace ran past {timeout:g} s and was stopped") from None
+            if stage[0] == IMPORTING:  # a big model builds in no time on the meta device
+                what = f"importing and building {message.get('target', 'the model')}"
+                raise Failure(
+                    "timeout", f"{what} ran past {timeout:g} s and was stopped", stage="build"
+                ) from None
+            raise Failure(
+                "timeout", f"the trace ran past {timeout:g} s and was stopped", stage="trace"
+            ) from None
         except asyncio.CancelledError:
             self.log("info", f"request {rid} cancelled: killing the runner (pid {process.pid})")
             await self._kill(process)

@@ -152,6 +152,9 @@ describe("trace failures", () => {
       details: "Traceback…",
     });
     assert.deepEqual(classifyFailure(err("timeout")), { kind: "timeout", message: "msg" });
+    assert.deepEqual(classifyFailure(err("timeout", { stage: "trace" })), { kind: "timeout", message: "msg" });
+    // stopped while building: the meta device builds a big model in no time
+    assert.deepEqual(classifyFailure(err("timeout", { stage: "build" })), { kind: "slow-build", message: "msg" });
     assert.deepEqual(classifyFailure(err("runner-crashed", { details: "exit 3" })), { kind: "runner-crashed", message: "msg", details: "exit 3" });
   });
   it("runs-code with its statements, needs-input with its guess, and code that asks for a GPU", () => {
@@ -276,6 +279,15 @@ describe("trace failures", () => {
       buttons: ["Trace on Meta Device"],
     });
     assert.match(metaQuestion(memory, "Huge", "tried").text, /^torchscope: Huge does not fit in memory here, also on the meta device/);
+    const slow = { kind: "slow-build" as const, message: "importing and building Big ran past 60 s and was stopped" };
+    assert.deepEqual(metaQuestion(slow, "Big", "can"), {
+      text: "torchscope: Big takes long to build here: importing and building Big ran past 60 s and was stopped. Trace it on the meta device (shapes only, built in no time)?",
+      buttons: ["Trace on Meta Device", "Change Time Limit"],
+    });
+    assert.deepEqual(metaQuestion(slow, "Big", "tried"), {
+      text: "torchscope: Big takes long to build here, also on the meta device: importing and building Big ran past 60 s and was stopped.",
+      buttons: ["Change Time Limit"],
+    });
     assert.equal(
       metaQuestion(memory, "Huge", "cannot").text,
       "torchscope: Huge does not fit in memory here: the Python runner was killed by SIGKILL.",
