@@ -362,6 +362,10 @@ def test_input_call(tmp_path, source, target, expected):
         ("net = Net(torch.load('cfg.pt'))\n", None),  # may read a file: never run
         ("net = Net(build(3))\n", None),  # a function of the file: may do anything
         ("net = Net(**KW)\n", None),
+        ("net = Net(GPT2Config(n_layer=2))\n", ("GPT2Config(n_layer=2)", 8)),
+        ("net = Net(transformers.LlamaConfig())\n", ("transformers.LlamaConfig()", 8)),
+        ("net = Net(AutoConfig.from_pretrained('gpt2'))\n", None),  # downloads
+        ("net = Net(config.load())\n", None),
         ("net = Net()\n", None),  # no arguments: nothing to find
         ("a = Net(DIM)\nb = Net(3)\n", ("DIM", 8)),  # the first by line
     ],
@@ -370,7 +374,8 @@ def test_ctor_call(tmp_path, source, expected):
     """The arguments the file's own construction of a class passes, when they can be
     evaluated in its namespace without running anything but constructors of values."""
     header = (
-        "import torch\nfrom torch import nn\nDIM = 64\nKW = {}\n"
+        "import torch, transformers\nfrom torch import nn; from transformers import GPT2Config, AutoConfig\n"
+        "DIM = 64\nKW = {}\n"
         "class Config: pass\nclass Net(nn.Module): pass\ndef build(n): return n\n"
     )
     path = write(tmp_path, "m.py", header + source)

@@ -754,17 +754,26 @@ def _with_defaults(
 
 def _safe_calls(expr: ast.expr, info: FileInfo) -> bool:
     """Calls in a constructor's arguments that only build values: the file's own classes (a
-    config dataclass), builtins, torch.nn's classes (`act=nn.GELU()`) — never a function that
-    may read a checkpoint or a data set (`Net(torch.load(...))`, `Net(build_vocab(data))`)."""
+    config dataclass), configuration classes (`GPT2Config(n_layer=2)`), builtins, torch.nn's
+    classes (`act=nn.GELU()`) — never a function that may read a checkpoint or a data set
+    (`Net(torch.load(...))`, `Net(build_vocab(data))`, `AutoConfig.from_pretrained(...)`)."""
     for node in ast.walk(expr):
         if isinstance(node, ast.Call):
             name = dotted(node.func) or ""
             if name in info.classes or name in _ALLOWED_BUILTINS:
                 continue
-            if name.startswith(("nn.", "torch.nn.")) and name.rsplit(".", 1)[-1][:1].isupper():
+            last = name.rsplit(".", 1)[-1]
+            if name.startswith(("nn.", "torch.nn.")) and last[:1].isupper():
+                continue
+            if last[:1].isupper() and last.endswith(_CONFIG_CLASSES):  # GPT2Config(n_layer=2)
                 continue
             return False
     return True
+
+
+# a configuration class's constructor only stores values (transformers' `GPT2Config`, a
+# project's `ModelConfig`); `AutoConfig.from_pretrained(...)`, which downloads, is no class
+_CONFIG_CLASSES = ("Config", "Configuration")
 
 
 def _plain_names(info: FileInfo) -> set[str]:
