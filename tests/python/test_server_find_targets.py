@@ -361,7 +361,8 @@ def test_input_call(tmp_path, source, target, expected):
         ("def main(args):\n    Net(args.dim)\n", None),
         ("net = Net(torch.load('cfg.pt'))\n", None),  # may read a file: never run
         ("net = Net(build(3))\n", None),  # a function of the file: may do anything
-        ("net = Net(**KW)\n", None),
+        ("net = Net(**KW)\n", ("**KW", 8)),  # a module-level dict of plain values
+        ("def main(cfg):\n    Net(**cfg)\n", None),
         ("net = Net(GPT2Config(n_layer=2))\n", ("GPT2Config(n_layer=2)", 8)),
         ("net = Net(transformers.LlamaConfig())\n", ("transformers.LlamaConfig()", 8)),
         ("net = Net(AutoConfig.from_pretrained('gpt2'))\n", None),  # downloads

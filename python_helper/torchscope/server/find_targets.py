@@ -635,12 +635,12 @@ def _call_arguments(
     """Each argument of the call as (keyword or None, source text), `args.X` filled with
     argparse's defaults, and whether any was; None when one can't be evaluated from `known`
     names (`only_values`: and calls nothing but constructors of values, `_safe_calls`)."""
-    if any(k.arg is None for k in node.keywords):
-        return None  # **kwargs
+    if not only_values and any(k.arg is None for k in node.keywords):
+        return None  # **kwargs: no one input expression
     out: list[tuple[Optional[str], str]] = []
     filled = False
-    for keyword, value in [(None, a) for a in node.args] + [
-        (k.arg, k.value) for k in node.keywords
+    for keyword, value, spread in [(None, a, False) for a in node.args] + [
+        (k.arg, k.value, k.arg is None) for k in node.keywords
     ]:
         value, changed = _with_defaults(value, argparse.parsed, argparse.defaults)
         if not _literal(value, known) or (only_values and not _safe_calls(value, info)):
@@ -649,8 +649,9 @@ def _call_arguments(
         if text is None:
             return None
         filled = filled or changed
-        out.append((keyword, text))
+        out.append((keyword, f"**{text}" if spread else text))  # `**CONFIG`: a constructor's
     return out, filled
+
 
 
 def _argparse_defaults(info: FileInfo) -> dict[str, ast.expr]:
