@@ -330,7 +330,17 @@ def test_target_at_utf16_columns(tmp_path):
             "make",
             "{'input_ids': torch.zeros(1, 4, dtype=torch.long)}",
         ),
-        ("model = Net()\nx = torch.randn(2, 64)\nmodel(x)\n", "model", None),  # not literal
+        # a name the file binds once stands for its value
+        ("model = Net()\nx = torch.randn(2, 64)\nmodel(x)\n", "model", "torch.randn(2, 64)"),
+        (
+            "def main():\n    b = 4\n    x = torch.zeros(b, 3, 32, 32)\n    Net()(x)\n",
+            "Net",
+            "torch.zeros(4, 3, 32, 32)",
+        ),
+        ("model = Net()\nx = torch.ones(1)\nx = torch.ones(2)\nmodel(x)\n", "model", None),
+        ("def f(x):\n    model(x)\nmodel = Net()\nx = torch.ones(1)\n", "model", None),
+        ("model = Net()\nx = torch.load('batch.pt')\nmodel(x)\n", "model", None),  # a file
+        ("model = Net()\nds = data.MNIST('/d', download=True)\nmodel(ds[0])\n", "model", None),
         ("model = Net()\nmodel.forward(torch.randn(3, 64))\n", "model", "torch.randn(3, 64)"),
         ("Net(torch.randn(2))\n", "Net", None),  # a constructor call, not a forward
         ("model = Net()\nmodel(torch.ones(1), k=2)\n", "model", None),  # mixed
@@ -339,7 +349,8 @@ def test_target_at_utf16_columns(tmp_path):
 )
 def test_input_call(tmp_path, source, target, expected):
     header = (
-        "import torch\nfrom torch import nn\nclass Net(nn.Module): pass\ndef make(): return Net()\n"
+        "import torch\nfrom torch import nn\nfrom torchvision import datasets as data\n"
+        "class Net(nn.Module): pass\ndef make(): return Net()\n"
     )
     path = write(tmp_path, "m.py", header + source)
     project, info = load(path)
@@ -363,6 +374,8 @@ def test_input_call(tmp_path, source, target, expected):
         ("net = Net(build(3))\n", None),  # a function of the file: may do anything
         ("net = Net(**KW)\n", ("**KW", 8)),  # a module-level dict of plain values
         ("def main(cfg):\n    Net(**cfg)\n", None),
+        ("def main():\n    cfg = Config(dim=8)\n    Net(cfg)\n", ("Config(dim=8)", 10)),
+        ("def main():\n    vocab = build(3)\n    Net(vocab)\n", None),
         ("net = Net(GPT2Config(n_layer=2))\n", ("GPT2Config(n_layer=2)", 8)),
         ("net = Net(transformers.LlamaConfig())\n", ("transformers.LlamaConfig()", 8)),
         ("net = Net(AutoConfig.from_pretrained('gpt2'))\n", None),  # downloads

@@ -547,7 +547,7 @@ def input_call(project: Project, info: FileInfo, target: str) -> Optional[str]:
     is_class = target in info.classes
     builds = is_class or target in info.functions  # `target(...)` makes a model
     callers: set[str] = set() if builds else {target}  # names that hold the model
-    argparse = _Argparse.of(info)
+    stand_ins = _StandIns.of(info)
     for node in ast.walk(info.tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and builds:
             if dotted(node.value.func) == target:
@@ -564,7 +564,7 @@ def input_call(project: Project, info: FileInfo, target: str) -> Optional[str]:
             continue
         if not node.args and not node.keywords:
             continue
-        found = _call_arguments(node, importable, info, argparse, only_values=False)
+        found = _call_arguments(node, importable, info, stand_ins, only_values=False)
         if found is None:
             continue
         seg = [text for key, text in found[0] if key is None]
@@ -601,14 +601,14 @@ def ctor_call(info: FileInfo, target: str) -> Optional[CtorCall]:
     if target not in info.classes and target not in info.functions:
         return None
     known = set(info.imports) | set(info.classes) | set(info.functions) | _plain_names(info)
-    argparse = _Argparse.of(info)
+    stand_ins = _StandIns.of(info)
     found: list[CtorCall] = []
     for node in ast.walk(info.tree):
         if not isinstance(node, ast.Call) or dotted(node.func) != target:
             continue
         if not (node.args or node.keywords):
             continue
-        arguments = _call_arguments(node, known, info, argparse, only_values=True)
+        arguments = _call_arguments(node, known, info, stand_ins, only_values=True)
         if arguments is not None:
             parts = [f"{key}={text}" if key else text for key, text in arguments[0]]
             found.append(CtorCall(", ".join(parts), node.lineno, arguments[1]))
@@ -616,25 +616,53 @@ def ctor_call(info: FileInfo, target: str) -> Optional[CtorCall]:
 
 
 @dataclass
-class _Argparse:
-    """The file's argparse options with literal defaults, and the names its parsed
-    arguments are bound to (`args = parser.parse_args()`)."""
+class _StandIns:
+    """What may stand in for a name in a call's arguments: the file's argparse options with
+    literal defaults (for `args.X`, `args` bound to a parser's result), and the names the file
+    binds exactly once, to an expression (`x = torch.randn(2, 64)`, `cfg = Config(dim=8)`)."""
 
     defaults: dict[str, ast.expr]
     parsed: set[str]
+    values: dict[str, ast.expr]
 
     @staticmethod
-    def of(info: FileInfo) -> _Argparse:
+    def of(info: FileInfo) -> _StandIns:
         defaults = _argparse_defaults(info)
-        return _Argparse(defaults, _parsed_args_names(info) if defaults else set())
+        parsed = _parsed_args_names(info) if defaults else set()
+        return _StandIns(defaults, parsed, _bound_once(info))
+
+
+def _bound_once(info: FileInfo) -> dict[str, ast.expr]:
+    """Names the file binds exactly once (any scope; a parameter, a loop variable, an import
+    count), by a plain `name = expr`: the value it always has, wherever it is read."""
+    counts: dict[str, int] = {}
+    values: dict[str, ast.expr] = {}
+    for node in ast.walk(info.tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            counts[node.id] = counts.get(node.id, 0) + 1
+        elif isinstance(node, ast.arg):
+            counts[node.arg] = counts.get(node.arg, 0) + 1
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            counts[node.name] = counts.get(node.name, 0) + 1
+        elif isinstance(node, ast.alias):
+            name = (node.asname or node.name).split(".")[0]
+            counts[name] = counts.get(name, 0) + 1
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            values[node.targets[0].id] = node.value
+    return {name: value for name, value in values.items() if counts.get(name) == 1}
 
 
 def _call_arguments(
-    node: ast.Call, known: set[str], info: FileInfo, argparse: _Argparse, only_values: bool
+    node: ast.Call, known: set[str], info: FileInfo, stand_ins: _StandIns, only_values: bool
 ) -> Optional[tuple[list[tuple[Optional[str], str]], bool]]:
-    """Each argument of the call as (keyword or None, source text), `args.X` filled with
-    argparse's defaults, and whether any was; None when one can't be evaluated from `known`
-    names (`only_values`: and calls nothing but constructors of values, `_safe_calls`)."""
+    """Each argument of the call as (keyword or None, source text), with `args.X` filled with
+    argparse's defaults and names bound once with their values (`_StandIns`), and whether an
+    argparse default was used; None when one can't be evaluated from `known` names
+    (`only_values`: and calls nothing but constructors of values, `_safe_calls`)."""
     if not only_values and any(k.arg is None for k in node.keywords):
         return None  # **kwargs: no one input expression
     out: list[tuple[Optional[str], str]] = []
@@ -642,16 +670,19 @@ def _call_arguments(
     for keyword, value, spread in [(None, a, False) for a in node.args] + [
         (k.arg, k.value, k.arg is None) for k in node.keywords
     ]:
-        value, changed = _with_defaults(value, argparse.parsed, argparse.defaults)
-        if not _literal(value, known) or (only_values and not _safe_calls(value, info)):
+        value, changed, defaults = _stand_in(value, stand_ins, known)
+        # what stood in for a name came from elsewhere in the file: it may only make values
+        # (`x = torch.randn(2, 64)`, never `dataset = MNIST(root, download=True)`)
+        if not _literal(value, known) or (
+            (only_values or changed) and not _safe_calls(value, info)
+        ):
             return None
         text = ast.unparse(value) if changed else ast.get_source_segment(info.text, value)
         if text is None:
             return None
-        filled = filled or changed
+        filled = filled or defaults
         out.append((keyword, f"**{text}" if spread else text))  # `**CONFIG`: a constructor's
     return out, filled
-
 
 
 def _argparse_defaults(info: FileInfo) -> dict[str, ast.expr]:
@@ -731,33 +762,48 @@ def _parsed_args_names(info: FileInfo) -> set[str]:
     return names
 
 
-def _with_defaults(
-    expr: ast.expr, parsed: set[str], defaults: dict[str, ast.expr]
-) -> tuple[ast.expr, bool]:
-    """`expr` with each `args.X` (args: a parser's result) replaced by X's default."""
-    if not parsed:
-        return expr, False
-    changed = False
+def _stand_in(expr: ast.expr, stand_ins: _StandIns, known: set[str]) -> tuple[ast.expr, bool, bool]:
+    """`expr` with each `args.X` replaced by X's argparse default and each name bound once by
+    its value (theirs in turn, a few levels deep); whether anything was, whether a default."""
+    changed = defaults = False
 
     class Fill(ast.NodeTransformer):
+        depth = 0
+
         def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-            nonlocal changed
-            if isinstance(node.value, ast.Name) and node.value.id in parsed:
-                default = defaults.get(node.attr)
+            nonlocal changed, defaults
+            if isinstance(node.value, ast.Name) and node.value.id in stand_ins.parsed:
+                default = stand_ins.defaults.get(node.attr)
                 if default is not None:
-                    changed = True
+                    changed = defaults = True
                     return copy.deepcopy(default)
             return self.generic_visit(node)
 
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            nonlocal changed
+            value = stand_ins.values.get(node.id)
+            if value is None or node.id in known or self.depth >= _STAND_IN_DEPTH:
+                return node
+            changed = True
+            self.depth += 1
+            try:
+                return self.visit(copy.deepcopy(value))
+            finally:
+                self.depth -= 1
+
     filled = Fill().visit(copy.deepcopy(expr))
-    return (filled, True) if changed else (expr, False)
+    return (filled, True, defaults) if changed else (expr, False, False)
+
+
+_STAND_IN_DEPTH = 3  # `x = torch.randn(batch, DIM)` with `batch = 4`: two levels
 
 
 def _safe_calls(expr: ast.expr, info: FileInfo) -> bool:
-    """Calls in a constructor's arguments that only build values: the file's own classes (a
-    config dataclass), configuration classes (`GPT2Config(n_layer=2)`), builtins, torch.nn's
-    classes (`act=nn.GELU()`) — never a function that may read a checkpoint or a data set
-    (`Net(torch.load(...))`, `Net(build_vocab(data))`, `AutoConfig.from_pretrained(...)`)."""
+    """Calls that only build values: the file's own classes (a config dataclass),
+    configuration classes (`GPT2Config(n_layer=2)`), builtins, torch.nn's classes
+    (`act=nn.GELU()`), torch's tensor factories (`torch.randn`) — never a function that may
+    read a checkpoint or a data set (`Net(torch.load(...))`, `Net(build_vocab(data))`,
+    `AutoConfig.from_pretrained(...)`)."""
     for node in ast.walk(expr):
         if isinstance(node, ast.Call):
             name = dotted(node.func) or ""
@@ -766,12 +812,19 @@ def _safe_calls(expr: ast.expr, info: FileInfo) -> bool:
             last = name.rsplit(".", 1)[-1]
             if name.startswith(("nn.", "torch.nn.")) and last[:1].isupper():
                 continue
+            if name.startswith("torch.") and last in _TENSOR_FACTORIES and name.count(".") == 1:
+                continue
             if last[:1].isupper() and last.endswith(_CONFIG_CLASSES):  # GPT2Config(n_layer=2)
                 continue
             return False
     return True
 
 
+# torch functions that make a tensor from nothing but their arguments (not `torch.load`)
+_TENSOR_FACTORIES = frozenset(
+    "randn rand randint randperm zeros ones full empty eye arange linspace tensor as_tensor "
+    "normal".split()
+)
 # a configuration class's constructor only stores values (transformers' `GPT2Config`, a
 # project's `ModelConfig`); `AutoConfig.from_pretrained(...)`, which downloads, is no class
 _CONFIG_CLASSES = ("Config", "Configuration")
