@@ -17,7 +17,7 @@ import { inputBox, type Answer, type Ask, type SourceKind, type TraceOutcome, ty
 export type Failure =
   | { kind: "cancelled" }
   | { kind: "needs-input"; message: string; guess?: string }
-  | { kind: "needs-ctor-args"; message: string }
+  | { kind: "needs-ctor-args"; message: string; guess?: string }
   | { kind: "runs-code"; message: string; statements: TopLevelStatement[] }
   | { kind: "needs-gpu"; message: string; line?: { file: string; line: number } }
   | { kind: "needs-memory"; message: string; line?: { file: string; line: number } }
@@ -50,7 +50,8 @@ export function classifyFailure(e: unknown): Failure {
     case "needs-input":
       return typeof d.guess === "string" && d.guess ? { kind: "needs-input", message, guess: d.guess } : { kind: "needs-input", message };
     case "target-error":
-      if (d.needsCtorArgs) return { kind: "needs-ctor-args", message };
+      if (d.needsCtorArgs)
+        return typeof d.guess === "string" && d.guess ? { kind: "needs-ctor-args", message, guess: d.guess } : { kind: "needs-ctor-args", message };
       return details ? { kind: "target-error", message, details } : { kind: "target-error", message };
     case "runs-code":
       return { kind: "runs-code", message, statements: topLevelStatements(d.statements) };
@@ -237,7 +238,8 @@ export class EditorSource implements TraceSource {
       title: isInput ? `Input for ${this.target}` : `Arguments to build ${this.target}`,
       prompt: what.message || (isInput ? "An expression for the forward's input" : "Arguments for the constructor or factory"),
       placeHolder: box ? box.placeHolder : "10, hidden=64",
-      value: box ? box.value : prev.ctorArgs,
+      // (the arguments the file itself passes, as written, when it has a call of its own)
+      value: box ? box.value : (prev.ctorArgs ?? what.guess),
       ignoreFocusOut: true,
     });
     if (!value?.trim()) return undefined;

@@ -178,7 +178,8 @@ export interface ErrorData {
   kind: ErrorKind;
   details?: string;
   needsCtorArgs?: boolean;
-  /** `needs-input`: an input expression to start the input box with. */
+  /** `needs-input`: an input expression to start the input box with; `target-error` with
+   * `needsCtorArgs`: the arguments the file itself passes, as written. */
   guess?: string;
   /** `runs-code`: what importing the file would run. */
   statements?: TopLevelStatement[];

@@ -35,7 +35,8 @@ export interface Ask {
   kind: Missing;
   /** The tracer's words, may be empty. */
   message: string;
-  /** needs-input: an input expression to start with (the tracer's guess). */
+  /** needs-input: an input expression to start with (the tracer's guess); needs-ctor-args:
+   * the arguments the file itself passes, as written. */
   guess?: string;
   /** needs-input: the input of the graph shown now (Change Input…): the box starts with it. */
   current?: string;

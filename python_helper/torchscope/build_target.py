@@ -142,11 +142,13 @@ def build(
                     if found is None:
                         raise
                     args, line = found.text, found.line
+                    if not found.usable:  # (`Net(len(vocab))`): the user edits it
+                        raise NeedsConstructorArgs(str(exc), args) from exc
                     try:
                         model, example = _construct(obj, name, args, module)
                     except TargetError as failed:
                         raise NeedsConstructorArgs(
-                            f"{exc}; the file's own {name}({args}) at line {line}: {failed}"
+                            f"{exc}; the file's own {name}({args}) at line {line}: {failed}", args
                         ) from failed
                     defaults = " with its argparse defaults" if found.argparse_defaults else ""
                     built_as = f"{name}({args}), as line {line} builds it{defaults}"
@@ -190,7 +192,12 @@ def _construct(
 
 
 class NeedsConstructorArgs(TargetError):
-    """The class's constructor has required parameters."""
+    """The class's constructor (or the factory) has required parameters; `guess`: the
+    arguments the file itself passes, as written, for the user to start from."""
+
+    def __init__(self, message: str, guess: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.guess = guess
 
 
 def _instantiate(obj: Any, name: str) -> tuple[nn.Module, Optional[Any]]:

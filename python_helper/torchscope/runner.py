@@ -220,7 +220,8 @@ def _build(
         statements = [s.to_wire() for s in exc.skipped]
         raise Failure("runs-code", f"importing {exc}", details, statements=statements) from exc
     except tg.NeedsConstructorArgs as exc:
-        raise Failure("target-error", str(exc), needsCtorArgs=True) from exc
+        guess = {"guess": exc.guess} if exc.guess else {}
+        raise Failure("target-error", str(exc), needsCtorArgs=True, **guess) from exc
     except tg.TargetError as exc:
         raise Failure("target-error", str(exc), _user_traceback(exc)) from exc
     except SyntaxError as exc:

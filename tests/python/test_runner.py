@@ -438,9 +438,11 @@ def test_a_class_that_needs_arguments_is_built_as_the_file_builds_it(runner, tmp
     assert Graph.load(out).module_call("fc").params == 6 * 7 + 7
     reply = runner.ask(op="trace", file=str(path), target="Local", out=out)
     assert reply["kind"] == "target-error" and reply["needsCtorArgs"] is True
+    assert reply["guess"] == "cfg, 3"  # as the file writes them: the box starts with them
     reply = runner.ask(op="trace", file=str(path), target="Odd", out=out)
     assert reply["kind"] == "target-error" and reply["needsCtorArgs"] is True
     assert "the file's own Odd(Config(dim=-1), 3) at line 21" in reply["message"]
+    assert reply["guess"] == "Config(dim=-1), 3"
     reply = runner.ask(op="trace", file=str(path), target="Odd", out=out, ctorArgs="Config(), 2")
     assert reply["ok"] and "builtAs" not in reply["result"]["summary"]
 

@@ -395,7 +395,7 @@ def test_ctor_call(tmp_path, source, expected):
     path = write(tmp_path, "m.py", header + source)
     project, info = load(path)
     found = targets.ctor_call(info, "Net")
-    assert ((found.text, found.line) if found else None) == expected
+    assert ((found.text, found.line) if found and found.usable else None) == expected
     assert found is None or not found.argparse_defaults
 
 
@@ -440,9 +440,21 @@ def test_ctor_call_with_argparse_defaults(tmp_path, call, expected):
     path = write(tmp_path, "train.py", ARGPARSE.format(call=call))
     project, info = load(path)
     found = targets.ctor_call(info, "Net")
-    assert (found.text if found else None) == expected
-    if found:
+    assert (found.text if found and found.usable else None) == expected
+    if found and found.usable:
         assert found.argparse_defaults and found.line == line_of(path, call) + 1
+
+
+def test_ctor_call_that_cannot_be_evaluated_is_given_as_written(tmp_path):
+    """For the user to start from: the arguments as the file writes them."""
+    source = (
+        "import torch\nfrom torch import nn\nclass Net(nn.Module): pass\n"
+        "def main(tok, args):\n    Net(len(tok), dim=args.dim, **extra)\n"
+    )
+    path = write(tmp_path, "m.py", source)
+    project, info = load(path)
+    found = targets.ctor_call(info, "Net")
+    assert found == ("len(tok), dim=args.dim, **extra", 5, False, False)
 
 
 def test_input_call_with_argparse_defaults(tmp_path):

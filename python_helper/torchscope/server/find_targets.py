@@ -588,6 +588,9 @@ class CtorCall(NamedTuple):
     text: str
     line: int
     argparse_defaults: bool = False
+    # False: arguments that can't be evaluated here (`Net(len(vocab))`): as written, for the
+    # user to start from
+    usable: bool = True
 
 
 def ctor_call(info: FileInfo, target: str) -> Optional[CtorCall]:
@@ -612,7 +615,23 @@ def ctor_call(info: FileInfo, target: str) -> Optional[CtorCall]:
         if arguments is not None:
             parts = [f"{key}={text}" if key else text for key, text in arguments[0]]
             found.append(CtorCall(", ".join(parts), node.lineno, arguments[1]))
-    return min(found, key=lambda c: c.line) if found else None
+        else:
+            written = _written_arguments(node, info.text)
+            if written:
+                found.append(CtorCall(written, node.lineno, usable=False))
+    # the first usable one, else the first as written
+    return min(found, key=lambda c: (not c.usable, c.line)) if found else None
+
+
+def _written_arguments(node: ast.Call, text: str) -> Optional[str]:
+    """A call's arguments as the file writes them (`vocab_size=len(tok), dim=args.dim`)."""
+    parts: list[str] = []
+    for arg in node.args:
+        parts.append(ast.get_source_segment(text, arg) or "")
+    for k in node.keywords:
+        value = ast.get_source_segment(text, k.value) or ""
+        parts.append(f"{k.arg}={value}" if k.arg else f"**{value}")
+    return ", ".join(parts) if all(parts) else None
 
 
 @dataclass

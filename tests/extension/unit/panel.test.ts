@@ -308,6 +308,16 @@ describe("visualize command", () => {
     assert.equal(sent[1]!.ctorArgs, "10, hidden=64");
   });
 
+  it("starts the constructor's box with the arguments the file itself passes, as written", async () => {
+    const { cmds, sent } = setup([fail("target-error", { needsCtorArgs: true, guess: "len(vocab), dim=args.dim" }), () => result]);
+    vs.answers.push("50257, dim=64");
+    await cmds.visualize({ uri: doc.uri.toString(), target: "Net" });
+    const box = vs.calls.find((c) => c.api === "showInputBox")!.args[0] as { value?: string; title?: string };
+    assert.equal(box.value, "len(vocab), dim=args.dim");
+    assert.equal(box.title, "Arguments to build Net");
+    assert.equal(sent[1]!.ctorArgs, "50257, dim=64");
+  });
+
   it("stops when the input box is dismissed", async () => {
     const { cmds, sent } = setup([fail("needs-input")]);
     vs.answers.push(undefined);
