@@ -14,7 +14,7 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from "vscode-languageclient/node";
-import { envFilePath, readEnvFile, withEnvFile } from "./envFile";
+import { RUNNER_ENV, envFilePath, readEnvFile, runnerEnv } from "./envFile";
 import { resolveInterpreter, type Interpreter } from "./interpreter";
 import { ClientLog } from "./logChannel";
 import {
@@ -201,8 +201,13 @@ export class ServerClient implements Server, vscode.Disposable {
       const skipped = envFile.skipped.length ? `; lines not read: ${envFile.skipped.join(", ")}` : "";
       this.log.info(`environment file ${envFile.file}: ${Object.keys(envFile.vars).join(", ") || "no variables"}${skipped}`);
     }
-    const user = withEnvFile(process.env, envFile.vars, cwd);
-    const env = { ...user, PYTHONPATH: serverPythonPath(this.bundle, user.PYTHONPATH), PYTHONUNBUFFERED: "1" };
+    const forRunner = runnerEnv(envFile.vars, cwd);
+    const env = {
+      ...process.env,
+      PYTHONPATH: serverPythonPath(this.bundle, process.env.PYTHONPATH),
+      PYTHONUNBUFFERED: "1",
+      ...(forRunner ? { [RUNNER_ENV]: forRunner } : {}),
+    };
     const server: ServerOptions = {
       command: this.interpreter.path,
       args: ["-m", "torchscope.server"],

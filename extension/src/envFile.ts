@@ -1,13 +1,16 @@
 // The workspace's environment file (`python.envFile`, `${workspaceFolder}/.env` by default):
 // the variables the Python extension gives a program it runs or debugs (`PYTHONPATH=src`,
-// `MODEL_DIM=512`). The language server, and so the runner that imports the user's files,
-// gets them too, so that a trace sees the environment "Run Python File" gives.
+// `MODEL_DIM=512`). The runner that imports the user's files gets them too (through the
+// language server, which keeps its own environment), so that a trace sees the environment
+// "Run Python File" gives.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 
 const FOLDER = "$" + "{workspaceFolder}"; // VS Code's variable, not a template placeholder
 export const DEFAULT_ENV_FILE = `${FOLDER}/.env`;
+/** The server's variable holding them for its runner (runner_client.py). */
+export const RUNNER_ENV = "TORCHSCOPE_RUNNER_ENV";
 
 export interface EnvFile {
   vars: Record<string, string>;
@@ -92,19 +95,18 @@ export function readEnvFile(file: string | undefined, base: Record<string, strin
   return { ...parseEnvFile(text, base), file };
 }
 
-/** The server's environment: the extension host's, the file's variables over it; the file's
- * PYTHONPATH (relative entries: from the workspace folder) before the host's own. */
-export function withEnvFile(
-  base: Record<string, string | undefined>,
-  vars: Record<string, string>,
-  folder: string | undefined,
-): Record<string, string | undefined> {
-  const env = { ...base, ...vars };
+/** The variables for the runner (which imports the user's code), as the server's
+ * TORCHSCOPE_RUNNER_ENV: a JSON object, PYTHONPATH's relative entries made absolute from the
+ * workspace folder; undefined when there are none. Not for the server's own environment: a
+ * PYTHONHOME or PYTHONPATH meant for the project must not stop the language server. */
+export function runnerEnv(vars: Record<string, string>, folder: string | undefined): string | undefined {
+  if (Object.keys(vars).length === 0) return undefined;
+  const out = { ...vars };
   if (vars.PYTHONPATH !== undefined) {
-    const own = vars.PYTHONPATH.split(path.delimiter)
+    out.PYTHONPATH = vars.PYTHONPATH.split(path.delimiter)
       .filter(Boolean)
-      .map((p) => (folder && !path.isAbsolute(p) ? path.resolve(folder, p) : p));
-    env.PYTHONPATH = [...own, ...(base.PYTHONPATH ? [base.PYTHONPATH] : [])].join(path.delimiter);
+      .map((p) => (folder && !path.isAbsolute(p) ? path.resolve(folder, p) : p))
+      .join(path.delimiter);
   }
-  return env;
+  return JSON.stringify(out);
 }

@@ -4,6 +4,7 @@ process (`python -m torchscope.server`) and its real runner."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -739,6 +740,41 @@ def test_the_users_code_imports_its_own_libraries_not_the_extensions(bundled, tm
             {"uri": uri(tmp_path / "own.py"), "target": "Net", "input": "torch.ones(2, 4)"},
         )
         assert result["summary"]["error"] is None, result["summary"]["error"]
+    finally:
+        session.close()
+
+
+def test_the_workspace_environment_file_reaches_the_runner_only(tmp_path):
+    """The extension reads the workspace's `.env` (python.envFile) and hands its variables to
+    the server in TORCHSCOPE_RUNNER_ENV: the runner, which imports the user's code, gets them
+    (PYTHONPATH entries first), the server keeps its own environment."""
+    write(tmp_path, "lib/env_layers.py", "from torch import nn\nWide = nn.Linear\n")
+    model = write(
+        tmp_path,
+        "env_model.py",
+        """
+        import os
+        from env_layers import Wide
+        from torch import nn
+
+        class EnvNet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = Wide(4, int(os.environ["MODEL_WIDTH"]))
+
+            def forward(self, x):
+                return self.fc(x)
+        """,
+    )
+    env = server_env()
+    env["TORCHSCOPE_RUNNER_ENV"] = json.dumps(
+        {"PYTHONPATH": str(tmp_path / "lib"), "MODEL_WIDTH": "9"}
+    )
+    session = Session(sys.executable, env, tmp_path, TIMEOUT * 5)
+    try:
+        result = session.request("torchscope/trace", {"uri": uri(model), "target": "EnvNet"})
+        assert result["summary"]["error"] is None, result["summary"]["error"]
+        assert result["summary"]["params"] == 4 * 9 + 9
     finally:
         session.close()
 

@@ -46,6 +46,9 @@ def runner_env() -> dict[str, str]:
     env = dict(os.environ)
     here = str(Path(torchscope.__file__).resolve().parent.parent)
     parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    workspace = _workspace_env(env.pop(RUNNER_ENV, None))
+    parts = [p for p in workspace.pop("PYTHONPATH", "").split(os.pathsep) if p] + parts
+    env.update(workspace)
     libs = _bundled_libs(parts)
     if libs is not None:
         parts = [p for p in parts if p != libs]
@@ -57,6 +60,22 @@ def runner_env() -> dict[str, str]:
     env["PYTHONIOENCODING"] = "utf-8"
     env["TORCHSCOPE_SERVER_PID"] = str(os.getpid())
     return env
+
+
+# The workspace's environment file (`.env`), as the extension read it: a JSON object of
+# variables for the runner, which imports the user's code, and not for the server itself
+# (a PYTHONHOME or PYTHONPATH meant for the project must not stop the language server).
+RUNNER_ENV = "TORCHSCOPE_RUNNER_ENV"
+
+
+def _workspace_env(text: Optional[str]) -> dict[str, str]:
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): str(v) for k, v in value.items() if isinstance(v, str)}
 
 
 def _bundled_libs(pythonpath: list[str]) -> Optional[str]:

@@ -1,12 +1,12 @@
 // The workspace's environment file: dotenv as the Python extension reads it, where it is, and
-// how its variables reach the language server (and so the runner) beside the host's own.
+// how its variables reach the runner (through the language server, which keeps its own).
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: dotenv text, where ${NAME} is the syntax under test
 import { strict as assert } from "node:assert";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, it } from "node:test";
-import { DEFAULT_ENV_FILE, envFilePath, parseEnvFile, readEnvFile, withEnvFile } from "../../../extension/src/envFile";
+import { DEFAULT_ENV_FILE, envFilePath, parseEnvFile, readEnvFile, runnerEnv } from "../../../extension/src/envFile";
 
 describe("parseEnvFile", () => {
   it("reads variables, comments, export, quotes and blank lines", () => {
@@ -65,17 +65,16 @@ describe("readEnvFile and withEnvFile", () => {
     assert.deepEqual(readEnvFile(path.join(tmpdir(), "no-such-dir-torchscope", ".env"), {}), { vars: {}, skipped: [] });
     assert.deepEqual(readEnvFile(undefined, {}), { vars: {}, skipped: [] });
   });
-  it("puts the file's variables over the host's, its PYTHONPATH first and from the folder", () => {
+  it("hands the file's variables to the runner, PYTHONPATH entries from the folder", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "torchscope-env-"));
     const file = path.join(dir, ".env");
-    writeFileSync(file, `PYTHONPATH=src${path.delimiter}/abs/lib\nOMP_NUM_THREADS=1\nSHARED=file\n`);
+    writeFileSync(file, `PYTHONPATH=src${path.delimiter}/abs/lib\nOMP_NUM_THREADS=1\n`);
     const read = readEnvFile(file, {});
     assert.equal(read.file, file);
-    const env = withEnvFile({ PATH: "/bin", SHARED: "host", PYTHONPATH: "/host/site" }, read.vars, dir);
-    assert.equal(env.PYTHONPATH, [path.join(dir, "src"), "/abs/lib", "/host/site"].join(path.delimiter));
-    assert.equal(env.SHARED, "file");
-    assert.equal(env.OMP_NUM_THREADS, "1");
-    assert.equal(env.PATH, "/bin");
-    assert.deepEqual(withEnvFile({ PATH: "/bin" }, {}, dir), { PATH: "/bin" }, "no file: the host's environment as it is");
+    assert.deepEqual(JSON.parse(runnerEnv(read.vars, dir)!), {
+      PYTHONPATH: [path.join(dir, "src"), "/abs/lib"].join(path.delimiter),
+      OMP_NUM_THREADS: "1",
+    });
+    assert.equal(runnerEnv({}, dir), undefined, "no file, no variables: nothing for the runner");
   });
 });
