@@ -338,6 +338,17 @@ def test_target_at_utf16_columns(tmp_path):
             "torch.zeros(4, 3, 32, 32)",
         ),
         ("model = Net()\nx = torch.ones(1)\nx = torch.ones(2)\nmodel(x)\n", "model", None),
+        # one dict is one argument (a batch), not keywords
+        (
+            "model = Net()\nbatch = {'x': torch.ones(2)}\nmodel(batch)\n",
+            "model",
+            "({'x': torch.ones(2)},)",
+        ),
+        (
+            "model = Net()\nmodel([torch.ones(1), torch.ones(2)])\n",
+            "model",
+            "([torch.ones(1), torch.ones(2)],)",
+        ),
         ("def f(x):\n    model(x)\nmodel = Net()\nx = torch.ones(1)\n", "model", None),
         ("model = Net()\nx = torch.load('batch.pt')\nmodel(x)\n", "model", None),  # a file
         ("model = Net()\nds = data.MNIST('/d', download=True)\nmodel(ds[0])\n", "model", None),

@@ -567,15 +567,17 @@ def input_call(project: Project, info: FileInfo, target: str) -> Optional[str]:
         found = _call_arguments(node, importable, info, stand_ins, only_values=False)
         if found is None:
             continue
-        seg = [text for key, text in found[0] if key is None]
-        kw = [(key, text) for key, text in found[0] if key is not None]
+        seg = [(text, value) for key, text, value in found[0] if key is None]
+        kw = [(key, text) for key, text, _ in found[0] if key is not None]
         if seg and kw:
             continue  # positional and keyword arguments together cannot be one input expression
         if kw:
             return "{" + ", ".join(f"{k!r}: {v}" for k, v in kw) + "}"
         if len(seg) == 1:
-            return seg[0]
-        return "(" + ", ".join(seg) + ")"
+            text, value = seg[0]
+            # one dict, list or tuple is one argument, not keywords or several (`as_call`)
+            return f"({text},)" if _is_container(value) else text
+        return "(" + ", ".join(text for text, _ in seg) + ")"
     if is_class:
         return _returned_example(info, target, importable)
     return None
@@ -613,7 +615,7 @@ def ctor_call(info: FileInfo, target: str) -> Optional[CtorCall]:
             continue
         arguments = _call_arguments(node, known, info, stand_ins, only_values=True)
         if arguments is not None:
-            parts = [f"{key}={text}" if key else text for key, text in arguments[0]]
+            parts = [f"{key}={text}" if key else text for key, text, _ in arguments[0]]
             found.append(CtorCall(", ".join(parts), node.lineno, arguments[1]))
         else:
             written = _written_arguments(node, info.text)
@@ -677,14 +679,14 @@ def _bound_once(info: FileInfo) -> dict[str, ast.expr]:
 
 def _call_arguments(
     node: ast.Call, known: set[str], info: FileInfo, stand_ins: _StandIns, only_values: bool
-) -> Optional[tuple[list[tuple[Optional[str], str]], bool]]:
-    """Each argument of the call as (keyword or None, source text), with `args.X` filled with
+) -> Optional[tuple[list[tuple[Optional[str], str, ast.expr]], bool]]:
+    """Each argument of the call as (keyword or None, source text, expression), with `args.X` filled with
     argparse's defaults and names bound once with their values (`_StandIns`), and whether an
     argparse default was used; None when one can't be evaluated from `known` names
     (`only_values`: and calls nothing but constructors of values, `_safe_calls`)."""
     if not only_values and any(k.arg is None for k in node.keywords):
         return None  # **kwargs: no one input expression
-    out: list[tuple[Optional[str], str]] = []
+    out: list[tuple[Optional[str], str, ast.expr]] = []
     filled = False
     for keyword, value, spread in [(None, a, False) for a in node.args] + [
         (k.arg, k.value, k.arg is None) for k in node.keywords
@@ -700,8 +702,15 @@ def _call_arguments(
         if text is None:
             return None
         filled = filled or defaults
-        out.append((keyword, f"**{text}" if spread else text))  # `**CONFIG`: a constructor's
+        out.append((keyword, f"**{text}" if spread else text, value))  # `**CONFIG`: a constructor's
     return out, filled
+
+
+def _is_container(value: ast.expr) -> bool:
+    """A dict, list or tuple display, or a `dict(...)`, `list(...)`, `tuple(...)` call."""
+    if isinstance(value, (ast.Dict, ast.List, ast.Tuple)):
+        return True
+    return isinstance(value, ast.Call) and dotted(value.func) in ("dict", "list", "tuple")
 
 
 def _argparse_defaults(info: FileInfo) -> dict[str, ast.expr]:
