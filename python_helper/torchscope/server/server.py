@@ -25,8 +25,8 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..failure import Failure
 from ..runner import PRELOADABLE
+from . import calls_in_file, hints
 from . import find_targets as targets
-from . import hints
 from .compare_request import CompareError, compare_files
 from .runner_client import RunnerClient, stop_early
 from .traces import Change, Mark, Trace, TraceStore, file_key
@@ -322,7 +322,7 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
             request[key] = value
     if not p.get("input"):
         info = ls.project.load(path, text)
-        call = targets.input_call(ls.project, info, target) if info is not None else None
+        call = calls_in_file.input_call(ls.project, info, target) if info is not None else None
         if call:
             request["inputCall"] = call
     # the extension logs one line per trace (what was traced, how long, from which input);

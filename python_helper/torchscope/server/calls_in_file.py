@@ -1,0 +1,399 @@
+"""What the file itself calls its model with: the input of a call of the model
+(`model(torch.randn(2, 64))`) and the arguments it builds it with (`Encoder(24, depth=3)` in
+`main()`), read without running anything — literals, the file's constants, classes and
+config classes, names it binds once to such values, argparse's defaults for `args.X`.
+Static analysis only: nothing is executed and torch is never imported."""
+
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+from typing import NamedTuple, Optional
+
+from ..definitions import dotted
+from .find_targets import FileInfo, Project
+
+_ALLOWED_BUILTINS = {
+    "True",
+    "False",
+    "None",
+    "dict",
+    "tuple",
+    "list",
+    "range",
+    "len",
+    "int",
+    "float",
+}
+
+
+def _literal(expr: ast.expr, importable: set[str]) -> bool:
+    """Only constants, and names bound by imports (`torch`, `np`) or builtins."""
+    for node in ast.walk(expr):
+        if (
+            isinstance(node, ast.Name)
+            and node.id not in importable
+            and node.id not in _ALLOWED_BUILTINS
+        ):
+            return False
+        if isinstance(node, (ast.Starred, ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield)):
+            return False
+    return True
+
+
+def input_call(project: Project, info: FileInfo, target: str) -> Optional[str]:
+    """The input expression of a call of `target` with literal arguments in the file, such as
+    `model(torch.randn(2, 64))`, `Net()(torch.zeros(1, 3, 32, 32))`, or `m = Net(); m(x)`."""
+    importable = set(info.imports)
+    is_class = target in info.classes
+    builds = is_class or target in info.functions  # `target(...)` makes a model
+    callers: set[str] = set() if builds else {target}  # names that hold the model
+    stand_ins = _StandIns.of(info)
+    for node in ast.walk(info.tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and builds:
+            if dotted(node.value.func) == target:
+                callers.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    for node in ast.walk(info.tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value
+        direct = isinstance(func, ast.Name) and func.id in callers
+        built = builds and isinstance(func, ast.Call) and dotted(func.func) == target
+        if not (direct or built):
+            continue
+        if not node.args and not node.keywords:
+            continue
+        found = _call_arguments(node, importable, info, stand_ins, only_values=False)
+        if found is None:
+            continue
+        seg = [(text, value) for key, text, value in found[0] if key is None]
+        kw = [(key, text) for key, text, _ in found[0] if key is not None]
+        if seg and kw:
+            continue  # positional and keyword arguments together cannot be one input expression
+        if kw:
+            return "{" + ", ".join(f"{k!r}: {v}" for k, v in kw) + "}"
+        if len(seg) == 1:
+            text, value = seg[0]
+            # one dict, list or tuple is one argument, not keywords or several (`as_call`)
+            return f"({text},)" if _is_container(value) else text
+        return "(" + ", ".join(text for text, _ in seg) + ")"
+    if is_class:
+        return _returned_example(info, target, importable)
+    return None
+
+
+class CtorCall(NamedTuple):
+    """How the file itself builds a target: the call's arguments as text, its line, and
+    whether argparse defaults stand in for `args.X` in them."""
+
+    text: str
+    line: int
+    argparse_defaults: bool = False
+    # False: arguments that can't be evaluated here (`Net(len(vocab))`): as written, for the
+    # user to start from
+    usable: bool = True
+
+
+def ctor_call(info: FileInfo, target: str) -> Optional[CtorCall]:
+    """How the file itself builds class `target`, or calls factory `target`: its first call
+    with arguments (anywhere: in `main()`, under the main guard) whose arguments can be
+    evaluated in the file's namespace (`_call_arguments`): `Wide(12)` → "12",
+    `Net(Config(dim=8))` → "Config(dim=8)", `Net(args.dim)` with `add_argument("--dim",
+    default=64)` → "64". Else the first call's arguments as written, not usable
+    (`Net(len(vocab))`); None when the file never calls it with arguments."""
+    if target not in info.classes and target not in info.functions:
+        return None
+    known = set(info.imports) | set(info.classes) | set(info.functions) | _plain_names(info)
+    stand_ins = _StandIns.of(info)
+    found: list[CtorCall] = []
+    for node in ast.walk(info.tree):
+        if not isinstance(node, ast.Call) or dotted(node.func) != target:
+            continue
+        if not (node.args or node.keywords):
+            continue
+        arguments = _call_arguments(node, known, info, stand_ins, only_values=True)
+        if arguments is not None:
+            parts = [f"{key}={text}" if key else text for key, text, _ in arguments[0]]
+            found.append(CtorCall(", ".join(parts), node.lineno, arguments[1]))
+        else:
+            written = _written_arguments(node, info.text)
+            if written:
+                found.append(CtorCall(written, node.lineno, usable=False))
+    # the first usable one, else the first as written
+    return min(found, key=lambda c: (not c.usable, c.line)) if found else None
+
+
+def _written_arguments(node: ast.Call, text: str) -> Optional[str]:
+    """A call's arguments as the file writes them (`vocab_size=len(tok), dim=args.dim`)."""
+    parts: list[str] = []
+    for arg in node.args:
+        parts.append(ast.get_source_segment(text, arg) or "")
+    for k in node.keywords:
+        value = ast.get_source_segment(text, k.value) or ""
+        parts.append(f"{k.arg}={value}" if k.arg else f"**{value}")
+    return ", ".join(parts) if all(parts) else None
+
+
+@dataclass
+class _StandIns:
+    """What may stand in for a name in a call's arguments: the file's argparse options with
+    literal defaults (for `args.X`, `args` bound to a parser's result), and the names the file
+    binds exactly once, to an expression (`x = torch.randn(2, 64)`, `cfg = Config(dim=8)`)."""
+
+    defaults: dict[str, ast.expr]
+    parsed: set[str]
+    values: dict[str, ast.expr]
+
+    @staticmethod
+    def of(info: FileInfo) -> _StandIns:
+        defaults = _argparse_defaults(info)
+        parsed = _parsed_args_names(info) if defaults else set()
+        return _StandIns(defaults, parsed, _bound_once(info))
+
+
+def _bound_once(info: FileInfo) -> dict[str, ast.expr]:
+    """Names the file binds exactly once (any scope; a parameter, a loop variable, an import
+    count), by a plain `name = expr`: the value it always has, wherever it is read."""
+    counts: dict[str, int] = {}
+    values: dict[str, ast.expr] = {}
+    for node in ast.walk(info.tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            counts[node.id] = counts.get(node.id, 0) + 1
+        elif isinstance(node, ast.arg):
+            counts[node.arg] = counts.get(node.arg, 0) + 1
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            counts[node.name] = counts.get(node.name, 0) + 1
+        elif isinstance(node, ast.alias):
+            name = (node.asname or node.name).split(".")[0]
+            counts[name] = counts.get(name, 0) + 1
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            values[node.targets[0].id] = node.value
+    return {name: value for name, value in values.items() if counts.get(name) == 1}
+
+
+def _call_arguments(
+    node: ast.Call, known: set[str], info: FileInfo, stand_ins: _StandIns, only_values: bool
+) -> Optional[tuple[list[tuple[Optional[str], str, ast.expr]], bool]]:
+    """Each argument of the call as (keyword or None, source text, expression), `args.X`
+    filled with argparse's defaults and names bound once with their values (`_StandIns`), and
+    whether an argparse default was used; None when one can't be evaluated from `known` names
+    (`only_values`: and calls nothing but constructors of values, `_safe_calls`)."""
+    if not only_values and any(k.arg is None for k in node.keywords):
+        return None  # **kwargs: no one input expression
+    out: list[tuple[Optional[str], str, ast.expr]] = []
+    filled = False
+    for keyword, value, spread in [(None, a, False) for a in node.args] + [
+        (k.arg, k.value, k.arg is None) for k in node.keywords
+    ]:
+        value, changed, defaults = _stand_in(value, stand_ins, known)
+        # what stood in for a name came from elsewhere in the file: it may only make values
+        # (`x = torch.randn(2, 64)`, never `dataset = MNIST(root, download=True)`)
+        if not _literal(value, known) or (
+            (only_values or changed) and not _safe_calls(value, info)
+        ):
+            return None
+        text = ast.unparse(value) if changed else ast.get_source_segment(info.text, value)
+        if text is None:
+            return None
+        filled = filled or defaults
+        out.append((keyword, f"**{text}" if spread else text, value))  # (`**CONFIG`)
+    return out, filled
+
+
+def _is_container(value: ast.expr) -> bool:
+    """A dict, list or tuple display, or a `dict(...)`, `list(...)`, `tuple(...)` call."""
+    if isinstance(value, (ast.Dict, ast.List, ast.Tuple)):
+        return True
+    return isinstance(value, ast.Call) and dotted(value.func) in ("dict", "list", "tuple")
+
+
+def _argparse_defaults(info: FileInfo) -> dict[str, ast.expr]:
+    """`dest` → literal default of the file's `parser.add_argument(...)` calls (`--hidden-size`
+    → hidden_size; `store_true` → False); a dest given two different defaults is left out."""
+    imports = set(info.imports)
+    out: dict[str, ast.expr] = {}
+    clash: set[str] = set()
+    for node in ast.walk(info.tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr != "add_argument":
+            continue
+        names = [
+            a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        ]
+        if not names or len(names) != len(node.args):
+            continue
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        dest_node = kw.get("dest")
+        if isinstance(dest_node, ast.Constant) and isinstance(dest_node.value, str):
+            dest = dest_node.value
+        else:
+            long = [n for n in names if n.startswith("--")]
+            short = [n for n in names if n.startswith("-")]
+            dest = (long or short or names)[0].lstrip("-").replace("-", "_")
+        default = _argparse_default(kw, imports)
+        if default is None:
+            continue
+        if dest in out and ast.dump(out[dest]) != ast.dump(default):
+            clash.add(dest)
+        out[dest] = default
+    for dest in clash:
+        del out[dest]
+    return out
+
+
+def _argparse_default(kw: dict[str, ast.expr], imports: set[str]) -> Optional[ast.expr]:
+    action = kw.get("action")
+    flag = action.value if isinstance(action, ast.Constant) else None
+    if "default" not in kw:
+        return ast.Constant(flag == "store_false") if flag in _FLAGS else None
+    value = kw["default"]
+    if not _literal(value, imports):
+        return None
+    kind = kw.get("type")
+    if isinstance(value, ast.Constant) and isinstance(value.value, str) and kind is not None:
+        try:  # argparse passes a string default through `type`
+            if dotted(kind) == "int":
+                return ast.Constant(int(value.value))
+            if dotted(kind) == "float":
+                return ast.Constant(float(value.value))
+        except ValueError:
+            return None
+    return value
+
+
+_FLAGS = ("store_true", "store_false")
+
+
+def _parsed_args_names(info: FileInfo) -> set[str]:
+    """Names bound to a parser's result: `args = parser.parse_args()`, `args, _ =
+    parser.parse_known_args()`."""
+    names: set[str] = set()
+    for node in ast.walk(info.tree):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        func = node.value.func
+        if not isinstance(func, ast.Attribute):
+            continue
+        for t in node.targets:
+            if func.attr == "parse_args" and isinstance(t, ast.Name):
+                names.add(t.id)
+            elif func.attr == "parse_known_args" and isinstance(t, ast.Tuple) and t.elts:
+                if isinstance(t.elts[0], ast.Name):
+                    names.add(t.elts[0].id)
+    return names
+
+
+def _stand_in(expr: ast.expr, stand_ins: _StandIns, known: set[str]) -> tuple[ast.expr, bool, bool]:
+    """`expr` with each `args.X` replaced by X's argparse default and each name bound once by
+    its value (theirs in turn, a few levels deep); whether anything was, whether a default."""
+    changed = defaults = False
+
+    class Fill(ast.NodeTransformer):
+        depth = 0
+
+        def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+            nonlocal changed, defaults
+            if isinstance(node.value, ast.Name) and node.value.id in stand_ins.parsed:
+                default = stand_ins.defaults.get(node.attr)
+                if default is not None:
+                    changed = defaults = True
+                    return copy.deepcopy(default)
+            return self.generic_visit(node)
+
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            nonlocal changed
+            value = stand_ins.values.get(node.id)
+            if value is None or node.id in known or self.depth >= _STAND_IN_DEPTH:
+                return node
+            changed = True
+            self.depth += 1
+            try:
+                return self.visit(copy.deepcopy(value))
+            finally:
+                self.depth -= 1
+
+    filled = Fill().visit(copy.deepcopy(expr))
+    return (filled, True, defaults) if changed else (expr, False, False)
+
+
+_STAND_IN_DEPTH = 3  # `x = torch.randn(batch, DIM)` with `batch = 4`: two levels
+
+
+def _safe_calls(expr: ast.expr, info: FileInfo) -> bool:
+    """Calls that only build values: the file's own classes (a config dataclass),
+    configuration classes (`GPT2Config(n_layer=2)`), builtins, torch.nn's classes
+    (`act=nn.GELU()`), torch's tensor factories (`torch.randn`) — never a function that may
+    read a checkpoint or a data set (`Net(torch.load(...))`, `Net(build_vocab(data))`,
+    `AutoConfig.from_pretrained(...)`)."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            name = dotted(node.func) or ""
+            if name in info.classes or name in _ALLOWED_BUILTINS:
+                continue
+            last = name.rsplit(".", 1)[-1]
+            if name.startswith(("nn.", "torch.nn.")) and last[:1].isupper():
+                continue
+            if name.startswith("torch.") and last in _TENSOR_FACTORIES and name.count(".") == 1:
+                continue
+            if last[:1].isupper() and last.endswith(_CONFIG_CLASSES):  # GPT2Config(n_layer=2)
+                continue
+            return False
+    return True
+
+
+# torch functions that make a tensor from nothing but their arguments (not `torch.load`)
+_TENSOR_FACTORIES = frozenset(
+    "randn rand randint randperm zeros ones full empty eye arange linspace tensor as_tensor "
+    "normal".split()
+)
+# a configuration class's constructor only stores values (transformers' `GPT2Config`, a
+# project's `ModelConfig`); `AutoConfig.from_pretrained(...)`, which downloads, is no class
+_CONFIG_CLASSES = ("Config", "Configuration")
+
+
+def _plain_names(info: FileInfo) -> set[str]:
+    """Module-level names bound to plain values (`DIM = 64`, `SIZES = (3, 5)`)."""
+    names: set[str] = set()
+    for stmt in info.tree.body:
+        if isinstance(stmt, ast.Assign) and _literal(stmt.value, set(info.imports)):
+            names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            if isinstance(stmt.target, ast.Name) and _literal(stmt.value, set(info.imports)):
+                names.add(stmt.target.id)
+    return names
+
+
+def _returned_example(info: FileInfo, target: str, importable: set[str]) -> Optional[str]:
+    """The example a factory in the file returns beside a `target(...)` model, when it is made
+    of literals: `return ConvNet(), torch.randn(1, 3, 32, 32)`."""
+    for fn in info.functions.values():
+        built = {
+            t.id
+            for node in ast.walk(fn)
+            if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and dotted(node.value.func) == target
+            for t in node.targets
+            if isinstance(t, ast.Name)
+        }
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Return) or not isinstance(node.value, ast.Tuple):
+                continue
+            elts = node.value.elts
+            if len(elts) != 2:
+                continue
+            model, example = elts
+            makes = (isinstance(model, ast.Call) and dotted(model.func) == target) or (
+                isinstance(model, ast.Name) and model.id in built
+            )
+            if makes and _literal(example, importable):
+                return ast.get_source_segment(info.text, example)
+    return None

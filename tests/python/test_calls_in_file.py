@@ -1,0 +1,169 @@
+"""What the file itself calls its model with (server/calls_in_file.py): the input of a call
+of the model and the arguments it builds it with, read statically."""
+
+from __future__ import annotations
+
+import pytest
+from test_server_find_targets import line_of, load, write  # (tests/python is on sys.path)
+
+from torchscope.server import calls_in_file
+
+
+@pytest.mark.parametrize(
+    "source, target, expected",
+    [
+        ("model = Net()\nout = model(torch.randn(2, 64))\n", "model", "torch.randn(2, 64)"),
+        ("Net()(torch.zeros(1, 3, 32, 32))\n", "Net", "torch.zeros(1, 3, 32, 32)"),
+        (
+            "if __name__ == '__main__':\n    m = Net()\n    m(torch.ones(1), torch.ones(2))\n",
+            "Net",
+            "(torch.ones(1), torch.ones(2))",
+        ),
+        (
+            "m = make()\nm(input_ids=torch.zeros(1, 4, dtype=torch.long))\n",
+            "make",
+            "{'input_ids': torch.zeros(1, 4, dtype=torch.long)}",
+        ),
+        # a name the file binds once stands for its value
+        ("model = Net()\nx = torch.randn(2, 64)\nmodel(x)\n", "model", "torch.randn(2, 64)"),
+        (
+            "def main():\n    b = 4\n    x = torch.zeros(b, 3, 32, 32)\n    Net()(x)\n",
+            "Net",
+            "torch.zeros(4, 3, 32, 32)",
+        ),
+        ("model = Net()\nx = torch.ones(1)\nx = torch.ones(2)\nmodel(x)\n", "model", None),
+        # one dict is one argument (a batch), not keywords
+        (
+            "model = Net()\nbatch = {'x': torch.ones(2)}\nmodel(batch)\n",
+            "model",
+            "({'x': torch.ones(2)},)",
+        ),
+        (
+            "model = Net()\nmodel([torch.ones(1), torch.ones(2)])\n",
+            "model",
+            "([torch.ones(1), torch.ones(2)],)",
+        ),
+        ("def f(x):\n    model(x)\nmodel = Net()\nx = torch.ones(1)\n", "model", None),
+        ("model = Net()\nx = torch.load('batch.pt')\nmodel(x)\n", "model", None),  # a file
+        ("model = Net()\nds = data.MNIST('/d', download=True)\nmodel(ds[0])\n", "model", None),
+        ("model = Net()\nmodel.forward(torch.randn(3, 64))\n", "model", "torch.randn(3, 64)"),
+        ("Net(torch.randn(2))\n", "Net", None),  # a constructor call, not a forward
+        ("model = Net()\nmodel(torch.ones(1), k=2)\n", "model", None),  # mixed
+        ("other = Net()\nother(torch.ones(1))\n", "model", None),
+    ],
+)
+def test_input_call(tmp_path, source, target, expected):
+    header = (
+        "import torch\nfrom torch import nn\nfrom torchvision import datasets as data\n"
+        "class Net(nn.Module): pass\ndef make(): return Net()\n"
+    )
+    path = write(tmp_path, "m.py", header + source)
+    project, info = load(path)
+    assert calls_in_file.input_call(project, info, target) == expected
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("def main():\n    net = Net(12)\n    net(torch.randn(2, 12))\n", ("12", 9)),
+        (
+            "if __name__ == '__main__':\n    Net(Config(dim=8), act=nn.GELU())\n",
+            ("Config(dim=8), act=nn.GELU()", 9),
+        ),
+        ("net = Net(Config(dim=8), depth=2)\n", ("Config(dim=8), depth=2", 8)),
+        ("net = Net(DIM, dtype=torch.float16)\n", ("DIM, dtype=torch.float16", 8)),
+        ("net = Net(act=nn.GELU(), sizes=(3, 5))\n", ("act=nn.GELU(), sizes=(3, 5)", 8)),
+        ("def main(cfg):\n    Net(cfg)\n", None),  # a local: only the program knows it
+        ("def main(args):\n    Net(args.dim)\n", None),
+        ("net = Net(torch.load('cfg.pt'))\n", None),  # may read a file: never run
+        ("net = Net(build(3))\n", None),  # a function of the file: may do anything
+        ("net = Net(**KW)\n", ("**KW", 8)),  # a module-level dict of plain values
+        ("def main(cfg):\n    Net(**cfg)\n", None),
+        ("def main():\n    cfg = Config(dim=8)\n    Net(cfg)\n", ("Config(dim=8)", 10)),
+        ("def main():\n    vocab = build(3)\n    Net(vocab)\n", None),
+        ("net = Net(GPT2Config(n_layer=2))\n", ("GPT2Config(n_layer=2)", 8)),
+        ("net = Net(transformers.LlamaConfig())\n", ("transformers.LlamaConfig()", 8)),
+        ("net = Net(AutoConfig.from_pretrained('gpt2'))\n", None),  # downloads
+        ("net = Net(config.load())\n", None),
+        ("net = Net()\n", None),  # no arguments: nothing to find
+        ("a = Net(DIM)\nb = Net(3)\n", ("DIM", 8)),  # the first by line
+    ],
+)
+def test_ctor_call(tmp_path, source, expected):
+    """The arguments the file's own construction of a class passes, when they can be
+    evaluated in its namespace without running anything but constructors of values."""
+    header = (
+        "import torch, transformers\nfrom torch import nn; from transformers import GPT2Config, AutoConfig\n"
+        "DIM = 64\nKW = {}\n"
+        "class Config: pass\nclass Net(nn.Module): pass\ndef build(n): return n\n"
+    )
+    path = write(tmp_path, "m.py", header + source)
+    project, info = load(path)
+    found = calls_in_file.ctor_call(info, "Net")
+    assert ((found.text, found.line) if found and found.usable else None) == expected
+    assert found is None or not found.argparse_defaults
+
+
+ARGPARSE = """
+import argparse
+import torch
+from torch import nn
+class Net(nn.Module):
+    pass
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hidden-size", type=int, default=64)
+    parser.add_argument("-d", "--depth", default="3", type=int)
+    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--no-bias", action="store_true")
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--act", default=nn.GELU)
+    args = parser.parse_args()
+    {call}
+"""
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (
+            "model = Net(args.hidden_size, depth=args.depth, bias=not args.no_bias)",
+            "64, depth=3, bias=not False",
+        ),
+        (
+            "model = Net(args.hidden_size * 2, p=args.dropout, act=args.act)",
+            "64 * 2, p=0.1, act=nn.GELU",
+        ),
+        ("model = Net(args.data)", None),  # required: no default to stand in
+        ("model = Net(args.missing)", None),
+        ("model = Net(opts.hidden_size)", None),  # not the parser's result
+    ],
+)
+def test_ctor_call_with_argparse_defaults(tmp_path, call, expected):
+    """`Net(args.hidden_size)` in a script: argparse's defaults stand in for the command line
+    (what `python train.py` with no options builds)."""
+    path = write(tmp_path, "train.py", ARGPARSE.format(call=call))
+    project, info = load(path)
+    found = calls_in_file.ctor_call(info, "Net")
+    assert (found.text if found and found.usable else None) == expected
+    if found and found.usable:
+        assert found.argparse_defaults and found.line == line_of(path, call) + 1
+
+
+def test_ctor_call_that_cannot_be_evaluated_is_given_as_written(tmp_path):
+    """For the user to start from: the arguments as the file writes them."""
+    source = (
+        "import torch\nfrom torch import nn\nclass Net(nn.Module): pass\n"
+        "def main(tok, args):\n    Net(len(tok), dim=args.dim, **extra)\n"
+    )
+    path = write(tmp_path, "m.py", source)
+    project, info = load(path)
+    found = calls_in_file.ctor_call(info, "Net")
+    assert found == ("len(tok), dim=args.dim, **extra", 5, False, False)
+
+
+def test_input_call_with_argparse_defaults(tmp_path):
+    call = "model = Net(args.hidden_size)\n    model(torch.randn(args.depth, args.hidden_size))"
+    path = write(tmp_path, "train.py", ARGPARSE.format(call=call))
+    project, info = load(path)
+    assert calls_in_file.input_call(project, info, "Net") == "torch.randn(3, 64)"
