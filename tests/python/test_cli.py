@@ -192,59 +192,67 @@ def test_bad_targets_get_one_line(models: Path, tmp_path: Path, capsys, target, 
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_a_class_that_needs_arguments_is_built_as_the_file_builds_it(tmp_path: Path, capsys):
-    src = write(
-        tmp_path,
-        "wide.py",
-        "import torch\nfrom torch import nn\n\n"
-        "class Wide(nn.Module):\n"
-        "    def __init__(self, dim, hidden=32):\n"
-        "        super().__init__()\n"
-        "        self.a = nn.Linear(dim, hidden)\n"
-        "    def forward(self, x):\n"
-        "        return self.a(x)\n\n"
-        "def main():\n"
-        "    wide = Wide(12)\n"
-        "    print(wide(torch.randn(2, 12)))\n",
-    )
+_WIDE = """import torch
+from torch import nn
+
+class Wide(nn.Module):
+    def __init__(self, dim, hidden=32):
+        super().__init__()
+        self.a = nn.Linear(dim, hidden)
+    def forward(self, x):
+        return self.a(x)
+
+def main():
+    wide = Wide(12)
+    print(wide(torch.randn(2, 12)))
+"""
+
+# train.py builds its model in main() after parsing its options (the training never runs)
+_TRAIN = """import argparse
+import torch
+from torch import nn
+
+class Wide(nn.Module):
+    def __init__(self, dim, depth):
+        super().__init__()
+        self.a = nn.Sequential(*[nn.Linear(dim, dim) for _ in range(depth)])
+    def forward(self, x):
+        return self.a(x)
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--dim', type=int, default=20)
+    parser.add_argument('--depth', type=int, default=3)
+    parser.add_argument('--data', required=True)
+    args = parser.parse_args()
+    model = Wide(args.dim, depth=args.depth)
+    raise SystemExit('training ran')
+
+if __name__ == '__main__':
+    main()
+"""
+
+
+@pytest.mark.parametrize(
+    "source, said, params",
+    [
+        (_WIDE, "input torch.randn(2, 12); model built as Wide(12), as line 12 builds it", 416),
+        (
+            _TRAIN,  # as `python train.py` with no options builds it
+            "model built as Wide(20, depth=3), as line 18 builds it with its argparse defaults",
+            3 * (20 * 20 + 20),
+        ),
+    ],
+)
+def test_a_class_that_needs_arguments_is_built_as_the_file_builds_it(
+    tmp_path: Path, capsys, source, said, params
+):
+    src = write(tmp_path, "wide.py", source)
     out = tmp_path / "wide.msgpack"
     rc, printed, err = run(["trace", f"{src}:Wide", "-o", str(out)], capsys)
     assert rc == 0, err
-    assert "input torch.randn(2, 12); model built as Wide(12), as line 12 builds it" in printed
-    assert Graph.load(out).module_call("a").params == 12 * 32 + 32
-
-
-def test_a_script_sizing_its_model_from_the_command_line_gets_the_defaults(tmp_path: Path, capsys):
-    """train.py builds `Net(args.dim, depth=args.depth)` in main() after parsing its options:
-    traced as `python train.py` with no options builds it, the training never run."""
-    src = write(
-        tmp_path,
-        "train.py",
-        "import argparse\nimport torch\nfrom torch import nn\n\n"
-        "class Net(nn.Module):\n"
-        "    def __init__(self, dim, depth):\n"
-        "        super().__init__()\n"
-        "        self.body = nn.Sequential(*[nn.Linear(dim, dim) for _ in range(depth)])\n"
-        "    def forward(self, x):\n"
-        "        return self.body(x)\n\n"
-        "def main():\n"
-        "    parser = argparse.ArgumentParser()\n"
-        "    parser.add_argument('--dim', type=int, default=20)\n"
-        "    parser.add_argument('--depth', type=int, default=3)\n"
-        "    parser.add_argument('--data', required=True)\n"
-        "    args = parser.parse_args()\n"
-        "    model = Net(args.dim, depth=args.depth)\n"
-        "    raise SystemExit('training ran')\n\n"
-        "if __name__ == '__main__':\n"
-        "    main()\n",
-    )
-    out = tmp_path / "train.msgpack"
-    rc, printed, err = run(["trace", f"{src}:Net", "-o", str(out)], capsys)
-    assert rc == 0, err
-    assert "model built as Net(20, depth=3), as line 18 builds it with its argparse defaults" in (
-        printed
-    )
-    assert Graph.load(out).model.params == 3 * (20 * 20 + 20)
+    assert said in printed
+    assert Graph.load(out).model.params == params
 
 
 def test_bad_input_expression(models: Path, tmp_path: Path, capsys) -> None:
