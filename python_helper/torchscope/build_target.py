@@ -29,7 +29,8 @@ class Built:
     module: ModuleType  # the user's imported file (namespace for --input expressions)
     skipped: list[Skipped] = field(default_factory=list[Skipped])  # top-level work not run
     name: str = ""  # the target's name in its file
-    # a class that needs arguments, built as the file builds it: "Wide(12), as line 41 builds it"
+    # a class (or factory) that needs arguments, built as the file builds it: "Wide(12), as
+    # line 41 builds it"
     built_as: str = ""
 
 
