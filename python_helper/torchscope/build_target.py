@@ -301,20 +301,28 @@ def choose_input(
 def input_call_in_file(path: Path, name: str, text: Optional[str] = None) -> Optional[str]:
     """The input of a call of `name` with literal arguments in the file (static analysis:
     `model(torch.randn(2, 64))`, or an example a factory returns beside the model)."""
-    from .server import calls_in_file, find_targets
+    from .server import calls_in_file
 
-    project = find_targets.Project((path.resolve().parent,))
-    info = project.load(path, text)
+    project, info = _parsed(path, text)
     return calls_in_file.input_call(project, info, name) if info is not None else None
 
 
 def ctor_call_in_file(path: Path, name: str, text: Optional[str] = None) -> Any:
     """How the file itself builds `name` (a `calls_in_file.CtorCall`: `Wide(12)` in `main()` →
     "12", line 41), or None (static analysis)."""
-    from .server import calls_in_file, find_targets
+    from .server import calls_in_file
 
-    info = find_targets.Project((path.resolve().parent,)).load(path, text)
+    _, info = _parsed(path, text)
     return calls_in_file.ctor_call(info, name) if info is not None else None
+
+
+def _parsed(path: Path, text: Optional[str]) -> tuple[Any, Any]:
+    """The file parsed for static analysis, in a project rooted at its folder: (the
+    `find_targets.Project`, its `FileInfo` or None when it does not parse)."""
+    from .server import find_targets
+
+    project = find_targets.Project((path.resolve().parent,))
+    return project, project.load(path, text)
 
 
 def call_arguments(
