@@ -46,12 +46,13 @@ export function classifyFailure(e: unknown): Failure {
       return line ? { kind, message, line } : { kind, message };
     }
   }
+  // what a box asking for an input or constructor arguments starts with
+  const guess = typeof d.guess === "string" && d.guess ? { guess: d.guess } : {};
   switch (d.kind) {
     case "needs-input":
-      return typeof d.guess === "string" && d.guess ? { kind: "needs-input", message, guess: d.guess } : { kind: "needs-input", message };
+      return { kind: "needs-input", message, ...guess };
     case "target-error":
-      if (d.needsCtorArgs)
-        return typeof d.guess === "string" && d.guess ? { kind: "needs-ctor-args", message, guess: d.guess } : { kind: "needs-ctor-args", message };
+      if (d.needsCtorArgs) return { kind: "needs-ctor-args", message, ...guess };
       return details ? { kind: "target-error", message, details } : { kind: "target-error", message };
     case "runs-code":
       return { kind: "runs-code", message, statements: topLevelStatements(d.statements) };
