@@ -4,8 +4,8 @@
 // language server, which keeps its own environment), so that a trace sees the environment
 // "Run Python File" gives.
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
+import { expandPath } from "./interpreter";
 
 const FOLDER = "$" + "{workspaceFolder}"; // VS Code's variable, not a template placeholder
 export const DEFAULT_ENV_FILE = `${FOLDER}/.env`;
@@ -76,9 +76,9 @@ function substitute(text: string, lookup: (name: string) => string): string {
 /** The env file's path: the setting with `${workspaceFolder}` and `~` filled in, relative to
  * the workspace folder; undefined without a folder to resolve it against. */
 export function envFilePath(setting: string | undefined, folder: string | undefined): string | undefined {
-  const spec = (setting?.trim() || DEFAULT_ENV_FILE).replace(/^~(?=$|[\\/])/, os.homedir());
+  const spec = setting?.trim() || DEFAULT_ENV_FILE;
   if (spec.includes(FOLDER) && !folder) return undefined;
-  const filled = spec.split(FOLDER).join(folder ?? "");
+  const filled = expandPath(spec, folder); // (as torchscope.pythonPath is read)
   if (path.isAbsolute(filled)) return filled;
   return folder ? path.join(folder, filled) : undefined;
 }
