@@ -298,6 +298,24 @@ def choose_input(
     return ChosenInput(value, f"guessed from {g.source}: {describe_input(value)}", "guess", g.expr)
 
 
+def another_guess(built: Built, chosen: ChosenInput, device: str = "cpu") -> Optional[ChosenInput]:
+    """After a trace with the guessed input raised: the first of the usual other sizes the
+    model's forward accepts (a Linear after flatten may fix the image size the first Conv2d
+    can't say), or None. The editor and the CLI both try it."""
+    from .inputs import alternatives, describe_input, first_that_runs
+
+    if chosen.kind != "guess":
+        return None
+    fits = first_that_runs(built.model, alternatives(built.model), device)
+    if fits is None:
+        return None
+    with torch.device(device):
+        value = eval(fits, {"torch": torch})  # noqa: S307 - our own expression
+    source = chosen.described.split(": ", 1)[0]  # "guessed from the first layer …"
+    described = f"{source}, a size the model accepts: {describe_input(value)}"
+    return ChosenInput(value, described, "guess", fits)
+
+
 def input_call_in_file(path: Path, name: str, text: Optional[str] = None) -> Optional[str]:
     """The input of a call of `name` with literal arguments in the file (static analysis:
     `model(torch.randn(2, 64))`, or an example a factory returns beside the model)."""

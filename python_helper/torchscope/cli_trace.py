@@ -122,8 +122,10 @@ def _trace(
     import torch
 
     from .build_target import (
+        ChosenInput,
         RunsCode,
         TargetError,
+        another_guess,
         as_call,
         build,
         choose_input,
@@ -165,21 +167,30 @@ def _trace(
         raise CliError(str(exc)) from None
     except SystemExit as exc:
         raise CliError(f"the input called sys.exit({exc.code!r})") from None
-    args, kwargs = as_call(chosen.value)
-    try:
-        graph = trace_call(
-            built.model,
-            args,
-            kwargs,
-            time_budget=time_budget,
-            raise_errors=False,
-            values=values,
-            costs=costs,
-        )
-    except ModelTooDeep as exc:
-        raise CliError(str(exc)) from None
-    except SystemExit as exc:
-        raise CliError(f"the forward called sys.exit({exc.code!r})", 1) from None
+
+    def traced(chosen: ChosenInput) -> Any:
+        args, kwargs = as_call(chosen.value)
+        try:
+            return trace_call(
+                built.model,
+                args,
+                kwargs,
+                time_budget=time_budget,
+                raise_errors=False,
+                values=values,
+                costs=costs,
+            )
+        except ModelTooDeep as exc:
+            raise CliError(str(exc)) from None
+        except SystemExit as exc:
+            raise CliError(f"the forward called sys.exit({exc.code!r})", 1) from None
+
+    graph = traced(chosen)
+    if graph.error is not None and graph.error.type != TraceTimeout.__name__:
+        other = another_guess(built, chosen, device)  # as the editor's runner does
+        if other is not None:
+            chosen = other
+            graph = traced(chosen)
     timed_out = graph.error is not None and graph.error.type == TraceTimeout.__name__
     error = graph.error
     blamed = suspects(built.skipped, f"{error.type}: {error.message}") if error else []

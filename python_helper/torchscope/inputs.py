@@ -225,7 +225,49 @@ def guess(model: nn.Module) -> Guess:
             f"cannot tell what input {type(model).__name__} takes: its first layer {where} is "
             f"lazy (its first forward sizes it); {HOW_TO}"
         )
+    batch = keys_read(model)
+    if batch is not None:
+        name, keys = batch
+        read = ", ".join(f"{name}[{k!r}]" for k in keys)
+        return Guess(_as_batch(one, keys), f"the first layer {where}, as {read}")
     return Guess(one, f"the first layer {where}")
+
+
+def keys_read(model: nn.Module) -> Optional[tuple[str, list[str]]]:
+    """A forward that takes one batch dict: `(its argument's name, the string keys it reads by
+    subscript)` — `batch["features"]`, never `batch.get("weight", …)`, which may be missing.
+    None for any other forward (or one whose source can't be read)."""
+    import ast
+    import inspect
+    import textwrap
+
+    required = required_arguments(model)
+    if len(required) != 1:
+        return None
+    name = required[0]
+    try:
+        source = textwrap.dedent(inspect.getsource(inspect.unwrap(type(model).forward)))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+    keys: list[str] = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == name
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+            and node.slice.value not in keys
+        ):
+            keys.append(node.slice.value)
+    return (name, keys) if keys else None
+
+
+def _as_batch(expr: str, keys: list[str]) -> str:
+    """One input expression as the forward's one batch dict: `({'features': expr},)`."""
+    return "({" + ", ".join(f"{k!r}: {expr}" for k in keys) + "},)"
 
 
 def alternatives(model: nn.Module) -> list[str]:
@@ -237,14 +279,17 @@ def alternatives(model: nn.Module) -> list[str]:
     layer = found[0]
     if isinstance(layer, (nn.Conv2d, nn.ConvTranspose2d)):
         c = layer.in_channels
-        return [_randn(1, c, side, side) for side in (32, 28, 224, 96, 128, 256, 299, 512)]
-    if isinstance(layer, (nn.Conv1d, nn.ConvTranspose1d)):
+        exprs = [_randn(1, c, side, side) for side in (32, 28, 224, 96, 128, 256, 299, 512)]
+    elif isinstance(layer, (nn.Conv1d, nn.ConvTranspose1d)):
         c = layer.in_channels
-        return [_randn(1, c, n) for n in (16, 32, 128, 256, 1024, 16000)]
-    if isinstance(layer, (nn.Conv3d, nn.ConvTranspose3d)):
+        exprs = [_randn(1, c, n) for n in (16, 32, 128, 256, 1024, 16000)]
+    elif isinstance(layer, (nn.Conv3d, nn.ConvTranspose3d)):
         c = layer.in_channels
-        return [_randn(1, c, d, s, s) for d, s in ((16, 112), (8, 64), (16, 224))]
-    return []
+        exprs = [_randn(1, c, d, s, s) for d, s in ((16, 112), (8, 64), (16, 224))]
+    else:
+        return []
+    batch = keys_read(model)
+    return [_as_batch(e, batch[1]) for e in exprs] if batch is not None else exprs
 
 
 def first_that_runs(model: nn.Module, exprs: list[str], device: str = "cpu") -> Optional[str]:
@@ -256,25 +301,13 @@ def first_that_runs(model: nn.Module, exprs: list[str], device: str = "cpu") -> 
         try:
             with torch.no_grad(), torch.device(device):
                 x = eval(expr, {"torch": torch})  # noqa: S307 - our own expression
-                model(x)
+                model(*x) if isinstance(x, tuple) else model(x)
             return expr
         except Exception:
             continue
         finally:
             state.restore()
     return None
-
-
-def example_input(model: nn.Module, device: str = "cpu") -> Any:
-    """`example_input_array`, then transformers' `dummy_inputs`, then a first-layer guess."""
-    example = getattr(model, "example_input_array", None)
-    if example is not None:
-        return example
-    dummy = transformers_dummy(model)
-    if dummy is not None:
-        return dummy
-    with torch.device(device):
-        return eval(guess(model).expr, {"torch": torch})  # noqa: S307 - our own expression
 
 
 def transformers_dummy(model: nn.Module) -> Optional[dict[str, Any]]:
@@ -334,6 +367,13 @@ def fitting_value(
             and any(isinstance(t, torch.Tensor) for t in v.values())
         ):
             return (), dict(v), f"{k} (keywords {', '.join(v)})"
+    batch = keys_read(model)
+    if batch is not None:  # the forward takes the whole dict, never a tensor out of it
+        keys = batch[1]
+        for k, v in named:
+            if isinstance(v, Mapping) and all(key in v for key in keys):
+                return (v,), {}, f"{k} ({describe_value(v)})"
+        return None
     found = first_layer(model)
     if found is None:
         return None
@@ -380,9 +420,11 @@ def _tensors(named: list[tuple[str, Any]], own: set[int]) -> list[tuple[str, tor
 
 
 def describe_value(v: Any) -> str:
-    """`tensor [2, 3] float32`, or the type's name."""
+    """`tensor [2, 3] float32`, a dict's keys and values, or the type's name."""
     if isinstance(v, torch.Tensor):
         return f"tensor {list(v.shape)} {str(v.dtype).replace('torch.', '')}"
+    if type(v) is dict and len(v) <= 8:
+        return "{" + ", ".join(f"{k}: {describe_value(x)}" for k, x in v.items()) + "}"
     return type(v).__name__
 
 

@@ -263,7 +263,7 @@ def _trace_built(
 ) -> dict[str, Any]:
     from . import build_target as tg
     from .definitions import suspects
-    from .inputs import GuessError, alternatives, describe_input, first_that_runs
+    from .inputs import GuessError
 
     budget = req.get("timeout")
     device = req.get("device") or "cpu"
@@ -284,16 +284,10 @@ def _trace_built(
     result = _trace_chosen(req, built, chosen, started, budget)
     if chosen.kind == "guess" and result["summary"]["error"] is not None:
         # the guess may be what's wrong: a later layer may want another size
-        fits = first_that_runs(built.model, alternatives(built.model), device)
-        if fits is not None:
-            import torch
-
+        other = tg.another_guess(built, chosen, device)
+        if other is not None:
             progress("Tracing again with another guess")
-            with torch.device(device):
-                value = eval(fits, {"torch": torch})  # noqa: S307 - our own expression
-            source = chosen.described.split(": ", 1)[0]  # "guessed from the first layer …"
-            described = f"{source}, a size the model accepts: {describe_input(value)}"
-            chosen = tg.ChosenInput(value, described, "guess", fits)
+            chosen = other
             result = _trace_chosen(req, built, chosen, started, budget)
     summary = result["summary"]
     summary["skipped"] = [s.to_wire() for s in built.skipped]

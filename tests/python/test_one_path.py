@@ -85,6 +85,32 @@ class Lazy(nn.Module):
         return self.head(self.fc(x))
 
 
+class Batched(nn.Module):  # one batch dict, as a data loader gives it
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(12, 4)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, batch):
+        h = self.enc(batch["features"]).relu()
+        return self.head(h) * batch.get("weight", 1.0)
+
+
+class Digits(nn.Module):  # 28×28 images: the Linear after flatten fixes the size
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3)
+        self.fc = nn.Linear(4 * 26 * 26, 10)
+
+    def forward(self, x):
+        return self.fc(self.conv(x).flatten(1))
+
+
+class DigitBatch(Digits):
+    def forward(self, batch):
+        return super().forward(batch["image"])
+
+
 class Broken(nn.Module):
     def __init__(self):
         super().__init__()
@@ -96,6 +122,7 @@ class Broken(nn.Module):
 """
 
 NAMES = ["Mlp", "Cnn", "Tokens", "Recurrent", "Normed"]
+GUESSED = [*NAMES, "Batched"]
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +172,7 @@ def _cli(path: Path, name: str, out: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", GUESSED)
 def test_the_same_input_guess_everywhere(runner, models, tmp_path, name):
     """The editor infers an input from the first layer; the CLI makes the same one; at a
     breakpoint with no input in the frame the candidate offers that same guess (what the
@@ -178,6 +205,46 @@ def test_a_tensor_the_editor_guesses_is_found_in_a_paused_frame(models, tmp_path
         seen = _paused(tmp_path / f"{name}.msgpack")
         assert seen["reply"]["ok"], seen
         assert seen["reply"]["summary"]["input"].startswith("from the frame: batch"), name
+
+
+def test_a_forward_that_reads_keys_of_its_one_argument_gets_a_dict(runner, models, tmp_path):
+    """`forward(self, batch)` reading `batch["features"]`: the guess is a dict with that key
+    (never a tensor, which failed with "too many indices"; never `.get`'s optional keys), said
+    so in the editor and the box's template; at a breakpoint before `model(batch)`, the
+    frame's dict is passed whole as the one argument, not a tensor taken out of it."""
+    editor = _editor(runner, models, "Batched", tmp_path / "editor.msgpack")
+    assert editor["summary"]["error"] is None, editor["summary"]
+    assert editor["summary"]["input"] == (
+        "guessed from the first layer enc (Linear), as batch['features']: "
+        "({features: tensor [1, 12] float32})"
+    ), editor["summary"]["input"]
+    assert _input_shapes(Graph.load(tmp_path / "editor.msgpack")) == [[1, 12]]
+
+    model = build(f"{models}:Batched").model  # noqa: F841 - the paused frame holds it
+    batch = {"features": torch.randn(3, 12), "label": torch.zeros(3)}  # noqa: F841 - and this
+    seen = _paused(tmp_path / "paused.msgpack")
+    assert seen["reply"]["ok"], seen
+    assert seen["reply"]["summary"]["error"] is None, seen["reply"]["summary"]
+    assert seen["reply"]["summary"]["input"].startswith("from the frame: batch"), seen
+    assert _input_shapes(Graph.load(tmp_path / "paused.msgpack")) == [[3, 12]]
+
+
+@pytest.mark.parametrize("name", ["Digits", "DigitBatch"])
+def test_a_guess_that_fails_is_tried_again_with_other_sizes_everywhere(
+    runner, models, tmp_path, name
+):
+    """The first layer (Conv2d) says the channels, not the size a later Linear needs: the
+    editor and the CLI both try the usual image sizes and trace with the first that runs
+    (before, only the editor did; the CLI stopped at the shape error)."""
+    editor = _editor(runner, models, name, tmp_path / "editor.msgpack")
+    assert editor["summary"]["error"] is None, editor["summary"]
+    assert "a size the model accepts" in editor["summary"]["input"], editor["summary"]
+    shapes = _input_shapes(Graph.load(tmp_path / "editor.msgpack"))
+    assert shapes == [[1, 1, 28, 28]]
+
+    run = _cli(models, name, tmp_path / "cli.msgpack")
+    assert run.returncode == 0, run.stderr
+    assert _input_shapes(Graph.load(tmp_path / "cli.msgpack")) == shapes
 
 
 def test_a_lazy_first_layer_is_never_guessed_from(runner, models, tmp_path):
