@@ -2,7 +2,9 @@
 each call outputs, and sums of both into enclosing module calls and ×N groups.
 
 FLOPs come from torch's own `flop_registry` (a multiply-add is 2 FLOPs), so they equal
-`FlopCounterMode`'s, on real tensors and on the meta device alike. A Python dispatch mode
+`FlopCounterMode`'s, on real tensors and on the meta device alike. One exception: an LSTM
+on CPU runs as one oneDNN kernel per layer that the registry lacks (torch counts it 0); it is
+counted as its matmuls, as on meta (`_rnn_layer_flops`). A Python dispatch mode
 costs tens of µs per aten op, so the tracer routes each torch call one of three ways
 (`route`): calls that can't reach a matmul, convolution or attention kernel run as they
 are (0 FLOPs); `F.linear`, the most frequent call there is, gets the registry's mm
@@ -26,6 +28,8 @@ _CIA = torch._C.DispatchKey.CompositeImplicitAutograd
 # the registry's mm formula on plain shapes (its registered form maps a pytree per call)
 _MM = getattr(flop_registry[torch.ops.aten.mm], "__wrapped__", flop_registry[torch.ops.aten.mm])
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
+# an LSTM layer on CPU: one fused kernel, not in the registry (see _rnn_layer_flops)
+_MKLDNN_RNN_LAYER = getattr(torch.ops.aten, "mkldnn_rnn_layer", None)
 
 # How a call is counted (see the module docstring).
 FREE, LINEAR, COUNTED = 0, 1, 2
@@ -127,7 +131,12 @@ class FlopCounter(TorchDispatchMode):
             # off the stack for this call); NotImplemented would fail the call, as torch's
             # own counter does for every such op but cond
             return func(*args, **kwargs)
-        formula = flop_registry.get(func._overloadpacket)
+        packet = func._overloadpacket
+        formula = flop_registry.get(packet)
+        if formula is None and packet is _MKLDNN_RNN_LAYER:
+            out = func(*args, **kwargs)
+            self.flops += _rnn_layer_flops(args)
+            return out
         if formula is None:
             # FlopCounterMode runs an op it has no formula for through its composite
             # decomposition, under the mode, so the matmuls inside are counted
@@ -148,6 +157,15 @@ class FlopCounter(TorchDispatchMode):
                 torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _CIA)
             )
         return known
+
+
+def _rnn_layer_flops(args: Any) -> int:
+    """One LSTM layer run as one oneDNN kernel on CPU (`mkldnn_rnn_layer(input, w_ih, w_hh,
+    …)`), counted as the matmuls its decomposition runs on meta: every time step's input and
+    hidden state times the gate weights (2 FLOPs a multiply-add; the biases' adds free)."""
+    x, w_ih, w_hh = args[0], args[1], args[2]
+    steps = x.numel() // x.shape[-1] if x.dim() and x.shape[-1] else 0
+    return 2 * steps * (w_ih.numel() + w_hh.numel())
 
 
 def output_bytes(tensors: Iterable[torch.Tensor]) -> int:
