@@ -267,11 +267,12 @@ def choose_input(
     call_in_file: Optional[str] = None,
 ) -> ChosenInput:
     """The input for a built target, the same for the editor and the CLI: the typed
-    expression; else the example its factory returned; else `example_input_array` (or
-    transformers' `dummy_inputs`); else a call of the target with literal arguments found in
-    the file; else a guess from the first layer. TargetError for a typed expression that
+    expression; else the example its factory returned; else `example_input_array`; else a
+    call of the target with literal arguments found in the file; else a guess: a
+    transformers model's from its config (hf_inputs), any other's from its first layer. TargetError for a typed expression that
     fails; inputs.GuessError (with a template to start from) when nothing fits."""
-    from .inputs import describe_input, guess, transformers_dummy
+    from .hf_inputs import hf_input
+    from .inputs import describe_input, guess
 
     if typed:
         return ChosenInput(eval_input(typed, built.module, device), typed, "typed", typed)
@@ -280,9 +281,6 @@ def choose_input(
     example = getattr(built.model, "example_input_array", None)
     if example is not None:
         return ChosenInput(example, "example_input_array", "example")
-    dummy = transformers_dummy(built.model)
-    if dummy is not None:
-        return ChosenInput(dummy, "dummy_inputs", "example")
     if call_in_file:
         try:
             value = eval_input(call_in_file, built.module, device)
@@ -292,6 +290,10 @@ def choose_input(
                 f"torchscope: the input {call_in_file} found in the file failed: {exc}",
                 file=sys.stderr,
             )
+    made = hf_input(built.model)  # a transformers model: from its config
+    if made is not None:
+        described = f"guessed from {made.source}: {describe_input(made.value)}"
+        return ChosenInput(made.value, described, "guess", made.expr)
     g = guess(built.model)
     with torch.device(device):
         value = eval(g.expr, {"torch": torch})  # noqa: S307 - our own expression
@@ -302,9 +304,11 @@ def another_guess(built: Built, chosen: ChosenInput, device: str = "cpu") -> Opt
     """After a trace with the guessed input raised: the first of the usual other sizes the
     model's forward accepts (a Linear after flatten may fix the image size the first Conv2d
     can't say), or None. The editor and the CLI both try it."""
+    from .hf_inputs import is_hf_model
     from .inputs import alternatives, describe_input, first_that_runs
 
-    if chosen.kind != "guess":
+    # (a transformers model's input is made from its config: its first layer knows less)
+    if chosen.kind != "guess" or is_hf_model(built.model):
         return None
     fits = first_that_runs(built.model, alternatives(built.model), device)
     if fits is None:

@@ -310,22 +310,13 @@ def first_that_runs(model: nn.Module, exprs: list[str], device: str = "cpu") -> 
     return None
 
 
-def transformers_dummy(model: nn.Module) -> Optional[dict[str, Any]]:
-    dummy = getattr(type(model), "dummy_inputs", None)
-    if dummy is None or not hasattr(model, "config"):
-        return None
-    try:
-        value = model.dummy_inputs
-    except Exception:
-        return None
-    if not isinstance(value, dict) or not value:
-        return None
-    device = next((p.device for p in model.parameters()), torch.device("cpu"))
-    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in value.items()}
-
-
 def guess_expression(model: nn.Module) -> Optional[str]:
     """What an input box can start with: the guess, or the template for several arguments."""
+    from .hf_inputs import hf_input
+
+    made = hf_input(model)  # a transformers model: from its config
+    if made is not None:
+        return made.expr
     try:
         return guess(model).expr
     except GuessError as exc:

@@ -1,0 +1,167 @@
+"""The input of a Hugging Face transformers model, made from its config.
+
+Such models are built from a config with random weights as often as loaded, and
+transformers' `dummy_inputs` is `{"input_ids": …}` for every one of them: a ViT, Whisper
+or CLIP raises on it. The forward's main input (`main_input_name`) says what it takes, the
+config how big: pixel values of its image size, mel frames of its length, a waveform, or
+token ids, and the image a text-and-image model takes beside its text. `dummy_inputs`
+stays what is traced wherever it holds all of that (a text model).
+
+Every input comes with its expression, which the editor's input box and a paused program's
+can start with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+from torch import nn
+
+TOKENS = 16  # ids of a made text input
+DECODER_TOKENS = 4  # ids the decoder of a speech model starts with
+WAVEFORM = 16_000  # samples of a made waveform (a second at 16 kHz)
+LITERAL_LIMIT = 256  # elements: a dummy input written out as a literal up to this size
+
+
+@dataclass(frozen=True)
+class HfInput:
+    value: dict[str, Any]
+    expr: str  # a dict expression in `torch` that makes the same input
+    source: str  # "ViTModel's config" | "BertModel's dummy_inputs"
+
+
+def is_hf_model(model: nn.Module) -> bool:
+    """A transformers `PreTrainedModel` (it has a config and `dummy_inputs`)."""
+    return getattr(type(model), "dummy_inputs", None) is not None and hasattr(model, "config")
+
+
+def hf_input(model: nn.Module) -> Optional[HfInput]:
+    """The input for a transformers model, or None for any other model (or one whose config
+    sizes nothing and whose dummy_inputs is not a dict of tensors)."""
+    if not is_hf_model(model):
+        return None
+    dummy = _dummy(model)
+    wanted = _wanted(model)
+    name = type(model).__name__
+    if dummy is not None and all(w in dummy for w in wanted):
+        return _from_dummy(model, dummy)
+    made = {w: _expression(w, model.config) for w in wanted}
+    if all(made.values()):
+        expr = "{" + ", ".join(f"{k!r}: {e}" for k, e in made.items()) + "}"
+        with torch.device(_device(model)):
+            value = eval(expr, {"torch": torch})  # noqa: S307 - our own expression
+        return HfInput(value, expr, f"{name}'s config")
+    if dummy is not None:  # a main input the config can't size: as before
+        return _from_dummy(model, dummy)
+    return None
+
+
+def _from_dummy(model: nn.Module, dummy: dict[str, torch.Tensor]) -> Optional[HfInput]:
+    expr = _literal(dummy)
+    if expr is None:
+        return None
+    device = _device(model)
+    value = {k: v.to(device) for k, v in dummy.items()}
+    return HfInput(value, expr, f"{type(model).__name__}'s dummy_inputs")
+
+
+def _dummy(model: nn.Module) -> Optional[dict[str, Any]]:
+    try:
+        value = model.dummy_inputs
+    except Exception:
+        return None
+    if not isinstance(value, dict) or not value:
+        return None
+    if not all(isinstance(v, torch.Tensor) for v in value.values()):
+        return None
+    return value
+
+
+def _wanted(model: nn.Module) -> list[str]:
+    """The inputs the forward needs: its main one; the image beside a text model's ids (CLIP);
+    the decoder's ids of an encoder-decoder whose encoder does not take ids (Whisper)."""
+    import inspect
+
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        params = {}
+    main = getattr(model, "main_input_name", None) or "input_ids"
+    config = model.config
+    wanted = [main]
+    if main == "input_ids" and "pixel_values" in params and _sub(config, "vision_config"):
+        wanted.append("pixel_values")
+    if (
+        main != "input_ids"
+        and getattr(config, "is_encoder_decoder", False)
+        and "decoder_input_ids" in params
+    ):
+        wanted.append("decoder_input_ids")
+    return wanted
+
+
+def _expression(name: str, config: Any) -> Optional[str]:
+    """An expression for one input, sized by the config; None when it says nothing usable."""
+    if name in ("input_ids", "decoder_input_ids"):
+        text = _sub(config, "text_config") or config
+        vocab = _int(text, "vocab_size") or _int(config, "vocab_size")
+        if not vocab:
+            return None
+        n = TOKENS if name == "input_ids" else DECODER_TOKENS
+        longest = _int(text, "max_position_embeddings")
+        if name == "decoder_input_ids":
+            longest = _int(config, "max_target_positions") or longest
+        if longest:
+            n = min(n, longest)
+        return f"torch.randint(0, {vocab}, (1, {n}))"
+    if name == "pixel_values":
+        vision = _sub(config, "vision_config") or config
+        size = getattr(vision, "image_size", None)
+        if isinstance(size, int) and size > 0:
+            h = w = size
+        elif (
+            isinstance(size, (list, tuple))
+            and len(size) == 2
+            and all(isinstance(s, int) and s > 0 for s in size)
+        ):
+            h, w = size
+        else:
+            return None
+        channels = _int(vision, "num_channels") or 3
+        return f"torch.randn(1, {channels}, {h}, {w})"
+    if name == "input_features":
+        # Whisper: mel bins × twice the encoder's positions (its second conv has stride 2)
+        mel, positions = _int(config, "num_mel_bins"), _int(config, "max_source_positions")
+        if mel and positions:
+            return f"torch.randn(1, {mel}, {2 * positions})"
+        return None
+    if name == "input_values":  # a waveform (wav2vec 2.0, HuBERT)
+        return f"torch.randn(1, {WAVEFORM})"
+    return None
+
+
+def _literal(value: dict[str, torch.Tensor]) -> Optional[str]:
+    """dummy_inputs written out (`torch.tensor([[7, 6, 0]])`); None when too big to."""
+    parts = []
+    for k, t in value.items():
+        if t.numel() > LITERAL_LIMIT or t.device.type == "meta":  # (transformers makes them on CPU)
+            return None
+        # a literal of ints, floats or bools makes int64, float32 or bool by itself
+        dtype = "" if t.dtype in (torch.int64, torch.float32, torch.bool) else f", dtype={t.dtype}"
+        parts.append(f"{k!r}: torch.tensor({t.tolist()!r}{dtype})")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _sub(config: Any, name: str) -> Any:
+    return getattr(config, name, None)
+
+
+def _int(config: Any, name: str) -> Optional[int]:
+    value = getattr(config, name, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _device(model: nn.Module) -> torch.device:
+    return next((p.device for p in model.parameters()), torch.device("cpu"))
