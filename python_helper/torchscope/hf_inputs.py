@@ -22,6 +22,8 @@ from torch import nn
 TOKENS = 16  # ids of a made text input
 DECODER_TOKENS = 4  # ids the decoder of a speech model starts with
 WAVEFORM = 16_000  # samples of a made waveform (a second at 16 kHz)
+FRAMES = 64  # filterbank frames of a made speech input
+IMAGE = 224  # side of a made image when the config names no image size
 LITERAL_LIMIT = 256  # elements: a dummy input written out as a literal up to this size
 
 
@@ -127,6 +129,8 @@ def _expression(name: str, config: Any) -> Optional[str]:
             and all(isinstance(s, int) and s > 0 for s in size)
         ):
             h, w = size
+        elif size is None:  # a convolutional net (ResNet, SegFormer): any size, ImageNet's
+            h = w = IMAGE
         else:
             return None
         channels = _int(vision, "num_channels") or 3
@@ -136,6 +140,11 @@ def _expression(name: str, config: Any) -> Optional[str]:
         mel, positions = _int(config, "num_mel_bins"), _int(config, "max_source_positions")
         if mel and positions:
             return f"torch.randn(1, {mel}, {2 * positions})"
+        # Speech2Text: frames × filterbank features per channel × channels
+        features = _int(config, "input_feat_per_channel")
+        if features:
+            channels = _int(config, "input_channels") or 1
+            return f"torch.randn(1, {FRAMES}, {features * channels})"
         return None
     if name == "input_values":  # a waveform (wav2vec 2.0, HuBERT)
         return f"torch.randn(1, {WAVEFORM})"

@@ -41,9 +41,15 @@ FACTORIES = {
     "num_heads=[1, 2], window_size=4))",
     "convnext": "T.ConvNextModel(T.ConvNextConfig(hidden_sizes=[8, 16], depths=[1, 1], "
     "num_stages=2, image_size=32))",
+    # no image size in the config: any size does, ImageNet's
+    "resnet": "T.ResNetModel(T.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], "
+    "depths=[1, 1]))",
     # audio: input_features (mel frames) and input_values (a waveform)
     "whisper": f"T.WhisperModel(T.WhisperConfig({SEQ2SEQ}, num_mel_bins=16, "
     "max_source_positions=32))",
+    "speech2text": f"T.Speech2TextModel(T.Speech2TextConfig({SEQ2SEQ}, "
+    "input_feat_per_channel=8, conv_channels=16, vocab_size=100, max_source_positions=64, "
+    "pad_token_id=0, bos_token_id=0, eos_token_id=0, decoder_start_token_id=0))",
     "wav2vec2": f"T.Wav2Vec2Model(T.Wav2Vec2Config(**dict({SMALL}), conv_dim=(8, 8), "
     "conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16, "
     "num_conv_pos_embedding_groups=2))",
@@ -69,6 +75,8 @@ EXPECTED = {
     "convnext": {"pixel_values": [1, 3, 32, 32]},
     "whisper": {"input_features": [1, 16, 64], "decoder_input_ids": [1, 4]},
     "wav2vec2": {"input_values": [1, 16000]},
+    "resnet": {"pixel_values": [1, 3, 224, 224]},
+    "speech2text": {"input_features": [1, 64, 8], "decoder_input_ids": [1, 4]},
     "clip": {"input_ids": [1, 16], "pixel_values": [1, 3, 32, 32]},
     "siglip": {"input_ids": [1, 16], "pixel_values": [1, 3, 32, 32]},
     "blip": {"input_ids": [1, 16], "pixel_values": [1, 3, 32, 32]},
