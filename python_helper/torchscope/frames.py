@@ -282,3 +282,39 @@ def eval_in_frame(expr: str, frame: types.FrameType) -> Any:
     ns.setdefault("torch", torch)
     ns.setdefault("nn", nn)
     return eval(expr, ns)  # noqa: S307 - the user's expression
+
+
+# -- the call on the paused line -------------------------------------------------------------
+
+
+def call_on_line(
+    frame: types.FrameType, model: nn.Module
+) -> Optional[tuple[tuple[Any, ...], dict[str, Any], str]]:
+    """`(args, kwargs, what)` of a call of `model` on the line the frame is paused at (a
+    breakpoint on `out = model(x, mask=m)` stops before it runs): its arguments read in the
+    frame, as the program is about to pass them. None when the line calls `model` with
+    arguments that would run code to evaluate (`model(next(loader))`), or not at all."""
+    import linecache
+
+    from .line_call import calls_on_line
+    from .state import rng_kept
+
+    source = "".join(linecache.getlines(frame.f_code.co_filename, frame.f_globals))
+    if not source:
+        return None
+    ns = namespace(frame)  # (a copy: the frame's names stay as they are)
+    ns["__torchscope_arguments__"] = _arguments
+    for call in calls_on_line(source, frame.f_lineno):
+        try:
+            with rng_kept(), torch.no_grad():
+                if eval(call.func, ns) is not model:  # noqa: S307 - reads only (line_call)
+                    continue
+                args, kwargs = eval(f"__torchscope_arguments__({call.arguments})", ns)  # noqa: S307
+        except Exception:  # a name not bound yet on this line, a key the batch lacks
+            continue
+        return args, kwargs, f"line {frame.f_lineno}: {call.text}"
+    return None
+
+
+def _arguments(*args: Any, **kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    return args, kwargs

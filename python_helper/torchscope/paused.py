@@ -96,10 +96,15 @@ def _candidates(frame: types.FrameType) -> dict[str, Any]:
             call = calls[c.stack]
             known, how = True, f"paused call {inputs.describe_call(call.args, call.kwargs)}"
         else:
-            found = None
-            with contextlib.suppress(Exception), torch.no_grad():
-                found = inputs.fitting_value(c.module, values)
-            known, how = found is not None, (f"from the frame: {found[2]}" if found else None)
+            how = None
+            with contextlib.suppress(Exception):
+                on_line = frames.call_on_line(frame, c.module)
+                how = _from_line(*on_line) if on_line else None
+            if how is None:
+                with contextlib.suppress(Exception), torch.no_grad():
+                    found = inputs.fitting_value(c.module, values)
+                    how = f"from the frame: {found[2]}" if found else None
+            known = how is not None
         cls = type(c.module)
         expr = c.expr or ""
         modules.append(
@@ -150,8 +155,9 @@ def _choose_inputs(
     input_expr: Optional[str],
 ) -> tuple[tuple[Any, ...], dict[str, Any], str, str, Optional[str]]:
     """`(args, kwargs, described, kind, expr)`: a typed expression; else the arguments of the
-    module's call on the stack; else values in the frame that fit (`inputs.fitting_value`);
-    else `needs-input`."""
+    module's call on the stack; else those of its call on the paused line
+    (`frames.call_on_line`); else values in the frame that fit (`inputs.fitting_value`); else
+    `needs-input`."""
     if input_expr:
         try:
             value = frames.eval_in_frame(input_expr, frame)
@@ -172,6 +178,9 @@ def _choose_inputs(
                 "paused-call",
                 None,
             )
+    on_line = frames.call_on_line(frame, model)
+    if on_line is not None:
+        return (*on_line[:2], _from_line(*on_line), "frame", None)
     found = inputs.fitting_value(model, frames.frame_values(frame))
     if found is not None:
         args, kwargs, what = found
@@ -181,6 +190,11 @@ def _choose_inputs(
         f"no input for {type(model).__name__} in this frame: give an input expression "
         '(e.g. torch.randn(1, 3, 224, 224)) or use "trace the next call"',
     )
+
+
+def _from_line(args: tuple[Any, ...], kwargs: dict[str, Any], what: str) -> str:
+    """The input said as `from line 63: self.model(inputs) (tensor [8, 64] float32)`."""
+    return f"from {what} {inputs.describe_call(args, kwargs)}"
 
 
 def _trace(

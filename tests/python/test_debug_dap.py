@@ -505,12 +505,15 @@ def test_training_loop_finds_the_model_through_self(trainer):
         "MLP",
         "attribute of self",
     )
-    assert first["inputs"] and first["input"].startswith("from the frame: inputs")
+    # paused on `out = self.model(inputs)`: the call's own argument, read in the frame
+    line = marker_lines(TRAINER, "step")[0]
+    said = f"from line {line}: self.model(inputs) (tensor [8, 64] float32)"
+    assert first["inputs"] and first["input"] == said, first
     assert [m["expr"] for m in cands["modules"]][:2] == ["self.model", "deep"]
 
     reply = trainer.call("trace", expr="self.model", out=str(trainer.out / "mlp.msgpack"))
     assert reply["ok"], reply
-    assert reply["summary"]["input"] == "from the frame: inputs (tensor [8, 64] float32)"
+    assert reply["summary"]["input"] == said
     assert _input_shapes(_graph(reply["path"])) == [[8, 64]]
 
 

@@ -1,0 +1,125 @@
+"""Paused on the line that calls the model (`out = model(x, mask=m)`, a breakpoint stops before
+it runs): the model is traced with that call's arguments, read in the frame. Before, only a
+value in the frame that fits the first layer was found: a forward of two arguments, or of
+keywords, got one tensor or none. Arguments that would run the program's code to evaluate
+(`next(loader)`) are never evaluated. The real debugger's path: test_debug_dap.py (the
+trainer, paused on `out = self.model(inputs)`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from torchscope import debug
+from torchscope.graph import Graph
+from torchscope.line_call import calls_on_line
+
+
+class Masked(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(5, 3)
+
+    def forward(self, x, mask, scale=1.0):
+        return self.fc(x * mask.unsqueeze(-1)) * scale
+
+
+class Holder:
+    def __init__(self) -> None:
+        self.net = Masked()
+
+
+def _here(request: dict[str, Any]) -> dict[str, Any]:
+    """The debug entry, paused in the caller's frame at the caller's current line."""
+    frame = sys._getframe(1)
+    reply = json.loads(debug.handle(json.dumps(request), frame=frame))
+    reply["line"] = frame.f_lineno
+    return reply
+
+
+def _inputs(path: str) -> list[Any]:
+    g = Graph.load(Path(path))
+    ids = [n.id for n in g.nodes if n.kind == "input"]
+    first = {e.src: (e.shape, e.dtype) for e in reversed(g.edges) if e.src in ids}
+    return [first[i] for i in ids if i in first]
+
+
+def test_a_call_on_the_paused_line_gives_the_model_its_arguments(tmp_path):
+    model = Masked()
+    x = torch.randn(2, 4, 5)
+    mask = torch.ones(2, 4)
+    out = str(tmp_path / "g.msgpack")
+    request = {"op": "trace", "expr": "model", "out": out}
+    reply = _here(request) or model(x, mask, scale=2.0)
+    assert reply["ok"], reply
+    summary = reply["summary"]
+    assert summary["error"] is None, summary
+    assert summary["input"] == (
+        f"from line {reply['line']}: model(x, mask, scale=2.0) "
+        "(tensor [2, 4, 5] float32, tensor [2, 4] float32, scale=float)"
+    ), summary["input"]
+    assert _inputs(out) == [([2, 4, 5], "float32"), ([2, 4], "float32")]
+
+    listed = _here({"op": "candidates"}) or model(x, mask, scale=2.0)
+    first = next(c for c in listed["modules"] if c["expr"] == "model")
+    assert first["inputs"] is True and first["input"].startswith("from line "), first
+
+
+def test_attributes_subscripts_stars_and_tensor_methods_are_read(tmp_path):
+    holder = Holder()
+    batch = {"x": torch.randn(3, 5, dtype=torch.float64), "mask": torch.ones(3)}
+    rest = (batch["mask"],)
+    out = str(tmp_path / "g.msgpack")
+    reply = _here({"op": "trace", "expr": "holder.net", "out": out}) or holder.net(
+        batch["x"].float().unsqueeze(1), *rest
+    )
+    assert reply["ok"] and reply["summary"]["error"] is None, reply
+    assert "holder.net(batch['x'].float().unsqueeze(1), *rest)" in reply["summary"]["input"]
+    assert _inputs(out) == [([3, 1, 5], "float32"), ([3], "float32")]
+
+
+def test_arguments_that_run_code_are_never_evaluated(tmp_path):
+    model = Masked()
+    loader = iter([(torch.randn(2, 5), torch.ones(2))] * 3)
+    left = 3
+    reply = _here({"op": "candidates"}) or model(*next(loader))
+    first = next(c for c in reply["modules"] if c["expr"] == "model")
+    assert first["inputs"] is False, first  # nothing in the frame fits either
+    assert len(list(loader)) == left  # the loader did not advance
+
+
+@pytest.mark.parametrize(
+    "source, line, expected",
+    [
+        ("out = model(x, mask=m)\n", 1, ["model(x, mask=m)"]),
+        # a statement over several lines, paused at any of them
+        (
+            "out = self.model(\n    x,\n    mask=m[:, None],\n)\n",
+            3,
+            ["self.model(x, mask=m[:, None])"],
+        ),
+        # a compound statement: its header, not its body
+        ("for b in batches:\n    y = net(b)\n", 1, []),
+        ("for b in batches:\n    y = net(b)\n", 2, ["net(b)"]),
+        ("if net(x.to(dev)).sum() > 0:\n    pass\n", 1, ["net(x.to(dev))", "x.to(dev)"]),
+        # calls and lambdas among the arguments: not read
+        ("y = model(next(it))\n", 1, ["next(it)"]),
+        ("y = model(make(x))\n", 1, ["make(x)"]),
+        ("y = f(x, key=lambda v: model(v))\n", 1, []),
+        ("y = model(*xs, **batch)\n", 1, ["model(*xs, **batch)"]),
+        ("not python (\n", 1, []),
+    ],
+)
+def test_calls_on_line(source, line, expected):
+    assert [c.text for c in calls_on_line(source, line)] == expected
+
+
+def test_what_a_call_passes_is_split_from_its_callee():
+    (call,) = calls_on_line("out = self.model(inputs, *rest, mask=m, **extra)\n", 1)
+    assert (call.func, call.arguments) == ("self.model", "inputs, *rest, mask=m, **extra")
