@@ -272,7 +272,7 @@ def choose_input(
     transformers model's from its config (hf_inputs), any other's from its first layer. TargetError for a typed expression that
     fails; inputs.GuessError (with a template to start from) when nothing fits."""
     from .hf_inputs import hf_input
-    from .inputs import describe_input, guess
+    from .inputs import describe_input, guess, nothing_said, takes_nothing
 
     if typed:
         return ChosenInput(eval_input(typed, built.module, device), typed, "typed", typed)
@@ -281,6 +281,8 @@ def choose_input(
     example = getattr(built.model, "example_input_array", None)
     if example is not None:
         return ChosenInput(example, "example_input_array", "example")
+    if takes_nothing(built.model):  # forward(self): its own signature says the input
+        return ChosenInput((), nothing_said(built.model), "example", "()")
     if call_in_file:
         try:
             value = eval_input(call_in_file, built.module, device)

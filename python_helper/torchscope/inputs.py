@@ -182,6 +182,21 @@ class Guess:
     source: str  # where it came from: "the first layer stem.0 (Conv2d)"
 
 
+def takes_nothing(model: nn.Module) -> bool:
+    """`forward(self)`: a forward with no parameters at all (no *args or **kwargs either)."""
+    import inspect
+
+    try:
+        return not inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def nothing_said(model: nn.Module) -> str:
+    """How an empty input is said: "none: Table.forward() takes no arguments"."""
+    return f"none: {type(model).__name__}.forward() takes no arguments"
+
+
 def required_arguments(model: nn.Module) -> list[str]:
     """The forward's parameters a call must give (no default, not *args/**kwargs)."""
     import inspect
@@ -317,6 +332,8 @@ def guess_expression(model: nn.Module) -> Optional[str]:
     made = hf_input(model)  # a transformers model: from its config
     if made is not None:
         return made.expr
+    if takes_nothing(model):
+        return "()"
     try:
         return guess(model).expr
     except GuessError as exc:

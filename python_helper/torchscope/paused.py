@@ -95,6 +95,8 @@ def _candidates(frame: types.FrameType) -> dict[str, Any]:
         if c.stack is not None:
             call = calls[c.stack]
             known, how = True, f"paused call {inputs.describe_call(call.args, call.kwargs)}"
+        elif inputs.takes_nothing(c.module):
+            known, how = True, inputs.nothing_said(c.module)
         else:
             how = None
             with contextlib.suppress(Exception):
@@ -178,6 +180,8 @@ def _choose_inputs(
                 "paused-call",
                 None,
             )
+    if inputs.takes_nothing(model):
+        return (), {}, inputs.nothing_said(model), "frame", None
     on_line = frames.call_on_line(frame, model)
     if on_line is not None:
         return (*on_line[:2], _from_line(*on_line), "frame", None)

@@ -111,6 +111,17 @@ class DigitBatch(Digits):
         return super().forward(batch["image"])
 
 
+class Table(nn.Module):  # a forward that takes nothing: a learned table, a NeRF grid
+
+    def __init__(self):
+        super().__init__()
+        self.rows = nn.Parameter(torch.randn(6, 4))
+        self.proj = nn.Linear(4, 2)
+
+    def forward(self):
+        return self.proj(self.rows)
+
+
 class Broken(nn.Module):
     def __init__(self):
         super().__init__()
@@ -245,6 +256,29 @@ def test_a_guess_that_fails_is_tried_again_with_other_sizes_everywhere(
     run = _cli(models, name, tmp_path / "cli.msgpack")
     assert run.returncode == 0, run.stderr
     assert _input_shapes(Graph.load(tmp_path / "cli.msgpack")) == shapes
+
+
+def test_a_forward_that_takes_nothing_is_called_with_nothing(runner, models, tmp_path):
+    """`forward(self)`: no input is guessed from its first layer (it failed with "takes 1
+    positional argument but 2 were given") or asked for; the editor, the CLI and the paused
+    entry call it with nothing."""
+    editor = _editor(runner, models, "Table", tmp_path / "editor.msgpack")
+    assert editor["summary"]["error"] is None, editor["summary"]
+    assert editor["summary"]["input"] == "none: Table.forward() takes no arguments"
+    graph = Graph.load(tmp_path / "editor.msgpack")
+    assert _input_shapes(graph) == [] and any(n.kind == "op" for n in graph.nodes)
+
+    run = _cli(models, "Table", tmp_path / "cli.msgpack")
+    assert run.returncode == 0, run.stderr
+    assert "input none: Table.forward() takes no arguments" in run.stdout
+
+    model = build(f"{models}:Table").model  # noqa: F841 - the paused frame holds it
+    x = torch.randn(3, 4)  # noqa: F841 - fits the first layer, but the forward takes nothing
+    seen = _paused(tmp_path / "paused.msgpack")
+    first = next(c for c in seen["candidates"] if c["expr"] == "model")
+    assert first["inputs"] is True, first
+    assert seen["reply"]["ok"] and seen["reply"]["summary"]["error"] is None, seen
+    assert seen["reply"]["summary"]["input"] == "none: Table.forward() takes no arguments"
 
 
 def test_a_lazy_first_layer_is_never_guessed_from(runner, models, tmp_path):
