@@ -272,7 +272,15 @@ def choose_input(
     transformers model's from its config (hf_inputs), any other's from its first layer. TargetError for a typed expression that
     fails; inputs.GuessError (with a template to start from) when nothing fits."""
     from .hf_inputs import hf_input
-    from .inputs import describe_input, guess, nothing_said, takes_nothing
+    from .inputs import (
+        Guess,
+        GuessError,
+        describe_input,
+        first_that_runs,
+        guess,
+        nothing_said,
+        takes_nothing,
+    )
 
     if typed:
         return ChosenInput(eval_input(typed, built.module, device), typed, "typed", typed)
@@ -296,7 +304,15 @@ def choose_input(
     if made is not None:
         described = f"guessed from {made.source}: {describe_input(made.value)}"
         return ChosenInput(made.value, described, "guess", made.expr)
-    g = guess(built.model)
+    try:
+        g = guess(built.model)
+    except GuessError as exc:
+        # several arguments: their template is traced when the model accepts it
+        if exc.source is None or exc.guess is None:
+            raise
+        if first_that_runs(built.model, [exc.guess], device) is None:
+            raise
+        g = Guess(exc.guess, exc.source)
     with torch.device(device):
         value = eval(g.expr, {"torch": torch})  # noqa: S307 - our own expression
     return ChosenInput(value, f"guessed from {g.source}: {describe_input(value)}", "guess", g.expr)

@@ -171,9 +171,14 @@ def first_layer(model: nn.Module) -> Optional[tuple[nn.Module, LayerInput]]:
 class GuessError(NoInputError):
     """No single tensor can be guessed: `guess` is a template the user can start from."""
 
-    def __init__(self, message: str, guess: Optional[str] = None) -> None:
+    def __init__(
+        self, message: str, guess: Optional[str] = None, source: Optional[str] = None
+    ) -> None:
         super().__init__(message)
         self.guess = guess
+        # for a forward of several arguments, where the template comes from: a guess to try
+        # (build_target.choose_input runs it; traced when the model accepts it)
+        self.source = source
 
 
 @dataclass(frozen=True)
@@ -224,17 +229,19 @@ def guess(model: nn.Module) -> Guess:
         one = entry.make(layer, getattr(model, "config", None))
     required = required_arguments(model)
     if len(required) > 1:
-        template = "(" + ", ".join(one or "torch.randn(1, 16)" for _ in required) + ")"
+        template = "(" + ", ".join(_for_argument(name, one) for name in required) + ")"
+        source = None
+        if found is not None and one is not None:
+            source = f"the first layer {_where(model, found[0])}, for {', '.join(required)}"
         raise GuessError(
             f"{type(model).__name__}.forward({', '.join(required)}) takes {len(required)} "
             f"arguments: give them as a tuple, e.g. {template}",
             template,
+            source,
         )
     if found is None:
         raise GuessError(f"cannot tell what input {type(model).__name__} takes: {HOW_TO}")
-    layer = found[0]
-    path = next((p for p, m in model.named_modules() if m is layer), "")
-    where = f"{path} ({type(layer).__name__})" if path else type(layer).__name__
+    where = _where(model, found[0])
     if one is None:
         raise GuessError(
             f"cannot tell what input {type(model).__name__} takes: its first layer {where} is "
@@ -246,6 +253,22 @@ def guess(model: nn.Module) -> Guess:
         read = ", ".join(f"{name}[{k!r}]" for k in keys)
         return Guess(_as_batch(one, keys), f"the first layer {where}, as {read}")
     return Guess(one, f"the first layer {where}")
+
+
+# names of a diffusion model's timestep argument: ids of a step, not the input's shape
+TIME_ARGUMENTS = frozenset(("t", "ts", "time", "times", "timestep", "timesteps", "step", "steps"))
+
+
+def _for_argument(name: str, one: Optional[str]) -> str:
+    """One argument of a template for several: timesteps for `t`, else the first layer's."""
+    if name in TIME_ARGUMENTS:
+        return "torch.randint(0, 1000, (1,))"
+    return one or "torch.randn(1, 16)"
+
+
+def _where(model: nn.Module, layer: nn.Module) -> str:
+    path = next((p for p, m in model.named_modules() if m is layer), "")
+    return f"{path} ({type(layer).__name__})" if path else type(layer).__name__
 
 
 def keys_read(model: nn.Module) -> Optional[tuple[str, list[str]]]:

@@ -122,6 +122,26 @@ class Table(nn.Module):  # a forward that takes nothing: a learned table, a NeRF
         return self.proj(self.rows)
 
 
+class SelfAttend(nn.Module):  # several arguments of one shape: the guess for each runs
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Linear(8, 8)
+
+    def forward(self, q, k, v):
+        w = (self.q(q) @ k.transpose(-1, -2)).softmax(-1)
+        return w @ v
+
+
+class Denoiser(nn.Module):  # forward(x, t): an image and diffusion timesteps
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 3, padding=1)
+        self.time = nn.Embedding(1000, 3)
+
+    def forward(self, x, t):
+        return self.conv(x) + self.time(t)[:, :, None, None]
+
+
 class Broken(nn.Module):
     def __init__(self):
         super().__init__()
@@ -279,6 +299,42 @@ def test_a_forward_that_takes_nothing_is_called_with_nothing(runner, models, tmp
     assert first["inputs"] is True, first
     assert seen["reply"]["ok"] and seen["reply"]["summary"]["error"] is None, seen
     assert seen["reply"]["summary"]["input"] == "none: Table.forward() takes no arguments"
+
+
+@pytest.mark.parametrize(
+    "name, said, shapes",
+    [
+        (
+            "SelfAttend",
+            "guessed from the first layer q (Linear), for q, k, v: "
+            "(tensor [1, 8] float32, tensor [1, 8] float32, tensor [1, 8] float32)",
+            [[1, 8], [1, 8], [1, 8]],
+        ),
+        (
+            "Denoiser",
+            "guessed from the first layer conv (Conv2d), for x, t: "
+            "(tensor [1, 3, 64, 64] float32, tensor [1] int64)",
+            [[1, 3, 64, 64], [1]],
+        ),
+    ],
+)
+def test_a_forward_of_several_arguments_runs_with_the_template_when_it_fits(
+    runner, models, tmp_path, name, said, shapes
+):
+    """forward(q, k, v), forward(x, t): the template the input box would start with (the
+    first layer's guess for each argument, timesteps for `t`) is tried with a plain forward;
+    when the model accepts it, it is traced as a guess without a question, by the editor and
+    the CLI alike. (When it does not, the box asks as before: test_loading.py.)"""
+    editor = _editor(runner, models, name, tmp_path / "editor.msgpack")
+    assert editor["summary"]["error"] is None, editor["summary"]
+    assert editor["summary"]["input"] == said
+    assert editor["summary"]["inputKind"] == "guess"
+    assert sorted(_input_shapes(Graph.load(tmp_path / "editor.msgpack"))) == sorted(shapes)
+
+    run = _cli(models, name, tmp_path / "cli.msgpack")
+    assert run.returncode == 0, run.stderr
+    assert f"input {said}" in run.stdout
+    assert sorted(_input_shapes(Graph.load(tmp_path / "cli.msgpack"))) == sorted(shapes)
 
 
 def test_a_lazy_first_layer_is_never_guessed_from(runner, models, tmp_path):
