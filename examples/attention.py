@@ -1,6 +1,6 @@
-"""A forward that takes several tensors: torchscope never guesses one of them. Visualize
-`CrossAttention` and it asks for the inputs, starting you off with a tuple; or trace
-`build`, which gives them."""
+"""A forward that takes several tensors of different shapes: the first layer's guess for each
+does not fit (a plain forward with it raises), so Visualize `CrossAttention` asks for the
+inputs, starting you off with that tuple; or trace `build`, which gives them."""
 
 import torch
 from torch import nn
