@@ -13,6 +13,7 @@ can start with.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -40,17 +41,23 @@ def is_hf_model(model: nn.Module) -> bool:
 
 
 def hf_input(model: nn.Module) -> Optional[HfInput]:
-    """The input for a transformers model, or None for any other model (or one whose config
-    sizes nothing and whose dummy_inputs is not a dict of tensors)."""
+    """The input for a transformers model, or None for any other model, one whose forward
+    takes none of those names (a subclass's own `forward(self, x)`: its first layer says
+    more), or one whose config sizes nothing and whose dummy_inputs is no dict of tensors."""
     if not is_hf_model(model):
         return None
+    params = _parameters(model)
     dummy = _dummy(model)
-    wanted = _wanted(model)
+    if dummy is not None and not _takes(params, dummy):
+        dummy = None  # (a forward of the user's own: `forward(self, x)`)
+    wanted = _wanted(model, params)
+    if not _takes(params, wanted):
+        wanted = []
     name = type(model).__name__
     if dummy is not None and all(w in dummy for w in wanted):
         return _from_dummy(model, dummy)
     made = {w: _expression(w, model.config) for w in wanted}
-    if all(made.values()):
+    if made and all(made.values()):
         expr = "{" + ", ".join(f"{k!r}: {e}" for k, e in made.items()) + "}"
         with torch.device(_device(model)):
             value = eval(expr, {"torch": torch})  # noqa: S307 - our own expression
@@ -81,24 +88,35 @@ def _dummy(model: nn.Module) -> Optional[dict[str, Any]]:
     return value
 
 
-def _wanted(model: nn.Module) -> list[str]:
-    """The inputs the forward needs: its main one; the image beside a text model's ids (CLIP);
-    the decoder's ids of an encoder-decoder whose encoder does not take ids (Whisper)."""
+def _parameters(model: nn.Module) -> Optional[Mapping[str, Any]]:
+    """The forward's parameters; None when it takes any keyword (`**kwargs`) or can't say."""
     import inspect
 
     try:
         params = inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
-        params = {}
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return None
+    return params
+
+
+def _takes(params: Optional[Mapping[str, Any]], names: Iterable[str]) -> bool:
+    return params is None or all(n in params for n in names)
+
+
+def _wanted(model: nn.Module, params: Optional[Mapping[str, Any]]) -> list[str]:
+    """The inputs the forward needs: its main one; the image beside a text model's ids (CLIP);
+    the decoder's ids of an encoder-decoder whose encoder does not take ids (Whisper)."""
     main = getattr(model, "main_input_name", None) or "input_ids"
     config = model.config
     wanted = [main]
-    if main == "input_ids" and "pixel_values" in params and _sub(config, "vision_config"):
+    if main == "input_ids" and _takes(params, ["pixel_values"]) and _sub(config, "vision_config"):
         wanted.append("pixel_values")
     if (
         main != "input_ids"
         and getattr(config, "is_encoder_decoder", False)
-        and "decoder_input_ids" in params
+        and _takes(params, ["decoder_input_ids"])
     ):
         wanted.append("decoder_input_ids")
     return wanted

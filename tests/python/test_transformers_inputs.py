@@ -201,3 +201,33 @@ def test_a_model_whose_config_says_nothing_usable_falls_back(tmp_path):
     assert "input_ids" in chosen.value
     graph = trace_call(built.model, (), chosen.value, raise_errors=False)
     assert graph.error is None
+
+
+def test_a_forward_that_takes_none_of_those_names_gets_its_first_layer_guess(tmp_path):
+    """A PreTrainedModel subclass of the user's with `forward(self, x)`: dummy_inputs'
+    `input_ids=` would fail with an unexpected keyword; the first layer says what x is."""
+    path = tmp_path / "own.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            import transformers as T
+
+            class Own(T.PreTrainedModel):
+                config_class = T.PretrainedConfig
+
+                def __init__(self, config=None):
+                    super().__init__(config or T.PretrainedConfig())
+                    self.fc = torch.nn.Linear(6, 2)
+                    self.post_init()
+
+                def forward(self, x):
+                    return self.fc(x)
+            """
+        )
+    )
+    built = build(f"{path}:Own")
+    chosen = choose_input(built)
+    assert chosen.described.startswith("guessed from the first layer fc (Linear)"), chosen
+    graph = trace_call(built.model, (chosen.value,), {}, raise_errors=False)
+    assert graph.error is None, graph.error
