@@ -4,6 +4,7 @@ Runs in the debuggee (docs/debugging.md, "Which model, which input")."""
 
 from __future__ import annotations
 
+import linecache
 import os
 import types
 from collections.abc import Iterator
@@ -14,6 +15,8 @@ import torch
 from torch import nn
 
 from .failure import Failure, one_line, traceback_text
+from .line_call import calls_on_line
+from .state import rng_kept
 from .values import count_parameters
 
 MAX_CANDIDATES = 40
@@ -294,11 +297,6 @@ def call_on_line(
     breakpoint on `out = model(x, mask=m)` stops before it runs): its arguments read in the
     frame, as the program is about to pass them. None when the line calls `model` with
     arguments that would run code to evaluate (`model(next(loader))`), or not at all."""
-    import linecache
-
-    from .line_call import calls_on_line
-    from .state import rng_kept
-
     source = "".join(linecache.getlines(frame.f_code.co_filename, frame.f_globals))
     if not source:
         return None

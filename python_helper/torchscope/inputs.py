@@ -12,6 +12,7 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
+from .hf_inputs import hf_input
 from .state import ModelState, unsized_layer
 
 HOW_TO = "pass one with --input, e.g. --input 'torch.randn(1, 3, 224, 224)'"
@@ -350,8 +351,6 @@ def first_that_runs(model: nn.Module, exprs: list[str], device: str = "cpu") -> 
 
 def guess_expression(model: nn.Module) -> Optional[str]:
     """What an input box can start with: the guess, or the template for several arguments."""
-    from .hf_inputs import hf_input
-
     made = hf_input(model)  # a transformers model: from its config
     if made is not None:
         return made.expr
