@@ -267,10 +267,12 @@ def choose_input(
     call_in_file: Optional[str] = None,
 ) -> ChosenInput:
     """The input for a built target, the same for the editor and the CLI: the typed
-    expression; else the example its factory returned; else `example_input_array`; else a
-    call of the target with literal arguments found in the file; else a guess: a
-    transformers model's from its config (hf_inputs), any other's from its first layer. TargetError for a typed expression that
-    fails; inputs.GuessError (with a template to start from) when nothing fits."""
+    expression; else the example its factory returned; else `example_input_array`; else none
+    for a `forward(self)`; else a call of the target with literal arguments found in the
+    file; else a guess: a transformers model's from its config (hf_inputs), any other's from
+    its first layer (for several arguments, the template when a plain forward accepts it).
+    TargetError for a typed expression that fails; inputs.GuessError (with a template to
+    start from) when nothing fits."""
     from .hf_inputs import hf_input
     from .inputs import (
         Guess,

@@ -1,5 +1,6 @@
-"""A model's input when none was given: its own example, a guess from its first layer, or
-(in a paused program) a value in the frame that fits. One table of layer types serves both
+"""A model's input when none was given: its own example, a guess from its first layer (a
+transformers model's from its config: hf_inputs.py), or (in a paused program) a value in the
+frame that fits. One table of layer types serves both
 making a guess and checking a candidate, so the editor, the CLI and the paused-debugger
 entry agree on what a model takes."""
 
