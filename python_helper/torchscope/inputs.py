@@ -257,8 +257,9 @@ def guess(model: nn.Module) -> Guess:
     return Guess(one, f"the first layer {where}")
 
 
-# names of a diffusion model's timestep argument: ids of a step, not the input's shape
-TIME_ARGUMENTS = frozenset(("t", "ts", "time", "times", "timestep", "timesteps", "step", "steps"))
+# names of a diffusion model's timestep argument: ids of a step, not the input's shape (not
+# `steps`, often a count a loop runs for)
+TIME_ARGUMENTS = frozenset(("t", "ts", "time", "times", "timestep", "timesteps"))
 
 
 def _for_argument(name: str, one: Optional[str]) -> str:
