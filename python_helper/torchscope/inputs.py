@@ -324,6 +324,8 @@ def alternatives(model: nn.Module) -> list[str]:
     elif isinstance(layer, (nn.Conv1d, nn.ConvTranspose1d)):
         c = layer.in_channels
         exprs = [_randn(1, c, n) for n in (16, 32, 128, 256, 1024, 16000)]
+        if c == 1:  # a waveform [batch, samples] the forward gives its channel (unsqueeze)
+            exprs += [_randn(1, n) for n in (16000, 1024)]
     elif isinstance(layer, (nn.Conv3d, nn.ConvTranspose3d)):
         c = layer.in_channels
         exprs = [_randn(1, c, d, s, s) for d, s in ((16, 112), (8, 64), (16, 224))]

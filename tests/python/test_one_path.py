@@ -142,6 +142,16 @@ class Denoiser(nn.Module):  # forward(x, t): an image and diffusion timesteps
         return self.conv(x) + self.time(t)[:, :, None, None]
 
 
+class Waveform(nn.Module):  # a raw waveform [batch, samples], given its channel in forward
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(1, 8, 400, stride=160)
+        self.gru = nn.GRU(8, 16, batch_first=True)
+
+    def forward(self, wav):
+        return self.gru(self.conv(wav.unsqueeze(1)).transpose(1, 2))[0]
+
+
 class Broken(nn.Module):
     def __init__(self):
         super().__init__()
@@ -260,9 +270,17 @@ def test_a_forward_that_reads_keys_of_its_one_argument_gets_a_dict(runner, model
     assert _input_shapes(Graph.load(tmp_path / "paused.msgpack")) == [[3, 12]]
 
 
-@pytest.mark.parametrize("name", ["Digits", "DigitBatch"])
+@pytest.mark.parametrize(
+    "name, shapes",
+    [
+        ("Digits", [[1, 1, 28, 28]]),
+        ("DigitBatch", [[1, 1, 28, 28]]),
+        # a Conv1d of one channel after `wav.unsqueeze(1)`: a waveform without it
+        ("Waveform", [[1, 16000]]),
+    ],
+)
 def test_a_guess_that_fails_is_tried_again_with_other_sizes_everywhere(
-    runner, models, tmp_path, name
+    runner, models, tmp_path, name, shapes
 ):
     """The first layer (Conv2d) says the channels, not the size a later Linear needs: the
     editor and the CLI both try the usual image sizes and trace with the first that runs
@@ -270,8 +288,7 @@ def test_a_guess_that_fails_is_tried_again_with_other_sizes_everywhere(
     editor = _editor(runner, models, name, tmp_path / "editor.msgpack")
     assert editor["summary"]["error"] is None, editor["summary"]
     assert "a size the model accepts" in editor["summary"]["input"], editor["summary"]
-    shapes = _input_shapes(Graph.load(tmp_path / "editor.msgpack"))
-    assert shapes == [[1, 1, 28, 28]]
+    assert _input_shapes(Graph.load(tmp_path / "editor.msgpack")) == shapes
 
     run = _cli(models, name, tmp_path / "cli.msgpack")
     assert run.returncode == 0, run.stderr
