@@ -263,9 +263,13 @@ TIME_ARGUMENTS = frozenset(("t", "ts", "time", "times", "timestep", "timesteps")
 
 
 def _for_argument(name: str, one: Optional[str]) -> str:
-    """One argument of a template for several: timesteps for `t`, else the first layer's."""
+    """One argument of a template for several: timesteps for `t`; for a graph network's
+    `edge_index`, one edge from the one node the first layer's guess makes to itself; else
+    the first layer's guess."""
     if name in TIME_ARGUMENTS:
         return "torch.randint(0, 1000, (1,))"
+    if name == "edge_index":
+        return "torch.tensor([[0], [0]])"
     return one or "torch.randn(1, 16)"
 
 
