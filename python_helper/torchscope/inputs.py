@@ -317,11 +317,34 @@ def _as_batch(expr: str, keys: list[str]) -> str:
 
 def alternatives(model: nn.Module) -> list[str]:
     """Other input expressions to try when the first-layer guess makes the forward raise: a
-    later layer may fix the image size (a Linear after flatten) or a sequence length."""
+    later layer may fix the image size (a Linear after flatten) or a sequence length; a
+    BatchNorm in training mode needs a batch of two (the guess's, then each size's)."""
     found = first_layer(model)
     if found is None:
         return []
-    layer = found[0]
+    layer, entry = found
+    try:
+        guessed = entry.make(layer, getattr(model, "config", None))
+    except Exception:
+        guessed = None
+    exprs = _sizes(layer)
+    exprs += [two for e in ([guessed] if guessed else []) + exprs if (two := _two(e)) != e]
+    batch = keys_read(model)
+    return [_as_batch(e, batch[1]) for e in exprs] if batch is not None else exprs
+
+
+def _two(expr: str) -> str:
+    """A guess with a batch of two: `torch.randn(2, …)`, `torch.randint(0, V, (2, …))`."""
+    if expr.startswith("torch.randn(1, "):
+        return "torch.randn(2, " + expr[len("torch.randn(1, ") :]
+    if expr.startswith("torch.randint(") and ", (1, " in expr:
+        return expr.replace(", (1, ", ", (2, ", 1)
+    return expr
+
+
+def _sizes(layer: nn.Module) -> list[str]:
+    """Other sizes of a convolution's input: image sides, sequence lengths, clip shapes."""
+    exprs: list[str] = []
     if isinstance(layer, (nn.Conv2d, nn.ConvTranspose2d)):
         c = layer.in_channels
         exprs = [_randn(1, c, side, side) for side in (32, 28, 224, 96, 128, 256, 299, 512)]
@@ -333,10 +356,7 @@ def alternatives(model: nn.Module) -> list[str]:
     elif isinstance(layer, (nn.Conv3d, nn.ConvTranspose3d)):
         c = layer.in_channels
         exprs = [_randn(1, c, d, s, s) for d, s in ((16, 112), (8, 64), (16, 224))]
-    else:
-        return []
-    batch = keys_read(model)
-    return [_as_batch(e, batch[1]) for e in exprs] if batch is not None else exprs
+    return exprs
 
 
 def first_that_runs(model: nn.Module, exprs: list[str], device: str = "cpu") -> Optional[str]:

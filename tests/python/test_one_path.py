@@ -162,6 +162,27 @@ class Graphs(nn.Module):  # forward(x, edge_index), as PyTorch Geometric's layer
         return self.lin(torch.zeros_like(x).index_add_(0, dst, x[src]))
 
 
+class Projection(nn.Module):  # BatchNorm1d in training mode: a batch of one has no statistics
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(10, 20)
+        self.bn = nn.BatchNorm1d(20)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.fc(x)))
+
+
+class ConvProjection(nn.Module):  # the same after a convolution and global pooling
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.fc = nn.Linear(8, 4)
+        self.bn = nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.bn(self.fc(self.conv(x).mean(dim=(2, 3))))
+
+
 class Broken(nn.Module):
     def __init__(self):
         super().__init__()
@@ -294,6 +315,9 @@ def test_a_forward_that_reads_keys_of_its_one_argument_gets_a_dict(runner, model
         ("DigitBatch", [[1, 1, 28, 28]]),
         # a Conv1d of one channel after `wav.unsqueeze(1)`: a waveform without it
         ("Waveform", [[1, 16000]]),
+        # a model in training mode with BatchNorm after its first layer: a batch of two
+        ("Projection", [[2, 10]]),
+        ("ConvProjection", [[2, 3, 64, 64]]),
     ],
 )
 def test_a_guess_that_fails_is_tried_again_with_other_sizes_everywhere(
