@@ -304,8 +304,9 @@ def choose_input(
             )
     made = hf_input(built.model)  # a transformers model: from its config
     if made is not None:
-        described = f"guessed from {made.source}: {describe_input(made.value)}"
-        return ChosenInput(made.value, described, "guess", made.expr)
+        value = made.value()
+        described = f"guessed from {made.source}: {describe_input(value)}"
+        return ChosenInput(value, described, "guess", made.expr)
     try:
         g = guess(built.model)
     except GuessError as exc:

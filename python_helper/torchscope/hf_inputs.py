@@ -30,9 +30,18 @@ LITERAL_LIMIT = 256  # elements: a dummy input written out as a literal up to th
 
 @dataclass(frozen=True)
 class HfInput:
-    value: dict[str, Any]
-    expr: str  # a dict expression in `torch` that makes the same input
+    expr: str  # a dict expression in `torch` that makes the input
     source: str  # "ViTModel's config" | "BertModel's dummy_inputs"
+    device: torch.device  # the model's
+    dummy: Optional[dict[str, torch.Tensor]] = None  # dummy_inputs, when they are the input
+
+    def value(self) -> dict[str, Any]:
+        """The input itself: made only when asked for (its random numbers are drawn then: a
+        paused program's models are listed with the expression alone)."""
+        if self.dummy is not None:
+            return {k: v.to(self.device) for k, v in self.dummy.items()}
+        with torch.device(self.device):
+            return eval(self.expr, {"torch": torch})  # noqa: S307 - our own expression
 
 
 def is_hf_model(model: nn.Module) -> bool:
@@ -59,9 +68,7 @@ def hf_input(model: nn.Module) -> Optional[HfInput]:
     made = {w: _expression(w, model.config) for w in wanted}
     if made and all(made.values()):
         expr = "{" + ", ".join(f"{k!r}: {e}" for k, e in made.items()) + "}"
-        with torch.device(_device(model)):
-            value = eval(expr, {"torch": torch})  # noqa: S307 - our own expression
-        return HfInput(value, expr, f"{name}'s config")
+        return HfInput(expr, f"{name}'s config", _device(model))
     if dummy is not None:  # a main input the config can't size: as before
         return _from_dummy(model, dummy)
     return None
@@ -71,9 +78,7 @@ def _from_dummy(model: nn.Module, dummy: dict[str, torch.Tensor]) -> Optional[Hf
     expr = _literal(dummy)
     if expr is None:
         return None
-    device = _device(model)
-    value = {k: v.to(device) for k, v in dummy.items()}
-    return HfInput(value, expr, f"{type(model).__name__}'s dummy_inputs")
+    return HfInput(expr, f"{type(model).__name__}'s dummy_inputs", _device(model), dummy)
 
 
 def _dummy(model: nn.Module) -> Optional[dict[str, Any]]:

@@ -169,6 +169,17 @@ def test_the_editor_the_cli_and_the_paused_entry_agree(models, tmp_path):
     assert _inputs(Graph.load(out)) == EXPECTED["whisper"]
 
 
+def test_listing_a_paused_frame_draws_no_random_numbers(models):
+    """The input box's starting expression is only written, never evaluated, when a paused
+    program's models are listed: the program's RNG goes on as it would have."""
+    model = build(f"{models}:vit").model  # noqa: F841 - the paused frame holds it
+    before = torch.get_rng_state()
+    seen = json.loads(debug.handle(json.dumps({"op": "candidates"}), frame=sys._getframe()))
+    first = next(c for c in seen["modules"] if c["expr"] == "model")
+    assert first["guess"] == "{'pixel_values': torch.randn(1, 3, 32, 32)}"
+    assert torch.equal(torch.get_rng_state(), before)
+
+
 def test_a_model_whose_config_says_nothing_usable_falls_back(tmp_path):
     """A transformers model whose main input torchscope can't size from the config keeps
     transformers' dummy_inputs, as before."""
