@@ -157,6 +157,9 @@ def _expression(name: str, config: Any) -> Optional[str]:
         else:
             return None
         channels = _int(vision, "num_channels") or 3
+        frames = _int(vision, "num_frames")
+        if frames:  # a video model (VideoMAE, TimeSformer): frames × channels × height × width
+            return f"torch.randn(1, {frames}, {channels}, {h}, {w})"
         return f"torch.randn(1, {channels}, {h}, {w})"
     if name == "input_features":
         # Whisper: mel bins × twice the encoder's positions (its second conv has stride 2)

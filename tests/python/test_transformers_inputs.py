@@ -44,6 +44,8 @@ FACTORIES = {
     # no image size in the config: any size does, ImageNet's
     "resnet": "T.ResNetModel(T.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], "
     "depths=[1, 1]))",
+    # video: frames of images
+    "videomae": f"T.VideoMAEModel(T.VideoMAEConfig(**{VISION}, num_frames=4, tubelet_size=2))",
     # audio: input_features (mel frames) and input_values (a waveform)
     "whisper": f"T.WhisperModel(T.WhisperConfig({SEQ2SEQ}, num_mel_bins=16, "
     "max_source_positions=32))",
@@ -75,6 +77,7 @@ EXPECTED = {
     "convnext": {"pixel_values": [1, 3, 32, 32]},
     "whisper": {"input_features": [1, 16, 64], "decoder_input_ids": [1, 4]},
     "wav2vec2": {"input_values": [1, 16000]},
+    "videomae": {"pixel_values": [1, 4, 3, 32, 32]},
     "resnet": {"pixel_values": [1, 3, 224, 224]},
     "speech2text": {"input_features": [1, 64, 8], "decoder_input_ids": [1, 4]},
     "clip": {"input_ids": [1, 16], "pixel_values": [1, 3, 32, 32]},
