@@ -95,18 +95,11 @@ def _candidates(frame: types.FrameType) -> dict[str, Any]:
         if c.stack is not None:
             call = calls[c.stack]
             known, how = True, f"paused call {inputs.describe_call(call.args, call.kwargs)}"
-        elif inputs.takes_nothing(c.module):
-            known, how = True, inputs.nothing_said(c.module)
         else:
-            how = None
-            with contextlib.suppress(Exception):
-                on_line = frames.call_on_line(frame, c.module)
-                how = _from_line(*on_line) if on_line else None
-            if how is None:
-                with contextlib.suppress(Exception), torch.no_grad():
-                    found = inputs.fitting_value(c.module, values)
-                    how = f"from the frame: {found[2]}" if found else None
-            known = how is not None
+            found = None
+            with contextlib.suppress(Exception), torch.no_grad():
+                found = _in_frame(c.module, frame, values)
+            known, how = found is not None, (found[2] if found else None)
         cls = type(c.module)
         expr = c.expr or ""
         modules.append(
@@ -180,15 +173,9 @@ def _choose_inputs(
                 "paused-call",
                 None,
             )
-    if inputs.takes_nothing(model):
-        return (), {}, inputs.nothing_said(model), "frame", None
-    on_line = frames.call_on_line(frame, model)
-    if on_line is not None:
-        return (*on_line[:2], _from_line(*on_line), "frame", None)
-    found = inputs.fitting_value(model, frames.frame_values(frame))
+    found = _in_frame(model, frame, frames.frame_values(frame))
     if found is not None:
-        args, kwargs, what = found
-        return args, kwargs, f"from the frame: {what}", "frame", None
+        return (*found, "frame", None)
     raise Failure(
         "needs-input",
         f"no input for {type(model).__name__} in this frame: give an input expression "
@@ -196,9 +183,23 @@ def _choose_inputs(
     )
 
 
-def _from_line(args: tuple[Any, ...], kwargs: dict[str, Any], what: str) -> str:
-    """The input said as `from line 63: self.model(inputs) (tensor [8, 64] float32)`."""
-    return f"from {what} {inputs.describe_call(args, kwargs)}"
+def _in_frame(
+    model: nn.Module, frame: types.FrameType, values: list[tuple[str, Any]]
+) -> Optional[tuple[tuple[Any, ...], dict[str, Any], str]]:
+    """`(args, kwargs, described)` the paused frame gives `model` (its call on the stack
+    aside), in this order: none for a `forward(self)`; the arguments of its call on the
+    paused line; values in the frame that fit. The candidates and the trace both ask here."""
+    if inputs.takes_nothing(model):
+        return (), {}, inputs.nothing_said(model)
+    on_line = frames.call_on_line(frame, model)
+    if on_line is not None:
+        args, kwargs, what = on_line
+        return args, kwargs, f"from {what} {inputs.describe_call(args, kwargs)}"
+    found = inputs.fitting_value(model, values)
+    if found is not None:
+        args, kwargs, what = found
+        return args, kwargs, f"from the frame: {what}"
+    return None
 
 
 def _trace(
