@@ -33,6 +33,7 @@ from .costs import (
 from .distributed import inner_tensor, layout_of, rank_and_size
 from .folding import fold_repeated_blocks
 from .graph import Cost, Edge, ErrorInfo, Graph, Layout, ModelInfo, Node, Recorded, Site
+from .one_call import ONE_CALL, Call, plain_call, torch_hooks_only_ours
 from .ops import FuncInfo, func_info
 from .sites import (
     class_definition,
@@ -74,6 +75,11 @@ _Parameter = nn.Parameter
 _ns = time.perf_counter_ns
 CHECK_EVERY = 32  # ops between time-budget / cancel checks
 _NO_IDS: frozenset[int] = frozenset()
+_pop_mode = torch._C._pop_torch_function_stack
+_push_mode = torch._C._push_on_torch_function_stack
+_mode_on = torch._C._is_torch_function_mode_enabled
+_UNSEEN: Any = object()
+ONE_CALL_SHORTCUT = True  # (off in tests that compare the graph both ways)
 
 
 class TraceCancelled(Exception):
@@ -230,6 +236,12 @@ class Recorder(TorchFunctionMode):
         # done call by call inside the forward costs twice as much (its data is cold there)
         for _, m in named:
             self._module_infos[id(m)] = self._describe(m)
+        # torch.nn layers whose forward is one call (one_call.py), recorded from their hooks
+        # while the mode is off: on when nothing per call needs the mode (costs time it)
+        self.one_call_on = False
+        self._one_call: dict[type, Any] = {}  # class → its call's (site, inside); None: not
+        self._learning: dict[int, tuple[int, Call]] = {}  # module id → (its node, its call)
+        self._outside: Optional[tuple[nn.Module, Call, Any]] = None  # the layer running now
 
     # -- producers: which node last wrote a tensor ---------------------------
     def _source(self, t: Tensor) -> Optional[int]:
@@ -367,10 +379,7 @@ class Recorder(TorchFunctionMode):
         entered = _ns() if counter is not None else 0
         known = self._funcs.get(func) if type(func) in _HASHABLE else None
         if known is None:
-            info = func_info(func)
-            known = (info, route(info.target, info.name))
-            if type(func) in _HASHABLE:
-                self._funcs[func] = known
+            known = self._func_known(func)
         info = known[0]
         self.count += 1
         if not self.count % CHECK_EVERY:
@@ -412,6 +421,13 @@ class Recorder(TorchFunctionMode):
         finally:
             self.overhead += (start - entered) + (_ns() - end)
 
+    def _func_known(self, func: Any) -> tuple[FuncInfo, int]:
+        info = func_info(func)
+        known = (info, route(info.target, info.name))
+        if type(func) in _HASHABLE:
+            self._funcs[func] = known
+        return known
+
     def _linear_flops(self, args: tuple, kwargs: Optional[dict]) -> int:
         with _NO_TORCH_FUNCTION():
             flops = linear_flops(args, kwargs)
@@ -450,11 +466,16 @@ class Recorder(TorchFunctionMode):
         return result
 
     def _record_call(
-        self, info: FuncInfo, args: tuple, kwargs: Optional[dict], outs: list[Tensor]
+        self,
+        info: FuncInfo,
+        args: tuple,
+        kwargs: Optional[dict],
+        outs: list[Tensor],
+        sites: Optional[tuple[Optional[Site], Optional[Site]]] = None,
     ) -> int:
         nid = len(self.nodes)
         inputs = _tensors_in(args, kwargs)
-        site, inside = _sites()
+        site, inside = _sites() if sites is None else sites
         node = Node(
             nid,
             "op" if inputs else "constant",
@@ -643,7 +664,7 @@ class Recorder(TorchFunctionMode):
             raise TraceCancelled("the trace was cancelled")
 
     def _note_failed_call(
-        self, exc: BaseException, info: FuncInfo, args: tuple, kwargs: dict
+        self, exc: BaseException, info: FuncInfo, args: tuple, kwargs: dict, site: Any = _UNSEEN
     ) -> None:
         try:
             inputs = _unique(_tensors_in(args, kwargs))
@@ -651,7 +672,9 @@ class Recorder(TorchFunctionMode):
         except Exception:
             inputs = []
         parent = self.stack[-1] if self.stack else None
-        self.pending = _PendingError(exc, parent, _site(), info.target, inputs)
+        if site is _UNSEEN:
+            site = _site()
+        self.pending = _PendingError(exc, parent, site, info.target, inputs)
 
     # -- module calls ----------------------------------------------------------
     def _info(self, module: nn.Module) -> _ModuleInfo:
@@ -715,6 +738,10 @@ class Recorder(TorchFunctionMode):
         counter = self.counter
         if counter is None:
             self._open(module)
+            if self.one_call_on:
+                call_of = ONE_CALL.get(type(module))
+                if call_of is not None:
+                    self._leave_mode(module, args, call_of)
             return
         start = _ns()
         overhead = self.overhead
@@ -784,10 +811,122 @@ class Recorder(TorchFunctionMode):
     def post_hook(self, module: nn.Module, args: Any, *rest: Any) -> None:
         # (kwargs, result) normally; (result,) when torch runs it for a forward that raised
         failed = len(rest) == 1
+        outside = self._outside
+        if outside is not None and outside[0] is module:
+            self._outside = None
+            _push_mode(self)
+            with _NO_TORCH_FUNCTION():
+                self._record_one_call(outside[1], outside[2], rest, failed)
+                self._close(module, args, rest, failed)
+            return
         if not failed and id(module) in self.late_close:
             return  # late_post_hook closes it
         with _NO_TORCH_FUNCTION():  # our own reads of tensors (.shape, ._base) are not ops
+            if self._learning:
+                learning = self._learning.pop(id(module), None)
+                if learning is not None:
+                    self._learn_one_call(module, learning, rest, failed)
             self._close(module, args, rest, failed)
+
+    # -- one-call layers: recorded from the hooks -----------------------------
+    def _leave_mode(self, module: nn.Module, args: Any, call_of: Any) -> None:
+        """A torch.nn layer whose forward is one call (one_call.py) runs without the mode;
+        post_hook records that call as the mode would have. The first of each class in a
+        trace runs under the mode, and the shortcut is taken only if its call matched."""
+        learned = self._one_call.get(type(module), _UNSEEN)
+        if learned is None or len(args) != 1 or type(args[0]) is not Tensor:
+            return
+        if not plain_call(module):
+            return
+        call = call_of(module, args[0])
+        if call is None:
+            return
+        if not _mode_on():  # the user turned torch functions off: no call is recorded
+            return
+        if learned is _UNSEEN:
+            self._learning[id(module)] = (self.stack[-1], call)
+            return
+        top = _pop_mode()
+        if top is not self:  # a mode of the user's above ours: it must see the call
+            _push_mode(top)
+            return
+        self._outside = (module, call, learned)
+
+    def _learn_one_call(
+        self, module: nn.Module, learning: tuple[int, Call], rest: tuple, failed: bool
+    ) -> None:
+        """After the first call of a one-call class under the mode: the shortcut holds for
+        the class if that call recorded exactly the node, and the output, the shortcut would."""
+        if failed:
+            return  # decided by a later call
+        nid, (func, args, kwargs) = learning
+        nodes = self.nodes
+        node = nodes[-1]
+        known = self._funcs.get(func) or self._func_known(func)
+        info = known[0]
+        result = rest[1]
+        entry = self.producer.get(id(result))
+        same = (
+            len(nodes) == nid + 2
+            and node.kind == "op"
+            and node.parent == nid
+            and node.name == info.name
+            and node.target == info.target
+            and entry is not None
+            and entry[1] == node.id
+        )
+        if same:
+            inputs = _tensors_in(args, kwargs)
+            expected = (
+                self._call_attrs(info, args, kwargs) if len(inputs) != len(args) or kwargs else {}
+            )
+            same = node.attrs == expected
+        self._one_call[type(module)] = (node.site, node.inside) if same else None
+
+    def _record_one_call(self, call: Call, sites: Any, rest: tuple, failed: bool) -> None:
+        func, args, kwargs = call
+        known = self._funcs.get(func) or self._func_known(func)
+        info = known[0]
+        self.count += 1
+        if failed:
+            exc = sys.exc_info()[1]
+            if exc is not None:
+                self._note_failed_call(exc, info, args, kwargs or {}, sites[0])
+            return
+        result = rest[1]
+        if not isinstance(result, Tensor):
+            return
+        try:
+            if self.values or type(result) is not Tensor:
+                self._record_call(info, args, kwargs, [result], sites)
+            else:
+                self._record_plain_call(info, args, kwargs, result, sites)
+        except Exception:  # as _after_call: a bare node rather than a failed trace
+            self._add(
+                Node(len(self.nodes), "op", info.name, self._parent(), info.target, "", 0, sites[0])
+            )
+
+    def _record_plain_call(
+        self, info: FuncInfo, args: tuple, kwargs: Optional[dict], result: Tensor, sites: Any
+    ) -> None:
+        """_record_call for a one-call layer's call without values: its arguments hold
+        tensors only at the top level, it writes none of them, it returns one plain tensor."""
+        nodes = self.nodes
+        nid = len(nodes)
+        parent = self.stack[-1]  # the layer's node: its post hook runs before it closes
+        self.with_children.add(parent)
+        node = Node(nid, "op", info.name, parent, info.target, "", 0, sites[0])
+        if sites[1] is not None:
+            node.inside = sites[1]
+        inputs = [a for a in args if isinstance(a, Tensor)]
+        if kwargs:
+            inputs += [v for v in kwargs.values() if isinstance(v, Tensor)]
+            node.attrs = self._call_attrs(info, args, kwargs)
+        elif len(inputs) != len(args):
+            node.attrs = self._call_attrs(info, args, kwargs)
+        nodes.append(node)
+        self._wire_inputs(_unique(inputs) if len(inputs) > 1 else inputs, nid)
+        self.producer[id(result)] = (weakref.ref(result), nid, None)
 
     def late_post_hook(self, module: nn.Module, args: Any, *rest: Any) -> None:
         with _NO_TORCH_FUNCTION():
@@ -1266,6 +1405,13 @@ def _trace(
         ),
     ]
     state.hooks_from_here()  # (the recorder's late hooks are removed before the restore)
+    rec.one_call_on = (
+        ONE_CALL_SHORTCUT
+        and not costs
+        and rec.wrapping is None
+        and rec.watch is None
+        and torch_hooks_only_ours(len(handles))
+    )
     error: Optional[Exception] = None
     result: Any = None
     warnings: list[str] = []

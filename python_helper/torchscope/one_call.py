@@ -1,0 +1,101 @@
+"""torch.nn layers whose forward is one functional call, and that call for a given input.
+
+A trace records such a layer's call from its module hooks instead of intercepting it (see
+`Recorder.pre_hook`): on a model of many small layers, intercepting is most of the cost.
+Each entry gives the call exactly as the layer's forward makes it (the function, its
+positional and keyword arguments), or None when this instance's forward does something
+else (an in-place activation, a padded convolution). The recorder checks each entry against
+the layer's real call once per trace before relying on it, so a torch whose layers call
+something else only loses the shortcut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+Call = tuple[Callable[..., Any], tuple, Optional[dict[str, Any]]]
+
+
+def _linear(m: Any, x: torch.Tensor) -> Optional[Call]:
+    return F.linear, (x, m.weight, m.bias), None
+
+
+def _layer_norm(m: Any, x: torch.Tensor) -> Optional[Call]:
+    # F.layer_norm hands itself to the mode with weight, bias and eps as keywords
+    return F.layer_norm, (x, m.normalized_shape), {"weight": m.weight, "bias": m.bias, "eps": m.eps}
+
+
+def _gelu(m: Any, x: torch.Tensor) -> Optional[Call]:
+    return F.gelu, (x,), {"approximate": m.approximate}
+
+
+def _not_in_place(func: Callable[..., Any]) -> Callable[[Any, torch.Tensor], Optional[Call]]:
+    def call(m: Any, x: torch.Tensor) -> Optional[Call]:
+        if m.inplace:  # writes its input: the recorder must see the write as it happens
+            return None
+        return func, (x,), {"inplace": False}
+
+    return call
+
+
+def _plain(func: Callable[..., Any]) -> Callable[[Any, torch.Tensor], Optional[Call]]:
+    return lambda m, x: (func, (x,), None)
+
+
+def _dropout(m: Any, x: torch.Tensor) -> Optional[Call]:
+    if m.inplace:
+        return None
+    return F.dropout, (x,), {"p": m.p, "training": m.training, "inplace": False}
+
+
+def _conv(func: Callable[..., Any]) -> Callable[[Any, torch.Tensor], Optional[Call]]:
+    def call(m: Any, x: torch.Tensor) -> Optional[Call]:
+        if m.padding_mode != "zeros":  # F.pad first: two calls
+            return None
+        return func, (x, m.weight, m.bias, m.stride, m.padding, m.dilation, m.groups), None
+
+    return call
+
+
+# by exact class: a subclass may have its own forward
+ONE_CALL: dict[type, Callable[[Any, torch.Tensor], Optional[Call]]] = {
+    nn.Linear: _linear,
+    nn.LayerNorm: _layer_norm,
+    nn.GELU: _gelu,
+    nn.ReLU: _not_in_place(F.relu),
+    nn.SiLU: _not_in_place(F.silu),
+    nn.Tanh: _plain(torch.tanh),
+    nn.Sigmoid: _plain(torch.sigmoid),
+    nn.Dropout: _dropout,
+    nn.Conv1d: _conv(F.conv1d),
+    nn.Conv2d: _conv(F.conv2d),
+}
+
+
+def plain_call(module: nn.Module) -> bool:
+    """Nothing of the user's runs around this module's forward: no hooks of its own, no
+    forward set on the instance."""
+    d = module.__dict__  # (a dict lookup: attribute access on a module walks its class first)
+    return not (
+        d.get("_forward_pre_hooks")
+        or d.get("_forward_hooks")
+        or d.get("_backward_hooks")
+        or d.get("_backward_pre_hooks")
+        or "forward" in d
+    )
+
+
+def torch_hooks_only_ours(ours: int) -> bool:
+    """No global module hooks but the `ours` forward ones the recorder registered: another
+    tool's global hook might run torch calls around a layer's call."""
+    g = nn.modules.module
+    return (
+        len(g._global_forward_pre_hooks) + len(g._global_forward_hooks) == ours
+        and not g._global_backward_hooks
+        and not g._global_backward_pre_hooks
+    )
