@@ -4,7 +4,8 @@ Such models are built from a config with random weights as often as loaded, and
 transformers' `dummy_inputs` is `{"input_ids": …}` for every one of them: a ViT, Whisper
 or CLIP raises on it. The forward's main input (`main_input_name`) says what it takes, the
 config how big: pixel values of its image size, mel frames of its length, a waveform, or
-token ids, and the image a text-and-image model takes beside its text. `dummy_inputs`
+token ids (and the decoder's, for an encoder-decoder), and the image a text-and-image
+model takes beside its text. `dummy_inputs`
 stays what is traced wherever it holds all of that (a text model).
 
 Every input comes with its expression, which the editor's input box and a paused program's
@@ -26,6 +27,8 @@ WAVEFORM = 16_000  # samples of a made waveform (a second at 16 kHz)
 FRAMES = 64  # filterbank frames of a made speech input
 IMAGE = 224  # side of a made image when the config names no image size
 LITERAL_LIMIT = 256  # elements: a dummy input written out as a literal up to this size
+# the inputs _expression can make from a config
+MADE = ("input_ids", "decoder_input_ids", "pixel_values", "input_features", "input_values")
 
 
 @dataclass(frozen=True)
@@ -112,19 +115,32 @@ def _takes(params: Optional[Mapping[str, Any]], names: Iterable[str]) -> bool:
 
 def _wanted(model: nn.Module, params: Optional[Mapping[str, Any]]) -> list[str]:
     """The inputs the forward needs: its main one; the image beside a text model's ids (CLIP);
-    the decoder's ids of an encoder-decoder whose encoder does not take ids (Whisper)."""
+    the decoder's ids of an encoder-decoder (Whisper; Pegasus, whose dummy_inputs lack
+    them: BART makes them from input_ids, Pegasus does not); any other input it requires
+    that a config can size (Grounding DINO's text beside its image)."""
     main = getattr(model, "main_input_name", None) or "input_ids"
     config = model.config
+    named = _named(model)
     wanted = [main]
     if main == "input_ids" and _takes(params, ["pixel_values"]) and _sub(config, "vision_config"):
         wanted.append("pixel_values")
-    if (
-        main != "input_ids"
-        and getattr(config, "is_encoder_decoder", False)
-        and _takes(params, ["decoder_input_ids"])
-    ):
+    if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in named:
         wanted.append("decoder_input_ids")
+    wanted += [n for n, required in named.items() if required and n in MADE and n not in wanted]
     return wanted
+
+
+def _named(model: nn.Module) -> dict[str, bool]:
+    """The forward's named parameters (its `**kwargs` aside), each with whether it is
+    required (has no default)."""
+    import inspect
+
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return {}
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {n: p.default is inspect.Parameter.empty for n, p in params.items() if p.kind in named}
 
 
 def _expression(name: str, config: Any) -> Optional[str]:
@@ -172,8 +188,14 @@ def _expression(name: str, config: Any) -> Optional[str]:
             channels = _int(config, "input_channels") or 1
             return f"torch.randn(1, {FRAMES}, {features * channels})"
         return None
-    if name == "input_values":  # a waveform (wav2vec 2.0, HuBERT)
-        return f"torch.randn(1, {WAVEFORM})"
+    if name == "input_values":
+        mel, frames = _int(config, "num_mel_bins"), _int(config, "max_length")
+        if mel and frames:  # a spectrogram transformer (AST): frames × mel bins
+            return f"torch.randn(1, {frames}, {mel})"
+        channels = _int(config, "audio_channels")
+        if channels or _int(config, "codebook_size"):  # an audio codec (EnCodec, DAC, Mimi)
+            return f"torch.randn(1, {channels or 1}, {WAVEFORM})"
+        return f"torch.randn(1, {WAVEFORM})"  # a waveform (wav2vec 2.0, HuBERT)
     return None
 
 

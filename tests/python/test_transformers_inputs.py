@@ -2,7 +2,7 @@
 downloaded here, so this is how such models are traced): transformers 5's `dummy_inputs` is
 `input_ids` for every model, so a ViT, a Swin, Whisper, wav2vec 2.0, CLIP, SigLIP or BLIP
 raised on it ("'NoneType' object has no attribute 'shape'") instead of being drawn. The input
-is made from the model's config and its forward's main input, the same for the editor's
+is made from the model's config and its forward's main and required inputs, the same for the editor's
 runner, the CLI and the paused entry's input box, and said as a guess with its expression."""
 
 from __future__ import annotations
@@ -44,6 +44,18 @@ FACTORIES = {
     # no image size in the config: any size does, ImageNet's
     "resnet": "T.ResNetModel(T.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], "
     "depths=[1, 1]))",
+    # a detector: an encoder-decoder whose decoder takes no ids
+    "d_fine": "T.DFineModel(T.DFineConfig(d_model=32, encoder_layers=1, decoder_layers=1, "
+    "encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, "
+    "decoder_ffn_dim=32, num_queries=10, encoder_hidden_dim=32, "
+    "decoder_in_channels=[32, 32, 32]))",
+    # an image and the text it is asked about, both required
+    "grounding_dino": "T.GroundingDinoModel(T.GroundingDinoConfig(d_model=32, encoder_layers=1, "
+    "decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2, "
+    "encoder_ffn_dim=32, decoder_ffn_dim=32, num_queries=10, text_config=dict(hidden_size=32, "
+    "intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, vocab_size=100), "
+    "backbone_config=dict(model_type='swin', embed_dim=16, depths=[1, 1, 1, 1], "
+    "num_heads=[1, 1, 1, 1], out_features=['stage2', 'stage3', 'stage4'])))",
     # video: frames of images
     "videomae": f"T.VideoMAEModel(T.VideoMAEConfig(**{VISION}, num_frames=4, tubelet_size=2))",
     # audio: input_features (mel frames) and input_values (a waveform)
@@ -55,6 +67,15 @@ FACTORIES = {
     "wav2vec2": f"T.Wav2Vec2Model(T.Wav2Vec2Config(**dict({SMALL}), conv_dim=(8, 8), "
     "conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16, "
     "num_conv_pos_embedding_groups=2))",
+    # an audio codec's waveform has its channels: [batch, channels, samples]
+    "encodec": "T.EncodecModel(T.EncodecConfig(num_filters=4, hidden_size=16, "
+    "num_residual_layers=1, upsampling_ratios=[2, 2], codebook_size=16))",
+    "dac": "T.DacModel(T.DacConfig(encoder_hidden_size=4, downsampling_ratios=[2, 2], "
+    "decoder_hidden_size=16, upsampling_ratios=[2, 2], hidden_size=16, n_codebooks=2, "
+    "codebook_size=16, codebook_dim=4))",
+    # a spectrogram transformer's input_values: frames x mel bins
+    "ast": f"T.ASTModel(T.ASTConfig(**dict({SMALL}), max_length=64, num_mel_bins=16, "
+    "patch_size=8))",
     # text and image together
     "clip": f"T.CLIPModel(T.CLIPConfig(text_config={TEXT}, vision_config={VISION}, "
     "projection_dim=16))",
@@ -67,6 +88,9 @@ FACTORIES = {
     "t5": "T.T5Model(T.T5Config(d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=16, "
     "vocab_size=100))",
     "bart": f"T.BartModel(T.BartConfig({SEQ2SEQ}, vocab_size=100))",
+    # an encoder-decoder whose dummy_inputs lack the decoder's ids (Pegasus does not make
+    # them from input_ids as BART does)
+    "pegasus": f"T.PegasusModel(T.PegasusConfig({SEQ2SEQ}, vocab_size=100))",
 }
 
 # what each model's graph gets as its input tensors (name → shape)
@@ -77,6 +101,12 @@ EXPECTED = {
     "convnext": {"pixel_values": [1, 3, 32, 32]},
     "whisper": {"input_features": [1, 16, 64], "decoder_input_ids": [1, 4]},
     "wav2vec2": {"input_values": [1, 16000]},
+    "encodec": {"input_values": [1, 1, 16000]},
+    "dac": {"input_values": [1, 1, 16000]},
+    "ast": {"input_values": [1, 64, 16]},
+    "pegasus": {"input_ids": [1, 16], "decoder_input_ids": [1, 4]},
+    "d_fine": {"pixel_values": [1, 3, 224, 224]},
+    "grounding_dino": {"pixel_values": [1, 3, 224, 224], "input_ids": [1, 16]},
     "videomae": {"pixel_values": [1, 4, 3, 32, 32]},
     "resnet": {"pixel_values": [1, 3, 224, 224]},
     "speech2text": {"input_features": [1, 64, 8], "decoder_input_ids": [1, 4]},
