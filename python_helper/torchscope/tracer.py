@@ -237,11 +237,13 @@ class Recorder(TorchFunctionMode):
         for _, m in named:
             self._module_infos[id(m)] = self._describe(m)
         # torch.nn layers whose forward is one call (one_call.py), recorded from their hooks
-        # while the mode is off: on when nothing per call needs the mode (costs time it)
+        # while the mode is off (with costs, the hooks count and time that one call)
         self.one_call_on = False
         self._one_call: dict[type, Any] = {}  # class → its call's (site, inside); None: not
         self._learning: dict[int, tuple[int, Call]] = {}  # module id → (its node, its call)
         self._outside: Optional[tuple[nn.Module, Call, Any]] = None  # the layer running now
+        self._call_how = 0  # with costs: how its FLOPs count (costs.route)
+        self._call_start = 0  # with costs: when its call began
 
     # -- producers: which node last wrote a tensor ---------------------------
     def _source(self, t: Tensor) -> Optional[int]:
@@ -749,7 +751,18 @@ class Recorder(TorchFunctionMode):
         nid = self.stack[-1]
         self.nodes[nid].cost = Cost(0, 0, 0)
         self.module_clock[nid] = (start, overhead)
+        if self.one_call_on:
+            call_of = ONE_CALL.get(type(module))
+            if call_of is not None:
+                self._leave_mode(module, args, call_of)
+                if self._outside is not None:  # the layer's call is counted and timed here
+                    func = self._outside[1][0]
+                    self._call_how = how = (self._funcs.get(func) or self._func_known(func))[1]
+                    if how == COUNTED:
+                        counter.flops = 0
+                        counter.__enter__()
         self.overhead += _ns() - start
+        self._call_start = _ns()
 
     def _open(self, module: nn.Module) -> None:
         self.count += 1
@@ -813,10 +826,22 @@ class Recorder(TorchFunctionMode):
         failed = len(rest) == 1
         outside = self._outside
         if outside is not None and outside[0] is module:
+            end = _ns()
             self._outside = None
+            counter = self.counter
+            if counter is not None:
+                flops = 0
+                if self._call_how == COUNTED:
+                    counter.__exit__(None, None, None)
+                    flops = counter.flops
+                elif self._call_how == LINEAR:
+                    flops = self._linear_flops(outside[1][1], outside[1][2])
+                self.call_cost = (flops, end - self._call_start)
             _push_mode(self)
             with _NO_TORCH_FUNCTION():
                 self._record_one_call(outside[1], outside[2], rest, failed)
+                if counter is not None:
+                    self.overhead += _ns() - end  # the record is not the layer's time
                 self._close(module, args, rest, failed)
             return
         if not failed and id(module) in self.late_close:
@@ -897,7 +922,7 @@ class Recorder(TorchFunctionMode):
         if not isinstance(result, Tensor):
             return
         try:
-            if self.values or type(result) is not Tensor:
+            if self.values or self.counter is not None or type(result) is not Tensor:
                 self._record_call(info, args, kwargs, [result], sites)
             else:
                 self._record_plain_call(info, args, kwargs, result, sites)
@@ -1407,7 +1432,6 @@ def _trace(
     state.hooks_from_here()  # (the recorder's late hooks are removed before the restore)
     rec.one_call_on = (
         ONE_CALL_SHORTCUT
-        and not costs
         and rec.wrapping is None
         and rec.watch is None
         and torch_hooks_only_ours(len(handles))

@@ -19,8 +19,15 @@ from torchscope.tracer import trace, trace_call
 
 
 def _wire(g: Any) -> dict[str, Any]:
+    """The graph on the wire less what a clock says (its time, each call's)."""
     wire = g.to_wire()
     wire["stats"].pop("trace_ms", None)
+    for node in wire["nodes"]:
+        if node.get("cost"):
+            node["cost"].pop("time_ns")
+    for group in wire["groups"]:
+        if group.get("cost"):
+            group["cost"].pop("time_ns")
     return wire
 
 
@@ -89,20 +96,38 @@ class Layers(nn.Module):
         return h.sum() + c.sum() + img.sum() + self.fc(self.fc.weight).sum()
 
 
+@pytest.mark.parametrize("costs", [False, True])
 @pytest.mark.parametrize("values", [False, True])
 @pytest.mark.parametrize("training", [False, True])
 def test_the_shortcut_records_the_graph_the_mode_records(
-    monkeypatch: pytest.MonkeyPatch, values: bool, training: bool
+    monkeypatch: pytest.MonkeyPatch, values: bool, training: bool, costs: bool
 ) -> None:
     torch.manual_seed(1)
     model = Layers().train(training)
     x = torch.randn(2, 8)
     before = copy.deepcopy(model.state_dict())
-    plain, short, taken = _both(monkeypatch, lambda: trace(model, x, values=values, costs=False))
-    assert short == plain
+    plain, short, taken = _both(monkeypatch, lambda: trace(model, x, values=values, costs=costs))
+    assert short == plain  # with costs: the same FLOPs and bytes of every call
     assert taken >= 13  # the shortcut was taken for every class, not only declined
     after = model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_with_costs_a_layer_s_call_is_timed_inside_its_module(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(64, 64), nn.GELU()) for _ in range(4)])
+    g = trace(model, torch.randn(8, 64), values=False, costs=True)
+    ops = [n for n in g.nodes if n.kind == "op"]
+    assert {n.name for n in ops} == {"linear", "gelu"}
+    for op in ops:
+        layer = g.nodes[op.parent]  # type: ignore[index]
+        assert op.cost is not None and layer.cost is not None
+        assert 0 < op.cost.time_ns <= layer.cost.time_ns
+        if op.name == "linear":
+            assert op.cost.flops == 2 * 8 * 64 * 64
+        else:
+            assert op.cost.flops == 0  # (the registry counts no FLOPs for gelu)
 
 
 class Hooked(nn.Module):
@@ -209,22 +234,6 @@ def test_a_layer_that_raises_inside_the_shortcut_is_marked_as_the_mode_marks_it(
     assert taken >= 2
 
 
-def test_costs_keep_the_mode_for_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    model = Fails()
-    x = torch.randn(2, 4)
-    taken = [0]
-    real = tracer.Recorder._record_one_call
-
-    def counted(self: Any, *a: Any) -> None:
-        taken[0] += 1
-        real(self, *a)
-
-    monkeypatch.setattr(tracer.Recorder, "_record_one_call", counted)
-    g = trace_call(model, (x, "none"), {}, values=True, costs=True)
-    assert taken[0] == 0
-    assert all(n.cost is not None for n in g.nodes if n.kind == "op")
-
-
 def test_the_mode_is_back_after_a_trace_whatever_the_forward_did() -> None:
     model = Fails()
     depth = torch._C._len_torch_function_stack()
@@ -235,14 +244,15 @@ def test_the_mode_is_back_after_a_trace_whatever_the_forward_did() -> None:
     assert torch._C._len_torch_function_stack() == depth
 
 
+@pytest.mark.parametrize("costs", [False, True])
 @pytest.mark.parametrize("name", sorted(zoo.ZOO))
 def test_every_zoo_model_gets_the_same_graph_with_the_shortcut(
-    monkeypatch: pytest.MonkeyPatch, name: str
+    monkeypatch: pytest.MonkeyPatch, name: str, costs: bool
 ) -> None:
     model, args, kwargs = zoo.build(name)
 
     def run() -> Any:
-        return trace_call(model, args, kwargs, values=False, costs=False, raise_errors=False)
+        return trace_call(model, args, kwargs, values=False, costs=costs, raise_errors=False)
 
     plain, short, _ = _both(monkeypatch, run)
     if plain.get("error") and short.get("error"):  # (tracebacks: see the test above)
