@@ -866,7 +866,7 @@ class Recorder(TorchFunctionMode):
         call = call_of(module, args[0])
         if call is None:
             return
-        if not _mode_on():  # the user turned torch functions off: no call is recorded
+        if not _mode_on():  # turned off by the user, or another thread's call: none recorded
             return
         if learned is _UNSEEN:
             self._learning[id(module)] = (self.stack[-1], call)
@@ -930,6 +930,15 @@ class Recorder(TorchFunctionMode):
             self._add(
                 Node(len(self.nodes), "op", info.name, self._parent(), info.target, "", 0, sites[0])
             )
+
+    def abandon_one_call(self) -> None:
+        """A layer's call left the shortcut without its post hook (an exception that is not
+        an Exception, as KeyboardInterrupt): its FLOP counter comes off the stack."""
+        if self._outside is not None:
+            self._outside = None
+            if self.counter is not None and self._call_how == COUNTED:
+                with contextlib.suppress(Exception):
+                    self.counter.__exit__(None, None, None)
 
     def _record_plain_call(
         self, info: FuncInfo, args: tuple, kwargs: Optional[dict], result: Tensor, sites: Any
@@ -1455,6 +1464,7 @@ def _trace(
         error = exc
     finally:
         elapsed = (time.perf_counter() - start) * 1000
+        rec.abandon_one_call()
         rec.remove_late_hooks()
         if rec.unsized:
             rec.describe_sized()

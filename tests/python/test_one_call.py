@@ -5,6 +5,7 @@ whatever the layers' settings, inputs, hooks and errors, with values on or off."
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -132,7 +133,8 @@ def test_with_costs_a_layer_s_call_is_timed_inside_its_module(
 
 class Hooked(nn.Module):
     """Layers the user reaches into: a hook of its own, a forward set on the instance, a
-    subclass, a call with a keyword argument, a mode of the user's around one call."""
+    subclass, a call with a keyword argument, a mode of the user's around one call, torch
+    functions turned off, a call from another thread."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -153,7 +155,11 @@ class Hooked(nn.Module):
             h = self.a(h)
         with torch._C.DisableTorchFunction():
             h = self.a(h)
-        return self.a(h)
+        out: list[torch.Tensor] = []
+        worker = threading.Thread(target=lambda: out.append(self.a(h)))  # modes are per thread
+        worker.start()
+        worker.join()
+        return self.a(h) + out[0]
 
 
 def _double(module: nn.Module, args: Any, out: torch.Tensor) -> torch.Tensor:
@@ -258,3 +264,36 @@ def test_every_zoo_model_gets_the_same_graph_with_the_shortcut(
     if plain.get("error") and short.get("error"):  # (tracebacks: see the test above)
         plain["error"].pop("traceback"), short["error"].pop("traceback")
     assert short == plain
+
+
+class Interrupted(nn.Module):
+    """A KeyboardInterrupt inside a layer's call: torch runs no post hook for it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.a(self.a(x))  # the first learns, the second takes the shortcut
+        real = torch.nn.functional.linear
+        torch.nn.functional.linear = _interrupt  # type: ignore[assignment]
+        try:
+            return self.a(h)
+        finally:
+            torch.nn.functional.linear = real
+
+
+def _interrupt(*args: Any, **kwargs: Any) -> torch.Tensor:
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("costs", [False, True])
+def test_an_interrupt_inside_the_shortcut_leaves_no_mode_behind(costs: bool) -> None:
+    functions = torch._C._len_torch_function_stack()
+    dispatch = torch._C._len_torch_dispatch_stack()
+    with pytest.raises(KeyboardInterrupt):
+        trace_call(Interrupted(), (torch.randn(2, 4),), {}, values=False, costs=costs)
+    assert torch._C._len_torch_function_stack() == functions
+    assert torch._C._len_torch_dispatch_stack() == dispatch
+    g = trace_call(Interrupted().a, (torch.randn(2, 4),), {}, values=False, costs=costs)
+    assert [n.name for n in g.nodes if n.kind == "op"] == ["linear"]  # and traces again
