@@ -1,7 +1,8 @@
 """torch.nn layers whose forward is one functional call, and that call for a given input.
 
 A trace records such a layer's call from its module hooks instead of intercepting it (see
-`Recorder.pre_hook`): on a model of many small layers, intercepting is most of the cost.
+`Recorder.pre_hook`): on a model of many small layers, intercepting each call through the
+function mode is a large part of the cost.
 Each entry gives the call exactly as the layer's forward makes it (the function, its
 positional and keyword arguments), or None when this instance's forward does something
 else (an in-place activation, a padded convolution). The recorder checks each entry against
