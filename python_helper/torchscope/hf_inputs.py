@@ -5,8 +5,8 @@ transformers' `dummy_inputs` is `{"input_ids": …}` for every one of them: a Vi
 or CLIP raises on it. The forward's main input (`main_input_name`) says what it takes, the
 config how big: pixel values of its image size, mel frames of its length, a waveform, or
 token ids (and the decoder's, for an encoder-decoder), and the image a text-and-image
-model takes beside its text. `dummy_inputs`
-stays what is traced wherever it holds all of that (a text model).
+model takes beside its text. `dummy_inputs` stays what is traced wherever it holds all of
+that (a text model).
 
 Every input comes with its expression, which the editor's input box and a paused program's
 can start with.
@@ -14,6 +14,7 @@ can start with.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -58,11 +59,12 @@ def hf_input(model: nn.Module) -> Optional[HfInput]:
     more), or one whose config sizes nothing and whose dummy_inputs is no dict of tensors."""
     if not is_hf_model(model):
         return None
-    params = _parameters(model)
+    signature = _signature(model)
+    params = _parameters(signature)
     dummy = _dummy(model)
     if dummy is not None and not _takes(params, dummy):
         dummy = None  # (a forward of the user's own: `forward(self, x)`)
-    wanted = _wanted(model, params)
+    wanted = _wanted(model, params, _named(signature))
     if not _takes(params, wanted):
         wanted = []
     name = type(model).__name__
@@ -96,31 +98,38 @@ def _dummy(model: nn.Module) -> Optional[dict[str, Any]]:
     return value
 
 
-def _parameters(model: nn.Module) -> Optional[Mapping[str, Any]]:
-    """The forward's parameters; None when it takes any keyword (`**kwargs`) or can't say."""
-    import inspect
-
+def _signature(model: nn.Module) -> Optional[Mapping[str, inspect.Parameter]]:
+    """The forward's parameters; None when it can't say."""
     try:
-        params = inspect.signature(model.forward).parameters
+        return inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
         return None
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+
+
+def _parameters(
+    signature: Optional[Mapping[str, inspect.Parameter]],
+) -> Optional[Mapping[str, Any]]:
+    """The forward's parameters; None when it takes any keyword (`**kwargs`) or can't say."""
+    if signature is None:
         return None
-    return params
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.values()):
+        return None
+    return signature
 
 
 def _takes(params: Optional[Mapping[str, Any]], names: Iterable[str]) -> bool:
     return params is None or all(n in params for n in names)
 
 
-def _wanted(model: nn.Module, params: Optional[Mapping[str, Any]]) -> list[str]:
+def _wanted(
+    model: nn.Module, params: Optional[Mapping[str, Any]], named: dict[str, bool]
+) -> list[str]:
     """The inputs the forward needs: its main one; the image beside a text model's ids (CLIP);
     the decoder's ids of an encoder-decoder (Whisper; Pegasus, whose dummy_inputs lack
     them: BART makes them from input_ids, Pegasus does not); any other input it requires
     that a config can size (Grounding DINO's text beside its image)."""
     main = getattr(model, "main_input_name", None) or "input_ids"
     config = model.config
-    named = _named(model)
     wanted = [main]
     if main == "input_ids" and _takes(params, ["pixel_values"]) and _sub(config, "vision_config"):
         wanted.append("pixel_values")
@@ -130,17 +139,15 @@ def _wanted(model: nn.Module, params: Optional[Mapping[str, Any]]) -> list[str]:
     return wanted
 
 
-def _named(model: nn.Module) -> dict[str, bool]:
+def _named(signature: Optional[Mapping[str, inspect.Parameter]]) -> dict[str, bool]:
     """The forward's named parameters (its `**kwargs` aside), each with whether it is
     required (has no default)."""
-    import inspect
-
-    try:
-        params = inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
+    if signature is None:
         return {}
     named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return {n: p.default is inspect.Parameter.empty for n, p in params.items() if p.kind in named}
+    return {
+        n: p.default is inspect.Parameter.empty for n, p in signature.items() if p.kind in named
+    }
 
 
 def _expression(name: str, config: Any) -> Optional[str]:
