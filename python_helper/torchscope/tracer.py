@@ -423,6 +423,10 @@ class Recorder(TorchFunctionMode):
         finally:
             self.overhead += (start - entered) + (_ns() - end)
 
+    def _known(self, func: Any) -> tuple[FuncInfo, int]:
+        """A function's info and how its FLOPs count, from the cache (out of the hot path)."""
+        return self._funcs.get(func) or self._func_known(func)
+
     def _func_known(self, func: Any) -> tuple[FuncInfo, int]:
         info = func_info(func)
         known = (info, route(info.target, info.name))
@@ -757,7 +761,7 @@ class Recorder(TorchFunctionMode):
                 self._leave_mode(module, args, call_of)
                 if self._outside is not None:  # the layer's call is counted and timed here
                     func = self._outside[1][0]
-                    self._call_how = how = (self._funcs.get(func) or self._func_known(func))[1]
+                    self._call_how = how = self._known(func)[1]
                     if how == COUNTED:
                         counter.flops = 0
                         counter.__enter__()
@@ -887,8 +891,7 @@ class Recorder(TorchFunctionMode):
         nid, (func, args, kwargs) = learning
         nodes = self.nodes
         node = nodes[-1]
-        known = self._funcs.get(func) or self._func_known(func)
-        info = known[0]
+        info = self._known(func)[0]
         result = rest[1]
         entry = self.producer.get(id(result))
         same = (
@@ -910,8 +913,7 @@ class Recorder(TorchFunctionMode):
 
     def _record_one_call(self, call: Call, sites: Any, rest: tuple, failed: bool) -> None:
         func, args, kwargs = call
-        known = self._funcs.get(func) or self._func_known(func)
-        info = known[0]
+        info = self._known(func)[0]
         self.count += 1
         if failed:
             exc = sys.exc_info()[1]
@@ -922,10 +924,7 @@ class Recorder(TorchFunctionMode):
         if not isinstance(result, Tensor):
             return
         try:
-            if self.values or self.counter is not None or type(result) is not Tensor:
-                self._record_call(info, args, kwargs, [result], sites)
-            else:
-                self._record_plain_call(info, args, kwargs, result, sites)
+            self._record_call(info, args, kwargs, [result], sites)
         except Exception:  # as _after_call: a bare node rather than a failed trace
             self._add(
                 Node(len(self.nodes), "op", info.name, self._parent(), info.target, "", 0, sites[0])
@@ -939,28 +938,6 @@ class Recorder(TorchFunctionMode):
             if self.counter is not None and self._call_how == COUNTED:
                 with contextlib.suppress(Exception):
                     self.counter.__exit__(None, None, None)
-
-    def _record_plain_call(
-        self, info: FuncInfo, args: tuple, kwargs: Optional[dict], result: Tensor, sites: Any
-    ) -> None:
-        """_record_call for a one-call layer's call without values: its arguments hold
-        tensors only at the top level, it writes none of them, it returns one plain tensor."""
-        nodes = self.nodes
-        nid = len(nodes)
-        parent = self.stack[-1]  # the layer's node: its post hook runs before it closes
-        self.with_children.add(parent)
-        node = Node(nid, "op", info.name, parent, info.target, "", 0, sites[0])
-        if sites[1] is not None:
-            node.inside = sites[1]
-        inputs = [a for a in args if isinstance(a, Tensor)]
-        if kwargs:
-            inputs += [v for v in kwargs.values() if isinstance(v, Tensor)]
-            node.attrs = self._call_attrs(info, args, kwargs)
-        elif len(inputs) != len(args):
-            node.attrs = self._call_attrs(info, args, kwargs)
-        nodes.append(node)
-        self._wire_inputs(_unique(inputs) if len(inputs) > 1 else inputs, nid)
-        self.producer[id(result)] = (weakref.ref(result), nid, None)
 
     def late_post_hook(self, module: nn.Module, args: Any, *rest: Any) -> None:
         with _NO_TORCH_FUNCTION():
