@@ -20,6 +20,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from . import collectives, weight_stats
+from .call_path import lean_calls
 from .costs import (
     COUNTED,
     LINEAR,
@@ -1431,6 +1432,7 @@ def _trace(
             compiled_run_eagerly(named),
             fsdp_state_kept(named),
             collectives.watching(rec.watch),
+            lean_calls(rec.pre_hook, rec.post_hook, len(handles)),
         ):
             rec.__enter__()
             try:
