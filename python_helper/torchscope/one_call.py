@@ -22,13 +22,21 @@ from torch import nn
 Call = tuple[Callable[..., Any], tuple, Optional[dict[str, Any]]]
 
 
+def _param(m: Any, name: str) -> Any:
+    """`m.<name>` for a weight, read from the parameter table where it is (`m.weight` goes
+    through Module.__getattr__: a few times slower, on every layer call)."""
+    table = m._parameters
+    return table[name] if name in table else getattr(m, name)
+
+
 def _linear(m: Any, x: torch.Tensor) -> Optional[Call]:
-    return F.linear, (x, m.weight, m.bias), None
+    return F.linear, (x, _param(m, "weight"), _param(m, "bias")), None
 
 
 def _layer_norm(m: Any, x: torch.Tensor) -> Optional[Call]:
     # F.layer_norm hands itself to the mode with weight, bias and eps as keywords
-    return F.layer_norm, (x, m.normalized_shape), {"weight": m.weight, "bias": m.bias, "eps": m.eps}
+    weight, bias = _param(m, "weight"), _param(m, "bias")
+    return F.layer_norm, (x, m.normalized_shape), {"weight": weight, "bias": bias, "eps": m.eps}
 
 
 def _gelu(m: Any, x: torch.Tensor) -> Optional[Call]:
@@ -58,7 +66,8 @@ def _conv(func: Callable[..., Any]) -> Callable[[Any, torch.Tensor], Optional[Ca
     def call(m: Any, x: torch.Tensor) -> Optional[Call]:
         if m.padding_mode != "zeros":  # F.pad first: two calls
             return None
-        return func, (x, m.weight, m.bias, m.stride, m.padding, m.dilation, m.groups), None
+        weight, bias = _param(m, "weight"), _param(m, "bias")
+        return func, (x, weight, bias, m.stride, m.padding, m.dilation, m.groups), None
 
     return call
 

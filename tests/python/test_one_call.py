@@ -78,12 +78,16 @@ class Layers(nn.Module):
         self.conv2 = nn.Conv2d(1, 3, 3, padding="same", groups=1)
         self.conv2_reflect = nn.Conv2d(3, 3, 3, padding=1, padding_mode="reflect", groups=3)
         self.conv2_nobias = nn.Conv2d(3, 1, (1, 3), stride=(1, 2), bias=False)
+        self.fc_plain = nn.Linear(8, 8)  # its weight a plain tensor, outside its parameter table
+        del self.fc_plain.weight
+        self.fc_plain.weight = torch.randn(8, 8)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.fc(x)
         h = self.fc(h)  # the same layer twice
         h = self.norm(self.gelu(h)) + self.norm_plain(self.gelu_tanh(h))
         h = self.fc_nobias(self.relu(h))
+        h = self.fc_plain(self.fc_plain(h))
         h = self.relu_inplace(h * 1)
         h = self.silu(h) + self.silu_inplace(h * 2)
         h = self.tanh(h) * self.sigmoid(h)
