@@ -167,8 +167,11 @@ def _flush(buf: _Buffer) -> None:
         which = cancels.nonzero().squeeze(1)
         rows_centred = data.index_select(0, which).sub_(mean.index_select(0, which).unsqueeze(1))
         centred.index_copy_(0, which, torch.linalg.vector_norm(rows_centred, dim=1))
-    # x / x is 1 except where x is 0 (NaN there): a branch-free count of the non-zeros
-    nonzero = torch.nan_to_num_(torch.div(data, data), nan=0.0).sum(1)  # exact: n <= 2**24
+    if _zero_bits(data) == 0:  # (the buffer's rows at once: most hold no zero)
+        nonzero = torch.full_like(mean, n)
+    else:
+        # x / x is 1 except where x is 0 (NaN there): a branch-free count of the non-zeros
+        nonzero = torch.nan_to_num_(torch.div(data, data), nan=0.0).sum(1)  # exact: n <= 2**24
     per_row = torch.stack((lo, hi, mean, squares, centred, nonzero)).t().tolist()
     counts = _row_histograms(data, lo, hi, [inner for _, inner in pending])
     for r, ((st, inner), (mn, mx, mu, norm, spread, nz)) in enumerate(zip(pending, per_row)):
@@ -284,14 +287,39 @@ def _floating(x: Tensor, st: TensorStats, inner: int = 1) -> None:
 
 
 def _zeros(x: Tensor, n: int, lo: float) -> int:
-    """How many of the finite values x (min lo) are 0. count_nonzero reads them once but
-    branches on every value: slow where zeros are common, as in ReLU outputs (min 0); there
-    x / x (1 except where x is 0, NaN there) counts them branch-free in a few passes."""
+    """How many of the finite values x (1-D, dense; min lo) are 0. Counted on their bits
+    where that is exact (see _zero_bits); count_nonzero on floats branches on every value,
+    slow where zeros are common, as in ReLU outputs (min 0): there x / x (1 except where x
+    is 0, NaN there) counts them branch-free in a few passes."""
+    if n > STAGED_MAX:
+        zeros = _zero_bits(x)
+        if zeros is not None:
+            return zeros
     if n <= STAGED_MAX or lo != 0.0:
         return n - int(torch.count_nonzero(x))
     ones = torch.nan_to_num_(torch.div(x, x), nan=0.0)
     nonzero = torch.sum(ones, dtype=torch.float64) if n > 1 << 24 else torch.sum(ones)
     return n - int(nonzero.item())
+
+
+_BITS = {torch.float32: torch.int32, torch.float64: torch.int64}
+# -0.0's bits read as an integer of its size: the smallest one
+_NEGATIVE_ZERO = {torch.int32: -(1 << 31), torch.int64: -(1 << 63)}
+
+
+def _zero_bits(x: Tensor) -> Optional[int]:
+    """How many of x's values (dense float32/float64) are 0, counted on their bits: +0.0 is
+    the only value with no bit set, and -0.0's bits are the smallest integer, so with no
+    -0.0 (the integers' minimum says so) the zeros are the integers that are 0. Two fast
+    integer passes against one float count_nonzero that branches on every value (2.5x
+    slower); None when x has a -0.0 (or another dtype)."""
+    kind = _BITS.get(x.dtype)
+    if kind is None:
+        return None
+    bits = x.view(kind)
+    if int(bits.min()) == _NEGATIVE_ZERO[kind]:
+        return None
+    return x.numel() - int(torch.count_nonzero(bits))
 
 
 def _quiet_already() -> bool:

@@ -196,6 +196,25 @@ TENSORS = {
     ),
     "all nan": lambda: torch.full((4,), float("nan")),
     "huge": lambda: torch.tensor([3e38, -3e38, 1e38]),
+    # zeros of both signs (-0.0: a negative value times a zero mask), few and many, in
+    # tensors read directly and staged, in both precisions
+    "signed zeros": lambda: torch.randn(300) * (torch.arange(300) % 7 != 0),
+    "big signed zeros": lambda: (
+        torch.randn(STAGED_MAX + 123) * (torch.arange(STAGED_MAX + 123) % 5 != 0)
+    ),
+    "big negative zeros only": lambda: (
+        -torch.rand(STAGED_MAX + 9) * (torch.arange(STAGED_MAX + 9) % 3 != 0)
+    ),
+    "big one negative zero": lambda: torch.cat(
+        (torch.randn(STAGED_MAX + 9) + 5, torch.tensor([-0.0]))
+    ),
+    "big positive zeros only": lambda: (
+        torch.rand(STAGED_MAX + 9) * (torch.arange(STAGED_MAX + 9) % 3 != 0)
+    ),
+    "float64 signed zeros": lambda: (
+        torch.randn(STAGED_MAX + 9, dtype=torch.float64) * (torch.arange(STAGED_MAX + 9) % 4 != 0)
+    ),
+    "relu big": lambda: torch.randn(STAGED_MAX + 9).relu(),
     "overflowed half": lambda: torch.tensor([60000.0, 1.0]).half() * 2,
 }
 
@@ -236,6 +255,12 @@ def test_batched_reading_equals_reading_one_by_one():
     tensors += [torch.randn(3, 100).half() for _ in range(5)] + [torch.zeros(5, 5)]
     tensors += [torch.tensor(float(i) - 150.0) for i in range(300)]  # scalars: many buffers' rows
     tensors += [torch.randn(4, 6).t() for _ in range(3)]  # transposed: staged in logical order
+    # zeros of either sign in some rows of a buffer, none in its other rows
+    tensors += [
+        torch.randn(64, 8) * (torch.rand(64, 8) > 0.5) if i % 3 else torch.randn(64, 8)
+        for i in range(9)
+    ]
+    tensors += [torch.full((64, 8), -0.0) if i == 4 else torch.randn(64, 8) + 3 for i in range(9)]
     reader = Reader()
     read = [reader.read(t) for t in tensors]
     reader.flush()
