@@ -262,7 +262,7 @@ def _floating(x: Tensor, st: TensorStats, inner: int = 1) -> None:
     mn, mx = torch.aminmax(x)
     lo, hi = mn.item(), mx.item()
     if math.isfinite(lo) and math.isfinite(hi):
-        zeros = _zeros(x, n, lo) / n
+        zeros = _zeros(x, n, lo) / n if lo <= 0.0 <= hi else 0.0  # (0 outside the range: none)
         total = torch.sum(x).item()
         squares = torch.dot(x, x).item()
         st.stats = _float_map(_moments(x, n, lo, hi, total, squares), zeros, 0, 0, n)
