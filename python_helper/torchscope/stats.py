@@ -259,12 +259,13 @@ def _floating(x: Tensor, st: TensorStats, inner: int = 1) -> None:
         st.stats = _float_map(None, 0.0, 0, 0, 0)
         return
     x = x.reshape(-1)  # a view when dense in logical order, else one copy
-    mn, mx = torch.aminmax(x)
-    lo, hi = mn.item(), mx.item()
+    # the sums first (the pass that brings x into the cache costs least as a sum), then min
+    # and max (apart: two passes over cached values beat one aminmax), read out in one call
+    sums = torch.sum(x), torch.dot(x, x)
+    mn, mx = x.amin(), x.amax()
+    lo, hi, total, squares = torch.stack((mn, mx, *sums)).tolist()
     if math.isfinite(lo) and math.isfinite(hi):
         zeros = _zeros(x, n, lo) / n if lo <= 0.0 <= hi else 0.0  # (0 outside the range: none)
-        total = torch.sum(x).item()
-        squares = torch.dot(x, x).item()
         st.stats = _float_map(_moments(x, n, lo, hi, total, squares), zeros, 0, 0, n)
         st.hist = _histogram(x, mn, mx, inner)
         return
