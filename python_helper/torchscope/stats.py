@@ -223,7 +223,8 @@ def _row_histograms(data: Tensor, lo: Tensor, hi: Tensor, inners: list[int]) -> 
 def _sample_step(n: int, inners: list[int]) -> int:
     """Every k-th value, k prime to the innermost sizes so that every column shows."""
     step = -(-n // HIST_SAMPLE)
-    while any(math.gcd(step, inner) != 1 for inner in inners):
+    sizes = set(inners)  # (a buffer's rows: mostly one size, checked once)
+    while any(math.gcd(step, inner) != 1 for inner in sizes):
         step += 1
     return step
 
