@@ -314,14 +314,17 @@ def _zero_bits(x: Tensor) -> Optional[int]:
     the only value with no bit set, and -0.0's bits are the smallest integer, so with no
     -0.0 (the integers' minimum says so) the zeros are the integers that are 0. Two fast
     integer passes against one float count_nonzero that branches on every value (2.5x
-    slower); None when x has a -0.0 (or another dtype)."""
+    slower); None when x has a -0.0 (or another dtype, or a device without these kernels)."""
     kind = _BITS.get(x.dtype)
     if kind is None:
         return None
-    bits = x.view(kind)
-    if int(bits.min()) == _NEGATIVE_ZERO[kind]:
+    try:
+        bits = x.view(kind)
+        if int(bits.min()) == _NEGATIVE_ZERO[kind]:
+            return None
+        return x.numel() - int(torch.count_nonzero(bits))
+    except Exception:  # the float count stands in
         return None
-    return x.numel() - int(torch.count_nonzero(bits))
 
 
 def _quiet_already() -> bool:
