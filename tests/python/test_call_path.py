@@ -82,12 +82,7 @@ def test_calls_take_the_lean_path_and_torch_s_is_back_after() -> None:
 def test_every_zoo_model_gets_the_same_graph_on_the_lean_path(
     monkeypatch: pytest.MonkeyPatch, name: str, costs: bool
 ) -> None:
-    model, args, kwargs = zoo.build(name)
-
-    def run() -> Any:
-        return trace_call(model, args, kwargs, values=False, costs=costs, raise_errors=False)
-
-    plain, lean = _both(monkeypatch, run)
+    plain, lean = _both(monkeypatch, zoo.structure_trace(name, costs))
     if plain.get("error"):  # the traceback: the test below
         plain["error"].pop("traceback"), lean["error"].pop("traceback")
     assert lean == plain

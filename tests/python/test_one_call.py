@@ -259,12 +259,7 @@ def test_the_mode_is_back_after_a_trace_whatever_the_forward_did() -> None:
 def test_every_zoo_model_gets_the_same_graph_with_the_shortcut(
     monkeypatch: pytest.MonkeyPatch, name: str, costs: bool
 ) -> None:
-    model, args, kwargs = zoo.build(name)
-
-    def run() -> Any:
-        return trace_call(model, args, kwargs, values=False, costs=costs, raise_errors=False)
-
-    plain, short, _ = _both(monkeypatch, run)
+    plain, short, _ = _both(monkeypatch, zoo.structure_trace(name, costs))
     if plain.get("error") and short.get("error"):  # (tracebacks: see the test above)
         plain["error"].pop("traceback"), short["error"].pop("traceback")
     assert short == plain

@@ -31,6 +31,15 @@ def build(name: str) -> tuple[nn.Module, tuple, dict]:
     return ZOO[name]()
 
 
+def structure_trace(name: str, costs: bool) -> Callable[[], Any]:
+    """Builds zoo model `name` once; the function returned traces it (values off, costs as
+    asked, an error kept in the graph), for tests that trace one model two ways."""
+    from torchscope.tracer import trace_call
+
+    model, args, kwargs = build(name)
+    return lambda: trace_call(model, args, kwargs, values=False, costs=costs, raise_errors=False)
+
+
 # ---------------------------------------------------------------------------
 # plain torch models
 # ---------------------------------------------------------------------------
