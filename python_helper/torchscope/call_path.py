@@ -2,13 +2,13 @@
 
 The recorder hooks every module call through two global module hooks. With any global hook
 registered, torch's `Module._call_impl` takes its general path for every call (a closure,
-hook tables merged and searched, always-called bookkeeping): on a model of many small layers
-that costs a quarter as much as the forward itself. While a trace runs, `_call_impl` is
-replaced by `lean_call`, which makes exactly the calls torch's path would make when the
-recorder's two hooks are the only hooks that apply to the call (no hook of the module's own,
-no other global hook, no JIT tracing), and hands every other call to torch's path
-unchanged; the recorder's hooks stay registered, so a call that takes torch's path (or a
-class with a `_call_impl` of its own) is recorded as before.
+hook tables merged and searched, always-called bookkeeping): on 2,000 residual blocks that
+was ~6% of the trace. While a trace runs, `_call_impl` is replaced by `lean_call`, which
+makes exactly the calls torch's path would make when the recorder's two hooks are the only
+hooks that apply to the call (no hook of the module's own, no other global hook, no JIT
+tracing), and hands every other call to torch's path unchanged; the recorder's hooks stay
+registered, so a call that takes torch's path (or a class with a `_call_impl` of its own)
+is recorded as before.
 """
 
 from __future__ import annotations
