@@ -552,21 +552,21 @@ class _Param:
             return None
         layout, alias = self.layout, self.alias
         try:
+            now = (p.data_ptr(), p.dtype, p.shape, p.stride())
             if layout is not None:
                 # its own memory, seen as it was: the memory the kept storage holds (no other
                 # storage can start there while that one lives), in the same layout
-                now = (p.data_ptr(), p.dtype, p.shape, p.stride())
                 if now == (layout.ptr, layout.dtype, layout.shape, layout.stride):
                     return self.storage
-            storage = p.untyped_storage()
-            if storage.data_ptr() == self.storage_ptr:  # its own memory, seen as it was?
-                now = (p.data_ptr(), p.dtype, p.shape, p.stride())
-                if layout is not None:
-                    if now == (layout.ptr, layout.dtype, layout.shape, layout.stride):
-                        return storage
-                elif alias is not None:
-                    if now == (alias.data_ptr(), alias.dtype, alias.shape, alias.stride()):
-                        return storage
+            elif alias is not None:
+                storage = p.untyped_storage()
+                if storage.data_ptr() == self.storage_ptr and now == (
+                    alias.data_ptr(),
+                    alias.dtype,
+                    alias.shape,
+                    alias.stride(),
+                ):
+                    return storage
         except Exception:
             return None
         if layout is not None:
