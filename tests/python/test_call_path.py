@@ -20,24 +20,14 @@ from torchscope.tracer import trace_call
 TORCH_CALL = nn.Module._call_impl
 
 
-def _wire(g: Any) -> dict[str, Any]:
-    """The graph on the wire less what a clock says."""
-    wire = g.to_wire()
-    wire["stats"].pop("trace_ms", None)
-    for item in wire["nodes"] + wire["groups"]:
-        if item.get("cost"):
-            item["cost"].pop("time_ns")
-    return wire
-
-
 def _both(monkeypatch: pytest.MonkeyPatch, run: Any) -> tuple[dict, dict]:
     """The graph through torch's call path, then through the lean one."""
     with monkeypatch.context() as m:
         m.setattr(tracer, "lean_calls", lambda *a: contextlib.nullcontext())
         torch.manual_seed(0)
-        plain = _wire(run())
+        plain = zoo.clockless_wire(run())
     torch.manual_seed(0)
-    return plain, _wire(run())
+    return plain, zoo.clockless_wire(run())
 
 
 CALLERS: dict[str, list[str]] = {}  # (not the model's: a trace puts back what it holds)

@@ -19,19 +19,6 @@ from torchscope import tracer
 from torchscope.tracer import trace, trace_call
 
 
-def _wire(g: Any) -> dict[str, Any]:
-    """The graph on the wire less what a clock says (its time, each call's)."""
-    wire = g.to_wire()
-    wire["stats"].pop("trace_ms", None)
-    for node in wire["nodes"]:
-        if node.get("cost"):
-            node["cost"].pop("time_ns")
-    for group in wire["groups"]:
-        if group.get("cost"):
-            group["cost"].pop("time_ns")
-    return wire
-
-
 def _both(
     monkeypatch: pytest.MonkeyPatch, run: Callable[[], Any]
 ) -> tuple[dict[str, Any], dict[str, Any], int]:
@@ -46,11 +33,11 @@ def _both(
     monkeypatch.setattr(tracer.Recorder, "_record_one_call", counted)
     monkeypatch.setattr(tracer, "ONE_CALL_SHORTCUT", False)
     torch.manual_seed(0)
-    plain = _wire(run())
+    plain = zoo.clockless_wire(run())
     assert taken[0] == 0
     monkeypatch.setattr(tracer, "ONE_CALL_SHORTCUT", True)
     torch.manual_seed(0)
-    short = _wire(run())
+    short = zoo.clockless_wire(run())
     return plain, short, taken[0]
 
 

@@ -31,6 +31,17 @@ def build(name: str) -> tuple[nn.Module, tuple, dict]:
     return ZOO[name]()
 
 
+def clockless_wire(g: Any) -> dict[str, Any]:
+    """A graph on the wire less what a clock says (the trace's time, each call's), for
+    tests that compare two traces of one model."""
+    wire = g.to_wire()
+    wire["stats"].pop("trace_ms", None)
+    for item in wire["nodes"] + wire["groups"]:
+        if item.get("cost"):
+            item["cost"].pop("time_ns")
+    return wire
+
+
 def structure_trace(name: str, costs: bool) -> Callable[[], Any]:
     """Builds zoo model `name` once; the function returned traces it (values off, costs as
     asked, an error kept in the graph), for tests that trace one model two ways."""
