@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from torch import nn
@@ -25,15 +25,25 @@ _torch_call_impl = nn.Module._call_impl
 _g = nn.modules.module
 _tracing_state = torch._C._get_tracing_state
 _is_compiling = torch.compiler.is_compiling
+PASS: Any = object()  # a layer call's answer: not taken, the call goes the hooks' way
 
 
 @contextlib.contextmanager
 def lean_calls(
-    pre: Callable[[nn.Module, Any], None], post: Callable[..., None], ours: int
+    pre: Callable[[nn.Module, Any], None],
+    post: Callable[..., None],
+    ours: int,
+    layer: Optional[Callable[[nn.Module, Any, tuple], Any]] = None,
+    layers: Optional[dict[type, Any]] = None,
 ) -> Iterator[None]:
     """Module calls take the lean path while the block runs, when `pre` (a forward pre
     hook) and `post` (a forward hook registered with_kwargs and always_call) are the only
-    global hooks: `ours` of them. Put back as it was however the block is left."""
+    global hooks: `ours` of them. Put back as it was however the block is left.
+
+    A call with one positional argument of a module whose class is in `layers` goes to
+    `layer(module, layers[its class], args)` instead, which makes the whole call (what
+    `pre`, the forward and `post` would) or answers PASS, untouched, for the hooks' way.
+    The caller may add classes to `layers` while the block runs."""
     pre_hooks, hooks = _g._global_forward_pre_hooks, _g._global_forward_hooks
     backward, backward_pre = _g._global_backward_hooks, _g._global_backward_pre_hooks
 
@@ -51,6 +61,12 @@ def lean_calls(
             or _is_compiling()
         ):
             return _torch_call_impl(self, *args, **kwargs)
+        if layers:
+            how = layers.get(type(self))
+            if how is not None and len(args) == 1 and not kwargs:
+                result = layer(self, how, args)  # type: ignore[misc]
+                if result is not PASS:
+                    return result
         try:
             pre(self, args)  # (the recorder's hooks return None: args and result stand)
             result = self.forward(*args, **kwargs)

@@ -20,7 +20,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from . import collectives, weight_stats
-from .call_path import lean_calls
+from .call_path import PASS, lean_calls
 from .costs import (
     COUNTED,
     LINEAR,
@@ -76,6 +76,7 @@ _Parameter = nn.Parameter
 _ns = time.perf_counter_ns
 CHECK_EVERY = 32  # ops between time-budget / cancel checks
 _NO_IDS: frozenset[int] = frozenset()
+_NONE_ID = id(None)
 _pop_mode = torch._C._pop_torch_function_stack
 _push_mode = torch._C._push_on_torch_function_stack
 _mode_on = torch._C._is_torch_function_mode_enabled
@@ -243,6 +244,9 @@ class Recorder(TorchFunctionMode):
         self._one_call: dict[type, Any] = {}  # class → its call's (site, inside); None: not
         self._learning: dict[int, tuple[int, Call]] = {}  # module id → (its node, its call)
         self._outside: Optional[tuple[nn.Module, Call, Any]] = None  # the layer running now
+        # classes whose calls the lean call path hands to layer_call: class → (how its call
+        # is made, its op's sites); filled as the shortcut is learned, without costs only
+        self.layers: dict[type, tuple[Callable[..., Optional[Call]], Any]] = {}
         self._call_how = 0  # with costs: how its FLOPs count (costs.route)
         self._call_start = 0  # with costs: when its call began
 
@@ -553,8 +557,9 @@ class Recorder(TorchFunctionMode):
     def _wire_inputs(self, inputs: list[Tensor], nid: int) -> list[TensorStats]:
         """Edges for a call's input tensors into node `nid`; returns the statistics of those
         that have them. The common cases inline (a plain tensor with a live producer, not a
-        view, not a constant; a torch.nn layer's own weight, never drawn); the rest through
-        _edge, which this must agree with."""
+        constant, not a view of a tensor with one — a view of a tensor no call made, as
+        F.linear's output on a 3-d input; a torch.nn layer's own weight, never drawn); the
+        rest through _edge, which this must agree with."""
         producer, edges, constants = self.producer, self.edges, self.constants
         seen: list[TensorStats] = []
         own: Optional[frozenset[int]] = None
@@ -566,7 +571,11 @@ class Recorder(TorchFunctionMode):
                     entry is not None
                     and entry[0]() is t
                     and entry[1] not in constants
-                    and t._base is None
+                    and (
+                        (base := t._base) is None
+                        or (made := producer.get(id(base))) is None
+                        or made[0]() is not base
+                    )
                 ):
                     dt = _DTYPE_NAMES.get(t.dtype)
                     if dt is not None:
@@ -785,6 +794,16 @@ class Recorder(TorchFunctionMode):
                     return
                 shown = target
                 key = id(target)
+        # skip _open and the hook: the call's frame
+        nid = self._module_node(shown, key, sys._getframe(2))
+        self.module_stack.append(module)
+        if shown is not module:
+            self.merged[nid] = key
+        self._late_close(module)
+
+    def _module_node(self, shown: nn.Module, key: int, frame: Any) -> int:
+        """A node for a call of module `shown` (`key`: what its calls are counted under),
+        inside the innermost open call, at `frame`'s site; pushed on the stack."""
         info = self._module_infos.get(id(shown))
         if info is None:
             info = self._module_infos[id(shown)] = self._describe(shown)
@@ -805,17 +824,14 @@ class Recorder(TorchFunctionMode):
                 info.target,
                 info.path,
                 call,
-                frame_sites(sys._getframe(2))[0],  # skip _open and the hook: the call's frame
+                frame_sites(frame)[0],
                 info.defn,
                 info.params,
                 info.attrs,
             )
         )
         stack.append(nid)
-        self.module_stack.append(module)
-        if shown is not module:
-            self.merged[nid] = key
-        self._late_close(module)
+        return nid
 
     def _late_close(self, module: nn.Module) -> None:
         key = id(module)
@@ -882,6 +898,49 @@ class Recorder(TorchFunctionMode):
             return
         self._outside = (module, call, learned)
 
+    def layer_call(self, module: nn.Module, how: tuple, args: tuple) -> Any:
+        """A call of a one-call layer whose shortcut holds (`how`: its entry in `layers`),
+        made whole from the lean call path: what pre_hook, the layer's forward without the
+        mode and post_hook would do, in one frame (on a model of many small layers the calls
+        between them cost as much as the recording). PASS, with nothing done, where
+        _leave_mode would not take the shortcut."""
+        x = args[0]
+        if type(x) is not Tensor or "forward" in module.__dict__ or not _mode_on():
+            return PASS
+        call_of, sites = how
+        call = call_of(module, x)
+        if call is None:
+            return PASS
+        count = self.count + 1  # (the module call; its op is the next)
+        if not count % CHECK_EVERY:
+            self._check_budget()
+        top = _pop_mode()
+        if top is not self:  # a mode of the user's above ours: it must see the call
+            _push_mode(top)
+            return PASS
+        self.count = count
+        key = id(module)
+        nid = self._module_node(module, key, sys._getframe(1))  # the lean call's: skipped
+        self.module_stack.append(module)
+        try:
+            result = module.forward(x)
+        except Exception:
+            _push_mode(self)
+            with _NO_TORCH_FUNCTION():
+                self._record_one_call(call, sites, (None,), True)
+                self._close(module, args, (None,), True)
+            raise
+        _push_mode(self)
+        with _NO_TORCH_FUNCTION():
+            rest = (None, result)
+            self._record_one_call(call, sites, rest, False)
+            if self.stack[-1] == nid and nid in self.with_children:  # (as _close would)
+                self.module_stack.pop()
+                self.stack.pop()
+            else:
+                self._close(module, args, rest, False)
+        return result
+
     def _learn_one_call(
         self, module: nn.Module, learning: tuple[int, Call], rest: tuple, failed: bool
     ) -> None:
@@ -910,7 +969,9 @@ class Recorder(TorchFunctionMode):
                 self._call_attrs(info, args, kwargs) if len(inputs) != len(args) or kwargs else {}
             )
             same = node.attrs == expected
-        self._one_call[type(module)] = (node.site, node.inside) if same else None
+        sites = self._one_call[type(module)] = (node.site, node.inside) if same else None
+        if sites is not None and self.counter is None:
+            self.layers[type(module)] = (ONE_CALL[type(module)], sites)
 
     def _record_one_call(self, call: Call, sites: Any, rest: tuple, failed: bool) -> None:
         func, args, kwargs = call
@@ -1104,6 +1165,10 @@ def _own_weights(module: nn.Module, torch_layer: bool) -> frozenset[int]:
     any other module (a user's module's weights are constants of the graph where used)."""
     if not torch_layer:
         return _NO_IDS
+    if not module._modules and not module._buffers:  # most layers: one table, no None in it
+        ids = frozenset(map(id, module._parameters.values()))
+        if _NONE_ID not in ids:
+            return ids
     return frozenset(
         id(t)
         for m in (module.modules() if module._modules else (module,))
@@ -1186,6 +1251,16 @@ def _tensors_in(args: Any, kwargs: Optional[dict]) -> list[Tensor]:
 
 
 def _unique(tensors: Any) -> list[Tensor]:
+    if type(tensors) is list:  # most calls pass two or three: compared pairwise, no set
+        n = len(tensors)
+        if n == 2:
+            return tensors if tensors[0] is not tensors[1] else tensors[:1]
+        if n == 3:
+            x, y, z = tensors
+            if x is not y and x is not z and y is not z:
+                return tensors
+        elif n < 2:
+            return tensors
     seen: set[int] = set()
     out: list[Tensor] = []
     for t in tensors:
@@ -1432,7 +1507,7 @@ def _trace(
             compiled_run_eagerly(named),
             fsdp_state_kept(named),
             collectives.watching(rec.watch),
-            lean_calls(rec.pre_hook, rec.post_hook, len(handles)),
+            lean_calls(rec.pre_hook, rec.post_hook, len(handles), rec.layer_call, rec.layers),
         ):
             rec.__enter__()
             try:

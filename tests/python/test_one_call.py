@@ -5,6 +5,7 @@ whatever the layers' settings, inputs, hooks and errors, with values on or off."
 from __future__ import annotations
 
 import copy
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -120,6 +121,30 @@ def test_with_costs_a_layer_s_call_is_timed_inside_its_module(
             assert op.cost.flops == 2 * 8 * 64 * 64
         else:
             assert op.cost.flops == 0  # (the registry counts no FLOPs for gelu)
+
+
+@pytest.mark.parametrize("costs", [False, True])
+def test_a_learned_layer_s_later_calls_are_made_whole_from_the_lean_call_path(
+    monkeypatch: pytest.MonkeyPatch, costs: bool
+) -> None:
+    callers: list[str] = []
+    real = nn.Linear.forward
+
+    def forward(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        callers.append(sys._getframe(1).f_code.co_name)
+        return real(self, x)
+
+    monkeypatch.setattr(nn.Linear, "forward", forward)
+    model = nn.Sequential(nn.Linear(4, 4), nn.GELU(), nn.Linear(4, 4), nn.Linear(4, 4))
+    plain, short, taken = _both(
+        monkeypatch, lambda: trace(model, torch.randn(2, 4), values=True, costs=costs)
+    )
+    assert short == plain
+    assert taken == 2  # the second and third Linear (the first learns; GELU's only call too)
+    # the recorder's hooks for the first; without costs, the later ones from the lean path
+    # in one call (with costs, the hooks time them)
+    later = "lean_call" if costs else "layer_call"
+    assert callers[-3:] == ["lean_call", later, later]
 
 
 class Hooked(nn.Module):
