@@ -245,8 +245,8 @@ class Recorder(TorchFunctionMode):
         self._learning: dict[int, tuple[int, Call]] = {}  # module id → (its node, its call)
         self._outside: Optional[tuple[nn.Module, Call, Any]] = None  # the layer running now
         # classes whose calls the lean call path hands to layer_call: class → (how its call
-        # is made, its op's sites); filled as the shortcut is learned, without costs only
-        self.layers: dict[type, tuple[Callable[..., Optional[Call]], Any]] = {}
+        # is made, its op's sites, how its FLOPs count); filled as the shortcut is learned
+        self.layers: dict[type, tuple[Callable[..., Optional[Call]], Any, int]] = {}
         self._call_how = 0  # with costs: how its FLOPs count (costs.route)
         self._call_start = 0  # with costs: when its call began
 
@@ -907,7 +907,7 @@ class Recorder(TorchFunctionMode):
         x = args[0]
         if type(x) is not Tensor or "forward" in module.__dict__ or not _mode_on():
             return PASS
-        call_of, sites = how
+        call_of, sites, flops_how = how
         call = call_of(module, x)
         if call is None:
             return PASS
@@ -918,27 +918,48 @@ class Recorder(TorchFunctionMode):
         if top is not self:  # a mode of the user's above ours: it must see the call
             _push_mode(top)
             return PASS
+        counter = self.counter
+        start = overhead = 0
+        if counter is not None:
+            start, overhead = _ns(), self.overhead
         self.count = count
-        key = id(module)
-        nid = self._module_node(module, key, sys._getframe(1))  # the lean call's: skipped
+        nid = self._module_node(module, id(module), sys._getframe(1))  # (lean_call: skipped)
         self.module_stack.append(module)
+        if counter is not None:
+            self.nodes[nid].cost = Cost(0, 0, 0)
+            self.module_clock[nid] = (start, overhead)
+            end = _ns()
+            self.overhead += end - start
+            start = end  # the layer's call (its FLOPs need no counter: see _learn_one_call)
         try:
             result = module.forward(x)
         except Exception:
+            if counter is not None:
+                self.call_cost = (0, _ns() - start)
             _push_mode(self)
             with _NO_TORCH_FUNCTION():
                 self._record_one_call(call, sites, (None,), True)
                 self._close(module, args, (None,), True)
             raise
+        rest = (None, result)
+        if counter is None:
+            _push_mode(self)
+            with _NO_TORCH_FUNCTION():
+                self._record_one_call(call, sites, rest, False)
+                if self.stack[-1] == nid and nid in self.with_children:  # (as _close would)
+                    self.module_stack.pop()
+                    self.stack.pop()
+                else:
+                    self._close(module, args, rest, False)
+            return result
+        end = _ns()
+        flops = self._linear_flops(call[1], call[2]) if flops_how == LINEAR else 0
+        self.call_cost = (flops, end - start)
         _push_mode(self)
         with _NO_TORCH_FUNCTION():
-            rest = (None, result)
             self._record_one_call(call, sites, rest, False)
-            if self.stack[-1] == nid and nid in self.with_children:  # (as _close would)
-                self.module_stack.pop()
-                self.stack.pop()
-            else:
-                self._close(module, args, rest, False)
+            self.overhead += _ns() - end  # the record is not the layer's time
+            self._close(module, args, rest, False)
         return result
 
     def _learn_one_call(
@@ -970,8 +991,10 @@ class Recorder(TorchFunctionMode):
             )
             same = node.attrs == expected
         sites = self._one_call[type(module)] = (node.site, node.inside) if same else None
-        if sites is not None and self.counter is None:
-            self.layers[type(module)] = (ONE_CALL[type(module)], sites)
+        how = self._known(func)[1]
+        if sites is not None and (self.counter is None or how != COUNTED):
+            # (a call whose FLOPs the counter must see keeps the hooks' way)
+            self.layers[type(module)] = (ONE_CALL[type(module)], sites, how)
 
     def _record_one_call(self, call: Call, sites: Any, rest: tuple, failed: bool) -> None:
         func, args, kwargs = call

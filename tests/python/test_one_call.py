@@ -127,24 +127,33 @@ def test_with_costs_a_layer_s_call_is_timed_inside_its_module(
 def test_a_learned_layer_s_later_calls_are_made_whole_from_the_lean_call_path(
     monkeypatch: pytest.MonkeyPatch, costs: bool
 ) -> None:
-    callers: list[str] = []
-    real = nn.Linear.forward
+    callers: dict[type, list[str]] = {nn.Linear: [], nn.Conv1d: []}
+    for cls, seen in callers.items():
+        real = cls.forward
 
-    def forward(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-        callers.append(sys._getframe(1).f_code.co_name)
-        return real(self, x)
+        def forward(self: nn.Module, x: torch.Tensor, real: Any = real, seen: Any = seen) -> Any:
+            seen.append(sys._getframe(1).f_code.co_name)
+            return real(self, x)
 
-    monkeypatch.setattr(nn.Linear, "forward", forward)
-    model = nn.Sequential(nn.Linear(4, 4), nn.GELU(), nn.Linear(4, 4), nn.Linear(4, 4))
+        monkeypatch.setattr(cls, "forward", forward)
+    model = nn.Sequential(
+        nn.Linear(4, 4),
+        nn.GELU(),
+        nn.Linear(4, 4),
+        nn.Linear(4, 4),
+        nn.Unflatten(1, (1, 4)),
+        *[nn.Conv1d(1, 1, 3, padding=1) for _ in range(3)],
+    )
     plain, short, taken = _both(
         monkeypatch, lambda: trace(model, torch.randn(2, 4), values=True, costs=costs)
     )
     assert short == plain
-    assert taken == 2  # the second and third Linear (the first learns; GELU's only call too)
-    # the recorder's hooks for the first; without costs, the later ones from the lean path
-    # in one call (with costs, the hooks time them)
+    assert taken == 4  # the later two of each class (the first learns; GELU's only call too)
+    # the recorder's hooks for the first call of a class; the later ones from the lean path
+    # in one call, but for a call whose FLOPs the counter must see (a convolution, costs on)
+    assert callers[nn.Linear][-3:] == ["lean_call", "layer_call", "layer_call"]
     later = "lean_call" if costs else "layer_call"
-    assert callers[-3:] == ["lean_call", later, later]
+    assert callers[nn.Conv1d][-3:] == ["lean_call", later, later]
 
 
 class Hooked(nn.Module):
@@ -230,15 +239,16 @@ class Fails(nn.Module):
         return h
 
 
+@pytest.mark.parametrize("costs", [False, True])
 @pytest.mark.parametrize("which", ["linear", "norm"])
 def test_a_layer_that_raises_inside_the_shortcut_is_marked_as_the_mode_marks_it(
-    monkeypatch: pytest.MonkeyPatch, which: str
+    monkeypatch: pytest.MonkeyPatch, which: str, costs: bool
 ) -> None:
     model = Fails()
     x = torch.randn(2, 4)
 
     def run() -> Any:
-        return trace_call(model, (x, which), {}, values=False, costs=False, raise_errors=False)
+        return trace_call(model, (x, which), {}, values=False, costs=costs, raise_errors=False)
 
     plain, short, taken = _both(monkeypatch, run)
     error = plain["error"]
