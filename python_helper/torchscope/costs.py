@@ -5,11 +5,12 @@ FLOPs come from torch's own `flop_registry` (a multiply-add is 2 FLOPs), so they
 `FlopCounterMode`'s, on real tensors and on the meta device alike. One exception: an LSTM
 on CPU runs as one oneDNN kernel per layer that the registry lacks (torch counts it 0); it is
 counted as its matmuls, as on meta (`_rnn_layer_flops`). A Python dispatch mode
-costs tens of µs per aten op, so the tracer routes each torch call one of three ways
+costs tens of µs per aten op, so the tracer routes each torch call one of four ways
 (`route`): calls that can't reach a matmul, convolution or attention kernel run as they
 are (0 FLOPs); `F.linear`, the most frequent call there is, gets the registry's mm
-formula from its shapes; every other call runs under `FlopCounter`, a dispatch mode that
-looks each aten op up in the registry.
+formula from its shapes; so do `addmm` and `mm` of two plain matrices (GPT-2's Conv1D);
+every other call runs under `FlopCounter`, a dispatch mode that looks each aten op up in
+the registry.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _MKLDNN_RNN_LAYER = getattr(torch.ops.aten, "mkldnn_rnn_layer", None)
 
 # How a call is counted (see the module docstring).
-FREE, LINEAR, COUNTED = 0, 1, 2
+FREE, LINEAR, COUNTED, MATMUL = 0, 1, 2, 3
 
 # Short names of torch functions and Tensor methods (in-place `_` and dunder forms
 # included) that never reach an op of the flop registry: elementwise math, activations,
@@ -73,10 +74,17 @@ _FREE_NAMES = frozenset(
 )
 
 
+# torch.addmm(input, mat1, mat2) and torch.mm(input, mat2), as functions and methods:
+# where their two matrices start among the positional arguments
+_MATMULS = {"torch.addmm": 1, "Tensor.addmm": 1, "torch.mm": 0, "Tensor.mm": 0}
+
+
 def route(target: str, name: str) -> int:
     """How the tracer counts a call with this target (FuncInfo.target) and short name."""
     if target == "torch.nn.functional.linear" or target == "torch._C._nn.linear":
         return LINEAR
+    if target in _MATMULS:
+        return MATMUL
     if target.startswith("torch.ops."):  # custom and aten ops: anything may run inside
         return COUNTED
     base = name[:-1] if name.endswith("_") and not name.endswith("__") else name
@@ -97,6 +105,25 @@ def linear_flops(args: tuple[Any, ...], kwargs: Optional[dict[str, Any]]) -> Opt
         return None
     rows = x.numel() // k if k else 0
     return int(_MM((rows, k), (k, n_out), out_shape=(rows, n_out)))
+
+
+def matmul_flops(
+    target: str, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]]
+) -> Optional[int]:
+    """A MATMUL-routed call (`_MATMULS`) of two plain 2-D matrices as the registry counts it
+    (one mm; addmm's added input is free); None for anything else: keyword arguments,
+    subclasses, other shapes (the call runs under the counter)."""
+    first = _MATMULS.get(target)
+    if first is None or kwargs or len(args) != first + 2:
+        return None
+    if any(type(a) not in _PLAIN for a in args):  # (subclasses: their own rules)
+        return None
+    a, b = args[first], args[first + 1]
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        return None
+    m, k = a.shape
+    n = b.shape[1]
+    return int(_MM((m, k), (k, n), out_shape=(m, n)))
 
 
 class FlopCounter(TorchDispatchMode):

@@ -23,10 +23,13 @@ from . import collectives, weight_stats
 from .call_path import PASS, lean_calls
 from .costs import (
     COUNTED,
+    FREE,
     LINEAR,
+    MATMUL,
     FlopCounter,
     group_costs,
     linear_flops,
+    matmul_flops,
     output_bytes,
     roll_up,
     route,
@@ -405,6 +408,14 @@ class Recorder(TorchFunctionMode):
                 raise
             return self._after_call(info, args, kwargs, result)
         how = known[1]
+        flops = 0
+        if how == MATMUL:
+            with _NO_TORCH_FUNCTION():  # (its shapes: not ops)
+                counted = matmul_flops(info.target, args, kwargs)
+            if counted is None:
+                how = COUNTED
+            else:
+                flops = counted
         start = _ns()
         try:
             if how == COUNTED:
@@ -414,7 +425,6 @@ class Recorder(TorchFunctionMode):
                 flops = counter.flops
             else:
                 result = func(*args, **kwargs) if kwargs else func(*args)
-                flops = 0
         except Exception as exc:
             self.inner_collectives = []
             self._note_failed_call(exc, info, args, kwargs or {})
@@ -992,7 +1002,7 @@ class Recorder(TorchFunctionMode):
             same = node.attrs == expected
         sites = self._one_call[type(module)] = (node.site, node.inside) if same else None
         how = self._known(func)[1]
-        if sites is not None and (self.counter is None or how != COUNTED):
+        if sites is not None and (self.counter is None or how == FREE or how == LINEAR):
             # (a call whose FLOPs the counter must see keeps the hooks' way)
             self.layers[type(module)] = (ONE_CALL[type(module)], sites, how)
 

@@ -369,6 +369,61 @@ def test_linear_flops_equal_flop_counter_mode(shape, bias):
     assert op.cost.flops == counter.get_total_flops()
 
 
+class _MatMuls(nn.Module):
+    """addmm and mm, as functions and methods, in the forms the registry's formula takes
+    from shapes and in forms the counter must see (keywords, a batch)."""
+
+    def __init__(self, form: str) -> None:
+        super().__init__()
+        self.form = form
+        self.w = nn.Parameter(torch.randn(7, 5))
+        self.b = nn.Parameter(torch.randn(5))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.form == "addmm":
+            return torch.addmm(self.b, x, self.w)
+        if self.form == "addmm-method":
+            return self.b.addmm(x, self.w)
+        if self.form == "addmm-beta":
+            return torch.addmm(self.b, x, self.w, beta=0.5)
+        if self.form == "mm":
+            return torch.mm(x, self.w)
+        if self.form == "mm-method":
+            return x.mm(self.w)
+        return torch.matmul(x, self.w)  # a batch of matrices: not this shortcut
+
+
+@pytest.mark.parametrize(
+    "form", ["addmm", "addmm-method", "addmm-beta", "mm", "mm-method", "batched"]
+)
+def test_matmul_flops_equal_flop_counter_mode(monkeypatch, form):
+    """addmm and mm of two plain matrices are counted from their shapes (no dispatch mode),
+    anything else under the counter: the same number either way."""
+    from torchscope import costs
+
+    dispatched: list[str] = []
+    real = costs.FlopCounter.__torch_dispatch__
+
+    def spy(self, func, types, args=(), kwargs=None):
+        dispatched.append(str(func))
+        return real(self, func, types, args, kwargs)
+
+    monkeypatch.setattr(costs.FlopCounter, "__torch_dispatch__", spy)
+    model = _MatMuls(form)
+    x = torch.randn(2, 3, 7) if form == "batched" else torch.randn(3, 7)
+    graph = torchscope.trace(model, x)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(x)
+    [op] = [n for n in graph.nodes if n.kind == "op"]
+    assert (
+        op.cost.flops
+        == counter.get_total_flops()
+        == 2 * 3 * 7 * 5 * (2 if form == "batched" else 1)
+    )
+    from_shapes = form in ("addmm", "addmm-method", "mm", "mm-method")
+    assert (dispatched == []) == from_shapes, dispatched
+
+
 def test_costs_roll_up_into_modules_and_groups():
     model, args, kwargs = zoo.build("gpt2")
     graph = torchscope.trace(model, *args, **kwargs)
