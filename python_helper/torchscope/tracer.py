@@ -929,23 +929,23 @@ class Recorder(TorchFunctionMode):
             _push_mode(top)
             return PASS
         counter = self.counter
-        start = overhead = 0
+        opened = overhead = start = 0
         if counter is not None:
-            start, overhead = _ns(), self.overhead
+            opened, overhead = _ns(), self.overhead
         self.count = count
         nid = self._module_node(module, id(module), sys._getframe(1))  # (lean_call: skipped)
         self.module_stack.append(module)
+        cost = None
         if counter is not None:
-            self.nodes[nid].cost = Cost(0, 0, 0)
-            self.module_clock[nid] = (start, overhead)
-            end = _ns()
-            self.overhead += end - start
-            start = end  # the layer's call (its FLOPs need no counter: see _learn_one_call)
+            cost = self.nodes[nid].cost = Cost(0, 0, 0)
+            start = _ns()  # the layer's call (its FLOPs need no counter: see _learn_one_call)
+            self.overhead += start - opened
         try:
             result = module.forward(x)
         except Exception:
             if counter is not None:
                 self.call_cost = (0, _ns() - start)
+                self.module_clock[nid] = (opened, overhead)  # (_close times the module)
             _push_mode(self)
             with _NO_TORCH_FUNCTION():
                 self._record_one_call(call, sites, (None,), True)
@@ -968,8 +968,17 @@ class Recorder(TorchFunctionMode):
         _push_mode(self)
         with _NO_TORCH_FUNCTION():
             self._record_one_call(call, sites, rest, False)
-            self.overhead += _ns() - end  # the record is not the layer's time
-            self._close(module, args, rest, False)
+            closed = _ns()
+            self.overhead += closed - end  # the record is not the layer's time
+            if self.stack[-1] == nid and nid in self.with_children:  # (as _close would)
+                self.module_stack.pop()
+                self.stack.pop()
+                # the call's wall time less the recorder's own work inside it
+                cost.time_ns = max(0, closed - opened - (self.overhead - overhead))  # type: ignore[union-attr]
+                self.overhead += _ns() - closed
+            else:
+                self.module_clock[nid] = (opened, overhead)
+                self._close(module, args, rest, False)
         return result
 
     def _learn_one_call(
