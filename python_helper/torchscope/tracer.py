@@ -956,7 +956,8 @@ class Recorder(TorchFunctionMode):
             _push_mode(self)
             with _NO_TORCH_FUNCTION():
                 self._record_one_call(call, sites, rest, False)
-                if self.stack[-1] == nid and nid in self.with_children:  # (as _close would)
+                # its op recorded inside it: all _close would do is pop it
+                if self.stack and self.stack[-1] == nid and nid in self.with_children:
                     self.module_stack.pop()
                     self.stack.pop()
                 else:
@@ -970,7 +971,7 @@ class Recorder(TorchFunctionMode):
             self._record_one_call(call, sites, rest, False)
             closed = _ns()
             self.overhead += closed - end  # the record is not the layer's time
-            if self.stack[-1] == nid and nid in self.with_children:  # (as _close would)
+            if self.stack and self.stack[-1] == nid and nid in self.with_children:  # (as above)
                 self.module_stack.pop()
                 self.stack.pop()
                 # the call's wall time less the recorder's own work inside it

@@ -489,13 +489,14 @@ def trainer(tmp_path_factory):
     step = marker_lines(TRAINER, "step")[0]
     p = _start(TRAINER, [{"line": step, "condition": "step == 0"}], tmp)
     try:
+        p.stop()  # paused at the first step: each test of this fixture starts there, alone too
         yield p
     finally:
         _end(p)
 
 
 def test_training_loop_finds_the_model_through_self(trainer):
-    top = trainer.stop()
+    top = trainer.frames[0]
     assert top["name"] == "fit"
     cands = trainer.call("candidates")
     assert cands["ok"], cands
