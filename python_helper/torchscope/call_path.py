@@ -8,7 +8,8 @@ makes exactly the calls torch's path would make when the recorder's two hooks ar
 hooks that apply to the call (no hook of the module's own, no other global hook, no JIT
 tracing), and hands every other call to torch's path unchanged; the recorder's hooks stay
 registered, so a call that takes torch's path (or a class with a `_call_impl` of its own)
-is recorded as before.
+is recorded as before. On the lean path, a torch.nn layer whose one call the recorder has
+checked goes to the recorder whole (`layer`): the hooks' work and the forward in one call.
 """
 
 from __future__ import annotations

@@ -242,7 +242,8 @@ class Recorder(TorchFunctionMode):
         for _, m in named:
             self._module_infos[id(m)] = self._describe(m)
         # torch.nn layers whose forward is one call (one_call.py), recorded from their hooks
-        # while the mode is off (with costs, the hooks count and time that one call)
+        # while the mode is off (with costs, the hooks count and time that one call); once
+        # checked, made whole from the lean call path (layer_call)
         self.one_call_on = False
         self._one_call: dict[type, Any] = {}  # class → its call's (site, inside); None: not
         self._learning: dict[int, tuple[int, Call]] = {}  # module id → (its node, its call)
@@ -884,7 +885,7 @@ class Recorder(TorchFunctionMode):
                     self._learn_one_call(module, learning, rest, failed)
             self._close(module, args, rest, failed)
 
-    # -- one-call layers: recorded from the hooks -----------------------------
+    # -- one-call layers: recorded from the hooks, or whole from the call path --
     def _leave_mode(self, module: nn.Module, args: Any, call_of: Any) -> None:
         """A torch.nn layer whose forward is one call (one_call.py) runs without the mode;
         post_hook records that call as the mode would have. The first of each class in a
