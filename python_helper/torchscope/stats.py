@@ -268,7 +268,7 @@ def _floating(x: Tensor, st: TensorStats, inner: int = 1) -> None:
     if math.isfinite(lo) and math.isfinite(hi):
         zeros = _zeros(x, n, lo) / n if lo <= 0.0 <= hi else 0.0  # (0 outside the range: none)
         st.stats = _float_map(_moments(x, n, lo, hi, total, squares), zeros, 0, 0, n)
-        st.hist = _histogram(x, mn, mx, inner)
+        st.hist = _histogram(x, mn, mx, lo, hi, inner)
         return
     # NaN (aminmax propagates it) or ±Inf somewhere: count them, describe the finite rest
     st.nonfinite = True
@@ -285,7 +285,7 @@ def _floating(x: Tensor, st: TensorStats, inner: int = 1) -> None:
     total = torch.sum(finite).item()
     squares = torch.dot(finite, finite).item()
     st.stats = _float_map(_moments(finite, m, lo, hi, total, squares), zeros, nan, inf, n)
-    st.hist = _histogram(finite, mn, mx, 1)  # (the finite values lost their layout)
+    st.hist = _histogram(finite, mn, mx, lo, hi, 1)  # (the finite values lost their layout)
 
 
 def _zeros(x: Tensor, n: int, lo: float) -> int:
@@ -337,14 +337,19 @@ def _quiet_already() -> bool:
     )
 
 
-def _histogram(x: Tensor, mn: Tensor, mx: Tensor, inner: int) -> dict[str, Any]:
-    """x: 1-D finite float32/float64 values, mn and mx their min and max (0-d tensors):
-    histc's formula in x's own precision (in float64 where hi - lo overflows float32)."""
-    lo, hi = mn.item(), mx.item()
+def _histogram(
+    x: Tensor, mn: Tensor, mx: Tensor, lo: float, hi: float, inner: int
+) -> dict[str, Any]:
+    """x: 1-D finite float32/float64 values, mn and mx their min and max (0-d tensors; lo
+    and hi as floats): histc's formula in x's own precision (in float64 where hi - lo
+    overflows float32)."""
     n = x.numel()
     values = x[:: _sample_step(n, [inner])] if n > HIST_SAMPLE else x
     if not hi > lo:
         return {"lo": lo, "hi": hi, "counts": [values.numel()] + [0] * (BINS - 1)}
+    if hi - lo <= _HISTC_SPAN:  # torch.histc itself: one call (its (x - lo) * 16 stays finite)
+        counts = torch.histc(values, BINS, lo, hi).tolist()
+        return {"lo": lo, "hi": hi, "counts": [int(c) for c in counts]}
     span = torch.sub(mx, mn)
     if not math.isfinite(span.item()):
         values, mn, span = values.double(), mn.double(), torch.sub(mx.double(), mn.double())
@@ -352,6 +357,11 @@ def _histogram(x: Tensor, mn: Tensor, mx: Tensor, inner: int) -> dict[str, Any]:
     counts = torch.bincount(pos, minlength=BINS + 1).tolist()
     counts[BINS - 1] += sum(counts[BINS:])  # x == max lands in the last bin
     return {"lo": lo, "hi": hi, "counts": counts[:BINS]}
+
+
+# the widest range torch.histc bins in float32: its (x - lo) * 16 must not overflow (with
+# room for the rounding of x - lo)
+_HISTC_SPAN = torch.finfo(torch.float32).max / (2 * BINS)
 
 
 def _float_map(

@@ -241,6 +241,46 @@ def test_statistics_of_one_tensor(kind):
         assert not (isinstance(v, float) and not math.isfinite(v))
 
 
+def _formula_counts(x: torch.Tensor) -> list[int]:
+    """16 bins over [min, max] by (x - lo) / (hi - lo) * 16 truncated, in x's precision, the
+    max in the last bin: the histogram's documented formula, written out."""
+    lo, hi = x.min(), x.max()
+    pos = ((x - lo) / (hi - lo) * BINS).to(torch.int64).clamp(max=BINS - 1)
+    return torch.bincount(pos, minlength=BINS).tolist()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize(
+    "kind", ["normal", "on the edges", "one edge apart", "wide", "tiny", "integers"]
+)
+def test_a_directly_read_histogram_bins_by_the_documented_formula(kind, dtype):
+    """A tensor read on its own is binned with torch.histc where (x - lo) * 16 stays finite,
+    else by the formula in float64: the same counts as the formula either way."""
+    from torchscope import stats
+
+    torch.manual_seed(3)
+    if kind == "normal":
+        x = torch.randn(500, dtype=dtype)
+    elif kind == "on the edges":  # every bin edge, and values a hair either side of them
+        lo, hi = -3.0, 5.0
+        edges = torch.linspace(lo, hi, BINS + 1, dtype=dtype)
+        x = torch.cat((edges, torch.nextafter(edges, edges + 1), torch.nextafter(edges, edges - 1)))
+        x = x.clamp(lo, hi)
+    elif kind == "one edge apart":
+        x = torch.tensor([0.1, 0.1 + 1e-7, 0.3, 0.7], dtype=dtype)
+    elif kind == "wide":  # (x - lo) * 16 past float32's range: the formula in float64
+        x = torch.tensor([-3e37, 1e37, 2.9e37, 0.0], dtype=dtype)
+    elif kind == "tiny":
+        x = torch.tensor([1e-40, 2e-40, 3e-40, 1e-39], dtype=dtype)
+    else:
+        x = torch.arange(-7, 9, dtype=dtype).repeat(3)
+    mn, mx = x.min(), x.max()
+    hist = stats._histogram(x, mn, mx, mn.item(), mx.item(), 1)
+    want = _formula_counts(x)
+    assert hist["counts"] == want and all(type(c) is int for c in hist["counts"]), (hist, want)
+    assert (hist["lo"], hist["hi"]) == (mn.item(), mx.item())
+
+
 def test_batched_reading_equals_reading_one_by_one():
     """The staging path (many tensors of a few sizes, flushed together) gives each tensor
     its own statistics, NaN rows included."""
