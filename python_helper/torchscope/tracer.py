@@ -953,34 +953,30 @@ class Recorder(TorchFunctionMode):
                 self._close(module, args, (None,), True)
             raise
         rest = (None, result)
-        if counter is None:
-            _push_mode(self)
-            with _NO_TORCH_FUNCTION():
-                self._record_one_call(call, sites, rest, False)
-                # its op recorded inside it: all _close would do is pop it
-                if self.stack and self.stack[-1] == nid and nid in self.with_children:
-                    self.module_stack.pop()
-                    self.stack.pop()
-                else:
-                    self._close(module, args, rest, False)
-            return result
-        end = _ns()
-        flops = self._linear_flops(call[1], call[2]) if flops_how == LINEAR else 0
-        self.call_cost = (flops, end - start)
+        end = 0
+        if counter is not None:
+            end = _ns()
+            flops = self._linear_flops(call[1], call[2]) if flops_how == LINEAR else 0
+            self.call_cost = (flops, end - start)
         _push_mode(self)
         with _NO_TORCH_FUNCTION():
             self._record_one_call(call, sites, rest, False)
-            closed = _ns()
-            self.overhead += closed - end  # the record is not the layer's time
-            if self.stack and self.stack[-1] == nid and nid in self.with_children:  # (as above)
-                self.module_stack.pop()
-                self.stack.pop()
-                # the call's wall time less the recorder's own work inside it
-                cost.time_ns = max(0, closed - opened - (self.overhead - overhead))  # type: ignore[union-attr]
-                self.overhead += _ns() - closed
-            else:
-                self.module_clock[nid] = (opened, overhead)
+            closed = 0
+            if counter is not None:
+                closed = _ns()
+                self.overhead += closed - end  # the record is not the layer's time
+            if not (self.stack and self.stack[-1] == nid and nid in self.with_children):
+                if counter is not None:
+                    self.module_clock[nid] = (opened, overhead)  # (_close times the module)
                 self._close(module, args, rest, False)
+                return result
+            # its op recorded inside it: all _close would do is pop it, and time it
+            self.module_stack.pop()
+            self.stack.pop()
+            if cost is not None:
+                # the call's wall time less the recorder's own work inside it
+                cost.time_ns = max(0, closed - opened - (self.overhead - overhead))
+                self.overhead += _ns() - closed
         return result
 
     def _learn_one_call(
@@ -993,7 +989,7 @@ class Recorder(TorchFunctionMode):
         nid, (func, args, kwargs) = learning
         nodes = self.nodes
         node = nodes[-1]
-        info = self._known(func)[0]
+        info, how = self._known(func)
         result = rest[1]
         entry = self.producer.get(id(result))
         same = (
@@ -1012,7 +1008,6 @@ class Recorder(TorchFunctionMode):
             )
             same = node.attrs == expected
         sites = self._one_call[type(module)] = (node.site, node.inside) if same else None
-        how = self._known(func)[1]
         if sites is not None and (self.counter is None or how == FREE or how == LINEAR):
             # (a call whose FLOPs the counter must see keeps the hooks' way)
             self.layers[type(module)] = (ONE_CALL[type(module)], sites, how)
