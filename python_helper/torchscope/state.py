@@ -210,11 +210,17 @@ class ModelState:
         self.objects: list[tuple[Any, dict[str, Any]]] = []
         self.lazy: list[_Lazy] = []
         rows, params, containers = self.modules, self.params, self.containers
+        # a module class → the keys of the last __dict__ of its seen, and those not in
+        # _MODULE_KEYS: comparing a dict's keys with a set costs less than a difference
+        user_keys: dict[type, tuple[frozenset[str], tuple[str, ...]]] = {}
         for path, m in named:
             attrs = m.__dict__
-            if unsized_layer(m):
+            if isinstance(m, LazyModuleMixin) and unsized_layer(m):
                 self.lazy.append(_Lazy(m))
-            for key in attrs.keys() - _MODULE_KEYS:
+            known = user_keys.get(type(m))
+            if known is None or attrs.keys() != known[0]:
+                known = user_keys[type(m)] = (frozenset(attrs), tuple(attrs.keys() - _MODULE_KEYS))
+            for key in known[1]:
                 v = attrs[key]
                 if type(v) in _CONTAINERS:
                     containers.append((v, v.copy()))
@@ -232,11 +238,11 @@ class ModelState:
             )
             if bs:
                 for b in bs.values():
-                    if b is not None and b.device.type != "meta" and not _unsized(b):
+                    if b is not None and not b.is_meta and not _unsized(b):
                         self.buffers.append((b, b.detach().clone()))
             if ps:
                 for name, p in ps.items():
-                    if p is None or id(p) in params or _unsized(p):
+                    if p is None or id(p) in params or (type(p) not in _PLAIN and is_lazy(p)):
                         continue
                     info = params[id(p)] = _Param(path, name, p)
                     if info.storage_ptr:
@@ -265,18 +271,29 @@ class ModelState:
         with _NO_TORCH_FUNCTION(), torch.no_grad():
             for lazy in self.lazy:
                 lazy.restore()
-            for m, _, params, buffers, modules in self.modules:
+            for m, attrs, params, buffers, modules in self.modules:
+                now = m.__dict__
+                # by identity, never by value: `==` on a tensor whose storage the forward
+                # freed (FSDP1's flat parameters) crashes the process
+                if len(now) != len(attrs) or not all(
+                    map(operator.is_, now.values(), attrs.values())
+                ):
+                    # the forward rebound or added plain attributes (a cache, a counter),
+                    # flipped the training flag or rebound a table: the tables as they were
+                    # first, then their contents
+                    now.clear()
+                    now.update(attrs)
                 # a parameter, buffer or submodule rebound (most tables are and stay empty)
-                try:
-                    now = m._parameters
-                    if now or params:
-                        _put_back(now, params)
-                    now = m._buffers
-                    if now or buffers:
-                        _put_back(now, buffers)
-                    now = m._modules
-                    if now or modules:
-                        _put_back(now, modules)
+                try:  # (the tables are the module's again: attrs' own)
+                    table = attrs["_parameters"]
+                    if table or params:
+                        _put_back(table, params)
+                    table = attrs["_buffers"]
+                    if table or buffers:
+                        _put_back(table, buffers)
+                    table = attrs["_modules"]
+                    if table or modules:
+                        _put_back(table, modules)
                 except Exception as exc:  # a table the forward made unreadable: the rest go on
                     warnings.append(
                         f"a {type(m).__name__}'s parameters, buffers or submodules could not "
@@ -284,38 +301,27 @@ class ModelState:
                     )
             for b, copy in self.buffers:
                 b.copy_(copy)  # kernels like batch_norm update running stats without a version bump
-            # `p.data = other` gave a parameter another storage: back to its own first, so
-            # that the copies kept before writes go where the writes went
-            storages = [info.repoint() for info in self.params.values()]
-            saved = self.saved_params
-            for p, copy in saved.values():
-                try:
-                    p.copy_(copy)
-                except Exception:  # an argument the forward gave other memory (`x.data = …`)
-                    try:
-                        p.data = copy
-                    except Exception as exc:
-                        warnings.append(f"an argument of the forward could not be put back: {exc}")
-            for (key, info), storage in zip(self.params.items(), storages):
-                if info.param.requires_grad != info.requires_grad:
-                    with contextlib.suppress(Exception):  # (a dtype that can't need grad)
-                        info.param.requires_grad_(info.requires_grad)
-                if key not in saved and info.changed(storage):
+            saved, params_kept = self.saved_params, self.params
+            for key, (t, copy) in saved.items():
+                if key not in params_kept:  # an argument of the forward a call wrote
+                    _copy_back(t, copy, warnings)
+            for key, info in params_kept.items():
+                # `p.data = other` gave a parameter another storage: back to its own first,
+                # so that a copy kept before a write goes where the write went (a parameter
+                # sharing storage with a written one was copied with it: see protect)
+                kept = saved.get(key)
+                if kept is not None:
+                    info.repoint()
+                    _copy_back(kept[0], kept[1], warnings)
+                elif info.written():
                     warnings.append(
                         f"{info.name()} was written by the forward in a way torchscope could "
                         "not see (a numpy view made before the trace? a C extension?): it "
                         "could not be restored"
                     )
-        for m, attrs, *_ in self.modules:
-            now = m.__dict__
-            # by identity, never by value: `==` on a tensor whose storage the forward freed
-            # (FSDP1's flat parameters) crashes the process
-            same = len(now) == len(attrs) and all(map(operator.is_, now.values(), attrs.values()))
-            if not same:
-                # the forward rebound or added plain attributes (a cache, a counter) or
-                # flipped the training flag
-                now.clear()
-                now.update(attrs)
+                if info.param.requires_grad != info.requires_grad:
+                    with contextlib.suppress(Exception):  # (a dtype that can't need grad)
+                        info.param.requires_grad_(info.requires_grad)
         for now, before in self.containers:
             _refill(now, before)
         for obj, before in self.objects:
@@ -379,6 +385,7 @@ _GLOBAL_HOOKS = (
 # what every nn.Module has in its __dict__ (its tables, hook tables, flags): the rest are
 # the class's and the user's own attributes
 _MODULE_KEYS = frozenset(nn.Module().__dict__)
+
 _CONTAINERS = frozenset((dict, list, set, collections.OrderedDict, collections.defaultdict))
 # the forward's arguments: how deep and how many objects are kept (a KV cache: the cache,
 # its list of layers, each layer, its tensors)
@@ -433,6 +440,17 @@ class _Lazy:
             if type(t) is not cls:
                 t.data = torch.empty(0, dtype=dtype, device=device)
                 t.__class__ = cls
+
+
+def _copy_back(t: torch.Tensor, copy: torch.Tensor, warnings: list[str]) -> None:
+    """`t`'s values as copied before a call wrote them."""
+    try:
+        t.copy_(copy)
+    except Exception:  # an argument the forward gave other memory (`x.data = …`)
+        try:
+            t.data = copy
+        except Exception as exc:
+            warnings.append(f"an argument of the forward could not be put back: {exc}")
 
 
 def _storage_key(t: torch.Tensor) -> int:
@@ -517,32 +535,47 @@ class _Param:
         self.path, self.attr = path, attr  # its name, joined only for a warning
         self.param = p
         self.requires_grad = p.requires_grad  # a forward may freeze or unfreeze it
+        # not a dense CPU tensor: an alias to repoint to, a sample taken with torch calls
+        self.alias: Optional[torch.Tensor] = None
+        self.before: Optional[torch.Tensor] = None
         self.storage: Any = None  # the untyped storage, held for the trace
         self.storage_ptr = 0
         self.layout: Optional[_Layout] = None
         self.sample: Optional[bytes] = None
-        # not a dense CPU tensor: an alias to repoint to, a sample taken with torch calls
-        self.alias: Optional[torch.Tensor] = None
-        self.before: Optional[torch.Tensor] = None
         if p.is_meta:
             return
         try:
             storage = p.untyped_storage()
-            self.storage_ptr = storage.data_ptr()
+            ptr = storage.data_ptr()
         except Exception:
             return
-        self.storage = storage
+        self.storage, self.storage_ptr = storage, ptr
         layout = _layouts.get(id(p))
-        if layout is None or not layout.fits(p, storage, self.storage_ptr):
-            layout = _layout(p, storage, self.storage_ptr)
-        if layout is not None:
-            self.layout = layout
-            self.sample = layout.view.tobytes()
-        else:
-            self.alias, self.before = p.detach(), _torch_sample(p)
+        if layout is None or not layout.fits(p, storage, ptr):
+            layout = _layout(p, storage, ptr)
+            if layout is None:
+                self.alias, self.before = p.detach(), _torch_sample(p)
+                return
+        self.layout = layout
+        self.sample = layout.view.tobytes()
 
     def name(self) -> str:
         return f"{self.path}.{self.attr}" if self.path else self.attr
+
+    def written(self) -> bool:
+        """Whether a write nothing saw changed its sampled values (the parameter pointed back
+        at its own storage first, as `repoint`)."""
+        layout = self.layout
+        if layout is not None:  # the common case first: its memory where it was
+            p = self.param
+            try:
+                if (p.data_ptr(), p.dtype, p.shape, p.stride()) == layout.where:
+                    return (
+                        self.storage.nbytes() < layout.end or layout.view.tobytes() != self.sample
+                    )
+            except Exception:
+                return True
+        return self.changed(self.repoint())
 
     def repoint(self) -> Any:
         """Point the parameter back at its own storage if the forward gave it another;
@@ -556,7 +589,7 @@ class _Param:
             if layout is not None:
                 # its own memory, seen as it was: the memory the kept storage holds (no other
                 # storage can start there while that one lives), in the same layout
-                if now == (layout.ptr, layout.dtype, layout.shape, layout.stride):
+                if now == layout.where:
                     return self.storage
             elif alias is not None:
                 storage = p.untyped_storage()
@@ -619,13 +652,25 @@ class _Layout:
     the rest of a snapshot): holds the parameter weakly and never its storage, so it keeps no
     memory alive; used only while `fits` says the parameter still lies exactly there."""
 
-    __slots__ = ("ref", "storage_ptr", "ptr", "end", "dtype", "shape", "stride", "offset", "view")
+    __slots__ = (
+        "ref",
+        "storage_ptr",
+        "ptr",
+        "end",
+        "dtype",
+        "shape",
+        "stride",
+        "offset",
+        "view",
+        "where",
+    )
 
     def __init__(self, p: torch.Tensor, storage_ptr: int, ptr: int, end: int, view: Any) -> None:
         self.ref = weakref.ref(p, _forget_layout(id(p)))
         self.storage_ptr, self.ptr, self.end, self.view = storage_ptr, ptr, end, view
         self.dtype, self.shape, self.stride = p.dtype, p.shape, p.stride()
         self.offset = int(p.storage_offset())
+        self.where = (ptr, self.dtype, self.shape, self.stride)  # as a parameter's now is read
 
     def fits(self, p: torch.Tensor, storage: Any, storage_ptr: int) -> bool:
         """Whether `p` is still the parameter laid out here, its memory all in `storage`."""
@@ -633,11 +678,8 @@ class _Layout:
             return (
                 self.ref() is p
                 and storage_ptr == self.storage_ptr
-                and p.data_ptr() == self.ptr
+                and (p.data_ptr(), p.dtype, p.shape, p.stride()) == self.where
                 and storage.nbytes() >= self.end
-                and p.dtype == self.dtype
-                and p.shape == self.shape
-                and p.stride() == self.stride
             )
         except Exception:
             return False

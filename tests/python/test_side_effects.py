@@ -158,14 +158,50 @@ class _SpoilsItsTable(nn.Module):
         return x * 2
 
 
-def test_a_table_that_cannot_be_read_back_stops_no_other_restore():
+def test_a_table_the_forward_replaced_is_put_back_without_reading_it():
+    """The module's own attribute dict comes back first, so the table the forward put in
+    its place (one that raises when read) is dropped unread and the rest is restored."""
     model = _SpoilsItsTable().eval()
+    bias, buffers, steps = model.inner.bias, model._buffers, model.steps
+    g = torchscope.trace(model, torch.randn(1, 2))
+    assert g.error is None
+    assert model._buffers is buffers and model._buffers == {"steps": steps}
+    assert model.inner.bias is bias and not model.inner.training
+    assert not any("unreadable" in w for w in g.warnings)
+
+
+class _FlakyTable(dict):
+    """A parameter table whose lookups raise once `broken` is set."""
+
+    broken = False
+
+    def get(self, key, default=None):
+        if self.broken:
+            raise RuntimeError("unreadable")
+        return super().get(key, default)
+
+
+class _BreaksItsTable(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = nn.Linear(2, 2)
+        self.scale = nn.Parameter(torch.ones(2))
+        vars(self)["_parameters"] = _FlakyTable(self._parameters)
+
+    def forward(self, x):
+        self.inner.training = True
+        self.inner.bias = nn.Parameter(torch.ones(2))
+        self._parameters.broken = True  # the root's table is checked before the layer's
+        return x * self.scale
+
+
+def test_a_table_that_cannot_be_read_back_stops_no_other_restore():
+    model = _BreaksItsTable().eval()
     bias = model.inner.bias
     g = torchscope.trace(model, torch.randn(1, 2))
     assert g.error is None
-    assert type(model._buffers) is dict and "steps" in model._buffers
     assert model.inner.bias is bias and not model.inner.training
-    assert any("_SpoilsItsTable" in w and "unreadable" in w for w in g.warnings)
+    assert any("_BreaksItsTable" in w and "unreadable" in w for w in g.warnings)
 
 
 def test_train_mode_outputs_identical_after_trace():
