@@ -202,12 +202,16 @@ def _row_histograms(data: Tensor, lo: Tensor, hi: Tensor, inners: list[int]) -> 
         values = data[:, ::step]
     width = values.shape[1]
     span = torch.sub(hi, lo)
-    if not bool(torch.isfinite(span).all()):  # a range past float32's (or NaN rows): float64
+    finite = bool(torch.isfinite(span).all())
+    if not finite:  # a range past float32's (or NaN rows): float64
         values, lo, span = values.double(), lo.double(), torch.sub(hi.double(), lo.double())
     flat = span <= 0  # one value repeated: every value in the first bin
     span.masked_fill_(flat, 1.0)
     pos = torch.sub(values, lo.unsqueeze(1)).div_(span.unsqueeze(1)).mul_(BINS)
-    pos.nan_to_num_(nan=0.0).clamp_(0, BINS)
+    if not finite:
+        pos.nan_to_num_(nan=0.0).clamp_(0, BINS)
+    # (else every row is finite, lo <= x <= hi: rounding keeps x - lo within [0, hi - lo]
+    # and the quotient within [0, 1], so pos lies in [0, 16] already)
     offsets = torch.arange(rows, device=data.device, dtype=torch.int32).mul_(BINS + 1)
     bins = pos.to(torch.int32).add_(offsets.unsqueeze(1))
     counts = torch.bincount(bins.view(-1), minlength=rows * (BINS + 1)).view(rows, BINS + 1)
