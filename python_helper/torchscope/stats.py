@@ -200,28 +200,32 @@ def _row_histograms(data: Tensor, lo: Tensor, hi: Tensor, inners: list[int]) -> 
     if n > HIST_SAMPLE:
         step = _sample_step(n, inners)
         values = data[:, ::step]
-    width = values.shape[1]
     span = torch.sub(hi, lo)
     finite = bool(torch.isfinite(span).all())
     if not finite:  # a range past float32's (or NaN rows): float64
         values, lo, span = values.double(), lo.double(), torch.sub(hi.double(), lo.double())
-    flat = span <= 0  # one value repeated: every value in the first bin
-    span.masked_fill_(flat, 1.0)
+    # one value repeated: x - lo is 0, every value in the first bin
+    span.masked_fill_(span <= 0, 1.0)
     pos = torch.sub(values, lo.unsqueeze(1)).div_(span.unsqueeze(1)).mul_(BINS)
     if not finite:
         pos.nan_to_num_(nan=0.0).clamp_(0, BINS)
     # (else every row is finite, lo <= x <= hi: rounding keeps x - lo within [0, hi - lo]
     # and the quotient within [0, 1], so pos lies in [0, 16] already)
-    offsets = torch.arange(rows, device=data.device, dtype=torch.int32).mul_(BINS + 1)
-    bins = pos.to(torch.int32).add_(offsets.unsqueeze(1))
+    bins = pos.to(torch.int32).add_(_row_offsets(rows, data.device).unsqueeze(1))
     counts = torch.bincount(bins.view(-1), minlength=rows * (BINS + 1)).view(rows, BINS + 1)
-    out = []
-    for c, single in zip(counts.tolist(), flat.tolist()):
-        if single:
-            c = [width] + [0] * BINS
-        c[BINS - 1] += c[BINS]  # x == max lands in the last bin
-        out.append(c[:BINS])
-    return out
+    counts[:, BINS - 1] += counts[:, BINS]  # x == max lands in the last bin
+    return counts[:, :BINS].tolist()
+
+
+_offsets: dict[Any, Tensor] = {}  # device → each row's first bin in one bincount
+
+
+def _row_offsets(rows: int, device: torch.device) -> Tensor:
+    offsets = _offsets.get(device)
+    if offsets is None or len(offsets) < rows:
+        offsets = torch.arange(max(rows, MAX_ROWS), device=device, dtype=torch.int32)
+        offsets = _offsets[device] = offsets.mul_(BINS + 1)
+    return offsets[:rows]
 
 
 def _sample_step(n: int, inners: list[int]) -> int:
