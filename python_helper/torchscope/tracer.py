@@ -1395,8 +1395,40 @@ def parameter_counts(model: nn.Module, modules: list[nn.Module]) -> dict[int, in
             counts[id(m)] = total
         if shared or counts[id(model)] != everything:
             # tied weights or a module registered twice: count each subtree exactly
-            counts = {id(m): count_parameters(m) for m in modules}
+            counts = _counts_of_sets(modules)
         return counts
+
+
+def _counts_of_sets(modules: list[nn.Module]) -> dict[int, int]:
+    """parameter_counts where a parameter or module is in the tree twice: each module's
+    parameters as a set of ids, children's sets joined into their parent's (one walk, not
+    a walk of every subtree)."""
+    below: dict[int, set[int]] = {}
+    sizes: dict[int, int] = {}
+    counts: dict[int, int] = {}
+
+    def add(into: set[int], p: Optional[Tensor]) -> None:
+        if p is not None:
+            into.add(id(p))
+            if id(p) not in sizes:
+                sizes[id(p)] = p.numel()
+
+    for m in reversed(modules):  # pre-order reversed: children before their parent
+        ids: set[int] = set()
+        for p in m._parameters.values():
+            add(ids, p)
+        for child in m._modules.values():
+            if child is None:
+                continue
+            inner = below.get(id(child))
+            if inner is None:  # registered twice, and first met further on: walk it
+                inner = set()
+                for p in child.parameters():
+                    add(inner, p)
+            ids |= inner
+        below[id(m)] = ids
+        counts[id(m)] = sum(map(sizes.__getitem__, ids))
+    return counts
 
 
 READ_AHEAD_LIMIT = 1 << 28  # elements: 1 GB of float32, a few hundred ms on one core

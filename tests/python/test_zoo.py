@@ -899,6 +899,35 @@ def test_module_tree_is_named_modules(name):
     assert depth == max(p.count(".") + 1 if p else 0 for p, _ in want)
 
 
+def _tied_and_shared() -> nn.Module:
+    """A weight tied between two layers and a module registered under two parents, the
+    second parent met first when children are counted before parents."""
+    shared = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+    model = nn.ModuleDict(
+        {
+            "emb": nn.Embedding(5, 3),
+            "a": nn.Sequential(nn.Identity(), shared),
+            "b": nn.Sequential(shared, nn.Linear(3, 4)),
+            "head": nn.Linear(3, 5, bias=False),
+        }
+    )
+    model["head"].weight = model["emb"].weight
+    return model
+
+
+@pytest.mark.parametrize("name", ["mlp", "tied_and_shared"])
+def test_parameter_counts_count_each_parameter_once_per_subtree(name):
+    from torchscope.tracer import module_tree, parameter_counts
+    from torchscope.values import count_parameters
+
+    model = _tied_and_shared() if name == "tied_and_shared" else zoo.build(name)[0]
+    modules = [m for _, m in module_tree(model)[0]]
+    counts = parameter_counts(model, modules)
+    assert counts == {id(m): count_parameters(m) for m in modules}
+    if name == "tied_and_shared":
+        assert counts[id(model)] == 5 * 3 + (2 * 3 + 3) + (3 * 4 + 4)
+
+
 def test_module_tree_of_a_shared_subtree_and_a_deep_chain():
     from torchscope.tracer import module_tree
 
