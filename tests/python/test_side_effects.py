@@ -170,6 +170,24 @@ def test_a_table_the_forward_replaced_is_put_back_without_reading_it():
     assert not any("unreadable" in w for w in g.warnings)
 
 
+class _FillsThenReplacesItsTable(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("steps", torch.zeros(1))
+
+    def forward(self, x):
+        self._buffers["extra"] = torch.ones(1)  # into the module's own table
+        vars(self)["_buffers"] = {}  # then another table in its place
+        return x * 2
+
+
+def test_a_table_filled_then_replaced_comes_back_as_it_was():
+    model = _FillsThenReplacesItsTable()
+    buffers, steps = model._buffers, model.steps
+    torchscope.trace(model, torch.randn(1, 2))
+    assert model._buffers is buffers and model._buffers == {"steps": steps}
+
+
 class _FlakyTable(dict):
     """A parameter table whose lookups raise once `broken` is set."""
 
