@@ -47,7 +47,12 @@ def stub_op_records(
     rec: Any, info: Any, args: Any, kwargs: Any, outs: Any, sites: Any = None
 ) -> int:
     nid = len(rec.nodes)
-    rec.nodes.append(Node(nid, "op", info.name, rec._parent(), info.target))
+    node = Node(nid, "op", info.name, rec._parent(), info.target)
+    if kwargs or not all(isinstance(a, torch.Tensor) for a in args):
+        # (as recorded: a layer's first call is checked against them before its class
+        # takes the one-call shortcut)
+        node.attrs = rec._call_attrs(info, args, kwargs)
+    rec.nodes.append(node)
     for t in outs:
         rec.producer[id(t)] = (weakref.ref(t), nid, None)
     return nid
