@@ -10,7 +10,8 @@
 //   into the panel already open, and into a new panel (the old one closed first);
 // - palette → Visualize forward pass (paused frame) → drawn, GPT-2 paused in its forward at a
 //   breakpoint (the real debugpy adapter, tests/extension/e2e/debugpy-fixture): the time
-//   the list of models takes to show plus Enter → drawn; a new panel each time;
+//   the list of models takes to show plus Enter → drawn; into a new panel, then into the
+//   panel the last run left open;
 // - the long tasks (PerformanceObserver 'longtask', installed before any script of every
 //   frame) in the panel's frame while a 4,000-op graph arrives (bench/viewer's synthetic
 //   model): from the graph message's arrival (mark torchscope:received) to drawn, and from
@@ -164,10 +165,12 @@ async function rightClickGpt2(page: Page, newPanel: boolean): Promise<Run> {
   };
 }
 
-/** Palette → the paused frame's list → Enter at once → drawn (a new panel each time). */
-async function paletteAtBreakpoint(page: Page): Promise<Run> {
-  // Close the graph panel only (the paused editor stays; the session stays stopped).
-  await closeAll(page);
+/** Palette → the paused frame's list → Enter at once → drawn: into a new panel (the editors
+ * closed first; the session stays stopped), or into the paused model's panel left open by the
+ * run before (as when the program stops again and the command is run again). */
+async function paletteAtBreakpoint(page: Page, newPanel = true): Promise<Run> {
+  if (newPanel) await closeAll(page);
+  else await markOld(page);
   await page.evaluate(`(() => {
     window.__listShownAt = undefined;
     const obs = new MutationObserver(() => {
@@ -191,8 +194,8 @@ async function paletteAtBreakpoint(page: Page): Promise<Run> {
   const shownAt = (await page.evaluate(() => (window as unknown as { __listShownAt?: number }).__listShownAt)) ?? tSeen;
   const drawn = await mark(page, "torchscope:drawn");
   const received = await mark(page, "torchscope:received");
-  const boot = await mark(page, "torchscope:boot");
-  const started = await pageStart(page);
+  const boot = newPanel ? await mark(page, "torchscope:boot") : null;
+  const started = newPanel ? await pageStart(page) : null;
   return {
     // The user's wait: the list appearing, then Enter → drawn (the test's own delay between
     // the list appearing and its Enter left out).
@@ -344,6 +347,7 @@ async function main(): Promise<void> {
     synth4000_new_panel: [],
     synth4000_existing_panel: [],
     palette_breakpoint_new_panel: [],
+    palette_breakpoint_existing_panel: [],
   };
   const loads: Record<string, number[]> = {};
   let cs: CodeServer | undefined;
@@ -395,6 +399,12 @@ async function main(): Promise<void> {
       const r = await paletteAtBreakpoint(page);
       results.palette_breakpoint_new_panel!.push(r);
       log("palette at a breakpoint, new panel", r);
+    }
+    // The panel the last run opened stays: the same command again draws into it.
+    for (let i = 0; ONLY.has("palette") && i < RUNS; i++) {
+      const r = await paletteAtBreakpoint(page, false);
+      results.palette_breakpoint_existing_panel!.push(r);
+      log("palette at a breakpoint, its open panel", r);
     }
     loads.palette = load();
   } finally {

@@ -50,6 +50,12 @@ SCENARIOS: list[tuple[str, str, str, float | None]] = [
         None,
     ),
     (
+        "palette_breakpoint_existing_panel",
+        "GPT-2 paused at a breakpoint: palette → drawn (its open panel, Enter at once)",
+        "total_ms",
+        1000,
+    ),
+    (
         "synth4000_new_panel",
         "4,000 ops: longest task in the panel while the graph arrives (new panel)",
         "longest_task_arriving_ms",

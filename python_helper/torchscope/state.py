@@ -210,8 +210,9 @@ class ModelState:
         self.objects: list[tuple[Any, dict[str, Any]]] = []
         self.lazy: list[_Lazy] = []
         rows, params, containers = self.modules, self.params, self.containers
-        # a module class → the keys of the last __dict__ of its seen, and those not in
-        # _MODULE_KEYS: comparing a dict's keys with a set costs less than a difference
+        # a module class → the __dict__ keys of the last module of that class, and those of
+        # them not in _MODULE_KEYS: comparing a dict's keys with a set costs less than
+        # taking the difference again
         user_keys: dict[type, tuple[frozenset[str], tuple[str, ...]]] = {}
         for path, m in named:
             attrs = m.__dict__
@@ -242,7 +243,7 @@ class ModelState:
                         self.buffers.append((b, b.detach().clone()))
             if ps:
                 for name, p in ps.items():
-                    if p is None or id(p) in params or (type(p) not in _PLAIN and is_lazy(p)):
+                    if p is None or id(p) in params or _unsized(p):
                         continue
                     info = params[id(p)] = _Param(path, name, p)
                     if info.storage_ptr:
@@ -385,7 +386,6 @@ _GLOBAL_HOOKS = (
 # what every nn.Module has in its __dict__ (its tables, hook tables, flags): the rest are
 # the class's and the user's own attributes
 _MODULE_KEYS = frozenset(nn.Module().__dict__)
-
 _CONTAINERS = frozenset((dict, list, set, collections.OrderedDict, collections.defaultdict))
 # the forward's arguments: how deep and how many objects are kept (a KV cache: the cache,
 # its list of layers, each layer, its tensors)
