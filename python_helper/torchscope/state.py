@@ -285,15 +285,17 @@ class ModelState:
                     now.clear()
                     now.update(attrs)
                 # a parameter, buffer or submodule rebound (most tables are and stay empty)
-                try:  # (the tables are the module's again: attrs' own)
-                    table = attrs["_parameters"]
-                    if table or params:
+                # (the tables are the module's again: attrs' own; a module whose tables are
+                # not in its __dict__, as torch.jit.trace's, had none taken either)
+                try:
+                    table = attrs.get("_parameters")
+                    if table is not None and (table or params):
                         _put_back(table, params)
-                    table = attrs["_buffers"]
-                    if table or buffers:
+                    table = attrs.get("_buffers")
+                    if table is not None and (table or buffers):
                         _put_back(table, buffers)
-                    table = attrs["_modules"]
-                    if table or modules:
+                    table = attrs.get("_modules")
+                    if table is not None and (table or modules):
                         _put_back(table, modules)
                 except Exception as exc:  # a table the forward made unreadable: the rest go on
                     warnings.append(
