@@ -34,6 +34,7 @@ _ILL_CONDITIONED = 16.0
 _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
 _STAGED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _EXACT_FLOATS = (torch.float32, torch.float64)
+_STRIDED = torch.strided
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 _NO_DISPATCH = torch._C._DisableTorchDispatch
 _is_wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
@@ -58,7 +59,7 @@ def readable(t: Tensor) -> bool:
     try:
         if not (t.is_cpu or t.is_cuda or t.is_mps or t.is_xpu):
             return False
-        if t.layout is not torch.strided or t.is_quantized or t.is_nested:
+        if t.layout is not _STRIDED or t.is_quantized or t.is_nested:
             return False
         return not (_is_wrapped is not None and _is_wrapped(t))
     except Exception:  # an exotic tensor that won't even say where it lives
@@ -174,19 +175,21 @@ def _flush(buf: _Buffer) -> None:
         nonzero = torch.nan_to_num_(torch.div(data, data), nan=0.0).sum(1)  # exact: n <= 2**24
     per_row = torch.stack((lo, hi, mean, squares, centred, nonzero)).t().tolist()
     counts = _row_histograms(data, lo, hi, [inner for _, inner in pending])
-    for r, ((st, inner), (mn, mx, mu, norm, spread, nz)) in enumerate(zip(pending, per_row)):
+    isnan, isfinite, sqrt = math.isnan, math.isfinite, math.sqrt  # (once per row, 128 rows)
+    rows_of = zip(pending, per_row, counts)
+    for r, ((st, inner), (mn, mx, mu, norm, spread, nz), row_counts) in enumerate(rows_of):
         try:
-            var = norm * norm / n - mu * mu if math.isnan(spread) else spread * spread / n
-            if not (math.isfinite(mn) and math.isfinite(mx) and math.isfinite(var)):
+            var = norm * norm / n - mu * mu if isnan(spread) else spread * spread / n
+            if not (isfinite(mn) and isfinite(mx) and isfinite(var)):
                 _floating(data[r], st, inner)  # NaN or ±Inf in this row (or overflow): alone
                 continue
-            if math.isnan(spread) and mu * mu > _ILL_CONDITIONED * var:
+            if isnan(spread) and mu * mu > _ILL_CONDITIONED * var:
                 # not centred above, yet the sums cancel (squares past float32 hid it)
                 centred_row = torch.sub(data[r], mu)
                 var = float(torch.dot(centred_row, centred_row)) / n
-            moments = (mn, mx, min(max(mu, mn), mx), math.sqrt(max(var, 0.0)))
+            moments = (mn, mx, min(max(mu, mn), mx), sqrt(max(var, 0.0)))
             st.stats = _float_map(moments, (n - int(nz)) / n, 0, 0, n)
-            st.hist = {"lo": mn, "hi": mx, "counts": counts[r]}
+            st.hist = {"lo": mn, "hi": mx, "counts": row_counts}
         except Exception:
             st.stats = None
 
@@ -338,11 +341,13 @@ def _zero_bits(x: Tensor) -> Optional[int]:
 def _quiet_already() -> bool:
     """Neither torch-function modes, dispatch modes nor autograd would see our own calls
     (the tracer's usual state when it reads): skip three context managers per tensor."""
-    return not (
-        torch.is_grad_enabled()
-        or torch._C._is_torch_function_mode_enabled()
-        or torch._C._len_torch_dispatch_stack()
-    )
+    return not (_grad_enabled() or _function_modes() or _dispatch_modes())
+
+
+# (looked up once: the reader asks for every tensor of a trace)
+_grad_enabled = torch.is_grad_enabled
+_function_modes = torch._C._is_torch_function_mode_enabled
+_dispatch_modes = torch._C._len_torch_dispatch_stack
 
 
 def _histogram(
