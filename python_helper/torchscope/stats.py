@@ -175,7 +175,7 @@ def _flush(buf: _Buffer) -> None:
         nonzero = torch.nan_to_num_(torch.div(data, data), nan=0.0).sum(1)  # exact: n <= 2**24
     per_row = torch.stack((lo, hi, mean, squares, centred, nonzero)).t().tolist()
     counts = _row_histograms(data, lo, hi, [inner for _, inner in pending])
-    isnan, isfinite, sqrt = math.isnan, math.isfinite, math.sqrt  # (once per row, 128 rows)
+    isnan, isfinite, sqrt = math.isnan, math.isfinite, math.sqrt  # (looked up once, not per row)
     rows_of = zip(pending, per_row, counts)
     for r, ((st, inner), (mn, mx, mu, norm, spread, nz), row_counts) in enumerate(rows_of):
         try:
