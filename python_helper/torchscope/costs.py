@@ -104,7 +104,7 @@ def linear_flops(args: tuple[Any, ...], kwargs: Optional[dict[str, Any]]) -> Opt
     if x.dim() == 0 or x.shape[-1] != k:
         return None
     rows = x.numel() // k if k else 0
-    return int(_MM((rows, k), (k, n_out), out_shape=(rows, n_out)))
+    return _mm_flops(rows, k, n_out)
 
 
 def matmul_flops(
@@ -122,7 +122,11 @@ def matmul_flops(
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
         return None
     m, k = a.shape
-    n = b.shape[1]
+    return _mm_flops(m, k, b.shape[1])
+
+
+def _mm_flops(m: int, k: int, n: int) -> int:
+    """An (m × k) by (k × n) matrix product as the registry counts it."""
     return int(_MM((m, k), (k, n), out_shape=(m, n)))
 
 
