@@ -544,11 +544,9 @@ def _stats_change(sa: dict[str, Any], sb: dict[str, Any], tolerance: float) -> O
         va, vb = num(sa, key), num(sb, key)
         if va is not None and vb is not None and va != vb:
             parts.append(f"{key} {int(va)} → {int(vb)}")
-    za, zb, na, nb = num(sa, "zeros"), num(sb, "zeros"), num(sa, "numel"), num(sb, "numel")
-    if None not in (za, zb, na, nb) and na and nb:
-        fa, fb = za / na, zb / nb  # type: ignore[operator]
-        if abs(fa - fb) > tolerance:
-            parts.append(f"zeros {fa:.1%} → {fb:.1%}")
+    za, zb = num(sa, "zeros"), num(sb, "zeros")  # fractions of the values (0.0 … 1.0)
+    if za is not None and zb is not None and abs(za - zb) > tolerance:
+        parts.append(f"zeros {za:.1%} → {zb:.1%}")
     return "values: " + ", ".join(parts) if parts else None
 
 

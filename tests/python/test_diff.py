@@ -354,6 +354,21 @@ def test_statistics_beyond_the_tolerance_change_a_node() -> None:
     assert {c.name: c.details for c in nan.changed()}["x"] == ["values: nan 0 → 3"]
 
 
+def test_a_changed_fraction_of_zeros_changes_the_node_as_the_fraction() -> None:
+    # `zeros` is a fraction of the values already (0.0 … 1.0): half the values no longer
+    # zero is a change, shown as 50% → 0%, on a tensor of any size
+    class Relu(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(x)
+
+    x = torch.cat([-torch.rand(2000) - 0.5, torch.rand(2000) + 0.5])
+    a = torchscope.trace_call(Relu(), (x,))
+    b = torchscope.trace_call(Relu(), (x.abs(),))
+    changed = {c.name: c.details for c in diff_graphs(a, b).changed()}
+    (details,) = changed["relu"]
+    assert details.startswith("values: ") and details.endswith(", zeros 50.0% → 0.0%"), details
+
+
 def test_statistics_within_the_tolerance_or_on_one_side_only_change_nothing() -> None:
     g = trace(Net(), x16())
     assert diff_graphs(with_stats(g, 1.0), with_stats(g, 1.0005)).identical
