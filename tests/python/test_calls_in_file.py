@@ -104,6 +104,70 @@ def test_ctor_call(tmp_path, source, expected):
     assert found is None or not found.argparse_defaults
 
 
+SCOPED_HEADER = """import torch
+from torch import nn
+class Config:
+    def __init__(self, dim):
+        self.dim = dim
+class Net(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.fc = nn.Linear(cfg.dim, 2)
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+
+@pytest.mark.parametrize(
+    "source, input_expected, ctor_expected",
+    [
+        # the README's own examples: a parameter named like the variable elsewhere in the file
+        # (forward's `x`, __init__'s `cfg`) is another scope's name, not a second binding
+        (
+            "def main():\n    cfg = Config(dim=8)\n    model = Net(cfg)\n"
+            "    x = torch.randn(2, 8)\n    model(x)\n",
+            "torch.randn(2, 8)",
+            "Config(dim=8)",
+        ),
+        # the module's own name, read in a function that does not bind it
+        (
+            "cfg = Config(dim=8)\nx = torch.randn(2, 8)\n"
+            "def main():\n    model = Net(cfg)\n    model(x)\n",
+            "torch.randn(2, 8)",
+            "Config(dim=8)",
+        ),
+        # a function's local, not the module's name of the same spelling
+        (
+            "x = torch.randn(5, 8)\ncfg = Config(dim=3)\n"
+            "def main():\n    cfg = Config(dim=8)\n    model = Net(cfg)\n"
+            "    x = torch.ones(2, 8)\n    model(x)\n",
+            "torch.ones(2, 8)",
+            "Config(dim=8)",
+        ),
+        # bound twice in the call's scope, or a parameter there: the program decides
+        (
+            "def main(cfg):\n    model = Net(cfg)\n    x = torch.ones(1, 8)\n"
+            "    x = torch.ones(2, 8)\n    model(x)\n",
+            None,
+            None,
+        ),
+        # `global x` in the calling function: whatever the program last stored there
+        (
+            "x = torch.ones(1, 8)\ndef main():\n    global x\n    model = Net(Config(dim=8))\n"
+            "    model(x)\n",
+            None,
+            "Config(dim=8)",
+        ),
+    ],
+)
+def test_names_resolve_in_the_scope_of_the_call(tmp_path, source, input_expected, ctor_expected):
+    path = write(tmp_path, "m.py", SCOPED_HEADER + source)
+    project, info = load(path)
+    assert calls_in_file.input_call(project, info, "Net") == input_expected
+    found = calls_in_file.ctor_call(info, "Net")
+    assert (found.text if found and found.usable else None) == ctor_expected
+
+
 ARGPARSE = """
 import argparse
 import torch
@@ -167,3 +231,23 @@ def test_input_call_with_argparse_defaults(tmp_path):
     path = write(tmp_path, "train.py", ARGPARSE.format(call=call))
     project, info = load(path)
     assert calls_in_file.input_call(project, info, "Net") == "torch.randn(3, 64)"
+
+
+def test_calls_inside_methods_and_nested_functions_resolve_their_names(tmp_path):
+    source = (
+        "class Outer(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        cfg = Config(dim=8)\n"
+        "        self.net = Net(cfg)\n"
+        "def main():\n"
+        "    def run():\n"
+        "        x = torch.zeros(3, 8)\n"
+        "        Net(Config(dim=8))(x)\n"
+        "    run()\n"
+    )
+    path = write(tmp_path, "m.py", SCOPED_HEADER + source)
+    project, info = load(path)
+    found = calls_in_file.ctor_call(info, "Net")
+    assert found is not None and found.usable and found.text == "Config(dim=8)"
+    assert calls_in_file.input_call(project, info, "Net") == "torch.zeros(3, 8)"

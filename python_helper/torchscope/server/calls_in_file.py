@@ -140,42 +140,119 @@ def _written_arguments(node: ast.Call, text: str) -> Optional[str]:
 @dataclass
 class _StandIns:
     """What may stand in for a name in a call's arguments: the file's argparse options with
-    literal defaults (for `args.X`, `args` bound to a parser's result), and the names the file
-    binds exactly once, to an expression (`x = torch.randn(2, 64)`, `cfg = Config(dim=8)`)."""
+    literal defaults (for `args.X`, `args` bound to a parser's result), and the names bound
+    exactly once to an expression in the scope a call reads them from (`x = torch.randn(2,
+    64)`, `cfg = Config(dim=8)`)."""
 
     defaults: dict[str, ast.expr]
     parsed: set[str]
-    values: dict[str, ast.expr]
+    scopes: _Scopes
 
     @staticmethod
     def of(info: FileInfo) -> _StandIns:
         defaults = _argparse_defaults(info)
         parsed = _parsed_args_names(info) if defaults else set()
-        return _StandIns(defaults, parsed, _bound_once(info))
+        return _StandIns(defaults, parsed, _Scopes(info.tree))
 
 
-def _bound_once(info: FileInfo) -> dict[str, ast.expr]:
-    """Names the file binds exactly once (any scope; a parameter, a loop variable, an import
-    count), by a plain `name = expr`: the value it always has, wherever it is read."""
-    counts: dict[str, int] = {}
-    values: dict[str, ast.expr] = {}
-    for node in ast.walk(info.tree):
+class _Scope:
+    """One scope's bindings (a module, function, lambda, class or comprehension; nested
+    scopes have their own): how often it binds each name, by any statement, and the value of
+    each `name = expr`."""
+
+    __slots__ = ("parent", "is_class", "counts", "values")
+
+    def __init__(self, parent: Optional[_Scope], is_class: bool = False) -> None:
+        self.parent, self.is_class = parent, is_class
+        self.counts: dict[str, int] = {}
+        self.values: dict[str, ast.expr] = {}
+
+    def bind(self, name: str, times: int = 1) -> None:
+        self.counts[name] = self.counts.get(name, 0) + times
+
+
+_NEW_SCOPE = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+class _Scopes:
+    """Every scope of a file and the scope each call is in, for reading a name as Python
+    does: in the innermost function that binds it, else an enclosing one, else the module
+    (a class body's names are not seen from its methods)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.of_call: dict[int, _Scope] = {}
+        self.module = _Scope(None)
+        self._visit(tree, self.module)
+
+    def _visit(self, node: ast.AST, scope: _Scope) -> None:
+        for child in ast.iter_child_nodes(node):
+            self._visit_one(child, scope)
+
+    def _visit_one(self, node: ast.AST, scope: _Scope) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            scope.bind(node.name)
+            for outside in (*node.decorator_list, *_outside_parts(node)):
+                self._visit_one(outside, scope)
+            inner = _Scope(scope, isinstance(node, ast.ClassDef))
+            if not isinstance(node, ast.ClassDef):
+                _bind_arguments(node.args, inner)
+            for stmt in node.body:
+                self._visit_one(stmt, inner)
+            return
+        if isinstance(node, _NEW_SCOPE):
+            inner = _Scope(scope)
+            if isinstance(node, ast.Lambda):
+                _bind_arguments(node.args, inner)
+            self._visit(node, inner)
+            return
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            counts[node.id] = counts.get(node.id, 0) + 1
-        elif isinstance(node, ast.arg):
-            counts[node.arg] = counts.get(node.arg, 0) + 1
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            counts[node.name] = counts.get(node.name, 0) + 1
+            scope.bind(node.id)
         elif isinstance(node, ast.alias):
-            name = (node.asname or node.name).split(".")[0]
-            counts[name] = counts.get(name, 0) + 1
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-        ):
-            values[node.targets[0].id] = node.value
-    return {name: value for name, value in values.items() if counts.get(name) == 1}
+            scope.bind((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                scope.bind(name, 2)  # another scope's name: whatever was last stored there
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            scope.bind(node.name)
+        elif isinstance(node, ast.Call):
+            self.of_call[id(node)] = scope
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                scope.values[target.id] = node.value
+        self._visit(node, scope)
+
+    def resolve(self, name: str, scope: Optional[_Scope]) -> Optional[tuple[ast.expr, _Scope]]:
+        """The value `name` has where `scope` reads it, when the scope that binds it binds it
+        exactly once, by `name = expr`; with that scope (the value's own names are read
+        there). None when no scope binds it or it may hold anything."""
+        first = scope
+        while scope is not None:
+            if scope.is_class and scope is not first:
+                scope = scope.parent  # a class body's names are not its methods'
+                continue
+            count = scope.counts.get(name)
+            if count is not None:
+                value = scope.values.get(name)
+                return (value, scope) if count == 1 and value is not None else None
+            scope = scope.parent
+        return None
+
+
+def _outside_parts(node: ast.AST) -> list[ast.AST]:
+    """What a def or class evaluates in the scope around it: defaults, annotations, bases."""
+    if isinstance(node, ast.ClassDef):
+        return [*node.bases, *node.keywords]
+    args = node.args  # type: ignore[attr-defined]
+    return [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+
+
+def _bind_arguments(args: ast.arguments, scope: _Scope) -> None:
+    for a in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+        scope.bind(a.arg)
+    for a in (args.vararg, args.kwarg):
+        if a is not None:
+            scope.bind(a.arg)
 
 
 def _call_arguments(
@@ -189,10 +266,11 @@ def _call_arguments(
         return None  # **kwargs: no one input expression
     out: list[tuple[Optional[str], str, ast.expr]] = []
     filled = False
+    scope = stand_ins.scopes.of_call.get(id(node))
     for keyword, value, spread in [(None, a, False) for a in node.args] + [
         (k.arg, k.value, k.arg is None) for k in node.keywords
     ]:
-        value, changed, defaults = _stand_in(value, stand_ins, known)
+        value, changed, defaults = _stand_in(value, stand_ins, known, scope)
         # what stood in for a name came from elsewhere in the file: it may only make values
         # (`x = torch.randn(2, 64)`, never `dataset = MNIST(root, download=True)`)
         if not _literal(value, known) or (
@@ -291,13 +369,17 @@ def _parsed_args_names(info: FileInfo) -> set[str]:
     return names
 
 
-def _stand_in(expr: ast.expr, stand_ins: _StandIns, known: set[str]) -> tuple[ast.expr, bool, bool]:
-    """`expr` with each `args.X` replaced by X's argparse default and each name bound once by
-    its value (theirs in turn, a few levels deep); whether anything was, whether a default."""
+def _stand_in(
+    expr: ast.expr, stand_ins: _StandIns, known: set[str], scope: Optional[_Scope]
+) -> tuple[ast.expr, bool, bool]:
+    """`expr`, read in `scope`, with each `args.X` replaced by X's argparse default and each
+    name bound once there by its value (theirs in turn, read where that value is, a few levels
+    deep); whether anything was, whether a default."""
     changed = defaults = False
 
     class Fill(ast.NodeTransformer):
         depth = 0
+        where = scope
 
         def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
             nonlocal changed, defaults
@@ -310,15 +392,19 @@ def _stand_in(expr: ast.expr, stand_ins: _StandIns, known: set[str]) -> tuple[as
 
         def visit_Name(self, node: ast.Name) -> ast.AST:
             nonlocal changed
-            value = stand_ins.values.get(node.id)
-            if value is None or node.id in known or self.depth >= _STAND_IN_DEPTH:
+            if node.id in known or self.depth >= _STAND_IN_DEPTH:
+                return node
+            found = stand_ins.scopes.resolve(node.id, self.where)
+            if found is None:
                 return node
             changed = True
+            outer, self.where = self.where, found[1]
             self.depth += 1
             try:
-                return self.visit(copy.deepcopy(value))
+                return self.visit(copy.deepcopy(found[0]))
             finally:
                 self.depth -= 1
+                self.where = outer
 
     filled = Fill().visit(copy.deepcopy(expr))
     return (filled, True, defaults) if changed else (expr, False, False)
