@@ -1,4 +1,14 @@
+import os
+import sys
+
 from .cli import main
 from .launch import exit_cli
 
-exit_cli(main())
+try:
+    code = main()
+    sys.stdout.flush()  # (a closed pipe shows here, not in the interpreter's teardown)
+except BrokenPipeError:
+    # the reader went away (`summary g.json | head`): no stack, and nothing more to flush
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    code = 128 + 13  # as the shell reports a writer stopped by SIGPIPE
+exit_cli(code)

@@ -275,6 +275,7 @@ def choose_input(
     start from) when nothing fits."""
     from .hf_inputs import hf_input
     from .inputs import (
+        HOW_TO,
         Guess,
         GuessError,
         describe_input,
@@ -316,9 +317,22 @@ def choose_input(
         if first_that_runs(built.model, [exc.guess], device) is None:
             raise
         g = Guess(exc.guess, exc.source)
-    with torch.device(device):
-        value = eval(g.expr, {"torch": torch})  # noqa: S307 - our own expression
+    try:
+        with torch.device(device):
+            value = eval(g.expr, {"torch": torch})  # noqa: S307 - our own expression
+    except Exception as exc:  # a layer sized to nothing (`nn.Embedding(0, 4)`): no input fits
+        raise GuessError(
+            f"the input guessed from {g.source}, {g.expr}, can't be made "
+            f"({_first_line(exc)}); {HOW_TO}",
+            g.expr,
+            g.source,
+        ) from None
     return ChosenInput(value, f"guessed from {g.source}: {describe_input(value)}", "guess", g.expr)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
 def another_guess(built: Built, chosen: ChosenInput, device: str = "cpu") -> Optional[ChosenInput]:

@@ -3,21 +3,41 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
 from .diff_cli import add_diff_parser, run_diff
-from .graph_file import GraphFileError, is_graph_file, read_graph_file
+from .graph_file import SUFFIX_FORMATS, GraphFileError, is_graph_file, read_graph_file
 
 FORMATS = ("msgpack", "json", "html")
+LONGEST_BUDGET = 1e7  # seconds (~4 months): beyond it the platform's timer overflows
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's own, with a bad command line as one line on stderr (README: "Always one
+    line on stderr, no stack"), pointing at --help for the usage."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.exit(2, f"torchscope: {message} (python -m {self.prog} --help)\n")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0 < value <= LONGEST_BUDGET):  # (NaN fails every comparison)
+        raise argparse.ArgumentTypeError(
+            f"--time-budget {text}: give a number of seconds above 0, at most {LONGEST_BUDGET:g}"
+        )
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="torchscope", description="Trace a PyTorch model's forward pass."
-    )
+    p = _Parser(prog="torchscope", description="Trace a PyTorch model's forward pass.")
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_text in (
         ("trace", "write the graph of one forward pass"),
@@ -45,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
         )
         c.add_argument(
             "--time-budget",
-            type=float,
+            type=_seconds,
             default=None,
             metavar="SECONDS",
             help="stop a trace (import and build included) that runs longer than this (exit 3)",
@@ -84,9 +104,15 @@ def _parser() -> argparse.ArgumentParser:
                 "--format",
                 choices=FORMATS,
                 default=None,
-                help="output format (default: from the -o suffix, else msgpack)",
+                help="output format (the -o name's suffix says it already; if given, it "
+                "must agree)",
             )
-            c.add_argument("-o", "--output", required=True, help="file to write")
+            c.add_argument(
+                "-o",
+                "--output",
+                required=True,
+                help="file to write: NAME.msgpack, NAME.json or NAME.html, in a folder that exists",
+            )
     add_diff_parser(sub)
     return p
 
@@ -96,12 +122,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "diff":
         return run_diff(args)
     if args.command == "summary" and is_graph_file(args.target):
-        return _summarize_file(args.target)
+        return _summarize_file(args)
     from .cli_trace import CliError, error_line, trace_target
     from .launch import end_process_group, launched_rank, rank_file
 
     launched = launched_rank()
-    rank = launched[0] if launched else 0
+    rank, size = launched if launched else (0, 1)
+    if args.rank is not None and not 0 <= args.rank < size:
+        ranks = (
+            f"ranks 0-{size - 1}" if launched else "one rank, 0 (it was not started by torchrun)"
+        )
+        return _fail(CliError(f"--rank {args.rank}: this program runs {ranks}"))
     shows = args.rank is None or args.rank == rank  # this rank writes or prints
     out: Optional[Path] = None
     if args.command == "trace" and shows:
@@ -109,7 +140,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             # each rank probes only its own file: two ranks probing one name race (one's
             # probe file removed under the other's feet)
             each = launched is not None and args.rank is None
-            out = _output(str(rank_file(Path(args.output), rank)) if each else args.output)
+            name = str(rank_file(Path(args.output), rank)) if each else args.output
+            out = _output(name, args.format)
         except CliError as exc:
             return _fail(exc)
     try:
@@ -132,10 +164,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if out is None:
         print(graph.summary())
     else:
-        from .graph import SUFFIX_FORMATS
-
         try:
-            graph.save(out, args.format or SUFFIX_FORMATS.get(out.suffix.lower(), "msgpack"))
+            graph.save(out, SUFFIX_FORMATS[out.suffix.lower()])
         except OSError as exc:
             return _fail(CliError(f"cannot write {out}: {exc.strerror or exc}"))
         s = graph.stats()
@@ -168,16 +198,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0
 
 
-def _output(name: str) -> Path:
-    """The output path, checked before anything runs: a folder or an unwritable place is bad
-    input (exit 2), found in a second rather than after the trace."""
+def _output(name: str, fmt: Optional[str]) -> Path:
+    """The output path, checked before anything runs: a folder, a name that is no graph
+    format (`-o model.py` must never overwrite the model), a folder that does not exist or an
+    unwritable place is bad input (exit 2), found in a second rather than after the trace."""
     from .cli_trace import CliError
 
     out = Path(name)
     if out.is_dir():
         raise CliError(f"-o {name} is a folder: give a file name, e.g. {out / 'model.html'}")
+    suffix = out.suffix.lower()
+    known = SUFFIX_FORMATS.get(suffix)
+    if known is None:
+        what = f"a {out.suffix} file" if out.suffix else "a name without a suffix"
+        raise CliError(
+            f"-o {name} is {what}: torchscope writes .msgpack, .json or .html files, "
+            "and the name says which"
+        )
+    if fmt is not None and fmt != known:
+        raise CliError(f"-o {name} names a {known} file but --format {fmt} was given")
+    if not out.parent.is_dir():
+        raise CliError(f"cannot write {name}: no folder {out.parent}")
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
         existed = out.exists()
         with open(out, "ab"):
             pass
@@ -193,10 +235,31 @@ def _fail(exc: Any) -> int:
     return int(exc.code)
 
 
-def _summarize_file(path: str) -> int:
+# what `summary` of a saved graph can't do: these options shape a trace
+_TRACE_ONLY = (
+    ("input_expr", None, "--input"),
+    ("device", "cpu", "--device"),
+    ("time_budget", None, "--time-budget"),
+    ("run_top_level", False, "--run-top-level"),
+    ("rank", None, "--rank"),
+    ("values", True, "--no-values"),
+    ("costs", True, "--no-costs"),
+)
+
+
+def _summarize_file(args: argparse.Namespace) -> int:
     """`summary` of a saved graph: no torch needed."""
+    given = [flag for attr, default, flag in _TRACE_ONLY if getattr(args, attr) != default]
+    if given:
+        print(
+            f"torchscope: {', '.join(given)}: {args.target} is a saved graph; "
+            f"{'these options shape' if len(given) > 1 else 'this option shapes'} a trace of "
+            "FILE.py:NAME",
+            file=sys.stderr,
+        )
+        return 2
     try:
-        graph = read_graph_file(path)
+        graph = read_graph_file(args.target)
     except GraphFileError as exc:
         print(f"torchscope: {exc}", file=sys.stderr)
         return 2

@@ -34,11 +34,6 @@ class CliError(Exception):
         self.code = code
 
 
-class _OutOfTime(BaseException):
-    """Raised by the timer signal; a BaseException, so that `except Exception` in the user's
-    code does not swallow it."""
-
-
 @contextlib.contextmanager
 def hard_budget(seconds: Optional[float]) -> Iterator[None]:
     """Stop whatever runs in the block after `seconds` (plus a little grace): SIGALRM in the
@@ -53,8 +48,10 @@ def hard_budget(seconds: Optional[float]) -> Iterator[None]:
         yield
         return
 
+    from .tracer import OutOfTime  # (torch is there: trace_target checked)
+
     def ring(_signum: int, _frame: Optional[FrameType]) -> None:
-        raise _OutOfTime()
+        raise OutOfTime(f"the trace ran past {seconds:g} s")
 
     old = signal.signal(signal.SIGALRM, ring)
     signal.setitimer(signal.ITIMER_REAL, float(seconds) + GRACE)  # type: ignore[arg-type]
@@ -94,12 +91,14 @@ def trace_target(
             f"torch is not installed in this Python ({sys.executable}); "
             "install it or pick an interpreter that has it"
         ) from None
+    from .tracer import OutOfTime
+
     try:
         with hard_budget(time_budget):
             return _trace(
                 spec, device, input_expr, time_budget, run_top_level, train, values, costs, seed
             )
-    except _OutOfTime:
+    except OutOfTime:  # outside the forward (importing, building): no graph
         raise CliError(f"the trace ran past {time_budget:g} s and was stopped", 3) from None
     except RecursionError:
         raise CliError(
@@ -163,8 +162,10 @@ def _trace(
         if seed is not None:  # as the editor's runner does: the input from the seed too
             torch.manual_seed(seed)
         chosen = choose_input(built, device, input_expr, call)
-    except (TargetError, NoInputError) as exc:
+    except TargetError as exc:
         raise CliError(str(exc)) from None
+    except NoInputError as exc:
+        raise CliError(f"{exc}{_skipped_hint(built.skipped)}") from None
     except SystemExit as exc:
         raise CliError(f"the input called sys.exit({exc.code!r})") from None
 
@@ -198,6 +199,17 @@ def _trace(
     if built.built_as:
         described += f"; model built as {built.built_as}"
     return Traced(graph, described, timed_out, blamed)
+
+
+def _skipped_hint(skipped: list[Any]) -> str:
+    """A guess can't tell what the file's top-level code would have made (a vocabulary a loop
+    fills): offer to run it."""
+    if not skipped:
+        return ""
+    lines = ", ".join(str(s.line) for s in skipped[:3]) + (", …" if len(skipped) > 3 else "")
+    return (
+        f"; or run the file's top-level code that did not run (line {lines}) with --run-top-level"
+    )
 
 
 def _one_line(exc: BaseException) -> str:

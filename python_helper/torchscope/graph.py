@@ -11,17 +11,12 @@ from typing import Any, Optional
 
 import msgpack
 
+from .graph_file import SUFFIX_FORMATS
+
 FORMAT = "torchscope.graph"
 VERSION = 1
 
 NODE_KINDS = ("input", "output", "op", "module", "constant", "error")
-SUFFIX_FORMATS = {
-    ".msgpack": "msgpack",
-    ".mpk": "msgpack",
-    ".json": "json",
-    ".html": "html",
-    ".htm": "html",
-}
 
 
 @dataclass(slots=True)

@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .graph import Graph
 
-GRAPH_SUFFIXES = (".msgpack", ".mpk", ".json")
+# a graph file's name ends with its format
+SUFFIX_FORMATS = {
+    ".msgpack": "msgpack",
+    ".mpk": "msgpack",
+    ".json": "json",
+    ".html": "html",
+    ".htm": "html",
+}
+GRAPH_SUFFIXES = tuple(s for s, fmt in SUFFIX_FORMATS.items() if fmt != "html")  # readable back
 
 
 class GraphFileError(Exception):

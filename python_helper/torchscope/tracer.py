@@ -95,6 +95,13 @@ class TraceTimeout(TraceCancelled):
     """The trace ran past its time budget."""
 
 
+class OutOfTime(BaseException):
+    """Raised into whatever runs from outside it (the command line's timer signal), where the
+    tracer's own budget can't stop it: a loop of pure Python. A BaseException, so that the
+    user's `except Exception` does not swallow it; raised inside a forward being traced, the
+    trace ends there as at its own budget (a TraceTimeout error, the graph up to there)."""
+
+
 class ModelTooDeep(ValueError):
     """Modules nested so deep that running the forward would overflow the C stack."""
 
@@ -1598,6 +1605,9 @@ def _trace(
                 _remove_mode(rec)
     except Exception as exc:  # noqa: BLE001 - the graph shows it; re-raised below
         error = exc
+    except OutOfTime as exc:
+        error = TraceTimeout(str(exc) or "the trace ran past its time budget")
+        error.__traceback__ = exc.__traceback__  # (where it was stopped: the error's site)
     finally:
         elapsed = (time.perf_counter() - start) * 1000
         rec.abandon_one_call()

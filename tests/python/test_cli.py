@@ -187,7 +187,9 @@ def test_no_values_no_costs_leave_them_out_of_the_file(
     ],
 )
 def test_bad_targets_get_one_line(models: Path, tmp_path: Path, capsys, target, message) -> None:
-    rc, _, err = run(["trace", target.format(models=models), "-o", str(tmp_path / "x")], capsys)
+    rc, _, err = run(
+        ["trace", target.format(models=models), "-o", str(tmp_path / "x.msgpack")], capsys
+    )
     assert rc == 2
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
 
@@ -257,14 +259,15 @@ def test_a_class_that_needs_arguments_is_built_as_the_file_builds_it(
 
 def test_bad_input_expression(models: Path, tmp_path: Path, capsys) -> None:
     rc, _, err = run(
-        ["trace", f"{models}:Tiny", "--input", "torch.randn(", "-o", str(tmp_path / "x")], capsys
+        ["trace", f"{models}:Tiny", "--input", "torch.randn(", "-o", str(tmp_path / "x.msgpack")],
+        capsys,
     )
     assert rc == 2 and "--input 'torch.randn(' failed: SyntaxError" in err
 
 
 def test_import_error_in_user_file(tmp_path: Path, capsys) -> None:
     bad = write(tmp_path, "bad_import.py", "import torch\nimport not_a_real_module_xyz\n")
-    rc, _, err = run(["trace", f"{bad}:M", "-o", str(tmp_path / "x")], capsys)
+    rc, _, err = run(["trace", f"{bad}:M", "-o", str(tmp_path / "x.msgpack")], capsys)
     assert (
         rc == 2
         and "ModuleNotFoundError" in err
@@ -275,7 +278,7 @@ def test_import_error_in_user_file(tmp_path: Path, capsys) -> None:
 
 def test_syntax_error_in_user_file(tmp_path: Path, capsys) -> None:
     bad = write(tmp_path, "bad_syntax.py", "import torch\ndef f(:\n")
-    rc, _, err = run(["trace", f"{bad}:M", "-o", str(tmp_path / "x")], capsys)
+    rc, _, err = run(["trace", f"{bad}:M", "-o", str(tmp_path / "x.msgpack")], capsys)
     assert rc == 2 and "syntax error" in err and ":2" in err
 
 
@@ -333,7 +336,7 @@ def test_no_torch_in_interpreter_gives_one_line(tmp_path: Path) -> None:
             "-S",
             "-c",
             f"import sys; sys.path.insert(0, {str(ROOT / 'python_helper')!r}); "
-            "from torchscope.cli import main; sys.exit(main(['trace', 'x.py:M', '-o', 'x']))",
+            "from torchscope.cli import main; sys.exit(main(['trace', 'x.py:M', '-o', 'x.msgpack']))",
         ],
         capture_output=True,
         text=True,

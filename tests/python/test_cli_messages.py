@@ -228,3 +228,166 @@ def test_a_model_too_big_for_memory_is_pointed_at_the_meta_device(tmp_path):
     )
     assert run.returncode == 2
     assert _cli("trace", f"{path}:Huge", "--device", "meta", "-o", str(out)).returncode == 0
+
+
+# -- bad command lines: one line, exit 2, nothing written or changed (found by a QA pass) --
+
+
+@pytest.mark.parametrize("name", ["m.py", "graph.txt", "graph"])
+def test_an_output_name_that_is_no_graph_format_is_refused(tmp_path, name):
+    """`-o mlp.py` once overwrote the model's own source with msgpack bytes; `-o x.txt`
+    wrote msgpack that `summary x.txt` could not read back."""
+    path = _write(tmp_path, NET)
+    out = path if name == "m.py" else tmp_path / name
+    before = path.read_text()
+    run = _cli("trace", f"{path}:Net", "-o", str(out))
+    assert run.returncode == 2
+    line = _one_line(run)
+    assert ".msgpack, .json or .html" in line, line
+    assert path.read_text() == before
+    assert name == "m.py" or not out.exists()
+
+
+def test_a_format_the_output_name_contradicts_is_refused(tmp_path):
+    path = _write(tmp_path, NET)
+    out = tmp_path / "g.msgpack"
+    run = _cli("trace", f"{path}:Net", "--format", "json", "-o", str(out))
+    assert run.returncode == 2
+    assert "--format json" in _one_line(run) and not out.exists()
+    same = _cli("trace", f"{path}:Net", "--format", "json", "-o", str(tmp_path / "g.json"))
+    assert same.returncode == 0, same.stderr
+
+
+def test_an_output_in_a_missing_folder_is_refused_and_no_folder_is_made(tmp_path):
+    path = _write(tmp_path, NET)
+    out = tmp_path / "no" / "such" / "g.json"
+    run = _cli("trace", f"{path}:Net", "-o", str(out))
+    assert run.returncode == 2
+    assert "no folder" in _one_line(run)
+    assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("budget", ["inf", "1e300", "0", "-1", "nan", "soon"])
+def test_a_time_budget_that_is_no_positive_number_of_seconds_is_refused(tmp_path, budget):
+    path = _write(tmp_path, NET)
+    run = _cli("trace", f"{path}:Net", "--time-budget", budget, "-o", str(tmp_path / "g.json"))
+    assert run.returncode == 2
+    assert "--time-budget" in _one_line(run)
+
+
+@pytest.mark.parametrize("rank", ["5", "-3"])
+def test_a_rank_that_is_not_running_is_refused(tmp_path, rank):
+    """Outside torchrun the only rank is 0: `--rank 5` wrote nothing, said nothing, exit 0."""
+    path = _write(tmp_path, NET)
+    out = tmp_path / "g.json"
+    run = _cli("trace", f"{path}:Net", "--rank", rank, "-o", str(out))
+    assert run.returncode == 2
+    assert "--rank" in _one_line(run) and not out.exists()
+    assert _cli("trace", f"{path}:Net", "--rank", "0", "-o", str(out)).returncode == 0
+
+
+def test_a_missing_argument_is_one_line(tmp_path):
+    run = _cli("trace", f"{_write(tmp_path, NET)}:Net")
+    assert run.returncode == 2
+    assert "-o" in _one_line(run) and "--help" in _one_line(run)
+
+
+@pytest.mark.parametrize(
+    "flag", [["--no-values"], ["--no-costs"], ["--input", "torch.ones(2)"], ["--device", "meta"],
+             ["--run-top-level"], ["--time-budget", "5"]],
+)  # fmt: skip
+def test_summary_of_a_saved_graph_refuses_what_only_a_trace_can_do(tmp_path, flag):
+    path = _write(tmp_path, NET)
+    graph = tmp_path / "g.json"
+    assert _cli("trace", f"{path}:Net", "-o", str(graph)).returncode == 0
+    run = _cli("summary", str(graph), *flag)
+    assert run.returncode == 2
+    assert flag[0] in _one_line(run) and run.stdout == ""
+
+
+def test_a_reader_that_goes_away_is_no_traceback(tmp_path):
+    """`summary g.json | head -1`: the pipe closed under the printer."""
+    path = _write(
+        tmp_path,
+        "from torch import nn\nnet = nn.Sequential(*[nn.Sequential(nn.Linear(2, 2), nn.ReLU(), "
+        "nn.Linear(2, 2)) for _ in range(300)])\n",
+    )
+    graph = tmp_path / "g.json"
+    assert (
+        _cli("trace", f"{path}:net", "--input", "torch.ones(1, 2)", "-o", str(graph)).returncode
+        == 0
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torchscope", "summary", str(graph)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader leaves before the printer is done
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) != 0
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_a_pure_python_loop_stopped_by_the_budget_writes_the_graph_up_to_there(tmp_path):
+    path = _write(
+        tmp_path,
+        """
+        import torch
+        from torch import nn
+
+        class Slow(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(2, 2)
+
+            def forward(self, x):
+                y = self.fc(x)
+                t = 0
+                while True:
+                    t += 1
+        """,
+    )
+    out = tmp_path / "g.json"
+    run = _cli(
+        "trace", f"{path}:Slow", "--input", "torch.ones(1, 2)", "--time-budget", "2",
+        "-o", str(out), timeout=60,
+    )  # fmt: skip
+    assert run.returncode == 3, run.stderr
+    assert "the graph up to there was written" in _one_line(run)
+    from torchscope.graph_file import read_graph_file
+
+    graph = read_graph_file(str(out))
+    assert [n.name for n in graph.nodes if n.kind == "op"][:1] == ["linear"]
+    assert graph.error is not None and graph.error.type == "TraceTimeout"
+    assert graph.nodes[graph.error.node].site.line in (13, 14)  # the loop's lines
+
+
+def test_a_guessed_input_that_cannot_be_made_says_so_and_offers_the_skipped_code(tmp_path):
+    """An Embedding sized by a top-level loop that did not run has no rows: the guessed
+    `torch.randint(0, 0, …)` raised from inside torchscope with a stack."""
+    path = _write(
+        tmp_path,
+        """
+        from torch import nn
+        vocab = []
+        for w in ["a", "b", "c"]:
+            vocab.append(w)
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.e = nn.Embedding(len(vocab), 4)
+
+            def forward(self, x):
+                return self.e(x)
+        """,
+    )
+    run = _cli("trace", f"{path}:Net", "-o", str(tmp_path / "g.json"))
+    assert run.returncode == 2
+    line = _one_line(run)
+    assert "--input" in line and "--run-top-level" in line, line
+    assert (
+        _cli("trace", f"{path}:Net", "--run-top-level", "-o", str(tmp_path / "g.json")).returncode
+        == 0
+    )

@@ -178,7 +178,7 @@ def test_the_editor_the_cli_and_the_paused_entry_agree(models, tmp_path):
             "trace",
             f"{models}:vit",
             "-o",
-            str(tmp_path / "c.mp"),
+            str(tmp_path / "c.msgpack"),
         ],
         capture_output=True,
         text=True,
@@ -186,7 +186,7 @@ def test_the_editor_the_cli_and_the_paused_entry_agree(models, tmp_path):
     )
     assert run.returncode == 0, run.stderr
     assert "guessed from ViTModel's config" in run.stdout, run.stdout
-    assert _inputs(Graph.load(tmp_path / "c.mp")) == EXPECTED["vit"]
+    assert _inputs(Graph.load(tmp_path / "c.msgpack")) == EXPECTED["vit"]
 
     # at a breakpoint with no input in the frame: the box starts with the same expression
     model = build(f"{models}:whisper").model
