@@ -25,7 +25,7 @@ import msgpack
 from .diff import FORMAT as DIFF_FORMAT
 from .diff import Diff, no_gc, side_summary
 from .folding import fold_repeated_blocks
-from .graph import Edge, Graph, Group, Node
+from .graph import Edge, Graph, Group, Node, Recorded
 
 ADDED_OR_REMOVED = ("added", "removed")
 
@@ -125,9 +125,15 @@ def _compare_view(diff: Diff, a_source: str, b_source: str) -> CompareView:
 
     # b's own fields, built field by field: one that names node ids must be mapped to the
     # merged ids (as the error's node is), so none is copied blindly
-    graph = Graph(b.model, nodes, edges, [], b.error, b.trace_ms, warnings=list(b.warnings))
+    # what either trace recorded: a node of the side without it simply has none
+    recorded = Recorded(a.values.stats or b.values.stats, a.values.costs or b.values.costs)
+    graph = Graph(
+        b.model, nodes, edges, [], b.error, b.trace_ms, warnings=list(b.warnings), values=recorded
+    )
     if b.error is not None:
         graph.error = dataclasses.replace(b.error, node=b_new[b.error.node])
+    if b.nan_origin is not None:  # the version the page is of: b, its ghosts beside it
+        graph.nan_origin = b_new[b.nan_origin]
     graph.groups = _unchanged_groups(graph, status, inside)
     return CompareView(
         graph=graph,

@@ -209,3 +209,31 @@ def test_the_view_points_b_s_error_at_its_merged_node() -> None:
     node = v.graph.error.node
     assert v.graph.nodes[node].kind == "error" and v.status[node] == "added"
     assert v.b_ids[node] == broken.error.node
+
+
+def test_the_view_says_what_its_traces_recorded_and_points_at_b_s_nan_origin() -> None:
+    """The compare page greyed out every measure but params: the view said nothing was
+    recorded, though its nodes carry the traces' costs and its edges their statistics."""
+
+    class Logs(torch.nn.Module):
+        def __init__(self, shift: float) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(16, 16)
+            self.shift = shift
+
+        def forward(self, x):
+            return torch.log(self.fc(x) - self.shift)
+
+    x = x16()
+    a = torchscope.trace_call(Logs(-100.0), (x,))  # log of positives: finite
+    b = torchscope.trace_call(Logs(100.0), (x,))  # log of negatives: NaN
+    assert a.nan_origin is None and b.nan_origin is not None
+    v = compare_view(diff_graphs(a, b))
+    assert (v.graph.values.stats, v.graph.values.costs) == (True, True)
+    origin = v.graph.nan_origin
+    assert origin is not None and v.b_ids[origin] == b.nan_origin
+    assert v.graph.nodes[origin].name == "log"
+    again = Graph.from_wire(v.to_wire())
+    assert (again.values.stats, again.values.costs, again.nan_origin) == (True, True, origin)
+    plain = compare_view(diff_graphs(trace(Net(), x), trace(Net(width=64), x)))
+    assert (plain.graph.values.stats, plain.graph.values.costs) == (False, False)

@@ -220,6 +220,22 @@ describe("compare page", () => {
     await page.context().close();
   });
 
+  test("colour by offers what the traces recorded: their costs, not the statistics they left out", async () => {
+    // the fixture's traces recorded costs, not values; the page once offered only params
+    const o = await open(browser, "compare");
+    const { page } = o;
+    const enabled = await page
+      .locator('[data-role="overlay"] option')
+      .evaluateAll((opts) => (opts as HTMLOptionElement[]).filter((op) => !op.disabled).map((op) => op.value));
+    assert.deepEqual(enabled, ["none", "time", "flops", "bytes", "params"]);
+    await page.locator('[data-role="overlay"]').selectOption("flops");
+    await ready(page);
+    const coloured = await page.locator('.ts-node[data-path="head"] .ts-box').evaluate((b) => getComputedStyle(b).fill);
+    assert.notEqual(coloured, "none");
+    assertClean(o);
+    await page.context().close();
+  });
+
   test("dark palette: the same marks in the dark theme's colours", async () => {
     const o = await open(browser, "compare", { dark: true });
     const { page } = o;
