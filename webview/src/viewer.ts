@@ -224,10 +224,14 @@ export class Viewer {
       this.setTransform(restore);
     } else if (this.firstDraw) {
       this.initialView();
-    } else if (before && anchor) {
+    } else if (before && anchor && anchorOf(layout, anchor)) {
       this.keepAnchor(anchor, before);
       // An opened module (group, segment) is a frame now: show what it holds.
       if (layout.clusters.some((c) => c.key === anchor)) this.bringIntoView(anchor);
+    } else if (before && anchor) {
+      // The box to hold still is inside one the new view closed (a lower depth): the view
+      // that stayed where it was would show an empty window.
+      this.initialView();
     } else {
       this.onViewChange();
     }
@@ -551,6 +555,7 @@ export class Viewer {
         void this.nextMatch(a.step);
       } else if (a?.type === "leave") {
         this.clearSearch();
+        this.select(null); // (as Esc anywhere else: the search and the selection)
         ui.search.blur();
       }
     });

@@ -195,3 +195,51 @@ describe("what flows on edges", () => {
     await page.context().close();
   });
 });
+
+describe("a selection the view no longer draws", () => {
+  /** Search for `text`, step to its last match (opened and selected) and leave the box. */
+  async function selectDeep(page: Page, text: string): Promise<void> {
+    await page.fill("[data-role=search]", text);
+    await page.press("[data-role=search]", "Shift+Enter");
+    await ready(page);
+    await page.locator("[data-role=search]").evaluate((e) => (e as HTMLInputElement).blur());
+  }
+
+  test("a depth that closes the selected box's modules shows the graph, not an empty window", async () => {
+    // Find NaN origin, then 9, left a 500-block model's window blank: the view held still on
+    // a selected op the new depth no longer draws
+    const o = await open(browser, "gpt2");
+    const { page } = o;
+    await selectDeep(page, "scaled_dot_product");
+    assert.equal(await page.locator('.ts-node[data-selected="true"]').count(), 1);
+    await page.keyboard.press("1");
+    await page.waitForTimeout(50);
+    await ready(page);
+    const stage = await box(page.locator(".ts-svg"));
+    const shown = await page.$$eval(".ts-nodes > g > .ts-box", (els) =>
+      els.map((e) => {
+        const r = e.getBoundingClientRect();
+        return { x: r.left, y: r.top, width: r.width, height: r.height };
+      }),
+    );
+    const inView = shown.filter((r) => r.x < stage.x + stage.width && stage.x < r.x + r.width && r.y < stage.y + stage.height && stage.y < r.y + r.height);
+    assert.ok(inView.length > 0, `none of ${shown.length} boxes is in the window`);
+    await shot(page, "depth-after-deep-selection");
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+
+  test("Esc in the search box clears the search and the selection", async () => {
+    const o = await open(browser, "gpt2");
+    const { page } = o;
+    await page.fill("[data-role=search]", "scaled_dot_product");
+    await page.press("[data-role=search]", "Enter");
+    await ready(page);
+    assert.equal(await page.locator('.ts-node[data-selected="true"]').count(), 1);
+    await page.press("[data-role=search]", "Escape");
+    assert.equal(await page.locator("[data-role=search]").inputValue(), "");
+    assert.equal(await page.locator('.ts-node[data-selected="true"]').count(), 0);
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+});
