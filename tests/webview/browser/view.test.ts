@@ -222,7 +222,9 @@ describe("a selection the view no longer draws", () => {
         return { x: r.left, y: r.top, width: r.width, height: r.height };
       }),
     );
-    const inView = shown.filter((r) => r.x < stage.x + stage.width && stage.x < r.x + r.width && r.y < stage.y + stage.height && stage.y < r.y + r.height);
+    const inView = shown.filter(
+      (r) => r.x < stage.x + stage.width && stage.x < r.x + r.width && r.y < stage.y + stage.height && stage.y < r.y + r.height,
+    );
     assert.ok(inView.length > 0, `none of ${shown.length} boxes is in the window`);
     await shot(page, "depth-after-deep-selection");
     assert.deepEqual(o.errors, []);
