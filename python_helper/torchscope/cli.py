@@ -163,6 +163,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 3 if traced.timed_out else (1 if graph.error is not None else 0)
     if out is None:
         print(graph.summary())
+        print(f"input {traced.input}")
     else:
         try:
             graph.save(out, SUFFIX_FORMATS[out.suffix.lower()])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .graph import Cost, Graph, Node
+from .graph import Cost, Graph, Group, Node
 
 _UNITS = (("K", 10**3), ("M", 10**6), ("B", 10**9), ("T", 10**12))
 
@@ -135,15 +135,16 @@ def summarize(graph: Graph) -> str:
         ins, outs = shapes.get(node.id, ([], []))
         label = node.path or "(root)"
         group = folded.get(node.id)
-        if group is not None:
-            label = f"{label} … {graph.nodes[group.members[-1]].path}"
+        last_path = graph.nodes[group.members[-1]].path if group is not None else ""
+        if group is not None and last_path != node.path:  # (one module called again: one path)
+            label = f"{label} … {last_path}"
         name = f"{node.name} ×{len(group.members)}" if group else node.name
         wrapped = node.attrs.get("wrapped_by")
         if wrapped:
             name += f" [{wrapped}]"
         ops = sum(1 for c in children.get(node.id, []) if c.kind == "op")
         branch = "" if node.parent is None else ("└─ " if last else "├─ ")
-        params = sum(graph.nodes[m].params for m in group.members) if group else node.params
+        params = group_params(graph, group) if group else node.params
         lines.append(
             f"{prefix}{branch}{label}: {name}  {_shapes(ins)} → {_shapes(outs)}"
             f"  params {format_count(params)}"
@@ -200,3 +201,9 @@ def nan_origin_line(graph: Graph) -> str:
         parent = graph.nodes[node.parent]
         inside = f" in {parent.path or '(root)'} ({parent.name})"
     return f"NaN/Inf origin: {node.name} (node {i}, {node.target}){inside}{where}"
+
+
+def group_params(graph: Graph, group: Group) -> int:
+    """The parameters of a group's modules, each module once (one module called again and
+    again folds into a group of its calls)."""
+    return sum({graph.nodes[m].path: graph.nodes[m].params for m in group.members}.values())

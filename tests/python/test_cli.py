@@ -130,6 +130,30 @@ def test_summary_prints_the_module_tree(models: Path, capsys) -> None:
     assert "fc: Linear  [1, 6] → [1, 3]" in out and "params 21" in out
 
 
+def test_summary_counts_a_module_called_again_and_again_once(tmp_path: Path, capsys) -> None:
+    """One Linear called three times folds into "×3": its 72 parameters were counted three
+    times (216) and its path twice ("shared … shared")."""
+    src = write(
+        tmp_path,
+        "again.py",
+        """
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.shared = nn.Linear(8, 8)
+            def forward(self, x):
+                return self.shared(self.shared(self.shared(x)))
+        """,
+    )
+    rc, out, _ = run(["summary", f"{src}:Net", "--input", "torch.randn(1, 8)"], capsys)
+    assert rc == 0
+    folded = next(line for line in out.splitlines() if "Linear ×3" in line)
+    assert "shared: Linear ×3" in folded and "params 72 " in folded, folded
+    assert out.splitlines()[-1] == "input torch.randn(1, 8)", out
+
+
 def test_summary_has_cost_columns_and_the_nan_origin(tmp_path: Path, capsys) -> None:
     src = write(
         tmp_path,

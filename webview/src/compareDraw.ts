@@ -94,7 +94,7 @@ export class CompareControls {
     const counts = countStatus(data);
     const legend = el("span", "ts-compare-counts", bar);
     legend.dataset.role = "compare-counts";
-    legend.title = `${sideText(data, "a")}  →  ${sideText(data, "b")}\n${counts.same} nodes the same`;
+    legend.title = `${sideText(data, "a")}  →  ${sideText(data, "b")}\n${counts.same} node${counts.same === 1 ? "" : "s"} the same`;
     for (const st of ["added", "removed", "changed"] as const) {
       const c = el("span", `ts-count ts-count-${st}`, legend);
       c.dataset.status = st;

@@ -134,8 +134,10 @@ export function describe(idx: GraphIndex, vg: VisibleGraph, key: string): Detail
     const last = idx.graph.nodes[g.members[g.members.length - 1]!]!;
     rows.push(["kind", `${g.members.length} repeated blocks`]);
     rows.push(["target", first.target]);
-    rows.push(["blocks", `${first.path} … ${last.path}`]);
-    const params = g.members.reduce((s, m) => s + idx.graph.nodes[m]!.params, 0);
+    // one module called again and again folds too: its path once, its parameters once
+    rows.push(["blocks", first.path === last.path ? `${first.path} (called ${g.members.length} times)` : `${first.path} … ${last.path}`]);
+    const byPath = new Map(g.members.map((m) => [idx.graph.nodes[m]!.path, idx.graph.nodes[m]!.params]));
+    const params = [...byPath.values()].reduce((s, p) => s + p, 0);
     if (params) rows.push(["params", formatCount(params)]);
     addTensors();
     const values = valueDetails(idx, id, inIds, outIds, true);

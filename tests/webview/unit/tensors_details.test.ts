@@ -118,3 +118,20 @@ test("long labels are cut in the middle; the hover keeps the full name", () => {
   assert.ok([...edgeLabel(idx.graph.edges, e.edges)].length <= 48);
   assert.equal(describe(idx, view.vg, `n${m}`)!.title, huge, "the hover has the whole name");
 });
+
+test("a group of one module called again and again counts its parameters and path once", () => {
+  // x → Net{ shared(linear) ×3 }: the same Linear called three times folds into one group
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const root = b.module("Net", "", null);
+  const calls = [0, 1, 2].map((call) => b.add("module", "Linear", root, { path: "shared", call, params: 72 }));
+  const ops = calls.map((m) => b.op("linear", m));
+  const out = b.add("output", "output");
+  b.edge(x, ops[0]!).edge(ops[0]!, ops[1]!).edge(ops[1]!, ops[2]!).edge(ops[2]!, out);
+  b.groups.push({ parent: root, members: calls, name: "" });
+  const idx = buildIndex(b.build());
+  const vg = buildVisible(idx, initialExpansion(idx));
+  const rows = new Map(describe(idx, vg, "g0")!.rows);
+  assert.equal(rows.get("params"), "72");
+  assert.equal(rows.get("blocks"), "shared (called 3 times)");
+});
