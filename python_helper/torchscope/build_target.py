@@ -126,7 +126,8 @@ def build(
     keep = None if run_top_level else {name}
     try:
         module = import_file(path, source, keep, skipped)
-        if not hasattr(module, name):
+        # the file's own names: a module object's attributes (`__init__`, `__class__`) are not
+        if name not in vars(module):
             if not any(name in s.binds for s in skipped):
                 skipped.clear()  # the left-out code would not define it either
             raise TargetError(f"{path.name} has no name {name!r}")

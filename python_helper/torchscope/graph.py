@@ -410,6 +410,10 @@ def from_wire(data: Any) -> Graph:
     version = data.get("version")
     if not isinstance(version, int) or version > VERSION or version < 1:
         raise GraphFormatError(f"graph version {version!r} is not supported (this reads {VERSION})")
+    for key, kind in (("model", dict), ("nodes", list), ("edges", list)):
+        if not isinstance(data.get(key), kind):
+            what = "missing" if key not in data else f"a {type(data[key]).__name__}"
+            raise GraphFormatError(f"malformed graph: '{key}' is {what}, not a {kind.__name__}")
     try:
         m = data["model"]
         model = ModelInfo(

@@ -204,6 +204,7 @@ def test_no_values_no_costs_leave_them_out_of_the_file(
     [
         ("missing.py:X", "no such file"),
         ("{models}:Nope", "has no name 'Nope'"),
+        ("{models}:__init__", "has no name '__init__'"),  # (a module object's, not the file's)
         ("{models}:not_a_model", "not an nn.Module"),
         ("{models}:NeedsArgs", "needs constructor arguments"),
         ("{models}:NoLayers", "--input"),

@@ -316,6 +316,22 @@ def test_from_wire_rejects_malformed_maps(case):
         torchscope.Graph.from_wire(wire)
 
 
+@pytest.mark.parametrize(
+    "key, value, said",
+    [
+        ("nodes", None, "'nodes' is a NoneType, not a list"),
+        ("edges", {}, "'edges' is a dict, not a list"),
+        ("model", [], "'model' is a list, not a dict"),
+    ],
+)
+def test_a_top_level_field_of_the_wrong_kind_is_named(key, value, said):
+    """`"nodes": null` said "missing or bad field 'NoneType' object is not iterable"."""
+    wire = _good_wire()
+    wire[key] = value
+    with pytest.raises(torchscope.GraphFormatError, match=said):
+        torchscope.Graph.from_wire(wire)
+
+
 def test_from_wire_ignores_unknown_fields():
     wire = _good_wire()
     wire["future_field"] = {"x": 1}
