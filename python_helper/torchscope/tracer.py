@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import functools
 import gc
+import inspect
 import re
 import sys
 import time
@@ -225,7 +226,7 @@ class Recorder(TorchFunctionMode):
         self.pending: Optional[_PendingError] = None
         self._funcs: dict[Any, tuple[FuncInfo, int]] = {}  # func → (info, how FLOPs count)
         self._module_infos: dict[int, _ModuleInfo] = {}
-        self._extra_repr_cache: dict[str, dict[str, Any]] = {}
+        self._extra_repr_cache: dict[tuple[type, str], dict[str, Any]] = {}
         self.paths = wrapping.paths if wrapping else {id(m): p for p, m in named}
         self.wrapping = wrapping
         self.merged: dict[int, int] = {}  # node id → id of the module a wrapper opened it for
@@ -760,10 +761,13 @@ class Recorder(TorchFunctionMode):
         if type(module).extra_repr is not nn.Module.extra_repr:
             try:
                 text = module.extra_repr()
-                known = self._extra_repr_cache.get(text)
-                if known is None:
-                    known = self._extra_repr_cache[text] = split_extra_repr(text)
-                attrs = known
+                split = self._extra_repr_cache.get((cls, text))
+                if split is None:
+                    split = split_extra_repr(text)
+                    if torch_layer:  # `(32,), eps=1e-05`: the bare pieces are its arguments
+                        split = _named_pieces(split, cls)
+                    self._extra_repr_cache[(cls, text)] = split
+                attrs = split
             except Exception:
                 attrs = {}
         if labels:  # a new map: the cached extra_repr pieces are shared
@@ -1233,6 +1237,29 @@ def _own_weights(module: nn.Module, torch_layer: bool) -> frozenset[int]:
         for t in table.values()
         if t is not None
     )
+
+
+def _named_pieces(attrs: dict[str, Any], cls: type) -> dict[str, Any]:
+    """A torch.nn layer's extra_repr pieces with the bare ones ("0", "1": its first arguments,
+    as `LayerNorm((32,), eps=…)` prints them) named after its constructor's positional
+    parameters (`normalized_shape`), in their order."""
+    if not any(key.isdigit() for key in attrs):
+        return attrs
+    names = _positional_names(cls)
+    named: dict[str, Any] = {}
+    for key, value in attrs.items():
+        name = names[int(key)] if key.isdigit() and int(key) < len(names) else key
+        named[key if name in attrs else name] = value
+    return named
+
+
+def _positional_names(cls: type) -> list[str]:
+    try:
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]  # (self)
+    except (TypeError, ValueError):
+        return []
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in params if p.kind in positional]
 
 
 # weak: a user's class re-imported by the runner must not keep its old module (and models) alive
