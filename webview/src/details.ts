@@ -4,10 +4,10 @@ import type { AttrValue, GraphNode, Histogram } from "./format";
 import type { GraphIndex } from "./model";
 import type { VisibleGraph } from "./visible";
 import { clip, shapeText } from "./labels";
-import { segmentRange, segmentSummary, segmentsOf } from "./segments";
+import { segmentCost, segmentRange, segmentSummary, segmentsOf } from "./segments";
 import { distinctTensors, type Tensor } from "./tensors";
 import { formatCount } from "./count";
-import { statsRows, valueDetails } from "./valueDetails";
+import { costRows, statsRows, valueDetails } from "./valueDetails";
 
 export interface Details {
   title: string;
@@ -124,6 +124,7 @@ export function describe(idx: GraphIndex, vg: VisibleGraph, key: string): Detail
     rows.push(["kind", "a run of consecutive calls, folded"]);
     rows.push(["calls", `${segmentRange(seg)} in ${where}`]);
     rows.push(["holds", segmentSummary(idx, segs, id)]);
+    rows.push(...costRows(segmentCost(idx, segs, id)));
     addTensors();
     if (v) rows.push(["", "open it with + to see the calls"]);
     return { title: segmentRange(seg), rows };

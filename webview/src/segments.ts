@@ -4,6 +4,7 @@
 // chains; with segments no container holds more than SEGMENT_LIMIT items. Derived from the
 // graph alone (never from the expansion), so a segment's number names the same calls in
 // every view. Pure.
+import type { Cost } from "./format";
 import type { GraphIndex } from "./model";
 
 /** Most items drawn directly in one container (the top level, a module, a group, a segment). */
@@ -163,4 +164,22 @@ export function segmentSummary(idx: GraphIndex, segs: Segments, si: number): str
 export function segmentRange(seg: Segment): string {
   const f = (n: number): string => n.toLocaleString("en-US");
   return `calls ${f(seg.from + 1)}–${f(seg.to + 1)} of ${f(seg.total)}`;
+}
+
+/**
+ * What the calls a segment folds cost together (FLOPs, output bytes, time), summed as a ×N
+ * group's members are; undefined when none of them has a cost.
+ */
+export function segmentCost(idx: GraphIndex, segs: Segments, si: number): Cost | undefined {
+  let total: Cost | undefined;
+  for (const it of segs.list[si]!.items) {
+    const c =
+      it.kind === "segment" ? segmentCost(idx, segs, it.id) : it.kind === "group" ? idx.graph.groups[it.id]!.cost : idx.graph.nodes[it.id]!.cost;
+    if (!c) continue;
+    total ??= { flops: 0, bytes: 0, time_ns: 0 };
+    total.flops += c.flops;
+    total.bytes += c.bytes;
+    total.time_ns += c.time_ns;
+  }
+  return total;
 }

@@ -9,6 +9,7 @@ import { SEGMENT_LIMIT, segmentsOf } from "../../../webview/src/segments";
 import { computeView, DRAW_LIMITS } from "../../../webview/src/compute";
 import { toDot } from "../../../webview/src/dot";
 import { describe } from "../../../webview/src/details";
+import { formatBytes, formatFlops, formatTime } from "../../../webview/src/units";
 import { GraphBuilder } from "./builder";
 
 /** x → Flat{ add × n } → output: `for _ in range(n): x = x + 1` as the tracer writes it. */
@@ -145,4 +146,22 @@ test("a view of more than DRAW_LIMITS.boxes boxes is refused before any layout",
     () => computeView(idx, expandAll(idx)),
     (e: unknown) => e instanceof TooManyToDraw && e.message === "more than 6,000 boxes: too many nodes to draw at once; expand fewer",
   );
+});
+
+test("a folded run's hover sums the FLOPs, bytes and time of the calls it holds", () => {
+  const { idx } = flat(250);
+  idx.graph.nodes.forEach((n, i) => {
+    if (n.kind === "op") n.cost = { flops: 10, bytes: 24, time_ns: 1000 + i };
+  });
+  idx.graph.values = { stats: false, costs: true };
+  const vg = buildVisible(idx, initialExpansion(idx));
+  const first = vg.nodes.find((v) => v.kind === "segment")!;
+  const rows = new Map(describe(idx, vg, first.key)!.rows);
+  const seg = segmentsOf(idx).list[first.id]!;
+  const held = seg.items.map((it) => idx.graph.nodes[it.id]!);
+  assert.ok(held.length > 50 && held.every((n) => n.kind === "op"));
+  const sum = (f: (c: { flops: number; bytes: number; time_ns: number }) => number) => held.reduce((s, n) => s + f(n.cost!), 0);
+  assert.equal(rows.get("FLOPs"), formatFlops(sum((c) => c.flops)));
+  assert.equal(rows.get("out bytes"), formatBytes(sum((c) => c.bytes)));
+  assert.equal(rows.get("time"), formatTime(sum((c) => c.time_ns)));
 });
