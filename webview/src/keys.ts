@@ -73,3 +73,45 @@ export function searchKeyAction(key: string, shiftKey: boolean): { type: "step";
   if (key === "Escape") return { type: "leave" };
   return null;
 }
+
+/** What a key does while the graph itself has the focus (its boxes reached without a mouse). */
+export type GraphKeyAction =
+  /** The next (1) or previous (-1) box in reading order: top to bottom, left to right. */
+  | { type: "move"; step: 1 | -1 }
+  /** The box's own click: select it and go to its line. */
+  | { type: "activate" }
+  /** Open or close the box (a module, a ×N group, a folded run). */
+  | { type: "toggle" };
+
+/** A key pressed while the graph has the focus (null: the page's own keys apply). */
+export function graphKeyAction(p: KeyPress): GraphKeyAction | null {
+  if (p.ctrlKey || p.metaKey || p.altKey) return null;
+  switch (p.key) {
+    case "ArrowDown":
+    case "ArrowRight":
+      return { type: "move", step: 1 };
+    case "ArrowUp":
+    case "ArrowLeft":
+      return { type: "move", step: -1 };
+    case "Enter":
+      return { type: "activate" };
+    case " ":
+    case "+":
+    case "-":
+      return { type: "toggle" };
+  }
+  return null;
+}
+
+/** Drawn items (boxes and opened frames) by key and top-left corner, in reading order. */
+export function readingOrder(items: readonly { key: string; x: number; y: number }[]): string[] {
+  return [...items].sort((a, b) => a.y - b.y || a.x - b.x).map((i) => i.key);
+}
+
+/** The key `step` away from `current` in `order`, wrapping; the first (or last) when none. */
+export function stepIn(order: readonly string[], current: string | null, step: 1 | -1): string | null {
+  if (order.length === 0) return null;
+  const at = current === null ? -1 : order.indexOf(current);
+  if (at < 0) return step > 0 ? order[0]! : order[order.length - 1]!;
+  return order[(at + step + order.length) % order.length]!;
+}

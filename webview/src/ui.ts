@@ -94,6 +94,13 @@ export function buildUi(root: HTMLElement): Ui {
   const stage = el("div", "ts-stage", root);
   const svg = document.createElementNS(SVG, "svg");
   svg.classList.add("ts-svg");
+  // reachable without a mouse: Tab to the graph, then its arrows, Enter and Space (viewer.ts)
+  svg.setAttribute("tabindex", "0");
+  svg.setAttribute("role", "application");
+  svg.setAttribute(
+    "aria-label",
+    "graph of the forward pass: arrow keys move between its boxes, Enter goes to a box's line, Space opens or closes it",
+  );
   stage.appendChild(svg);
   const defs = document.createElementNS(SVG, "defs");
   svg.appendChild(defs);
@@ -133,6 +140,7 @@ export function buildUi(root: HTMLElement): Ui {
   notice.setAttribute("role", "alert");
   const status = el("div", "ts-status", root);
   status.dataset.role = "status";
+  status.setAttribute("aria-live", "polite"); // (what the keyboard selected is said here)
   return {
     root,
     toolbar,

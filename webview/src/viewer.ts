@@ -44,7 +44,7 @@ import {
   zoomToBox,
   type Transform,
 } from "./camera";
-import { buttonAction, keyAction, searchKeyAction, type ViewerAction } from "./keys";
+import { buttonAction, graphKeyAction, keyAction, readingOrder, searchKeyAction, stepIn, type GraphKeyAction, type ViewerAction } from "./keys";
 import { describe, describeEdge } from "./details";
 import { formatCount } from "./count";
 import { highlightKeys, nodesAtLine, searchNodes } from "./search";
@@ -649,6 +649,7 @@ export class Viewer {
       case "clear":
         this.clearSearch();
         this.select(null);
+        this.ui.tooltip.hidden = true;
         return;
       case "change-step":
         void this.stepChange(a.step);
@@ -658,18 +659,62 @@ export class Viewer {
 
   private onKey(ev: KeyboardEvent): void {
     const tag = (ev.target as HTMLElement | null)?.tagName;
-    const a = keyAction({
+    const press = {
       key: ev.key,
       ctrlKey: ev.ctrlKey,
       metaKey: ev.metaKey,
       altKey: ev.altKey,
       // a focused select (the overlay) takes its letters too
       inTextField: tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT",
-    });
+    };
+    if (ev.target === this.ui.svg) {
+      const g = graphKeyAction(press);
+      if (g) {
+        ev.preventDefault(); // (arrows and Space would scroll the page)
+        this.onGraphKey(g);
+        return;
+      }
+    }
+    const a = keyAction(press);
     if (!a) return;
     // The browser's own find and "/" quick-find give way to the graph's search.
     if (a.type === "find") ev.preventDefault();
     this.run(a);
+  }
+
+  /** The graph's boxes without a mouse: the focused graph's arrows, Enter and Space. */
+  private onGraphKey(a: GraphKeyAction): void {
+    if (!this.drawn) return;
+    const { layout } = this.drawn;
+    if (a.type === "move") {
+      const items = [
+        ...layout.nodes.map((n) => ({ key: n.key, x: n.x - n.w / 2, y: n.y - n.h / 2 })),
+        ...layout.clusters.map((c) => ({ key: c.key, x: c.x, y: c.y })),
+      ];
+      const key = stepIn(readingOrder(items), this.selected, a.step);
+      if (key) this.focusBox(key);
+      return;
+    }
+    const key = this.selected;
+    if (!key) return;
+    if (a.type === "activate") this.clickItem(key);
+    else if (this.isExpandable(key)) this.toggle(key);
+  }
+
+  /** Select a box from the keyboard: in view, its details shown beside it as a hover would. */
+  private focusBox(key: string): void {
+    this.select(key);
+    const b = boundsOf(this.drawn!.layout, key)!;
+    const r = visibleRect(this.transform(), this.size());
+    const head = Math.min(b.h, 40); // (an opened frame: its header is what must show)
+    if (b.x < r.x || b.y < r.y || b.x + Math.min(b.w, r.w) > r.x + r.w || b.y + head > r.y + r.h) {
+      this.centerOn(b.x + Math.min(b.w, r.w) / 2, b.y + Math.min(b.h, r.h) / 2);
+    }
+    const at = toScreen(this.transform(), { x: b.x, y: b.y + Math.min(b.h, r.h / 2) });
+    const stage = this.ui.stage.getBoundingClientRect();
+    this.showTooltip(key, { clientX: stage.left + at.x, clientY: stage.top + at.y });
+    const title = this.ui.tooltip.querySelector(".ts-tip-title")?.textContent ?? key;
+    this.status(`${title}: Enter goes to its line${this.isExpandable(key) ? ", Space opens or closes it" : ""}`);
   }
 
   private isExpandable(key: string): boolean {
@@ -716,7 +761,7 @@ export class Viewer {
     return false;
   }
 
-  private showTooltip(key: string, ev: PointerEvent, edge = false): void {
+  private showTooltip(key: string, ev: { clientX: number; clientY: number }, edge = false): void {
     if (!this.drawn) return;
     const d = edge ? describeEdge(this.idx, this.drawn.vg, key) : describe(this.idx, this.drawn.vg, key);
     if (!d) return;
@@ -728,7 +773,7 @@ export class Viewer {
     this.placeTooltip(ev);
   }
 
-  private placeTooltip(ev: PointerEvent): void {
+  private placeTooltip(ev: { clientX: number; clientY: number }): void {
     const r = this.ui.stage.getBoundingClientRect();
     const tip = this.ui.tooltip;
     const cx = ev.clientX - r.left;

@@ -245,3 +245,47 @@ describe("a selection the view no longer draws", () => {
     await page.context().close();
   });
 });
+
+describe("the graph without a mouse", () => {
+  test("Tab reaches the graph; arrows walk its boxes with their details, Space opens one, Enter goes to its line", async () => {
+    const o = await open(browser, "gpt2");
+    const { page } = o;
+    await page.locator("[data-role=search]").focus();
+    // from the search box, Tab goes on through the toolbar to the graph
+    for (let i = 0; i < 12 && !(await page.evaluate(() => document.activeElement?.classList.contains("ts-svg"))); i++) {
+      await page.keyboard.press("Tab");
+    }
+    assert.ok(await page.evaluate(() => document.activeElement?.classList.contains("ts-svg")), "Tab reaches the graph");
+    await page.keyboard.press("ArrowDown");
+    const first = page.locator('[data-selected="true"]');
+    assert.equal(await first.count(), 1);
+    const tip = page.locator(".ts-tooltip");
+    assert.ok(await tip.isVisible(), "the selected box's details show, as on hover");
+    const seen = [await first.getAttribute("data-key")];
+    for (let i = 0; i < 6; i++) {
+      await page.keyboard.press("ArrowDown");
+      seen.push(await page.locator('.ts-node[data-selected="true"], .ts-cluster[data-selected="true"]').first().getAttribute("data-key"));
+    }
+    assert.equal(new Set(seen).size, seen.length, `each step a new box: ${seen.join(" ")}`);
+    // on to the ×12 block group, and open it with Space
+    await page.keyboard.press("Home"); // (nothing: the graph keeps its keys)
+    let group: string | null = null;
+    for (let i = 0; i < 40 && !group; i++) {
+      await page.keyboard.press("ArrowDown");
+      const key = await page.locator('[data-selected="true"]').first().getAttribute("data-key");
+      if (key?.startsWith("g")) group = key;
+    }
+    assert.ok(group, "the ×12 group is reached");
+    const before = await page.locator(".ts-cluster").count();
+    await page.keyboard.press(" ");
+    await page.waitForTimeout(50);
+    await ready(page);
+    assert.ok((await page.locator(".ts-cluster").count()) > before, "Space opened the group");
+    await page.keyboard.press("ArrowDown");
+    await page.keyboard.press("Enter");
+    assert.match((await page.locator("[data-role=status]").textContent()) ?? "", /\.py:\d+/, "Enter shows the box's line");
+    await shot(page, "keyboard-walk");
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+});

@@ -1,7 +1,7 @@
 // The viewer's keys and toolbar buttons (webview/src/keys.ts).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { buttonAction, keyAction, searchKeyAction, type KeyPress } from "../../../webview/src/keys";
+import { buttonAction, graphKeyAction, keyAction, readingOrder, searchKeyAction, stepIn, type KeyPress } from "../../../webview/src/keys";
 
 const press = (key: string, mods: Partial<KeyPress> = {}): KeyPress => ({
   key,
@@ -53,4 +53,33 @@ test("the search box: Enter steps through the matches, Shift+Enter back, Escape 
   assert.deepEqual(searchKeyAction("Enter", true), { type: "step", step: -1 });
   assert.deepEqual(searchKeyAction("Escape", false), { type: "leave" });
   assert.equal(searchKeyAction("a", false), null);
+});
+
+test("with the graph focused, arrows walk its boxes, Enter is a click, Space / + / − open and close", () => {
+  const on = (key: string, mods: Partial<KeyPress> = {}) => graphKeyAction(press(key, mods));
+  assert.deepEqual(on("ArrowDown"), { type: "move", step: 1 });
+  assert.deepEqual(on("ArrowRight"), { type: "move", step: 1 });
+  assert.deepEqual(on("ArrowUp"), { type: "move", step: -1 });
+  assert.deepEqual(on("ArrowLeft"), { type: "move", step: -1 });
+  assert.deepEqual(on("Enter"), { type: "activate" });
+  for (const k of [" ", "+", "-"]) assert.deepEqual(on(k), { type: "toggle" });
+  assert.equal(on("e"), null, "the page's own keys still apply");
+  assert.equal(on("ArrowDown", { altKey: true }), null);
+});
+
+test("reading order runs top to bottom, then left to right, and steps wrap", () => {
+  const order = readingOrder([
+    { key: "n5", x: 50, y: 100 },
+    { key: "n1", x: 0, y: 0 },
+    { key: "n3", x: 90, y: 40 },
+    { key: "n2", x: 10, y: 40 },
+  ]);
+  assert.deepEqual(order, ["n1", "n2", "n3", "n5"]);
+  assert.equal(stepIn(order, null, 1), "n1");
+  assert.equal(stepIn(order, null, -1), "n5");
+  assert.equal(stepIn(order, "n2", 1), "n3");
+  assert.equal(stepIn(order, "n5", 1), "n1");
+  assert.equal(stepIn(order, "n1", -1), "n5");
+  assert.equal(stepIn(order, "gone", 1), "n1", "a selection no longer drawn starts again");
+  assert.equal(stepIn([], "n1", 1), null);
 });
