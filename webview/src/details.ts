@@ -162,15 +162,19 @@ export function describe(idx: GraphIndex, vg: VisibleGraph, key: string): Detail
     rows.push(["params", formatCount(node.params)]);
   }
   addTensors();
-  for (const [k, val] of Object.entries(node.attrs)) rows.push([k, attrText(val)]);
+  const err = idx.graph.error;
+  const failed = err && err.node === node.id ? err : null;
+  for (const [k, val] of Object.entries(node.attrs)) {
+    if (failed && k === "message") continue; // (the error row below says it, whole)
+    rows.push([k, attrText(val)]);
+  }
   const values = valueDetails(idx, id, inIds, outIds);
   rows.push(...values.rows);
   if (node.site) rows.push(["site", siteText(node.site)]);
   // The library frame behind the user's line, one right-click away ("Go to Library Frame").
   if (node.inside) rows.push(["inside", `${siteText(node.inside)}${node.inside.func ? ` (${node.inside.func})` : ""}`]);
   if (node.defn) rows.push(["defined", siteText(node.defn)]);
-  const err = idx.graph.error;
-  if (err && err.node === node.id) rows.push(["error", `${err.type}: ${err.message}`]);
+  if (failed) rows.push(["error", `${failed.type}: ${failed.message}`]);
   if (idx.graph.nan_origin === node.id) rows.push(["NaN/Inf", "first made here: its inputs are finite"]);
   return { title: node.name, rows, ...(values.hist ? { hist: values.hist } : {}) };
 }

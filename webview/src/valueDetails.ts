@@ -20,10 +20,12 @@ export function costRows(cost: Cost | undefined): [string, string][] {
 
 export function statsRows(s: TensorStats): [string, string][] {
   const rows: [string, string][] = [];
-  rows.push(["min … max", `${formatValue(s.min)} … ${formatValue(s.max)}`]);
+  // the range, mean and |max| are of the finite values: said where others are there
+  const finite = (s.nan ?? 0) > 0 || (s.inf ?? 0) > 0 ? " (finite)" : "";
+  rows.push([`min … max${finite}`, `${formatValue(s.min)} … ${formatValue(s.max)}`]);
   if (s.std !== undefined) rows.push(["mean ± std", `${formatValue(s.mean)} ± ${formatValue(s.std)}`]);
   else rows.push(["mean", formatValue(s.mean)]);
-  if (s.absmax !== undefined && s.absmax !== null) rows.push(["|max|", formatValue(s.absmax)]);
+  if (s.absmax !== undefined && s.absmax !== null) rows.push([`|max|${finite}`, formatValue(s.absmax)]);
   if (s.zeros !== undefined) rows.push(["zeros", formatShare(s.zeros)]);
   if ((s.nan ?? 0) > 0 || (s.inf ?? 0) > 0) rows.push(["NaN / Inf", `${s.nan ?? 0} / ${s.inf ?? 0}`]);
   return rows;

@@ -135,3 +135,21 @@ test("a group of one module called again and again counts its parameters and pat
   assert.equal(rows.get("params"), "72");
   assert.equal(rows.get("blocks"), "shared (called 3 times)");
 });
+
+test("the error node's hover says its error once", () => {
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const root = b.module("Net", "", null);
+  const message = "mat1 and mat2 shapes cannot be multiplied (2x32 and 64x4)";
+  const err = b.add("error", "RuntimeError", root, { attrs: { message } });
+  b.edge(x, err);
+  b.error = { type: "RuntimeError", message, node: err, traceback: [] };
+  const idx = buildIndex(b.build());
+  const vg = buildVisible(idx, initialExpansion(idx));
+  const rows = describe(idx, vg, `n${err}`)!.rows;
+  assert.equal(rows.filter(([, v]) => v.includes(message)).length, 1, JSON.stringify(rows));
+  assert.deepEqual(
+    rows.find(([k]) => k === "error"),
+    ["error", `RuntimeError: ${message}`],
+  );
+});

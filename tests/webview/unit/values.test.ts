@@ -171,4 +171,8 @@ test("hover rows: cost, statistics, histogram", () => {
     ["time", "0 µs"],
   ]);
   assert.ok(op.rows.some(([k, v]) => k === "NaN / Inf" && v === "3 / 0"));
+  // with NaN or Inf among the values, the range and |max| say they are of the finite ones
+  // (a row "|max| 2.13e+38" beside "NaN / Inf 0 / 1" read as if the Inf were left out by mistake)
+  const labels = op.rows.map(([k]) => k);
+  assert.ok(labels.includes("min … max (finite)") && labels.includes("|max| (finite)"), labels.join(", "));
 });
