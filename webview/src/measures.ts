@@ -3,7 +3,8 @@
 import type { Graph, GraphNode } from "./format";
 import type { GraphIndex } from "./model";
 import type { VisibleGraph, VNode } from "./visible";
-import { formatBytes, formatFlops, formatParams, formatTime, formatValue } from "./units";
+import { formatCount } from "./count";
+import { formatBytes, formatFlops, formatTime, formatValue } from "./units";
 
 export type Measure = "none" | "time" | "flops" | "bytes" | "params" | "absmax" | "nonfinite";
 
@@ -23,7 +24,7 @@ export const MEASURES: Record<Measure, MeasureInfo> = {
   time: { label: "time", needs: "costs", additive: true, log: true, format: formatTime },
   flops: { label: "FLOPs", needs: "costs", additive: true, log: true, format: formatFlops },
   bytes: { label: "output bytes", needs: "costs", additive: true, log: true, format: formatBytes },
-  params: { label: "parameters", needs: null, additive: true, log: true, format: formatParams },
+  params: { label: "parameters", needs: null, additive: true, log: true, format: formatCount },
   absmax: { label: "largest |value|", needs: "stats", additive: false, log: true, format: formatValue },
   nonfinite: {
     label: "NaN/Inf values",

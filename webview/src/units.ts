@@ -34,14 +34,6 @@ export function formatTime(ns: number): string {
   return `${(ns / 1e9).toFixed(1)} s`;
 }
 
-/** A parameter count: "124.4M", "768". */
-export function formatParams(n: number): string {
-  if (n >= 1e9) return `${(n / 1e9).toFixed(2)}B`;
-  if (n >= 1e6) return `${(n / 1e6).toFixed(1)}M`;
-  if (n >= 1e4) return `${(n / 1e3).toFixed(1)}K`;
-  return String(Math.round(n));
-}
-
 /** A tensor value: 4 significant digits, exponent notation when very large or small. */
 export function formatValue(x: number | null | undefined): string {
   if (x === null || x === undefined) return "–";

@@ -6,7 +6,8 @@ import { decodeGraph } from "../../../webview/src/format";
 import { buildIndex } from "../../../webview/src/model";
 import { initialExpansion } from "../../../webview/src/expansion";
 import { buildVisible } from "../../../webview/src/visible";
-import { available, drawnValue, heat, nodeValues, overlay, scaleOf, topRows } from "../../../webview/src/measures";
+import { MEASURES, available, drawnValue, heat, nodeValues, overlay, scaleOf, topRows } from "../../../webview/src/measures";
+import { formatCount } from "../../../webview/src/count";
 import { formatBytes, formatFlops, formatShare, formatTime, formatValue } from "../../../webview/src/units";
 import { valueDetails } from "../../../webview/src/valueDetails";
 import { mlpWithBlocks } from "./builder";
@@ -175,4 +176,11 @@ test("hover rows: cost, statistics, histogram", () => {
   // (a row "|max| 2.13e+38" beside "NaN / Inf 0 / 1" read as if the Inf were left out by mistake)
   const labels = op.rows.map(([k]) => k);
   assert.ok(labels.includes("min … max (finite)") && labels.includes("|max| (finite)"), labels.join(", "));
+});
+
+test("the parameters measure writes counts as the status line and the hover do", () => {
+  // the table wrote 8320 where the hover and the status line wrote 8.3K
+  assert.equal(MEASURES.params.format(8320), formatCount(8320));
+  assert.equal(MEASURES.params.format(8320), "8.3K");
+  assert.equal(MEASURES.params.format(124_439_808), "124.4M");
 });
