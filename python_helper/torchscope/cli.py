@@ -31,7 +31,7 @@ def _seconds(text: str) -> float:
         value = math.nan
     if not (0 < value <= LONGEST_BUDGET):  # (NaN fails every comparison)
         raise argparse.ArgumentTypeError(
-            f"--time-budget {text}: give a number of seconds above 0, at most {LONGEST_BUDGET:g}"
+            f"{text} is no time budget: give a number of seconds above 0, at most {LONGEST_BUDGET:g}"
         )
     return value
 
