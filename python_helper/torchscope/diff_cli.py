@@ -28,7 +28,7 @@ def add_diff_parser(sub: Any) -> None:
         help="compare two forward passes",
         description="Compare two forward passes. A and B are targets (FILE.py:NAME) or saved "
         "graphs (.msgpack, .json). Exit codes: 0 compared (with --check: the same), 1 with "
-        "--check: they differ, 2 an error.",
+        "--check: they differ, or B's forward raised, 2 an error.",
     )
     c.add_argument("a", metavar="A", help="FILE.py:NAME or a graph file: the pass before")
     c.add_argument("b", metavar="B", help="FILE.py:NAME or a graph file: the pass after")
@@ -131,8 +131,8 @@ def run_diff(args: argparse.Namespace) -> int:
         )
     else:
         print(text)
-    if args.check:
-        return 0 if diff.identical else 1
+    if args.check:  # a guard: the code under test must still run, whatever A did
+        return 0 if diff.identical and b.error is None else 1
     return 0
 
 

@@ -86,6 +86,16 @@ def test_check_exit_codes(models, capsys) -> None:
     assert rc == 2 and "has no name 'Nope'" in err
 
 
+def test_check_fails_a_forward_that_raises_even_as_it_did_before(models, capsys) -> None:
+    """Both sides raising the same error compared "the same": a CI guard passed a model
+    whose forward no longer runs."""
+    a, _ = models
+    rc, _, err = run(["diff", f"{a}:Broken", f"{a}:Broken", "--check"], capsys)
+    assert rc == 1
+    assert "B: the forward raised" in err
+    assert run(["diff", f"{a}:Broken", f"{a}:Broken"], capsys)[0] == 0  # (no --check: compared)
+
+
 def test_json_document(models, tmp_path, capsys) -> None:
     a, _ = models
     out = tmp_path / "out" / "diff.json"
