@@ -101,6 +101,13 @@ export function reveal(idx: GraphIndex, e: Expansion, id: number): Expansion {
 }
 
 /** Deepest level currently shown (opened modules and unfolded groups), for the depth control. */
+/** The depth control's value for a depth asked for: past the deepest level anything still
+ * opens at (the `9` key), the depth that opens the same boxes, as Expand all shows it. */
+export function depthFor(idx: GraphIndex, asked: number): number {
+  const depth = Math.max(0, Math.min(asked, idx.maxDepth + 1));
+  return depth > idx.maxDepth ? Math.min(depth, currentDepth(idx, toDepth(idx, depth))) : depth;
+}
+
 export function currentDepth(idx: GraphIndex, e: Expansion): number {
   let d = 0;
   for (const id of e.modules) d = Math.max(d, idx.depth[id]! + 1);

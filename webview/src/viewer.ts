@@ -7,6 +7,7 @@ import { buildIndex, type GraphIndex } from "./model";
 import {
   collapseAll,
   currentDepth,
+  depthFor,
   expandAll,
   expansionKey,
   initialExpansion,
@@ -356,7 +357,7 @@ export class Viewer {
   }
 
   setDepth(d: number): void {
-    const depth = Math.max(0, Math.min(d, this.idx.maxDepth + 1));
+    const depth = depthFor(this.idx, d);
     this.depth = depth;
     const anchor = this.selected;
     void this.apply(toDepth(this.idx, depth), anchor).then(() => anchor ?? this.initialView());

@@ -5,6 +5,7 @@ import { buildVisible } from "../../../webview/src/visible";
 import {
   collapseAll,
   currentDepth,
+  depthFor,
   expandAll,
   expansionKey,
   initialExpansion,
@@ -94,6 +95,17 @@ test("depth control and reveal", () => {
   const r = reveal(idx, toDepth(idx, 0), ids.l1);
   assert.ok(r.modules.has(ids.root) && r.modules.has(ids.b1) && r.groups.has(0));
   assert.equal(buildVisible(idx, r).rep[ids.l1], `n${ids.l1}`);
+});
+
+test("a depth past what opens anything more is the depth Expand all shows", () => {
+  // `9` said depth 5 where Expand all said 4 for the same boxes
+  const { g } = mlpWithBlocks();
+  const idx = buildIndex(g);
+  const all = currentDepth(idx, expandAll(idx));
+  assert.equal(depthFor(idx, 9), all);
+  assert.equal(expansionKey(toDepth(idx, depthFor(idx, 9))), expansionKey(toDepth(idx, 9)));
+  assert.equal(depthFor(idx, 1), 1, "a depth that opens something is kept");
+  assert.equal(depthFor(idx, -2), 0);
 });
 
 test("expansion keys are order independent", () => {
