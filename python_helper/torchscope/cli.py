@@ -159,7 +159,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         end_process_group()
     graph = traced.graph
-    if not shows:  # another rank reports (--rank)
+    if not shows:  # another rank reports (--rank); this one still says why it failed
+        if graph.error is not None and not traced.timed_out:
+            print(f"torchscope: rank {rank}: {error_line(graph)}", file=sys.stderr)
         return 3 if traced.timed_out else (1 if graph.error is not None else 0)
     if out is None:
         print(graph.summary())

@@ -418,10 +418,13 @@ class Recorder(TorchFunctionMode):
             return self._after_call(info, args, kwargs, result)
         how = known[1]
         flops = 0
-        if how == MATMUL:
+        if how == MATMUL or how == LINEAR:
             with _NO_TORCH_FUNCTION():  # (its shapes: not ops)
-                counted = matmul_flops(info.target, args, kwargs)
-            if counted is None:
+                if how == LINEAR:
+                    counted = linear_flops(args, kwargs)
+                else:
+                    counted = matmul_flops(info.target, args, kwargs)
+            if counted is None:  # a subclass (DTensor), keywords, other shapes: torch counts
                 how = COUNTED
             else:
                 flops = counted
@@ -439,8 +442,6 @@ class Recorder(TorchFunctionMode):
             self._note_failed_call(exc, info, args, kwargs or {})
             raise
         end = _ns()
-        if how == LINEAR:
-            flops = self._linear_flops(args, kwargs)
         self.call_cost = (flops, end - start)
         try:
             return self._after_call(info, args, kwargs, result)

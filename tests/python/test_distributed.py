@@ -280,6 +280,39 @@ def test_cli_rank_option_writes_only_that_rank(tmp_path: Path) -> None:
     assert proc.stdout.count("g.json (rank 1 of 2)") == 1
 
 
+RAISES_ON_RANK_1 = """
+import torch
+import torch.distributed as dist
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if dist.get_rank() == 1:
+            raise ValueError("boom on rank 1")
+        return self.fc(x)
+
+def build():
+    dist.init_process_group("gloo")
+    return Net(), torch.ones(2, 4)
+"""
+
+
+def test_with_rank_the_other_ranks_still_say_why_they_failed(tmp_path: Path) -> None:
+    """`--rank 0` printed rank 0's line only: rank 1's own error was nowhere, its exit 1."""
+    (tmp_path / "raises.py").write_text(RAISES_ON_RANK_1)
+    with pytest.raises(AssertionError) as failed:  # (torchrun: a rank exited 1)
+        torchrun(
+            ["-m", "torchscope", "trace", "raises.py:build", "--rank", "0", "-o", "g.json"],
+            tmp_path,
+        )
+    said = str(failed.value)
+    assert "torchscope: rank 1: the forward raised ValueError: boom on rank 1" in said, said
+
+
 @pytest.mark.parametrize("grouped", [True, False])
 def test_the_cli_exits_with_its_code_and_its_output_after_leaving_a_group(
     tmp_path: Path, grouped: bool

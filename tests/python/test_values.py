@@ -409,6 +409,23 @@ def test_linear_flops_equal_flop_counter_mode(shape, bias):
     assert op.cost.flops == counter.get_total_flops()
 
 
+class _Sub(torch.Tensor):
+    """A tensor subclass, as DTensor is: its linear is counted by torch's counter."""
+
+
+def test_linear_of_a_tensor_subclass_is_counted_not_zero():
+    """A tensor-parallel Linear (DTensor input and weight) traced with 0 FLOPs: the shape
+    formula steps aside for subclasses, and nothing counted in its place."""
+    layer = nn.Linear(7, 5)
+    x = torch.randn(3, 7).as_subclass(_Sub)
+    graph = torchscope.trace(layer, x)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        layer(x)
+    [op] = [n for n in graph.nodes if n.kind == "op" and n.name == "linear"]
+    assert counter.get_total_flops() == 2 * 3 * 7 * 5
+    assert op.cost.flops == counter.get_total_flops()
+
+
 class _MatMuls(nn.Module):
     """addmm and mm, as functions and methods, in the forms the registry's formula takes
     from shapes and in forms the counter must see (keywords, a batch)."""
