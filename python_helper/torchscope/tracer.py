@@ -430,7 +430,9 @@ class Recorder(TorchFunctionMode):
                 flops = counted
         start = _ns()
         try:
-            if how == COUNTED:
+            if how == COUNTED and known[1] == LINEAR:
+                result, flops = self._counted_linear(func, args, kwargs)
+            elif how == COUNTED:
                 counter.flops = 0
                 with counter:
                     result = func(*args, **kwargs) if kwargs else func(*args)
@@ -447,6 +449,19 @@ class Recorder(TorchFunctionMode):
             return self._after_call(info, args, kwargs, result)
         finally:
             self.overhead += (start - entered) + (_ns() - end)
+
+    def _counted_linear(self, func: Any, args: tuple, kwargs: Optional[dict]) -> tuple[Any, int]:
+        """F.linear of a tensor subclass (a tensor-parallel layer's DTensors): counted by
+        torch's counter; one whose dispatch the counter breaks (a jagged nested tensor
+        recurses) runs again without it, uncounted (F.linear writes nothing: safe to repeat)."""
+        counter = self.counter
+        assert counter is not None
+        counter.flops = 0
+        try:
+            with counter:
+                return (func(*args, **kwargs) if kwargs else func(*args)), counter.flops
+        except Exception:
+            return (func(*args, **kwargs) if kwargs else func(*args)), 0
 
     def _known(self, func: Any) -> tuple[FuncInfo, int]:
         """A function's info and how its FLOPs count, from the cache (out of the hot path)."""
