@@ -116,10 +116,13 @@ export function afterRaise(summary: TraceSummary, label: string): Ask | undefine
   if (meta) return { kind: meta, message: `${err.type}: ${firstLine(err.message)}`, ...(line ? { line } : {}) };
   const where = line ? ` at line ${line.line}` : "";
   if (summary.skippedSuspect?.length) {
+    // a yes runs all of the file's top-level code: name all of it, what the error points at first
+    const suspect = summary.skippedSuspect;
+    const rest = (summary.skipped ?? []).filter((s) => !suspect.some((t) => t.line === s.line));
     return {
       kind: "runs-code",
       message: `${modelName(summary, label)} raised ${err.type}: ${firstLine(err.message)}${where}, which the file's top-level code that did not run may make.`,
-      statements: summary.skippedSuspect,
+      statements: [...suspect, ...rest],
     };
   }
   if (summary.inputKind !== "guess") return undefined;

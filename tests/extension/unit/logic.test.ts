@@ -254,6 +254,14 @@ describe("trace failures", () => {
       statements: skippedSuspect,
     });
     assert.equal(afterRaise({ ...base, error: keyError, inputKind: "typed", skippedSuspect: [] }, "Net"), undefined);
+    // "Run It" runs all of the file's top-level code: the question names all of it, the
+    // statements the error points at first (it named line 4 and then ran line 5's loop too)
+    const skipped = [
+      { line: 3, text: "torch.save({}, 'x.pt')" },
+      { line: 4, text: "CACHE.update(scale=2.0)" },
+      { line: 5, text: "for step in range(3):" },
+    ];
+    assert.deepEqual(afterRaise({ ...base, error: keyError, inputKind: "guess", skippedSuspect, skipped }, "Net")?.statements, [skipped[1], skipped[0], skipped[2]]);
     const cuda = { ...error, type: "AssertionError", message: "Torch not compiled with CUDA enabled" };
     assert.deepEqual(afterRaise({ ...base, error: cuda, inputKind: "guess" }, "Net"), {
       kind: "needs-gpu",
