@@ -97,6 +97,14 @@ export class Commands {
     try {
       found = await this.deps.client.targets({ uri: doc.uri.toString(), text: doc.getText() });
     } catch (e) {
+      const syntax = syntaxError(e);
+      if (syntax) {
+        // its models can't be read until it parses: where, not "this file defines none"
+        void vscode.window
+          .showWarningMessage(`torchscope: ${syntax.message}`, "Go to Line")
+          .then((c) => (c ? revealLine(doc.uri.fsPath, syntax.line) : undefined));
+        return undefined;
+      }
       this.serverFailed(e);
       return undefined;
     }
@@ -222,4 +230,11 @@ export class Commands {
   private async goToLibraryFrame(ctx?: NodeContext): Promise<void> {
     if (ctx?.insideFile && ctx.insideLine) await revealLine(ctx.insideFile, ctx.insideLine, GraphPanel.active);
   }
+}
+
+/** The server's answer for a document that does not parse (`syntax-error`), else undefined. */
+export function syntaxError(e: unknown): { message: string; line: number } | undefined {
+  const err = e as { message?: unknown; data?: { kind?: unknown; line?: unknown } } | null;
+  if (err?.data?.kind !== "syntax-error" || typeof err.message !== "string") return undefined;
+  return { message: err.message, line: typeof err.data.line === "number" ? err.data.line : 1 };
 }

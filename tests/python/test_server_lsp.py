@@ -419,6 +419,15 @@ def test_targets_of_a_file(lsp, workspace):
     assert lsp.request("torchscope/targets", {"uri": uri(workspace / "exits.py")}) == []
 
 
+def test_targets_of_a_file_that_does_not_parse_say_where(lsp, workspace):
+    """A model file with a syntax error listed no models, and the editor said "This file
+    defines none": the error is where to look."""
+    text = "from torch import nn\n\nclass Bad(nn.Module):\n    def forward(self, x)\n        return x\n"
+    err = lsp.error("torchscope/targets", {"uri": uri(workspace / "models.py"), "text": text})
+    assert err.data["kind"] == "syntax-error" and err.data["line"] == 4
+    assert "models.py does not parse: line 4:" in err.message
+
+
 def test_trace_with_progress(lsp, workspace):
     lsp.progress.clear()
     result = trace(lsp, workspace / "models.py", "Net", workDoneToken="trace-1")

@@ -4,6 +4,7 @@ docs/protocol.md. Never imports torch."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import itertools
 import logging
@@ -283,10 +284,27 @@ def targets_of_file(ls: TorchscopeServer, params: Any) -> list[dict[str, Any]]:
     """Every model of a file (classes, instances, factories): the editor's pick list when the
     cursor is on none of them."""
     p = params_dict(params)
-    info = ls.file_info(str(p.get("uri", "")), p.get("text"))
+    uri = str(p.get("uri", ""))
+    info = ls.file_info(uri, p.get("text"))
     if info is None:
+        path, text = ls.source(uri, p.get("text"))
+        if text is not None:
+            _raise_syntax_error(path.name if path else "the file", text)
         return []
     return [t.to_wire() for t in targets.targets_in(ls.project, info)]
+
+
+def _raise_syntax_error(name: str, text: str) -> None:
+    """A file that does not parse lists no models: say where it fails to parse (else the
+    editor would say the file defines none)."""
+    try:
+        ast.parse(text)
+    except SyntaxError as exc:
+        line = exc.lineno or 1
+        msg = f"{name} does not parse: line {line}: {exc.msg}"
+        raise _error("syntax-error", msg, line=line) from None
+    except ValueError as exc:  # (a NUL byte)
+        raise _error("syntax-error", f"{name} does not parse: {exc}", line=1) from None
 
 
 @server.feature(TRACE)

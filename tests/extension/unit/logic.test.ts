@@ -261,7 +261,11 @@ describe("trace failures", () => {
       { line: 4, text: "CACHE.update(scale=2.0)" },
       { line: 5, text: "for step in range(3):" },
     ];
-    assert.deepEqual(afterRaise({ ...base, error: keyError, inputKind: "guess", skippedSuspect, skipped }, "Net")?.statements, [skipped[1], skipped[0], skipped[2]]);
+    assert.deepEqual(afterRaise({ ...base, error: keyError, inputKind: "guess", skippedSuspect, skipped }, "Net")?.statements, [
+      skipped[1],
+      skipped[0],
+      skipped[2],
+    ]);
     const cuda = { ...error, type: "AssertionError", message: "Torch not compiled with CUDA enabled" };
     assert.deepEqual(afterRaise({ ...base, error: cuda, inputKind: "guess" }, "Net"), {
       kind: "needs-gpu",
@@ -455,5 +459,16 @@ describe("standalone HTML export", () => {
       .replace(/&#x27;/g, "'")
       .replace(/&amp;/g, "&");
     assert.deepEqual(JSON.parse(decoded), view);
+  });
+});
+
+describe("a document that does not parse", () => {
+  it("the server's syntax-error answer is read as where to look, anything else is not", async () => {
+    const { syntaxError } = await import("../../../extension/src/commands");
+    const answer = { message: "m.py does not parse: line 10: expected ':'", code: -32001, data: { kind: "syntax-error", line: 10 } };
+    assert.deepEqual(syntaxError(answer), { message: "m.py does not parse: line 10: expected ':'", line: 10 });
+    assert.equal(syntaxError({ message: "boom", data: { kind: "target-error" } }), undefined);
+    assert.equal(syntaxError(new Error("the server died")), undefined);
+    assert.equal(syntaxError(null), undefined);
   });
 });
