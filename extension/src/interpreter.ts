@@ -1,19 +1,23 @@
 // Which Python runs the language server (and, through it, the user's model): the
 // `torchscope.pythonPath` setting when set, else the interpreter the Python extension
-// selected, else `python3`. An explicit setting wins, as in the Python tools extension
+// selected, else (without that extension) its `python.defaultInterpreterPath` setting, else
+// `python3`. An explicit setting wins, as in the Python tools extension
 // template: it is the one choice the user made for torchscope alone.
 import * as os from "node:os";
 import * as vscode from "vscode";
 
 export interface Interpreter {
   path: string;
-  source: "setting" | "python-extension" | "default";
+  source: "setting" | "python-extension" | "python-setting" | "default";
 }
 
-/** Pure choice among the candidates (tested without VS Code). */
-export function chooseInterpreter(setting: string | undefined, fromPythonExt: string | undefined): Interpreter {
+/** Pure choice among the candidates (tested without VS Code): `pythonSetting` is the Python
+ * extension's `python.defaultInterpreterPath`, read when that extension is not there. */
+export function chooseInterpreter(setting: string | undefined, fromPythonExt: string | undefined, pythonSetting?: string): Interpreter {
   if (setting?.trim()) return { path: setting.trim(), source: "setting" };
   if (fromPythonExt) return { path: fromPythonExt, source: "python-extension" };
+  // ("python", its default, is no choice of the user's)
+  if (pythonSetting?.trim() && pythonSetting.trim() !== "python") return { path: pythonSetting.trim(), source: "python-setting" };
   return { path: "python3", source: "default" };
 }
 
@@ -63,7 +67,10 @@ export async function resolveInterpreter(resource?: vscode.Uri): Promise<Interpr
   const setting = vscode.workspace.getConfiguration("torchscope", resource).get<string>("pythonPath", "");
   // The setting wins: then the Python extension (which may take seconds to activate) isn't asked.
   if (setting.trim()) return chooseInterpreter(expandPath(setting, folder?.uri.fsPath), undefined);
-  return chooseInterpreter("", await fromPythonExtension(resource));
+  const fromExtension = await fromPythonExtension(resource);
+  if (fromExtension) return chooseInterpreter("", fromExtension);
+  const pythonSetting = vscode.workspace.getConfiguration("python", resource).get<string>("defaultInterpreterPath", "");
+  return chooseInterpreter("", undefined, pythonSetting ? expandPath(pythonSetting, folder?.uri.fsPath) : "");
 }
 
 /** Fires when the Python extension's selected interpreter changes (never, without it). */

@@ -75,6 +75,18 @@ describe("interpreter", () => {
   it("falls back to python3 without the Python extension or a setting", async () => {
     assert.deepEqual(await resolveInterpreter(), { path: "python3", source: "default" });
   });
+  it("without the Python extension, reads its python.defaultInterpreterPath setting before python3", async () => {
+    // a user who set only that (as for the Python extension) got "torch is not installed in python3"
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: VS Code's ${workspaceFolder}, not a template
+    vs.settings.set("python.defaultInterpreterPath", "${workspaceFolder}/.venv/bin/python");
+    const got = await resolveInterpreter();
+    assert.equal(got.source, "python-setting");
+    assert.match(got.path, /\.venv\/bin\/python$/);
+    vs.settings.set("python.defaultInterpreterPath", "python"); // (the Python extension's default: not a choice)
+    assert.deepEqual(await resolveInterpreter(), { path: "python3", source: "default" });
+    vs.settings.set("torchscope.pythonPath", "/opt/other/python");
+    assert.equal((await resolveInterpreter()).source, "setting");
+  });
 });
 
 describe("server start-up", () => {
