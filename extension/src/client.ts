@@ -60,7 +60,12 @@ export interface Server {
 
 /** The interpreter as a message names it: its path and who chose it. */
 export function describeInterpreter(i: Interpreter): string {
-  const who = { setting: "torchscope.pythonPath", "python-extension": "the Python extension's interpreter", default: "the default" }[i.source];
+  const who = {
+    setting: "torchscope.pythonPath",
+    "python-extension": "the Python extension's interpreter",
+    "python-setting": "python.defaultInterpreterPath",
+    default: "the default",
+  }[i.source];
   return `${i.path} (${who})`;
 }
 
