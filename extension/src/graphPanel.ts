@@ -110,12 +110,13 @@ export class GraphPanel {
     return GraphPanel.panels.get(targetKey(uri, target));
   }
 
-  /** The panel of this target, brought forward, or a new one beside the editor. */
-  static createOrShow(viewerDir: vscode.Uri, origin: PanelOrigin, events: PanelEvents): GraphPanel {
+  /** The panel of this target, brought forward (unless `reveal` is false: a quiet re-trace
+   * updates it where it is), or a new one beside the editor. */
+  static createOrShow(viewerDir: vscode.Uri, origin: PanelOrigin, events: PanelEvents, reveal = true): GraphPanel {
     const existing = GraphPanel.find(origin.uri, origin.target);
     if (existing) {
       existing.retitle(origin.title);
-      existing.panel.reveal(undefined, true);
+      if (reveal) existing.panel.reveal(undefined, true);
       return existing;
     }
     const panel = vscode.window.createWebviewPanel(

@@ -215,8 +215,8 @@ export class TraceFlow {
   }
 
   /** The panel of `origin`, brought forward, or a new one beside the editor. */
-  openPanel(origin: PanelOrigin): GraphPanel {
-    return GraphPanel.createOrShow(this.viewerDir, origin, this.events);
+  openPanel(origin: PanelOrigin, reveal = true): GraphPanel {
+    return GraphPanel.createOrShow(this.viewerDir, origin, this.events, reveal);
   }
 
   /** A panel for a model of `uri` not yet named (see GraphPanel.openUnnamed); `waiting`: what
@@ -302,7 +302,7 @@ export class TraceFlow {
   private async show(source: TraceSource, traced: Traced, quiet: boolean): Promise<Ask | undefined> {
     const summary = traced.summary ?? null;
     const title = source.panelTitle?.(summary) ?? panelTitle(summary, source.label);
-    const panel = this.openPanel({ uri: source.uri, target: source.target, title });
+    const panel = this.openPanel({ uri: source.uri, target: source.target, title }, !quiet);
     panel.setInput(inputUsed(summary));
     try {
       await panel.load(traced.path);

@@ -295,6 +295,21 @@ describe("the editor's source", () => {
     assert.deepEqual([opts.location, opts.title], [vs.ProgressLocation.Notification, "Tracing Net"]);
   });
 
+  it("a quiet re-trace (on save) updates its panel where it is, without bringing it forward", async () => {
+    // two panels in one group: saving re-traced both, and the last one came to the front
+    pyDoc("/w/net.py", "v1");
+    const reply = () => ({ path: graphFile, size: 4, summary });
+    const x = extension([reply, reply, reply]);
+    await x.commands.visualize({ uri: uri(), target: "Net" });
+    const panel = vs.panels[0]!;
+    const before = panel.revealed;
+    await x.flow.retrace(GraphPanel.all()[0]!, true);
+    assert.equal(x.sent.length, 2, "traced again");
+    assert.equal(panel.revealed, before, "not brought forward");
+    await x.commands.retrace(); // (asked for: forward, as before)
+    assert.ok(panel.revealed > before);
+  });
+
   it("Re-trace of a panel whose document is gone says so", async () => {
     const x = extension();
     const panel = x.flow.openPanel({ uri: "file:///gone.py", target: "Net", title: "Forward pass: Net" });
