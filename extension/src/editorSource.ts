@@ -17,7 +17,7 @@ import { inputBox, type Answer, type Ask, type SourceKind, type TraceOutcome, ty
 export type Failure =
   | { kind: "cancelled" }
   | { kind: "needs-input"; message: string; guess?: string }
-  | { kind: "needs-ctor-args"; message: string; guess?: string }
+  | { kind: "needs-ctor-args"; message: string; guess?: string; params?: string }
   | { kind: "runs-code"; message: string; statements: TopLevelStatement[] }
   | { kind: "needs-gpu"; message: string; line?: { file: string; line: number } }
   | { kind: "needs-memory"; message: string; line?: { file: string; line: number } }
@@ -52,7 +52,10 @@ export function classifyFailure(e: unknown): Failure {
     case "needs-input":
       return { kind: "needs-input", message, ...guess };
     case "target-error":
-      if (d.needsCtorArgs) return { kind: "needs-ctor-args", message, ...guess };
+      if (d.needsCtorArgs) {
+        const params = typeof d.ctorParams === "string" && d.ctorParams ? { params: d.ctorParams } : {};
+        return { kind: "needs-ctor-args", message, ...guess, ...params };
+      }
       return details ? { kind: "target-error", message, details } : { kind: "target-error", message };
     case "runs-code":
       return { kind: "runs-code", message, statements: topLevelStatements(d.statements) };
@@ -238,7 +241,8 @@ export class EditorSource implements TraceSource {
     const value = await vscode.window.showInputBox({
       title: isInput ? `Input for ${this.target}` : `Arguments to build ${this.target}`,
       prompt: what.message || (isInput ? "An expression for the forward's input" : "Arguments for the constructor or factory"),
-      placeHolder: box ? box.placeHolder : "10, hidden=64",
+      // (what the class or factory takes: `d_in, d_hidden, n_layers=2`)
+      placeHolder: box ? box.placeHolder : (what.params ?? "arguments, as in a call: 10, hidden=64"),
       // (the arguments the file itself passes, as written, when it has a call of its own)
       value: box ? box.value : (prev.ctorArgs ?? what.guess),
       ignoreFocusOut: true,

@@ -181,6 +181,9 @@ export interface ErrorData {
   /** `needs-input`: an input expression to start the input box with; `target-error` with
    * `needsCtorArgs`: the arguments the file itself passes, as written. */
   guess?: string;
+  /** `target-error` with `needsCtorArgs`: the parameters the class or factory takes, as call
+   * text (`d_in, d_hidden, n_layers=2`). */
+  ctorParams?: string;
   /** `runs-code`: what importing the file would run. */
   statements?: TopLevelStatement[];
   /** `timeout`: stopped while importing and building the model, or while tracing. */

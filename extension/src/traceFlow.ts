@@ -40,6 +40,8 @@ export interface Ask {
   guess?: string;
   /** needs-input: the input of the graph shown now (Change Input…): the box starts with it. */
   current?: string;
+  /** needs-ctor-args: the parameters the class or factory takes, the box's placeholder. */
+  params?: string;
   /** runs-code: what importing the file would run. */
   statements?: TopLevelStatement[];
   /** needs-gpu, needs-memory: the line that asked for one, or for the memory (slow-build: none). */

@@ -145,12 +145,14 @@ def build(
                         raise
                     args, line = found.text, found.line
                     if not found.usable:  # (`Net(len(vocab))`): the user edits it
-                        raise NeedsConstructorArgs(str(exc), args) from exc
+                        raise NeedsConstructorArgs(str(exc), args, exc.params) from exc
                     try:
                         model, example = _construct(obj, name, args, module)
                     except TargetError as failed:
                         raise NeedsConstructorArgs(
-                            f"{exc}; the file's own {name}({args}) at line {line}: {failed}", args
+                            f"{exc}; the file's own {name}({args}) at line {line}: {failed}",
+                            args,
+                            exc.params,
                         ) from failed
                     defaults = " with its argparse defaults" if found.argparse_defaults else ""
                     built_as = f"{name}({args}), as line {line} builds it{defaults}"
@@ -197,9 +199,33 @@ class NeedsConstructorArgs(TargetError):
     """The class's constructor (or the factory) has required parameters; `guess`: the
     arguments the file itself passes, as written, for the user to start from."""
 
-    def __init__(self, message: str, guess: Optional[str] = None) -> None:
+    def __init__(
+        self, message: str, guess: Optional[str] = None, params: Optional[str] = None
+    ) -> None:
         super().__init__(message)
         self.guess = guess
+        self.params = params  # what it takes, `d_in, d_hidden, n_layers=2`: the box's hint
+
+
+def parameters_text(obj: Any) -> Optional[str]:
+    """A constructor's or factory's parameters as call text (`d_in, d_hidden, n_layers=2`),
+    annotations left out; None when it has no signature."""
+    try:
+        params = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    parts = []
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            parts.append(f"*{p.name}")
+        elif p.kind is p.VAR_KEYWORD:
+            parts.append(f"**{p.name}")
+        elif p.default is p.empty:
+            parts.append(p.name)
+        else:
+            default = repr(p.default)
+            parts.append(f"{p.name}={default if len(default) <= 20 else '…'}")
+    return ", ".join(parts)
 
 
 def _instantiate(obj: Any, name: str) -> tuple[nn.Module, Optional[Any]]:
@@ -213,7 +239,8 @@ def _instantiate(obj: Any, name: str) -> tuple[nn.Module, Optional[Any]]:
         except TypeError as exc:
             raise NeedsConstructorArgs(
                 f"{name}() needs constructor arguments ({exc}); "
-                "point at a factory function that builds it instead"
+                "point at a factory function that builds it instead",
+                params=parameters_text(obj),
             ) from exc
         return obj(), None
     if callable(obj):
@@ -221,7 +248,8 @@ def _instantiate(obj: Any, name: str) -> tuple[nn.Module, Optional[Any]]:
             inspect.signature(obj).bind()
         except (TypeError, ValueError) as exc:
             raise NeedsConstructorArgs(
-                f"{name}() needs arguments ({exc}); point at a function that needs none instead"
+                f"{name}() needs arguments ({exc}); point at a function that needs none instead",
+                params=parameters_text(obj),
             ) from exc
         out = obj()
         if isinstance(out, nn.Module):

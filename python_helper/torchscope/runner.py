@@ -220,8 +220,10 @@ def _build(
         statements = [s.to_wire() for s in exc.skipped]
         raise Failure("runs-code", f"importing {exc}", details, statements=statements) from exc
     except tg.NeedsConstructorArgs as exc:
-        guess = {"guess": exc.guess} if exc.guess else {}
-        raise Failure("target-error", str(exc), needsCtorArgs=True, **guess) from exc
+        extra = {"guess": exc.guess} if exc.guess else {}
+        if exc.params:
+            extra["ctorParams"] = exc.params
+        raise Failure("target-error", str(exc), needsCtorArgs=True, **extra) from exc
     except tg.TargetError as exc:
         raise Failure("target-error", str(exc), _user_traceback(exc)) from exc
     except SyntaxError as exc:

@@ -382,6 +382,7 @@ def test_target_errors(runner, tmp_path):
     out = str(tmp_path / "g.msgpack")
     reply = runner.ask(op="trace", file=str(path), target="Needs", out=out)
     assert reply["kind"] == "target-error" and reply["needsCtorArgs"] is True
+    assert reply["ctorParams"] == "width"  # (the box's placeholder: what the class takes)
     reply = runner.ask(op="trace", file=str(path), target="Needs", out=out, ctorArgs="5")
     assert reply["ok"] and reply["result"]["summary"]["input"].startswith(
         "guessed from the first layer "

@@ -498,6 +498,7 @@ def test_error_kinds(lsp, workspace):
     assert e.code == -32001 and e.data["kind"] == "target-error" and "nope" in e.message
     e = lsp.error("torchscope/trace", {"uri": ctor, "target": "Wide"})
     assert e.data["kind"] == "target-error" and e.data["needsCtorArgs"] is True
+    assert e.data["ctorParams"].startswith("width")  # (through the server to the editor)
     result = lsp.request("torchscope/trace", {"uri": ctor, "target": "Wide", "ctorArgs": "width=5"})
     assert result["summary"]["params"] == 5 * 2 + 2
     e = lsp.error("torchscope/trace", {"uri": ctor, "target": "Doubler"})

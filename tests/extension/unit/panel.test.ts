@@ -308,6 +308,15 @@ describe("visualize command", () => {
     assert.equal(sent[1]!.ctorArgs, "10, hidden=64");
   });
 
+  it("the constructor's box shows the parameters the class takes as its placeholder", async () => {
+    // it showed a made-up "10, hidden=64" for Encoder(d_in, d_hidden, n_layers)
+    const { cmds } = setup([fail("target-error", { needsCtorArgs: true, ctorParams: "d_in, d_hidden, n_layers=2" }), () => result]);
+    vs.answers.push("4, 8");
+    await cmds.visualize({ uri: doc.uri.toString(), target: "Net" });
+    const box = vs.calls.find((c) => c.api === "showInputBox")!.args[0] as { placeHolder?: string };
+    assert.equal(box.placeHolder, "d_in, d_hidden, n_layers=2");
+  });
+
   it("starts the constructor's box with the arguments the file itself passes, as written", async () => {
     const { cmds, sent } = setup([fail("target-error", { needsCtorArgs: true, guess: "len(vocab), dim=args.dim" }), () => result]);
     vs.answers.push("50257, dim=64");
