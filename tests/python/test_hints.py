@@ -92,6 +92,29 @@ def test_calls_alike_on_one_line_are_one_run():
     assert lines[here("x = x * 2")].label() == "2×4 ×2"  # a loop: the same call, alike
 
 
+class Layers(nn.Module):
+    """A stack whose first layer is wider in than the rest: the loop's calls differ in
+    their settings (in_features), not in what they are."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(6, 4), nn.Linear(4, 4), nn.Linear(4, 4)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.tanh(layer(x))
+        return x
+
+
+def test_a_loop_over_a_module_list_runs_once_per_layer():
+    """It was one run of six calls ("1×4", "total of 6 calls"): the first Linear's settings
+    differ from the others', so the calls did not look alike."""
+    lines = indexed(Layers(), torch.randn(1, 6))
+    info = lines[here("x = torch.tanh(layer(x))")]
+    assert len(info.runs) == 3
+    assert info.label() == "1×4 ×3"
+
+
 def test_label_names_at_most_three_shapes():
     info = hints.LineInfo(
         0, [hints.Run([], [hints.TensorOut(0, (i, 2), "float32")]) for i in range(1, 6)]

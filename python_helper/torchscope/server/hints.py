@@ -270,7 +270,8 @@ def _split_runs(
     x = b(x)` is one call per run; `0.5 * x * (1 + torch.tanh(…))` is one run of eight). A
     statement that calls one thing twice the same way (`act(act(x))`) looks like two runs:
     sites have no column to tell them apart; a loop whose calls differ in their arguments
-    looks like one run (fewer runs is the safer mistake)."""
+    looks like one run (fewer runs is the safer mistake), but the items of one ModuleList
+    or Sequential are alike whatever their settings."""
     by_parent: dict[Optional[int], list[int]] = {}
     for i in tops:
         by_parent.setdefault(parent[i], []).append(i)
@@ -284,10 +285,13 @@ def _split_runs(
     def key(i: int) -> tuple[str, ...]:
         """What must repeat for calls to be one run each: the same callable, with the same
         arguments, of the same module attribute (`blocks.0` and `blocks.1` alike; `stem` and
-        `blocks` not: `self.blocks(self.stem(x))` is one run)."""
+        `blocks` not: `self.blocks(self.stem(x))` is one run). The items of one container
+        are alike whatever their settings: a stack's first layer is often wider in."""
         n = nodes[i]
-        path = _INDEX.sub(r"\1#", n.get("path") or "")
-        return (n["kind"], n.get("target") or "", n["name"], path, repr(n.get("attrs")))
+        raw = n.get("path") or ""
+        path = _INDEX.sub(r"\1#", raw)
+        attrs = "" if path != raw else repr(n.get("attrs"))
+        return (n["kind"], n.get("target") or "", n["name"], path, attrs)
 
     out: list[list[int]] = []
     for p, siblings in by_parent.items():
