@@ -68,6 +68,8 @@ export interface CompareDeps {
   log: vscode.LogOutputChannel;
 }
 
+const VALUES_IGNORED = 1e9; // a tolerance no statistic's change reaches
+
 async function compareFiles(
   deps: CompareDeps,
   kind: CompareKind,
@@ -78,8 +80,11 @@ async function compareFiles(
 ): Promise<TraceOutcome & { result?: CompareResult }> {
   const sides = names ?? SIDES[kind];
   let r: CompareResult;
+  // eval → training mode: dropout's randomness changes every value after it; what differs is
+  // what the model does (dropout and batch norm switched, NaN/Inf counts, compared exactly)
+  const tolerance = kind === "train" ? { statsTolerance: VALUES_IGNORED } : {};
   try {
-    r = await deps.server.compare({ a, b, aSource: sides.a, bSource: sides.b });
+    r = await deps.server.compare({ a, b, aSource: sides.a, bSource: sides.b, ...tolerance });
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     deps.log.error(`compare ${model}: ${message}`);

@@ -146,6 +146,8 @@ export interface CompareParams {
   bSource?: string;
   /** Where to write; absent: the server's graph folder. */
   out?: string;
+  /** Statistics further apart than this times the larger |max| are a change (default 1e-3). */
+  statsTolerance?: number;
 }
 
 export interface CompareSummary {

@@ -437,3 +437,29 @@ def test_alignment_survives_an_insertion() -> None:
     xs = list(range(100))
     ys = xs[:40] + [999] + xs[40:]
     assert common_pairs(xs, ys) == [(i, i if i < 40 else i + 1) for i in range(100)]
+
+
+def test_eval_against_training_with_values_ignored_keeps_what_the_model_does():
+    """The editor's "Compare with training mode" asks for a tolerance no statistic reaches:
+    dropout's noise changed every value after it (GPT-2: ~85 changes), and the changes that
+    matter, dropout and batch norm switching, are in the calls' arguments."""
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(16, 16)
+            self.norm = nn.BatchNorm1d(16)
+            self.drop = nn.Dropout(0.5)
+            self.out = nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.out(torch.relu(self.drop(self.norm(self.fc(x)))))
+
+    model, x = Block(), torch.randn(8, 16)
+    a = torchscope.trace_call(model.eval(), (x,))
+    b = torchscope.trace_call(model.train(), (x,))
+    model.eval()
+    noisy = {c.name for c in diff_graphs(a, b).changed()}
+    assert {"relu", "linear"} <= noisy  # values after the dropout: noise
+    quiet = {c.name for c in diff_graphs(a, b, stats_tolerance=1e9).changed()}
+    assert quiet == {"batch_norm", "dropout"}, quiet

@@ -265,6 +265,10 @@ describe("comparing a model in the editor", () => {
     );
     assert.deepEqual([x.compared[0]!.aSource, x.compared[0]!.bSource], ["eval mode", "training mode"]);
     assert.equal(GraphPanel.find(doc.uri.toString(), "compare:train:Net")!.title, "Compare Net: eval mode → training mode");
+    // dropout's randomness changes every value after it: the comparison is of what the model
+    // does (dropout and batch norm switched, NaN or Inf counts), not of values (~85 changes
+    // for GPT-2, the one that matters buried among them)
+    assert.ok((x.compared[0]!.statsTolerance ?? 0) >= 1e6);
   });
 
   it("with another input: asked (and remembered), the model's own input on the other side", async () => {
