@@ -322,7 +322,10 @@ describe("the first minutes", { timeout: 900_000 }, () => {
       const dialog = page.locator(".monaco-dialog-box", { hasText: "runs code at import" });
       await dialog.waitFor({ timeout: 120_000 });
       const text = await dialog.innerText();
-      assert.match(text, /importing filled_at_import\.py runs code at import \(CACHE\.update\(scale=2\.0\) at line 5\)/);
+      // what the error points at first, then the rest of what Run It runs (the file's other
+      // top-level statements: never a line run unnamed)
+      assert.match(text, /importing filled_at_import\.py runs code at import \(CACHE\.update\(scale=2\.0\) at line 5, model = Scaled\(\) at line 17/);
+      assert.match(text, /line 18: out = model\(torch\.randn\(2, 4\)\)/, "every statement a yes runs is listed");
       assert.match(text, /Scaled raised KeyError: 'scale'/, "the details say what the forward lacked");
       await waitForGraph(page);
       traces++;
