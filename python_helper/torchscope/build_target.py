@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from .definitions import Skipped, definitions
+from .failure import one_line
 from .usercode import read_source
 
 
@@ -352,16 +353,11 @@ def choose_input(
     except Exception as exc:  # a layer sized to nothing (`nn.Embedding(0, 4)`): no input fits
         raise GuessError(
             f"the input guessed from {g.source}, {g.expr}, can't be made "
-            f"({_first_line(exc)}); {HOW_TO}",
+            f"({one_line(exc)}); {HOW_TO}",
             g.expr,
             g.source,
         ) from None
     return ChosenInput(value, f"guessed from {g.source}: {describe_input(value)}", "guess", g.expr)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
 def another_guess(built: Built, chosen: ChosenInput, device: str = "cpu") -> Optional[ChosenInput]:

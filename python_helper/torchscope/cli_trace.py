@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Optional
 
-from .failure import exit_text
+from .failure import exit_text, one_line
 
 if TYPE_CHECKING:  # the graph module needs msgpack: imported once torch is known to be there
     from .graph import Graph
@@ -153,7 +153,7 @@ def _trace(
             hint = (
                 "; it does not fit in memory here: --device meta builds and traces it without any"
             )
-        raise CliError(f"building {spec} failed: {_one_line(exc)}{_where(exc)}{hint}") from None
+        raise CliError(f"building {spec} failed: {one_line(exc)}{_where(exc)}{hint}") from None
     if train is not None:
         built.model.train(train)
     try:
@@ -210,11 +210,6 @@ def _skipped_hint(skipped: list[Any]) -> str:
     return (
         f"; or run the file's top-level code that did not run (line {lines}) with --run-top-level"
     )
-
-
-def _one_line(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 def _where(exc: BaseException) -> str:
