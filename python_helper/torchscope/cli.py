@@ -168,7 +168,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"input {traced.input}")
     else:
         try:
-            graph.save(out, SUFFIX_FORMATS[out.suffix.lower()])
+            graph.save(out)  # (the format: from the suffix _output checked)
         except OSError as exc:
             return _fail(CliError(f"cannot write {out}: {exc.strerror or exc}"))
         s = graph.stats()

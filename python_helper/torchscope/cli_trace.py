@@ -204,11 +204,13 @@ def _trace(
 def _skipped_hint(skipped: list[Any]) -> str:
     """A guess can't tell what the file's top-level code would have made (a vocabulary a loop
     fills): offer to run it."""
+    from .build_target import describe_skipped
+
     if not skipped:
         return ""
-    lines = ", ".join(str(s.line) for s in skipped[:3]) + (", …" if len(skipped) > 3 else "")
     return (
-        f"; or run the file's top-level code that did not run (line {lines}) with --run-top-level"
+        "; or run the file's top-level code that did not run "
+        f"({describe_skipped(skipped)}) with --run-top-level"
     )
 
 

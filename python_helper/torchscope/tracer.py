@@ -430,13 +430,8 @@ class Recorder(TorchFunctionMode):
                 flops = counted
         start = _ns()
         try:
-            if how == COUNTED and known[1] == LINEAR:
-                result, flops = self._counted_linear(func, args, kwargs)
-            elif how == COUNTED:
-                counter.flops = 0
-                with counter:
-                    result = func(*args, **kwargs) if kwargs else func(*args)
-                flops = counter.flops
+            if how == COUNTED:
+                result, flops = self._counted(func, args, kwargs, known[1] == LINEAR)
             else:
                 result = func(*args, **kwargs) if kwargs else func(*args)
         except Exception as exc:
@@ -450,18 +445,24 @@ class Recorder(TorchFunctionMode):
         finally:
             self.overhead += (start - entered) + (_ns() - end)
 
-    def _counted_linear(self, func: Any, args: tuple, kwargs: Optional[dict]) -> tuple[Any, int]:
-        """F.linear of a tensor subclass (a tensor-parallel layer's DTensors): counted by
-        torch's counter; one whose dispatch the counter breaks (a jagged nested tensor
-        recurses) runs again without it, uncounted (F.linear writes nothing: safe to repeat)."""
+    def _counted(
+        self, func: Any, args: tuple, kwargs: Optional[dict], again_uncounted: bool
+    ) -> tuple[Any, int]:
+        """The call under torch's FLOP counter; its result and FLOPs. With
+        `again_uncounted` (F.linear of a tensor subclass, a tensor-parallel layer's DTensors),
+        a call whose dispatch the counter breaks (a jagged nested tensor recurses) runs again
+        without it, uncounted: F.linear writes nothing, so it is safe to repeat."""
         counter = self.counter
         assert counter is not None
         counter.flops = 0
         try:
             with counter:
-                return (func(*args, **kwargs) if kwargs else func(*args)), counter.flops
+                result = func(*args, **kwargs) if kwargs else func(*args)
         except Exception:
+            if not again_uncounted:
+                raise
             return (func(*args, **kwargs) if kwargs else func(*args)), 0
+        return result, counter.flops
 
     def _known(self, func: Any) -> tuple[FuncInfo, int]:
         """A function's info and how its FLOPs count, from the cache (out of the hot path)."""
