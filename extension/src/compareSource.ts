@@ -121,11 +121,20 @@ export class EditorCompareSource implements TraceSource {
 
   async trace(progress: (message: string) => void, cancel: vscode.CancellationToken): Promise<TraceOutcome> {
     const { a: nameA, b: nameB } = SIDES[this.kind];
-    const ra = await this.a.trace((m) => progress(`${nameA}: ${m}`), cancel);
+    let ra = await this.a.trace((m) => progress(`${nameA}: ${m}`), cancel);
     if (!ra.ok) return ra;
     if (cancel.isCancellationRequested) return { ok: false, kind: "cancelled" };
     const rb = await this.b.trace((m) => progress(`${nameB}: ${m}`), cancel);
     if (!rb.ok) return rb;
+    // One input on both sides (HEAD, training mode): where b's guess had to differ from a's
+    // (batch norm in training mode refuses a batch of one), every node would differ by it;
+    // a again with b's input
+    const again = this.kind === "input" ? undefined : otherGuess(ra.traced.summary, rb.traced.summary);
+    if (again !== undefined) {
+      if (cancel.isCancellationRequested) return { ok: false, kind: "cancelled" };
+      ra = await this.a.withInput(again).trace((m) => progress(`${nameA}: ${m}`), cancel);
+      if (!ra.ok) return ra;
+    }
     progress("comparing");
     // Two inputs: the page names each side by its input expression.
     const names =
@@ -151,6 +160,12 @@ export class EditorCompareSource implements TraceSource {
   panelTitle(summary: TraceSummary | null): string {
     return compareTitle(this.kind, modelName(summary, this.label));
   }
+}
+
+/** b's input expression when both sides' inputs were guesses and b's is another one. */
+function otherGuess(a: TraceSummary | undefined, b: TraceSummary | undefined): string | undefined {
+  if (a?.inputKind !== "guess" || b?.inputKind !== "guess" || !b.inputExpr) return undefined;
+  return a.inputExpr === b.inputExpr ? undefined : b.inputExpr;
 }
 
 // ---- two graphs traced at breakpoints ---------------------------------------------------

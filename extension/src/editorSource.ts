@@ -196,6 +196,13 @@ export class EditorSource implements TraceSource {
     return this.device === "meta";
   }
 
+  /** The same trace with this input instead (a comparison's other side had to use it). */
+  withInput(input: string): EditorSource {
+    const again = new EditorSource(this.deps, this.doc, this.target, { ...this.variant, input });
+    again.device = this.device;
+    return again;
+  }
+
   /** A model that needs a GPU: trace it on the meta device from now on (shapes, no data). */
   useMeta(): void {
     this.device = "meta";

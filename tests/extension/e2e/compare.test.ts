@@ -3,6 +3,11 @@
 // HEAD" from the palette traces HEAD's text and the editor's in the real runner and shows the
 // comparison in a panel: the edited layer is marked changed, the layer the edit dropped is a
 // ghost, and a click on the ghost opens its line in HEAD's (read-only) version of the file.
+// Then "Compare with training mode" on a dropout + batch-norm model shows what training mode
+// does differently (those two calls), not dropout's noise in every value after it; and a save
+// with torchscope.retraceOnSave re-traces the file's panels where they are, without bringing
+// one forward. The window has no Python extension and no torchscope.pythonPath: the
+// interpreter is python.defaultInterpreterPath's.
 import { strict as assert } from "node:assert";
 import { execFileSync } from "node:child_process";
 import { after, before, describe, it } from "node:test";
@@ -14,6 +19,8 @@ import {
   cursorLine,
   editorLine,
   launch,
+  logText,
+  markOld,
   openFile,
   openWorkbench,
   palette,
@@ -23,6 +30,7 @@ import {
   step,
   viewer,
   waitForGraph,
+  PYTHON,
   type CodeServer,
 } from "./harness";
 
@@ -45,6 +53,27 @@ class CompareMe(nn.Module):
 if __name__ == "__main__":
     CompareMe()(torch.randn(2, 16))
 `;
+// A model whose training mode differs in two calls: batch norm (batch statistics) and dropout.
+const TRAIN_MODE = `import torch
+from torch import nn
+
+
+class Noisy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+        self.norm = nn.BatchNorm1d(16)
+        self.drop = nn.Dropout(0.5)
+        self.out = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.drop(self.norm(self.fc(x)))))
+
+
+def noisy_input():
+    return torch.randn(8, 16)
+`;
+
 /** 1-based line of the forward's return in the committed text. */
 const RETURN_LINE = 14;
 
@@ -58,7 +87,16 @@ function git(...args: string[]): void {
 
 before(async () => {
   // Unsaved means unsaved: code-server may save edits on its own otherwise.
-  cs = await startCodeServer({ files: { "compare_me.py": MODEL }, settings: { "files.autoSave": "off" } });
+  cs = await startCodeServer({
+    files: { "compare_me.py": MODEL, "train_mode.py": TRAIN_MODE },
+    settings: {
+      "files.autoSave": "off",
+      "torchscope.retraceOnSave": true,
+      // no torchscope.pythonPath and no Python extension: the Python extension's own setting
+      "torchscope.pythonPath": "",
+      "python.defaultInterpreterPath": PYTHON,
+    },
+  });
   // The workspace as a repository with one commit (the user's name set here, not globally).
   git("init", "-q");
   git("config", "user.name", "torchscope e2e");
@@ -138,5 +176,82 @@ describe("Compare forward pass with HEAD", { timeout: 600_000 }, () => {
       assert.equal(await page.locator(".tabs-container .tab.active.dirty").count(), 0, "a read-only document, not the edited one");
       assert.ok(await shownInAGroup(page, "compare_me.py (HEAD)"), "HEAD's document is shown");
       await shot(page, "compare-head-ghost-line");
+    }));
+
+  it("Compare with training mode: the calls training mode switches are marked, not dropout's noise after them", () =>
+    step(page, "compare-train", async () => {
+      await openFile(page, "train_mode.py");
+      await editorLine(page, "def forward").click();
+      await markOld(page);
+      await palette(page, "Compare with training mode");
+      await waitForGraph(page);
+      await page.locator(".tabs-container .tab", { hasText: "Compare Noisy" }).first().waitFor();
+      const v = viewer(page);
+      // the changes each closed box hides (its badge): batch norm and dropout are called with
+      // training=True (and batch norm counts its batches); the layers after the dropout get
+      // other values (its noise), which this comparison is not about
+      const hidden = async (path: string) => {
+        const badge = v.locator(`.ts-node[data-path="${path}"]`).first().locator("[data-role=change-badge]");
+        return (await badge.count()) ? Number(await badge.getAttribute("data-count")) : 0;
+      };
+      assert.ok((await hidden("norm")) >= 1, "batch norm switched");
+      assert.equal(await hidden("drop"), 1, "dropout switched");
+      assert.equal(await hidden("out"), 0, "dropout's noise is not a change of the output layer");
+      assert.equal(await hidden("fc"), 0, "one input on both sides: nothing before the switch changed");
+      const counts = await v.locator("[data-role=compare-counts] > *").allTextContents();
+      console.log(`# compare with training mode: ${JSON.stringify(counts)}`);
+      assert.ok(
+        counts.some((c) => /^~[1-4] changed$/.test(c)),
+        `a few changes, the switched calls: ${JSON.stringify(counts)}`,
+      );
+      await pointerAway(page);
+      await shot(page, "compare-train-panel");
+    }));
+
+  it("a save re-traces the file's panels where they are (retraceOnSave): none comes forward, the editor keeps the focus", () =>
+    step(page, "retrace-on-save", async () => {
+      await openFile(page, "compare_me.py");
+      await editorLine(page, "def forward").click();
+      await markOld(page);
+      await palette(page, "torchscope: Visualize forward pass");
+      await waitForGraph(page);
+      // the shown tab of each group, by title ("Forward pass: CompareMe, Editor Group 2")
+      const front = async () =>
+        (
+          await page
+            .locator(".tabs-container .tab.active")
+            .evaluateAll((tabs) => tabs.map((t) => (t.getAttribute("aria-label") ?? "").split(",")[0]!))
+        ).filter((l) => /^(Forward pass:|Compare) /.test(l));
+      assert.deepEqual(await front(), ["Forward pass: CompareMe"], "the graph panel is in front of the comparison in their group");
+      const count = (re: RegExp) =>
+        logText(cs!)
+          .split("\n")
+          .filter((l) => re.test(l)).length;
+      const traced = count(/\[(info|warning)\] traced CompareMe/);
+      const compared = count(/\[info\] compared CompareMe \(HEAD/);
+      await editorLine(page, "def forward").click();
+      await page.keyboard.press("Control+s");
+      // both of the file's panels are traced again: the graph and the comparison with HEAD
+      const end = Date.now() + 180_000;
+      while ((count(/\[(info|warning)\] traced CompareMe/) <= traced || count(/\[info\] compared CompareMe \(HEAD/) <= compared) && Date.now() < end)
+        await page.waitForTimeout(250);
+      assert.ok(count(/\[(info|warning)\] traced CompareMe/) > traced, "the graph was traced again on save");
+      assert.ok(count(/\[info\] compared CompareMe \(HEAD/) > compared, "the comparison was made again on save");
+      await page.waitForTimeout(1000); // (a panel brought forward would be by now)
+      assert.deepEqual(await front(), ["Forward pass: CompareMe"], "the panel in front stays in front");
+      assert.match(await activeTab(page), /compare_me\.py/, "the editor keeps the focus");
+      assert.equal(await page.locator(".tabs-container .tab.active.dirty").count(), 0, "saved");
+    }));
+
+  it("the interpreter is python.defaultInterpreterPath's when neither torchscope.pythonPath nor the Python extension names one", () =>
+    step(page, "interpreter-setting", async () => {
+      const started = logText(cs!)
+        .split("\n")
+        .filter((l) => l.includes("starting the language server"));
+      assert.ok(started.length >= 1, "the server was started");
+      assert.ok(
+        started.every((l) => l.includes(`${PYTHON} -m torchscope.server (python-setting)`)),
+        `started with python.defaultInterpreterPath's interpreter: ${started.join(" | ")}`,
+      );
     }));
 });

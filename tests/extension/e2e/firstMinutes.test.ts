@@ -16,6 +16,7 @@ import {
   cleanup,
   closeAll,
   contextMenu,
+  cursorLine,
   editorLine,
   lastTrace,
   launch,
@@ -144,6 +145,38 @@ if __name__ == "__main__":
     main()
 `;
 
+// A file that does not parse (a colon missing at line 10): its models can't be read.
+const BROKEN = `import torch
+from torch import nn
+
+
+class Broken(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x)
+        return self.fc(x)
+`;
+
+// A class whose arguments nothing in the file gives: the box asks for them, naming them.
+const NEEDS_CTOR = `import torch
+from torch import nn
+
+
+class Mixer(nn.Module):
+    def __init__(self, d_in, d_hidden, n_layers=2):
+        super().__init__()
+        self.inp = nn.Linear(d_in, d_hidden)
+        self.layers = nn.ModuleList(nn.Linear(d_hidden, d_hidden) for _ in range(n_layers))
+
+    def forward(self, x):
+        x = self.inp(x)
+        for layer in self.layers:
+            x = layer(x)
+        return x
+`;
+
 interface Timing {
   total_ms: number;
   request_ms?: number;
@@ -190,6 +223,8 @@ before(async () => {
       "script_net.py": SCRIPT_NET,
       "filled_at_import.py": FILLED_AT_IMPORT,
       "needs_args.py": NEEDS_ARGS,
+      "broken.py": BROKEN,
+      "needs_ctor.py": NEEDS_CTOR,
     },
   });
   browser = await launch();
@@ -290,6 +325,49 @@ describe("the first minutes", { timeout: 900_000 }, () => {
       assert.equal(await viewer(page).locator(".ts-model").innerText(), "Encoder");
       await pointerAway(page);
       await shot(page, "first-02b-built-as-the-file-builds-it");
+    }));
+
+  it("a class whose arguments the file never gives: the box names the parameters it takes", () =>
+    step(page, "ctor-params", async () => {
+      await closeAll(page);
+      await openFile(page, "needs_ctor.py");
+      await markOld(page);
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      const box = page.locator(".quick-input-widget", { hasText: "Arguments to build Mixer" });
+      await box.waitFor({ timeout: 120_000 });
+      const input = page.locator(".quick-input-widget input");
+      assert.equal(await input.getAttribute("placeholder"), "d_in, d_hidden, n_layers=2", "the parameters of Mixer.__init__");
+      await page.waitForTimeout(2000);
+      assert.equal(
+        await page.locator(".notification-toast", { hasText: "Tracing Mixer" }).count(),
+        0,
+        "no progress while the box waits for the user",
+      );
+      await shot(page, "first-02c-constructor-parameters");
+      await input.fill("8, 16");
+      await input.press("Enter");
+      await waitForGraph(page);
+      traces++;
+      assert.equal(await viewer(page).locator(".ts-model").innerText(), "Mixer");
+    }));
+
+  it("a file that does not parse: where, with Go to Line, not 'defines none'", () =>
+    step(page, "syntax-error", async () => {
+      await closeAll(page);
+      await openFile(page, "broken.py");
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      const toast = page.locator(".notification-toast", { hasText: "does not parse" }).first();
+      await toast.waitFor({ timeout: 60_000 });
+      const text = await toast.innerText();
+      assert.match(text, /broken\.py does not parse: line 10/);
+      assert.doesNotMatch(text, /defines none/);
+      await page.waitForTimeout(500); // (the toast slides in)
+      await shot(page, "first-02d-syntax-error");
+      await toast.getByRole("button", { name: "Go to Line" }).click();
+      await page.waitForFunction(() => /Ln 10,/.test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""), undefined, {
+        timeout: 15_000,
+      });
+      assert.equal(await cursorLine(page), 10);
     }));
 
   it("a model that needs the top-level code: a question first, nothing runs before Run It", () =>

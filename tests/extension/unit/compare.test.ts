@@ -271,6 +271,48 @@ describe("comparing a model in the editor", () => {
     assert.ok((x.compared[0]!.statsTolerance ?? 0) >= 1e6);
   });
 
+  it("with training mode, a guess the training side had to change: eval mode traced again with that input", async () => {
+    // batch norm in training mode refuses a batch of one: the runner's guess for that side
+    // is another size, and two sizes would make every node a change
+    const doc = pyDoc("/w/net.py");
+    const guessed = (expr: string): TraceSummary => ({ ...summary, input: `guessed: ${expr}`, inputKind: "guess", inputExpr: expr });
+    const x = extension({
+      trace: (p, n) => {
+        const path = join(mkdtempSync(join(tmpdir(), "torchscope-cmp-g-")), `t${n}.msgpack`);
+        writeFileSync(path, GRAPH);
+        const s = p.input
+          ? { ...summary, input: p.input, inputKind: "typed" as const, inputExpr: p.input }
+          : guessed(p.train ? "torch.randn(2, 16)" : "torch.randn(1, 16)");
+        return { path, size: GRAPH.length, summary: s };
+      },
+    });
+    await run("torchscope.compareWithTraining", { uri: doc.uri.toString(), target: "Net" });
+    assert.deepEqual(
+      x.traced.map((p) => [p.train, p.input]),
+      [
+        [false, undefined],
+        [true, undefined],
+        [false, "torch.randn(2, 16)"],
+      ],
+    );
+    assert.equal(x.compared.length, 1);
+    assert.ok(x.compared[0]!.a.endsWith("t3.msgpack"), "the eval side traced with the training side's input is compared");
+  });
+
+  it("with HEAD, both sides guessed alike: each traced once", async () => {
+    const { file } = repo();
+    const doc = pyDoc(file);
+    const x = extension({
+      trace: (_p, n) => {
+        const path = join(mkdtempSync(join(tmpdir(), "torchscope-cmp-g-")), `t${n}.msgpack`);
+        writeFileSync(path, GRAPH);
+        return { path, size: GRAPH.length, summary: { ...summary, inputKind: "guess", inputExpr: "torch.randn(1, 16)" } };
+      },
+    });
+    await run("torchscope.compareWithHead", { uri: doc.uri.toString(), target: "Net" });
+    assert.equal(x.traced.length, 2);
+  });
+
   it("with another input: asked (and remembered), the model's own input on the other side", async () => {
     const doc = pyDoc("/w/net.py");
     const x = extension();
