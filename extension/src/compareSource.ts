@@ -128,12 +128,13 @@ export class EditorCompareSource implements TraceSource {
     if (!rb.ok) return rb;
     // One input on both sides (HEAD, training mode): where b's guess had to differ from a's
     // (batch norm in training mode refuses a batch of one), every node would differ by it;
-    // a again with b's input
-    const again = this.kind === "input" ? undefined : otherGuess(ra.traced.summary, rb.traced.summary);
-    if (again !== undefined) {
+    // a again with b's input, unless a can't take it (b's first layer wants another size)
+    const input = this.kind === "input" ? undefined : otherGuess(ra.traced.summary, rb.traced.summary);
+    if (input !== undefined) {
       if (cancel.isCancellationRequested) return { ok: false, kind: "cancelled" };
-      ra = await this.a.withInput(again).trace((m) => progress(`${nameA}: ${m}`), cancel);
-      if (!ra.ok) return ra;
+      const again = await this.a.withInput(input).trace((m) => progress(`${nameA}: ${m}`), cancel);
+      if (!again.ok && again.kind === "cancelled") return again;
+      if (again.ok && (!again.traced.summary?.error || ra.traced.summary?.error)) ra = again;
     }
     progress("comparing");
     // Two inputs: the page names each side by its input expression.

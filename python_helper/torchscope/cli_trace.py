@@ -69,6 +69,7 @@ class Traced:
     timed_out: bool = False  # the tracer stopped the forward at its budget: a partial graph
     # top-level statements that did not run and that the forward's error points at
     suspects: list[Any] = field(default_factory=list[Any])
+    guessed: Optional[str] = None  # the guessed input's expression (None: not a guess)
 
 
 def trace_target(
@@ -198,7 +199,8 @@ def _trace(
     described = chosen.described
     if built.built_as:
         described += f"; model built as {built.built_as}"
-    return Traced(graph, described, timed_out, blamed)
+    guessed = chosen.expr if chosen.kind == "guess" else None
+    return Traced(graph, described, timed_out, blamed, guessed)
 
 
 def _skipped_hint(skipped: list[Any]) -> str:

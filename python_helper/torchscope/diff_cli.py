@@ -84,15 +84,23 @@ def run_diff(args: argparse.Namespace) -> int:
         return _fail("--input-b and --train-b apply to a target B (FILE.py:NAME), not a graph file")
     if is_graph_file(args.a) and is_graph_file(args.b) and args.input_expr:
         return _fail("--input applies to targets (FILE.py:NAME); A and B are graph files")
+    train_a = False if args.train_b else None
     try:
-        a = load_side(args.a, args.device, args.input_expr, False if args.train_b else None, args)
-        b = load_side(
+        a, a_guess = load_side(args.a, args.device, args.input_expr, train_a, args)
+        b, b_guess = load_side(
             args.b,
             args.device,
             args.input_b or args.input_expr,
             True if args.train_b else None,
             args,
         )
+        if a_guess and b_guess and a_guess != b_guess:
+            # one input on both sides: B's guess had to differ (batch norm in training mode
+            # refuses a batch of one), and every node would differ by it; unless A can't take
+            # it (B's first layer wants another size)
+            again, _ = load_side(args.a, args.device, b_guess, train_a, args)
+            if again.error is None or a.error is not None:
+                a = again
     except (SideError, GraphFileError) as exc:
         return _fail(str(exc))
     a_source = _source(args.a, args.input_expr, False if args.train_b else None)
@@ -154,10 +162,11 @@ def load_side(
     input_expr: Optional[str],
     train: Optional[bool],
     args: argparse.Namespace,
-) -> Graph:
-    """A saved graph, or the graph of one traced forward of a target."""
+) -> tuple[Graph, Optional[str]]:
+    """A saved graph, or the graph of one traced forward of a target; and the expression of
+    the input it guessed (None: a graph file, or an input it did not guess)."""
     if is_graph_file(spec):
-        return read_graph_file(spec)
+        return read_graph_file(spec), None
     from .cli_trace import CliError, trace_target
 
     try:
@@ -175,7 +184,7 @@ def load_side(
         )
     except CliError as exc:
         raise SideError(exc.message) from None
-    return traced.graph
+    return traced.graph, traced.guessed
 
 
 def _source(spec: str, input_expr: Optional[str], train: Optional[bool]) -> str:

@@ -359,3 +359,49 @@ def test_a_saved_trace_and_a_new_one_have_the_same_values(models, tmp_path, caps
     assert run(["trace", f"{a}:Net", "-o", str(saved)], capsys)[0] == 0
     rc, out, _ = run(["diff", str(saved), f"{a}:Net", "--check"], capsys)
     assert rc == 0, out
+
+
+def test_training_mode_against_eval_with_a_guessed_input_uses_one_input(tmp_path, capsys) -> None:
+    """Batch norm in training mode refuses a batch of one: B's guess is a batch of two, and
+    A (eval mode, which takes a batch of one) is traced again with it — not a diff in which
+    every node differs by the input's size."""
+    path = tmp_path / "noisy.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            from torch import nn
+
+            class Noisy(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(16, 16)
+                    self.norm = nn.BatchNorm1d(16)
+                    self.out = nn.Linear(16, 4)
+
+                def forward(self, x):
+                    return self.out(self.norm(self.fc(x)))
+            """
+        )
+    )
+    spec = f"{path}:Noisy"
+    rc, out, err = run(["diff", spec, spec, "--train-b", "--no-values"], capsys)
+    assert rc == 0, err
+    assert "[1, 16] → [2, 16]" not in out
+    assert "~ batch_norm: training: False → True" in out
+    assert "~ fc:" not in out and "~ out:" not in out
+
+
+def test_a_guess_the_other_side_cannot_take_is_not_forced_on_it(tmp_path, capsys) -> None:
+    """B's first layer takes another size: each side keeps its own guess (A traced with B's
+    would raise), and the diff shows the input's size change."""
+    for name, width in (("first_a.py", 16), ("first_b.py", 32)):
+        (tmp_path / name).write_text(
+            "from torch import nn\n\n"
+            f"def build():\n    return nn.Sequential(nn.Linear({width}, 8), nn.ReLU())\n"
+        )
+    rc, out, err = run(
+        ["diff", f"{tmp_path / 'first_a.py'}:build", f"{tmp_path / 'first_b.py'}:build"], capsys
+    )
+    assert rc == 0 and "raised" not in err, err
+    assert "[1, 16] → [1, 32]" in out, out

@@ -299,6 +299,35 @@ describe("comparing a model in the editor", () => {
     assert.ok(x.compared[0]!.a.endsWith("t3.msgpack"), "the eval side traced with the training side's input is compared");
   });
 
+  it("with HEAD, a guess of the edited model that HEAD's can't take: HEAD's own guess kept", async () => {
+    // the edit changed the first layer's size: HEAD's model raises with the new size
+    const { file } = repo();
+    const doc = pyDoc(file);
+    const x = extension({
+      trace: (p, n) => {
+        const path = join(mkdtempSync(join(tmpdir(), "torchscope-cmp-g-")), `t${n}.msgpack`);
+        writeFileSync(path, GRAPH);
+        const head = p.text === COMMITTED;
+        const s: TraceSummary = p.input
+          ? {
+              ...summary,
+              input: p.input,
+              inputKind: "typed",
+              inputExpr: p.input,
+              error: { type: "RuntimeError", message: "mat1 and mat2 shapes cannot be multiplied", file: null, line: null },
+            }
+          : { ...summary, inputKind: "guess", inputExpr: head ? "torch.randn(1, 16)" : "torch.randn(1, 32)" };
+        return { path, size: GRAPH.length, summary: s };
+      },
+    });
+    await run("torchscope.compareWithHead", { uri: doc.uri.toString(), target: "Net" });
+    assert.deepEqual(
+      x.traced.map((p) => p.input),
+      [undefined, undefined, "torch.randn(1, 32)"],
+    );
+    assert.ok(x.compared[0]!.a.endsWith("t1.msgpack"), "HEAD's graph with its own input is compared");
+  });
+
   it("with HEAD, both sides guessed alike: each traced once", async () => {
     const { file } = repo();
     const doc = pyDoc(file);
