@@ -1,7 +1,8 @@
 // The language client for `python -m torchscope.server`, run in the user's interpreter
 // with the bundled pure-Python libraries on PYTHONPATH. Settings are resolved here and
 // passed as initializationOptions; a settings or interpreter change restarts the server
-// (debounced, so a burst of changes restarts it once).
+// (debounced, so a burst of changes restarts it once), but for inlay hints, which the
+// running server is told of (workspace/didChangeConfiguration).
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
@@ -303,6 +304,16 @@ export class ServerClient implements Server, vscode.Disposable {
     this.log.info("restarting the language server");
     await old.stop().catch((e: unknown) => this.log.warn(`stopping the server: ${String(e)}`));
     return true;
+  }
+
+  /** torchscope.inlayHints changed: told to the running server, whose hints appear or go at
+   * once (no restart: its runner stays warm); a server not started reads it when it starts. */
+  inlayHintsChanged(): void {
+    if (this.client?.state !== State.Running) return;
+    const inlayHints = readInitOptions(this.storageDir).inlayHints;
+    this.client
+      .sendNotification("workspace/didChangeConfiguration", { settings: { torchscope: { inlayHints } } })
+      .catch((e: unknown) => this.log.warn(`telling the server of the inlay hints setting: ${String(e)}`));
   }
 
   /** Restart soon: settings or the interpreter changed. Only a running server starts again

@@ -85,10 +85,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (
         e.affectsConfiguration("torchscope.pythonPath") ||
         e.affectsConfiguration("torchscope.traceTimeoutSeconds") ||
-        e.affectsConfiguration("torchscope.logLevel") ||
-        e.affectsConfiguration("torchscope.inlayHints")
+        e.affectsConfiguration("torchscope.logLevel")
       )
         server.restartSoon();
+      else if (e.affectsConfiguration("torchscope.inlayHints")) server.inlayHintsChanged();
     }),
     // the runner imports the user's files in the environment the file gives: a new one
     watchEnvFile(() => {

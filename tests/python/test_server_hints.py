@@ -385,3 +385,35 @@ def test_inlay_hints_option_off(workspace, tmp_path):
         assert text is not None and "`4×16`" in text  # hovers stay
     finally:
         session.close()
+
+
+def test_inlay_hints_turned_on_and_off_without_a_restart(workspace, tmp_path):
+    """The setting changed in the editor: the server is told (workspace/didChangeConfiguration)
+    and asks the editor to fetch hints again; its runner stays warm, nothing restarts."""
+    session = Session(
+        sys.executable, server_env(), workspace, TIMEOUT * 5, options={"inlayHints": False}
+    )
+    try:
+        shapes = workspace / "shapes.py"
+        Docs(session).open(shapes)
+        trace(session, shapes, "Net")
+        assert hints(session, shapes) == {}
+
+        def setting(on: bool) -> None:
+            before = session.refreshes
+            session.client.workspace_did_change_configuration(
+                types.DidChangeConfigurationParams(settings={"torchscope": {"inlayHints": on}})
+            )
+            session.wait_for(lambda: session.refreshes > before)  # the editor asks again
+
+        setting(True)
+        assert hints(session, shapes) == expected(shapes, SHAPES_HINTS)
+        setting(False)
+        assert hints(session, shapes) == {}
+        # other settings' shapes are ignored, not an error
+        session.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings=None)
+        )
+        assert hints(session, shapes) == {}
+    finally:
+        session.close()

@@ -175,10 +175,13 @@ class TorchscopeServer(LanguageServer):
             key, graph, mark, self.open_texts, loaded, lambda m: self.log("warning", m)
         )
 
-    def refresh_hints(self) -> None:
+    def refresh_hints(self, turned_off: bool = False) -> None:
+        """Ask the editor to fetch inlay hints again (new shapes; or, `turned_off`, none)."""
         caps = self.client_capabilities.workspace
         hint_caps = caps.inlay_hint if caps is not None else None
-        if not self.settings.inlay_hints or not (hint_caps and hint_caps.refresh_support):
+        if not (self.settings.inlay_hints or turned_off) or not (
+            hint_caps and hint_caps.refresh_support
+        ):
             return
         future: Any = self.workspace_inlay_hint_refresh(None)
         future.add_done_callback(lambda f: f.cancelled() or f.exception())  # answered or not
@@ -447,6 +450,22 @@ async def inlay_hint(ls: TorchscopeServer, params: types.InlayHintParams) -> lis
     doc = ls.workspace.get_text_document(params.text_document.uri)
     lines = hints.split_lines(doc.source)
     return hints.inlay_hints(found[1].lines, lines, params.range.start.line, params.range.end.line)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+def did_change_configuration(
+    ls: TorchscopeServer, params: types.DidChangeConfigurationParams
+) -> None:
+    """torchscope.inlayHints changed in the editor ({"torchscope": {"inlayHints": …}}): the
+    hints appear or go at once, the runner stays warm (no restart)."""
+    settings = plain(params.settings) if params is not None else None
+    ours = settings.get("torchscope") if isinstance(settings, dict) else None
+    if not isinstance(ours, dict) or "inlayHints" not in ours:
+        return
+    on = ours["inlayHints"] is not False
+    if on != ls.settings.inlay_hints:
+        ls.settings.inlay_hints = on
+        ls.refresh_hints(turned_off=not on)
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)

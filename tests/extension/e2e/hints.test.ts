@@ -2,7 +2,7 @@
 // user: right-click → Visualize forward pass → the forward's lines end in `4×16`-style inlay
 // hints (read from the editor's DOM); a hover on a line shows its tensors and "Show in graph",
 // which selects the node in the panel; `torchscope.inlayHints: false` hides the hints and
-// true brings them back without a new trace. At a breakpoint in another file's forward
+// true brings them back without a new trace or a restart. At a breakpoint in another file's forward
 // (the real debugpy adapter, through the fixture extension of debug.test.ts): the paused
 // trace gives that file hints too, the paused line's call is marked in the panel
 // (`data-here`), what is still ahead faded (`data-ahead`), and a step moves the mark.
@@ -198,11 +198,19 @@ describe("shapes in the code", () => {
     });
 
     await step(page, "hints-setting", async () => {
-      // Off: the server restarts without hints; on again: the panel's graph gives them back.
+      // Off: the hints go; on again: they come back. The server is told, not restarted (its
+      // runner stays warm).
+      const starts = () =>
+        logText(cs!)
+          .split("\n")
+          .filter((l) => l.includes("starting the language server")).length;
+      const started = starts();
       await palette(page, "torchscope test: toggle torchscope.inlayHints");
       await waitForNoHint("h = self.fc1(x)");
       await palette(page, "torchscope test: toggle torchscope.inlayHints");
       await waitForHint("h = self.fc1(x)", /4×16/);
+      await page.waitForTimeout(1500); // (a restart is debounced)
+      assert.equal(starts(), started, "the language server was not restarted");
     });
   });
 
