@@ -19,9 +19,10 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { execSync } from "node:child_process";
 import { cpus, loadavg } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import {
+  CODE_SERVER,
   ROOT,
   cleanup,
   closeAll,
@@ -332,10 +333,21 @@ function machine(): Record<string, unknown> {
     cpu: cpus()[0]?.model ?? "?",
     cores: cpus().length,
     chromium: sh(`${process.env.CHROMIUM ?? "/usr/bin/chromium"} --version`),
-    code_server: "4.100.3",
+    // the code-server the harness started, and the Node that runs it (the first on PATH)
+    code_server: codeServerVersion(),
+    node: sh("node --version"),
     commit: sh(`git -C ${ROOT} rev-parse --short HEAD`),
     dirty: sh(`git -C ${ROOT} status --porcelain --untracked-files=no`) !== "",
   };
+}
+
+/** The version in the package.json of the code-server that CODE_SERVER (its entry.js) is in. */
+function codeServerVersion(): string {
+  try {
+    return JSON.parse(readFileSync(join(dirname(CODE_SERVER), "..", "..", "package.json"), "utf8")).version ?? "?";
+  } catch {
+    return "?";
+  }
 }
 
 async function main(): Promise<void> {

@@ -223,7 +223,7 @@ def machine_line(data: dict[str, Any]) -> str:
     )
     return (
         f"**Machine:** {m['cpu']}, {m['cores']} cores (shared with other jobs); {m['chromium']} headless; "
-        f"code-server {m['code_server']}; torchscope at {m['commit']}{' (+ uncommitted changes)' if m.get('dirty') else ''}; "
+        f"code-server {m['code_server']}{' on Node ' + m['node'] if m.get('node') else ''}; torchscope at {m['commit']}{' (+ uncommitted changes)' if m.get('dirty') else ''}; "
         f"{s['when']} → {e['when']}; load average (1/5/15 min) {' / '.join(map(str, s['loadavg']))} at the start, "
         f"{' / '.join(map(str, e['loadavg']))} at the end ({loads})."
     )

