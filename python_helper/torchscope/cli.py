@@ -124,7 +124,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "summary" and is_graph_file(args.target):
         return _summarize_file(args)
     from .cli_trace import CliError, error_line, trace_target
-    from .launch import end_process_group, launched_rank, rank_file
+    from .launch import (
+        end_process_group,
+        launched_rank,
+        rank_file,
+        sigterm_as_before,
+        stop_on_sigterm,
+    )
 
     launched = launched_rank()
     rank, size = launched if launched else (0, 1)
@@ -144,6 +150,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             out = _output(name, args.format)
         except CliError as exc:
             return _fail(exc)
+    if launched:
+        stop_on_sigterm()
     try:
         traced = trace_target(
             args.target,
@@ -157,6 +165,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except CliError as exc:
         return _fail(exc)
     finally:
+        if launched:
+            sigterm_as_before()
         end_process_group()
     graph = traced.graph
     if not shows:  # another rank reports (--rank); this one still says why it failed

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn, Optional
+from typing import Any, NoReturn, Optional
 
 
 def launched_rank(environ: Optional[dict[str, str]] = None) -> Optional[tuple[int, int]]:
@@ -25,6 +25,44 @@ def launched_rank(environ: Optional[dict[str, str]] = None) -> Optional[tuple[in
 def rank_file(path: Path, rank: int) -> Path:
     """`graph.msgpack` → `graph.rank1.msgpack` (a `pathlib.Path`)."""
     return path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
+
+
+class RankStopped(Exception):
+    """torchrun ended this rank (SIGTERM) while it traced, most likely because another rank
+    failed (an Exception, so the tracer keeps it as the forward's error)."""
+
+
+def stop_on_sigterm() -> None:
+    """While a rank traces: torchrun's SIGTERM (it ends every rank once one failed) raised as
+    RankStopped into the traced forward, so the graph up to where the rank was is written
+    instead of nothing. Outside the forward (building the model, writing the graph) it is
+    dropped: the rank ends as soon as its graph is written. Once: a second SIGTERM, or one
+    after `sigterm_as_before`, ends the process at once."""
+    import signal
+
+    def stop(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        tracer = sys.modules.get("torchscope.tracer")
+        if tracer is not None and tracer.in_forward():
+            raise RankStopped(
+                "torchrun stopped this rank (SIGTERM), most likely because another rank failed"
+            )
+
+    try:
+        signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: the launcher's default stays
+        pass
+
+
+def sigterm_as_before() -> None:
+    """The trace is over: SIGTERM ends the process again (one pending is dropped: the graph
+    is about to be written and the process to end)."""
+    import signal
+
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except ValueError:
+        pass
 
 
 _left_group = False  # this process destroyed a process group (end_process_group)

@@ -103,6 +103,15 @@ class OutOfTime(BaseException):
     trace ends there as at its own budget (a TraceTimeout error, the graph up to there)."""
 
 
+_forwards = 0  # traced forwards running now (in_forward)
+
+
+def in_forward() -> bool:
+    """Whether a traced forward is running now: an error raised from outside into the code
+    running then (a signal's handler) ends the forward as its error, the graph kept."""
+    return _forwards > 0
+
+
 class ModelTooDeep(ValueError):
     """Modules nested so deep that running the forward would overflow the C stack."""
 
@@ -1643,9 +1652,12 @@ def _trace(
             lean_calls(rec.pre_hook, rec.post_hook, len(handles), rec.layer_call, rec.layers),
         ):
             rec.__enter__()
+            global _forwards
+            _forwards += 1
             try:
                 result = model(*args, **kwargs)
             finally:
+                _forwards -= 1
                 _remove_mode(rec)
     except Exception as exc:  # noqa: BLE001 - the graph shows it; re-raised below
         error = exc

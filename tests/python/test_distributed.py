@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -311,6 +313,84 @@ def test_with_rank_the_other_ranks_still_say_why_they_failed(tmp_path: Path) -> 
         )
     said = str(failed.value)
     assert "torchscope: rank 1: the forward raised ValueError: boom on rank 1" in said, said
+
+
+RAISES_BEFORE_A_COLLECTIVE = """
+import torch
+import torch.distributed as dist
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        x = self.fc(x)
+        if dist.get_rank() == 1:
+            raise ValueError("boom on rank 1")
+        dist.all_reduce(x)  # rank 0 waits here for rank 1, which is gone
+        return x.relu()
+
+def build():
+    dist.init_process_group("gloo")
+    return Net(), torch.ones(2, 4)
+"""
+
+
+def test_a_rank_waiting_for_a_failed_one_still_writes_its_graph(tmp_path: Path) -> None:
+    """Rank 1 raises; rank 0 waits in an all_reduce for it, and torchrun ends it (SIGTERM):
+    it wrote nothing. Now its graph up to the collective it waited in is written too."""
+    (tmp_path / "waits.py").write_text(RAISES_BEFORE_A_COLLECTIVE)
+    with pytest.raises(AssertionError) as failed:  # (torchrun: a rank exited 1)
+        torchrun(["-m", "torchscope", "trace", "waits.py:build", "-o", "g.msgpack"], tmp_path)
+    said = str(failed.value)
+    assert "torchscope: the forward raised ValueError: boom on rank 1" in said, said
+    rank0 = load(tmp_path / "g.rank0.msgpack")
+    assert rank0.error is not None and rank0.model.rank == 0
+    assert [n.name for n in rank0.nodes if n.kind == "op"] == ["linear", "all_reduce"]
+    assert load(tmp_path / "g.rank1.msgpack").error.type == "ValueError"
+
+
+def test_sigterm_while_a_rank_traces_is_the_forwards_error(tmp_path: Path) -> None:
+    """torchrun's SIGTERM, arriving while the model's own code runs: raised there as
+    RankStopped, so the graph up to that point is written and the rank says why."""
+    (tmp_path / "slow.py").write_text(
+        "import time\nfrom pathlib import Path\nimport torch\nfrom torch import nn\n\n"
+        "class Slow(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n\n"
+        "    def forward(self, x):\n        x = self.fc(x)\n"
+        "        Path(__file__).with_name('started').write_text('yes')\n"
+        "        end = time.time() + 120\n"
+        "        while time.time() < end:\n            time.sleep(0.05)\n"
+        "        return x\n\n"
+        "def build():\n    return Slow(), torch.ones(2, 4)\n"
+    )
+    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "2"}  # as torchrun starts a rank
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent.parent / "python_helper")])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torchscope", "trace", "slow.py:build", "-o", "g.msgpack"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(1200):
+            if (tmp_path / "started").exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert (tmp_path / "started").exists(), proc.communicate()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, out + err
+    assert "the forward raised RankStopped: torchrun stopped this rank (SIGTERM)" in err, err
+    graph = load(tmp_path / "g.rank0.msgpack")
+    assert graph.error is not None and graph.error.type == "RankStopped"
+    assert [n.name for n in graph.nodes if n.kind == "op"] == ["linear"]
 
 
 @pytest.mark.parametrize("grouped", [True, False])
