@@ -165,7 +165,8 @@ export class ValuesPanel {
       ["name", "node"],
       ["where", "in"],
       ["value", info.label],
-      ["share", "share"],
+      // a share of the total only where values add up (FLOPs, time, bytes, parameters)
+      ...(info.additive ? ([["share", "share"]] as [SortKey, string][]) : []),
     ];
     for (const [key, text] of cols) {
       const th = el("th", "", tr);
@@ -182,7 +183,9 @@ export class ValuesPanel {
       const row = el("tr", "", body);
       row.dataset.id = String(r.id);
       row.title = "show it in the graph and open its line";
-      for (const text of [String(rank.get(r.id)), r.name, r.where, info.format(r.value), r.share === null ? "" : formatShare(r.share)]) {
+      const cells = [String(rank.get(r.id)), r.name, r.where, info.format(r.value)];
+      if (info.additive) cells.push(r.share === null ? "" : formatShare(r.share));
+      for (const text of cells) {
         el("td", "", row).textContent = text;
       }
     }

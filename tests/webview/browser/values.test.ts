@@ -166,6 +166,9 @@ describe("overlay, legend and table (GPT-2)", () => {
       assert.match(hi!, unit, m);
       assert.ok((await heats(page)).length > 0, m);
       assert.ok((await page.locator("[data-role=table] tbody tr[data-id]").count()) > 0, m);
+      // a share of the total only where values add up (not of a largest |value|)
+      const heads = await page.locator("[data-role=table] thead th").allTextContents();
+      assert.equal(heads.includes("share"), m !== "absmax", `${m}: ${heads.join(", ")}`);
     }
     await choose(page, "nonfinite");
     assert.match((await page.locator("[data-role=table]").textContent())!, /no node has a value above 0/);
