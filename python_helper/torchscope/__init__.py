@@ -30,6 +30,7 @@ _EXPORTS = {
     "trace": "tracer",
     "trace_call": "tracer",
     "show": "notebook",
+    "show_graph": "notebook",
 }
 
 __all__ = [
@@ -44,13 +45,14 @@ __all__ = [
     "TraceCancelled",
     "TraceTimeout",
     "show",
+    "show_graph",
     "trace",
     "trace_call",
 ]
 
 if TYPE_CHECKING:
     from .graph import FORMAT, VERSION, Edge, Graph, GraphFormatError, Group, Node, Site
-    from .notebook import show
+    from .notebook import show, show_graph
     from .tracer import TraceCancelled, TraceTimeout, trace, trace_call
 
 

@@ -17,6 +17,7 @@ import html
 import re
 import secrets
 from importlib import resources
+from typing import Optional
 
 __all__ = ["BundleNotBuiltError", "fill_page", "render_html"]
 
@@ -60,8 +61,9 @@ def fill_page(template: str, values: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
 
-def render_html(graph_bytes: bytes, title: str) -> str:
-    """Return one HTML document that shows ``graph_bytes`` (torchscope.graph msgpack)."""
+def render_html(graph_bytes: bytes, title: str, nonce: Optional[str] = None) -> str:
+    """Return one HTML document that shows ``graph_bytes`` (torchscope.graph msgpack);
+    `nonce`: its scripts' and styles' (a new one by default)."""
     template = _read_static("page.html")
     css = _read_static("viewer.css")
     try:
@@ -74,7 +76,7 @@ def render_html(graph_bytes: bytes, title: str) -> str:
     return fill_page(
         template,
         {
-            "nonce": secrets.token_urlsafe(18),
+            "nonce": nonce or secrets.token_urlsafe(18),
             "title": html.escape(title),
             "style": _inline_style(css),
             "view": "",

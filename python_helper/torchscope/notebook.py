@@ -2,14 +2,20 @@
 
 Each view is the standalone page inside a sandboxed ``<iframe srcdoc>``: its own document,
 scripts and styles, so several views in one notebook never interfere with each other or
-with the notebook.
+with the notebook. The page travels gzip-compressed in base64 and a few lines of script in
+the frame open it (a view is ~0.7 MB in the saved notebook instead of the 3.6 MB of the
+page HTML-escaped); the browser's DecompressionStream does it (Chrome 80, Firefox 113,
+Safari 16.4 and later).
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
 import html
 import os
 import re
+import secrets
 import sys
 import tempfile
 from pathlib import Path
@@ -48,15 +54,44 @@ class GraphView:
         # allow-scripts without allow-same-origin: the page runs in an opaque origin and
         # can't reach the notebook; allow-downloads keeps SVG/PNG export working.
         return (
-            f'<iframe srcdoc="{html.escape(self.page, quote=True)}" '
+            f'<iframe srcdoc="{html.escape(self._opener(), quote=True)}" '
             f'title="{html.escape(self.title, quote=True)}" '
             'sandbox="allow-scripts allow-downloads" '
             f'style="width:100%;height:{int(self.height)}px;border:1px solid rgba(128,128,128,.35);'
             'border-radius:4px"></iframe>'
         )
 
+    def _opener(self) -> str:
+        """A small document that unpacks the page (gzip, base64) and writes it over itself,
+        under the page's own policy (one nonce for both)."""
+        nonce = secrets.token_urlsafe(18)
+        page = render_html(self.graph_bytes, self.title, nonce)
+        packed = base64.b64encode(gzip.compress(page.encode("utf-8"), 6)).decode("ascii")
+        csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', page)
+        policy = csp.group(1) if csp else ""
+        return (
+            '<!DOCTYPE html><html><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
+            f"<title>{html.escape(self.title)}</title></head><body>"
+            f'<script type="application/octet-stream" id="torchscope-page">{packed}</script>'
+            f'<script nonce="{nonce}">{_OPEN}</script></body></html>'
+        )
+
     def __repr__(self) -> str:
         return f"<torchscope.GraphView {self.title!r} ({len(self.graph_bytes)} bytes)>"
+
+
+# the opener's script: base64 → bytes → gunzip → the page, written over this document
+_OPEN = (
+    "(async()=>{const e=document.getElementById('torchscope-page');"
+    "if(!window.DecompressionStream){document.body.textContent="
+    "'torchscope: this browser cannot open the graph (it lacks DecompressionStream)';return;}"
+    "const b=atob(e.textContent),u=new Uint8Array(b.length);"
+    "for(let i=0;i<b.length;i++)u[i]=b.charCodeAt(i);"
+    "const t=await new Response(new Blob([u]).stream()"
+    ".pipeThrough(new DecompressionStream('gzip'))).text();"
+    "document.open();document.write(t);document.close();})();"
+)
 
 
 def _display(view: GraphView) -> None:
@@ -91,12 +126,11 @@ def _file_safe(title: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", title)[:60] or "graph"
 
 
-def show_graph(graph: Any, height: int = DEFAULT_HEIGHT) -> GraphView:
-    """Display an already traced ``torchscope.Graph``; returns the view. Outside a notebook
-    the page is written to a temporary file, whose path is printed."""
-    view = GraphView(graph.to_msgpack(), graph.model.name or "torchscope", height)
-    _display(view)
-    return view
+def show_graph(graph: Any, height: int = DEFAULT_HEIGHT) -> None:
+    """Display an already traced ``torchscope.Graph``, ``height`` pixels high. Outside a
+    notebook the page is written to a temporary file, whose path is printed. Returns
+    nothing, so a cell ending with it draws once (``graph.save("g.html")`` keeps a page)."""
+    _display(GraphView(graph.to_msgpack(), graph.model.name or "torchscope", height))
 
 
 def show(model: Any, *args: Any, **kwargs: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import html as htmlmod
 import re
 from pathlib import Path
@@ -144,6 +145,13 @@ def shown(monkeypatch: pytest.MonkeyPatch, fake_bundle: None) -> list[object]:
     return seen
 
 
+def opened_page(fragment: str) -> str:
+    """The page a notebook view's frame opens: its gzip'd, base64'd payload unpacked."""
+    srcdoc = htmlmod.unescape(re.match(r'<iframe srcdoc="([^"]*)"', fragment).group(1))
+    payload = re.search(r'id="torchscope-page">([^<]*)</script>', srcdoc).group(1)
+    return gzip.decompress(base64.b64decode(payload)).decode("utf-8")
+
+
 def test_show_displays_an_iframe_view(shown: list[object]) -> None:
     assert torchscope.show(TinyNet(), torch.randn(2, 4)) is None
     assert len(shown) == 1
@@ -156,7 +164,8 @@ def test_show_displays_an_iframe_view(shown: list[object]) -> None:
     # The whole page is one attribute value: no raw markup leaks into the notebook.
     srcdoc = re.match(r'<iframe srcdoc="([^"]*)"', frag).group(1)
     assert "<" not in srcdoc
-    assert htmlmod.unescape(srcdoc) == view.page
+    nonce = re.search(r'<script nonce="([^"]+)">', htmlmod.unescape(srcdoc)).group(1)
+    assert opened_page(frag) == tshtml.render_html(view.graph_bytes, "TinyNet", nonce)
     assert view.title == "TinyNet"
 
 
@@ -205,3 +214,38 @@ def test_show_outside_a_notebook_writes_the_page_and_says_where(
     assert text.startswith("<!DOCTYPE html>") and blob
     graph = torchscope.Graph.from_wire(msgpack.unpackb(base64.b64decode(blob.group(1))))
     assert graph.model.name == "TinyNet"
+
+
+def test_a_graph_at_the_end_of_a_cell_is_one_line() -> None:
+    """A notebook shows the last value of a cell: the dataclass's repr of every node and
+    edge was megabytes of text (Llama-70B on meta: 2.8 million characters)."""
+    graph = torchscope.trace(TinyNet(), torch.randn(2, 4))
+    text = repr(graph)
+    assert "\n" not in text and len(text) < 200, text
+    assert text.startswith("<torchscope.Graph TinyNet: ") and "ops" in text
+    broken = torchscope.trace_call(Broken(), (torch.randn(2, 4),), raise_errors=False)
+    assert "raised RuntimeError" in repr(broken)
+
+
+def test_the_notebook_view_carries_the_page_compressed() -> None:
+    """Each view carried the whole viewer again, HTML-escaped (3.6 MB a view: eight small
+    models made a 32 MB notebook); now the page travels gzip-compressed in base64 and a
+    tiny script in the frame opens it."""
+    view = notebook.GraphView(GOLDEN.read_bytes(), "MLP")
+    frag = view._repr_html_()
+    assert len(frag) < len(view.page) / 2, (len(frag), len(view.page))
+    srcdoc = htmlmod.unescape(re.match(r'<iframe srcdoc="([^"]*)"', frag).group(1))
+    # the opener runs under the page's own policy: its nonce, nothing from the network
+    nonce = re.search(r"'nonce-([^']+)'", htmlmod.unescape(srcdoc)).group(1)
+    assert f'<script nonce="{nonce}">' in srcdoc
+    assert opened_page(frag) == tshtml.render_html(GOLDEN.read_bytes(), "MLP", nonce)
+
+
+def test_show_graph_from_the_package_draws_once_at_its_height(shown: list[object]) -> None:
+    """`torchscope.show_graph` was only in torchscope.notebook, and returned the view it had
+    displayed: a cell ending with it drew the graph twice."""
+    graph = torchscope.trace(TinyNet(), torch.randn(2, 4))
+    assert torchscope.show_graph(graph, height=900) is None
+    [view] = shown
+    assert isinstance(view, notebook.GraphView) and view.height == 900
+    assert "height:900px" in view._repr_html_()
