@@ -75,6 +75,8 @@ def import_file(
     in `skipped`; without, the whole file runs."""
     if not path.exists():
         raise TargetError(f"no such file: {path}")
+    if path.is_dir():
+        raise TargetError(f"{path} is a folder: give FILE.py:NAME")
     name, root = module_name_for(path)
     if str(root) not in sys.path:  # (the runner puts it first itself: _own_folder_first)
         sys.path.insert(0, str(root))

@@ -124,6 +124,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "summary" and is_graph_file(args.target):
         return _summarize_file(args)
     from .cli_trace import CliError, error_line, trace_target
+
+    if args.command == "summary" and args.target.lower().endswith((".html", ".htm")):
+        return _fail(
+            CliError(
+                f"{args.target} is a viewer page, not a graph file: summary reads a graph "
+                "file (.msgpack, .json) or a target FILE.py:NAME"
+            )
+        )
     from .launch import (
         end_process_group,
         launched_rank,

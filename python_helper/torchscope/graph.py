@@ -215,6 +215,17 @@ class Graph:
             wire["nan_origin"] = self.nan_origin
         return wire
 
+    def __repr__(self) -> str:
+        # one line: a notebook shows a cell's last value (the fields were megabytes of text);
+        # summary() has the rest
+        s = self.stats()
+        rank = f" ({self.model.rank_text()})" if self.model.rank is not None else ""
+        error = f", raised {self.error.type}" if self.error is not None else ""
+        return (
+            f"<torchscope.Graph {self.model.name or 'model'}{rank}: {s['modules']} module "
+            f"calls, {s['ops']} ops{error}>"
+        )
+
     def stats(self) -> dict[str, Any]:
         """`{trace_ms, ops, modules}` as on the wire, and `collectives` when there are any."""
         stats: dict[str, Any] = {
@@ -392,6 +403,13 @@ def unpack(raw: bytes) -> Any:
     try:
         return msgpack.unpackb(raw, raw=False, strict_map_key=False)
     except Exception as exc:  # msgpack raises several unrelated types
+        head = raw[:512].lstrip().lower()
+        if head.startswith((b"<!doctype html", b"<html")):
+            raise GraphFormatError(
+                "an HTML page, not a graph file (the graph is saved as .msgpack or .json)"
+            ) from exc
+        if head.startswith(b"{"):
+            raise GraphFormatError("not msgpack: it is JSON: name it .json") from exc
         raise GraphFormatError(f"not a msgpack document: {exc}") from exc
 
 
@@ -408,6 +426,8 @@ def from_wire(data: Any) -> Graph:
     if data.get("format") != FORMAT:
         raise GraphFormatError(f"format is {data.get('format')!r}, expected {FORMAT!r}")
     version = data.get("version")
+    if version is None:
+        raise GraphFormatError(f"malformed graph: no version (this reads version {VERSION})")
     if not isinstance(version, int) or version > VERSION or version < 1:
         raise GraphFormatError(f"graph version {version!r} is not supported (this reads {VERSION})")
     for key, kind in (("model", dict), ("nodes", list), ("edges", list)):

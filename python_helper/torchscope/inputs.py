@@ -17,6 +17,17 @@ from .hf_inputs import hf_input
 from .state import ModelState, unsized_layer
 
 HOW_TO = "pass one with --input, e.g. --input 'torch.randn(1, 3, 224, 224)'"
+# an input a lazy first layer takes (any size where the layer sizes itself), by its class
+_LAZY_EXAMPLES = {
+    "LazyLinear": "torch.randn(1, 16)",
+    "LazyConv1d": "torch.randn(1, 3, 64)",
+    "LazyConv2d": "torch.randn(1, 3, 224, 224)",
+    "LazyConv3d": "torch.randn(1, 3, 16, 64, 64)",
+    "LazyConvTranspose1d": "torch.randn(1, 3, 64)",
+    "LazyConvTranspose2d": "torch.randn(1, 3, 64, 64)",
+    "LazyBatchNorm1d": "torch.randn(2, 16)",
+    "LazyBatchNorm2d": "torch.randn(2, 3, 64, 64)",
+}
 SEQUENCE = 16  # tokens of a guessed sequence
 STEPS = 8  # time steps of a guessed RNN / attention sequence
 IMAGE = 64  # side of a guessed image when the model's config names none
@@ -245,9 +256,11 @@ def guess(model: nn.Module) -> Guess:
         raise GuessError(f"cannot tell what input {type(model).__name__} takes: {HOW_TO}")
     where = _where(model, found[0])
     if one is None:
+        example = _LAZY_EXAMPLES.get(type(found[0]).__name__, "")
+        how = f"pass one with --input, e.g. --input '{example}'" if example else HOW_TO
         raise GuessError(
             f"cannot tell what input {type(model).__name__} takes: its first layer {where} is "
-            f"lazy (its first forward sizes it); {HOW_TO}"
+            f"lazy (its first forward sizes it); {how}"
         )
     batch = keys_read(model)
     if batch is not None:

@@ -1558,6 +1558,15 @@ def trace_call(
     (paused at a breakpoint)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"torchscope.trace needs an nn.Module, got {type(model).__name__}")
+    if not isinstance(args, (tuple, list)):
+        # (a tensor would be unpacked row by row into the forward's arguments)
+        raise TypeError(
+            f"args is a tuple of the forward's arguments: (x,), not a {type(args).__name__}"
+        )
+    if time_budget is not None and not time_budget > 0:  # (nan is not > 0 either)
+        raise ValueError(
+            f"time_budget must be more than 0 seconds (None: no budget), not {time_budget}"
+        )
     kwargs = dict(kwargs or {})
     gc_was_enabled = gc.isenabled()
     gc.disable()  # a trace allocates many small objects; collections would dominate
@@ -1757,4 +1766,11 @@ def trace(
     `values=False` leaves out the tensor statistics and the NaN origin, `costs=False` the
     FLOPs, bytes and times. A forward that takes keyword arguments named `values` or `costs`
     itself is traced with `trace_call(model, args, kwargs)`."""
+    for name, switch in (("values", values), ("costs", costs)):
+        if not isinstance(switch, bool):
+            raise TypeError(
+                f"{name}= is torchscope's switch (True or False), not a {type(switch).__name__}: "
+                f"a forward that takes {name} itself is traced with "
+                f"torchscope.trace_call(model, args, {{'{name}': ...}})"
+            )
     return trace_call(model, args, kwargs, values=values, costs=costs)

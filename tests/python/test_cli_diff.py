@@ -13,6 +13,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
+import torchscope
 from torchscope.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -405,3 +406,29 @@ def test_a_guess_the_other_side_cannot_take_is_not_forced_on_it(tmp_path, capsys
     )
     assert rc == 0 and "raised" not in err, err
     assert "[1, 16] → [1, 32]" in out, out
+
+
+def test_files_that_are_not_graphs_say_what_they_are(models, tmp_path, capsys) -> None:
+    """A page, JSON under a msgpack name, a graph without its version, a folder as target:
+    each said something beside the point ("must look like FILE.py:NAME", "not a msgpack
+    document: unpack(b) received extra data", "graph version None is not supported",
+    "cannot import examples")."""
+    a, _ = models
+    page = tmp_path / "g.html"
+    assert run(["trace", f"{a}:Net", "-o", str(page)], capsys)[0] == 0
+    rc, _, err = run(["summary", str(page)], capsys)
+    assert rc == 2 and "g.html is a viewer page, not a graph file" in err, err
+    with pytest.raises(torchscope.GraphFormatError, match="an HTML page, not a graph file"):
+        torchscope.Graph.load(page)
+    as_json = tmp_path / "g.json"
+    run(["trace", f"{a}:Net", "-o", str(as_json)], capsys)
+    misnamed = tmp_path / "g2.msgpack"
+    misnamed.write_bytes(as_json.read_bytes())
+    rc, _, err = run(["summary", str(misnamed)], capsys)
+    assert rc == 2 and "it is JSON: name it .json" in err, err
+    bare = tmp_path / "bare.json"
+    bare.write_text('{"format": "torchscope.graph"}')
+    rc, _, err = run(["summary", str(bare)], capsys)
+    assert rc == 2 and "no version" in err, err
+    rc, _, err = run(["summary", f"{tmp_path}/:Net"], capsys)
+    assert rc == 2 and "is a folder: give FILE.py:NAME" in err, err

@@ -409,6 +409,8 @@ def test_a_lazy_first_layer_is_never_guessed_from(runner, models, tmp_path):
     assert not reply["ok"] and "fc (LazyLinear) is lazy" in reply["message"], reply
     run = _cli(models, "Lazy", tmp_path / "cli.msgpack")
     assert run.returncode != 0 and "fc (LazyLinear) is lazy" in run.stderr, run.stderr
+    # the example fits the layer: features for a Linear, not an image
+    assert "--input 'torch.randn(1, 16)'" in run.stderr, run.stderr
 
     model = build(f"{models}:Lazy").model
     batch = torch.randn(3, 7)  # noqa: F841 - found in this frame by the entry

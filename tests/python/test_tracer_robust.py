@@ -226,3 +226,33 @@ def test_torch_cond_in_a_fresh_process(tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr
     g = torchscope.Graph.load(out)
     assert g.error is None and "cond" in {n.name for n in g.nodes}
+
+
+class _TakesValues(nn.Module):
+    def forward(self, x, values=None):
+        return x if values is None else x + values
+
+
+def test_a_forward_argument_named_values_is_told_to_use_trace_call() -> None:
+    """`trace(model, x, values=tensor)` took the tensor as torchscope's switch and failed
+    inside with "Boolean value of Tensor with more than one value is ambiguous"."""
+    with pytest.raises(
+        TypeError, match=r"values=.*trace_call\(model, args, \{'values': \.\.\.\}\)"
+    ):
+        torchscope.trace(_TakesValues(), torch.randn(2), values=torch.ones(2))
+    graph = torchscope.trace_call(_TakesValues(), (torch.randn(2),), {"values": torch.ones(2)})
+    assert [n.name for n in graph.nodes if n.kind == "op"] == ["add"]
+
+
+def test_trace_call_with_a_bare_tensor_for_args_says_so() -> None:
+    """A tensor as `args` was unpacked row by row: "forward() takes 2 positional arguments
+    but 3 were given"."""
+    with pytest.raises(TypeError, match=r"args is a tuple of the forward's arguments: \(x,\)"):
+        torchscope.trace_call(nn.Linear(8, 2), torch.randn(2, 8))
+
+
+@pytest.mark.parametrize("budget", [0, -1, float("nan")])
+def test_trace_call_refuses_a_time_budget_that_is_none(budget: float) -> None:
+    """A budget of 0 or less traced with no budget at all (the CLI refuses it)."""
+    with pytest.raises(ValueError, match="time_budget"):
+        torchscope.trace_call(nn.Linear(8, 2), (torch.randn(2, 8),), time_budget=budget)

@@ -161,9 +161,11 @@ export function dropCrowdedLabels(layout: Layout, lengths: Map<string, number>):
   for (const c of layout.clusters) add({ x0: c.x, y0: c.y, x1: c.x + c.w, y1: c.y + 24 });
   for (const e of layout.edges) {
     if (!e.label) continue;
+    // 10 px monospace, 6.2 px a character: its glyphs ±5 px of the point, clear of boxes;
+    // two labels need their 3 px halos apart too, so a kept label claims 4 px more around
     const half = ((lengths.get(e.key) ?? 0) * 6.2) / 2 + 2;
-    const b = { x0: e.label[0] - half, y0: e.label[1] - 5, x1: e.label[0] + half, y1: e.label[1] + 5 };
-    if (hits(b)) e.label = null;
-    else add(b);
+    const [x, y] = e.label;
+    if (hits({ x0: x - half, y0: y - 5, x1: x + half, y1: y + 5 })) e.label = null;
+    else add({ x0: x - half - 1, y0: y - 9, x1: x + half + 1, y1: y + 9 });
   }
 }

@@ -89,6 +89,26 @@ test("crowded external labels are dropped, never drawn over boxes, titles or eac
   assert.deepEqual(kept, ["free", "inside-cluster"]);
 });
 
+test("two labels a line apart are one too many: the glyphs and their halo need 14 px", () => {
+  // (Llama-70B, Expand all: 1×64×32×128 drawn over 1×64×32×128 below and beside it)
+  const layout: Layout = {
+    width: 400,
+    height: 400,
+    nodes: [],
+    clusters: [],
+    edges: [
+      { key: "upper", path: "", box: [0, 0, 0, 0], label: [100, 100] },
+      { key: "lower", path: "", box: [0, 0, 0, 0], label: [125, 111] },
+      { key: "clear", path: "", box: [0, 0, 0, 0], label: [100, 116] },
+    ],
+  };
+  dropCrowdedLabels(layout, new Map(layout.edges.map((e) => [e.key, 11])));
+  assert.deepEqual(
+    layout.edges.filter((e) => e.label).map((e) => e.key),
+    ["upper", "clear"],
+  );
+});
+
 test("the worker's pipeline: big graphs ask dot for less crossing work", async () => {
   const { computeView, BIG_GRAPH } = await import("../../../webview/src/compute");
   const { GraphBuilder } = await import("./builder");
