@@ -35,9 +35,10 @@ class RankStopped(Exception):
 def stop_on_sigterm() -> None:
     """While a rank traces: torchrun's SIGTERM (it ends every rank once one failed) raised as
     RankStopped into the traced forward, so the graph up to where the rank was is written
-    instead of nothing. Outside the forward (building the model, writing the graph) it is
-    dropped: the rank ends as soon as its graph is written. Once: a second SIGTERM, or one
-    after `sigterm_as_before`, ends the process at once."""
+    instead of nothing. Before the forward (importing, building, joining the group) it ends
+    the process at once, as ever; after it, it is dropped: the graph is being written and
+    the process ends right after. Once: a second SIGTERM, or one after
+    `sigterm_as_before`, ends the process at once."""
     import signal
 
     def stop(signum: int, frame: Any) -> None:
@@ -47,6 +48,8 @@ def stop_on_sigterm() -> None:
             raise RankStopped(
                 "torchrun stopped this rank (SIGTERM), most likely because another rank failed"
             )
+        if tracer is None or not tracer.forward_begun():
+            os.kill(os.getpid(), signal.SIGTERM)  # the default now: ended as if never caught
 
     try:
         signal.signal(signal.SIGTERM, stop)

@@ -104,12 +104,18 @@ class OutOfTime(BaseException):
 
 
 _forwards = 0  # traced forwards running now (in_forward)
+_forwards_begun = 0  # traced forwards this process has started (forward_begun)
 
 
 def in_forward() -> bool:
     """Whether a traced forward is running now: an error raised from outside into the code
     running then (a signal's handler) ends the forward as its error, the graph kept."""
     return _forwards > 0
+
+
+def forward_begun() -> bool:
+    """Whether this process has started a traced forward (then a graph is coming)."""
+    return _forwards_begun > 0
 
 
 class ModelTooDeep(ValueError):
@@ -1661,8 +1667,9 @@ def _trace(
             lean_calls(rec.pre_hook, rec.post_hook, len(handles), rec.layer_call, rec.layers),
         ):
             rec.__enter__()
-            global _forwards
+            global _forwards, _forwards_begun
             _forwards += 1
+            _forwards_begun += 1
             try:
                 result = model(*args, **kwargs)
             finally:

@@ -393,6 +393,40 @@ def test_sigterm_while_a_rank_traces_is_the_forwards_error(tmp_path: Path) -> No
     assert [n.name for n in graph.nodes if n.kind == "op"] == ["linear"]
 
 
+def test_sigterm_before_the_forward_ends_the_rank_at_once(tmp_path: Path) -> None:
+    """A rank torchrun ends while it still builds (another rank failed to import, this one
+    waits to join the group): it ends at once, as without torchscope, not after torchrun's
+    30 s of waiting for it."""
+    (tmp_path / "builds.py").write_text(
+        "import time\nfrom pathlib import Path\nfrom torch import nn\n\n"
+        "def build():\n"
+        "    Path(__file__).with_name('building').write_text('yes')\n"
+        "    time.sleep(120)\n"
+        "    return nn.Linear(2, 2)\n"
+    )
+    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "2"}  # as torchrun starts a rank
+    env["PYTHONPATH"] = str(HERE.parent.parent / "python_helper")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torchscope", "trace", "builds.py:build", "-o", "g.msgpack"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(1200):
+            if (tmp_path / "building").exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert (tmp_path / "building").exists(), proc.communicate()
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == -signal.SIGTERM
+
+
 @pytest.mark.parametrize("grouped", [True, False])
 def test_the_cli_exits_with_its_code_and_its_output_after_leaving_a_group(
     tmp_path: Path, grouped: bool
