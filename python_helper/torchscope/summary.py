@@ -118,6 +118,18 @@ def collectives_line(nodes: list[Node]) -> str:
     )
 
 
+def _wrapper_mark(graph: Graph, members: list[int]) -> str:
+    """ " [fully_shard]" when every module of the line is wrapped alike; for a folded run
+    wrapped in part, how many of it each wrapper holds (" [CheckpointWrapper: 2 of 4]")."""
+    marks = [graph.nodes[i].attrs.get("wrapped_by") for i in members]
+    kinds = list(dict.fromkeys(m for m in marks if m))
+    if not kinds:
+        return ""
+    if len(kinds) == 1 and all(marks):
+        return f" [{kinds[0]}]"
+    return " [" + "; ".join(f"{k}: {marks.count(k)} of {len(marks)}" for k in kinds) + "]"
+
+
 def summarize(graph: Graph) -> str:
     shapes = boundary_shapes(graph)
     children: dict[Optional[int], list[Node]] = {}
@@ -139,9 +151,7 @@ def summarize(graph: Graph) -> str:
         if group is not None and last_path != node.path:  # (one module called again: one path)
             label = f"{label} … {last_path}"
         name = f"{node.name} ×{len(group.members)}" if group else node.name
-        wrapped = node.attrs.get("wrapped_by")
-        if wrapped:
-            name += f" [{wrapped}]"
+        name += _wrapper_mark(graph, group.members if group else [node.id])
         ops = sum(1 for c in children.get(node.id, []) if c.kind == "op")
         branch = "" if node.parent is None else ("└─ " if last else "├─ ")
         params = group_params(graph, group) if group else node.params

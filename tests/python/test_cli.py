@@ -390,3 +390,40 @@ def test_module_entry_point_runs(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert Graph.load(out).model.name == "MLP"
+
+
+def test_summary_marks_a_folded_run_by_what_wraps_each_block() -> None:
+    """Four blocks, two of them in an activation-checkpoint wrapper, fold into one ×4 line:
+    it said `[CheckpointWrapper]` as if all four were wrapped (the first's mark)."""
+    import torch
+    from torch import nn
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+    import torchscope
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.fc(x).relu()
+
+    class Net(nn.Module):
+        def __init__(self, wrapped: int) -> None:
+            super().__init__()
+            blocks = [checkpoint_wrapper(Block()) if i < wrapped else Block() for i in range(4)]
+            self.blocks = nn.ModuleList(blocks)
+
+        def forward(self, x):
+            for b in self.blocks:
+                x = b(x)
+            return x
+
+    def folded_line(wrapped: int) -> str:
+        text = torchscope.trace(Net(wrapped), torch.randn(2, 8)).summary()
+        return next(line for line in text.splitlines() if "Block ×4" in line)
+
+    assert "Block ×4 [CheckpointWrapper: 2 of 4]  [2, 8]" in folded_line(2)
+    assert "Block ×4 [CheckpointWrapper]  [2, 8]" in folded_line(4)
+    assert "Block ×4  [2, 8]" in folded_line(0)
