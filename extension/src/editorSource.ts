@@ -8,7 +8,17 @@ import * as vscode from "vscode";
 import { REQUEST_CANCELLED, type Server } from "./client";
 import { tracedLine } from "./logChannel";
 import { userFrame } from "./openGuard";
-import { TORCHSCOPE_ERROR, isErrorData, metaKind, targetKey, type PanelOrigin, type TopLevelStatement, type TraceParams } from "./protocol";
+import {
+  TORCHSCOPE_ERROR,
+  editorPanelTitle,
+  isErrorData,
+  metaKind,
+  targetKey,
+  type PanelOrigin,
+  type TopLevelStatement,
+  type TraceParams,
+  type TraceSummary,
+} from "./protocol";
 import { revealLine } from "./reveal";
 import { inputBox, type Answer, type Ask, type SourceKind, type TraceOutcome, type TraceSource } from "./traceFlow";
 
@@ -190,6 +200,10 @@ export class EditorSource implements TraceSource {
     this.uri = doc.uri.toString();
     this.label = target;
     this.progressTitle = `Tracing ${target}`;
+  }
+
+  panelTitle(summary: TraceSummary | null): string {
+    return editorPanelTitle(summary, this.target);
   }
 
   get onMeta(): boolean {

@@ -269,6 +269,14 @@ export function panelTitle(summary: Pick<TraceSummary, "model" | "rank" | "world
   return `Forward pass: ${modelName(summary, fallback)}${rankSuffix(summary)}`;
 }
 
+/** A model of the editor's: its class, and its target when that is another name (an
+ * instance `net`, a factory `build`): the panels of a class and of its instance differ. */
+export function editorPanelTitle(summary: Pick<TraceSummary, "model" | "rank" | "worldSize"> | null | undefined, target: string): string {
+  const model = modelName(summary, target);
+  const name = shortName(target);
+  return `Forward pass: ${model}${name !== model ? ` (${name})` : ""}${rankSuffix(summary)}`;
+}
+
 /** " (rank 1 of 2)" for a trace in one rank of a torch.distributed program; else "". */
 export function rankSuffix(summary: Pick<TraceSummary, "rank" | "worldSize"> | null | undefined): string {
   const rank = summary?.rank;

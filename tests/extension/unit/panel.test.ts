@@ -242,6 +242,17 @@ describe("visualize command", () => {
     assert.equal(GraphPanel.find(doc.uri.toString(), "Net")?.title, "Forward pass: Net");
   });
 
+  it("the class and an instance of it (`net = Net()`): two panels, titled apart", async () => {
+    const { cmds, server } = setup([() => result, () => result]);
+    await cmds.visualize();
+    Object.assign(server, { targetAt: async () => ({ target: "net", kind: "instance", line: 9 }) });
+    await cmds.visualize();
+    assert.deepEqual(
+      vs.panels.map((p) => p.title),
+      ["Forward pass: Net", "Forward pass: Net (net)"],
+    );
+  });
+
   it("a click while the server starts on no model: the quick pick, and the early panel closes if none is picked", async () => {
     const { cmds, server } = setup([]);
     Object.assign(server, { running: false, targetAt: async () => null, targets: async () => [{ target: "Net", kind: "class", line: 0 }] });
