@@ -2,9 +2,10 @@
 each call outputs, and sums of both into enclosing module calls and ×N groups.
 
 FLOPs come from torch's own `flop_registry` (a multiply-add is 2 FLOPs), so they equal
-`FlopCounterMode`'s, on real tensors and on the meta device alike. One exception: an LSTM
-on CPU runs as one oneDNN kernel per layer that the registry lacks (torch counts it 0); it is
-counted as its matmuls, as on meta (`_rnn_layer_flops`). A Python dispatch mode
+`FlopCounterMode`'s, on real tensors and on the meta device alike. Two exceptions, fused CPU
+kernels the registry lacks (torch counts them 0): an LSTM layer (one oneDNN kernel), counted
+as its matmuls, as on meta (`_rnn_layer_flops`); and scaled_dot_product_attention's CPU
+kernel, counted with the registry's attention formula, as on meta. A Python dispatch mode
 costs tens of µs per aten op, so the tracer routes each torch call one of four ways
 (`route`): calls that can't reach a matmul, convolution or attention kernel run as they
 are (0 FLOPs); `F.linear`, the most frequent call there is, gets the registry's mm
@@ -31,6 +32,10 @@ _MM = getattr(flop_registry[torch.ops.aten.mm], "__wrapped__", flop_registry[tor
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 # an LSTM layer on CPU: one fused kernel, not in the registry (see _rnn_layer_flops)
 _MKLDNN_RNN_LAYER = getattr(torch.ops.aten, "mkldnn_rnn_layer", None)
+# attention on CPU: a fused kernel the registry lacks, with the flash kernel's arguments
+# (query, key, value first): counted with that kernel's formula, as on meta and on GPUs
+_SDPA_FOR_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+_SDPA_FORMULA = flop_registry.get(torch.ops.aten._scaled_dot_product_flash_attention)
 
 # How a call is counted (see the module docstring).
 FREE, LINEAR, COUNTED, MATMUL = 0, 1, 2, 3
@@ -164,6 +169,8 @@ class FlopCounter(TorchDispatchMode):
             return func(*args, **kwargs)
         packet = func._overloadpacket
         formula = flop_registry.get(packet)
+        if formula is None and packet is _SDPA_FOR_CPU:
+            formula = _SDPA_FORMULA
         if formula is None and packet is _MKLDNN_RNN_LAYER:
             out = func(*args, **kwargs)
             self.flops += _rnn_layer_flops(args)

@@ -12,6 +12,7 @@ import pytest
 import torch
 import zoo
 from torch import nn
+from torch.nn import functional as F
 from torch.overrides import TorchFunctionMode
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -394,6 +395,46 @@ def test_an_lstm_on_cpu_counts_its_matmuls(kw):
     assert graph.module_call("").cost.flops == counter.get_total_flops() > 0
     unbatched = torchscope.trace(layer, x[0])
     assert unbatched.module_call("").cost.flops * 3 == graph.module_call("").cost.flops
+
+
+class _Attention(nn.Module):
+    def __init__(self, grouped: bool) -> None:
+        super().__init__()
+        self.grouped = grouped
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.grouped)
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [((2, 4, 64, 32),) * 3, ((2, 8, 16, 32), (2, 2, 16, 32), (2, 2, 16, 32))],
+    ids=["self-attention", "grouped-query"],
+)
+def test_attention_on_cpu_counts_its_matmuls(shapes):
+    """On CPU, scaled_dot_product_attention runs a fused kernel
+    (aten._scaled_dot_product_flash_attention_for_cpu) torch's counter has no formula for: it
+    said 0 FLOPs, and GPT-2 on CPU counted less than on meta. Counted as on meta now."""
+    model = _Attention(grouped=shapes[0] != shapes[1])
+    tensors = [torch.randn(*s) for s in shapes]
+    graph = torchscope.trace(model, *tensors)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(*(t.to("meta") for t in tensors))
+    [op] = [n for n in graph.nodes if n.kind == "op"]
+    assert op.cost.flops == counter.get_total_flops() > 0
+
+
+def test_gpt2_counts_the_same_flops_on_cpu_as_on_meta():
+    config = dict(n_layer=2, n_embd=128, n_head=4, vocab_size=1000, n_positions=64)
+    config.update(bos_token_id=0, eos_token_id=0)
+    from transformers import GPT2Config, GPT2Model
+
+    ids = torch.randint(0, 1000, (2, 32))
+    cpu = torchscope.trace(GPT2Model(GPT2Config(**config)).eval(), ids)
+    with torch.device("meta"):
+        meta_model = GPT2Model(GPT2Config(**config)).eval()
+    meta = torchscope.trace(meta_model, ids.to("meta"))
+    assert cpu.module_call("").cost.flops == meta.module_call("").cost.flops > 0
 
 
 @pytest.mark.parametrize("shape", [(7,), (3, 7), (2, 3, 7), (2, 2, 3, 7)])
