@@ -166,8 +166,11 @@ def _flush(buf: _Buffer) -> None:
     centred = torch.full_like(mean, math.nan)  # NaN: not centred
     if bool(cancels.any()):
         which = cancels.nonzero().squeeze(1)
-        rows_centred = data.index_select(0, which).sub_(mean.index_select(0, which).unsqueeze(1))
-        centred.index_copy_(0, which, torch.linalg.vector_norm(rows_centred, dim=1))
+        picked = data.index_select(0, which)
+        mean64 = picked.sum(1, dtype=torch.float64).div_(n)  # (float32's sum: off by ulps)
+        mean.index_copy_(0, which, mean64.float())
+        spread = _spread(picked.sub_(mean64.float().unsqueeze(1)), n)
+        centred.index_copy_(0, which, spread.float())
     if _zero_bits(data) == 0:  # (the buffer's rows at once: most hold no zero)
         nonzero = torch.full_like(mean, n)
     else:
@@ -185,13 +188,21 @@ def _flush(buf: _Buffer) -> None:
                 continue
             if isnan(spread) and mu * mu > _ILL_CONDITIONED * var:
                 # not centred above, yet the sums cancel (squares past float32 hid it)
-                centred_row = torch.sub(data[r], mu)
-                var = float(torch.dot(centred_row, centred_row)) / n
+                mu = torch.sum(data[r], dtype=torch.float64).item() / n
+                var = float(_spread(torch.sub(data[r], mu).unsqueeze(0), n)[0]) ** 2 / n
             moments = (mn, mx, min(max(mu, mn), mx), sqrt(max(var, 0.0)))
             st.stats = _float_map(moments, (n - int(nz)) / n, 0, 0, n)
             st.hist = {"lo": mn, "hi": mx, "counts": row_counts}
         except Exception:
             st.stats = None
+
+
+def _spread(centred: Tensor, n: int) -> Tensor:
+    """sqrt(n × variance) of each row of `centred` (float32 rows less their mean, the mean
+    rounded to float32 first): the sum of squares less what that rounding left in the sum."""
+    shift = centred.sum(1, dtype=torch.float64).div_(n)
+    squares = torch.linalg.vector_norm(centred, dim=1).double().square_()
+    return squares.sub_(shift.square_().mul_(n)).clamp_(min=0).sqrt_()
 
 
 def _row_histograms(data: Tensor, lo: Tensor, hi: Tensor, inners: list[int]) -> list[list[int]]:
@@ -402,10 +413,10 @@ def _moments(
     mean = total / n
     var = squares / n - mean * mean
     if not (math.isfinite(mean) and math.isfinite(var)) or mean * mean > _ILL_CONDITIONED * var:
-        if not math.isfinite(mean):
-            mean = torch.mean(x, dtype=torch.float64).item()
-        centred = torch.sub(x, mean)
-        var = torch.dot(centred, centred).item() / n
+        # around the mean, summed in float64: float32's sum is off by a few ulps of the
+        # mean, which is all the spread there is here (1000001.0 repeated: 0.125, not 0)
+        mean = torch.mean(x, dtype=torch.float64).item()
+        var = float(_spread(torch.sub(x, mean).unsqueeze(0), n)[0]) ** 2 / n
         if not math.isfinite(var):  # squares past float32's range
             var = torch.var(x.double(), correction=0).item()
     mean = min(max(mean, lo), hi)  # rounding can't put the mean outside the values

@@ -26,12 +26,14 @@ def format_count(n: int) -> str:
 def _scaled(value: float, units: tuple[str, ...], base: float) -> str:
     """1234567 with ("B", "KB", "MB" …) and 1000 → "1.2 MB"; small values stay whole."""
     i = 0
-    while abs(value) >= base and i < len(units) - 1:
-        value /= base
+    while True:
+        # one decimal below 100, as rounded (99.96 → "100", not "100.0"); whole in units[0]
+        decimals = 0 if i == 0 or abs(round(value, 1)) >= 100 else 1
+        text = f"{value:.{decimals}f}"
+        if abs(float(text)) < base or i == len(units) - 1:
+            return f"{text} {units[i]}"
+        value /= base  # (999.96 KB rounds to 1000: "1.0 MB")
         i += 1
-    if i == 0:
-        return f"{value:.0f} {units[0]}"
-    return f"{value:.{1 if abs(value) < 100 else 0}f} {units[i]}"
 
 
 def human_flops(n: int) -> str:
@@ -45,12 +47,13 @@ def human_bytes(n: int) -> str:
 
 
 def human_time(ns: int) -> str:
-    """A duration for people: "850 µs", "4.2 ms", "1.3 s"."""
-    if ns < 1_000_000:
+    """A duration for people: "850 µs", "4.2 ms", "1.3 s" (the unit of the rounded value:
+    999.6 µs is "1.0 ms")."""
+    if round(ns / 1000) < 1000:
         return f"{ns / 1000:.0f} µs"
-    if ns < 1_000_000_000:
-        ms = ns / 1e6
-        return f"{ms:.{1 if ms < 100 else 0}f} ms"
+    ms = ns / 1e6
+    if round(ms) < 1000:
+        return f"{ms:.1f} ms" if round(ms, 1) < 100 else f"{ms:.0f} ms"
     return f"{ns / 1e9:.1f} s"
 
 
@@ -98,7 +101,7 @@ def format_bytes(n: int) -> str:
     if n < 1000:
         return f"{n} B"
     for unit, size in (("KB", 10**3), ("MB", 10**6), ("GB", 10**9), ("TB", 10**12)):
-        if n < size * 1000 or unit == "TB":
+        if round(n / size, 1) < 1000 or unit == "TB":  # (999.96 KB: "1.0 MB")
             return f"{n / size:.1f} {unit}"
     raise AssertionError("unreachable")
 

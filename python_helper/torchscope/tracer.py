@@ -118,6 +118,22 @@ def forward_begun() -> bool:
     return _forwards_begun > 0
 
 
+_NON_FINITE_ATTRS = frozenset(("inf", "-inf", "nan"))  # how attrs hold such a float
+
+
+def _asks_for_non_finite(attrs: dict[str, Any]) -> bool:
+    """Whether a call was given a non-finite number (`masked_fill(mask, float('-inf'))`)."""
+    for v in attrs.values():
+        if type(v) is str and v in _NON_FINITE_ATTRS:
+            return True
+    return False
+
+
+def _count(st: TensorStats, key: str) -> int:
+    stats = st.stats
+    return int(stats.get(key) or 0) if stats else 0
+
+
 class ModelTooDeep(ValueError):
     """Modules nested so deep that running the forward would overflow the C stack."""
 
@@ -386,7 +402,10 @@ class Recorder(TorchFunctionMode):
         if self.values:
             if key not in self._const_stats:  # a weight used by many calls: read it once
                 self._const_stats[key] = self._weight_stats(t)
-            self._set_producer(t, nid, self._const_stats[key])
+            st = self._const_stats[key]
+            self._set_producer(t, nid, st)
+            if st is not None:  # a weight holding NaN/Inf is where they come from
+                self.checks.append((nid, [], [st]))
         else:
             self._set_producer(t, nid)
         return nid
@@ -1177,19 +1196,30 @@ class Recorder(TorchFunctionMode):
     # -- the end ---------------------------------------------------------------
     def finish_values(self) -> None:
         """Complete the statistics read in batches, put them on the edges, find the NaN
-        origin: the first op whose output holds NaN/Inf while none of its inputs does."""
+        origin: the first op whose output holds NaN/Inf while none of its inputs does.
+
+        An infinity the model asks for (`masked_fill(mask, float('-inf'))`, a causal mask:
+        a non-finite argument of the call) is no origin, nor is an op that only carries it on
+        (Inf in, Inf out); an op that makes NaN of it (softmax of a row all -inf) is one."""
         self.reader.flush()
         for edge, st in self.edge_values:
             edge.stats, edge.hist = st.stats, st.hist
+        asked: set[int] = set()  # id() of the statistics of tensors holding asked-for Inf
         for nid, ins, outs in self.checks:
             for st in outs:  # (loops, not any(): 8,000 checks of mostly finite tensors)
                 if st.nonfinite:
                     break
             else:
                 continue
-            if not any(st.nonfinite for st in ins):
-                self.nan_origin = nid
-                break
+            bad = [st for st in ins if st.nonfinite]
+            if any(id(st) not in asked for st in bad):
+                continue  # made from non-finite values: their origin came first
+            nan = any(_count(st, "nan") for st in outs)
+            if not nan and (bad or _asks_for_non_finite(self.nodes[nid].attrs)):
+                asked.update(id(st) for st in outs)  # the asked-for Inf, carried on
+                continue
+            self.nan_origin = nid
+            break
         self.edge_values.clear()
         self.checks.clear()
 

@@ -427,3 +427,17 @@ def test_summary_marks_a_folded_run_by_what_wraps_each_block() -> None:
     assert "Block ×4 [CheckpointWrapper: 2 of 4]  [2, 8]" in folded_line(2)
     assert "Block ×4 [CheckpointWrapper]  [2, 8]" in folded_line(4)
     assert "Block ×4  [2, 8]" in folded_line(0)
+
+
+def test_amounts_at_a_unit_boundary_move_to_the_next_unit() -> None:
+    """Rounding put "1000 KB", "1000 µs" and "100.0 ms" in the summary."""
+    from torchscope.summary import format_bytes, human_bytes, human_flops, human_time
+
+    assert human_bytes(999_999) == "1.0 MB"
+    assert human_bytes(999) == "999 B" and human_bytes(999_6) == "10.0 KB"
+    assert human_bytes(99_960) == "100 KB" and human_bytes(1_234_567) == "1.2 MB"
+    assert human_flops(999_950_000) == "1.0 GFLOP"
+    assert human_time(999_600) == "1.0 ms" and human_time(999_400) == "999 µs"
+    assert human_time(99_960_000) == "100 ms" and human_time(4_200_000) == "4.2 ms"
+    assert human_time(999_700_000) == "1.0 s" and human_time(1_300_000_000) == "1.3 s"
+    assert format_bytes(999_960) == "1.0 MB" and format_bytes(1500) == "1.5 KB"

@@ -14,7 +14,7 @@ import zoo
 from torch import nn
 from torch.nn import functional as F
 from torch.overrides import TorchFunctionMode
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 import torchscope
 from torchscope.graph import Graph
@@ -312,6 +312,24 @@ def test_batched_reading_equals_reading_one_by_one():
         assert st.nonfinite == (i in (7, 8))
 
 
+@pytest.mark.parametrize("staged", [True, False], ids=["staged", "read alone"])
+def test_the_spread_of_values_far_from_zero_is_exact(staged):
+    """Values far from 0 with a small spread: the spread was measured around a mean summed in
+    float32, so a constant 1000001.0 had std 0.125 and x * 0.01 + 1e6 had 0.0626 (not
+    0.00267). Measured in float64 now."""
+    n = 4096 if staged else 100_000
+    assert (n <= STAGED_MAX) == staged
+    torch.manual_seed(3)
+    cases = [torch.full((n,), 1000001.0), torch.randn(n) * 0.01 + 1e6, torch.randn(n) + 3e4]
+    reader = Reader()
+    read = [reader.read(t) if staged else tensor_stats(t) for t in cases]
+    reader.flush()
+    for t, st in zip(cases, read):
+        want = torch.std(t.double(), correction=0).item()
+        assert st.stats["std"] == pytest.approx(want, rel=1e-3, abs=1e-9), (st.stats, want)
+        assert st.stats["mean"] == pytest.approx(t.double().mean().item(), rel=1e-7)  # (float32)
+
+
 def test_meta_fake_and_subclass_tensors_have_no_statistics():
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -337,7 +355,16 @@ def test_meta_trace_has_costs_but_no_statistics():
 def flop_counter(name: str, device: str = "cpu") -> FlopCounterMode:
     with torch.device(device):
         model, args, kwargs = zoo.build(name)
-    counter = FlopCounterMode(display=False)
+
+    # attention's fused CPU kernel, which torch's counter leaves out, with torch's own formula
+    # for attention (test_attention_on_cpu_counts_its_matmuls)
+    def attention(q: Any, k: Any, v: Any, *args: Any, out_shape: Any = None, **kw: Any) -> int:
+        return sdpa_flop_count(q, k, v)  # (shapes: the counter passes them)
+
+    aten = torch.ops.aten
+    counter = FlopCounterMode(
+        display=False, custom_mapping={aten._scaled_dot_product_flash_attention_for_cpu: attention}
+    )
     with torch.no_grad(), counter:
         model(*args, **kwargs)
     return counter
@@ -350,7 +377,8 @@ def test_flops_equal_flop_counter_mode(name):
     model, args, kwargs = zoo.build(name)
     graph = torchscope.trace(model, *args, **kwargs)
     # an LSTM on CPU is one oneDNN kernel torch's counter has no formula for: its matmuls are
-    # what it counts on meta (test_an_lstm_on_cpu_counts_its_matmuls)
+    # what it counts on meta (test_an_lstm_on_cpu_counts_its_matmuls); attention's CPU kernel
+    # gets torch's attention formula (flop_counter)
     counter = flop_counter(name, "meta" if name == "lstm_gru" else "cpu")
     root = graph.module_call("")
     assert root.cost.flops == counter.get_total_flops() > 0
@@ -643,6 +671,54 @@ def test_nan_origin_is_the_first_op_that_made_non_finite_values(model, x, op, ma
         if e.src < origin.id and e.stats is not None and "nan" in e.stats:
             assert e.stats["nan"] == 0 and e.stats["inf"] == 0
     assert graph.to_wire()["nan_origin"] == origin.id
+
+
+class MaskedAttention(nn.Module):
+    """nanoGPT's causal mask: an -inf asked for (masked_fill), which softmax turns into 0."""
+
+    def __init__(self, masked_row: bool = False) -> None:
+        super().__init__()
+        mask = torch.tril(torch.ones(4, 4))
+        if masked_row:
+            mask[0] = 0  # a row with nothing to attend to: softmax of all -inf is NaN
+        self.register_buffer("bias", mask.view(1, 1, 4, 4))
+
+    def forward(self, x, y):
+        att = (x @ x.transpose(-1, -2)) * 0.5
+        att = att.masked_fill(self.bias == 0, float("-inf"))
+        att = (att + 0.0).softmax(-1)  # MASKED_SOFTMAX
+        z = torch.log(y - 100)  # MASKED_LOG
+        return att, z
+
+
+def test_an_inf_the_model_asks_for_is_not_the_nan_origin():
+    """`masked_fill(mask, float('-inf'))` makes -inf on purpose: it was named the origin of
+    every nanoGPT-style model, and a real NaN later (a log of a negative) never was."""
+    graph = torchscope.trace(MaskedAttention(), torch.randn(1, 1, 4, 8), torch.randn(3))
+    origin = graph.nodes[graph.nan_origin]
+    assert origin.name == "log" and origin.site.line == _line("MASKED_LOG")
+    # the asked-for -inf, and an add that carries it on, are no origin; a NaN made from it is
+    masked = torchscope.trace(MaskedAttention(True), torch.randn(1, 1, 4, 8), torch.ones(3) * 200)
+    origin = masked.nodes[masked.nan_origin]
+    assert origin.name == "softmax" and origin.site.line == _line("MASKED_SOFTMAX")
+
+
+class NanGate(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = nn.Parameter(torch.tensor([1.0, float("nan")]))
+
+    def forward(self, x):
+        return x * self.gate
+
+
+def test_a_parameter_holding_nan_is_the_origin():
+    """A parameter used directly that holds NaN (a corrupt checkpoint) gave no origin at all:
+    the op using it had a non-finite input. The parameter's node is where they come from, as
+    a factory constant's is."""
+    graph = torchscope.trace(NanGate(), torch.randn(3, 2))
+    origin = graph.nodes[graph.nan_origin]
+    assert (origin.kind, origin.name, origin.target) == ("constant", "gate", "gate")
 
 
 def test_inf_in_the_input_has_no_origin_inside():

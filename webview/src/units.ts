@@ -1,14 +1,13 @@
 // Numbers for people: "1.2 GFLOP", "3.1 MB", "4.2 ms", "0.0123". Pure.
 
+/** In the unit of the value as rounded (999.96 KB is "1.0 MB"), one decimal below 100. */
 function scaled(value: number, units: readonly string[], base: number): string {
   let v = value;
-  let i = 0;
-  while (Math.abs(v) >= base && i < units.length - 1) {
+  for (let i = 0; ; i++) {
+    const text = v.toFixed(i === 0 || Math.abs(Number(v.toFixed(1))) >= 100 ? 0 : 1);
+    if (Math.abs(Number(text)) < base || i === units.length - 1) return `${text} ${units[i]}`;
     v /= base;
-    i++;
   }
-  if (i === 0) return `${Math.round(v)} ${units[0]}`;
-  return `${v.toFixed(Math.abs(v) < 100 ? 1 : 0)} ${units[i]}`;
 }
 
 const FLOP_UNITS = ["FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP"] as const;
@@ -26,11 +25,9 @@ export function formatBytes(n: number): string {
 
 /** A duration given in nanoseconds: "850 µs", "4.2 ms", "1.3 s". */
 export function formatTime(ns: number): string {
-  if (ns < 1e6) return `${Math.round(ns / 1e3)} µs`;
-  if (ns < 1e9) {
-    const ms = ns / 1e6;
-    return `${ms.toFixed(ms < 100 ? 1 : 0)} ms`;
-  }
+  if (Math.round(ns / 1e3) < 1000) return `${Math.round(ns / 1e3)} µs`;
+  const ms = ns / 1e6;
+  if (Math.round(ms) < 1000) return `${ms.toFixed(Number(ms.toFixed(1)) < 100 ? 1 : 0)} ms`;
   return `${(ns / 1e9).toFixed(1)} s`;
 }
 

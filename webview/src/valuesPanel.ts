@@ -2,6 +2,7 @@
 // heaviest nodes, the NaN banner with "Find NaN origin", and the note that a paused
 // frame's numbers are the live model's. DOM built with createElement and textContent only;
 // the measures themselves are pure (measures.ts).
+import type { GraphNode } from "./format";
 import type { GraphIndex } from "./model";
 import type { Ui } from "./ui";
 import type { VisibleGraph } from "./visible";
@@ -226,10 +227,7 @@ export class ValuesPanel {
     const b = this.nanBanner;
     b.hidden = false;
     const text = el("span", "ts-nan-text", b);
-    const where = node.site ? ` (${node.site.file.split(/[\\/]/).pop()}:${node.site.line})` : "";
-    text.textContent =
-      `Non-finite values (NaN/Inf) appeared${live ? " in the live model" : ""}: ` +
-      `the first op that made them from finite inputs is ${node.name}${where}.`;
+    text.textContent = nanBannerText(node, live);
     const button = el("button", "ts-btn", b);
     button.type = "button";
     button.dataset.action = "nan-origin";
@@ -237,4 +235,13 @@ export class ValuesPanel {
     button.title = "Show the op and open its line";
     button.addEventListener("click", () => this.hooks.reveal(origin));
   }
+}
+
+/** The NaN banner's sentence: the op that made NaN/Inf from finite inputs, or the tensor
+ * (a parameter used directly) that holds them. */
+export function nanBannerText(node: Pick<GraphNode, "kind" | "name" | "target" | "site">, live: boolean): string {
+  const where = node.site ? ` (${node.site.file.split(/[\\/]/).pop()}:${node.site.line})` : "";
+  const head = `Non-finite values (NaN/Inf) appeared${live ? " in the live model" : ""}: `;
+  if (node.kind === "constant") return `${head}they come from ${node.target || node.name}, which holds them${where}.`;
+  return `${head}the first op that made them from finite inputs is ${node.name}${where}.`;
 }

@@ -8,6 +8,7 @@ import { initialExpansion } from "../../../webview/src/expansion";
 import { buildVisible } from "../../../webview/src/visible";
 import { MEASURES, available, drawnValue, heat, nodeValues, overlay, scaleOf, topRows } from "../../../webview/src/measures";
 import { formatCount } from "../../../webview/src/count";
+import { nanBannerText } from "../../../webview/src/valuesPanel";
 import { formatBytes, formatFlops, formatShare, formatTime, formatValue } from "../../../webview/src/units";
 import { valueDetails } from "../../../webview/src/valueDetails";
 import { mlpWithBlocks } from "./builder";
@@ -183,4 +184,29 @@ test("the parameters measure writes counts as the status line and the hover do",
   assert.equal(MEASURES.params.format(8320), formatCount(8320));
   assert.equal(MEASURES.params.format(8320), "8.3K");
   assert.equal(MEASURES.params.format(124_439_808), "124.4M");
+});
+
+test("the NaN banner names the op that made NaN/Inf, or the parameter that holds them", () => {
+  const site = { file: "/w/model.py", line: 12, func: "forward" };
+  assert.equal(
+    nanBannerText({ kind: "op", name: "log", target: "torch.log", site }, false),
+    "Non-finite values (NaN/Inf) appeared: the first op that made them from finite inputs is log (model.py:12).",
+  );
+  assert.equal(
+    nanBannerText({ kind: "constant", name: "gate", target: "blocks.0.gate", site }, true),
+    "Non-finite values (NaN/Inf) appeared in the live model: they come from blocks.0.gate, which holds them (model.py:12).",
+  );
+});
+
+test("amounts at a unit boundary move to the next unit, as the CLI's summary writes them", () => {
+  // rounding put "1000 KB", "1000 µs" and "100.0 ms" on the hover cards
+  assert.equal(formatBytes(999_999), "1.0 MB");
+  assert.equal(formatBytes(99_960), "100 KB");
+  assert.equal(formatBytes(999), "999 B");
+  assert.equal(formatFlops(999_950_000), "1.0 GFLOP");
+  assert.equal(formatTime(999_600), "1.0 ms");
+  assert.equal(formatTime(999_400), "999 µs");
+  assert.equal(formatTime(99_960_000), "100 ms");
+  assert.equal(formatTime(4_200_000), "4.2 ms");
+  assert.equal(formatTime(999_700_000), "1.0 s");
 });
