@@ -200,7 +200,10 @@ class Diff:
 
 
 def diff_graphs(a: Graph, b: Graph, *, stats_tolerance: float = STATS_TOLERANCE) -> Diff:
-    """Compare the forward pass `a` (before) with `b` (after)."""
+    """Compare the forward pass `a` (before) with `b` (after). `stats_tolerance`: statistics
+    further apart than this fraction of the tensor's largest |value| differ (0 or more)."""
+    if not (math.isfinite(stats_tolerance) and stats_tolerance >= 0):
+        raise ValueError(f"stats_tolerance must be a fraction of 0 or more, not {stats_tolerance}")
     with no_gc():
         return _Compare(a, b, stats_tolerance).run()
 
@@ -460,6 +463,20 @@ class _Compare:
             if line:
                 done.add(j)
                 details.setdefault(j, []).append(line)
+        # a matched node none of whose outgoing edges has a match (its output now goes to
+        # an op the edit added): its one output's statistics, compared all the same
+        outgoing_a = _outgoing(self.a)
+        outgoing_b = _outgoing(self.b)
+        for i, j in enumerate(self.a_to_b):
+            if j < 0 or j in done or i not in outgoing_a or j not in outgoing_b:
+                continue
+            if any(edge_a_to_b[k] >= 0 for k in outgoing_a[i]):
+                continue  # compared through that edge above
+            sa, sb = _one_tensor(self.a, outgoing_a[i]), _one_tensor(self.b, outgoing_b[j])
+            line = _stats_change(sa, sb, self.tolerance) if sa and sb else None
+            if line:
+                done.add(j)
+                details.setdefault(j, []).append(line)
 
 
 def _gaps(
@@ -516,6 +533,33 @@ def _tensor_changes(side: str, before: tuple[Tensor, ...], after: tuple[Tensor, 
     return out
 
 
+def _outgoing(graph: Graph) -> dict[int, list[int]]:
+    """Edge indexes by their source node."""
+    out: dict[int, list[int]] = {}
+    for k, e in enumerate(graph.edges):
+        out.setdefault(e.src, []).append(k)
+    return out
+
+
+def _one_tensor(graph: Graph, edges: list[int]) -> Optional[dict[str, Any]]:
+    """The statistics of the one tensor these edges carry; None when they carry several
+    (a node with more outputs than one: which goes where is unknown) or none was read."""
+    first = getattr(graph.edges[edges[0]], "stats", None)
+    if not isinstance(first, dict):
+        return None
+    same = all(getattr(graph.edges[k], "stats", None) == first for k in edges[1:])
+    return first if same else None
+
+
+def _apart(va: float, vb: float) -> str:
+    """`1 → 1.0005`: four significant digits, more where four would show the same."""
+    for digits in (4, 6, 8, 12, 17):
+        a, b = f"{va:.{digits}g}", f"{vb:.{digits}g}"
+        if a != b:
+            break
+    return f"{a} → {b}"
+
+
 def _number(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
@@ -539,7 +583,7 @@ def _stats_change(sa: dict[str, Any], sb: dict[str, Any], tolerance: float) -> O
             continue
         bound = tolerance * (scale if scale is not None else max(abs(va), abs(vb)))
         if abs(va - vb) > bound:
-            parts.append(f"{key} {_number(va)} → {_number(vb)}")
+            parts.append(f"{key} {_apart(va, vb)}")
     for key in ("nan", "inf"):
         va, vb = num(sa, key), num(sb, key)
         if va is not None and vb is not None and va != vb:

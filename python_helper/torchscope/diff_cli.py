@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -68,8 +69,18 @@ def add_diff_parser(sub: Any) -> None:
         help="with recorded values: statistics further apart than this fraction of the "
         f"tensor's absolute maximum differ (default {STATS_TOLERANCE})",
     )
-    c.add_argument("--format", choices=DIFF_FORMATS, default="text")
-    c.add_argument("-o", "--output", help="file to write (default: standard output)")
+    c.add_argument(
+        "--format",
+        choices=DIFF_FORMATS,
+        default=None,
+        help="text (the default), json or html; with -o, the name's suffix says it already",
+    )
+    c.add_argument(
+        "-o",
+        "--output",
+        help="file to write, NAME.txt, NAME.json or NAME.html, in a folder that exists "
+        "(default: standard output)",
+    )
     c.add_argument(
         "--check",
         action="store_true",
@@ -77,9 +88,24 @@ def add_diff_parser(sub: Any) -> None:
     )
 
 
+# what an output file's suffix says it holds
+OUTPUT_SUFFIXES = {".txt": "text", ".json": "json", ".html": "html"}
+
+
 def run_diff(args: argparse.Namespace) -> int:
     if args.format == "html" and not args.output:
         return _fail("--format html writes a page: give the file with -o FILE.html")
+    if not (math.isfinite(args.stats_tolerance) and args.stats_tolerance >= 0):
+        return _fail(
+            f"--stats-tolerance {args.stats_tolerance:g}: a fraction of 0 or more "
+            "(statistics further apart than it, relative to the tensor's largest |value|, differ)"
+        )
+    if args.output:
+        try:
+            args.format = _output_format(Path(args.output), args.format)
+        except SideError as exc:
+            return _fail(str(exc))
+    args.format = args.format or "text"
     if is_graph_file(args.b) and (args.input_b or args.train_b):
         return _fail("--input-b and --train-b apply to a target B (FILE.py:NAME), not a graph file")
     if is_graph_file(args.a) and is_graph_file(args.b) and args.input_expr:
@@ -129,10 +155,9 @@ def run_diff(args: argparse.Namespace) -> int:
     if args.output:
         out = Path(args.output)
         try:
-            out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text + "\n", encoding="utf-8")
         except OSError as exc:
-            return _fail(f"cannot write {out}: {exc}")
+            return _fail(f"cannot write {out}: {exc.strerror or exc}")
         print(
             f"{out}: {len(diff.added())} added, {len(diff.removed())} removed, "
             f"{len(diff.details)} changed, {diff.same} same"
@@ -142,6 +167,26 @@ def run_diff(args: argparse.Namespace) -> int:
     if args.check:  # a guard: the code under test must still run, whatever A did
         return 0 if diff.identical and b.error is None else 1
     return 0
+
+
+def _output_format(out: Path, fmt: Optional[str]) -> str:
+    """The format `-o out` names, checked before anything is traced: a name of another kind
+    (`-o model.py` must never overwrite the model), a --format it contradicts or a folder
+    that does not exist is bad input."""
+    known = OUTPUT_SUFFIXES.get(out.suffix.lower())
+    if out.is_dir():
+        raise SideError(f"-o {out} is a folder: give a file name, e.g. {out / 'diff.txt'}")
+    if known is None:
+        what = f"a {out.suffix} file" if out.suffix else "a name without a suffix"
+        raise SideError(
+            f"-o {out} is {what}: torchscope diff writes .txt, .json or .html files, "
+            "and the name says which"
+        )
+    if fmt is not None and fmt != known:
+        raise SideError(f"-o {out} names a {known} file but --format {fmt} was given")
+    if not out.parent.is_dir():
+        raise SideError(f"cannot write {out}: no folder {out.parent}")
+    return known
 
 
 def compare_page(diff: Diff, a_source: str, b_source: str) -> str:
@@ -167,6 +212,11 @@ def load_side(
     the input it guessed (None: a graph file, or an input it did not guess)."""
     if is_graph_file(spec):
         return read_graph_file(spec), None
+    if spec.lower().endswith((".html", ".htm")):
+        raise SideError(
+            f"{spec} is a viewer page, not a graph file: give a graph file (.msgpack, .json, "
+            "as `trace -o` saves it) or a target FILE.py:NAME"
+        )
     from .cli_trace import CliError, trace_target
 
     try:

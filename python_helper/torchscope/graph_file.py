@@ -29,11 +29,20 @@ def is_graph_file(spec: str) -> bool:
 
 
 def read_graph_file(spec: str) -> Graph:
-    from .graph import Graph, GraphFormatError  # msgpack: only once a file is read
+    import json
+
+    from .graph import GraphFormatError, from_wire, unpack  # msgpack: only once a file is read
 
     path = Path(spec)
     try:
-        return Graph.load(path)
+        raw = path.read_bytes()
+        data = json.loads(raw) if path.suffix.lower() == ".json" else unpack(raw)
+        if isinstance(data, dict) and "compare" in data:  # what `diff --format html` draws
+            raise GraphFileError(
+                f"{spec} is a comparison (both passes merged), not one forward pass: give "
+                "the graphs it was made of"
+            )
+        return from_wire(data)
     except FileNotFoundError:
         raise GraphFileError(f"no such file: {spec}") from None
     except GraphFormatError as exc:

@@ -15,6 +15,9 @@ import pytest
 
 import torchscope
 from torchscope.cli import main
+from torchscope.compare import compare_view
+from torchscope.diff import diff_graphs
+from torchscope.graph import Graph
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,6 +102,7 @@ def test_check_fails_a_forward_that_raises_even_as_it_did_before(models, capsys)
 
 def test_json_document(models, tmp_path, capsys) -> None:
     a, _ = models
+    (tmp_path / "out").mkdir()
     out = tmp_path / "out" / "diff.json"
     rc, stdout, _ = run(
         # the structure only (with values, fc2's output changes too: dropout trains in b)
@@ -275,6 +279,7 @@ def test_target_options_on_graph_files_are_refused(models, tmp_path, capsys) -> 
 
 def test_html_compare_page(models, tmp_path, capsys) -> None:
     a, b = models
+    (tmp_path / "out").mkdir()
     page = tmp_path / "out" / "compare.html"
     rc, out, err = run(
         [
@@ -432,3 +437,67 @@ def test_files_that_are_not_graphs_say_what_they_are(models, tmp_path, capsys) -
     assert rc == 2 and "no version" in err, err
     rc, _, err = run(["summary", f"{tmp_path}/:Net"], capsys)
     assert rc == 2 and "is a folder: give FILE.py:NAME" in err, err
+
+
+def test_the_output_name_says_the_format_and_never_overwrites_a_model(models, tmp_path, capsys):
+    """`diff -o` wrote text wherever it was told: `-o model.py` overwrote the model, `-o d.html`
+    got text, `--format html -o page.json` a page named .json, and a missing folder was made.
+    As for `trace`: the suffix says the format, --format must agree, exit 2 before tracing."""
+    a, b = models
+    victim = tmp_path / "victim.py"
+    victim.write_text("keep me\n")
+    rc, _, err = run(["diff", f"{a}:Net", f"{b}:Net", "-o", str(victim)], capsys)
+    assert rc == 2 and "writes .txt, .json or .html" in err, err
+    assert victim.read_text() == "keep me\n"
+    page = tmp_path / "d.html"
+    rc, out, _ = run(["diff", f"{a}:Net", f"{b}:Net", "--no-values", "-o", str(page)], capsys)
+    assert rc == 0 and page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>"), out
+    as_json = tmp_path / "d.json"
+    rc, _, _ = run(["diff", f"{a}:Net", f"{b}:Net", "--no-values", "-o", str(as_json)], capsys)
+    assert rc == 0 and json.loads(as_json.read_text())["format"] == "torchscope.diff"
+    rc, _, err = run(
+        ["diff", f"{a}:Net", f"{b}:Net", "--format", "html", "-o", str(as_json)], capsys
+    )
+    assert rc == 2 and "names a json file but --format html" in err, err
+    rc, _, err = run(["diff", f"{a}:Net", f"{b}:Net", "-o", str(tmp_path / "no" / "d.txt")], capsys)
+    assert rc == 2 and "no folder" in err and not (tmp_path / "no").exists(), err
+
+
+@pytest.mark.parametrize("tolerance", ["-1", "nan", "inf"])
+def test_a_stats_tolerance_that_is_no_fraction_is_refused(models, capsys, tolerance):
+    """-1 made identical passes differ ("zeros 0.0% → 0.0%"), nan and inf switched the
+    comparison of values off without a word."""
+    a, _ = models
+    rc, _, err = run(["diff", f"{a}:Net", f"{a}:Net", "--stats-tolerance", tolerance], capsys)
+    assert rc == 2 and "--stats-tolerance" in err, err
+    with pytest.raises(ValueError, match="stats_tolerance"):
+        diff_graphs(
+            Graph.load(tmp_graph(a, capsys)),
+            Graph.load(tmp_graph(a, capsys)),
+            stats_tolerance=float(tolerance),
+        )
+
+
+def tmp_graph(spec: Path, capsys) -> Path:
+    out = spec.with_name(spec.stem + ".saved.msgpack")
+    if not out.exists():
+        assert run(["trace", f"{spec}:Net", "-o", str(out)], capsys)[0] == 0
+    return out
+
+
+def test_a_comparison_views_file_is_not_taken_for_a_forward_pass(models, tmp_path, capsys):
+    """The compare view's graph (both sides merged, ghost edges and all) was read as one
+    pass: `relu: inputs: [1, 32], [1, 32]`. And a page got the FILE.py:NAME message."""
+    a, b = models
+    view = compare_view(
+        diff_graphs(Graph.load(tmp_graph(a, capsys)), Graph.load(tmp_graph(b, capsys)))
+    )
+    path = tmp_path / "view.msgpack"
+    path.write_bytes(view.to_msgpack())
+    for argv in (["diff", str(path), f"{a}:Net"], ["summary", str(path)]):
+        rc, _, err = run(argv, capsys)
+        assert rc == 2 and "a comparison (both passes merged), not one forward pass" in err, err
+    page = tmp_path / "p.html"
+    run(["trace", f"{a}:Net", "-o", str(page)], capsys)
+    rc, _, err = run(["diff", str(page), f"{a}:Net"], capsys)
+    assert rc == 2 and "p.html is a viewer page, not a graph file" in err, err

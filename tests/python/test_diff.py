@@ -463,3 +463,44 @@ def test_eval_against_training_with_values_ignored_keeps_what_the_model_does():
     assert {"relu", "linear"} <= noisy  # values after the dropout: noise
     quiet = {c.name for c in diff_graphs(a, b, stats_tolerance=1e9).changed()}
     assert quiet == {"batch_norm", "dropout"}, quiet
+
+
+class _Scaled(nn.Module):
+    """h = fc1(x) * s; g = tanh(h); then fc2 of g, or (edited) of g + 1."""
+
+    def __init__(self, scale: float, plus_one: bool) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc1, self.fc2 = nn.Linear(8, 8), nn.Linear(8, 2)
+        self.scale, self.plus_one = scale, plus_one
+
+    def forward(self, x):
+        g = torch.tanh(self.fc1(x) * self.scale)
+        return self.fc2(g + 1 if self.plus_one else g)
+
+
+def test_a_value_change_is_seen_where_the_output_goes_to_a_new_op():
+    """tanh's input grew 1.5×, but its output now goes to a new `add`: its one edge had no
+    match in the other pass, so its values were never compared, and it read as the same."""
+    x = torch.randn(4, 8)
+
+    def values(model: nn.Module) -> Graph:
+        return torchscope.trace(model, x, costs=False)
+
+    a, b = values(_Scaled(2.0, False)), values(_Scaled(3.0, True))
+    changed = {c.name: c.details for c in diff_graphs(a, b).changed()}
+    assert "tanh" in changed and any(d.startswith("values: ") for d in changed["tanh"]), changed
+    # the same edit without the new op: tanh's values through its matched edge, once
+    changed = {c.name: c.details for c in diff_graphs(a, values(_Scaled(3.0, False))).changed()}
+    assert sum(d.startswith("values: ") for d in changed["tanh"]) == 1, changed
+
+
+def test_values_that_differ_are_written_with_digits_enough_to_show_it():
+    """A buffer of 1.0 made 1.0005: "mean 1 → 1, min 1 → 1" read as no change at all."""
+    from torchscope.diff import _stats_change
+
+    a = {"mean": 1.0, "min": 1.0, "absmax": 1.0, "std": 0.25}
+    b = {"mean": 1.0005, "min": 1.0005, "absmax": 1.0005, "std": 0.5}
+    assert _stats_change(a, b, 0.0) == (
+        "values: mean 1 → 1.0005, std 0.25 → 0.5, min 1 → 1.0005, absmax 1 → 1.0005"
+    )
