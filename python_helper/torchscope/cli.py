@@ -220,34 +220,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _output(name: str, fmt: Optional[str]) -> Path:
-    """The output path, checked before anything runs: a folder, a name that is no graph
-    format (`-o model.py` must never overwrite the model), a folder that does not exist or an
-    unwritable place is bad input (exit 2), found in a second rather than after the trace."""
+    """The output path of `trace -o`, checked before the trace (output_file.py)."""
     from .cli_trace import CliError
+    from .output_file import OutputNameError, checked_output
 
-    out = Path(name)
-    if out.is_dir():
-        raise CliError(f"-o {name} is a folder: give a file name, e.g. {out / 'model.html'}")
-    suffix = out.suffix.lower()
-    known = SUFFIX_FORMATS.get(suffix)
-    if known is None:
-        what = f"a {out.suffix} file" if out.suffix else "a name without a suffix"
-        raise CliError(
-            f"-o {name} is {what}: torchscope writes .msgpack, .json or .html files, "
-            "and the name says which"
-        )
-    if fmt is not None and fmt != known:
-        raise CliError(f"-o {name} names a {known} file but --format {fmt} was given")
-    if not out.parent.is_dir():
-        raise CliError(f"cannot write {name}: no folder {out.parent}")
     try:
-        existed = out.exists()
-        with open(out, "ab"):
-            pass
-        if not existed:
-            out.unlink()  # nothing is left behind if the trace fails
-    except OSError as exc:
-        raise CliError(f"cannot write {name}: {exc.strerror or exc}") from None
+        out, _ = checked_output(
+            name,
+            fmt,
+            SUFFIX_FORMATS,
+            "torchscope writes .msgpack, .json or .html files",
+            "model.html",
+        )
+    except OutputNameError as exc:
+        raise CliError(str(exc)) from None
     return out
 
 

@@ -170,22 +170,19 @@ def run_diff(args: argparse.Namespace) -> int:
 
 
 def _output_format(out: Path, fmt: Optional[str]) -> str:
-    """The format `-o out` names, checked before anything is traced: a name of another kind
-    (`-o model.py` must never overwrite the model), a --format it contradicts or a folder
-    that does not exist is bad input."""
-    known = OUTPUT_SUFFIXES.get(out.suffix.lower())
-    if out.is_dir():
-        raise SideError(f"-o {out} is a folder: give a file name, e.g. {out / 'diff.txt'}")
-    if known is None:
-        what = f"a {out.suffix} file" if out.suffix else "a name without a suffix"
-        raise SideError(
-            f"-o {out} is {what}: torchscope diff writes .txt, .json or .html files, "
-            "and the name says which"
+    """The format `-o out` names, checked before anything is traced (output_file.py)."""
+    from .output_file import OutputNameError, checked_output
+
+    try:
+        _, known = checked_output(
+            str(out),
+            fmt,
+            OUTPUT_SUFFIXES,
+            "torchscope diff writes .txt, .json or .html files",
+            "diff.txt",
         )
-    if fmt is not None and fmt != known:
-        raise SideError(f"-o {out} names a {known} file but --format {fmt} was given")
-    if not out.parent.is_dir():
-        raise SideError(f"cannot write {out}: no folder {out.parent}")
+    except OutputNameError as exc:
+        raise SideError(str(exc)) from None
     return known
 
 

@@ -352,6 +352,34 @@ def test_a_rank_waiting_for_a_failed_one_still_writes_its_graph(tmp_path: Path) 
     assert load(tmp_path / "g.rank1.msgpack").error.type == "ValueError"
 
 
+def _terminated_rank(
+    tmp_path: Path, target: str, marker: str, timeout: float
+) -> tuple[int, str, str]:
+    """`trace target` as torchrun starts rank 0 of 2, sent SIGTERM once the model's code has
+    written `marker`: its exit code (negative: the signal's), standard output and error."""
+    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "2"}
+    env["PYTHONPATH"] = str(HERE.parent.parent / "python_helper")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torchscope", "trace", target, "-o", "g.msgpack"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(1200):
+            if (tmp_path / marker).exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert (tmp_path / marker).exists(), proc.communicate()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        proc.kill()
+    return proc.returncode, out, err
+
+
 def test_sigterm_while_a_rank_traces_is_the_forwards_error(tmp_path: Path) -> None:
     """torchrun's SIGTERM, arriving while the model's own code runs: raised there as
     RankStopped, so the graph up to that point is written and the rank says why."""
@@ -366,27 +394,8 @@ def test_sigterm_while_a_rank_traces_is_the_forwards_error(tmp_path: Path) -> No
         "        return x\n\n"
         "def build():\n    return Slow(), torch.ones(2, 4)\n"
     )
-    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "2"}  # as torchrun starts a rank
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent.parent / "python_helper")])
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "torchscope", "trace", "slow.py:build", "-o", "g.msgpack"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        for _ in range(1200):
-            if (tmp_path / "started").exists() or proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        assert (tmp_path / "started").exists(), proc.communicate()
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == 1, out + err
+    code, out, err = _terminated_rank(tmp_path, "slow.py:build", "started", 60)
+    assert code == 1, out + err
     assert "the forward raised RankStopped: torchrun stopped this rank (SIGTERM)" in err, err
     graph = load(tmp_path / "g.rank0.msgpack")
     assert graph.error is not None and graph.error.type == "RankStopped"
@@ -404,27 +413,8 @@ def test_sigterm_before_the_forward_ends_the_rank_at_once(tmp_path: Path) -> Non
         "    time.sleep(120)\n"
         "    return nn.Linear(2, 2)\n"
     )
-    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "2"}  # as torchrun starts a rank
-    env["PYTHONPATH"] = str(HERE.parent.parent / "python_helper")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "torchscope", "trace", "builds.py:build", "-o", "g.msgpack"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        for _ in range(1200):
-            if (tmp_path / "building").exists() or proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        assert (tmp_path / "building").exists(), proc.communicate()
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=20)
-    finally:
-        proc.kill()
-    assert proc.returncode == -signal.SIGTERM
+    code, _, _ = _terminated_rank(tmp_path, "builds.py:build", "building", 20)
+    assert code == -signal.SIGTERM
 
 
 @pytest.mark.parametrize("grouped", [True, False])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import unquote
@@ -371,7 +372,9 @@ def test_a_graph_shown_from_elsewhere(lsp, workspace, docs, tmp_path):
     assert e.data["kind"] == "bad-graph"
 
 
-def test_inlay_hints_option_off(workspace, tmp_path):
+@pytest.fixture
+def hints_off(workspace) -> Iterator[tuple[Session, Path]]:
+    """A server started with the inlay hints option off, shapes.py open and traced."""
     session = Session(
         sys.executable, server_env(), workspace, TIMEOUT * 5, options={"inlayHints": False}
     )
@@ -379,41 +382,38 @@ def test_inlay_hints_option_off(workspace, tmp_path):
         shapes = workspace / "shapes.py"
         Docs(session).open(shapes)
         trace(session, shapes, "Net")
-        assert hints(session, shapes) == {}
-        assert session.refreshes == 0
-        text = hover(session, shapes, line_of(shapes, "x = self.inp(x)"), 12)
-        assert text is not None and "`4×16`" in text  # hovers stay
+        yield session, shapes
     finally:
         session.close()
 
 
-def test_inlay_hints_turned_on_and_off_without_a_restart(workspace, tmp_path):
+def test_inlay_hints_option_off(hints_off):
+    session, shapes = hints_off
+    assert hints(session, shapes) == {}
+    assert session.refreshes == 0
+    text = hover(session, shapes, line_of(shapes, "x = self.inp(x)"), 12)
+    assert text is not None and "`4×16`" in text  # hovers stay
+
+
+def test_inlay_hints_turned_on_and_off_without_a_restart(hints_off):
     """The setting changed in the editor: the server is told (workspace/didChangeConfiguration)
     and asks the editor to fetch hints again; its runner stays warm, nothing restarts."""
-    session = Session(
-        sys.executable, server_env(), workspace, TIMEOUT * 5, options={"inlayHints": False}
-    )
-    try:
-        shapes = workspace / "shapes.py"
-        Docs(session).open(shapes)
-        trace(session, shapes, "Net")
-        assert hints(session, shapes) == {}
+    session, shapes = hints_off
+    assert hints(session, shapes) == {}
 
-        def setting(on: bool) -> None:
-            before = session.refreshes
-            session.client.workspace_did_change_configuration(
-                types.DidChangeConfigurationParams(settings={"torchscope": {"inlayHints": on}})
-            )
-            session.wait_for(lambda: session.refreshes > before)  # the editor asks again
-
-        setting(True)
-        assert hints(session, shapes) == expected(shapes, SHAPES_HINTS)
-        setting(False)
-        assert hints(session, shapes) == {}
-        # other settings' shapes are ignored, not an error
+    def setting(on: bool) -> None:
+        before = session.refreshes
         session.client.workspace_did_change_configuration(
-            types.DidChangeConfigurationParams(settings=None)
+            types.DidChangeConfigurationParams(settings={"torchscope": {"inlayHints": on}})
         )
-        assert hints(session, shapes) == {}
-    finally:
-        session.close()
+        session.wait_for(lambda: session.refreshes > before)  # the editor asks again
+
+    setting(True)
+    assert hints(session, shapes) == expected(shapes, SHAPES_HINTS)
+    setting(False)
+    assert hints(session, shapes) == {}
+    # other settings' shapes are ignored, not an error
+    session.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings=None)
+    )
+    assert hints(session, shapes) == {}
