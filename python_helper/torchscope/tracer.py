@@ -1199,8 +1199,9 @@ class Recorder(TorchFunctionMode):
         origin: the first op whose output holds NaN/Inf while none of its inputs does.
 
         An infinity the model asks for (`masked_fill(mask, float('-inf'))`, a causal mask:
-        a non-finite argument of the call) is no origin, nor is an op that only carries it on
-        (Inf in, Inf out); an op that makes NaN of it (softmax of a row all -inf) is one."""
+        a non-finite argument of the call, or a buffer holding -inf) is no origin, nor is an
+        op that only carries it on (Inf in, Inf out); an op that makes NaN of it (softmax of
+        a row all -inf) is one, and so is a parameter holding NaN."""
         self.reader.flush()
         for edge, st in self.edge_values:
             edge.stats, edge.hist = st.stats, st.hist
@@ -1215,7 +1216,10 @@ class Recorder(TorchFunctionMode):
             if any(id(st) not in asked for st in bad):
                 continue  # made from non-finite values: their origin came first
             nan = any(_count(st, "nan") for st in outs)
-            if not nan and (bad or _asks_for_non_finite(self.nodes[nid].attrs)):
+            node = self.nodes[nid]
+            # (a buffer of -inf is a mask too; a weight holding NaN is an origin)
+            asks = node.kind == "constant" or _asks_for_non_finite(node.attrs)
+            if not nan and (bad or asks):
                 asked.update(id(st) for st in outs)  # the asked-for Inf, carried on
                 continue
             self.nan_origin = nid

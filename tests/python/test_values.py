@@ -721,6 +721,22 @@ def test_a_parameter_holding_nan_is_the_origin():
     assert (origin.kind, origin.name, origin.target) == ("constant", "gate", "gate")
 
 
+class MaskBuffer(nn.Module):
+    """A causal mask kept as a buffer of 0 and -inf (fairseq's, older transformers')."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("mask", torch.full((4, 4), float("-inf")).triu(1))
+
+    def forward(self, x):
+        return ((x @ x.transpose(-1, -2)) + self.mask).softmax(-1)
+
+
+def test_a_buffer_of_minus_inf_is_no_origin():
+    graph = torchscope.trace(MaskBuffer(), torch.randn(4, 8))
+    assert graph.nan_origin is None
+
+
 def test_inf_in_the_input_has_no_origin_inside():
     graph = torchscope.trace(PassesInfOn(), torch.tensor([float("inf"), 1.0]))
     assert graph.nan_origin is None
