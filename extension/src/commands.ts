@@ -197,7 +197,7 @@ export class Commands {
       const view = panel.view && { graph: panel.view.graph, expanded: panel.view.expanded, groups: panel.view.groups, segments: panel.view.segments };
       const html = await standaloneHtmlFromBundle(panel.bytes, this.deps.bundle.viewerDir, panel.origin.title, view);
       // Named like the viewer's SVG and PNG: after the model's class.
-      const model = panel.origin.title.replace(/^Forward pass: /, "") || panel.origin.target;
+      const model = panel.model ?? (panel.origin.title.replace(/^Forward pass: /, "") || panel.origin.target);
       const name = `${model.replace(/[^\w.-]+/g, "_")}.html`;
       await saveAs(name, "text/html", new TextEncoder().encode(html));
     }

@@ -225,6 +225,10 @@ export class GraphPanel {
     return this.panel.viewColumn;
   }
 
+  /** The traced model's class (`ConvNet`), once a trace named it: what an export is named
+   * after, as the viewer names its SVG (the title may say more: `ConvNet (build)`). */
+  model: string | undefined;
+
   /** A new title (the traced model's name, known once its trace is done). */
   retitle(title: string): void {
     this.shown = { ...this.shown, title };

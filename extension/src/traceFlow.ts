@@ -306,6 +306,7 @@ export class TraceFlow {
     const title = source.panelTitle?.(summary) ?? panelTitle(summary, source.label);
     const panel = this.openPanel({ uri: source.uri, target: source.target, title }, !quiet);
     panel.setInput(inputUsed(summary));
+    if (summary?.model) panel.model = modelName(summary, source.label);
     try {
       await panel.load(traced.path);
     } catch (e) {
