@@ -404,7 +404,9 @@ class Recorder(TorchFunctionMode):
                 self._const_stats[key] = self._weight_stats(t)
             st = self._const_stats[key]
             self._set_producer(t, nid, st)
-            if st is not None:  # a weight holding NaN/Inf is where they come from
+            if st is not None and path and isinstance(t, nn.Parameter):
+                # a parameter of the model holding NaN is where they come from (not a tensor
+                # from outside: FSDP2's gather buffer, read before the gather fills it)
                 self.checks.append((nid, [], [st]))
         else:
             self._set_producer(t, nid)
