@@ -53,7 +53,8 @@ def add_diff_parser(sub: Any) -> None:
         "--no-values",
         dest="values",
         action="store_false",
-        help="trace targets without tensor statistics (their values are then not compared)",
+        help="leave tensor statistics out: targets are traced without them, and saved "
+        "graphs' are not compared",
     )
     c.add_argument(
         "--no-costs",
@@ -139,6 +140,9 @@ def run_diff(args: argparse.Namespace) -> int:
                 "(compared up to the failing call)",
                 file=sys.stderr,
             )
+    if not args.values:  # saved graphs hold values too: left out of the comparison alike
+        for graph in (a, b):
+            _without_values(graph)
     diff = diff_graphs(a, b, stats_tolerance=args.stats_tolerance)
     if args.format == "json":
         text = json.dumps(diff.to_wire(a_source, b_source), indent=1, ensure_ascii=False)
@@ -184,6 +188,14 @@ def _output_format(out: Path, fmt: Optional[str]) -> str:
     except OutputNameError as exc:
         raise SideError(str(exc)) from None
     return known
+
+
+def _without_values(graph: Graph) -> None:
+    """The graph as if traced with --no-values: no statistics on its edges, no NaN origin."""
+    for edge in graph.edges:
+        edge.stats = edge.hist = None
+    graph.values.stats = False
+    graph.nan_origin = None
 
 
 def compare_page(diff: Diff, a_source: str, b_source: str) -> str:

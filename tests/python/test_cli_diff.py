@@ -501,3 +501,16 @@ def test_a_comparison_views_file_is_not_taken_for_a_forward_pass(models, tmp_pat
     run(["trace", f"{a}:Net", "-o", str(page)], capsys)
     rc, _, err = run(["diff", str(page), f"{a}:Net"], capsys)
     assert rc == 2 and "p.html is a viewer page, not a graph file" in err, err
+
+
+def test_no_values_leaves_saved_values_out_of_the_comparison(models, tmp_path, capsys) -> None:
+    """`--no-values` between two graph files was accepted and did nothing: the values the
+    files hold were compared all the same. It leaves them out, as it does for targets."""
+    a, b = models
+    ga, gb = tmp_path / "a.msgpack", tmp_path / "b.msgpack"
+    run(["trace", f"{a}:Net", "-o", str(ga)], capsys)
+    run(["trace", f"{a}:Net", "--input", "torch.randn(1, 16) * 3", "-o", str(gb)], capsys)
+    rc, out, _ = run(["diff", str(ga), str(gb), "--check"], capsys)
+    assert rc == 1 and "values: " in out, out  # another input: other values
+    rc, out, _ = run(["diff", str(ga), str(gb), "--check", "--no-values"], capsys)
+    assert rc == 0, out
