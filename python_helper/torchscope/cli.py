@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .diff_cli import add_diff_parser, run_diff
-from .graph_file import SUFFIX_FORMATS, GraphFileError, is_graph_file, read_graph_file
+from .graph_file import (
+    SUFFIX_FORMATS,
+    GraphFileError,
+    is_graph_file,
+    page_error,
+    read_graph_file,
+)
 
 FORMATS = ("msgpack", "json", "html")
 LONGEST_BUDGET = 1e7  # seconds (~4 months): beyond it the platform's timer overflows
@@ -125,13 +131,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _summarize_file(args)
     from .cli_trace import CliError, error_line, trace_target
 
-    if args.command == "summary" and args.target.lower().endswith((".html", ".htm")):
-        return _fail(
-            CliError(
-                f"{args.target} is a viewer page, not a graph file: summary reads a graph "
-                "file (.msgpack, .json) or a target FILE.py:NAME"
-            )
-        )
+    page = page_error(args.target) if args.command == "summary" else None
+    if page:
+        return _fail(CliError(page))
     from .launch import (
         end_process_group,
         launched_rank,

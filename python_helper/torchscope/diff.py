@@ -465,10 +465,9 @@ class _Compare:
                 details.setdefault(j, []).append(line)
         # a matched node none of whose outgoing edges has a match (its output now goes to
         # an op the edit added): its one output's statistics, compared all the same
-        outgoing_a = _outgoing(self.a)
-        outgoing_b = _outgoing(self.b)
+        outgoing_a, outgoing_b = self.fa.out_edges, self.fb.out_edges
         for i, j in enumerate(self.a_to_b):
-            if j < 0 or j in done or i not in outgoing_a or j not in outgoing_b:
+            if j < 0 or j in done or not outgoing_a[i] or not outgoing_b[j]:
                 continue
             if any(edge_a_to_b[k] >= 0 for k in outgoing_a[i]):
                 continue  # compared through that edge above
@@ -530,14 +529,6 @@ def _tensor_changes(side: str, before: tuple[Tensor, ...], after: tuple[Tensor, 
             out.append(f"{name}: {_shape(ta)} → {_shape(tb)}")
         else:
             out.append(f"{name}: {_shape(ta)} {ta[1]} → {_shape(tb)} {tb[1]}")
-    return out
-
-
-def _outgoing(graph: Graph) -> dict[int, list[int]]:
-    """Edge indexes by their source node."""
-    out: dict[int, list[int]] = {}
-    for k, e in enumerate(graph.edges):
-        out.setdefault(e.src, []).append(k)
     return out
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from .diff import STATS_TOLERANCE, Diff, diff_graphs
-from .graph_file import GraphFileError, is_graph_file, read_graph_file
+from .graph_file import GraphFileError, is_graph_file, page_error, read_graph_file
 from .html import BundleNotBuiltError
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def run_diff(args: argparse.Namespace) -> int:
                 a = again
     except (SideError, GraphFileError) as exc:
         return _fail(str(exc))
-    a_source = _source(args.a, args.input_expr, False if args.train_b else None)
+    a_source = _source(args.a, args.input_expr, train_a)
     b_source = _source(args.b, args.input_b or args.input_expr, True if args.train_b else None)
     for name, graph in (("A", a), ("B", b)):
         if graph.error is not None:
@@ -221,11 +221,9 @@ def load_side(
     the input it guessed (None: a graph file, or an input it did not guess)."""
     if is_graph_file(spec):
         return read_graph_file(spec), None
-    if spec.lower().endswith((".html", ".htm")):
-        raise SideError(
-            f"{spec} is a viewer page, not a graph file: give a graph file (.msgpack, .json, "
-            "as `trace -o` saves it) or a target FILE.py:NAME"
-        )
+    page = page_error(spec)
+    if page:
+        raise SideError(page)
     from .cli_trace import CliError, trace_target
 
     try:

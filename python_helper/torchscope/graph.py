@@ -334,10 +334,14 @@ class Graph:
 
     @staticmethod
     def load(path: str | Path) -> Graph:
-        path = Path(path)
-        raw = path.read_bytes()
-        data = json.loads(raw) if path.suffix.lower() == ".json" else unpack(raw)
-        return from_wire(data)
+        return from_wire(load_wire(path))
+
+
+def load_wire(path: str | Path) -> Any:
+    """A graph file's wire map, not yet checked (`.json` by its suffix, else msgpack)."""
+    path = Path(path)
+    raw = path.read_bytes()
+    return json.loads(raw) if path.suffix.lower() == ".json" else unpack(raw)
 
 
 def write_atomic(path: str | Path, data: bytes) -> None:

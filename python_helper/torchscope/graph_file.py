@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -28,15 +28,22 @@ def is_graph_file(spec: str) -> bool:
     return Path(spec).suffix.lower() in GRAPH_SUFFIXES
 
 
+def page_error(spec: str) -> Optional[str]:
+    """What to say when `spec` is a viewer page (`trace -o g.html`) given where a graph file
+    or a target goes; None for anything else."""
+    if Path(spec).suffix.lower() not in (".html", ".htm"):
+        return None
+    return (
+        f"{spec} is a viewer page, not a graph file: give a graph file (.msgpack, .json, as "
+        "`trace -o` saves it) or a target FILE.py:NAME"
+    )
+
+
 def read_graph_file(spec: str) -> Graph:
-    import json
+    from .graph import GraphFormatError, from_wire, load_wire  # msgpack: once a file is read
 
-    from .graph import GraphFormatError, from_wire, unpack  # msgpack: only once a file is read
-
-    path = Path(spec)
     try:
-        raw = path.read_bytes()
-        data = json.loads(raw) if path.suffix.lower() == ".json" else unpack(raw)
+        data = load_wire(spec)
         if isinstance(data, dict) and "compare" in data:  # what `diff --format html` draws
             raise GraphFileError(
                 f"{spec} is a comparison (both passes merged), not one forward pass: give "
