@@ -335,6 +335,7 @@ class _Compare:
                 self._pair(i, j)
         self._match_moved(xs, ys)
         self._match_substituted(xs, ys, chain)
+        self._modules_moved(xs, ys)
 
     def _loose(self, xs: list[int], ys: list[int]) -> tuple[list[int], list[int]]:
         """Positions of the children not matched yet (module calls never match here)."""
@@ -358,6 +359,21 @@ class _Compare:
                 y = queue.pop(0)
                 self._pair(xs[x], ys[y])
                 self.moved[ys[y]] = (x, y)
+
+    def _modules_moved(self, xs: list[int], ys: list[int]) -> None:
+        """Module calls matched by path that the forward makes in another order: those off
+        the longest run kept in order moved (a call added between two moves neither)."""
+        b_nodes = self.b.nodes
+        at_y = {j: y for y, j in enumerate(ys) if b_nodes[j].kind == "module"}
+        order_a = [(x, self.a_to_b[i]) for x, i in enumerate(xs) if self.a_to_b[i] in at_y]
+        if len(order_a) < 2:
+            return
+        order_b = sorted((at_y[j], j) for _, j in order_a)
+        kept = common_pairs([j for _, j in order_a], [j for _, j in order_b])
+        in_order = {order_a[k][1] for k, _ in kept}
+        for x, j in order_a:
+            if j not in in_order:
+                self.moved[j] = (x, at_y[j])
 
     def _match_substituted(
         self, xs: list[int], ys: list[int], chain: list[tuple[int, int]]
@@ -412,6 +428,8 @@ class _Compare:
                 va, vb = na.attrs.get(key, _MISSING), nb.attrs.get(key, _MISSING)
                 if va != vb or type(va) is not type(vb):
                     out.append(f"{key}: {_value(va)} → {_value(vb)}")
+        if na.kind == "module":
+            out.extend(self._position(j))
         if na.kind == "module" and na.params != nb.params:
             # a count that moved only with the modules it called is their change, not its own
             inner = self.fb.child_params[j] - self.fa.child_params[i]
@@ -429,10 +447,15 @@ class _Compare:
         wiring = self._rewired(i, j)
         if wiring:
             out.append(wiring)
-        if j in self.moved:
-            x, y = self.moved[j]
-            out.append(f"position in its module: {x + 1} → {y + 1}")
+        out.extend(self._position(j))
         return out
+
+    def _position(self, j: int) -> list[str]:
+        """A node of b the forward reached in another order in its module than a's."""
+        if j not in self.moved:
+            return []
+        x, y = self.moved[j]
+        return [f"position in its module: {x + 1} → {y + 1}"]
 
     def _rewired(self, i: int, j: int) -> Optional[str]:
         """The producers of a node's inputs, when they are matched nodes on both sides and

@@ -14,7 +14,9 @@
 A module call with changes gets a header line (`~` when it changed itself, then its own
 changes indented); below it the ops and other nodes directly in it that differ (`+` added,
 `-` removed, `~` changed). An added or removed module is one line with the count of the
-nodes inside it. Top-level inputs and outputs come first and last, without a header.
+nodes inside it. Top-level inputs and outputs come first and last, without a header. A
+change repeated in numbered siblings (a ModuleList's blocks) is written for the first, then
+`the same change in h.1 … h.11 (11 more)`.
 """
 
 from __future__ import annotations
@@ -41,34 +43,33 @@ def render_text(view: CompareView) -> str:
             f": {text}" if text else ""
         )
 
-    def walk(m: Node) -> None:
+    def walk(m: Node) -> list[str]:
         st = status[m.id]
         if st in ("added", "removed"):
             size = _subtree_size(m, children) - 1
-            lines.append(
+            return [
                 f"{SIGNS[st]} {_module_label(m)}: {m.name}  {'; '.join(view.details[m.id])}"
                 + (f"  ({size} node{'s' if size != 1 else ''} inside)" if size else "")
-            )
-            return
+            ]
+        out: list[str] = []
         kids = children.get(m.id, [])
         loose = [c for c in kids if c.kind != "module" and status[c.id] != "same"]
         if st == "changed" or loose:
             count = view.inside[m.id]
-            lines.append(
+            out.append(
                 f"{SIGNS[st]} {_module_label(m)}: {m.name}"
                 + (f"  ({count} change{'s' if count != 1 else ''} inside)" if count else "")
             )
             if st == "changed":
-                lines.extend(f"      {d}" for d in view.details[m.id])
-            lines.extend(node_line(c, "    ") for c in loose)
-        for c in kids:
-            if c.kind == "module":
-                walk(c)
+                out.extend(f"      {d}" for d in view.details[m.id])
+            out.extend(node_line(c, "    ") for c in loose)
+        out.extend(_once_per_run([(c, walk(c)) for c in kids if c.kind == "module"]))
+        return out
 
     top = children.get(None, [])
     for n in top:
         if n.kind == "module":
-            walk(n)
+            lines.extend(walk(n))
         elif status[n.id] != "same":
             lines.append(node_line(n, ""))
     counts = {s: status.count(s) for s in ("added", "removed", "changed", "same")}
@@ -80,6 +81,50 @@ def render_text(view: CompareView) -> str:
             f"{counts['changed']} changed, {counts['same']} same"
         )
     return "\n".join(lines)
+
+
+def _once_per_run(blocks: list[tuple[Node, list[str]]]) -> list[str]:
+    """The lines of sibling modules, where a run of numbered siblings (`h.0`, `h.1` …, a
+    ModuleList's) whose lines are the same but for their number is written once, then
+    `the same change in h.1 … h.11 (11 more)`."""
+    out: list[str] = []
+    k = 0
+    while k < len(blocks):
+        first, lines = blocks[k]
+        run = [first]
+        if lines and _numbered(first):
+            same = _unnumbered(first, lines)
+            while (
+                k + len(run) < len(blocks)
+                and _numbered(nxt := blocks[k + len(run)][0])
+                and nxt.path.rpartition(".")[0] == first.path.rpartition(".")[0]
+                and nxt.call == first.call
+                and _unnumbered(nxt, blocks[k + len(run)][1]) == same
+            ):
+                run.append(nxt)
+        out.extend(lines)
+        if len(run) > 1:
+            others = [_module_label(m) for m in run[1:]]
+            where = others[0] if len(others) == 1 else f"{others[0]} … {others[-1]}"
+            if len(others) > 2 and not _consecutive(run[1:]):
+                where = ", ".join(others)
+            out.append(f"  the same change in {where} ({len(others)} more)")
+        k += len(run)
+    return out
+
+
+def _numbered(m: Node) -> bool:
+    return m.path.rpartition(".")[2].isdigit()
+
+
+def _unnumbered(m: Node, lines: list[str]) -> list[str]:
+    """The lines as they would read for any sibling: the module's path taken out."""
+    return [line.replace(m.path, "\0") for line in lines]
+
+
+def _consecutive(run: list[Node]) -> bool:
+    numbers = [int(m.path.rpartition(".")[2]) for m in run]
+    return numbers == list(range(numbers[0], numbers[0] + len(numbers)))
 
 
 def _side_line(mark: str, name: str, side: dict[str, Any]) -> str:

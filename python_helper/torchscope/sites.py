@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import linecache
 import os
+import sys
+import warnings
 import weakref
+from collections.abc import Iterator
 from types import CodeType, FrameType, TracebackType
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 
@@ -123,6 +127,30 @@ def frame_sites(frame: Optional[FrameType]) -> tuple[Optional[Site], Optional[Si
 def frame_site(frame: Optional[FrameType]) -> Optional[Site]:
     """The node's site of `frame_sites`."""
     return frame_sites(frame)[0]
+
+
+@contextlib.contextmanager
+def warnings_at_user_lines() -> Iterator[None]:
+    """A warning torch raises inside a traced op names the line that called the op, as it does
+    without the trace: its stack level counts torch's frames up to the recorder's call of the
+    op (tracer.py) and a C++ warning names the Python frame that called into torch, both ours.
+    Warnings that name another file (the model's own) are left as they are."""
+    module: Any = warnings  # (its _showwarnmsg: what Python's and C's warnings call to show)
+    show = module._showwarnmsg
+
+    def at_user_line(msg: warnings.WarningMessage) -> None:
+        if msg.filename.startswith(_PKG_DIR):
+            site = frame_site(sys._getframe(1))
+            if site is not None:
+                msg.filename, msg.lineno, msg.line = site.file, site.line, None
+        show(msg)
+
+    module._showwarnmsg = at_user_line
+    try:
+        yield
+    finally:
+        if module._showwarnmsg is at_user_line:  # (unless the forward replaced it too)
+            module._showwarnmsg = show
 
 
 def traceback_site(tb: Optional[TracebackType]) -> Optional[Site]:

@@ -47,6 +47,7 @@ from .sites import (
     traceback_site,
     traceback_sites,
     user_traceback_site,
+    warnings_at_user_lines,
 )
 from .state import ModelState
 from .stats import Reader, TensorStats, same_values
@@ -1614,7 +1615,7 @@ def trace_call(
     gc.disable()  # a trace allocates many small objects; collections would dominate
     try:
         named, depth = module_tree(model)
-        with _stack_for(depth):
+        with _stack_for(depth), warnings_at_user_lines():
             run = functools.partial(
                 _trace,
                 model,

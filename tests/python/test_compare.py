@@ -237,3 +237,43 @@ def test_the_view_says_what_its_traces_recorded_and_points_at_b_s_nan_origin() -
     assert (again.values.stats, again.values.costs, again.nan_origin) == (True, True, origin)
     plain = compare_view(diff_graphs(trace(Net(), x), trace(Net(width=64), x)))
     assert (plain.graph.values.stats, plain.graph.values.costs) == (False, False)
+
+
+class _Block(torch.nn.Module):
+    def __init__(self, act: type) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 16)
+        self.act = act()
+
+    def forward(self, x):
+        return x + self.act(self.fc(x))
+
+
+class _Stack(torch.nn.Module):
+    def __init__(self, act: type = torch.nn.GELU, last: type = torch.nn.GELU) -> None:
+        super().__init__()
+        self.h = torch.nn.ModuleList([_Block(act) for _ in range(3)] + [_Block(last)])
+
+    def forward(self, x):
+        for block in self.h:
+            x = block(x)
+        return x
+
+
+def test_text_diff_says_a_change_repeated_in_numbered_siblings_once() -> None:
+    """An activation swapped in every block printed the same lines once per block (12 times
+    for GPT-2's): the first block in full, then where else the same change is."""
+    x = x16()
+    before = trace(_Stack(), x)
+    after = trace(_Stack(torch.nn.ReLU, torch.nn.ReLU), x)
+    text = render_text(compare_view(diff_graphs(before, after)))
+    lines = text.splitlines()
+    assert sum(line.startswith("~ h.") for line in lines) == 1, text
+    assert "~ h.0.act: ReLU  (1 change inside)" in lines
+    assert "  the same change in h.1 … h.3 (3 more)" in lines
+    assert lines[-1] == "0 added, 0 removed, 8 changed, 19 same"
+    # the last block changed otherwise: the run stops before it
+    other = trace(_Stack(torch.nn.ReLU, torch.nn.Tanh), x)
+    lines = render_text(compare_view(diff_graphs(before, other))).splitlines()
+    assert "  the same change in h.1 … h.2 (2 more)" in lines
+    assert "~ h.3.act: Tanh  (1 change inside)" in lines

@@ -13,7 +13,9 @@ from torch import nn
 
 import torchscope
 from torchscope.align import MAX_EDITS, common_pairs
+from torchscope.compare import compare_view
 from torchscope.diff import Diff, diff_graphs
+from torchscope.diff_text import render_text
 from torchscope.graph import Edge, Graph
 
 
@@ -504,3 +506,55 @@ def test_values_that_differ_are_written_with_digits_enough_to_show_it():
     assert _stats_change(a, b, 0.0) == (
         "values: mean 1 → 1.0005, std 0.25 → 0.5, min 1 → 1.0005, absmax 1 → 1.0005"
     )
+
+
+class Branches(nn.Module):
+    """Two layers on one input whose call order the forward chooses; `extra` calls a third
+    between them."""
+
+    def __init__(self, swapped: bool = False, extra: bool = False) -> None:
+        super().__init__()
+        self.swapped = swapped
+        self.left = nn.Linear(16, 8)
+        self.right = nn.Linear(16, 8)
+        self.extra = nn.Linear(16, 8) if extra else None
+
+    def forward(self, x):
+        if self.swapped:
+            r = self.right(x)
+            left = self.left(x)
+        else:
+            left = self.left(x)
+            if self.extra is not None:
+                left = left + self.extra(x)
+            r = self.right(x)
+        return left * r
+
+
+def test_a_module_called_in_another_order_says_its_position() -> None:
+    """Ops moved in their module said so; a module call moved said nothing: it is matched by
+    its path, so the diff was empty."""
+    x = x16()
+    torch.manual_seed(0)
+    a = Branches()
+    b = Branches(swapped=True)
+    b.load_state_dict(a.state_dict())
+    d = diff_graphs(trace(a, x), trace(b, x))
+    check_partition(d)
+    assert d.added() == [] and d.removed() == []
+    [moved] = d.changed()
+    assert (moved.kind, moved.path) in (("module", "left"), ("module", "right"))
+    assert moved.details in (["position in its module: 1 → 2"], ["position in its module: 2 → 1"])
+    assert "position in its module" in render_text(compare_view(d))
+
+
+def test_a_module_added_between_two_does_not_move_them() -> None:
+    x = x16()
+    torch.manual_seed(0)
+    a = Branches()
+    b = Branches(extra=True)
+    b.load_state_dict(a.state_dict(), strict=False)
+    d = diff_graphs(trace(a, x), trace(b, x))
+    check_partition(d)
+    assert {c.path for c in d.added() if c.kind == "module"} == {"extra"}
+    assert not any("position" in line for c in d.changed() for line in c.details)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import linecache
 import os
+import warnings
 
 import pytest
 import torch
@@ -14,6 +16,7 @@ import torchscope
 
 ZOO_FILE = os.path.abspath(zoo.__file__)
 TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+_SHOW_BEFORE = warnings._showwarnmsg
 
 # Python operators reach a TorchFunctionMode as the Tensor method (`a * b` → Tensor.mul)
 OPERATOR_TOKENS = {
@@ -304,3 +307,39 @@ def test_a_dead_functions_code_is_forgotten():
     del namespace, model_class, graph, mul
     gc.collect()
     assert key not in sites._codes
+
+
+class _Warns(torch.nn.Module):
+    def forward(self, x):
+        y = torch.nn.functional.softmax(x)  # implicit dim: a warning from torch's Python
+        z = x.new_tensor(y)  # copy construct: a warning from torch's C++
+        warnings.warn("the model's own warning", stacklevel=1)
+        return y + z
+
+
+def _lines_of(text: str) -> int:
+    source = inspect.getsource(_Warns)
+    first = inspect.getsourcelines(_Warns)[1]
+    return first + next(i for i, line in enumerate(source.splitlines()) if text in line)
+
+
+def test_a_warning_inside_a_traced_op_points_at_the_users_line():
+    """Warnings from torch inside a traced op named the recorder's own line (tracer.py); they
+    name the model's line, as without the trace. The model's own warnings stay where they are."""
+    x = torch.randn(2, 3)
+    with warnings.catch_warnings(record=True) as plain:
+        warnings.simplefilter("always")
+        _Warns()(x)
+    with warnings.catch_warnings(record=True) as traced:
+        warnings.simplefilter("always")
+        torchscope.trace(_Warns(), x)
+    here = os.path.abspath(__file__)
+    expected = [
+        (here, _lines_of("softmax(x)")),
+        (here, _lines_of("new_tensor(y)")),
+        (here, _lines_of("own warning")),
+    ]
+    assert [(os.path.abspath(w.filename), w.lineno) for w in plain] == expected
+    assert [(os.path.abspath(w.filename), w.lineno) for w in traced] == expected
+    assert [str(w.message) for w in traced] == [str(w.message) for w in plain]
+    assert warnings._showwarnmsg is _SHOW_BEFORE, "the trace puts warnings' display back"
