@@ -277,6 +277,9 @@ class Recorder(TorchFunctionMode):
         self._constant_at: dict[tuple[int, Optional[int]], int] = {}
         self._attrs_at: dict[tuple[int, tuple], tuple[FuncInfo, dict[str, Any]]] = {}
         self.scripted: list[nn.Module] = []  # TorchScript modules: their ops can't be seen
+        # module call → tensors a call inside it handed back as they were (`x.to(float32)` of
+        # a float32 x, dropout in eval mode): (tensor id, its producer before, the call's node)
+        self.passed: dict[int, list[tuple[int, Any, int]]] = {}
         # every module of the tree described before the forward, in one loop: the same work
         # done call by call inside the forward costs twice as much (its data is cold there)
         for _, m in named:
@@ -353,6 +356,31 @@ class Recorder(TorchFunctionMode):
             self.producer[id(t)] = (weakref.ref(t), nid, st)
         except TypeError:
             pass
+
+    def _passed_through(self, key: int, before: Any, nid: int) -> None:
+        """Node `nid` handed back tensor `key` unchanged: it is the producer while the module
+        call that made it is open (its code's name for the result is the call's), and the
+        one before again once that call returns something else (see `_end_passed`)."""
+        if self.stack:
+            self.passed.setdefault(self.stack[-1], []).append((key, before, nid))
+
+    def _end_passed(self, call: int, result: Any) -> None:
+        """Module call `call` returned `result`: a tensor handed back unchanged inside it
+        and not returned is again what its caller had (the caller's `x`, read by a residual
+        after a norm that cast it to its own dtype); one returned passes on to the caller."""
+        made = self.passed.pop(call, None)
+        if made is None:
+            return
+        returned = {id(t) for t in iter_tensors(result)} if result is not None else set()
+        parent = self.stack[-1] if self.stack else None
+        producer = self.producer
+        for key, before, nid in made:
+            if key in returned and parent is not None:
+                self.passed.setdefault(parent, []).append((key, before, nid))
+                continue
+            now = producer.get(key)
+            if now is not None and now[1] == nid and before[0]() is not None:
+                producer[key] = before  # (written since, or freed: left as it is)
 
     def _edge(self, t: Tensor, dst: int) -> Optional[TensorStats]:
         """An edge for tensor `t` into node `dst`; returns t's statistics (None if off/unknown)."""
@@ -580,6 +608,11 @@ class Recorder(TorchFunctionMode):
         producer = self.producer
         writes = info.writes_first_arg or (kwargs is not None and "out" in kwargs)
         seen = self._wire_inputs(inputs, nid)
+        if not writes:
+            for t in outs:
+                before = producer.get(id(t))
+                if before is not None and before[0]() is t and not node.attrs.get("inplace"):
+                    self._passed_through(id(t), before, nid)
         if not self.values:
             for t in outs:
                 producer[id(t)] = (weakref.ref(t), nid, None)
@@ -1044,6 +1077,8 @@ class Recorder(TorchFunctionMode):
             # its op recorded inside it: all _close would do is pop it, and time it
             self.module_stack.pop()
             self.stack.pop()
+            if self.passed:
+                self._end_passed(nid, result)
             if cost is not None:
                 # the call's wall time less the recorder's own work inside it
                 cost.time_ns = max(0, closed - opened - (self.overhead - overhead))
@@ -1174,6 +1209,10 @@ class Recorder(TorchFunctionMode):
         if self.stack and self.stack[-1] == nid:
             # the wrapped module of a wrapper's call: the wrapper closes (and times) the node
             return [c for c in closed if c != nid]
+        if self.passed:
+            result = rest[1] if not failed and len(rest) == 2 else None
+            for c in closed:  # (innermost first; calls left open inside returned nothing)
+                self._end_passed(c, result if c == nid else None)
         if nid not in self.with_children:
             if failed:
                 # Nothing recorded inside before it raised. If the error escapes, the error node
@@ -1191,6 +1230,9 @@ class Recorder(TorchFunctionMode):
             self._edge(t, nid)
         outs = [result] if isinstance(result, Tensor) else _tensors_in((result,), None)
         for t in outs:
+            before = self.producer.get(id(t))
+            if before is not None and before[0]() is t:  # nn.Identity: its input handed back
+                self._passed_through(id(t), before, nid)
             self._set_producer(t, nid, self._stats(t))
         cost = self.nodes[nid].cost
         if cost is not None:
