@@ -49,11 +49,29 @@ export const tensorText = (t: Tensor): string => {
   return `${local} (local) of ${shapeText(t.global_shape ?? null)} ${t.placements}${mesh}`;
 };
 
+/** A compare page: the edges only version a had (to or from a ghost, or between two
+ * nodes that are no longer connected). */
+const isRemoved = (idx: GraphIndex, i: number): boolean => idx.graph.compare?.edges[i] === "removed";
+const REMOVED = "  (removed: in a only)";
+
+/** Distinct tensors among `ids`, each with the note it needs: on a compare page version a's
+ * connections come after b's, said to be a's (a ghost's input is no input of b's). */
+function tensorsNoted(idx: GraphIndex, ids: number[]): [Tensor, string][] {
+  const gone = ids.filter((i) => isRemoved(idx, i));
+  const kept = gone.length ? ids.filter((i) => !isRemoved(idx, i)) : ids;
+  return [
+    ...distinctTensors(idx.graph.edges, kept).map((t): [Tensor, string] => [t, ""]),
+    ...distinctTensors(idx.graph.edges, gone).map((t): [Tensor, string] => [t, REMOVED]),
+  ];
+}
+
 /** One row per tensor (not per edge): a tensor read twice inside a box is listed once. */
 function tensorRows(idx: GraphIndex, edgeIds: number[], end: "in" | "out"): [string, string][] {
-  const rows: [string, string][] = distinctTensors(idx.graph.edges, edgeIds).map((t) => [
+  const rows: [string, string][] = tensorsNoted(idx, edgeIds).map(([t, note]) => [
     end,
-    end === "in" ? `${tensorText(t)}  from ${nodeWhere(idx, t.src)}${usesText(t)}` : `${tensorText(t)}  to ${consumers(idx, t.uses)}${usesText(t)}`,
+    end === "in"
+      ? `${tensorText(t)}  from ${nodeWhere(idx, t.src)}${usesText(t)}${note}`
+      : `${tensorText(t)}  to ${consumers(idx, t.uses)}${usesText(t)}${note}`,
   ]);
   if (rows.length > MAX_TENSORS) return [...rows.slice(0, MAX_TENSORS), [end, `… ${rows.length - MAX_TENSORS} more`]];
   return rows;
@@ -79,10 +97,11 @@ function groupName(idx: GraphIndex, gi: number): string {
 export function describeEdge(idx: GraphIndex, vg: VisibleGraph, key: string): Details | null {
   const e = vg.edges.find((x) => x.key === key);
   if (!e) return null;
-  const ts = distinctTensors(idx.graph.edges, e.edges);
+  const noted = tensorsNoted(idx, e.edges);
+  const ts = noted.map(([t]) => t);
   const rows: [string, string][] = [["tensors", ts.length === 1 ? "1" : `${ts.length}`]];
-  for (const t of ts.slice(0, MAX_TENSORS)) {
-    rows.push([tensorText(t), `${nodeWhere(idx, t.src)} → ${consumers(idx, t.uses)}${usesText(t)}`]);
+  for (const [t, note] of noted.slice(0, MAX_TENSORS)) {
+    rows.push([tensorText(t), `${nodeWhere(idx, t.src)} → ${consumers(idx, t.uses)}${usesText(t)}${note}`]);
   }
   if (ts.length > MAX_TENSORS) rows.push(["", `… ${ts.length - MAX_TENSORS} more`]);
   const title = `${keyName(idx, vg, e.src)} → ${keyName(idx, vg, e.dst)}`;

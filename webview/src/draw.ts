@@ -154,6 +154,19 @@ export function drawEdge(root: G, d: DrawInput, e: LEdge, ve: VEdge): SVGGElemen
   return g.node()!;
 }
 
+/** Overlay heat on a drawn box (0..1; undefined: none): data-heat, and --ts-heat, the fill's
+ * share of the hot colour (viewer.css). Set through CSSOM: allowed by the CSP. */
+export function paintHeat(el: SVGGElement, h: number | undefined): void {
+  el.classList.toggle("ts-heat", h !== undefined);
+  if (h === undefined) {
+    el.removeAttribute("data-heat");
+    el.style.removeProperty("--ts-heat");
+  } else {
+    el.dataset.heat = h.toFixed(3);
+    el.style.setProperty("--ts-heat", `${(h * 100).toFixed(1)}%`);
+  }
+}
+
 /** Draw the whole layout at once (export). The live view draws through Scene instead. */
 export function drawAll(scene: SVGGElement, d: DrawInput): void {
   const root = select(scene);

@@ -51,6 +51,21 @@ export function toDepth(idx: GraphIndex, depth: number): Expansion {
   return { modules, groups, segments: NONE };
 }
 
+/**
+ * `e` with every level from `depth` down closed, and nothing opened: the depth control's
+ * "−". (toDepth(depth) would open every box above `depth` a search or a click left closed.)
+ */
+export function closeFrom(idx: GraphIndex, e: Expansion, depth: number): Expansion {
+  const modules = new Set([...e.modules].filter((id) => idx.depth[id]! < depth));
+  const groups = new Set(
+    [...e.groups].filter((gi) => {
+      const first = idx.graph.groups[gi]?.members[0];
+      return first !== undefined && idx.depth[first]! < depth;
+    }),
+  );
+  return { modules, groups, segments: e.segments };
+}
+
 export function expandAll(idx: GraphIndex): Expansion {
   const modules = new Set(idx.containers.filter((id) => !isWrapper(idx, id)));
   return { modules, groups: new Set(idx.graph.groups.map((_, i) => i)), segments: NONE };

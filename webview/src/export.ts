@@ -1,7 +1,8 @@
 // Export the current view (the whole laid-out graph, not just the window) as SVG or PNG.
-// The file must stand alone: the page's graph style rules go in with every var(--ts-*)
-// replaced by its current value, so the export looks like the screen in any theme.
-import { drawAll, type DrawInput } from "./draw";
+// The file must stand alone: the page's graph style rules go in with every theme variable
+// (var(--ts-*) set on the root) replaced by its current value, so the export looks like the
+// screen in any theme; a box's own (--ts-heat, "Colour by") is set on the box, as on screen.
+import { drawAll, paintHeat, type DrawInput } from "./draw";
 
 const SVGNS = "http://www.w3.org/2000/svg";
 
@@ -19,13 +20,15 @@ function graphCss(root: Element): string {
     for (const r of Array.from(rules)) {
       if (!(r instanceof CSSStyleRule) || !r.selectorText.includes(".ts-")) continue;
       if (/ts-(root|toolbar|btn|banner|stage|status|minimap|busy|tooltip|tip-|fatal|search|depth|model|spacer|lod)/.test(r.selectorText)) continue;
-      out.push(r.cssText.replace(/var\((--ts-[\w-]+)[^)]*\)/g, (_m, name: string) => cs.getPropertyValue(name).trim() || "initial"));
+      // A variable the root doesn't set is one each box sets for itself (--ts-heat): kept.
+      out.push(r.cssText.replace(/var\((--ts-[\w-]+)[^)]*\)/g, (m, name: string) => cs.getPropertyValue(name).trim() || m));
     }
   }
   return out.join("\n");
 }
 
-export function exportSvg(d: DrawInput, defs: SVGDefsElement, root: Element, background: string): string {
+/** `heat`: the overlay's colours by drawn key ("Colour by"), as the screen shows them. */
+export function exportSvg(d: DrawInput, defs: SVGDefsElement, root: Element, background: string, heat: ReadonlyMap<string, number>): string {
   const pad = 16;
   const w = Math.ceil(d.layout.width + pad * 2);
   const h = Math.ceil(d.layout.height + pad * 2);
@@ -45,6 +48,7 @@ export function exportSvg(d: DrawInput, defs: SVGDefsElement, root: Element, bac
   const g = document.createElementNS(SVGNS, "g");
   svg.appendChild(g);
   drawAll(g, d);
+  for (const box of Array.from(g.querySelectorAll<SVGGElement>(".ts-nodes > [data-key]"))) paintHeat(box, heat.get(box.dataset.key!));
   for (const hit of Array.from(g.querySelectorAll(".ts-edge-hit"))) hit.remove(); // hover targets only
   return new XMLSerializer().serializeToString(svg);
 }

@@ -1,5 +1,5 @@
 // A histogram as a small SVG bar chart for the hover: one bar per bin, the range's ends
-// under it. Built with DOM calls; the numbers are set as text.
+// under it, both as wide as the card. Built with DOM calls; the numbers are set as text.
 import type { Histogram } from "./format";
 import { formatValue } from "./units";
 
@@ -13,9 +13,11 @@ export function histogramChart(h: Histogram): HTMLElement {
   box.className = "ts-hist";
   box.dataset.role = "histogram";
   const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("width", String(WIDTH));
+  // As wide as the card, so the bars span what the range's ends are written under.
+  svg.setAttribute("width", "100%");
   svg.setAttribute("height", String(HEIGHT));
   svg.setAttribute("viewBox", `0 0 ${WIDTH} ${HEIGHT}`);
+  svg.setAttribute("preserveAspectRatio", "none");
   const n = h.counts.length;
   const top = Math.max(1, ...h.counts);
   const w = WIDTH / n;

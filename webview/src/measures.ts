@@ -41,7 +41,8 @@ export const MEASURE_ORDER: readonly Measure[] = ["none", "time", "flops", "byte
 export function available(graph: Graph, m: Measure): boolean {
   const needs = MEASURES[m].needs;
   if (needs === "costs") return graph.values?.costs === true;
-  if (needs === "stats") return graph.values?.stats === true;
+  // A meta-device trace asks for statistics but has no numbers to take them from.
+  if (needs === "stats") return graph.values?.stats === true && graph.edges.some((e) => e.stats);
   return true;
 }
 

@@ -2,7 +2,7 @@
 // time-boxed chunks so a graph of thousands of nodes never blocks the page. Marks
 // (search matches, selection, error) are kept here and applied to items as they appear.
 import { select } from "d3-selection";
-import { drawCluster, drawClusterHeader, drawEdge, drawNode, type DrawInput, type G } from "./draw";
+import { drawCluster, drawClusterHeader, drawEdge, drawNode, paintHeat, type DrawInput, type G } from "./draw";
 
 export interface Rect {
   x: number;
@@ -132,6 +132,11 @@ export class Scene {
     }
   }
 
+  /** The overlay heat by drawn key (the export colours its boxes the same). */
+  heatMap(): ReadonlyMap<string, number> {
+    return this.heat;
+  }
+
   setHeat(heat: ReadonlyMap<string, number>): void {
     const old = this.heat;
     this.heat = heat;
@@ -159,15 +164,7 @@ export class Scene {
   }
 
   private applyHeat(el: SVGGElement, key: string): void {
-    const h = this.heat.get(key);
-    el.classList.toggle("ts-heat", h !== undefined);
-    if (h === undefined) {
-      el.removeAttribute("data-heat");
-      el.style.removeProperty("--ts-heat");
-    } else {
-      el.dataset.heat = h.toFixed(3);
-      el.style.setProperty("--ts-heat", `${(h * 100).toFixed(1)}%`); // CSSOM: allowed by the CSP
-    }
+    paintHeat(el, this.heat.get(key));
   }
 
   private schedule(delay: number): void {

@@ -86,7 +86,14 @@ export class ValuesPanel {
     this.table = el("div", "ts-table", ui.stage);
     this.table.dataset.role = "table";
     this.table.hidden = true;
-    this.table.addEventListener("click", (ev) => this.onTableClick(ev));
+    this.table.addEventListener("click", (ev) => this.onTableAction(ev.target as Element));
+    // Sort heads and rows take the focus (tabindex): Enter or Space does what a click does.
+    this.table.addEventListener("keydown", (ev) => {
+      const t = ev.target as Element;
+      if ((ev.key !== "Enter" && ev.key !== " ") || !t.matches("th[data-sort], tr[data-id]")) return;
+      ev.preventDefault(); // (Space would scroll the table)
+      this.onTableAction(t);
+    });
   }
 
   /** The drawn graph changed: colour what is drawn now. */
@@ -175,7 +182,11 @@ export class ValuesPanel {
       if (key) {
         th.dataset.sort = key;
         th.title = "sort";
-        if (this.sort.key === key) th.dataset.dir = this.sort.desc ? "desc" : "asc";
+        th.tabIndex = 0;
+        if (this.sort.key === key) {
+          th.dataset.dir = this.sort.desc ? "desc" : "asc";
+          th.setAttribute("aria-sort", this.sort.desc ? "descending" : "ascending");
+        }
       }
     }
     const body = el("tbody", "", t);
@@ -183,6 +194,7 @@ export class ValuesPanel {
     for (const r of this.sorted()) {
       const row = el("tr", "", body);
       row.dataset.id = String(r.id);
+      row.tabIndex = 0;
       row.title = "show it in the graph and open its line";
       const cells = [String(rank.get(r.id)), r.name, r.where, info.format(r.value)];
       if (info.additive) cells.push(r.share === null ? "" : formatShare(r.share));
@@ -204,11 +216,13 @@ export class ValuesPanel {
     });
   }
 
-  private onTableClick(ev: MouseEvent): void {
-    const target = ev.target as Element;
+  /** A click, Enter or Space on the table: fold it, sort by a column, or show a row's node.
+   * The table is drawn again for the first two: the focus goes to the new control. */
+  private onTableAction(target: Element): void {
     if (target.closest("[data-action=table-fold]")) {
       this.folded = !this.folded;
       this.renderTable();
+      this.table.querySelector<HTMLElement>("[data-action=table-fold]")?.focus();
       return;
     }
     const th = target.closest<HTMLElement>("th[data-sort]");
@@ -216,6 +230,7 @@ export class ValuesPanel {
       const key = th.dataset.sort as SortKey;
       this.sort = { key, desc: this.sort.key === key ? !this.sort.desc : key !== "name" && key !== "where" };
       this.renderTable();
+      this.table.querySelector<HTMLElement>(`th[data-sort="${key}"]`)?.focus();
       return;
     }
     const row = target.closest<HTMLElement>("tr[data-id]");

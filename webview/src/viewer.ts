@@ -5,6 +5,7 @@ import { zoom, zoomIdentity, zoomTransform, type ZoomBehavior } from "d3-zoom";
 import type { Graph } from "./format";
 import { buildIndex, type GraphIndex } from "./model";
 import {
+  closeFrom,
   collapseAll,
   currentDepth,
   depthFor,
@@ -363,6 +364,14 @@ export class Viewer {
     void this.apply(toDepth(this.idx, depth), anchor).then(() => anchor ?? this.initialView());
   }
 
+  /** Depth −: close the deepest level open, leaving closed what is closed. */
+  private closeDepth(d: number): void {
+    const depth = Math.max(0, d);
+    this.depth = depth;
+    const anchor = this.selected;
+    void this.apply(closeFrom(this.idx, this.exp, depth), anchor).then(() => anchor ?? this.initialView());
+  }
+
   dispose(): void {
     this.generation++;
     this.autoView = null;
@@ -638,7 +647,8 @@ export class Viewer {
         this.setDepth(a.depth);
         return;
       case "depth-step":
-        this.setDepth(this.depthShown() + a.step);
+        if (a.step > 0) this.setDepth(this.depthShown() + 1);
+        else this.closeDepth(this.depthShown() - 1);
         return;
       case "export":
         void this.exportAs(a.format);
@@ -831,7 +841,7 @@ export class Viewer {
     if (!this.drawn) return;
     const { layout, vg, labels, marks } = this.drawn;
     const input = { idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow!, marks };
-    const text = exportSvg(input, this.ui.defs, this.ui.root, this.css("--ts-bg", "#ffffff"));
+    const text = exportSvg(input, this.ui.defs, this.ui.root, this.css("--ts-bg", "#ffffff"), this.scene.heatMap());
     const base = (this.idx.graph.model.name || "graph").replace(/[^\w.-]+/g, "_");
     if (kind === "svg") {
       this.host.saveFile(`${base}.svg`, "image/svg+xml", new Blob([text], { type: "image/svg+xml" }));

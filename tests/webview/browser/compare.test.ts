@@ -165,6 +165,23 @@ describe("compare page", () => {
     await page.context().close();
   });
 
+  test("a hover says which connections are version a's (removed), apart from b's own", async () => {
+    // GELU's hover said "out … to layer_norm in norm" where the norm exists only in version a
+    const o = await open(browser, "compare");
+    const { page } = o;
+    await byPath(page, "head").locator(".ts-box").hover();
+    await page.locator(".ts-tooltip").waitFor();
+    const ins = (await tipRows(page)).split("\n").filter((r) => r.startsWith("in |"));
+    assert.deepEqual(ins, ["in | 2×16 float32  from dropout in drop", "in | 2×16 float32  from layer_norm in norm  (removed: in a only)"]);
+    await byPath(page, "blocks").locator(".ts-box").hover();
+    await page.waitForFunction(() => document.querySelector(".ts-tooltip")?.textContent?.includes("changes inside"));
+    const outs = (await tipRows(page)).split("\n").filter((r) => r.startsWith("out |"));
+    assert.deepEqual(outs, ["out | 2×16 float32  to dropout in drop", "out | 2×16 float32  to layer_norm in norm  (removed: in a only)"]);
+    await shot(page, "compare-hover-removed-link");
+    assertClean(o);
+    await page.context().close();
+  });
+
   test("next / previous change open the way to each change, centre and select it", async () => {
     const o = await open(browser, "compare");
     const { page } = o;

@@ -5,7 +5,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { decode } from "@msgpack/msgpack";
 import type { Browser, Page } from "playwright-core";
 import { FIXTURES, launch, open, ready, shot, type Opened, vscodePage } from "./browser";
@@ -193,6 +194,13 @@ describe("overlay, legend and table (GPT-2)", () => {
     assert.match(text, /\d+(\.\d)? (K|M)?B/);
     assert.match(text, /\d+(\.\d+)? (µs|ms|s)/);
     assert.equal(await tip.locator("[data-role=histogram] rect.ts-hist-bar").count(), 16);
+    // the bars span the width their range's ends are written under (not 176 px of a 520 px card)
+    const span = await tip.locator("[data-role=histogram]").evaluate((h) => {
+      const bars = Array.from(h.querySelectorAll(".ts-hist-bar"), (b) => b.getBoundingClientRect());
+      const ends = h.querySelector(".ts-hist-ends")!.getBoundingClientRect();
+      return { left: Math.min(...bars.map((b) => b.left)), right: Math.max(...bars.map((b) => b.right)), ends: [ends.left, ends.right] };
+    });
+    assert.ok(Math.abs(span.left - span.ends[0]!) < 2 && Math.abs(span.right - span.ends[1]!) < 2, JSON.stringify(span));
     await shot(page, "values-hover");
     // An edge with one tensor: its statistics and histogram as well.
     await page.mouse.move(5, 400);
@@ -213,6 +221,136 @@ describe("overlay, legend and table (GPT-2)", () => {
     assert.match((await tip.textContent())!, /min … max/);
     assert.equal(await tip.locator("[data-role=histogram] rect.ts-hist-bar").count(), 16);
     assertClean(o);
+  });
+});
+
+describe("the overlay exported", () => {
+  test("SVG and PNG export carry the heat colours the screen shows", async () => {
+    // the export dropped them: no ts-heat class, and `fill: color-mix(… initial …)` in its CSS
+    const o = await open(browser, "gpt2");
+    const { page } = o;
+    await choose(page, "flops");
+    await page.waitForSelector(".ts-nodes > g[data-heat]");
+    const live = await heats(page);
+    const [svgDl] = await Promise.all([page.waitForEvent("download"), page.click("[data-action=export-svg]")]);
+    const svgPath = join(FIXTURES, "..", "gpt2-export-heat.svg"); // (.svg: a browser shows it as one)
+    await svgDl.saveAs(svgPath);
+    const [pngDl] = await Promise.all([page.waitForEvent("download"), page.click("[data-action=export-png]")]);
+    const png = readFileSync((await pngDl.path())!).toString("base64");
+    const text = readFileSync(svgPath, "utf8");
+    assert.doesNotMatch(text, /initial/, "every colour of the CSS resolved");
+    // The file alone in a browser (a window its size: drawn 1:1): each coloured box as on
+    // screen, in the SVG and in the PNG.
+    const [w, h] = [/ width="(\d+)"/, / height="(\d+)"/].map((re) => Number(re.exec(text)![1]));
+    const file = await page.context().newPage();
+    await file.setViewportSize({ width: w!, height: h! });
+    await file.goto(pathToFileURL(resolve(svgPath)).href);
+    const seen = await file.evaluate(async (data) => {
+      const img = new Image();
+      img.src = `data:image/png;base64,${data}`;
+      await img.decode();
+      const svg = document.documentElement.getBoundingClientRect();
+      const scale = img.naturalWidth / svg.width;
+      // (an SVG document: the canvas is made in the HTML namespace)
+      const canvas = document.createElementNS("http://www.w3.org/1999/xhtml", "canvas") as HTMLCanvasElement;
+      const pic = canvas.getContext("2d", { willReadFrequently: true })!;
+      pic.canvas.width = img.naturalWidth;
+      pic.canvas.height = img.naturalHeight;
+      pic.drawImage(img, 0, 0);
+      return Array.from(document.querySelectorAll<SVGGElement>(".ts-nodes > g[data-heat]"), (g) => {
+        const box = g.querySelector(".ts-box")!;
+        const r = box.getBoundingClientRect();
+        // inside the box, clear of its border, rounded corner and text
+        const px = pic.getImageData(Math.round((r.right - 6 - svg.left) * scale), Math.round((r.bottom - 6 - svg.top) * scale), 1, 1).data;
+        return { id: g.dataset.id!, heat: g.classList.contains("ts-heat"), svg: getComputedStyle(box).fill, png: Array.from(px.slice(0, 3)) };
+      });
+    }, png);
+    // every colour as the bytes a canvas paints for it
+    const [screen, inFile] = await page.evaluate(
+      (lists) =>
+        lists.map((fills) =>
+          fills.map((f) => {
+            const ctx = document.createElement("canvas").getContext("2d", { willReadFrequently: true })!;
+            ctx.fillStyle = f;
+            ctx.fillRect(0, 0, 1, 1);
+            return Array.from(ctx.getImageData(0, 0, 1, 1).data.slice(0, 3));
+          }),
+        ),
+      [live.map((d) => d.fill), live.map((d) => seen.find((x) => x.id === d.id)?.svg ?? "transparent")],
+    );
+    assert.equal(seen.length, live.length, "every coloured box is coloured in the file");
+    const near = (a: number[], b: number[]): boolean => a.every((x, i) => Math.abs(x - b[i]!) <= 3);
+    live.forEach((d, i) => {
+      const f = seen.find((x) => x.id === d.id);
+      assert.ok(f?.heat, `${d.id} keeps its ts-heat class`);
+      assert.ok(near(inFile![i]!, screen![i]!), `${d.id}: SVG ${f.svg} vs screen ${d.fill}`);
+      assert.ok(near(f.png, screen![i]!), `${d.id}: PNG ${f.png} vs screen ${screen![i]}`);
+    });
+    await file.screenshot({ path: join(FIXTURES, "..", "screenshots", "values-export-heat-svg.png") });
+    assertClean(o);
+    await page.context().close();
+  });
+});
+
+describe("the heaviest-nodes table", () => {
+  test("without a mouse: Tab reaches its sort heads and rows; Enter and Space sort, or show a row's node", async () => {
+    const o = await open(browser, "gpt2");
+    const { page } = o;
+    await choose(page, "flops");
+    await page.waitForSelector("[data-role=table] tbody tr[data-id]");
+    await page.locator("[data-role=table] [data-action=table-fold]").focus();
+    const focused = (): Promise<string> =>
+      page.evaluate(() => {
+        const a = document.activeElement as HTMLElement;
+        return `${a.tagName}:${a.dataset.sort ?? a.dataset.id ?? ""}`;
+      });
+    await page.keyboard.press("Tab");
+    assert.equal(await focused(), "TH:name");
+    await page.keyboard.press("Enter");
+    assert.equal(await focused(), "TH:name", "the head keeps the focus once sorted");
+    assert.equal(await page.locator("[data-role=table] th[data-sort=name]").getAttribute("data-dir"), "asc");
+    await page.keyboard.press(" ");
+    assert.equal(await page.locator("[data-role=table] th[data-sort=name]").getAttribute("data-dir"), "desc");
+    for (const next of ["TH:where", "TH:value", "TH:share"]) {
+      await page.keyboard.press("Tab");
+      assert.equal(await focused(), next);
+    }
+    const rows = await page.locator("[data-role=table] tbody tr[data-id]").evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.id));
+    await page.keyboard.press("Tab");
+    assert.equal(await focused(), `TR:${rows[0]}`);
+    await page.keyboard.press("Enter");
+    await page.locator(`.ts-nodes > g[data-id="${rows[0]}"][data-selected="true"]`).waitFor({ timeout: 15_000 });
+    await ready(page);
+    await page.keyboard.press("Tab");
+    assert.equal(await focused(), `TR:${rows[1]}`);
+    await page.keyboard.press(" ");
+    await page.locator(`.ts-nodes > g[data-id="${rows[1]}"][data-selected="true"]`).waitFor({ timeout: 15_000 });
+    await ready(page);
+    await shot(page, "values-table-keyboard");
+    assertClean(o);
+    await page.context().close();
+  });
+
+  test("a narrow page: the numbers show whole, the node's name gives way", async () => {
+    // at 500 px only # and node showed; the values were cut off
+    const o = await open(browser, "gpt2", { width: 500 });
+    const { page } = o;
+    await choose(page, "flops");
+    await page.waitForSelector("[data-role=table] tbody tr[data-id]");
+    const cut = await page.locator("[data-role=table]").evaluate((t) => {
+      const box = t.getBoundingClientRect();
+      const out: string[] = [];
+      if (t.scrollWidth > t.clientWidth) out.push(`the table scrolls sideways: ${t.scrollWidth} > ${t.clientWidth}`);
+      for (const td of Array.from(t.querySelectorAll<HTMLElement>("tbody td:nth-child(1), tbody td:nth-child(n+4)"))) {
+        const r = td.getBoundingClientRect();
+        if (r.right > box.right + 0.5 || td.scrollWidth > td.clientWidth) out.push(`"${td.textContent}" is cut`);
+      }
+      return out;
+    });
+    assert.deepEqual(cut, []);
+    await shot(page, "values-table-narrow");
+    assertClean(o);
+    await page.context().close();
   });
 });
 

@@ -231,6 +231,45 @@ describe("a selection the view no longer draws", () => {
     await page.context().close();
   });
 
+  test("Depth − after a search closes the level the search opened, and opens nothing", async () => {
+    // it was "expand to depth N−1": 33 boxes became 85, all 12 blocks opened
+    const o = await open(browser, "gpt2");
+    const { page } = o;
+    await page.fill("[data-role=search]", "h.5.mlp.c_proj");
+    await page.press("[data-role=search]", "Enter");
+    await ready(page);
+    await page.press("[data-role=search]", "Escape");
+    const depth = async (): Promise<string | null> => page.locator("[data-role=depth]").textContent();
+    assert.equal(await depth(), "3");
+    // (after Fit, every frame is near the window, so drawn)
+    const frames = async (): Promise<string[]> => {
+      await page.keyboard.press("f");
+      await page.waitForTimeout(100);
+      return page.locator(".ts-cluster").evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.key!));
+    };
+    const open3 = await frames();
+    const before = await drawnCount(page);
+    await page.click("[data-action=depth-down]");
+    await page.waitForTimeout(50);
+    await ready(page);
+    const open2 = await frames();
+    assert.ok(
+      open2.every((k) => open3.includes(k)),
+      `nothing closed opens: ${open2.filter((k) => !open3.includes(k)).join(" ")}`,
+    );
+    assert.equal(open2.length, open3.length - 1, "h.5.mlp closes");
+    assert.ok((await drawnCount(page)) < before);
+    assert.equal(await depth(), "2");
+    // "+" still opens every box down to the level above
+    await page.click("[data-action=depth-up]");
+    await page.waitForTimeout(50);
+    await ready(page);
+    assert.equal(await depth(), "3");
+    assert.ok((await drawnCount(page)) > before);
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+
   test("Esc in the search box clears the search and the selection", async () => {
     const o = await open(browser, "gpt2");
     const { page } = o;

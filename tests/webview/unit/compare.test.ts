@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { encode } from "@msgpack/msgpack";
 import { changeText, compareRows, countStatus, stepChange, viewMarks, type NodeStatus } from "../../../webview/src/compare";
 import { expandAll, initialExpansion, reveal } from "../../../webview/src/expansion";
+import { describe, describeEdge } from "../../../webview/src/details";
 import { decodeGraph, FormatError } from "../../../webview/src/format";
 import { buttonAction, keyAction } from "../../../webview/src/keys";
 import { buildIndex } from "../../../webview/src/model";
@@ -190,6 +191,34 @@ test("hover rows: the status, before → after, the version of a ghost, what a b
   assert.deepEqual(compareRows(c, vg, m, "g0"), []);
   assert.equal(changeText(c, idx, 0), "Change 1 of 4: fc1 (Linear) changed — out_features: 4 → 8");
   assert.equal(changeText(c, idx, 2), "Change 3 of 4: dropout removed — torch.nn.functional.dropout");
+});
+
+test("a box's hover lists version a's connections apart, said to be removed", () => {
+  // "out … to dropout" read as a tensor b still sends to a node only a had
+  const { idx, ids } = decoded();
+  const vg = buildVisible(idx, initialExpansion(idx));
+  const tensors = (key: string) => describe(idx, vg, key)!.rows.filter(([k]) => k === "in" || k === "out");
+  const gone = "  (removed: in a only)";
+  assert.deepEqual(tensors(`n${ids.out}`), [
+    ["in", "1×4 float32  from gelu in extra"],
+    ["in", `1×4 float32  from dropout${gone}`],
+  ]);
+  assert.deepEqual(
+    tensors("g0").filter(([k]) => k === "out"),
+    [
+      ["out", "1×4 float32  to gelu in extra"],
+      ["out", `1×4 float32  to dropout${gone}`],
+    ],
+  );
+  // an edge drawn into the ghost: each tensor it carries is a's
+  const edge = vg.edges.find((e) => e.dst === `n${ids.ghost}`)!;
+  assert.ok(
+    describeEdge(idx, vg, edge.key)!
+      .rows.slice(1)
+      .every(([, v]) => v.endsWith(gone)),
+  );
+  // b's own connections say nothing of a
+  assert.ok(tensors(`n${ids.act}`).every(([, v]) => !v.includes("removed")));
 });
 
 test("N and P step through changes; the toolbar's buttons do the same", () => {

@@ -63,6 +63,15 @@ test("files without values decode: nothing recorded, measures unavailable", () =
   assert.equal(read.nan_origin, null);
 });
 
+test("statistics asked for but on no edge (a meta-device trace): their measures are unavailable", () => {
+  // "NaN/Inf values" said "no node has a value above 0": read as "no NaN", though nothing was measured
+  const { g } = mlpWithBlocks();
+  const meta = decodeGraph(encode({ ...g, values: { stats: true, costs: true } }));
+  assert.ok(!available(meta, "absmax") && !available(meta, "nonfinite"));
+  assert.ok(available(meta, "flops"), "costs are still there");
+  assert.ok(available(withValues().g, "absmax") && available(withValues().g, "nonfinite"));
+});
+
 /** The builder's MLP with costs and statistics, like the tracer writes them. */
 function withValues() {
   const { g, ids } = mlpWithBlocks();

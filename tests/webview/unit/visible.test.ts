@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { buildIndex } from "../../../webview/src/model";
 import { buildVisible } from "../../../webview/src/visible";
 import {
+  closeFrom,
   collapseAll,
   currentDepth,
   depthFor,
@@ -15,7 +16,7 @@ import {
   toggleGroup,
   toggleModule,
 } from "../../../webview/src/expansion";
-import { mlpWithBlocks } from "./builder";
+import { GraphBuilder, mlpWithBlocks } from "./builder";
 
 const keys = (xs: { key: string }[]): string[] => xs.map((x) => x.key).sort();
 const ends = (vg: ReturnType<typeof buildVisible>): string[] => vg.edges.map((e) => `${e.src}>${e.dst}`);
@@ -106,6 +107,29 @@ test("a depth past what opens anything more is the depth Expand all shows", () =
   assert.equal(expansionKey(toDepth(idx, depthFor(idx, 9))), expansionKey(toDepth(idx, 9)));
   assert.equal(depthFor(idx, 1), 1, "a depth that opens something is kept");
   assert.equal(depthFor(idx, -2), 0);
+});
+
+test("Depth − only closes: a level less of what is open, never a box that was closed", () => {
+  // Search opened one deep box; "−" then opened every block (it was "expand to depth N−1")
+  const b = new GraphBuilder();
+  const root = b.module("Net", "", null);
+  const a = b.module("Block", "a", root);
+  const a1 = b.module("Linear", "a.fc", a);
+  const deep = b.op("linear", a1);
+  const other = b.module("Block", "b", root);
+  const b1 = b.module("Linear", "b.fc", other);
+  b.op("linear", b1);
+  b.op("relu", other);
+  b.op("relu", a);
+  const idx = buildIndex(b.build());
+  const found = reveal(idx, toDepth(idx, 1), deep);
+  assert.equal(currentDepth(idx, found), 3);
+  const less = closeFrom(idx, found, 2);
+  assert.deepEqual([...less.modules].sort(), [root, a].sort(), "the deepest level closes; block b stays closed");
+  assert.equal(currentDepth(idx, less), 2);
+  assert.deepEqual([...closeFrom(idx, less, 0).modules], []);
+  // from a depth set by hand, the same as asking for the lower depth
+  assert.equal(expansionKey(closeFrom(idx, toDepth(idx, 3), 2)), expansionKey(toDepth(idx, 2)));
 });
 
 test("expansion keys are order independent", () => {
