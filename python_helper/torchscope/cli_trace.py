@@ -48,9 +48,12 @@ def hard_budget(seconds: Optional[float]) -> Iterator[None]:
         yield
         return
 
-    from .tracer import OutOfTime  # (torch is there: trace_target checked)
+    from .tracer import OutOfTime, finishing, stopped_at_budget  # (torch is there)
 
     def ring(_signum: int, _frame: Optional[FrameType]) -> None:
+        if finishing() or stopped_at_budget():  # a graph is being made, or is made: ours alone
+            signal.setitimer(signal.ITIMER_REAL, GRACE)
+            return
         raise OutOfTime(f"the trace ran past {seconds:g} s")
 
     old = signal.signal(signal.SIGALRM, ring)

@@ -473,6 +473,8 @@ class _Compare:
     def _compare_values(self, edge_a_to_b: list[int], details: dict[int, list[str]]) -> None:
         """Edge statistics (`Edge.stats`, when both traces recorded values) beyond the
         tolerance, reported once per producing node. Without the field this does nothing."""
+        from .graph import UNINITIALIZED  # (graphs are here: so is msgpack)
+
         done: set[int] = set()
         for k, other in enumerate(edge_a_to_b):
             if other < 0:
@@ -481,6 +483,8 @@ class _Compare:
             sb = getattr(self.b.edges[other], "stats", None)
             j = self.b.edges[other].src
             if not isinstance(sa, dict) or not isinstance(sb, dict) or j in done:
+                continue
+            if self.b.nodes[j].name in UNINITIALIZED:  # (and a's: the edges match)
                 continue
             line = _stats_change(sa, sb, self.tolerance)
             if line:
@@ -494,6 +498,8 @@ class _Compare:
                 continue
             if any(edge_a_to_b[k] >= 0 for k in outgoing_a[i]):
                 continue  # compared through that edge above
+            if self.b.nodes[j].name in UNINITIALIZED or self.a.nodes[i].name in UNINITIALIZED:
+                continue
             sa, sb = _one_tensor(self.a, outgoing_a[i]), _one_tensor(self.b, outgoing_b[j])
             line = _stats_change(sa, sb, self.tolerance) if sa and sb else None
             if line:

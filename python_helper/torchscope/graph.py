@@ -19,6 +19,13 @@ VERSION = 1
 NODE_KINDS = ("input", "output", "op", "module", "constant", "error")
 
 
+# ops whose output values are whatever the memory held (FSDP's buffers, `out` tensors): no
+# NaN origin, nothing to compare between two traces
+UNINITIALIZED = frozenset(
+    ("empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided")
+)
+
+
 @dataclass(slots=True)
 class Site:
     file: str

@@ -37,7 +37,18 @@ from .costs import (
 )
 from .distributed import inner_tensor, layout_of, rank_and_size
 from .folding import fold_repeated_blocks
-from .graph import Cost, Edge, ErrorInfo, Graph, Layout, ModelInfo, Node, Recorded, Site
+from .graph import (
+    UNINITIALIZED,
+    Cost,
+    Edge,
+    ErrorInfo,
+    Graph,
+    Layout,
+    ModelInfo,
+    Node,
+    Recorded,
+    Site,
+)
 from .one_call import ONE_CALL, Call, plain_call, torch_hooks_only_ours
 from .ops import FuncInfo, func_info
 from .sites import (
@@ -72,10 +83,6 @@ from .wrappers import (
 )
 
 Tensor = torch.Tensor
-# allocations whose values are whatever the memory held (FSDP's buffers, `out` tensors)
-_UNINITIALIZED = frozenset(
-    ("empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided")
-)
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 _Parameter = nn.Parameter
 _ns = time.perf_counter_ns
@@ -112,6 +119,25 @@ def in_forward() -> bool:
     """Whether a traced forward is running now: an error raised from outside into the code
     running then (a signal's handler) ends the forward as its error, the graph kept."""
     return _forwards > 0
+
+
+_finishing = 0  # traced forwards that are over and whose graph is being made (finishing)
+
+
+def finishing() -> bool:
+    """Whether a traced forward is over and its graph is being made: torchscope's own code,
+    which ends by itself, however many calls the forward made (a timer stopping runaway user
+    code lets it finish)."""
+    return _finishing > 0 and _forwards == 0
+
+
+_stopped = False  # the last traced forward was stopped at its time budget
+
+
+def stopped_at_budget() -> bool:
+    """Whether the last traced forward was stopped at its time budget: no user code runs
+    after it, only the making of its graph and what is done with it."""
+    return _stopped and _forwards == 0
 
 
 def forward_begun() -> bool:
@@ -626,7 +652,7 @@ class Recorder(TorchFunctionMode):
             t = outs[0]
             st = self._read(t)
             producer[id(t)] = (weakref.ref(t), nid, st)
-            if info.name not in _UNINITIALIZED:  # whatever memory held before: no origin
+            if info.name not in UNINITIALIZED:  # whatever memory held before: no origin
                 self.checks.append((nid, seen, [st] if st is not None else []))
         else:
             made: dict[int, Optional[TensorStats]] = {}  # one reading per tensor of this call
@@ -640,7 +666,7 @@ class Recorder(TorchFunctionMode):
                     producer[id(t)] = (weakref.ref(t), nid, st)
                     if t._base is not None:
                         self._set_producer(t._base, nid, self._read(t._base))
-            if info.name not in _UNINITIALIZED:  # whatever memory held before: no origin
+            if info.name not in UNINITIALIZED:  # whatever memory held before: no origin
                 self.checks.append((nid, seen, [st for st in made.values() if st is not None]))
         for t in outs:
             if type(t) is not Tensor:
@@ -787,6 +813,8 @@ class Recorder(TorchFunctionMode):
 
     def _check_budget(self) -> None:
         if self.deadline is not None and time.perf_counter() > self.deadline:
+            global _stopped
+            _stopped = True
             raise TraceTimeout("the trace ran past its time budget")
         if self.cancel is not None and self.cancel():
             raise TraceCancelled("the trace was cancelled")
@@ -1653,6 +1681,8 @@ def trace_call(
             f"time_budget must be more than 0 seconds (None: no budget), not {time_budget}"
         )
     kwargs = dict(kwargs or {})
+    global _finishing
+    finishing_before = _finishing
     gc_was_enabled = gc.isenabled()
     gc.disable()  # a trace allocates many small objects; collections would dominate
     try:
@@ -1689,6 +1719,7 @@ def trace_call(
             failed = graph.error is not None and graph.error.type == _COMPILED_OP_FAILED
             return run() if failed else graph
     finally:
+        _finishing = finishing_before
         if gc_was_enabled:
             gc.enable()
 
@@ -1746,17 +1777,20 @@ def _trace(
             lean_calls(rec.pre_hook, rec.post_hook, len(handles), rec.layer_call, rec.layers),
         ):
             rec.__enter__()
-            global _forwards, _forwards_begun
+            global _forwards, _forwards_begun, _finishing, _stopped
             _forwards += 1
             _forwards_begun += 1
+            _stopped = False
             try:
                 result = model(*args, **kwargs)
             finally:
+                _finishing += 1  # (until trace_call returns)
                 _forwards -= 1
                 _remove_mode(rec)
     except Exception as exc:  # noqa: BLE001 - the graph shows it; re-raised below
         error = exc
     except OutOfTime as exc:
+        _stopped = True
         error = TraceTimeout(str(exc) or "the trace ran past its time budget")
         error.__traceback__ = exc.__traceback__  # (where it was stopped: the error's site)
     finally:

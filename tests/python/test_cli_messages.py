@@ -391,3 +391,36 @@ def test_a_guessed_input_that_cannot_be_made_says_so_and_offers_the_skipped_code
         _cli("trace", f"{path}:Net", "--run-top-level", "-o", str(tmp_path / "g.json")).returncode
         == 0
     )
+
+
+def test_a_loop_of_torch_calls_past_the_budget_still_writes_its_graph(tmp_path):
+    """The tracer stopped the loop at its budget, but finishing a graph of ~100k calls took
+    longer than the command line's timer allowed past it: the timer threw the graph away
+    ("ran past 3 s", no file)."""
+    path = _write(
+        tmp_path,
+        """
+        from torch import nn
+
+        class Busy(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                while True:
+                    x = self.fc(x).tanh()
+        """,
+    )
+    out = tmp_path / "g.msgpack"
+    run = _cli(
+        "trace", f"{path}:Busy", "--input", "torch.ones(2, 4)", "--time-budget", "3",
+        "-o", str(out), timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 3, run.stderr
+    assert "the graph up to there was written" in _one_line(run)
+    from torchscope.graph_file import read_graph_file
+
+    graph = read_graph_file(str(out))
+    assert graph.error is not None and graph.error.type == "TraceTimeout"
+    assert sum(n.name == "tanh" for n in graph.nodes) > 1000

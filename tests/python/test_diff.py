@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import random
 from dataclasses import dataclass, replace
 from typing import Any, Optional
@@ -558,3 +559,32 @@ def test_a_module_added_between_two_does_not_move_them() -> None:
     check_partition(d)
     assert {c.path for c in d.added() if c.kind == "module"} == {"extra"}
     assert not any("position" in line for c in d.changed() for line in c.details)
+
+
+class _Buffered(nn.Module):
+    """A buffer from `torch.empty_like` filled later (transformers' MoE experts): before the
+    fill its values are whatever the memory held."""
+
+    def forward(self, x):
+        buf = torch.empty_like(x)
+        buf.copy_(x * 2)
+        return buf + 1
+
+
+def test_the_values_of_uninitialised_memory_are_not_compared() -> None:
+    """Two traces of one MoE model differed by the garbage `empty_like` read (`mean 1.956e+13
+    → 4.431e+17`), so `diff --check` of a model against itself failed."""
+    g = torchscope.trace(_Buffered(), torch.randn(4, 8), costs=False)
+    other = copy.deepcopy(g)
+    [made] = [n.id for n in other.nodes if n.name == "empty_like"]
+    garbage = [e for e in other.edges if e.src == made]
+    assert garbage and all(isinstance(e.stats, dict) for e in garbage)
+    for e in garbage:
+        e.stats = {**e.stats, "mean": 4.4e17, "max": 6.3e18, "absmax": 6.3e18}
+    assert diff_graphs(g, other).identical
+    # what is written into it is compared
+    [fill] = [n.id for n in other.nodes if n.name == "copy_"]
+    for e in other.edges:
+        if e.src == fill:
+            e.stats = {**e.stats, "mean": 3.0}
+    assert not diff_graphs(g, other).identical
