@@ -243,4 +243,17 @@ def error_line(graph: Graph) -> str:
     node = graph.nodes[e.node]
     at = f" at {node.site.file}:{node.site.line}" if node.site else ""
     inside = f" (inside {node.inside.file}:{node.inside.line})" if node.inside else ""
-    return f"the forward raised {e.type}: {e.message}{at}{inside}"
+    return f"the forward raised {e.type}: {e.message}{_in_module(graph, node)}{at}{inside}"
+
+
+def _in_module(graph: Graph, node: Any) -> str:
+    """` in encoder.conv1 (Conv1d)`: the module call the error is in; where a library called
+    it, that line too (the error's own line is then inside torch's layer)."""
+    if node.parent is None:
+        return ""
+    module = graph.nodes[node.parent]
+    if not module.path:  # the model itself: its line is the error's
+        return ""
+    call = module.site
+    called = f", called at {call.file}:{call.line}" if call and call != node.site else ""
+    return f" in {module.path} ({module.name}{called})"

@@ -271,6 +271,8 @@ class Recorder(TorchFunctionMode):
         # op node id, statistics of its inputs, of its outputs: for the NaN origin
         self.checks: list[tuple[int, list[TensorStats], list[TensorStats]]] = []
         self.nan_origin: Optional[int] = None
+        # the statistics of the forward's outputs (add_outputs; None: it returned none, or raised)
+        self.output_stats: Optional[list[Optional[TensorStats]]] = None
         self.counter: Optional[FlopCounter] = FlopCounter() if costs else None
         self.overhead = 0  # ns spent in the recorder's own bookkeeping (costs only)
         self.call_cost: tuple[int, int] = (0, 0)  # (flops, ns) of the call being recorded
@@ -1274,10 +1276,14 @@ class Recorder(TorchFunctionMode):
         An infinity the model asks for (`masked_fill(mask, float('-inf'))`, a causal mask:
         a non-finite argument of the call, or a buffer holding -inf) is no origin, nor is an
         op that only carries it on (Inf in, Inf out); an op that makes NaN of it (softmax of
-        a row all -inf) is one, and so is a parameter holding NaN."""
+        a row all -inf) is one, and so is a parameter holding NaN. When the outputs are all
+        finite, an infinity that dies out before them is passed over as an asked-for one
+        (T5's log(0) in its position buckets, turned into an integer): a NaN never is."""
         self.reader.flush()
         for edge, st in self.edge_values:
             edge.stats, edge.hist = st.stats, st.hist
+        outputs = self.output_stats
+        finite_out = bool(outputs) and all(st is not None and not st.nonfinite for st in outputs)
         asked: set[int] = set()  # id() of the statistics of tensors holding asked-for Inf
         for nid, ins, outs in self.checks:
             for st in outs:  # (loops, not any(): 8,000 checks of mostly finite tensors)
@@ -1292,7 +1298,7 @@ class Recorder(TorchFunctionMode):
             node = self.nodes[nid]
             # (a buffer of -inf is a mask too; a weight holding NaN is an origin)
             asks = node.kind == "constant" or _asks_for_non_finite(node.attrs)
-            if not nan and (bad or asks):
+            if not nan and (bad or asks or finite_out):
                 asked.update(id(st) for st in outs)  # the asked-for Inf, carried on
                 continue
             self.nan_origin = nid
@@ -1316,9 +1322,10 @@ class Recorder(TorchFunctionMode):
                     self.edges.append(Edge(src, nid, shape_of(t), dtype_name(t)))
 
     def add_outputs(self, result: Any) -> None:
+        self.output_stats = []
         for name, t in output_tensors(result):
             nid = self._add(Node(len(self.nodes), "output", name))
-            self._edge(t, nid)
+            self.output_stats.append(self._edge(t, nid))
 
     def add_error(self, exc: BaseException) -> ErrorInfo:
         pending = self.pending if self.pending is not None and self.pending.exc is exc else None

@@ -317,6 +317,35 @@ def test_model_that_raises_writes_partial_graph(tmp_path: Path, capsys) -> None:
     assert g.module_call("encoder.0").kind == "module"
 
 
+def test_the_error_line_names_the_module_that_raised(tmp_path: Path, capsys) -> None:
+    """Inside a library's model (transformers') the failing call's line is torch's own
+    (`conv.py:380`): the line now names the module (`encoder.conv1 (Conv1d)`) and where the
+    library called it."""
+    broken = ROOT / "examples" / "broken.py"
+    out = tmp_path / "broken.msgpack"
+    rc, _, err = run(["trace", f"{broken}:model", "-o", str(out)], capsys)
+    assert rc == 1
+    assert " in head (Linear) at " in err and f"{broken}:15" in err, err
+    assert "called at" not in err, "the user's own line is the call's: said once"
+    # a module a library called: the error's site is in torch, the call's in the library
+    from dataclasses import replace
+
+    from torchscope.cli_trace import error_line
+    from torchscope.graph import Site
+
+    g = Graph.load(out)
+    error = g.nodes[g.error.node]
+    head = g.nodes[error.parent]
+    inside = Site("/lib/torch/nn/modules/linear.py", 134, "forward")
+    g.nodes[error.id] = replace(error, site=inside, inside=None)
+    g.nodes[head.id] = replace(head, site=Site("/lib/transformers/modeling_x.py", 111, "forward"))
+    line = error_line(g)
+    assert line.endswith(
+        "in head (Linear, called at /lib/transformers/modeling_x.py:111) "
+        "at /lib/torch/nn/modules/linear.py:134"
+    ), line
+
+
 def test_file_imported_as_package_module_not_main(tmp_path: Path, capsys) -> None:
     marker = tmp_path / "main_ran"
     write(tmp_path, "pkg/__init__.py", "")

@@ -752,6 +752,45 @@ def test_nan_origin_in_a_submodule_names_the_op_inside_it():
     assert graph.nodes[origin.parent].path == "inner"
 
 
+class PositionBuckets(nn.Module):
+    """T5's relative position buckets: log(0) is -inf for the nearby positions, turned into
+    an integer bucket that `where` then passes over; nothing non-finite leaves the model."""
+
+    def __init__(self, reaches_output: bool = False) -> None:
+        super().__init__()
+        self.reaches_output = reaches_output
+
+    def forward(self, x):
+        n = (torch.arange(6)[None, :] - torch.arange(6)[:, None]).abs()
+        far = torch.log(n.float() / 2) / math.log(4) * 2  # BUCKET_LOG
+        if self.reaches_output:
+            return x + far.sum()
+        large = torch.clamp(2 + far.to(torch.long), max=3)
+        buckets = torch.where(n < 2, n, large)
+        return x + buckets.float().sum()
+
+
+class MaskedNan(nn.Module):
+    def forward(self, x):
+        return torch.where(x > 0, torch.log(x), 0.0)
+
+
+def test_an_inf_that_never_reaches_the_outputs_is_no_origin():
+    """Every healthy T5 showed the red NaN/Inf banner: its log(0) makes -inf, which the cast
+    to long and `where` leave behind. An infinity that never reaches an output is no alarm
+    (the edges still count it); one that does is, and so is a NaN anywhere."""
+    graph = torchscope.trace(PositionBuckets(), torch.randn(3))
+    assert graph.nan_origin is None
+    [log] = [n for n in graph.nodes if n.name == "log"]
+    assert any(e.stats["inf"] > 0 for e in graph.edges if e.src == log.id)
+    reaches = torchscope.trace(PositionBuckets(reaches_output=True), torch.randn(3))
+    origin = reaches.nodes[reaches.nan_origin]
+    assert origin.name == "log" and origin.site.line == _line("BUCKET_LOG")
+    # a NaN that a mask drops before the outputs is still the origin (its gradient is not)
+    graph = torchscope.trace(MaskedNan(), torch.tensor([-1.0, 2.0]))
+    assert graph.nodes[graph.nan_origin].name == "log"
+
+
 def test_finite_model_has_null_nan_origin():
     graph = torchscope.trace(*zoo.build("mlp")[:1], *zoo.build("mlp")[1])
     assert graph.nan_origin is None and graph.values.stats
