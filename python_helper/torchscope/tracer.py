@@ -1321,9 +1321,10 @@ class Recorder(TorchFunctionMode):
                 if src is not None:
                     self.edges.append(Edge(src, nid, shape_of(t), dtype_name(t)))
 
-    def add_outputs(self, result: Any) -> None:
+    def add_outputs(self, outputs: list[tuple[str, Tensor]]) -> None:
+        """The forward's outputs (`output_tensors`, named as it returned them)."""
         self.output_stats = []
-        for name, t in output_tensors(result):
+        for name, t in outputs:
             nid = self._add(Node(len(self.nodes), "output", name))
             self.output_stats.append(self._edge(t, nid))
 
@@ -1773,7 +1774,7 @@ def _trace(
         and torch_hooks_only_ours(len(handles))
     )
     error: Optional[Exception] = None
-    result: Any = None
+    outputs: list[tuple[str, Tensor]] = []
     warnings: list[str] = []
     try:
         with (
@@ -1794,6 +1795,9 @@ def _trace(
                 _finishing += 1  # (until trace_call returns)
                 _forwards -= 1
                 _remove_mode(rec)
+            # named now: the restore gives an object among the inputs (a KV cache the
+            # forward returns again) its tensors from before back
+            outputs = list(output_tensors(result))
     except Exception as exc:  # noqa: BLE001 - the graph shows it; re-raised below
         error = exc
     except OutOfTime as exc:
@@ -1836,7 +1840,7 @@ def _trace(
         warnings=warnings,
     )
     if error is None:
-        rec.add_outputs(result)
+        rec.add_outputs(outputs)
     else:
         graph.error = rec.add_error(error)
     rec.wire_failed_leaves()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import types
 from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
@@ -37,26 +38,55 @@ def iter_tensors(value: Any, depth: int = 0) -> Iterator[Tensor]:
             yield from iter_tensors(getattr(value, f.name, None), depth + 1)
 
 
-def named_tensors(value: Any, name: str, depth: int = 0) -> Iterator[tuple[str, Tensor]]:
-    """(name, tensor) pairs with readable names: "x", "x[0]", "out.logits"."""
+def named_tensors(
+    value: Any, name: str, depth: int = 0, objects: bool = False
+) -> Iterator[tuple[str, Tensor]]:
+    """(name, tensor) pairs with readable names: "x", "x[0]", "out.logits"; with `objects`,
+    a plain object's attributes too ("past_key_values.layers[0].keys")."""
     if isinstance(value, Tensor):
         yield name, value
     elif depth > MAX_DEPTH:
         return
     elif isinstance(value, dict):  # also transformers ModelOutput (an OrderedDict)
         for k, v in value.items():
-            yield from named_tensors(v, f"{name}.{k}" if name else str(k), depth + 1)
+            yield from named_tensors(v, f"{name}.{k}" if name else str(k), depth + 1, objects)
     elif isinstance(value, (tuple, list)):
         for i, v in enumerate(value):
-            yield from named_tensors(v, f"{name}[{i}]", depth + 1)
+            yield from named_tensors(v, f"{name}[{i}]", depth + 1, objects)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
             sub = f"{name}.{f.name}" if name else f.name
-            yield from named_tensors(getattr(value, f.name, None), sub, depth + 1)
+            yield from named_tensors(getattr(value, f.name, None), sub, depth + 1, objects)
+    elif objects:  # an object holding tensors: a KV cache ("past_key_values.layers[0].keys")
+        for k, v in _plain_attributes(value):
+            yield from named_tensors(v, f"{name}.{k}" if name else k, depth + 1, objects)
+
+
+# objects whose attributes are no value of the forward's: the model's own parts, a Python
+# module, a function, a class
+_NOT_VALUES = (
+    torch.nn.Module,
+    types.ModuleType,
+    types.FunctionType,
+    types.MethodType,
+    type,
+)
+_MAX_ATTRIBUTES = 64
+
+
+def _plain_attributes(value: Any) -> list[tuple[str, Any]]:
+    """The instance attributes of a plain object (the first _MAX_ATTRIBUTES), none for the
+    kinds in _NOT_VALUES or an object without an attribute dict."""
+    attrs = getattr(value, "__dict__", None)
+    if type(attrs) is not dict or not attrs or isinstance(value, _NOT_VALUES):
+        return []
+    return [(k, v) for k, v in list(attrs.items())[:_MAX_ATTRIBUTES] if not k.startswith("__")]
 
 
 def output_tensors(result: Any) -> Iterator[tuple[str, Tensor]]:
-    """Output names: a bare tensor is "output"; dict-like outputs use their keys."""
+    """Output names: a bare tensor is "output"; dict-like outputs use their keys. A plain
+    object is not walked: a KV cache returned by every transformers forward would add two
+    outputs a layer (160 for Llama-70B), each an edge across the graph."""
     if isinstance(result, dict) or (
         dataclasses.is_dataclass(result) and not isinstance(result, type)
     ):
@@ -84,7 +114,7 @@ def argument_tensors(
         names = [(f"arg{i}", v) for i, v in enumerate(args)] + list(kwargs.items())
     out: list[tuple[str, Tensor]] = []
     for pname, value in names:
-        out.extend(named_tensors(value, pname))
+        out.extend(named_tensors(value, pname, objects=True))
     return out
 
 

@@ -256,3 +256,22 @@ def test_trace_call_refuses_a_time_budget_that_is_none(budget: float) -> None:
     """A budget of 0 or less traced with no budget at all (the CLI refuses it)."""
     with pytest.raises(ValueError, match="time_budget"):
         torchscope.trace_call(nn.Linear(8, 2), (torch.randn(2, 8),), time_budget=budget)
+
+
+class _FillsItsBatch(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, batch: dict) -> dict:
+        batch["out"] = self.fc(batch["x"])
+        return batch
+
+
+def test_a_dict_argument_filled_and_returned_keeps_its_new_outputs() -> None:
+    """The outputs were named after the trace put its arguments back: the dict the forward
+    filled and returned had lost `out` by then, and the graph's one output was `x`."""
+    batch = {"x": torch.randn(2, 4)}
+    g = torchscope.trace(_FillsItsBatch(), batch)
+    assert [n.name for n in g.nodes if n.kind == "output"] == ["x", "out"]
+    assert list(batch) == ["x"], "the argument is as it was"

@@ -17,6 +17,7 @@ import pytest
 import torch
 from test_runner import RunnerProcess  # noqa: E402 - tests/python is on sys.path (rootdir)
 
+import torchscope
 from torchscope import debug
 from torchscope.build_target import build, choose_input
 from torchscope.graph import Graph
@@ -275,3 +276,22 @@ def test_a_forward_that_takes_none_of_those_names_gets_its_first_layer_guess(tmp
     assert chosen.described.startswith("guessed from the first layer fc (Linear)"), chosen
     graph = trace_call(built.model, (chosen.value,), {}, raise_errors=False)
     assert graph.error is None, graph.error
+
+
+def test_a_kv_cache_among_the_inputs_is_named():
+    """A generation step's cache (a DynamicCache object, not a tuple) gave nameless constants
+    inside each attention. The returned cache is no output (two a layer, on every forward)."""
+    from transformers import GPT2Config, GPT2Model
+
+    model = GPT2Model(GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=100)).eval()
+    with torch.no_grad():
+        cache = model(torch.randint(0, 100, (1, 5)), use_cache=True).past_key_values
+    g = torchscope.trace(model, torch.randint(0, 100, (1, 1)), past_key_values=cache)
+    layers = [f"past_key_values.layers[{i}].{kv}" for i in range(2) for kv in ("keys", "values")]
+    assert [n.name for n in g.nodes if n.kind == "input"] == ["input_ids", *layers]
+    assert not [n for n in g.nodes if n.kind == "constant" and not n.target], "none nameless"
+    assert [n.name for n in g.nodes if n.kind == "output"] == ["last_hidden_state"]
+    # the cached keys go into the attention's cat, beside the step's own
+    [keys] = [n for n in g.nodes if n.kind == "input" and n.name == layers[0]]
+    [edge] = [e for e in g.edges if e.src == keys.id]
+    assert edge.shape == [1, 2, 5, 16] and g.nodes[edge.dst].name == "cat"
