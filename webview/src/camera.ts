@@ -131,11 +131,19 @@ export function centerTransform(x: number, y: number, k: number, view: ViewSize)
 }
 
 /** A box brought into view: zoomed to fit it (not below 10 % nor above 200 %, and never
- * out from below 100 %), a tall box from its top. */
-export function zoomToBox(box: Rect, currentK: number, view: ViewSize): Transform {
+ * out from below 100 %), a tall box from its top. Centred, except that a `graph` that fits
+ * the view (across, or down) at that zoom stays whole in it: centring a box near its edge
+ * would push the rest of a small graph out of sight for nothing (under the banner above). */
+export function zoomToBox(box: Rect, currentK: number, view: ViewSize, graph?: GraphSize): Transform {
   const fitK = Math.min((view.w - 40) / box.w, (view.h - 40) / box.h);
   const k = Math.max(Math.min(Math.max(currentK, 1), fitK, 2), 0.1);
-  return centerTransform(box.x + box.w / 2, box.y + Math.min(box.h, view.h / k - 40) / 2, k, view);
+  const t = centerTransform(box.x + box.w / 2, box.y + Math.min(box.h, view.h / k - 40) / 2, k, view);
+  if (!graph) return t;
+  const m = 16;
+  // The offset nearest the centred one that keeps [0, size] inside [m, extent - m].
+  const keep = (at: number, size: number, extent: number): number =>
+    size * k > extent - 2 * m ? at : Math.min(Math.max(at, m), extent - m - size * k);
+  return { x: keep(t.x, graph.width, view.w), y: keep(t.y, graph.height, view.h), k };
 }
 
 /** The transform at zoom k that puts layout point `at` on screen point `screen`. */

@@ -236,11 +236,12 @@ export function compareRows(c: CompareData, vg: VisibleGraph, marks: ViewMarks, 
   return rows;
 }
 
-/** The status line for change number `pos` (0-based) of the list. */
+/** The status line for change number `pos` (0-based) of the list: the change first (a
+ * narrow page shows the start of a line), where it is in the list last. */
 export function changeText(c: CompareData, idx: GraphIndex, pos: number): string {
   const id = c.changes[pos]!;
   const node = idx.graph.nodes[id]!;
   const what = node.kind !== "module" ? node.name : node.path ? `${node.path} (${node.name})` : `${node.name} (the model)`;
   const first = c.details[id]![0];
-  return `Change ${pos + 1} of ${c.changes.length}: ${what} ${c.status[id]}${first ? ` — ${first}` : ""}`;
+  return `${what} ${c.status[id]}${first ? ` — ${first}` : ""} · change ${pos + 1} of ${c.changes.length}`;
 }

@@ -53,10 +53,27 @@ export function exportSvg(d: DrawInput, defs: SVGDefsElement, root: Element, bac
   return new XMLSerializer().serializeToString(svg);
 }
 
-/** Rasterise exported SVG text; scale 2 for sharp text, capped for huge graphs. */
-export async function svgToPng(svgText: string, width: number, height: number): Promise<Blob> {
-  const maxSide = 16000;
-  const scale = Math.max(0.1, Math.min(2, maxSide / width, maxSide / height, Math.sqrt(120e6 / (width * height))));
+/** What a browser's canvas holds (Chromium's limits: 32,767 px a side, 16,384² px in all). */
+export const CANVAS_MAX_SIDE = 32_767;
+export const CANVAS_MAX_AREA = 16_384 * 16_384;
+/** Past this many pixels, scale 2 gives way (down to 1): a lighter file, written faster. */
+const SHARP_MAX_AREA = 64e6;
+
+/**
+ * The scale to rasterise a `width`×`height` (CSS px) export at: 2 for sharp text, less for a
+ * big graph, never below 1 (smaller text than on screen at 100 % is unreadable: a 12-layer
+ * GPT-2 expanded was shrunk to 3–4 px text); null when even scale 1 is past the canvas
+ * limits, where only SVG can hold the graph.
+ */
+export function pngScale(width: number, height: number): number | null {
+  const sharp = Math.max(1, Math.min(2, Math.sqrt(SHARP_MAX_AREA / (width * height))));
+  const most = Math.min(CANVAS_MAX_SIDE / width, CANVAS_MAX_SIDE / height, Math.sqrt(CANVAS_MAX_AREA / (width * height)));
+  const scale = Math.min(sharp, most);
+  return scale >= 1 ? scale : null;
+}
+
+/** Rasterise exported SVG text (`width`×`height` CSS px) at `scale` (pngScale). */
+export async function svgToPng(svgText: string, width: number, height: number, scale: number): Promise<Blob> {
   const url = URL.createObjectURL(new Blob([svgText], { type: "image/svg+xml" }));
   try {
     const img = new Image();
@@ -68,13 +85,31 @@ export async function svgToPng(svgText: string, width: number, height: number): 
     img.src = url;
     await loaded;
     const canvas = document.createElement("canvas");
-    canvas.width = Math.ceil(width * scale);
-    canvas.height = Math.ceil(height * scale);
-    const ctx = canvas.getContext("2d")!;
-    ctx.scale(scale, scale);
+    // (floor: a scale at the limit never rounds past it)
+    canvas.width = Math.floor(width * scale);
+    canvas.height = Math.floor(height * scale);
+    const ctx = canvas.getContext("2d");
+    if (!ctx) throw new Error(`the browser could not make a ${canvas.width}×${canvas.height} px canvas`);
+    ctx.scale(canvas.width / width, canvas.height / height);
     ctx.drawImage(img, 0, 0, width, height);
-    return await new Promise<Blob>((res, rej) => canvas.toBlob((b) => (b ? res(b) : rej(new Error("PNG encoding failed"))), "image/png"));
+    return await encodePng(canvas);
   } finally {
     URL.revokeObjectURL(url);
   }
+}
+
+/** Up to this many pixels a PNG is encoded at once (0.2 s at most); toBlob waits for the page
+ * to be idle first, up to a second (Chromium) after a click. */
+const ENCODE_NOW_MAX_AREA = 32e6;
+
+async function encodePng(canvas: HTMLCanvasElement): Promise<Blob> {
+  if (canvas.width * canvas.height > ENCODE_NOW_MAX_AREA) {
+    return new Promise<Blob>((res, rej) => canvas.toBlob((b) => (b ? res(b) : rej(new Error("PNG encoding failed"))), "image/png"));
+  }
+  const url = canvas.toDataURL("image/png");
+  if (!url.startsWith("data:image/png;base64,")) throw new Error("PNG encoding failed");
+  const bin = atob(url.slice(url.indexOf(",") + 1));
+  const bytes = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  return new Blob([bytes], { type: "image/png" });
 }

@@ -51,7 +51,7 @@ import { describe, describeEdge } from "./details";
 import { formatCount } from "./count";
 import { highlightKeys, nodesAtLine, searchNodes } from "./search";
 import { Minimap } from "./minimap";
-import { exportSvg, svgToPng } from "./export";
+import { CANVAS_MAX_AREA, CANVAS_MAX_SIDE, exportSvg, pngScale, svgToPng } from "./export";
 import { buildUi, fillTooltip, type Ui } from "./ui";
 import { MONO, SANS, fontCss, type Font, type Measure } from "./metrics";
 import type { Host } from "./host";
@@ -123,6 +123,8 @@ export class Viewer {
   /** The view the page chose itself (opening view or Fit): redone when the stage resizes,
    * until the user zooms, pans or opens something. */
   private autoView: "initial" | "fit" | null = null;
+  /** A PNG is being made (another PNG click meanwhile does nothing). */
+  private exporting = false;
   /** Overlay, legend, table of the heaviest nodes, NaN banner (values and costs). */
   readonly values: ValuesPanel;
   /** A compare page's statuses and next / previous change (compareDraw.ts); null otherwise. */
@@ -431,7 +433,7 @@ export class Viewer {
 
   zoomTo(key: string): void {
     const b = this.drawn && boundsOf(this.drawn.layout, key);
-    if (b) this.setTransform(zoomToBox(b, this.transform().k, this.size()));
+    if (b) this.setTransform(zoomToBox(b, this.transform().k, this.size(), this.drawn!.layout));
   }
 
   /** After any zoom or pan: draw what came into view, update the overview and detail level. */
@@ -471,13 +473,17 @@ export class Viewer {
     this.refreshMarks();
   }
 
-  /** Expand as needed to draw node `id` itself, then select it and bring it into view. */
-  async revealNode(id: number, base = this.exp): Promise<void> {
+  /** Expand as needed to draw node `id` itself, then select it and bring it into view;
+   * `say`: the status line's text, set first (a longer line takes room from the stage). */
+  async revealNode(id: number, base = this.exp, say?: string): Promise<void> {
     this.depth = null;
     const exp = reveal(this.idx, base, id);
     if (expansionKey(exp) !== expansionKey(this.exp) || !this.drawn) await this.apply(exp, null);
     if (!this.drawn) return;
     const key = this.drawn.vg.rep[id]!;
+    if (say !== undefined) this.status(say);
+    // The view shows this node now: a resize no longer puts the opening view back.
+    this.autoView = null;
     this.select(key);
     this.zoomTo(key);
   }
@@ -512,8 +518,7 @@ export class Viewer {
     const sel = this.selected?.startsWith("n") ? Number(this.selected.slice(1)) : null;
     const to = this.comparison.step(sel, step);
     if (!to) return;
-    await this.revealNode(to.id);
-    this.status(to.text);
+    await this.revealNode(to.id, this.exp, to.text);
   }
 
   search(query: string): void {
@@ -838,20 +843,47 @@ export class Viewer {
   }
 
   private async exportAs(kind: "svg" | "png"): Promise<void> {
-    if (!this.drawn) return;
+    if (!this.drawn || (kind === "png" && this.exporting)) return;
     const { layout, vg, labels, marks } = this.drawn;
     const input = { idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow!, marks };
-    const text = exportSvg(input, this.ui.defs, this.ui.root, this.css("--ts-bg", "#ffffff"), this.scene.heatMap());
+    const svg = () => exportSvg(input, this.ui.defs, this.ui.root, this.css("--ts-bg", "#ffffff"), this.scene.heatMap());
     const base = (this.idx.graph.model.name || "graph").replace(/[^\w.-]+/g, "_");
     if (kind === "svg") {
-      this.host.saveFile(`${base}.svg`, "image/svg+xml", new Blob([text], { type: "image/svg+xml" }));
+      this.host.saveFile(`${base}.svg`, "image/svg+xml", new Blob([svg()], { type: "image/svg+xml" }));
       return;
     }
+    // (the SVG's own size: the graph and a 16 px margin)
+    const [w, h] = [Math.ceil(layout.width + 32), Math.ceil(layout.height + 32)];
+    const scale = pngScale(w, h);
+    if (scale === null) {
+      // A picture shrunk to fit the canvas has unreadable text: none, and why.
+      const text =
+        `PNG not written: this view is too big for a PNG at full size (${w.toLocaleString("en-US")}×${h.toLocaleString("en-US")} px; ` +
+        `a browser canvas holds ${CANVAS_MAX_SIDE.toLocaleString("en-US")} px a side, ${Math.round(CANVAS_MAX_AREA / 1e6)} million in all). ` +
+        "Export SVG instead (it has no size limit), or close some modules.";
+      this.notice(text);
+      this.status(text);
+      return;
+    }
+    const busy = "Exporting PNG…";
+    this.exporting = true;
+    this.status(busy);
     try {
-      const png = await svgToPng(text, layout.width + 32, layout.height + 32);
+      // A big picture takes up to a second on this thread: the status line is painted first
+      // (after the next frame; a page that draws no frames goes on after 100 ms).
+      await new Promise<void>((r) => {
+        requestAnimationFrame(() => setTimeout(r, 0));
+        setTimeout(r, 100);
+      });
+      const png = await svgToPng(svg(), w, h, scale);
       this.host.saveFile(`${base}.png`, "image/png", png);
+      if (this.ui.status.textContent === busy) this.status(this.summary());
     } catch (e) {
-      this.status(`PNG export failed: ${(e as Error).message}`);
+      const text = `PNG export failed: ${(e as Error).message}. Export SVG instead: it has no size limit.`;
+      this.notice(text);
+      this.status(text);
+    } finally {
+      this.exporting = false;
     }
   }
 
@@ -874,6 +906,8 @@ export class Viewer {
 
   status(text: string): void {
     this.ui.status.textContent = text;
+    // The line wraps to a few lines at most; the whole text is its title too.
+    this.ui.status.title = text;
   }
 
   private summary(): string {

@@ -189,7 +189,7 @@ describe("compare page", () => {
     await pressAndWait(page, "n");
     let sel = await assertSelectedCentred(page);
     assert.equal(await sel.getAttribute("data-path"), "");
-    assert.match(await status(page), /^Change 1 of 8: Cmp \(the model\) changed — output: \[2, 4\] → \[2, 6\]/);
+    assert.match(await status(page), /^Cmp \(the model\) changed — output: \[2, 4\] → \[2, 6\] · change 1 of 8$/);
     assert.equal(await page.locator("[data-role=change-pos]").textContent(), "1 / 8");
     // 2: inside block 3 of six: blocks and block 3 open, the ×N folds around it stay.
     await page.click("[data-action=next-change]");
@@ -198,7 +198,7 @@ describe("compare page", () => {
     sel = await assertSelectedCentred(page);
     assert.equal(await sel.getAttribute("data-path"), "blocks.3.act");
     assert.equal(await sel.getAttribute("data-status"), "changed");
-    assert.match(await status(page), /^Change 2 of 8: blocks\.3\.act \(GELU\) changed — target: /);
+    assert.match(await status(page), /^blocks\.3\.act \(GELU\) changed — target: .* · change 2 of 8$/);
     await page.waitForSelector(".ts-node[data-kind=group]");
     const groups = await page.locator(".ts-node[data-kind=group] .ts-title").allTextContents();
     assert.deepEqual(groups.sort(), ["CmpBlock ×2", "CmpBlock ×3"]);
@@ -209,7 +209,7 @@ describe("compare page", () => {
     sel = await assertSelectedCentred(page);
     assert.equal(await sel.getAttribute("data-kind"), "op");
     assert.equal(await sel.getAttribute("data-status"), "changed");
-    assert.match(await status(page), /^Change 3 of 8: gelu changed/);
+    assert.match(await status(page), /^gelu changed.* · change 3 of 8$/);
     // 4: the removed norm, drawn as a ghost.
     await pressAndWait(page, "n");
     sel = await assertSelectedCentred(page);
@@ -217,22 +217,40 @@ describe("compare page", () => {
     assert.equal(await sel.getAttribute("data-status"), "removed");
     // Back: 3, and from the first, previous wraps to the last (the output).
     await pressAndWait(page, "p");
-    assert.match(await status(page), /^Change 3 of 8: gelu/);
+    assert.match(await status(page), /^gelu.* · change 3 of 8$/);
     await pressAndWait(page, "p");
     await pressAndWait(page, "p");
-    assert.match(await status(page), /^Change 1 of 8/);
+    assert.match(await status(page), / · change 1 of 8$/);
     await page.click("[data-action=prev-change]");
     await page.waitForFunction(() => document.querySelector("[data-role=change-pos]")?.textContent === "8 / 8");
     await ready(page);
     sel = await assertSelectedCentred(page);
     assert.equal(await sel.getAttribute("data-kind"), "output");
-    assert.match(await status(page), /^Change 8 of 8: output changed — input: \[2, 4\] → \[2, 6\]/);
+    assert.match(await status(page), /^output changed — input: \[2, 4\] → \[2, 6\] · change 8 of 8$/);
     // 7: head's linear, opened inside head (a one-op module closed at first).
     await pressAndWait(page, "p");
     sel = await assertSelectedCentred(page);
     assert.equal(await sel.getAttribute("data-kind"), "op");
     assert.equal(await page.locator(".ts-cluster[data-path=head]").getAttribute("data-status"), "changed");
     await shot(page, "compare-prev-head");
+    assertClean(o);
+    await page.context().close();
+  });
+
+  test("a narrow page: the status line says the change first and whole (it wraps), its title the same", async () => {
+    const o = await open(browser, "compare", { width: 500, height: 700 });
+    const { page } = o;
+    await pressAndWait(page, "n");
+    await pressAndWait(page, "n");
+    const text = await status(page);
+    assert.match(text, /^blocks\.3\.act \(GELU\) changed — target: \S+ReLU → \S+GELU · change 2 of 8$/);
+    const line = page.locator("[data-role=status]");
+    assert.equal(await line.getAttribute("title"), text, "the full text on hover");
+    const fits = await line.evaluate((el) => ({ w: [el.scrollWidth, el.clientWidth], h: [el.scrollHeight, el.clientHeight] }));
+    assert.ok(fits.w[0]! <= fits.w[1]! + 1 && fits.h[0]! <= fits.h[1]! + 1, `nothing cut: ${JSON.stringify(fits)}`);
+    // The longer line takes room from the graph before the change is centred in what is left.
+    await assertSelectedCentred(page);
+    await shot(page, "compare-status-500");
     assertClean(o);
     await page.context().close();
   });

@@ -293,6 +293,71 @@ describe("GPT-2", () => {
   });
 });
 
+/** A PNG's size in px (its IHDR chunk). */
+function pngSize(png: Buffer): { w: number; h: number } {
+  assert.deepEqual([...png.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+  return { w: png.readUInt32BE(16), h: png.readUInt32BE(20) };
+}
+
+/** Every text the status line shows from now on, in window.__statuses. */
+async function recordStatus(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const w = window as unknown as { __statuses: string[] };
+    w.__statuses = [];
+    const s = document.querySelector("[data-role=status]")!;
+    new MutationObserver(() => w.__statuses.push(s.textContent ?? "")).observe(s, { childList: true, characterData: true, subtree: true });
+  });
+}
+
+describe("PNG export of an expanded graph", () => {
+  test("GPT-2, Expand all: a PNG at full size at least (readable text), and the status says while it is written", async () => {
+    const o = await open(browser, "gpt2");
+    const page = o.page;
+    await clickAndWait(page, "[data-action=expand-all]");
+    const [svgDl] = await Promise.all([page.waitForEvent("download"), page.click("[data-action=export-svg]")]);
+    const svg = readFileSync((await svgDl.path())!, "utf8");
+    const [, w, h] = /^<svg[^>]* width="(\d+)" height="(\d+)"/.exec(svg)!.map(Number);
+    assert.ok(h! > 16_000, `a tall graph (${w}×${h})`);
+    await recordStatus(page);
+    const [pngDl] = await Promise.all([page.waitForEvent("download", { timeout: 60_000 }), page.click("[data-action=export-png]")]);
+    const png = pngSize(readFileSync((await pngDl.path())!));
+    // Scale 1 or more (CSS px): text as big as on screen at 100 %, never shrunk to fit a cap.
+    assert.ok(png.w >= w! && png.h >= h!, `PNG ${png.w}×${png.h} for a ${w}×${h} graph`);
+    const said = await page.evaluate(() => (window as unknown as { __statuses: string[] }).__statuses);
+    assert.ok(
+      said.some((t) => /^Exporting PNG…/.test(t)),
+      `status while exporting: ${JSON.stringify(said)}`,
+    );
+    assert.doesNotMatch((await page.locator("[data-role=status]").textContent())!, /Exporting/, "and not after");
+    assertNoErrors(o);
+    await page.context().close();
+  });
+
+  test("T5, Expand all: too big for the browser's canvas at full size: no shrunken picture, a message that points to SVG", async () => {
+    const o = await open(browser, "t5");
+    const page = o.page;
+    await clickAndWait(page, "[data-action=expand-all]");
+    const downloads: string[] = [];
+    page.on("download", (d) => downloads.push(d.suggestedFilename()));
+    await page.click("[data-action=export-png]");
+    await page.waitForFunction(() => /PNG/.test(document.querySelector("[data-role=notice]")?.textContent ?? ""));
+    const notice = (await page.locator("[data-role=notice]").textContent())!;
+    assert.ok(await page.locator("[data-role=notice]").isVisible());
+    assert.match(notice, /too big/i);
+    assert.match(notice, /SVG/);
+    assert.equal(await page.locator("[data-role=status]").textContent(), notice);
+    assert.equal(await page.locator("#torchscope").getAttribute("data-state"), "ready", "the graph is still there");
+    await shot(page, "t5-png-too-big");
+    // SVG has no such limit: it is written.
+    const [svgDl] = await Promise.all([page.waitForEvent("download"), page.click("[data-action=export-svg]")]);
+    assert.match(svgDl.suggestedFilename(), /\.svg$/);
+    assert.ok(await page.locator("[data-role=notice]").isHidden(), "the message goes with the next action");
+    assert.deepEqual(downloads, [svgDl.suggestedFilename()], "no PNG");
+    assertNoErrors(o);
+    await page.context().close();
+  });
+});
+
 describe("ResNet-50", () => {
   test("renders, expands the encoder, dark palette", async () => {
     const o = await open(browser, "resnet50", { dark: true });
@@ -342,6 +407,24 @@ describe("error graph", () => {
     assert.equal(colors.text, colors.banner, "error node text in the error colour");
     assert.equal(colors.stroke, colors.banner);
     await shot(page, "error-revealed");
+    assertNoErrors(o);
+    await page.context().close();
+  });
+});
+
+describe("error graph in a small window", () => {
+  test("clicking the banner shows the failing call with the whole graph, none of it under the banner", async () => {
+    const o = await open(browser, "error", { width: 800, height: 600 });
+    const page = o.page;
+    await page.locator(".ts-banner").click();
+    await ready(page);
+    await page.locator(".ts-node[data-kind=error].ts-selected").waitFor();
+    // Everything fits at this size: the stage (below the banner) shows every box, the inputs too.
+    await assertAllBoxesVisible(page, "after the banner's click");
+    const banner = await box(page.locator(".ts-banner"));
+    const input = await box(page.locator(".ts-node[data-kind=input] > .ts-box").first());
+    assert.ok(input.y >= banner.y + banner.height, `input ${JSON.stringify(input)} below the banner ${JSON.stringify(banner)}`);
+    await shot(page, "error-banner-click-800");
     assertNoErrors(o);
     await page.context().close();
   });

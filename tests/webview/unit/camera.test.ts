@@ -108,6 +108,21 @@ test("zoom to a box: fitted, never out from below 100 %, between 10 % and 200 %"
   assert.ok(toScreen(tall, { x: 0, y: 0 }).y >= 0, "the box's top is on screen");
 });
 
+test("zoom to a box of a graph that fits the view: the whole graph stays in view, the box as central as that allows", () => {
+  // The failing call at the bottom of a small graph (an error banner's click): centring it
+  // pushed the inputs out of the top of the view although everything fits.
+  const graph = { width: 300, height: 500 };
+  const box = { x: 100, y: 450, w: 100, h: 40 };
+  const t = zoomToBox(box, 1, view, graph);
+  assert.equal(t.k, 1);
+  assert.ok(showsAll(visibleRect(t, view), graph), "every box in the view");
+  assert.equal(toScreen(t, { x: 0, y: 0 }).y, 16, "the graph's top at the margin, as near the centre as it goes");
+  assert.equal(toScreen(t, { x: 150, y: 0 }).x, 400, "across, the box is centred (the graph fits either way)");
+  // A graph taller than the view: the box is centred as before.
+  const tall = zoomToBox(box, 1, view, { width: 300, height: 5000 });
+  assert.deepEqual(toScreen(tall, { x: 150, y: 470 }), { x: 400, y: 300 });
+});
+
 test("a box pinned to where it was on screen", () => {
   const t = pinTransform({ x: 120, y: 40 }, { x: 300, y: 200 }, 1.5);
   assert.deepEqual(toScreen(t, { x: 120, y: 40 }), { x: 300, y: 200 });

@@ -189,8 +189,8 @@ test("hover rows: the status, before → after, the version of a ghost, what a b
   ]);
   assert.deepEqual(compareRows(c, vg, m, `n${ids.act}`), [["compare", "unchanged"]]);
   assert.deepEqual(compareRows(c, vg, m, "g0"), []);
-  assert.equal(changeText(c, idx, 0), "Change 1 of 4: fc1 (Linear) changed — out_features: 4 → 8");
-  assert.equal(changeText(c, idx, 2), "Change 3 of 4: dropout removed — torch.nn.functional.dropout");
+  assert.equal(changeText(c, idx, 0), "fc1 (Linear) changed — out_features: 4 → 8 · change 1 of 4");
+  assert.equal(changeText(c, idx, 2), "dropout removed — torch.nn.functional.dropout · change 3 of 4");
 });
 
 test("a box's hover lists version a's connections apart, said to be removed", () => {

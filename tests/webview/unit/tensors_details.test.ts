@@ -69,9 +69,76 @@ test("an SDPA node's hover lists every input drawn, also from same-named produce
   const ins = describe(idx, vg, `n${sdpa}`)!.rows.filter(([key]) => key === "in");
   assert.deepEqual(
     ins.map(([, t]) => t),
-    ["1×4×16×8 float32  from transpose in attn", "1×4×16×8 float32  from transpose in attn", "1×4×16×8 float32  from transpose in attn"],
+    // three calls of one name on one input: told apart by their order in attn
+    ["1×4×16×8 float32  from transpose #1 in attn", "1×4×16×8 float32  from transpose #2 in attn", "1×4×16×8 float32  from transpose #3 in attn"],
   );
   assert.equal(vg.edges.filter((e) => e.dst === `n${sdpa}`).length, 3, "as many as drawn");
+});
+
+/** Llama's rotary embedding: cos and sin, each cast by its own `to` in rotary_emb, read by
+ * every layer (two folded into "Layer ×2"). */
+function rotary() {
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const root = b.module("Net", "", null);
+  const rot = b.module("Rotary", "rotary_emb", root);
+  const cat = b.op("cat", rot);
+  const [cos, sin] = [b.op("cos", rot), b.op("sin", rot)];
+  const [m1, m2] = [b.op("mul", rot), b.op("mul", rot)];
+  const [to1, to2] = [b.op("to", rot, "Tensor.to"), b.op("to", rot, "Tensor.to")];
+  b.edge(x, cat, [1, 32, 64]).edge(cat, cos!, [1, 32, 128]).edge(cat, sin!, [1, 32, 128]);
+  b.edge(cos!, m1!, [1, 32, 128]).edge(sin!, m2!, [1, 32, 128]).edge(m1!, to1!, [1, 32, 128]).edge(m2!, to2!, [1, 32, 128]);
+  const layers = [0, 1].map((i) => b.module("Layer", `layers.${i}`, root));
+  const rope = layers.map((l) => b.op("apply_rotary", l));
+  for (const r of rope) b.edge(x, r!, [1, 32, 64]).edge(to1!, r!, [1, 32, 128]).edge(to2!, r!, [1, 32, 128]);
+  b.groups.push({ parent: root, members: layers, name: "Layer ×2" });
+  return { idx: buildIndex(b.build()), rot };
+}
+
+test("two tensors alike from two calls of one name are told apart by what they were made of (cos, sin)", () => {
+  const { idx, rot } = rotary();
+  const vg = buildVisible(idx, initialExpansion(idx));
+  const ins = describe(idx, vg, "g0")!.rows.filter(([k]) => k === "in");
+  assert.deepEqual(ins, [
+    ["in", "1×32×64 float32  from x  (×2 uses)"],
+    ["in", "1×32×128 float32  from to(mul(cos)) in rotary_emb  (×2 uses)"],
+    ["in", "1×32×128 float32  from to(mul(sin)) in rotary_emb  (×2 uses)"],
+  ]);
+  // rotary_emb's own hover: its two outputs, each said where it comes from.
+  const outs = describe(idx, vg, `n${rot}`)!.rows.filter(([k]) => k === "out");
+  assert.equal(new Set(outs.map(([, t]) => t)).size, 2, JSON.stringify(outs));
+  assert.equal(outs[0]![1], "1×32×128 float32  from to(mul(cos)) in rotary_emb  to apply_rotary in layers.0, apply_rotary in layers.1  (×2 uses)");
+  assert.match(outs[1]![1], /from to\(mul\(sin\)\)/);
+  // The edge into the ×2 box too.
+  const e = vg.edges.find((v) => v.src === `n${rot}` && v.dst === "g0")!;
+  const rows = describeEdge(idx, vg, e.key)!.rows.slice(1);
+  assert.deepEqual(
+    rows.map(([, t]) => t.split(" → ")[0]),
+    ["to(mul(cos)) in rotary_emb", "to(mul(sin)) in rotary_emb"],
+  );
+});
+
+test("two same-shaped outputs of one call are its output 1 and output 2", () => {
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const chunk = b.op("chunk", null);
+  const attn = b.module("Attention", "attn", null);
+  const sdpa = b.op("sdpa", attn);
+  b.edge(x, chunk, [1, 8, 32]).edge(chunk, sdpa, [1, 8, 16]).edge(chunk, sdpa, [1, 8, 16]);
+  const idx = buildIndex(b.build());
+  const vg = buildVisible(idx, initialExpansion(idx));
+  const ins = describe(idx, vg, `n${attn}`)!.rows.filter(([k]) => k === "in");
+  assert.deepEqual(ins, [
+    ["in", "1×8×16 float32  from chunk (output 1)"],
+    ["in", "1×8×16 float32  from chunk (output 2)"],
+  ]);
+  // One tensor read twice stays one row (nothing to tell apart).
+  const once = usedTwice();
+  const vg2 = buildVisible(once.idx, initialExpansion(once.idx));
+  assert.deepEqual(
+    describe(once.idx, vg2, `n${once.fc}`)!.rows.filter(([k]) => k === "in"),
+    [["in", "4×32 float32  from x  (×2 uses)"]],
+  );
 });
 
 test("a hub's reference boxes count as its outputs in its hover", () => {

@@ -1,0 +1,18 @@
+// The PNG export's scale (webview/src/export.ts pngScale): sharp where it can be, never
+// smaller than the screen at 100 %, none past the browser's canvas limits.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { CANVAS_MAX_AREA, CANVAS_MAX_SIDE, pngScale } from "../../../webview/src/export";
+
+test("a PNG is drawn at scale 2, less for a big graph, never below 1; none past the canvas limits", () => {
+  assert.equal(pngScale(800, 600), 2);
+  // GPT-2 expanded (12 layers): scale 1 fits the canvas, 2 would not; text stays full size.
+  const tall = pngScale(722, 30_866)!;
+  assert.ok(tall >= 1 && 30_866 * tall <= CANVAS_MAX_SIDE, String(tall));
+  // T5 expanded: taller than a canvas at scale 1: no PNG (SVG then).
+  assert.equal(pngScale(3099, 37_126), null);
+  // Within the sides but past the area.
+  assert.equal(pngScale(20_000, 20_000), null);
+  const big = pngScale(16_000, 16_000)!;
+  assert.ok(big >= 1 && 16_000 * 16_000 * big * big <= CANVAS_MAX_AREA);
+});
