@@ -160,8 +160,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             out = _output(name, args.format)
         except CliError as exc:
             return _fail(exc)
-    if launched:
-        stop_on_sigterm()
     try:
         traced = trace_target(
             args.target,
@@ -171,6 +169,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             run_top_level=args.run_top_level,
             values=args.values,
             costs=args.costs,
+            # (not before: building, joining the group, a rank waits in C++, where a Python
+            # handler can't run and torchrun's SIGTERM would wait for its SIGKILL)
+            before_trace=stop_on_sigterm if launched else None,
         )
     except CliError as exc:
         return _fail(exc)

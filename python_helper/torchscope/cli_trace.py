@@ -14,7 +14,7 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Optional
@@ -85,9 +85,11 @@ def trace_target(
     values: bool = True,
     costs: bool = True,
     seed: Optional[int] = 0,
+    before_trace: Optional[Callable[[], None]] = None,
 ) -> Traced:
     """Build `spec`, choose its input as the editor does, trace. CliError on every failure but
-    a forward that raised (that is a graph with `error`) or ran out of time (code 3)."""
+    a forward that raised (that is a graph with `error`) or ran out of time (code 3).
+    `before_trace`: called once the model and its input are made, just before the trace."""
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -100,7 +102,16 @@ def trace_target(
     try:
         with hard_budget(time_budget):
             return _trace(
-                spec, device, input_expr, time_budget, run_top_level, train, values, costs, seed
+                spec,
+                device,
+                input_expr,
+                time_budget,
+                run_top_level,
+                train,
+                values,
+                costs,
+                seed,
+                before_trace,
             )
     except OutOfTime:  # outside the forward (importing, building): no graph
         raise CliError(f"the trace ran past {time_budget:g} s and was stopped", 3) from None
@@ -121,6 +132,7 @@ def _trace(
     values: bool,
     costs: bool,
     seed: Optional[int],
+    before_trace: Optional[Callable[[], None]],
 ) -> Traced:
     import torch
 
@@ -190,6 +202,8 @@ def _trace(
         except SystemExit as exc:
             raise CliError(f"the forward called sys.exit({exc.code!r})", 1) from None
 
+    if before_trace is not None:
+        before_trace()
     graph = traced(chosen)
     if graph.error is not None and graph.error.type != TraceTimeout.__name__:
         other = another_guess(built, chosen, device)  # as the editor's runner does

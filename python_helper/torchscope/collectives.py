@@ -166,6 +166,9 @@ def _nbytes(tensors: list[Tensor]) -> int:
     return total
 
 
+_ATTRS = ("root_rank", "src", "async_op")  # a collective's arguments kept as its attrs
+
+
 def describe(func: Any, args: tuple, kwargs: dict, result: Any) -> CollectiveCall:
     """Name, attributes, inputs and outputs of one collective call (at the dispatcher).
 
@@ -176,6 +179,9 @@ def describe(func: Any, args: tuple, kwargs: dict, result: Any) -> CollectiveCal
     schema = func._schema
     named: dict[str, Any] = {a.name: v for a, v in zip(schema.arguments, args)}
     named.update(kwargs)
+    for a in schema.arguments[len(args) :]:  # what the call left to its default (async_op)
+        if a.name in _ATTRS and a.name not in named and a.has_default_value():
+            named[a.name] = a.default_value
     outputs = _tensors(result)
     if not outputs:
         outputs = [t for k, v in named.items() if k.startswith("output") for t in _tensors(v)]
@@ -198,7 +204,7 @@ def describe(func: Any, args: tuple, kwargs: dict, result: Any) -> CollectiveCal
         op = _reduce_op(named["reduce_op"])
         if op is not None:
             attrs["reduce_op"] = op
-    for key in ("root_rank", "src", "async_op"):
+    for key in _ATTRS:
         if key in named:
             v = attr_value(named[key])
             if v is not ...:

@@ -175,6 +175,11 @@ class ModelInfo:
         """ "rank 1 of 2", or "" outside torch.distributed."""
         return "" if self.rank is None else f"rank {self.rank} of {self.world_size}"
 
+    def title(self) -> str:
+        """A page's title: "MLP", "MLP (rank 1 of 2)" (each rank's tab told apart)."""
+        name = self.name or "torchscope"
+        return f"{name} ({self.rank_text()})" if self.rank is not None else name
+
 
 @dataclass
 class Graph:
@@ -323,7 +328,7 @@ class Graph:
         elif fmt == "html":
             from .html import render_html
 
-            data = render_html(self.to_msgpack(), title=self.model.name).encode("utf-8")
+            data = render_html(self.to_msgpack(), title=self.model.title()).encode("utf-8")
         else:
             raise ValueError(f"unknown graph format {fmt!r}: use msgpack, json or html")
         write_atomic(path, data)

@@ -130,7 +130,7 @@ def show_graph(graph: Any, height: int = DEFAULT_HEIGHT) -> None:
     """Display an already traced ``torchscope.Graph``, ``height`` pixels high. Outside a
     notebook the page is written to a temporary file, whose path is printed. Returns
     nothing, so a cell ending with it draws once (``graph.save("g.html")`` keeps a page)."""
-    _display(GraphView(graph.to_msgpack(), graph.model.name or "torchscope", height))
+    _display(GraphView(graph.to_msgpack(), graph.model.title(), height))
 
 
 def show(model: Any, *args: Any, **kwargs: Any) -> None:

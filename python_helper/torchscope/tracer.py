@@ -1203,6 +1203,18 @@ class Recorder(TorchFunctionMode):
             handle.remove()  # a module's own handle also clears its with_kwargs/always_call entries
         self.late_close.clear()
 
+    def time_open_calls(self) -> None:
+        """Module calls an error from outside left open (OutOfTime, a BaseException: torch
+        runs no post hook for it): timed up to now, as _close times a call."""
+        if self.counter is None:
+            return
+        end = _ns()
+        for nid in self.stack:
+            opened = self.module_clock.pop(nid, None)
+            cost = self.nodes[nid].cost
+            if opened is not None and cost is not None:
+                cost.time_ns = max(0, end - opened[0] - (self.overhead - opened[1]))
+
     def _close(self, module: nn.Module, args: Any, rest: tuple, failed: bool) -> None:
         stack = self.module_stack
         if not stack or (stack[-1] is not module and module not in stack):
@@ -1802,6 +1814,7 @@ def _trace(
         error = exc
     except OutOfTime as exc:
         _stopped = True
+        rec.time_open_calls()
         error = TraceTimeout(str(exc) or "the trace ran past its time budget")
         error.__traceback__ = exc.__traceback__  # (where it was stopped: the error's site)
     finally:

@@ -150,10 +150,18 @@ def find_wrappers(named: list[tuple[str, nn.Module]]) -> Optional[Wrapping]:
         innermost = chain[-1]
         for m in chain:
             found.target[id(m)] = innermost
-        labels = [label(m) for m in chain[:-1]]
+        labels = [x for m in chain[:-1] for x in _wrapper_labels(m, fsdp2)]
         own = found.labels.get(id(innermost), [])
         found.labels[id(innermost)] = labels + [x for x in own if x not in labels]
     return found
+
+
+def _wrapper_labels(wrapper: nn.Module, fsdp2: Optional[type]) -> list[str]:
+    """A wrapper's marks: `fully_shard` of a CheckpointWrapper (torchtitan's order: FSDP2
+    makes the wrapper's class its own subclass of it) is both."""
+    if fsdp2 is not None and isinstance(wrapper, fsdp2):
+        return [label(wrapper), _own_class(type(wrapper), fsdp2).__name__]
+    return [label(wrapper)]
 
 
 def _own_class(cls: type, marker: type) -> type:

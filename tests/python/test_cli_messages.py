@@ -361,6 +361,8 @@ def test_a_pure_python_loop_stopped_by_the_budget_writes_the_graph_up_to_there(t
     assert [n.name for n in graph.nodes if n.kind == "op"][:1] == ["linear"]
     assert graph.error is not None and graph.error.type == "TraceTimeout"
     assert graph.nodes[graph.error.node].site.line in (13, 14)  # the loop's lines
+    # the call the timer stopped is timed up to the stop (its time was 0)
+    assert graph.module_call("").cost.time_ns > 0
 
 
 def test_a_guessed_input_that_cannot_be_made_says_so_and_offers_the_skipped_code(tmp_path):

@@ -224,6 +224,8 @@ def test_async_work_and_functional_collectives_keep_the_edges(runs) -> None:
         lines = (PROGRAMS / "models.py").read_text().splitlines()
         assert "dist.all_reduce(h, async_op=True)" in lines[reduce.site.line - 1]
         assert "funcol.all_gather_tensor" in lines[gather.site.line - 1]
+        # async_op as passed: True was the schema's default, left out of the call's arguments
+        assert reduce.attrs["async_op"] is True
 
 
 @pytest.mark.parametrize("builder", ["tensor_parallel", "explicit"])
@@ -316,9 +318,14 @@ def test_with_rank_the_other_ranks_still_say_why_they_failed(tmp_path: Path) -> 
 
 
 RAISES_BEFORE_A_COLLECTIVE = """
+import time
+from pathlib import Path
+
 import torch
 import torch.distributed as dist
 from torch import nn
+
+ARRIVED = Path(__file__).with_name("rank0_at_all_reduce")
 
 class Net(nn.Module):
     def __init__(self):
@@ -328,7 +335,13 @@ class Net(nn.Module):
     def forward(self, x):
         x = self.fc(x)
         if dist.get_rank() == 1:
+            # (once rank 0 is at the collective: on a busy machine it may still be tracing
+            # its fc when torchrun ends it)
+            end = time.time() + 60
+            while not ARRIVED.exists() and time.time() < end:
+                time.sleep(0.05)
             raise ValueError("boom on rank 1")
+        ARRIVED.write_text("yes")
         dist.all_reduce(x)  # rank 0 waits here for rank 1, which is gone
         return x.relu()
 
@@ -417,6 +430,25 @@ def test_sigterm_before_the_forward_ends_the_rank_at_once(tmp_path: Path) -> Non
     assert code == -signal.SIGTERM
 
 
+def test_sigterm_while_joining_the_group_ends_the_rank_at_once(tmp_path: Path) -> None:
+    """Waiting in init_process_group for a rank that failed to build, a rank runs C++ that
+    never returns to Python: torchscope's SIGTERM handler could not run there, so the signal
+    waited, and torchrun killed the rank 30 s later (SIGKILL). Until its forward is traced,
+    the rank keeps the default SIGTERM."""
+    port = free_port()
+    (tmp_path / "joins.py").write_text(
+        "import os\nfrom pathlib import Path\nimport torch.distributed as dist\n"
+        "from torch import nn\n\n"
+        "def build():\n"
+        f"    os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT='{port}')\n"
+        "    Path(__file__).with_name('joining').write_text('yes')\n"
+        "    dist.init_process_group('gloo')  # rank 1 never comes\n"
+        "    return nn.Linear(2, 2)\n"
+    )
+    code, _, _ = _terminated_rank(tmp_path, "joins.py:build", "joining", 20)
+    assert code == -signal.SIGTERM
+
+
 @pytest.mark.parametrize("grouped", [True, False])
 def test_the_cli_exits_with_its_code_and_its_output_after_leaving_a_group(
     tmp_path: Path, grouped: bool
@@ -447,3 +479,49 @@ print("never")
     )
     expected = "written" if grouped else "written at exit"
     assert (proc.returncode, proc.stdout) == (3, expected), proc.stderr
+
+
+def test_fully_shard_over_a_checkpoint_wrapper_keeps_both_marks(tmp_path: Path) -> None:
+    """torchtitan's order: checkpoint_wrapper(block), then fully_shard of the wrapper. The
+    wrapper's class becomes FSDP2's subclass of it, and the mark said only `fully_shard`."""
+    program = f"""
+import torch, torch.distributed as dist, torchscope
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x).relu()
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([checkpoint_wrapper(Block()) for _ in range(2)])
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x
+
+m = Net()
+for b in m.blocks:
+    fully_shard(b)
+fully_shard(m)
+g = torchscope.trace(m, torch.randn(2, 8))
+print(repr([(n.path, n.name, n.attrs.get("wrapped_by")) for n in g.nodes if n.kind == "module"]))
+dist.destroy_process_group()
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    modules = eval(proc.stdout.strip().splitlines()[-1])
+    assert ("blocks.0", "Block", "fully_shard, CheckpointWrapper") in modules, modules
+    assert ("", "Net", "fully_shard") in modules, modules

@@ -80,6 +80,20 @@ def test_title_is_escaped(fake_bundle: None) -> None:
     assert "<img" not in page
 
 
+def test_a_ranks_page_is_titled_with_its_rank(fake_bundle: None, tmp_path) -> None:
+    """Every rank's page was titled "MLP": two ranks' tabs could not be told apart."""
+    import torch
+
+    import torchscope
+
+    graph = torchscope.trace(torch.nn.Linear(2, 2), torch.ones(1, 2))
+    graph.model.rank, graph.model.world_size = 1, 2
+    page = graph.save(tmp_path / "g.html").read_text()
+    assert "<title>Linear (rank 1 of 2)</title>" in page
+    graph.model.rank = None
+    assert "<title>Linear</title>" in graph.save(tmp_path / "h.html").read_text()
+
+
 def test_missing_bundle_says_how_to_build(monkeypatch: pytest.MonkeyPatch) -> None:
     class Missing:
         def joinpath(self, *parts: str) -> Missing:
