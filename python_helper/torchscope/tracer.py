@@ -1369,6 +1369,15 @@ class Recorder(TorchFunctionMode):
         self.module_stack = []
         for t in pending.inputs:
             self._edge(t, nid)  # outside tensors become constants beside the error node
+        if not pending.inputs and pending.parent is not None:
+            # a module call that raised before anything inside it (a pre-hook of its own):
+            # what it was given goes into the error, now inside it (wire_failed_leaves skips it)
+            for leaf, sources in self.failed_leaves:
+                if leaf == pending.parent:
+                    for src, t in sources:
+                        if src is not None:
+                            self.edges.append(Edge(src, nid, shape_of(t), dtype_name(t)))
+                    break
         return ErrorInfo(type(exc).__name__, message, nid, traceback_sites(exc.__traceback__))
 
 

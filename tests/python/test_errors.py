@@ -161,6 +161,34 @@ def test_error_in_module_without_ops():
     _check_structure(g)
 
 
+def test_a_module_that_raised_before_any_op_reads_its_input():
+    """A module that raised with nothing recorded inside (its pre-hook failed: FSDP2's next
+    all-gather on a rank torchrun stopped) had no input edge, and the module before it no
+    output: `a: Linear [2, 8] → -`, `b: Linear - → -`."""
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(8, 8)
+            self.b = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.b(self.a(x))
+
+    def fails(module, args):
+        raise RuntimeError("hook failed")
+
+    net = Net()
+    net.b.register_forward_pre_hook(fails)
+    g = torchscope.trace_call(net, (torch.randn(2, 8),), raise_errors=False)
+    [err] = [n for n in g.nodes if n.kind == "error"]
+    assert err.parent == g.module_call("b", 0).id
+    [linear] = [n for n in g.nodes if n.name == "linear"]
+    assert [(e.src, e.shape) for e in g.edges if e.dst == err.id] == [(linear.id, [2, 8])]
+    assert "[2, 8] → -" in [line for line in g.summary().splitlines() if " b: " in line][0]
+    _check_structure(g)
+
+
 def test_raise_errors_false_returns_the_partial_graph():
     model, args, kwargs = zoo.build("error_op")
     g = torchscope.trace_call(model, args, kwargs, raise_errors=False)
