@@ -100,9 +100,7 @@ export class Commands {
       const syntax = syntaxError(e);
       if (syntax) {
         // its models can't be read until it parses: where, not "this file defines none"
-        void vscode.window
-          .showWarningMessage(`torchscope: ${syntax.message}`, "Go to Line")
-          .then((c) => (c ? revealLine(doc.uri.fsPath, syntax.line) : undefined));
+        saySyntaxError(doc, syntax);
         return undefined;
       }
       this.serverFailed(e);
@@ -230,6 +228,13 @@ export class Commands {
   private async goToLibraryFrame(ctx?: NodeContext): Promise<void> {
     if (ctx?.insideFile && ctx.insideLine) await revealLine(ctx.insideFile, ctx.insideLine, GraphPanel.active);
   }
+}
+
+/** "m.py does not parse: line 10: …" with Go to Line, which puts the cursor there. */
+export function saySyntaxError(doc: vscode.TextDocument, syntax: { message: string; line: number }): void {
+  void vscode.window
+    .showWarningMessage(`torchscope: ${syntax.message}`, "Go to Line")
+    .then((c) => (c ? revealLine(doc.uri.fsPath, syntax.line) : undefined));
 }
 
 /** The server's answer for a document that does not parse (`syntax-error`), else undefined. */

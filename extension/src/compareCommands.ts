@@ -6,7 +6,7 @@ import * as vscode from "vscode";
 import type { Server } from "./client";
 import type { CompareSources } from "./compareSource";
 import { parseCompareTarget, type CompareKind } from "./compareTargets";
-import { visualizeArgs } from "./commands";
+import { saySyntaxError, syntaxError, visualizeArgs } from "./commands";
 import { GraphPanel } from "./graphPanel";
 import { DEBUG_URI } from "./pausedSource";
 import type { TraceFlow, Traced } from "./traceFlow";
@@ -55,6 +55,7 @@ export class CompareCommands {
         return undefined;
       }
       if (found) return { doc, target: found.target };
+      if (await this.doesNotParse(doc)) return undefined;
     }
     // From a graph panel: its model (a comparison panel's model too).
     const panel = GraphPanel.active;
@@ -69,6 +70,19 @@ export class CompareCommands {
     }
     void vscode.window.showInformationMessage(NO_MODEL);
     return undefined;
+  }
+
+  /** No model at the cursor because the file does not parse: said where (with Go to Line),
+   * as Visualize says it, not "put the cursor inside an nn.Module class". */
+  private async doesNotParse(doc: vscode.TextDocument): Promise<boolean> {
+    try {
+      await this.deps.server.targets({ uri: doc.uri.toString(), text: doc.getText() });
+      return false;
+    } catch (e) {
+      const syntax = syntaxError(e);
+      if (syntax) saySyntaxError(doc, syntax);
+      return syntax !== undefined;
+    }
   }
 
   async compare(kind: Exclude<CompareKind, "paused">, arg?: unknown): Promise<Traced | undefined> {

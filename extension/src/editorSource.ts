@@ -230,6 +230,8 @@ export class EditorSource implements TraceSource {
     const answered = v.input ? { ...remembered, input: v.input } : remembered;
     const params = traceParams(this.uri, v.text ?? this.doc.getText(), this.target, answered, opts);
     if (v.train !== undefined) params.train = v.train;
+    // another text than the editor's (HEAD's): its shapes are not this document's lines
+    if (v.text !== undefined) params.hints = false;
     const t0 = Date.now();
     try {
       const result = await server.trace(params, cancel, progress);

@@ -88,6 +88,8 @@ export interface TraceParams {
   runTopLevel?: boolean;
   /** Trace in training (true) or eval (false) mode; absent: the mode the model was built in. */
   train?: boolean;
+  /** false: this trace gives the file no inlay hints (it traced another text: HEAD's). */
+  hints?: boolean;
   workDoneToken?: string;
 }
 

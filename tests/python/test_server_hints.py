@@ -231,6 +231,22 @@ def test_hints_on_the_lines_that_made_tensors(lsp, workspace, docs):
     lsp.wait_for(lambda: lsp.refreshes > before)  # the editor is told to ask again
 
 
+def test_a_trace_of_another_text_asked_without_hints_leaves_them(lsp, workspace, docs):
+    """A comparison with HEAD traces HEAD's text under the file's uri: when the working
+    copy's own trace then failed (a syntax error saved), HEAD's shapes were the newest and
+    showed on the working copy's lines, shifted. Such a trace asks for no hints."""
+    shapes = workspace / "shapes.py"
+    docs.open(shapes)
+    trace(lsp, shapes, "Net")
+    own = hints(lsp, shapes)
+    assert own == expected(shapes, SHAPES_HINTS)
+    head = "\n\n\n" + shapes.read_text()  # (every line three further down)
+    trace(lsp, shapes, "Net", text=head, hints=False)
+    assert hints(lsp, shapes) == own
+    trace(lsp, shapes, "Net", text=head)  # (asked with hints: they come from it)
+    assert hints(lsp, shapes) != own
+
+
 def test_a_library_file_open_in_the_editor(lsp, workspace, docs):
     trace(lsp, workspace / "shapes.py", "Net")
     docs.open(LINEAR)

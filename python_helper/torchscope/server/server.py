@@ -386,7 +386,10 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         f"traced {target} in {(time.perf_counter() - started) * 1000:.0f} ms: "
         f"{summary.get('nodes')} nodes, {result.get('size')} bytes -> {result.get('path')}",
     )
-    ls.load_hints(uri, str(result.get("path")), mark)
+    if p.get("hints") is False:  # another text than the file's (HEAD's): its lines are not these
+        ls.traces.end(mark)
+    else:
+        ls.load_hints(uri, str(result.get("path")), mark)
     return result
 
 

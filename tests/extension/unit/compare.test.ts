@@ -76,7 +76,9 @@ function pyDoc(file: string, text = EDITED) {
 }
 
 /** The extension's wiring with a fake server: each trace writes a graph file; compare writes its own. */
-function extension(opts: { trace?: (p: Omit<TraceParams, "workDoneToken">, n: number) => TraceResult | Promise<TraceResult> } = {}) {
+function extension(
+  opts: { trace?: (p: Omit<TraceParams, "workDoneToken">, n: number) => TraceResult | Promise<TraceResult>; server?: Partial<Server> } = {},
+) {
   const out = mkdtempSync(join(tmpdir(), "torchscope-cmp-out-"));
   const memento = new Map<string, unknown>();
   const traced: Omit<TraceParams, "workDoneToken">[] = [];
@@ -102,6 +104,7 @@ function extension(opts: { trace?: (p: Omit<TraceParams, "workDoneToken">, n: nu
       return r;
     },
     restart: async () => undefined,
+    ...opts.server,
   };
   const context = {
     workspaceState: {
@@ -201,6 +204,11 @@ describe("comparing a model in the editor", () => {
         [doc.uri.toString(), "Net", COMMITTED],
         [doc.uri.toString(), "Net", EDITED],
       ],
+    );
+    // HEAD's trace gives the document no hints (its lines are HEAD's, not the editor's)
+    assert.deepEqual(
+      x.traced.map((p) => p.hints),
+      [false, undefined],
     );
     assert.equal(x.compared.length, 1);
     const c = x.compared[0]!;
@@ -403,6 +411,19 @@ describe("comparing a model in the editor", () => {
     await run("torchscope.compareWithTraining");
     assert.equal(x.traced[0]!.target, "Net");
     assert.equal(x.traced[0]!.uri, doc.uri.toString());
+  });
+});
+
+describe("comparing a file that does not parse", () => {
+  it("says where, with Go to Line, as Visualize does; not 'put the cursor inside an nn.Module class'", async () => {
+    const doc = pyDoc("/w/net.py");
+    vs.window.activeTextEditor = { document: doc, selection: { active: new vs.Position(13, 4) } };
+    const broken = Object.assign(new Error("net.py does not parse: line 15: '(' was never closed"), { data: { kind: "syntax-error", line: 15 } });
+    const x = extension({ server: { targetAt: async () => null, targets: async () => Promise.reject(broken) } });
+    await run("torchscope.compareWithHead");
+    assert.equal(x.traced.length, 0);
+    const said = [...calls("showWarningMessage"), ...calls("showInformationMessage")].map((c) => c.args);
+    assert.deepEqual(said, [["torchscope: net.py does not parse: line 15: '(' was never closed", "Go to Line"]]);
   });
 });
 
