@@ -188,8 +188,7 @@ def _flush(buf: _Buffer) -> None:
                 continue
             if isnan(spread) and mu * mu > _ILL_CONDITIONED * var:
                 # not centred above, yet the sums cancel (squares past float32 hid it)
-                mu = torch.sum(data[r], dtype=torch.float64).item() / n
-                var = float(_spread(torch.sub(data[r], mu).unsqueeze(0), n)[0]) ** 2 / n
+                mu, var = _about_mean64(data[r], n)
             moments = (mn, mx, min(max(mu, mn), mx), sqrt(max(var, 0.0)))
             st.stats = _float_map(moments, (n - int(nz)) / n, 0, 0, n)
             st.hist = {"lo": mn, "hi": mx, "counts": row_counts}
@@ -203,6 +202,14 @@ def _spread(centred: Tensor, n: int) -> Tensor:
     shift = centred.sum(1, dtype=torch.float64).div_(n)
     squares = torch.linalg.vector_norm(centred, dim=1).double().square_()
     return squares.sub_(shift.square_().mul_(n)).clamp_(min=0).sqrt_()
+
+
+def _about_mean64(x: Tensor, n: int) -> tuple[float, float]:
+    """(mean, variance) of the n values of `x` (1-D), around their mean summed in float64:
+    float32's sum is off by a few ulps of the mean, which is all the spread there is when the
+    sums cancel (1000001.0 repeated: std 0.125, not 0)."""
+    mean = torch.sum(x, dtype=torch.float64).item() / n
+    return mean, float(_spread(torch.sub(x, mean).unsqueeze(0), n)[0]) ** 2 / n
 
 
 def _row_histograms(data: Tensor, lo: Tensor, hi: Tensor, inners: list[int]) -> list[list[int]]:
@@ -413,10 +420,7 @@ def _moments(
     mean = total / n
     var = squares / n - mean * mean
     if not (math.isfinite(mean) and math.isfinite(var)) or mean * mean > _ILL_CONDITIONED * var:
-        # around the mean, summed in float64: float32's sum is off by a few ulps of the
-        # mean, which is all the spread there is here (1000001.0 repeated: 0.125, not 0)
-        mean = torch.mean(x, dtype=torch.float64).item()
-        var = float(_spread(torch.sub(x, mean).unsqueeze(0), n)[0]) ** 2 / n
+        mean, var = _about_mean64(x, n)
         if not math.isfinite(var):  # squares past float32's range
             var = torch.var(x.double(), correction=0).item()
     mean = min(max(mean, lo), hi)  # rounding can't put the mean outside the values

@@ -27,22 +27,28 @@ function graphCss(root: Element): string {
   return out.join("\n");
 }
 
+/** The margin around the graph in an export. */
+const PAD = 16;
+
+/** An export's size in CSS px: the laid-out graph and its margin (what a PNG rasterises). */
+export function exportSize(layout: { width: number; height: number }): [number, number] {
+  return [Math.ceil(layout.width + PAD * 2), Math.ceil(layout.height + PAD * 2)];
+}
+
 /** `heat`: the overlay's colours by drawn key ("Colour by"), as the screen shows them. */
 export function exportSvg(d: DrawInput, defs: SVGDefsElement, root: Element, background: string, heat: ReadonlyMap<string, number>): string {
-  const pad = 16;
-  const w = Math.ceil(d.layout.width + pad * 2);
-  const h = Math.ceil(d.layout.height + pad * 2);
+  const [w, h] = exportSize(d.layout);
   const svg = document.createElementNS(SVGNS, "svg");
   svg.setAttribute("xmlns", SVGNS);
   svg.setAttribute("class", "ts-svg");
   svg.setAttribute("width", String(w));
   svg.setAttribute("height", String(h));
-  svg.setAttribute("viewBox", `${-pad} ${-pad} ${w} ${h}`);
+  svg.setAttribute("viewBox", `${-PAD} ${-PAD} ${w} ${h}`);
   const style = document.createElementNS(SVGNS, "style");
   style.textContent = graphCss(root);
   svg.appendChild(style);
   const bg = document.createElementNS(SVGNS, "rect");
-  for (const [k, v] of Object.entries({ x: -pad, y: -pad, width: w, height: h, fill: background })) bg.setAttribute(k, String(v));
+  for (const [k, v] of Object.entries({ x: -PAD, y: -PAD, width: w, height: h, fill: background })) bg.setAttribute(k, String(v));
   svg.appendChild(bg);
   svg.appendChild(defs.cloneNode(true));
   const g = document.createElementNS(SVGNS, "g");

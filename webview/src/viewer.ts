@@ -51,7 +51,7 @@ import { describe, describeEdge } from "./details";
 import { formatCount } from "./count";
 import { highlightKeys, nodesAtLine, searchNodes } from "./search";
 import { Minimap } from "./minimap";
-import { CANVAS_MAX_AREA, CANVAS_MAX_SIDE, exportSvg, pngScale, svgToPng } from "./export";
+import { CANVAS_MAX_AREA, CANVAS_MAX_SIDE, exportSize, exportSvg, pngScale, svgToPng } from "./export";
 import { buildUi, fillTooltip, type Ui } from "./ui";
 import { MONO, SANS, fontCss, type Font, type Measure } from "./metrics";
 import type { Host } from "./host";
@@ -852,8 +852,7 @@ export class Viewer {
       this.host.saveFile(`${base}.svg`, "image/svg+xml", new Blob([svg()], { type: "image/svg+xml" }));
       return;
     }
-    // (the SVG's own size: the graph and a 16 px margin)
-    const [w, h] = [Math.ceil(layout.width + 32), Math.ceil(layout.height + 32)];
+    const [w, h] = exportSize(layout);
     const scale = pngScale(w, h);
     if (scale === null) {
       // A picture shrunk to fit the canvas has unreadable text: none, and why.
