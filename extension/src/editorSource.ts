@@ -32,11 +32,11 @@ export type Failure =
   | { kind: "needs-gpu"; message: string; line?: { file: string; line: number } }
   | { kind: "needs-memory"; message: string; line?: { file: string; line: number } }
   | { kind: "no-torch"; message: string; python: string }
-  | { kind: "import-error"; message: string; details: string }
+  | { kind: "import-error"; message: string; details: string; line?: SourceLine }
   | { kind: "timeout"; message: string }
   | { kind: "slow-build"; message: string }
   | { kind: "runner-crashed"; message: string; details: string }
-  | { kind: "target-error"; message: string; details?: string }
+  | { kind: "target-error"; message: string; details?: string; line?: SourceLine }
   | { kind: "other"; message: string };
 
 /** What went wrong with a trace request, from the error the client threw. */
@@ -66,13 +66,13 @@ export function classifyFailure(e: unknown): Failure {
         const params = typeof d.ctorParams === "string" && d.ctorParams ? { params: d.ctorParams } : {};
         return { kind: "needs-ctor-args", message, ...guess, ...params };
       }
-      return details ? { kind: "target-error", message, details } : { kind: "target-error", message };
+      return details ? { kind: "target-error", message, details, ...lineOf(details) } : { kind: "target-error", message };
     case "runs-code":
       return { kind: "runs-code", message, statements: topLevelStatements(d.statements) };
     case "no-torch":
       return { kind: "no-torch", message, python: details };
     case "import-error":
-      return { kind: "import-error", message, details };
+      return { kind: "import-error", message, details, ...lineOf(details) };
     case "timeout":
       // stopped while importing and building: a big model builds in no time on the meta device
       return { kind: d.stage === "build" ? "slow-build" : "timeout", message };
@@ -80,6 +80,14 @@ export function classifyFailure(e: unknown): Failure {
       return { kind: "runner-crashed", message, details };
   }
   return { kind: "other", message };
+}
+
+type SourceLine = { file: string; line: number };
+
+/** The user's line a traceback ends at (an `__init__` or an import that raised), if any. */
+function lineOf(details: string): { line?: SourceLine } {
+  const line = userFrame(details);
+  return line ? { line } : {};
 }
 
 function topLevelStatements(x: unknown): TopLevelStatement[] {
@@ -314,7 +322,7 @@ export class EditorSource implements TraceSource {
       case "runner-crashed":
         // The traceback once, here (the server logs it only at debug level).
         log.error(`${f.message}\n${f.details}`);
-        void vscode.window.showErrorMessage(`torchscope: ${f.message}`, "Show Details").then((c) => c && log.show(true));
+        this.sayFailed(f.message, true, f.kind === "import-error" ? f.line : undefined);
         return;
       case "timeout":
         log.warn(`${this.target}: ${f.message}`);
@@ -324,14 +332,23 @@ export class EditorSource implements TraceSource {
         return;
       case "target-error":
         log.error(f.details ? `${f.message}\n${f.details}` : f.message);
-        if (f.details) void vscode.window.showErrorMessage(`torchscope: ${f.message}`, "Show Details").then((c) => c && log.show(true));
-        else void vscode.window.showErrorMessage(`torchscope: ${f.message}`);
+        this.sayFailed(f.message, !!f.details, f.line);
         return;
       default:
         log.error(f.message);
         void vscode.window.showErrorMessage(`torchscope: ${f.message}`);
         return;
     }
+  }
+
+  /** A failure's message, with the user's line it raised at (Go to Line) and the traceback
+   * in the log (Show Details) when there are. */
+  private sayFailed(message: string, details: boolean, line?: SourceLine): void {
+    const buttons = [...(line ? ["Go to Line"] : []), ...(details ? ["Show Details"] : [])];
+    void vscode.window.showErrorMessage(`torchscope: ${message}`, ...buttons).then((c) => {
+      if (c === "Go to Line" && line) void revealLine(line.file, line.line);
+      else if (c === "Show Details") this.deps.log.show(true);
+    });
   }
 }
 

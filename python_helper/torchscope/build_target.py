@@ -16,7 +16,7 @@ from torch import nn
 
 from .definitions import Skipped, definitions
 from .failure import one_line
-from .usercode import read_source
+from .usercode import lines_are, read_source
 
 
 class TargetError(Exception):
@@ -89,6 +89,7 @@ def import_file(
     old_argv = sys.argv
     sys.argv = [str(path)]
     sys.modules[name] = module
+    lines_are(str(path.resolve()), source)
     try:
         if source is None and keep is None:
             spec.loader.exec_module(module)

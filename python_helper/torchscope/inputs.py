@@ -298,6 +298,7 @@ def keys_read(model: nn.Module) -> Optional[tuple[str, list[str]]]:
     import ast
     import inspect
     import textwrap
+    import tokenize
 
     required = required_arguments(model)
     if len(required) != 1:
@@ -306,7 +307,8 @@ def keys_read(model: nn.Module) -> Optional[tuple[str, list[str]]]:
     try:
         source = textwrap.dedent(inspect.getsource(inspect.unwrap(type(model).forward)))
         tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError, ValueError):
+    except (OSError, TypeError, SyntaxError, ValueError, IndexError, tokenize.TokenError):
+        # (lines changed on disk since the import: inspect reads the file as it is now)
         return None
     keys: list[str] = []
     for node in ast.walk(tree):

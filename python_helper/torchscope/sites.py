@@ -7,6 +7,7 @@ import inspect
 import linecache
 import os
 import sys
+import tokenize
 import warnings
 import weakref
 from collections.abc import Iterator
@@ -247,7 +248,7 @@ def class_definition(cls: type) -> Optional[Site]:
                 _, line = inspect.getsourcelines(cls)
                 line = _class_line(file, line, cls.__name__)
             site = Site(_abs(file), line, cls.__name__)
-    except (OSError, TypeError):
+    except (OSError, TypeError, IndexError, tokenize.TokenError):  # (a file changed on disk)
         fwd = getattr(cls, "forward", None)
         code = getattr(fwd, "__code__", None)
         if code is not None:

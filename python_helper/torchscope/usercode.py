@@ -74,3 +74,27 @@ def read_source(path: str | os.PathLike[str]) -> str:
 
     with open(path, "rb") as f:
         return importlib.util.decode_source(f.read())
+
+
+# files whose lines linecache holds as an editor's text, not as read from disk
+_texts_given: set[str] = set()
+
+
+def lines_are(filename: str, text: Optional[str]) -> None:
+    """What linecache (so inspect, tracebacks, warnings and torchscope's sites) reads as
+    `filename`'s lines: `text`, the editor's buffer or HEAD's version being run in its place,
+    or the file on disk again when None. Without it, code run from a text is read back from
+    the disk: other lines, or a file that does not parse (inspect's tokenizer then fails)."""
+    import linecache
+
+    if text is None:
+        if filename in _texts_given:
+            _texts_given.discard(filename)
+            linecache.cache.pop(filename, None)
+        return
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    # (no modification time: linecache.checkcache keeps it, never reads the disk over it)
+    linecache.cache[filename] = (len(text), None, lines, filename)
+    _texts_given.add(filename)

@@ -196,6 +196,42 @@ def test_unsaved_text_and_reimport(runner, tmp_path):
     assert third["result"]["summary"]["params"] == 4 * 2 + 2
 
 
+def test_unsaved_text_is_the_source_its_lines_are_read_from(runner, tmp_path):
+    # Compare with HEAD traces HEAD's text while the file on disk is the working copy: a
+    # working copy that does not parse (a paren left open on its last line) must not break
+    # HEAD's trace (inspect read the disk's lines: TokenError), and HEAD's class is defined
+    # where HEAD's text has it, not where the disk has it
+    head = """
+        import torch
+        from torch import nn
+
+        class HD(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1 = nn.Linear(8, 16)
+
+            def forward(self, x):
+                return self.fc1(x)
+    """
+    broken = "# a comment\n# another\n" + textwrap.dedent(head).replace(
+        "return self.fc1(x)", "return self.fc1(x"
+    )
+    path = write(tmp_path, "hd.py", broken)
+    out = tmp_path / "g.msgpack"
+    reply = runner.ask(
+        op="trace", file=str(path), target="HD", out=str(out), text=textwrap.dedent(head)
+    )
+    assert reply["ok"], reply
+    root = next(n for n in Graph.from_wire(unpack(out.read_bytes())).nodes if n.name == "HD")
+    assert root.defn is not None and (root.defn.file, root.defn.line) == (str(path.resolve()), 5)
+    # then the file as saved, fixed: its own lines again
+    path.write_text(broken.replace("self.fc1(x", "self.fc1(x)"))
+    reply = runner.ask(op="trace", file=str(path), target="HD", out=str(out))
+    assert reply["ok"], reply
+    root = next(n for n in Graph.from_wire(unpack(out.read_bytes())).nodes if n.name == "HD")
+    assert root.defn is not None and root.defn.line == 7
+
+
 def test_same_text_reuses_the_build(runner, tmp_path):
     path = write(tmp_path, "reuse.py", MLP)
     text = path.read_text()

@@ -343,3 +343,32 @@ def test_a_warning_inside_a_traced_op_points_at_the_users_line():
     assert [(os.path.abspath(w.filename), w.lineno) for w in traced] == expected
     assert [str(w.message) for w in traced] == [str(w.message) for w in plain]
     assert warnings._showwarnmsg is _SHOW_BEFORE, "the trace puts warnings' display back"
+
+
+def test_a_class_whose_file_changed_on_disk_into_one_that_does_not_parse(tmp_path, monkeypatch):
+    # a notebook imports a model, then the file is edited on disk and left half-typed: the
+    # class's lines can't be tokenised any more; its definition and the input guess fall back
+    # instead of failing the trace (inspect raised tokenize.TokenError)
+    import importlib
+
+    from torchscope.inputs import keys_read
+    from torchscope.sites import class_definition
+
+    path = tmp_path / "halfway.py"
+    path.write_text(
+        "from torch import nn\n"
+        "class Twice(nn.Module):\n"
+        "    def forward(self, batch):\n"
+        "        return batch['x'] * 2\n"
+        "class Twice(nn.Module):\n"  # defined twice: its line is not found by a plain scan
+        "    def forward(self, batch):\n"
+        "        return batch['x'] * 2\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("halfway")
+    path.write_text(path.read_text().replace("* 2\n", "* (2\n"))
+    os.utime(path, (1, 1))  # (another modification time: linecache reads the disk again)
+    linecache.checkcache(str(path))
+    site = class_definition(module.Twice)
+    assert site is not None and site.line == 5  # the class statement its methods follow
+    assert keys_read(module.Twice()) is None

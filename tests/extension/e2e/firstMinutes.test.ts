@@ -159,6 +159,22 @@ class Broken(nn.Module):
         return self.fc(x)
 `;
 
+// A class whose __init__ raises (a layer given a wrong argument): said with its line.
+const INIT_RAISES = `import torch
+from torch import nn
+
+
+class Sized(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.norm = nn.LayerNorm(2, eps="small")
+        self.norm.eps + 1
+
+    def forward(self, x):
+        return self.norm(self.fc(x))
+`;
+
 // A class whose arguments nothing in the file gives: the box asks for them, naming them.
 const NEEDS_CTOR = `import torch
 from torch import nn
@@ -224,6 +240,7 @@ before(async () => {
       "filled_at_import.py": FILLED_AT_IMPORT,
       "needs_args.py": NEEDS_ARGS,
       "broken.py": BROKEN,
+      "init_raises.py": INIT_RAISES,
       "needs_ctor.py": NEEDS_CTOR,
     },
   });
@@ -363,6 +380,23 @@ describe("the first minutes", { timeout: 900_000 }, () => {
       assert.doesNotMatch(text, /defines none/);
       await page.waitForTimeout(500); // (the toast slides in)
       await shot(page, "first-02d-syntax-error");
+      await toast.getByRole("button", { name: "Go to Line" }).click();
+      await page.waitForFunction(() => /Ln 10,/.test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""), undefined, {
+        timeout: 15_000,
+      });
+      assert.equal(await cursorLine(page), 10);
+    }));
+
+  it("an __init__ that raises: the error with Go to Line to the line that raised", () =>
+    step(page, "init-raises", async () => {
+      await closeAll(page);
+      await openFile(page, "init_raises.py");
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      const toast = page.locator(".notification-toast", { hasText: "building Sized raised" }).first();
+      await toast.waitFor({ timeout: 60_000 });
+      assert.match(await toast.innerText(), /TypeError/);
+      await page.waitForTimeout(500); // (the toast slides in)
+      await shot(page, "first-02e-init-raises");
       await toast.getByRole("button", { name: "Go to Line" }).click();
       await page.waitForFunction(() => /Ln 10,/.test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""), undefined, {
         timeout: 15_000,

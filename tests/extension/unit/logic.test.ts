@@ -206,6 +206,22 @@ describe("trace failures", () => {
     assert.equal(classifyFailure(err("runner-crashed", {}, "the Python runner was killed by SIGSEGV")).kind, "runner-crashed");
     assert.equal(classifyFailure(err("import-error", { details: "ModuleNotFoundError: cuda_helpers" })).kind, "import-error");
   });
+  it("an __init__ or an import that raised keeps the user's line it raised at, for Go to Line", () => {
+    const tb =
+      'Traceback:\n  File "/w/m.py", line 9, in __init__\n    self.fc = nn.Linear(4)\n  File "/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py", line 99\nTypeError: …';
+    assert.deepEqual(classifyFailure(err("target-error", { details: tb }, "building Net raised TypeError: …")), {
+      kind: "target-error",
+      message: "building Net raised TypeError: …",
+      details: tb,
+      line: { file: "/w/m.py", line: 9 },
+    });
+    assert.deepEqual(classifyFailure(err("import-error", { details: tb })), {
+      kind: "import-error",
+      message: "msg",
+      details: tb,
+      line: { file: "/w/m.py", line: 9 },
+    });
+  });
   it("asks to run a file's top-level code naming what would run, and why the model needs it", () => {
     const st = [
       { line: 40, text: "for step in range(30):" },
