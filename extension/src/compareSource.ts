@@ -89,7 +89,7 @@ async function compareFiles(
     const message = e instanceof Error ? e.message : String(e);
     deps.log.error(`compare ${model}: ${message}`);
     void vscode.window.showErrorMessage(`torchscope: comparing ${model} failed: ${message}`);
-    return { ok: false, kind: "reported" };
+    return { ok: false, kind: "reported", said: `comparing failed: ${message}` };
   }
   deps.log.info(`compared ${model} (${sides.a} → ${sides.b}): ${compareLine(r)}, ${r.summary.changes} changes to step through → ${r.path}`);
   if (r.summary.changes === 0) {

@@ -259,7 +259,7 @@ export class EditorSource implements TraceSource {
           return { ok: false, ...f };
       }
       this.report(f);
-      return { ok: false, kind: f.kind === "cancelled" ? "cancelled" : "reported" };
+      return f.kind === "cancelled" ? { ok: false, kind: "cancelled" } : { ok: false, kind: "reported", said: f.message };
     }
   }
 

@@ -95,6 +95,8 @@ export class GraphPanel {
   private disposed = false;
   /** Posted after each graph (a reload too): the paused debugger's point, a node to reveal. */
   private pausedAt: PausedAt | null = null;
+  /** Why the graph shown is out of date (its re-trace failed); null: it is not. */
+  private staleBecause: string | null = null;
   private pendingReveal: HostMessage | undefined;
 
   static get active(): GraphPanel | undefined {
@@ -252,7 +254,15 @@ export class GraphPanel {
 
   show(bytes: Uint8Array): void {
     this.graph = bytes;
+    this.staleBecause = null;
     if (this.ready) this.postGraph();
+  }
+
+  /** The graph shown is older than its source: `why` the trace that would replace it failed
+   * (marked in the panel until a new graph comes). */
+  markStale(why: string): void {
+    this.staleBecause = why;
+    if (this.graph) this.post({ type: "stale", message: why });
   }
 
   post(msg: HostMessage): void {
@@ -264,6 +274,7 @@ export class GraphPanel {
     void this.panel.webview.postMessage({ type: "graph", data: exactArrayBuffer(this.graph), origin: this.shown } satisfies HostMessage);
     this.events.log.info(`panel ${this.origin.target}: posted the graph (${this.graph.byteLength} bytes)`);
     if (this.pausedAt) this.post({ type: "pausedAt", at: this.pausedAt });
+    if (this.staleBecause) this.post({ type: "stale", message: this.staleBecause });
     if (this.pendingReveal) this.post(this.pendingReveal);
     this.pendingReveal = undefined;
   }

@@ -51,8 +51,9 @@ export interface Ask {
 export type TraceOutcome =
   | { ok: true; traced: Traced }
   | ({ ok: false } & Ask)
-  /** Nothing to say (the user cancelled), or the source said what went wrong already. */
-  | { ok: false; kind: "cancelled" | "reported" };
+  /** Nothing to say (the user cancelled), or the source said what went wrong already
+   * (`said`: what, in one line, for the panel of a graph it did not replace). */
+  | { ok: false; kind: "cancelled" | "reported"; said?: string };
 
 /** How the user answered: trace again with the answer, trace the program's next call, or dismissed. */
 export type Answer = "retry" | "next-call" | undefined;
@@ -247,10 +248,14 @@ export class TraceFlow {
     const current = existing?.origin.input?.expr;
     let missing: Ask | undefined = opts.askFirst ? { kind: "needs-input", message: "", ...(current ? { current } : {}) } : undefined;
     let shown: Traced | undefined;
+    let failed: string | undefined; // why the last attempt made no graph
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       let answer: Answer = "retry";
       if (missing) {
-        if (opts.quiet) break;
+        if (opts.quiet) {
+          failed = missing.message;
+          break;
+        }
         const meta = META_KINDS.includes(missing.kind);
         answer = meta ? await this.askMeta(source, missing) : await source.ask(missing);
         if (!answer) break;
@@ -271,11 +276,16 @@ export class TraceFlow {
         continue;
       }
       // Cancelled, or the source said what went wrong: nothing to ask.
-      if (!("message" in outcome)) break;
+      if (!("message" in outcome)) {
+        failed = outcome.said;
+        break;
+      }
       const { ok: _ok, ...ask } = outcome;
       missing = ask;
     }
     if (!shown) opened?.dispose();
+    // a panel whose graph this trace should have replaced says it is out of date
+    if (!shown && existing && failed) existing.markStale(failed);
     return shown;
   }
 

@@ -205,6 +205,8 @@ async function boot(): Promise<void> {
       } else if (m?.type === "pausedAt") {
         // The extension posts it after each graph of a paused frame (again after a reload).
         void latest.then((v) => v?.setPausedAt(m.at));
+      } else if (m?.type === "stale") {
+        void latest.then((v) => v?.setStale(m.message));
       } else if (m?.type === "export") {
         rootElement().querySelector<HTMLElement>(`[data-action="export-${m.format}"]`)?.click();
       }

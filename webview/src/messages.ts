@@ -69,6 +69,9 @@ export type HostMessage =
   /** The paused debugger's line in the traced call (marks `data-here`/`data-ahead`); null:
    * the program left that call or ended, no marks. */
   | { type: "pausedAt"; at: PausedAt | null }
+  /** The graph shown is older than its source: `message` says why the re-trace failed;
+   * null: it is not (any more). */
+  | { type: "stale"; message: string | null }
   | { type: "export"; format: "svg" | "png" };
 
 /** The webview state VS Code keeps for a panel: the viewer's view and the panel's origin

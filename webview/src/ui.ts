@@ -9,6 +9,7 @@ export interface Ui {
   inputBar: HTMLElement;
   input: HTMLElement;
   changeInput: HTMLButtonElement;
+  stale: HTMLDivElement;
   banner: HTMLElement;
   /** What the trace could not undo (hidden when nothing). */
   warnings: HTMLElement;
@@ -83,6 +84,11 @@ export function buildUi(root: HTMLElement): Ui {
   input.dataset.role = "input";
   const changeInput = button(inputBar, "Change…", "change-input", "Trace again with another input");
 
+  // The graph is older than its source: the last re-trace failed (the host says why).
+  const stale = el("div", "ts-stale", root);
+  stale.hidden = true;
+  stale.dataset.role = "stale";
+  stale.setAttribute("role", "status");
   const banner = el("div", "ts-banner", root);
   banner.hidden = true;
   banner.setAttribute("role", "button");
@@ -147,6 +153,7 @@ export function buildUi(root: HTMLElement): Ui {
     inputBar,
     input,
     changeInput,
+    stale,
     banner,
     warnings,
     stage,

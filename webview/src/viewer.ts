@@ -842,6 +842,15 @@ export class Viewer {
     this.ui.changeInput.onclick = onChange ? () => onChange() : null;
   }
 
+  /**
+   * Mark the graph as out of date (`message`: why the trace that would replace it failed),
+   * or clear the mark (null). A new graph comes in a new viewer, without it.
+   */
+  setStale(message: string | null): void {
+    this.ui.stale.hidden = message === null;
+    this.ui.stale.textContent = message === null ? "" : `Out of date: ${message}. This graph is from the last trace that worked.`;
+  }
+
   private async exportAs(kind: "svg" | "png"): Promise<void> {
     if (!this.drawn || (kind === "png" && this.exporting)) return;
     const { layout, vg, labels, marks } = this.drawn;

@@ -243,6 +243,24 @@ describe("Compare forward pass with HEAD", { timeout: 600_000 }, () => {
       assert.equal(await page.locator(".tabs-container .tab.active.dirty").count(), 0, "saved");
     }));
 
+  it("a save that does not parse leaves the panels' graphs marked out of date, until a save that traces", () =>
+    step(page, "stale-on-failed-save", async () => {
+      await openFile(page, "compare_me.py");
+      // (the return line as the first step left it, saved by the last one)
+      const line = "return self.out(self.act(self.act(self.fc(x))))";
+      // (an operator left dangling: a paren left open is closed by the editor as it is typed)
+      await replaceLine(page, "return self.out(", `${line} +`);
+      await page.keyboard.press("Control+s");
+      const stale = viewer(page).locator('[data-role="stale"]');
+      await stale.waitFor({ state: "visible", timeout: 120_000 });
+      assert.match(await stale.innerText(), /^Out of date: .*compare_me\.py.*This graph is from the last trace that worked\.$/s);
+      await shot(page, "compare-stale-after-failed-save");
+      await replaceLine(page, "return self.out(", line);
+      await page.keyboard.press("Control+s");
+      await stale.waitFor({ state: "hidden", timeout: 120_000 });
+      assert.equal(await page.locator(".tabs-container .tab.active.dirty").count(), 0, "saved");
+    }));
+
   it("the interpreter is python.defaultInterpreterPath's when neither torchscope.pythonPath nor the Python extension names one", () =>
     step(page, "interpreter-setting", async () => {
       const started = logText(cs!)

@@ -106,4 +106,30 @@ describe("paused frame marks", () => {
     assert.deepEqual(errors, []);
     await close();
   });
+
+  test("stale marks a graph its re-trace failed to replace, until the next graph comes", async () => {
+    const bytes = readFileSync(join(FIXTURES, "gpt2.msgpack"));
+    const { page, errors, close } = await vscodePage(browser);
+    await postGraph(page, bytes);
+    await ready(page);
+    const stale = page.locator('[data-role="stale"]');
+    assert.equal(await stale.isVisible(), false, "a graph just traced is not out of date");
+    await post(page, { type: "stale", message: "syntax error in model.py:5: '(' was never closed" });
+    await stale.waitFor({ state: "visible" });
+    assert.match(
+      await stale.textContent(),
+      /^Out of date: syntax error in model\.py:5: '\(' was never closed\. This graph is from the last trace that worked\.$/,
+    );
+    await shot(page, "stale-after-failed-retrace");
+    await post(page, { type: "stale", message: null });
+    await stale.waitFor({ state: "hidden" });
+    await post(page, { type: "stale", message: "the model raised" });
+    await stale.waitFor({ state: "visible" });
+    // the next graph (the re-trace that worked) comes without the mark
+    await postGraph(page, bytes);
+    await ready(page);
+    assert.equal(await page.locator('[data-role="stale"]').isVisible(), false);
+    assert.deepEqual(errors, []);
+    await close();
+  });
 });
