@@ -117,7 +117,7 @@ describe("paused frame marks", () => {
     await post(page, { type: "stale", message: "syntax error in model.py:5: '(' was never closed" });
     await stale.waitFor({ state: "visible" });
     assert.match(
-      await stale.textContent(),
+      (await stale.textContent()) ?? "",
       /^Out of date: syntax error in model\.py:5: '\(' was never closed\. This graph is from the last trace that worked\.$/,
     );
     await shot(page, "stale-after-failed-retrace");
