@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 import zoo
 from conftest import get_traced
@@ -31,6 +32,12 @@ def _check_group_rules(g):
         # same structure: same child sequence (kind, target) recursively, same edge shapes out
         sigs = [_structure(g, kids, m) for m in grp.members]
         assert all(s == sigs[0] for s in sigs), f"members of {grp.name!r} differ"
+        # a chain: each member after the first reads something the previous one made
+        for prev, cur in zip(grp.members, grp.members[1:]):
+            made, reads = zoo.subtree(g, prev), zoo.subtree(g, cur)
+            assert any(e.src in made and e.dst in reads for e in g.edges), (
+                f"{g.nodes[cur].path!r} does not read {g.nodes[prev].path!r} in {grp.name!r}"
+            )
 
 
 def _structure(g, kids, nid):
@@ -130,3 +137,146 @@ def test_groups_survive_the_wire():
     assert [(x.parent, x.members, x.name) for x in back.groups] == [
         (x.parent, x.members, x.name) for x in g.groups
     ]
+
+
+def _groups_of(g, name):
+    """Each group of members named `name`, as its members' paths."""
+    return [
+        [g.nodes[m].path for m in grp.members]
+        for grp in g.groups
+        if g.nodes[grp.members[0]].name == name
+    ]
+
+
+class TwoTower(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.left = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+        self.right = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+
+    def forward(self, a, b):
+        return (self.left(a) - self.right(b)).abs().sum(-1)
+
+
+def test_side_by_side_towers_do_not_fold():
+    g = torchscope.trace(TwoTower(), torch.randn(1, 8), torch.randn(1, 8))
+    assert _groups_of(g, "Sequential") == []
+    assert "×2" not in g.summary()
+    _check_group_rules(g)
+
+
+def test_query_key_value_projections_do_not_fold():
+    class Attention(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.query, self.key, self.value = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 8)
+
+        def forward(self, x):
+            q, k, v = self.query(x), self.key(x), self.value(x)
+            return (q @ k.transpose(-1, -2)).softmax(-1) @ v
+
+    g = torchscope.trace(Attention(), torch.randn(2, 4, 8))
+    assert _groups_of(g, "Linear") == []
+    _check_group_rules(g)
+
+
+def test_heads_and_experts_on_one_input_do_not_fold():
+    class Heads(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.heads = nn.ModuleList([nn.Linear(8, 4) for _ in range(3)])
+            self.experts = nn.ModuleList(
+                [nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 8)) for _ in range(4)]
+            )
+
+        def forward(self, x):
+            heads = torch.cat([h(x) for h in self.heads], dim=-1)
+            mixed = torch.stack([e(x) for e in self.experts]).mean(0)
+            return heads, mixed
+
+    g = torchscope.trace(Heads(), torch.randn(2, 8))
+    assert _groups_of(g, "Linear") == []
+    assert _groups_of(g, "Sequential") == []
+    _check_group_rules(g)
+
+
+class Broken(nn.Module):
+    """Blocks called one after another; `fresh` says which start again from the input."""
+
+    def __init__(self, n: int, fresh: set[int]) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([zoo.Block(8, 8) for _ in range(n)])
+        self.fresh = fresh
+
+    def forward(self, x):
+        h, outs = x, []
+        for i, b in enumerate(self.blocks):
+            if i in self.fresh:
+                outs.append(h)
+                h = x
+            h = b(h)
+        return torch.stack([*outs[1:], h]).sum(0) if outs else h
+
+
+def test_a_broken_chain_folds_each_chained_run():
+    # 0 → 1 → 2, then 3 starts again from the input: 3 → 4
+    g = torchscope.trace(Broken(5, {0, 3}), torch.randn(2, 8))
+    assert _groups_of(g, "Block") == [
+        ["blocks.0", "blocks.1", "blocks.2"],
+        ["blocks.3", "blocks.4"],
+    ]
+    _check_group_rules(g)
+    # a run of one is no group: 0 | 1 → 2 | 3
+    g = torchscope.trace(Broken(4, {0, 1, 3}), torch.randn(2, 8))
+    assert _groups_of(g, "Block") == [["blocks.1", "blocks.2"]]
+    _check_group_rules(g)
+
+
+def test_a_chain_with_a_residual_from_before_or_an_inner_output_folds():
+    class Layer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+
+        def forward(self, h, first):
+            inner = self.fc(h)
+            return torch.tanh(inner) + first, inner  # the next layer reads only `inner`
+
+    class Stack(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.ModuleList([Layer() for _ in range(4)])
+
+        def forward(self, x):
+            first = x.relu()
+            h, outs = first, []
+            for layer in self.layers:
+                out, h = layer(h, first)  # `first`: from before the whole stack
+                outs.append(out)
+            return torch.stack(outs).sum(0)
+
+    g = torchscope.trace(Stack(), torch.randn(2, 8))
+    assert _groups_of(g, "Layer") == [[f"layers.{i}" for i in range(4)]]
+    _check_group_rules(g)
+
+
+@pytest.mark.parametrize(
+    "name, block, paths",
+    [
+        ("residual_cnn", "ResBlock", [f"blocks.{i}" for i in range(3)]),
+        ("transformer_encoder", "TransformerEncoderLayer", ["layers.0", "layers.1"]),
+        ("gpt2", "GPT2Block", ["h.0", "h.1"]),
+        ("bert", "BertLayer", ["encoder.layer.0", "encoder.layer.1"]),
+        ("vit", "ViTLayer", ["layers.0", "layers.1"]),
+        ("llama", "LlamaDecoderLayer", ["layers.0", "layers.1"]),
+        ("mixtral", "MixtralDecoderLayer", ["layers.0", "layers.1"]),
+        ("shared_module", "Linear", ["shared", "shared"]),  # shared(tanh(..)), then its alias
+    ],
+)
+def test_stacks_of_layers_still_fold(name, block, paths):
+    assert _groups_of(get_traced(name).graph, block) == [paths]
+
+
+def test_clip_query_key_value_projections_do_not_fold():
+    g = get_traced("clip").graph
+    assert _groups_of(g, "Linear") == []
