@@ -363,10 +363,14 @@ def choose_input(
     return ChosenInput(value, f"guessed from {g.source}: {describe_input(value)}", "guess", g.expr)
 
 
-def another_guess(built: Built, chosen: ChosenInput, device: str = "cpu") -> Optional[ChosenInput]:
+def another_guess(
+    built: Built, chosen: ChosenInput, device: str = "cpu", seed: Optional[int] = None
+) -> Optional[ChosenInput]:
     """After a trace with the guessed input raised: the first of the usual other sizes the
     model's forward accepts (a Linear after flatten may fix the image size the first Conv2d
-    can't say), or None. The editor and the CLI both try it."""
+    can't say), or None. The editor and the CLI both try it. With `seed`, its values are
+    drawn right after seeding, as a first input is: the same expression then gives the same
+    values however many sizes were tried first (a comparison's other side is traced with it)."""
     from .hf_inputs import is_hf_model
     from .inputs import alternatives, describe_input, first_that_runs
 
@@ -376,6 +380,8 @@ def another_guess(built: Built, chosen: ChosenInput, device: str = "cpu") -> Opt
     fits = first_that_runs(built.model, alternatives(built.model), device)
     if fits is None:
         return None
+    if seed is not None:
+        torch.manual_seed(seed)
     with torch.device(device):
         value = eval(fits, {"torch": torch})  # noqa: S307 - our own expression
     source = chosen.described.split(": ", 1)[0]  # "guessed from the first layer …"

@@ -206,7 +206,7 @@ def _trace(
         before_trace()
     graph = traced(chosen)
     if graph.error is not None and graph.error.type != TraceTimeout.__name__:
-        other = another_guess(built, chosen, device)  # as the editor's runner does
+        other = another_guess(built, chosen, device, seed)  # as the editor's runner does
         if other is not None:
             chosen = other
             graph = traced(chosen)
@@ -254,20 +254,9 @@ def error_line(graph: Graph) -> str:
     e = graph.error
     if e is None:
         return ""
+    from .summary import in_module  # (msgpack's importers: not before torch is found)
+
     node = graph.nodes[e.node]
     at = f" at {node.site.file}:{node.site.line}" if node.site else ""
     inside = f" (inside {node.inside.file}:{node.inside.line})" if node.inside else ""
-    return f"the forward raised {e.type}: {e.message}{_in_module(graph, node)}{at}{inside}"
-
-
-def _in_module(graph: Graph, node: Any) -> str:
-    """` in encoder.conv1 (Conv1d)`: the module call the error is in; where a library called
-    it, that line too (the error's own line is then inside torch's layer)."""
-    if node.parent is None:
-        return ""
-    module = graph.nodes[node.parent]
-    if not module.path:  # the model itself: its line is the error's
-        return ""
-    call = module.site
-    called = f", called at {call.file}:{call.line}" if call and call != node.site else ""
-    return f" in {module.path} ({module.name}{called})"
+    return f"the forward raised {e.type}: {e.message}{in_module(graph, node)}{at}{inside}"

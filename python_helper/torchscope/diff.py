@@ -659,11 +659,23 @@ def _describe(facts: _Facts, i: int) -> list[str]:
 
 def side_summary(graph: Graph, source: str) -> dict[str, Any]:
     """A side of the comparison as the documents carry it: what it was read from, the model,
-    its counts and its error."""
+    its counts, its error and where it first made NaN/Inf."""
     e = graph.error
     return {
         "source": source,
         "model": graph.model.to_wire(),
         "stats": graph.stats(),
         "error": {"type": e.type, "message": e.message} if e is not None else None,
+        "nan_origin": _origin(graph),
     }
+
+
+def _origin(graph: Graph) -> Optional[dict[str, Any]]:
+    """The side's NaN/Inf origin as a Change names a node, with its line."""
+    i = graph.nan_origin
+    if i is None:
+        return None
+    n = graph.nodes[i]
+    path, call = _where(graph, i)
+    site = {"file": n.site.file, "line": n.site.line} if n.site else None
+    return {"kind": n.kind, "name": n.name, "path": path, "call": call, "site": site}

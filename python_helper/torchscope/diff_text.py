@@ -16,7 +16,8 @@ changes indented); below it the ops and other nodes directly in it that differ (
 `-` removed, `~` changed). An added or removed module is one line with the count of the
 nodes inside it. Top-level inputs and outputs come first and last, without a header. A
 change repeated in numbered siblings (a ModuleList's blocks) is written for the first, then
-`the same change in h.1 … h.11 (11 more)`.
+`the same change in h.1 … h.11 (11 more)`. Where b makes NaN or Inf first, a line says so
+under the headers (`! NaN/Inf origin in b: log (added) at model.py:14`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ def render_text(view: CompareView) -> str:
     for n in nodes:
         children.setdefault(n.parent, []).append(n)
     lines = [_side_line("---", "a", view.a), _side_line("+++", "b", view.b)]
+    if graph.nan_origin is not None:
+        lines.append(_origin_line(view, graph.nan_origin))
 
     def node_line(n: Node, indent: str) -> str:
         text = "; ".join(view.details[n.id])
@@ -136,6 +139,16 @@ def _side_line(mark: str, name: str, side: dict[str, Any]) -> str:
     if side["error"]:
         line += f"  the forward raised {side['error']['type']}: {side['error']['message']}"
     return line
+
+
+def _origin_line(view: CompareView, origin: int) -> str:
+    """Where b first makes NaN/Inf (`added`: an op the edit brought in)."""
+    from .summary import in_module
+
+    n = view.graph.nodes[origin]
+    new = " (added)" if view.status[origin] == "added" else ""
+    where = f" at {n.site.file}:{n.site.line}" if n.site else ""
+    return f"! NaN/Inf origin in b: {n.name}{new}{in_module(view.graph, n)}{where}"
 
 
 def _module_label(m: Node) -> str:

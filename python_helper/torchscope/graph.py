@@ -426,7 +426,10 @@ def unpack(raw: bytes) -> Any:
             ) from exc
         if head.startswith(b"{"):
             raise GraphFormatError("not msgpack: it is JSON: name it .json") from exc
-        raise GraphFormatError(f"not a msgpack document: {exc}") from exc
+        # (msgpack's own words are empty for some bytes, its internals' for others)
+        raise GraphFormatError(
+            "not a msgpack document (its bytes are not msgpack, or the file is cut short)"
+        ) from exc
 
 
 def _site(d: Any) -> Optional[Site]:
@@ -571,6 +574,9 @@ def _check_references(
             raise GraphFormatError(f"node {i} has id {n.id}")
         if n.kind not in NODE_KINDS:
             raise GraphFormatError(f"node {i} has unknown kind {n.kind!r}")
+        for what, value in (("name", n.name), ("target", n.target), ("path", n.path)):
+            if type(value) is not str:
+                raise GraphFormatError(f"node {i} has a {what} that is not text: {value!r}")
         if n.parent is not None and not (valid(n.parent) and n.parent < i):
             raise GraphFormatError(f"node {i} has parent {n.parent!r}, not an earlier node")
         if n.parent is not None and nodes[n.parent].kind != "module":
@@ -582,6 +588,13 @@ def _check_references(
     for e in edges:
         if not (valid(e.src) and valid(e.dst)):
             raise GraphFormatError(f"edge {e.src!r} → {e.dst!r} names a missing node")
+        shape = e.shape
+        if shape is not None and (
+            type(shape) is not list or not all(type(d) is int and d >= 0 for d in shape)
+        ):
+            raise GraphFormatError(f"edge {e.src} → {e.dst} has a bad shape {shape!r}")
+        if type(e.dtype) is not str:
+            raise GraphFormatError(f"edge {e.src} → {e.dst} has a dtype that is not text")
     _check_groups(nodes, groups, sibling_pos, valid)
     if error is not None and not valid(error.node):
         raise GraphFormatError(f"error names missing node {error.node!r}")

@@ -251,13 +251,16 @@ def _build(
 _defaults: Optional[ProcessDefaults] = None
 
 
+SEED = 0
+
+
 def _same_random_numbers() -> None:
     """Seed torch before a build and before an input: the runner's models have random weights,
     and the same code must get the same ones (and the same random input) every time, so two
     traces of one model compare by their values (Compare with HEAD, the CLI's diff)."""
     import torch
 
-    torch.manual_seed(0)
+    torch.manual_seed(SEED)
 
 
 def _trace_built(
@@ -286,7 +289,7 @@ def _trace_built(
     result = _trace_chosen(req, built, chosen, started, budget)
     if chosen.kind == "guess" and result["summary"]["error"] is not None:
         # the guess may be what's wrong: a later layer may want another size
-        other = tg.another_guess(built, chosen, device)
+        other = tg.another_guess(built, chosen, device, SEED)  # drawn as a first input is
         if other is not None:
             progress("Tracing again with another guess")
             chosen = other

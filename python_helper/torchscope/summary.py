@@ -209,11 +209,20 @@ def nan_origin_line(graph: Graph) -> str:
         return ""
     node = graph.nodes[i]
     where = f" at {node.site.file}:{node.site.line}" if node.site else ""
-    inside = ""
-    if node.parent is not None:
-        parent = graph.nodes[node.parent]
-        inside = f" in {parent.path or '(root)'} ({parent.name})"
-    return f"NaN/Inf origin: {node.name} (node {i}, {node.target}){inside}{where}"
+    return f"NaN/Inf origin: {node.name} (node {i}, {node.target}){in_module(graph, node)}{where}"
+
+
+def in_module(graph: Graph, node: Node) -> str:
+    """` in encoder.conv1 (Conv1d)`: the module call a node is in; where a library called
+    it, that line too (the node's own line is then inside torch's layer)."""
+    if node.parent is None:
+        return ""
+    module = graph.nodes[node.parent]
+    if not module.path:  # the model itself: its line is the node's
+        return ""
+    call = module.site
+    called = f", called at {call.file}:{call.line}" if call and call != node.site else ""
+    return f" in {module.path} ({module.name}{called})"
 
 
 def group_params(graph: Graph, group: Group) -> int:

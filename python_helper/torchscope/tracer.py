@@ -302,6 +302,7 @@ class Recorder(TorchFunctionMode):
         self._classes: dict[type, tuple[str, str, Optional[Site], bool]] = {}
         self.failed_leaves: list[tuple[int, list[tuple[Optional[int], Tensor]]]] = []
         self.constants: set[int] = set()  # node ids of constants that stand for outside tensors
+        self.weight_constants: set[int] = set()  # those of them that are the model's parameters
         self._constant_at: dict[tuple[int, Optional[int]], int] = {}
         self._attrs_at: dict[tuple[int, tuple], tuple[FuncInfo, dict[str, Any]]] = {}
         self.scripted: list[nn.Module] = []  # TorchScript modules: their ops can't be seen
@@ -461,10 +462,13 @@ class Recorder(TorchFunctionMode):
                 self._const_stats[key] = self._weight_stats(t)
             st = self._const_stats[key]
             self._set_producer(t, nid, st)
-            if st is not None and path and isinstance(t, nn.Parameter):
-                # a parameter of the model holding NaN is where they come from (not a tensor
-                # from outside: FSDP2's gather buffer, read before the gather fills it)
+            if st is not None and path:
+                # a parameter or buffer of the model holding NaN is where they come from
+                # (not a tensor from outside: FSDP2's gather buffer, read before the gather
+                # fills it); a buffer holding -inf is a mask, a parameter holding Inf is not
                 self.checks.append((nid, [], [st]))
+                if isinstance(t, nn.Parameter):
+                    self.weight_constants.add(nid)
         else:
             self._set_producer(t, nid)
         return nid
@@ -1288,35 +1292,54 @@ class Recorder(TorchFunctionMode):
         An infinity the model asks for (`masked_fill(mask, float('-inf'))`, a causal mask:
         a non-finite argument of the call, or a buffer holding -inf) is no origin, nor is an
         op that only carries it on (Inf in, Inf out); an op that makes NaN of it (softmax of
-        a row all -inf) is one, and so is a parameter holding NaN. When the outputs are all
-        finite, an infinity that dies out before them is passed over as an asked-for one
-        (T5's log(0) in its position buckets, turned into an integer): a NaN never is."""
+        a row all -inf) is one, and so is a parameter or buffer holding NaN, or a parameter
+        holding Inf. An infinity whose non-finite values die out before the outputs is passed
+        over as an asked-for one (T5's log(0) in its position buckets, turned into an
+        integer; a -inf mask made with log): a NaN never is."""
         self.reader.flush()
         for edge, st in self.edge_values:
             edge.stats, edge.hist = st.stats, st.hist
-        outputs = self.output_stats
-        finite_out = bool(outputs) and all(st is not None and not st.nonfinite for st in outputs)
-        asked: set[int] = set()  # id() of the statistics of tensors holding asked-for Inf
-        for nid, ins, outs in self.checks:
-            for st in outs:  # (loops, not any(): 8,000 checks of mostly finite tensors)
+        checks: list[tuple[int, list[TensorStats], list[TensorStats]]] = []
+        for check in self.checks:  # (loops, not any(): 8,000 checks of mostly finite tensors)
+            for st in check[2]:
                 if st.nonfinite:
+                    checks.append(check)
                     break
-            else:
-                continue
+        reaching = self._reaching_outputs(checks)
+        asked: set[int] = set()  # id() of the statistics of tensors holding asked-for Inf
+        for nid, ins, outs in checks:
             bad = [st for st in ins if st.nonfinite]
             if any(id(st) not in asked for st in bad):
                 continue  # made from non-finite values: their origin came first
             nan = any(_count(st, "nan") for st in outs)
             node = self.nodes[nid]
-            # (a buffer of -inf is a mask too; a weight holding NaN is an origin)
-            asks = node.kind == "constant" or _asks_for_non_finite(node.attrs)
-            if not nan and (bad or asks or finite_out):
+            # (a buffer of -inf is a mask too; a weight holding NaN or Inf is an origin)
+            asks = (
+                node.kind == "constant" and nid not in self.weight_constants
+            ) or _asks_for_non_finite(node.attrs)
+            dies = reaching is not None and not any(id(st) in reaching for st in outs)
+            if not nan and (bad or asks or dies):
                 asked.update(id(st) for st in outs)  # the asked-for Inf, carried on
                 continue
             self.nan_origin = nid
             break
         self.edge_values.clear()
         self.checks.clear()
+
+    def _reaching_outputs(
+        self, checks: list[tuple[int, list[TensorStats], list[TensorStats]]]
+    ) -> Optional[set[int]]:
+        """id() of the statistics of the non-finite tensors whose values reach an output
+        through non-finite tensors (`checks`: the calls that made non-finite values, in
+        order); None when the forward has no outputs to reach (it raised)."""
+        outputs = self.output_stats
+        if not outputs:
+            return None
+        reaching = {id(st) for st in outputs if st is not None and st.nonfinite}
+        for _nid, ins, outs in reversed(checks):
+            if any(id(st) in reaching for st in outs):
+                reaching.update(id(st) for st in ins if st.nonfinite)
+        return reaching
 
     def add_inputs(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
         for name, t in argument_tensors(fn, args, kwargs):

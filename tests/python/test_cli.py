@@ -184,6 +184,35 @@ def test_summary_has_cost_columns_and_the_nan_origin(tmp_path: Path, capsys) -> 
     assert rc == 0 and "flops" not in out and "NaN/Inf origin" not in out
 
 
+def test_the_nan_origin_inside_a_torch_layer_names_the_line_that_called_it(
+    tmp_path: Path, capsys
+) -> None:
+    # a weight holding NaN: the origin is the layer's linear, whose own line is torch's
+    # linear.py; the line people look for is theirs, where the layer was called
+    src = write(
+        tmp_path,
+        "nan_weight.py",
+        """
+        import torch
+        from torch import nn
+
+        class Two(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1 = nn.Linear(4, 4)
+                self.fc2 = nn.Linear(4, 4)
+                with torch.no_grad():
+                    self.fc2.weight[1, 1] = float("nan")
+            def forward(self, x):
+                return self.fc2(torch.relu(self.fc1(x)))
+        """,
+    )
+    rc, out, _ = run(["summary", f"{src}:Two", "--input", "torch.randn(2, 4)"], capsys)
+    assert rc == 0
+    origin = next(line for line in out.splitlines() if line.startswith("NaN/Inf origin"))
+    assert f"in fc2 (Linear, called at {src}:13)" in origin, origin
+
+
 def test_no_values_no_costs_leave_them_out_of_the_file(
     models: Path, tmp_path: Path, capsys
 ) -> None:

@@ -133,12 +133,14 @@ def test_json_document(models, tmp_path, capsys) -> None:
             "model": {"name": "Net", "params": 676, "device": "cpu", "dtype": "float32"},
             "stats": {"ops": 4, "modules": 4},
             "error": None,
+            "nan_origin": None,
         },
         "b": {
             "source": f"{a}:Net (training mode)",
             "model": {"name": "Net", "params": 676, "device": "cpu", "dtype": "float32"},
             "stats": {"ops": 4, "modules": 4},
             "error": None,
+            "nan_origin": None,
         },
         "added": [],
         "removed": [],
@@ -238,6 +240,20 @@ def test_graph_files_need_no_torch(models, tmp_path, capsys) -> None:
     [
         (b"not msgpack at all", "is not a torchscope graph: not a msgpack document"),
         (b"\x81\xa6format\xa3xyz", "is not a torchscope graph: format is 'xyz'"),
+        # msgpack's own words were empty (a reserved byte) or its internals' ("57570 exceeds
+        # max_array_len(64)", "unpack(b) received extra data.")
+        (
+            b"\xc1\xc1",
+            "is not a torchscope graph: not a msgpack document (its bytes are not msgpack",
+        ),
+        (
+            b"\xdc\xe0\xe0",
+            "is not a torchscope graph: not a msgpack document (its bytes are not msgpack",
+        ),
+        (
+            b"\x01\x02",
+            "is not a torchscope graph: not a msgpack document (its bytes are not msgpack",
+        ),
     ],
 )
 def test_bad_graph_file_is_one_line(tmp_path, capsys, content, message) -> None:
@@ -396,6 +412,44 @@ def test_training_mode_against_eval_with_a_guessed_input_uses_one_input(tmp_path
     assert "[1, 16] → [2, 16]" not in out
     assert "~ batch_norm: training: False → True" in out
     assert "~ fc:" not in out and "~ out:" not in out
+    # with values: the other size is drawn from the same seed on both sides (B drew it after
+    # its first guess had used up random numbers: every value before batch norm differed)
+    rc, out, err = run(["diff", spec, spec, "--train-b"], capsys)
+    assert rc == 0, err
+    assert "~ input x" not in out and "~ fc:" not in out, out
+    assert "~ batch_norm:" in out
+
+
+def test_the_text_says_where_b_first_makes_nan(tmp_path, capsys) -> None:
+    """An edit that makes NaN: the text listed `+ log` and `nan 0 → 32` further on, and
+    never said which op made them (the HTML page's banner did)."""
+    a = write_model(tmp_path, "base.py")
+    b = tmp_path / "nan.py"
+    b.write_text(
+        a.read_text().replace(
+            "return self.fc2(self.drop(torch.relu(self.fc1(x))))",
+            "h = torch.log(self.fc1(x) - 100)\n        return self.fc2(h)",
+        )
+    )
+    line = b.read_text().splitlines().index("        h = torch.log(self.fc1(x) - 100)") + 1
+    rc, out, err = run(["diff", f"{a}:Net", f"{b}:Net", "--input", "torch.randn(2, 16)"], capsys)
+    assert rc == 0, err
+    assert f"! NaN/Inf origin in b: log (added) at {b.resolve()}:{line}" in out.splitlines(), out
+    rc, out, err = run(
+        ["diff", f"{a}:Net", f"{b}:Net", "--input", "torch.randn(2, 16)", "--format", "json"],
+        capsys,
+    )
+    sides = json.loads(out)
+    assert sides["a"]["nan_origin"] is None
+    assert sides["b"]["nan_origin"] == {
+        "kind": "op",
+        "name": "log",
+        "path": "",
+        "call": 0,
+        "site": {"file": str(b.resolve()), "line": line},
+    }
+    rc, out, err = run(["diff", f"{a}:Net", f"{a}:Net"], capsys)
+    assert "NaN/Inf origin" not in out
 
 
 def test_a_guess_the_other_side_cannot_take_is_not_forced_on_it(tmp_path, capsys) -> None:

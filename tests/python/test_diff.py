@@ -392,7 +392,7 @@ def test_document_shape() -> None:
     assert list(wire) == ["format", "version", "a", "b", "added", "removed", "changed", "same"]
     assert (wire["format"], wire["version"]) == ("torchscope.diff", 1)
     assert wire["a"]["source"] == "a.py:Net" and wire["b"]["model"]["name"] == "Net"
-    assert list(wire["a"]) == ["source", "model", "stats", "error"]
+    assert list(wire["a"]) == ["source", "model", "stats", "error", "nan_origin"]
     for change in wire["added"] + wire["removed"] + wire["changed"]:
         assert list(change) == ["kind", "name", "path", "call", "details"]
         assert all(isinstance(s, str) for s in change["details"])

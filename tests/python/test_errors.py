@@ -331,6 +331,10 @@ def _mutations():
         "edge to a missing node": set_(["edges", 0, "dst"], 999),
         "parent after child": set_(["nodes", 2, "parent"], 3),
         "parent out of range": set_(["nodes", 2, "parent"], 999),
+        "name not text": set_(["nodes", 2, "name"], None),
+        "target not text": set_(["nodes", 2, "target"], 3),
+        "shape not a list of ints": set_(["edges", 0, "shape"], "x"),
+        "dtype not text": set_(["edges", 0, "dtype"], None),
         "error missing node": set_(
             ["error"], {"type": "ValueError", "message": "m", "traceback": []}
         ),

@@ -791,6 +791,77 @@ def test_an_inf_that_never_reaches_the_outputs_is_no_origin():
     assert graph.nodes[graph.nan_origin].name == "log"
 
 
+class DyingInfThenNan(nn.Module):
+    """A -inf mask made with log (it dies in softmax), then a real NaN later."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        bias = torch.log((torch.arange(4) < 3).float())  # -inf for the last column
+        att = torch.softmax(x + bias, -1)
+        return torch.sqrt(self.fc(att) - 10)  # LATE_SQRT
+
+
+class BucketsThenNanWeight(nn.Module):
+    """T5's log(0) buckets (an Inf that dies), then a layer whose weight holds NaN."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.buckets = PositionBuckets()
+        self.fc = nn.Linear(3, 3)
+        with torch.no_grad():
+            self.fc.weight[0, 0] = float("nan")
+
+    def forward(self, x):
+        return self.fc(self.buckets(x))
+
+
+def test_an_inf_that_dies_out_is_no_origin_when_a_nan_comes_later():
+    """With a NaN in the outputs, the dying infinity before it was named (a -inf mask made
+    with log, T5's position buckets): the origin is the op whose non-finite values reach
+    the outputs."""
+    graph = torchscope.trace(DyingInfThenNan(), torch.randn(2, 4))
+    origin = graph.nodes[graph.nan_origin]
+    assert origin.name == "sqrt" and origin.site.line == _line("LATE_SQRT")
+    graph = torchscope.trace(BucketsThenNanWeight(), torch.randn(3))
+    origin = graph.nodes[graph.nan_origin]
+    assert origin.name == "linear" and graph.nodes[origin.parent].path == "fc"
+
+
+class BufferNan(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("scale", torch.tensor([1.0, float("nan"), 1.0, 1.0]))
+
+    def forward(self, x):
+        return (x + 1) * self.scale
+
+
+class InfTemperature(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.temp = nn.Parameter(torch.tensor(float("inf")))
+
+    def forward(self, x):
+        return self.fc(x) * self.temp
+
+
+def test_a_buffer_holding_nan_and_a_parameter_holding_inf_are_the_origin():
+    """Non-finite values from the model's own tensors used directly gave no origin and no
+    banner: a buffer holding NaN (a -inf buffer is still a mask), a parameter holding Inf
+    that reaches the outputs."""
+    graph = torchscope.trace(BufferNan(), torch.randn(3, 4))
+    origin = graph.nodes[graph.nan_origin]
+    assert (origin.kind, origin.name) == ("constant", "scale")
+    graph = torchscope.trace(InfTemperature(), torch.randn(2, 4))
+    origin = graph.nodes[graph.nan_origin]
+    assert (origin.kind, origin.name) == ("constant", "temp")
+    assert torchscope.trace(MaskBuffer(), torch.randn(4, 8)).nan_origin is None
+
+
 def test_finite_model_has_null_nan_origin():
     graph = torchscope.trace(*zoo.build("mlp")[:1], *zoo.build("mlp")[1])
     assert graph.nan_origin is None and graph.values.stats
