@@ -2,7 +2,7 @@
 // zoom and the controls together. Holds the only mutable view state.
 import { select } from "d3-selection";
 import { zoom, zoomIdentity, zoomTransform, type ZoomBehavior } from "d3-zoom";
-import type { Graph } from "./format";
+import type { Graph, GraphNode } from "./format";
 import { buildIndex, type GraphIndex } from "./model";
 import {
   closeFrom,
@@ -730,7 +730,23 @@ export class Viewer {
     const stage = this.ui.stage.getBoundingClientRect();
     this.showTooltip(key, { clientX: stage.left + at.x, clientY: stage.top + at.y });
     const title = this.ui.tooltip.querySelector(".ts-tip-title")?.textContent ?? key;
-    this.status(`${title}: Enter goes to its line${this.isExpandable(key) ? ", Space opens or closes it" : ""}`);
+    // (only what works: an input or output pill has no line, a leaf nothing to open)
+    const keys = [...(this.lineOf(key) ? ["Enter goes to its line"] : []), ...(this.isExpandable(key) ? ["Space opens or closes it"] : [])];
+    this.status(keys.length ? `${title}: ${keys.join(", ")}` : title);
+  }
+
+  /** The node whose line Enter (a click) opens for a drawn box, if it has one. */
+  private lineOf(key: string): GraphNode | undefined {
+    const v = this.drawn?.vg.nodes.find((n) => n.key === key);
+    if (v?.kind === "ref" && v.refOf) return this.lineOf(v.refOf);
+    const node = key.startsWith("s") ? undefined : this.nodeOf(key);
+    return node?.site ? node : undefined;
+  }
+
+  /** The node a box stands for: a group's first call for a folded group. */
+  private nodeOf(key: string): GraphNode | undefined {
+    const id = key.startsWith("g") ? this.idx.graph.groups[Number(key.slice(1))]!.members[0]! : Number(key.slice(1));
+    return this.idx.graph.nodes[id];
   }
 
   private isExpandable(key: string): boolean {
@@ -752,9 +768,8 @@ export class Viewer {
       this.status(`${segmentRange(segmentsOf(this.idx).list[Number(key.slice(1))]!)}: open it with + to see the calls`);
       return;
     }
-    const id = key.startsWith("g") ? this.idx.graph.groups[Number(key.slice(1))]!.members[0]! : Number(key.slice(1));
-    const node = this.idx.graph.nodes[id];
-    if (node?.site) this.host.reveal(node.site, node, this.comparison?.side(id));
+    const node = this.nodeOf(key);
+    if (node?.site) this.host.reveal(node.site, node, this.comparison?.side(node.id));
     else if (node) this.status(`${node.name}: no source location`);
   }
 

@@ -327,4 +327,27 @@ describe("the graph without a mouse", () => {
     assert.deepEqual(o.errors, []);
     await page.context().close();
   });
+
+  test("the keyboard hint offers Enter only for a box with a line (not the input and output pills)", async () => {
+    const o = await open(browser, "gpt2");
+    const { page } = o;
+    await page.locator(".ts-svg").focus();
+    const status = page.locator("[data-role=status]");
+    const hints = new Map<string, string>();
+    const walk = ["ArrowDown", ...Array(6).fill("ArrowUp"), ...Array(6).fill("ArrowLeft"), ...Array(30).fill("ArrowDown")];
+    for (const key of walk) {
+      if (hints.has("input") && hints.has("module")) break;
+      await page.keyboard.press(key);
+      const kind = await page.locator('[data-selected="true"]').first().getAttribute("data-kind");
+      if (kind && !hints.has(kind)) hints.set(kind, (await status.textContent()) ?? "");
+    }
+    const input = hints.get("input");
+    assert.ok(input !== undefined, `the input pill is reached: ${[...hints.keys()].join(", ")}`);
+    assert.doesNotMatch(input, /Enter/, input);
+    const module = hints.get("module");
+    assert.ok(module !== undefined, `a module box is reached: ${[...hints.keys()].join(", ")}`);
+    assert.match(module, /Enter goes to its line/);
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
 });
