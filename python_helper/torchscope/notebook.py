@@ -18,6 +18,7 @@ import re
 import secrets
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
@@ -130,7 +131,61 @@ def show_graph(graph: Any, height: int = DEFAULT_HEIGHT) -> None:
     """Display an already traced ``torchscope.Graph``, ``height`` pixels high. Outside a
     notebook the page is written to a temporary file, whose path is printed. Returns
     nothing, so a cell ending with it draws once (``graph.save("g.html")`` keeps a page)."""
-    _display(GraphView(graph.to_msgpack(), graph.model.title(), height))
+    _display(GraphView(view_bytes(graph), graph.model.title(), height))
+
+
+def view_bytes(graph: Any) -> bytes:
+    """The graph as a notebook view carries it: lines in the notebook's cells named as
+    IPython's tracebacks name them (`Cell In[11]`), not by the kernel's temporary files
+    (`/tmp/ipykernel_10677/3936723156.py`). The graph itself is left as it is."""
+    import msgpack
+
+    wire = graph.to_wire()
+    name_of = _cell_names()
+    if name_of is not None:
+        _rename_sites(wire, name_of)
+    packed = msgpack.packb(wire, use_bin_type=True)
+    assert isinstance(packed, bytes)
+    return packed
+
+
+def _cell_names() -> Optional[Callable[[str], Optional[str]]]:
+    """A file name → `Cell In[N]` for the running IPython's cells (None outside IPython)."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return None
+    try:
+        shell = ipython.get_ipython()
+        label = shell.compile.format_code_name  # (IPython 8 and later)
+    except Exception:
+        return None
+
+    def name_of(file: str) -> Optional[str]:
+        try:
+            named = label(file)
+        except Exception:
+            return None
+        return f"{named[0]} {named[1]}" if named else None
+
+    return name_of
+
+
+def _rename_sites(wire: dict[str, Any], name_of: Callable[[str], Optional[str]]) -> None:
+    """Every site of a wire graph (nodes' site, defn and inside; the error's traceback)
+    whose file `name_of` names, renamed (sites may be shared between nodes: each once)."""
+    names: dict[str, Optional[str]] = {}
+    sites = [s for n in wire["nodes"] for s in (n.get("site"), n.get("defn"), n.get("inside"))]
+    error = wire.get("error")
+    if error:
+        sites.extend(error.get("traceback") or ())
+    for site in sites:
+        if not isinstance(site, dict) or not isinstance(site.get("file"), str):
+            continue
+        file = site["file"]
+        if file not in names:
+            names[file] = name_of(file)
+        if names[file] is not None:
+            site["file"] = names[file]
 
 
 def show(model: Any, *args: Any, **kwargs: Any) -> None:

@@ -249,9 +249,12 @@ def class_definition(cls: type) -> Optional[Site]:
                 line = _class_line(file, line, cls.__name__)
             site = Site(_abs(file), line, cls.__name__)
     except (OSError, TypeError, IndexError, tokenize.TokenError):  # (a file changed on disk)
+        # (a class of a notebook cell, whose module has no file: its forward's has one)
         fwd = getattr(cls, "forward", None)
         code = getattr(fwd, "__code__", None)
         if code is not None:
-            site = Site(_abs(code.co_filename), code.co_firstlineno, cls.__name__)
+            file = _abs(code.co_filename)
+            line = _find_class_line(cls, file) or code.co_firstlineno
+            site = Site(file, line, cls.__name__)
     _defn_cache[cls] = site
     return site

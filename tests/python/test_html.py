@@ -5,7 +5,12 @@ from __future__ import annotations
 import base64
 import gzip
 import html as htmlmod
+import json
+import os
 import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import msgpack
@@ -263,3 +268,46 @@ def test_show_graph_from_the_package_draws_once_at_its_height(shown: list[object
     [view] = shown
     assert isinstance(view, notebook.GraphView) and view.height == 900
     assert "height:900px" in view._repr_html_()
+
+
+def test_a_notebook_view_names_cells_as_ipython_does(tmp_path: Path) -> None:
+    """In a notebook, code lives in the kernel's temporary files (`/tmp/ipykernel_10677/
+    3936723156.py`): the view names them as IPython's tracebacks do, `Cell In[1]`; the
+    graph the user holds keeps its files."""
+    pytest.importorskip("IPython")
+    script = tmp_path / "kernel.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import json
+            from IPython.core.interactiveshell import InteractiveShell
+
+            shell = InteractiveShell.instance()
+            cells = [
+                "import torch\\nfrom torch import nn\\n\\nclass Net(nn.Module):\\n"
+                "    def forward(self, x):\\n        return torch.relu(x)\\n",
+                "import torchscope\\ng = torchscope.trace(Net(), torch.randn(2))",
+            ]
+            for cell in cells:
+                shell.run_cell(cell, store_history=True).raise_error()
+            from torchscope import notebook
+            from torchscope.graph import unpack
+
+            g = shell.user_ns["g"]
+            wire = unpack(notebook.view_bytes(g))
+            relu = next(n for n in wire["nodes"] if n["name"] == "relu")
+            net = next(n for n in wire["nodes"] if n["name"] == "Net")
+            kept = next(n for n in g.nodes if n.name == "relu").site.file
+            print(json.dumps([relu["site"], net["defn"], kept]))
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(torchscope.__file__).parents[1])}
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    site, defn, kept = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (site["file"], site["line"]) == ("Cell In[1]", 6)
+    assert (defn["file"], defn["line"]) == ("Cell In[1]", 4)
+    assert "Cell" not in kept  # (ipykernel: a .py file; a plain shell: <ipython-input-1-…>)
