@@ -12,6 +12,15 @@ Either way: min and max exactly; the mean from a sum, the spread around it; NaN 
 counted, the other statistics over the finite values. The histogram bins as `torch.histc` does (16 bins over [min, max] of
 the finite values, the last bin closed), over all values up to `HIST_SAMPLE` of them and
 over an evenly spaced sample of that many past it (a picture, not a statistic).
+
+A broadcast view of more than `STAGED_MAX` values (stride 0 along some dimension, as
+`expand` makes: a mask over batch and heads) is read from the values it repeats, each
+once, not copied out whole; its counts are theirs times the repeats. Its histogram samples
+the whole view as any tensor's, except with NaN or ±Inf and more than `HIST_SAMPLE` finite
+values: then it bins the repeated values, each once (the whole view's proportions; the
+documented rule, every k-th finite value, would take the whole view to find). Values whose
+squares lose digits to underflow (all below `_TINY`) or overflow have their spread
+measured in float64, scaled by a power of two.
 """
 
 from __future__ import annotations
@@ -31,6 +40,12 @@ MAX_ROWS = 256  # tensors per staging buffer: scalars don't get 262,144 rows (an
 MAX_BUFFERS = 16  # distinct staged sizes at once; more flush and drop them all
 # mean² above this many times the variance: sum-of-squares would cancel, centre first
 _ILL_CONDITIONED = 16.0
+# values all below this in magnitude have their spread measured rescaled: squares go
+# subnormal, losing digits, below 2**-63 in float32 (1e-19); the margin keeps a spread of
+# one ulp of such values squaring to a normal number (2**-110 in float32)
+_TINY = {torch.float32: 2.0**-32, torch.float64: 2.0**-400}
+_TINY32 = _TINY[torch.float32]
+_TINY_VARIANCE = _TINY32 * _TINY32  # (no row of smaller values has a larger one)
 _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
 _STAGED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _EXACT_FLOATS = (torch.float32, torch.float64)
@@ -118,14 +133,10 @@ class Reader:
         n = t.numel()
         if dtype in _STAGED_DTYPES and 0 < n <= STAGED_MAX:
             self._stage(t, n, st)
-        elif dtype.is_complex:
-            _floating(t.abs(), st, _inner(t))  # of the magnitude
-        elif dtype.is_floating_point:
-            _floating(t if dtype in _EXACT_FLOATS else t.float(), st, _inner(t))
-        elif dtype is torch.bool:
-            _boolean(t, st)
+        elif n > STAGED_MAX and 0 in t.stride():  # (a smaller broadcast view's copy is small)
+            _broadcast(t, st)
         else:
-            _integer(t, st)
+            _read_directly(t, st, dtype)
 
     def _stage(self, t: Tensor, n: int, st: TensorStats) -> None:
         key = (n, t.get_device())  # an int: cheaper than a torch.device per tensor
@@ -183,8 +194,11 @@ def _flush(buf: _Buffer) -> None:
     for r, ((st, inner), (mn, mx, mu, norm, spread, nz), row_counts) in enumerate(rows_of):
         try:
             var = norm * norm / n - mu * mu if isnan(spread) else spread * spread / n
-            if not (isfinite(mn) and isfinite(mx) and isfinite(var)):
-                _floating(data[r], st, inner)  # NaN or ±Inf in this row (or overflow): alone
+            if not (isfinite(mn) and isfinite(mx) and isfinite(var)) or (
+                var < _TINY_VARIANCE and 0.0 < max(-mn, mx) < _TINY32
+            ):
+                # NaN or ±Inf in this row (or overflow), or squares that underflow: alone
+                _floating(data[r], st, inner)
                 continue
             if isnan(spread) and mu * mu > _ILL_CONDITIONED * var:
                 # not centred above, yet the sums cancel (squares past float32 hid it)
@@ -279,6 +293,65 @@ def _integer(t: Tensor, st: TensorStats) -> None:
 
 def _inner(t: Tensor) -> int:
     return t.shape[-1] if t.dim() else 1
+
+
+def _read_directly(t: Tensor, st: TensorStats, dtype: torch.dtype) -> None:
+    if dtype.is_complex:
+        _floating(t.abs(), st, _inner(t))  # of the magnitude
+    elif dtype.is_floating_point:
+        _floating(t if dtype in _EXACT_FLOATS else t.float(), st, _inner(t))
+    elif dtype is torch.bool:
+        _boolean(t, st)
+    else:
+        _integer(t, st)
+
+
+def _broadcast(t: Tensor, st: TensorStats) -> None:
+    """A view with stride 0 along some dimensions, read from the values it repeats (those
+    dimensions narrowed to 1): copied whole, an `expand` of one row to 16000 × 16000 took
+    1 GB. Each value repeats equally often, so min, max, mean, the population std and the
+    fraction of zeros are the repeated values'; the counts are theirs times the repeats."""
+    repeated = t
+    for dim, (size, stride) in enumerate(zip(t.shape, t.stride())):
+        if stride == 0 and size > 1:
+            repeated = repeated.narrow(dim, 0, 1)
+    _read_directly(repeated, st, t.dtype)
+    n = t.numel()
+    repeats = n // repeated.numel()
+    stats, hist = st.stats, st.hist
+    if repeats == 1 or stats is None:  # (stride 0 only along dimensions of size 1)
+        return
+    stats["numel"] = n
+    if "nan" not in stats:  # integers and bools: no other count
+        return
+    finite = repeated.numel() - stats["nan"] - stats["inf"]  # of the repeated values
+    stats["nan"] *= repeats
+    stats["inf"] *= repeats
+    if hist is None:
+        return
+    if not st.nonfinite:  # the documented sample: every k-th value of the whole view
+        values = _every(t, _sample_step(n, [_inner(t)]))  # (n > STAGED_MAX > HIST_SAMPLE)
+        if t.dtype.is_complex:  # as _read_directly reads them
+            values = values.abs()
+        elif t.dtype not in _EXACT_FLOATS:
+            values = values.float()
+        lo, hi = hist["lo"], hist["hi"]
+        mn, mx = (torch.tensor(v, dtype=values.dtype, device=values.device) for v in (lo, hi))
+        st.hist = _histogram(values, mn, mx, lo, hi, 1)
+    elif finite * repeats <= HIST_SAMPLE:  # all binned: each as often as the view holds it
+        hist["counts"] = [c * repeats for c in hist["counts"]]
+    # (else the repeated finite values stand in, each once: see the module's docstring)
+
+
+def _every(t: Tensor, step: int) -> Tensor:
+    """t's every step-th value in logical order, as `t.reshape(-1)[::step]` but read through
+    t's strides (indexing works on every device; torch.take not on MPS)."""
+    flat = torch.arange(0, t.numel(), step, device=t.device)
+    index: list[Tensor] = []
+    for size in reversed(t.shape):
+        index.append(flat % size)
+        flat = flat.div(size, rounding_mode="floor")
+    return t[tuple(reversed(index))]
 
 
 def _floating(x: Tensor, st: TensorStats, inner: int = 1) -> None:
@@ -416,15 +489,31 @@ def _moments(
     x: Tensor, n: int, lo: float, hi: float, total: float, squares: float
 ) -> tuple[float, float, float, float]:
     """(min, max, mean, population std) of n finite values x (1-D) from their sum and sum
-    of squares; around the mean again when the sums cancel or overflow, else in float64."""
+    of squares; around the mean again when the sums cancel, rescaled in float64 when the
+    squares overflow or underflow."""
+    absmax = max(-lo, hi)
     mean = total / n
     var = squares / n - mean * mean
-    if not (math.isfinite(mean) and math.isfinite(var)) or mean * mean > _ILL_CONDITIONED * var:
-        mean, var = _about_mean64(x, n)
-        if not math.isfinite(var):  # squares past float32's range
-            var = torch.var(x.double(), correction=0).item()
+    if not (math.isfinite(mean) and math.isfinite(var)) or 0.0 < absmax < _TINY[x.dtype]:
+        mean, std = _rescaled_moments(x, absmax)
+    else:
+        if mean * mean > _ILL_CONDITIONED * var:
+            mean, var = _about_mean64(x, n)
+        std = math.sqrt(max(var, 0.0))
     mean = min(max(mean, lo), hi)  # rounding can't put the mean outside the values
-    return lo, hi, mean, math.sqrt(max(var, 0.0))
+    return lo, hi, mean, std
+
+
+def _rescaled_moments(x: Tensor, absmax: float) -> tuple[float, float]:
+    """(mean, population std) of finite values x (1-D, the largest in magnitude absmax > 0)
+    whose squares underflow or overflow their dtype: in float64, scaled by a power of two
+    that brings absmax near 1 (exactly, both ways; float64's squares hold float32's, and
+    float64's own after scaling)."""
+    exponent = max(math.frexp(absmax)[1], -1000)  # (2**1023 is float64's largest scale)
+    scaled = x.to(torch.float64, copy=True).mul_(math.ldexp(1.0, -exponent))
+    var, mean = torch.var_mean(scaled, correction=0)
+    var64, mean64 = torch.stack((var, mean)).tolist()
+    return math.ldexp(mean64, exponent), math.ldexp(math.sqrt(var64), exponent)
 
 
 def same_values(view: Tensor, base: Tensor) -> bool:
