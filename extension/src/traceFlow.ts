@@ -105,6 +105,9 @@ export function inputUsed(summary: TraceSummary | null | undefined): InputUsed |
   return summary.inputExpr ? { text, expr: summary.inputExpr } : { text };
 }
 
+/** Errors about the code itself, whatever its input: no other input would help. */
+const CODE_ERRORS = new Set(["AttributeError", "NameError", "UnboundLocalError", "NotImplementedError", "ImportError", "ModuleNotFoundError"]);
+
 /**
  * What to ask after a graph came with an error, instead of calling the model broken: a model
  * that asked for a GPU → the meta device; an error about what the file's skipped top-level
@@ -128,7 +131,7 @@ export function afterRaise(summary: TraceSummary, label: string): Ask | undefine
       statements: [...suspect, ...rest],
     };
   }
-  if (summary.inputKind !== "guess") return undefined;
+  if (summary.inputKind !== "guess" || CODE_ERRORS.has(err.type)) return undefined;
   return {
     kind: "needs-input",
     message: `The guessed input (${summary.input}) may be wrong: ${modelName(summary, label)} raised ${err.type}${where}: ${firstLine(err.message)}. Give the input to trace it with.`,

@@ -273,6 +273,11 @@ describe("trace failures", () => {
       message: "The guessed input (g) may be wrong: Net raised RuntimeError at line 7: bad. Give the input to trace it with.",
       guess: "torch.randn(1, 4)",
     });
+    // an error about the code itself (a missing attribute or name), whatever the input: the
+    // model is broken, no input box (it offered "the guess may be wrong" and asked)
+    for (const type of ["AttributeError", "NameError", "NotImplementedError", "UnboundLocalError", "ModuleNotFoundError"]) {
+      assert.equal(afterRaise({ ...base, error: { ...error, type }, inputKind: "guess", inputExpr: "torch.randn(1, 4)" }, "Net"), undefined, type);
+    }
     // the error points at top-level code that did not run: offer to run it (not "broken")
     const skippedSuspect = [{ line: 4, text: "CACHE.update(scale=2.0)" }];
     const keyError = { ...error, type: "KeyError", message: "'scale'" };
