@@ -4,6 +4,7 @@ Runs in the debuggee (docs/debugging.md, "Which model, which input")."""
 
 from __future__ import annotations
 
+import ast
 import linecache
 import os
 import types
@@ -14,8 +15,9 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
+from . import safe_read
 from .failure import Failure, one_line, traceback_text
-from .line_call import calls_on_line
+from .line_call import TENSOR_METHODS, calls_on_line
 from .state import rng_kept
 from .values import count_parameters
 
@@ -301,18 +303,16 @@ def call_on_line(
     if not source:
         return None
     ns = namespace(frame)  # (a copy: the frame's names stay as they are)
-    ns["__torchscope_arguments__"] = _arguments
     for call in calls_on_line(source, frame.f_lineno):
         try:
+            node = ast.parse(call.text, mode="eval").body
+            assert isinstance(node, ast.Call)
             with rng_kept(), torch.no_grad():
-                if eval(call.func, ns) is not model:  # noqa: S307 - reads only (line_call)
+                # (read without running the program's own code: safe_read)
+                if safe_read.read(node.func, ns, TENSOR_METHODS) is not model:
                     continue
-                args, kwargs = eval(f"__torchscope_arguments__({call.arguments})", ns)  # noqa: S307
-        except Exception:  # a name not bound yet on this line, a key the batch lacks
+                args, kwargs = safe_read.call_arguments(node, ns, TENSOR_METHODS)
+        except Exception:  # a name not bound yet, a key the batch lacks, the program's code
             continue
         return args, kwargs, f"line {frame.f_lineno}: {call.text}"
     return None
-
-
-def _arguments(*args: Any, **kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    return args, kwargs

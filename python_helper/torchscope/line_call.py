@@ -7,7 +7,8 @@ code. Only expressions that read values are taken (names, attributes, subscripts
 `batch["x"].float()`); anything else (`next(loader)`, a function of the user's) is never
 evaluated, and the line's call is not used.
 
-Pure: source text in, expressions out (`frames.call_on_line` evaluates them).
+Pure: source text in, expressions out (`frames.call_on_line` reads them with `safe_read`,
+which runs none of the program's own code: its `__getitem__`, properties, `__getattr__`).
 """
 
 from __future__ import annotations

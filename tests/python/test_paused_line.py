@@ -94,6 +94,47 @@ def test_arguments_that_run_code_are_never_evaluated(tmp_path):
     assert len(list(loader)) == left  # the loader did not advance
 
 
+class Data:
+    """A dataset whose indexing and `batch` property are the program's own code, with side
+    effects (a counter, an iterator drawn from)."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        self.it = iter([torch.randn(2, 5) for _ in range(3)])
+        self.cache = {"x": torch.randn(2, 5)}
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        self.reads += 1
+        return torch.randn(2, 5) + i
+
+    @property
+    def batch(self) -> torch.Tensor:
+        return next(self.it)
+
+
+def test_the_programs_own_indexing_and_properties_are_never_run(tmp_path):
+    """`model(ds[0])` and `model(ds.batch)` on the paused line: listing the models and
+    tracing one ran Data.__getitem__ and the property (the program then read other
+    batches). Indexing, attributes and properties of the program's own classes are not
+    evaluated; a dict's entry and a plain attribute still are."""
+    model = nn.Linear(5, 3)
+    ds = Data()
+    listed = _here({"op": "candidates"}) or model(ds[0])
+    first = next(c for c in listed["modules"] if c["expr"] == "model")
+    assert not (first["input"] or "").startswith("from line "), first
+    out = str(tmp_path / "g.msgpack")
+    _here({"op": "trace", "expr": "model", "out": out, "input": "torch.randn(2, 5)"}) or model(
+        ds.batch
+    )
+    _here({"op": "candidates"}) or model(ds.batch)
+    assert ds.reads == 0
+    assert len(list(ds.it)) == 3  # the iterator did not advance
+    # a plain attribute holding a dict, and its entry: read
+    listed = _here({"op": "candidates"}) or model(ds.cache["x"])
+    first = next(c for c in listed["modules"] if c["expr"] == "model")
+    assert first["input"].startswith("from line "), first
+
+
 @pytest.mark.parametrize(
     "source, line, expected",
     [
