@@ -145,12 +145,18 @@ def _named_modules(frame: types.FrameType) -> Iterator[tuple[str, nn.Module, str
             return
         if not deep:
             return
+        # (the builtin types' own reads: a subclass's overrides are the program's code)
         if isinstance(v, (list, tuple)):
-            for i, item in enumerate(v[:64]):
+            first = (
+                list.__getitem__(v, slice(64))
+                if isinstance(v, list)
+                else tuple.__getitem__(v, slice(64))
+            )
+            for i, item in enumerate(first):
                 if isinstance(item, nn.Module):
                     yield f"{expr}[{i}]", item, f"item of {reason}"
         elif isinstance(v, dict):
-            for k, item in list(v.items())[:64]:
+            for k, item in list(dict.items(v))[:64]:
                 if isinstance(item, nn.Module) and isinstance(k, (str, int)):
                     yield f"{expr}[{k!r}]", item, f"item of {reason}"
         elif _plain_object(v) and id(v) not in seen_objects:
