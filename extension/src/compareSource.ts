@@ -20,16 +20,20 @@ import type { Answer, Ask, SourceKind, TraceOutcome, TraceSource, Traced } from 
 export interface PausedGraph {
   path: string;
   model: string;
+  /** The live model traced ("pid:id", from the debuggee); undefined from an older one. */
+  identity?: string;
 }
 
-/** The last two graphs traced of each paused target (an expression in the paused frame). */
+/** The last two graphs traced of each paused target (an expression in the paused frame),
+ * both of one live model: `self` in another module's forward, or `model` in another program,
+ * starts again (comparing them would compare two models). */
 export class PausedHistory {
   private readonly byTarget = new Map<string, PausedGraph[]>();
   private newest: string | undefined;
 
-  record(target: string, model: string, path: string): void {
-    const list = [...(this.byTarget.get(target) ?? []), { path, model }].slice(-2);
-    this.byTarget.set(target, list);
+  record(target: string, model: string, path: string, identity?: string): void {
+    const before = (this.byTarget.get(target) ?? []).filter((g) => g.identity === identity);
+    this.byTarget.set(target, [...before, { path, model, ...(identity ? { identity } : {}) }].slice(-2));
     this.newest = target;
   }
 

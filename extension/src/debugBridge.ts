@@ -151,6 +151,8 @@ export interface TraceReply {
   warning?: string;
   elapsed_ms?: number;
   done?: boolean;
+  /** Which live model was traced ("pid:id"): one expression may name others over time. */
+  modelId?: string;
 }
 
 export interface CandidatesReply {

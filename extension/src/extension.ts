@@ -45,7 +45,7 @@ export function wire(
   const editor = new EditorSources({ server, answers, log });
   const debugPy = path.join(bundle.toolDir, "torchscope", "debug.py");
   const history = new PausedHistory();
-  const onTraced = (target: string, model: string, file: string): void => history.record(target, model, file);
+  const onTraced = (target: string, model: string, file: string, identity?: string): void => history.record(target, model, file, identity);
   const paused = new PausedSources({ debugPy, graphsDir: graphFolders(context.globalStorageUri.fsPath).paused, log, onTraced });
   const head = new HeadDocuments();
   const compare = new CompareSources({ server, editor, answers, head, history, log });

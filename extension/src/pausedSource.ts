@@ -56,10 +56,13 @@ export interface PausedDeps {
   log: vscode.LogOutputChannel;
   /** Each graph traced (`target`: the expression, `model`: its class): "Compare with the
    * previous paused trace" compares the last two of a target. */
-  onTraced?(target: string, model: string, path: string): void;
+  onTraced?(target: string, model: string, path: string, identity?: string): void;
 }
 
 /** `expr` evaluated in the paused frame of `bridge`, traced there. */
+/** A next call's trace, as the extension learns of it (the summary and model when known). */
+type NextCallReply = { ok: true; summary?: TraceSummary; modelId?: string };
+
 export class PausedSource implements TraceSource {
   readonly uri = DEBUG_URI;
   readonly progressTitle: string;
@@ -138,7 +141,7 @@ export class PausedSource implements TraceSource {
     this.log[line.level](`debug: ${line.text}`);
     if (result.output) this.log.info(`debug: the forward printed:\n${result.output}`);
     if (result.warning) this.log.warn(`debug: ${result.warning}`);
-    this.deps.onTraced?.(this.target, s.model || this.label, out);
+    this.deps.onTraced?.(this.target, s.model || this.label, out, result.modelId);
     return { ok: true, traced: { path: out, summary: s } };
   }
 
@@ -188,16 +191,18 @@ export class PausedSource implements TraceSource {
     }
     this.label = r.model || this.label;
     this.log.info(`debug: armed the next call of ${this.target} (${this.label}) → ${out}`);
+    let waiting = true; // (the toast stays after the graph came: its Continue then does nothing)
     void vscode.window
       .showInformationMessage(`torchscope: continue the program; the graph of ${this.label} appears when it next runs.`, "Continue")
-      .then((c) => c && vscode.commands.executeCommand("workbench.action.debug.continue"));
+      .then((c) => c && waiting && vscode.commands.executeCommand("workbench.action.debug.continue"));
     const got = await this.waitForNextCall(out, r.path);
+    waiting = false;
     if (!got) return { ok: false, kind: "cancelled" };
     if (!got.ok) {
       reportDebugError(got, this.log);
       return { ok: false, kind: "reported" };
     }
-    this.deps.onTraced?.(this.target, got.summary?.model || this.label, out);
+    this.deps.onTraced?.(this.target, got.summary?.model || this.label, out, got.modelId);
     return { ok: true, traced: got.summary ? { path: out, summary: got.summary } : { path: out } };
   }
 
@@ -205,7 +210,7 @@ export class PausedSource implements TraceSource {
    * Until the file (or `<out>.error.json`) appears here, the session ends or the user gives
    * up. When the program stops again and the file is not here (remote), ask with `poll`.
    */
-  private waitForNextCall(out: string, remotePath: string): Thenable<(ErrorReply | { ok: true; summary?: TraceSummary }) | undefined> {
+  private waitForNextCall(out: string, remotePath: string): Thenable<(ErrorReply | NextCallReply) | undefined> {
     const session = this.bridge.frame.session;
     const name = this.label;
     return vscode.window.withProgress(
@@ -214,7 +219,7 @@ export class PausedSource implements TraceSource {
         new Promise((resolve) => {
           let done = false;
           const subs: vscode.Disposable[] = [];
-          const finish = (v: (ErrorReply | { ok: true; summary?: TraceSummary }) | undefined): void => {
+          const finish = (v: (ErrorReply | NextCallReply) | undefined): void => {
             if (done) return;
             done = true;
             clearInterval(timer);
@@ -223,7 +228,12 @@ export class PausedSource implements TraceSource {
           };
           const check = async (): Promise<boolean> => {
             if (await exists(out)) {
-              finish({ ok: true });
+              // its reply beside it (written first): the summary, which live model
+              const replyFile = `${out}.reply.json`;
+              const text = await fs.readFile(replyFile, "utf8").catch(() => "");
+              void fs.rm(replyFile, { force: true }).catch(() => undefined);
+              const reply = text ? (parseReply(text) as unknown as Partial<TraceReply>) : undefined;
+              finish(reply?.ok ? { ok: true, summary: reply.summary, modelId: reply.modelId } : { ok: true });
               return true;
             }
             const errFile = `${out}.error.json`;
@@ -266,7 +276,7 @@ export class PausedSource implements TraceSource {
                 const t = p as TraceReply;
                 try {
                   await remote.fetchGraph(t.path ?? remotePath, out);
-                  finish({ ok: true, summary: t.summary });
+                  finish({ ok: true, summary: t.summary, modelId: t.modelId });
                 } catch (e) {
                   finish(e instanceof DebugError ? e.reply : { ok: false, kind: "internal", error: String(e) });
                 }

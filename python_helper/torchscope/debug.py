@@ -287,6 +287,25 @@ def _remove(path: str) -> dict[str, Any]:
 # -- the one entry ---------------------------------------------------------------------------
 
 
+# a trace's time limit when a request names none: the extension's default (60 s), and a margin
+_DEFAULT_LIMIT = 60.0
+_LIMIT_MARGIN = 30.0
+
+
+def _slow_evaluations_expected(limit: Any) -> None:
+    """A trace is one evaluation of the debugger's, as long as its time limit: debugpy warns
+    of any over PYDEVD_WARN_EVALUATION_TIMEOUT (3 s) in a notification that shows
+    torchscope's internal expression. That threshold, read as each evaluation begins, is
+    raised for this program to the limit and a margin (never lowered)."""
+    constants = sys.modules.get("_pydevd_bundle.pydevd_constants")
+    now = getattr(constants, "PYDEVD_WARN_EVALUATION_TIMEOUT", None)
+    seconds = (
+        limit if isinstance(limit, (int, float)) and limit > 0 else _DEFAULT_LIMIT
+    ) + _LIMIT_MARGIN
+    if isinstance(now, (int, float)) and now < seconds:
+        constants.PYDEVD_WARN_EVALUATION_TIMEOUT = float(seconds)  # type: ignore[union-attr]
+
+
 def handle(request_json: str, frame: Optional[types.FrameType] = None) -> str:
     """One request as JSON: `{"op": "candidates" | "warm" | "trace" | "trace_next_call" |
     "poll" | "disarm" | "read_chunk" | "remove", ...arguments}` (docs/protocol.md). The paused
@@ -310,6 +329,7 @@ def handle(request_json: str, frame: Optional[types.FrameType] = None) -> str:
                     f"torchscope needs Python 3.10 or newer; this program runs Python "
                     f"{sys.version.split()[0]}",
                 )
+            _slow_evaluations_expected(req.get("timeBudget"))
             started = time.perf_counter()
             paused = _import("paused", op in TRACES)
             session = paused.Session(start, bool(_SHIPPED))

@@ -270,7 +270,8 @@ def _run(
         args = kwargs = None  # type: ignore[assignment]
     if result["summary"]["error"] is not None:
         gc.collect()  # the exception's traceback holds the forward's frames (tensors) in a cycle
-    reply: dict[str, Any] = {"ok": True, **result}
+    # which live model this is: two traces of one expression (`self`) may be of two models
+    reply: dict[str, Any] = {"ok": True, **result, "modelId": f"{os.getpid()}:{id(model)}"}
     text = printed.getvalue()
     if text:
         reply["output"] = text[-MAX_OUTPUT:]
@@ -392,13 +393,18 @@ def _arm(session: Session, expr: str, out: str, time_budget: Optional[float]) ->
         back_on = _debugger_tracing_off()
         try:
             described = f"next call {inputs.describe_call(args, kwargs)}"
+            part = out_path + ".part"
             with rng_kept():
-                _results[out_path] = _hook_reply(
+                reply = _hook_reply(
                     lambda: _run(
-                        module, args, kwargs, (described, "next-call", None), out_path, time_budget
+                        module, args, kwargs, (described, "next-call", None), part, time_budget
                     ),
                     out_path,
                 )
+            if reply.get("ok"):
+                reply["path"] = out_path
+                _publish(reply, part, out_path)
+            _results[out_path] = reply
         finally:
             back_on()
         return None  # the real call goes on with its own arguments
@@ -407,6 +413,20 @@ def _arm(session: Session, expr: str, out: str, time_budget: Optional[float]) ->
     handle_box.append(handle)
     _armed[out_path] = handle
     return {"ok": True, "armed": True, "path": out_path, "model": type(model).__name__}
+
+
+def _publish(reply: dict[str, Any], part: str, out_path: str) -> None:
+    """A hook's graph where the extension watches for it, its reply (the summary: which input,
+    which model) beside it first as `<out>.reply.json`: the program need not pause again
+    for the extension to read it."""
+    from .graph import write_atomic
+
+    with contextlib.suppress(Exception):
+        write_atomic(out_path + ".reply.json", json.dumps(reply, default=str).encode("utf-8"))
+    try:
+        os.replace(part, out_path)
+    except OSError as exc:
+        reply.update(ok=False, kind="internal", error=f"the graph could not be written: {exc}")
 
 
 def _hook_reply(fn: Callable[[], dict[str, Any]], out_path: str) -> dict[str, Any]:

@@ -447,6 +447,21 @@ def test_errors_are_replies(nested):
     assert not (nested.out / "x.msgpack").exists()
 
 
+def test_a_trace_is_no_slow_evaluation_to_warn_of(nested):
+    """A trace is one evaluation of debugpy's, as long as its time limit: debugpy warned of
+    any over 3 s with a notification showing torchscope's internal expression. The program's
+    threshold is raised to the time limit by the first request (read as each evaluation
+    begins: the trace after it is not warned of)."""
+    read = (
+        "__import__('_pydevd_bundle.pydevd_constants', fromlist=['_'])"
+        ".PYDEVD_WARN_EVALUATION_TIMEOUT"
+    )
+    assert nested.call("candidates")["ok"]  # (no limit given: the extension's default, 60 s)
+    assert float(nested.s.evaluate(read, nested.frame_id)) >= 60
+    assert nested.call("candidates", timeBudget=500)["ok"]
+    assert float(nested.s.evaluate(read, nested.frame_id)) >= 500
+
+
 def test_trace_next_call(nested):
     out = nested.out / "next.msgpack"
     armed = nested.call("trace_next_call", expr="model", out=str(out))
@@ -463,6 +478,12 @@ def test_trace_next_call(nested):
     top = nested.stop()
     assert top["line"] == nested.lines["block"]
     assert out.exists()
+    # the reply beside the graph, for an extension that sees the file while the program runs
+    # (the graph's panel had no input line: only a poll at a later pause gave the summary)
+    beside = json.loads((nested.out / "next.msgpack.reply.json").read_text())
+    assert beside["path"] == str(out) and not (nested.out / "next.msgpack.part").exists()
+    assert beside["summary"]["input"] == "next call (tensor [4, 4] float32, log=list)"
+    assert beside["modelId"] == again["modelId"]  # the model traced before: one live model
     result = nested.call("poll", out=str(out))
     assert result["ok"] and result["done"], result
     assert result["summary"]["input"] == "next call (tensor [4, 4] float32, log=list)"

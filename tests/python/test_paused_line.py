@@ -8,6 +8,7 @@ trainer, paused on `out = self.model(inputs)`)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,21 @@ def test_a_call_on_the_paused_line_gives_the_model_its_arguments(tmp_path):
     listed = _here({"op": "candidates"}) or model(x, mask, scale=2.0)
     first = next(c for c in listed["modules"] if c["expr"] == "model")
     assert first["inputs"] is True and first["input"].startswith("from line "), first
+
+
+def test_a_trace_names_the_live_model_it_traced(tmp_path):
+    """Compare with the previous paused trace paired traces by their expression alone
+    (`self` in Block's forward, then in Net's): a reply says which live model it traced,
+    the same one for two traces of one model, another for another model."""
+    a, b = Masked(), Masked()
+    x, mask = torch.randn(2, 4, 5), torch.ones(2, 4)
+    out = str(tmp_path / "g.msgpack")
+    first = _here({"op": "trace", "expr": "a", "out": out}) or a(x, mask)
+    again = _here({"op": "trace", "expr": "a", "out": out}) or a(x, mask)
+    other = _here({"op": "trace", "expr": "b", "out": out}) or b(x, mask)
+    assert first["ok"] and again["ok"] and other["ok"]
+    assert first["modelId"] == again["modelId"] != other["modelId"]
+    assert first["modelId"].startswith(f"{os.getpid()}:")
 
 
 def test_attributes_subscripts_stars_and_tensor_methods_are_read(tmp_path):

@@ -466,6 +466,8 @@ describe("tracing at a breakpoint (real debugpy in VS Code)", { timeout: 900_000
       console.log(`# timing debug_next_call_continue_to_drawn: ${Date.now() - t0} ms`);
       await page.locator(".tabs-container .tab", { hasText: "Forward pass: Sequential" }).first().waitFor({ timeout: 10_000 });
       assert.equal(await viewer(page).locator(".ts-model").innerText(), "Sequential");
+      // which input it was traced with, as any graph's panel says (the reply beside the graph)
+      assert.match(await viewer(page).locator('[data-role="input"]').innerText(), /^next call \(tensor \[/);
       await pointerAway(page);
       await shot(page, "debug-07-next-call-graph");
       assert.equal(await waitForFile(join(cs!.workspace, "debug_loop.out")), expected);

@@ -470,4 +470,24 @@ describe("comparing the last two paused traces", () => {
     );
     assert.equal(h.lastTarget, "m");
   });
+
+  it("pairs only traces of one live model: `self` in another forward, another program", () => {
+    const h = new PausedHistory();
+    h.record("self", "Block", "/1", "100:1");
+    h.record("self", "Net", "/2", "100:2"); // another module's forward: not a second trace of Block
+    assert.deepEqual(
+      h.graphs("self").map((g) => g.path),
+      ["/2"],
+    );
+    h.record("self", "Net", "/3", "100:2");
+    assert.deepEqual(
+      h.graphs("self").map((g) => g.path),
+      ["/2", "/3"],
+    );
+    h.record("self", "Net", "/4", "200:2"); // the same id in another process: another model
+    assert.deepEqual(
+      h.graphs("self").map((g) => g.path),
+      ["/4"],
+    );
+  });
 });
