@@ -33,6 +33,20 @@ export function targetItems(found: TargetAtResult[]): (vscode.QuickPickItem & { 
   return found.map((t) => ({ label: t.target, description: `${KIND_TEXT[t.kind]} · line ${t.line + 1}`, target: t.target }));
 }
 
+/** The quick pick's item for the paused program's live model (its target: none). */
+export const PAUSED_ITEM: vscode.QuickPickItem & { target: string } = {
+  label: "$(debug-pause) The paused program's live model…",
+  description: "torchscope: Visualize forward pass (paused frame)",
+  detail: "the model in the paused frame, traced with its real inputs",
+  target: "",
+};
+
+/** The items when the cursor is on no model: the paused program's live model first while a
+ * debug session is paused (the file's classes would be built anew, with guessed inputs). */
+export function pickItems(found: TargetAtResult[], paused: boolean): (vscode.QuickPickItem & { target: string })[] {
+  return [...(paused ? [PAUSED_ITEM] : []), ...targetItems(found)];
+}
+
 // ---- the commands ------------------------------------------------------------------------
 
 export interface CommandDeps {
@@ -106,15 +120,23 @@ export class Commands {
       this.serverFailed(e);
       return undefined;
     }
-    if (!found.length) {
+    const item = vscode.debug?.activeStackItem; // (a test's stand-in for vscode may lack debug)
+    const paused = !!item && "frameId" in item;
+    if (!found.length && !paused) {
       void vscode.window.showInformationMessage(`${NO_TARGET} This file defines none.`);
       return undefined;
     }
-    const pick = await vscode.window.showQuickPick(targetItems(found), {
+    const pick = await vscode.window.showQuickPick(pickItems(found, paused), {
       title: "Visualize forward pass",
-      placeHolder: "The cursor is on no model: pick one of this file's",
+      placeHolder: paused
+        ? "The cursor is on no model: the paused program's, or one of this file's"
+        : "The cursor is on no model: pick one of this file's",
       matchOnDescription: true,
     });
+    if (pick === PAUSED_ITEM) {
+      void vscode.commands.executeCommand("torchscope.visualizePausedFrame");
+      return undefined;
+    }
     return pick?.target;
   }
 

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from .definitions import Skipped, definitions
-from .failure import one_line
+from .failure import a_or_an, one_line
 from .usercode import lines_are, read_source
 
 
@@ -263,7 +263,9 @@ def _instantiate(obj: Any, name: str) -> tuple[nn.Module, Optional[Any]]:
         raise TargetError(
             f"{name}() returned {type(out).__name__}, expected a model or (model, example_input)"
         )
-    raise TargetError(f"{name} is a {type(obj).__name__}, not an nn.Module, class or factory")
+    raise TargetError(
+        f"{name} is {a_or_an(type(obj).__name__)}, not an nn.Module, class or factory"
+    )
 
 
 def _on_device(model: nn.Module, device: str) -> bool:

@@ -16,6 +16,11 @@ MAX_LINE = 500
 IMPORTING = "Importing"
 
 
+def a_or_an(word: str) -> str:
+    """`word` with its indefinite article: "an int", "a Tensor"."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
 def one_line(exc: BaseException) -> str:
     """`Type: message`, first line only: what a user reads in a notification."""
     text = f"{type(exc).__name__}: {exc}".strip()

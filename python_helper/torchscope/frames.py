@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from . import safe_read
-from .failure import Failure, one_line, traceback_text
+from .failure import Failure, a_or_an, one_line, traceback_text
 from .line_call import TENSOR_METHODS, calls_on_line
 from .state import rng_kept
 from .values import count_parameters
@@ -266,7 +266,7 @@ def resolve(expr: str, frame: types.FrameType, calls: list[ModuleCall]) -> nn.Mo
                 "target-error", f"{expr} failed: {one_line(exc)}", traceback_text(exc)
             ) from exc
     if not isinstance(obj, nn.Module):
-        raise Failure("target-error", f"{expr} is a {type(obj).__name__}, not an nn.Module")
+        raise Failure("target-error", f"{expr} is {a_or_an(type(obj).__name__)}, not an nn.Module")
     return obj
 
 

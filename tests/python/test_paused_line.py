@@ -87,6 +87,16 @@ def test_a_trace_names_the_live_model_it_traced(tmp_path):
     assert first["modelId"].startswith(f"{os.getpid()}:")
 
 
+def test_a_value_that_is_no_model_is_named_with_its_article(tmp_path):
+    """ "a is a int, not an nn.Module" (Visualize on a variable in the Variables view)."""
+    a, h = 3, torch.ones(1)
+    out = str(tmp_path / "g.msgpack")
+    reply = _here({"op": "trace", "expr": "a", "out": out}) or (a, h)
+    assert reply["error"] == "a is an int, not an nn.Module", reply
+    reply = _here({"op": "trace", "expr": "h", "out": out}) or (a, h)
+    assert reply["error"] == "h is a Tensor, not an nn.Module", reply
+
+
 def test_attributes_subscripts_stars_and_tensor_methods_are_read(tmp_path):
     holder = Holder()
     batch = {"x": torch.randn(3, 5, dtype=torch.float64), "mask": torch.ones(3)}

@@ -17,6 +17,7 @@ import {
   PYTHON,
   shownInAGroup,
   chooseMenuItem,
+  contextMenu,
   cleanup,
   closeAll,
   cursorLine,
@@ -447,6 +448,14 @@ describe("tracing at a breakpoint (real debugpy in VS Code)", { timeout: 900_000
       await closeAll(page);
       const expected = plainOutput("debug_loop.py", LOOP);
       await debugUntilStopped("debug_loop.py", lineOf(LOOP, "# BREAK"));
+      // the editor's command on a line with no model, while paused: the live model first
+      // (it offered only the file's models, built anew with a guessed input)
+      await contextMenu(page, 'lines.append(f"step {step}")', "Visualize forward pass");
+      const offered = page.locator(".quick-input-list .monaco-list-row").first();
+      await offered.waitFor({ timeout: 60_000 });
+      assert.match(await offered.innerText(), /paused program's live model/);
+      await shot(page, "debug-04b-editor-command-while-paused");
+      await page.keyboard.press("Escape");
       await palette(page, "Visualize forward pass (paused frame)");
       const first = page.locator(".quick-input-list .monaco-list-row").first();
       await page.waitForFunction(() => /input unknown/.test(document.querySelector(".quick-input-list .monaco-list-row")?.textContent ?? ""), null, {

@@ -10,7 +10,7 @@ import * as vs from "./vscode-stub";
 import { isViewerMessage, panelTitle, shortName, targetKey, TORCHSCOPE_ERROR } from "../../../extension/src/protocol";
 import { chooseInterpreter, expandPath, resolveInterpreter } from "../../../extension/src/interpreter";
 import { debounce, findBundle, readInitOptions, serverPythonPath } from "../../../extension/src/client";
-import { targetItems, visualizeArgs } from "../../../extension/src/commands";
+import { PAUSED_ITEM, pickItems, targetItems, visualizeArgs } from "../../../extension/src/commands";
 import { AnswerStore, classifyFailure, runsCodeDetail, runsCodeQuestion, statementLines, traceParams } from "../../../extension/src/editorSource";
 import { afterRaise, metaQuestion, inputBox, inputUsed } from "../../../extension/src/traceFlow";
 import type { TraceSummary } from "../../../extension/src/protocol";
@@ -21,6 +21,19 @@ import { standaloneHtml } from "../../../extension/src/export";
 const PYTHON = process.env.TORCHSCOPE_PYTHON ?? path.join(__dirname, "..", "..", "..", ".venv", "bin", "python");
 
 beforeEach(() => vs.reset());
+
+describe("the models offered when the cursor is on none", () => {
+  const found = [{ target: "Net", kind: "class" as const, line: 4 }];
+  it("offers the paused program's live model first while a debug session is paused", () => {
+    assert.deepEqual(
+      pickItems(found, true).map((i) => i.target),
+      ["", "Net"],
+    );
+    assert.equal(pickItems(found, true)[0], PAUSED_ITEM);
+    assert.deepEqual(pickItems(found, false), targetItems(found));
+    assert.deepEqual(pickItems([], true), [PAUSED_ITEM]);
+  });
+});
 
 describe("protocol helpers", () => {
   it("keys a panel by document and target", () => {
