@@ -527,6 +527,12 @@ describe("the commands against a fake paused session", () => {
     assert.equal(requests.length, 0);
   });
 
+  it("can be run while the program runs, to say so (the palette hid it then)", () => {
+    const manifest = JSON.parse(readFileSync(join(__dirname, "..", "..", "..", "package.json"), "utf8"));
+    const command = manifest.contributes.commands.find((c: { command: string }) => c.command === "torchscope.visualizePausedFrame");
+    assert.equal(command.enablement, "inDebugMode");
+  });
+
   it("running (a thread with no frames): asks to pause", async () => {
     const { session } = pausedSession(() => ({ ok: true }));
     session.customRequest = async () => {
