@@ -230,6 +230,8 @@ export class GraphPanel {
   /** The traced model's class (`ConvNet`), once a trace named it: what an export is named
    * after, as the viewer names its SVG (the title may say more: `ConvNet (build)`). */
   model: string | undefined;
+  /** The live model the graph is of (a paused program's, "pid:id"), when known. */
+  modelId: string | undefined;
 
   /** A new title (the traced model's name, known once its trace is done). */
   retitle(title: string): void {

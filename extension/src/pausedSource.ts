@@ -142,7 +142,7 @@ export class PausedSource implements TraceSource {
     if (result.output) this.log.info(`debug: the forward printed:\n${result.output}`);
     if (result.warning) this.log.warn(`debug: ${result.warning}`);
     this.deps.onTraced?.(this.target, s.model || this.label, out, result.modelId);
-    return { ok: true, traced: { path: out, summary: s } };
+    return { ok: true, traced: { path: out, summary: s, ...(result.modelId ? { modelId: result.modelId } : {}) } };
   }
 
   /** Type an input expression (evaluated in the paused frame), or trace the next call. */
@@ -203,7 +203,8 @@ export class PausedSource implements TraceSource {
       return { ok: false, kind: "reported" };
     }
     this.deps.onTraced?.(this.target, got.summary?.model || this.label, out, got.modelId);
-    return { ok: true, traced: got.summary ? { path: out, summary: got.summary } : { path: out } };
+    const identity = got.modelId ? { modelId: got.modelId } : {};
+    return { ok: true, traced: got.summary ? { path: out, summary: got.summary, ...identity } : { path: out, ...identity } };
   }
 
   /**

@@ -19,6 +19,9 @@ import { revealLine, revealSite } from "./reveal";
 export interface Traced {
   path: string;
   summary?: TraceSummary;
+  /** The live model traced (a paused program's: "pid:id"), to tell when an expression
+   * names another one. */
+  modelId?: string;
 }
 
 /** What the trace lacked: the flow asks the source to ask the user (a GPU or more memory: the
@@ -319,7 +322,15 @@ export class TraceFlow {
     const title = source.panelTitle?.(summary) ?? panelTitle(summary, source.label);
     const panel = this.openPanel({ uri: source.uri, target: source.target, title }, !quiet);
     panel.setInput(inputUsed(summary));
+    const was = { id: panel.modelId, model: panel.model };
     if (summary?.model) panel.model = modelName(summary, source.label);
+    panel.modelId = traced.modelId;
+    if (was.id && traced.modelId && was.id !== traced.modelId && was.model && summary?.model) {
+      // (another debug session selected, or paused in another module's forward: `self`)
+      void vscode.window.showInformationMessage(
+        `torchscope: ${source.label} in the paused frame is another model now: ${panel.model} (the panel showed ${was.model}).`,
+      );
+    }
     try {
       await panel.load(traced.path);
     } catch (e) {

@@ -397,6 +397,26 @@ describe("the paused frame's source", () => {
     assert.equal(messages("showWarningMessage").length, 0);
   });
 
+  it("Re-trace of a paused-frame panel that finds another live model there says so", async () => {
+    // (another session selected, or paused in another module's forward: `self` is another model)
+    let id = 1;
+    const models = ["MLP", "MLP", "ConvNet"];
+    pausedSession((req) => {
+      const reply = traces({ ...summary, model: models.shift()! })(req) as Record<string, unknown>;
+      return { ...reply, modelId: `100:${id === 3 ? 3 : 1}`, _n: id++ };
+    });
+    const x = extension();
+    await x.debug.visualizeVariable({ sessionId: "s1", variable: { name: "self", evaluateName: "self" } });
+    const panel = GraphPanel.find(DEBUG_URI, "self")!;
+    await x.flow.retrace(panel); // the same live model: nothing to say
+    assert.equal(messages("showInformationMessage").filter((m) => /another model/.test(m)).length, 0);
+    await x.flow.retrace(panel);
+    assert.deepEqual(
+      messages("showInformationMessage").filter((m) => /another model/.test(m)),
+      ["torchscope: self in the paused frame is another model now: ConvNet (the panel showed MLP)."],
+    );
+  });
+
   it("Re-trace of a paused-frame panel when nothing is paused: a message, no evaluate; never on save", async () => {
     const x = extension();
     const panel = x.flow.openPanel({ uri: DEBUG_URI, target: "self", title: "Forward pass: Block" });
