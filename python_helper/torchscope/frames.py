@@ -201,7 +201,8 @@ def candidates(frame: types.FrameType) -> tuple[list[Candidate], list[ModuleCall
     calls = module_calls(frame)
     by_id: dict[int, Candidate] = {}
     order: list[Candidate] = []
-    for expr, m, reason in _named_modules(frame):
+    on_line = _modules_on_line(frame)
+    for expr, m, reason in [*on_line, *_named_modules(frame)]:
         if id(m) not in by_id:
             c = by_id[id(m)] = Candidate(expr, m, reason)
             order.append(c)
@@ -226,9 +227,32 @@ def candidates(frame: types.FrameType) -> tuple[list[Candidate], list[ModuleCall
         c.params = _safe_count(c.module)
         c.root = id(c.module) not in contained
     innermost = [c for c in order if c.stack == 0]
-    rest = [c for c in order if c.stack != 0]
+    called = [c for c in order if c.stack != 0 and c.reason == CALLED_HERE]
+    rest = [c for c in order if c.stack != 0 and c.reason != CALLED_HERE]
     rest.sort(key=lambda c: (not c.root, -c.params))  # stable: discovery order otherwise
-    return innermost + rest, calls
+    return innermost + called + rest, calls
+
+
+CALLED_HERE = "called on this line"
+
+
+def _modules_on_line(frame: types.FrameType) -> list[tuple[str, nn.Module, str]]:
+    """The modules the paused line is about to call (`self.lm(input_ids=…)`: a submodule no
+    name in the frame reaches), read without running the program's code (safe_read)."""
+    source = "".join(linecache.getlines(frame.f_code.co_filename, frame.f_globals))
+    if not source:
+        return []
+    ns = namespace(frame)
+    found: list[tuple[str, nn.Module, str]] = []
+    for call in calls_on_line(source, frame.f_lineno):
+        try:
+            node = ast.parse(call.func, mode="eval").body
+            m = safe_read.read(node, ns, TENSOR_METHODS)
+        except Exception:  # not bound yet, or the program's own code to read it
+            continue
+        if isinstance(m, nn.Module):
+            found.append((call.func, m, CALLED_HERE))
+    return found
 
 
 def _safe_count(m: nn.Module) -> int:

@@ -526,7 +526,7 @@ def test_training_loop_finds_the_model_through_self(trainer):
     assert (first["expr"], first["cls"], first["reason"]) == (
         "self.model",
         "MLP",
-        "attribute of self",
+        "called on this line",  # (also an attribute of self: the line says more)
     )
     # paused on `out = self.model(inputs)`: the call's own argument, read in the frame
     line = marker_lines(TRAINER, "step")[0]

@@ -87,6 +87,26 @@ def test_a_trace_names_the_live_model_it_traced(tmp_path):
     assert first["modelId"].startswith(f"{os.getpid()}:")
 
 
+class Wrapper(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = Masked()
+
+
+def test_a_submodule_called_on_the_paused_line_is_offered(tmp_path):
+    """Paused on `out = wrapper.inner(x, mask)` (in a forward: `self.lm(input_ids=…)`): only
+    the root model was offered, not the module the line is about to call with known
+    arguments."""
+    wrapper = Wrapper()
+    x, mask = torch.randn(2, 4, 5), torch.ones(2, 4)
+    listed = _here({"op": "candidates"}) or wrapper.inner(x, mask)
+    exprs = [c["expr"] for c in listed["modules"]]
+    assert "wrapper.inner" in exprs, exprs
+    inner = listed["modules"][exprs.index("wrapper.inner")]
+    assert inner["reason"] == "called on this line" and inner["input"].startswith("from line ")
+    assert exprs.index("wrapper.inner") < exprs.index("wrapper")
+
+
 def test_a_value_that_is_no_model_is_named_with_its_article(tmp_path):
     """ "a is a int, not an nn.Module" (Visualize on a variable in the Variables view)."""
     a, h = 3, torch.ones(1)
