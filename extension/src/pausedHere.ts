@@ -74,6 +74,15 @@ interface Tracked {
   session: vscode.DebugSession;
 }
 
+/** The frames whose line the marks may show, in order: the one the trace was asked in, then
+ * the frame paused now in that session (a next call's graph comes after the program went on:
+ * the frame it was armed in is gone, and the program may be paused in the traced call). */
+export function framesToMark(traced: number | undefined, active: unknown, sessionId: string): number[] {
+  const item = active as { session?: { id?: string }; frameId?: number } | undefined;
+  const now = item?.session?.id === sessionId && typeof item.frameId === "number" ? item.frameId : undefined;
+  return [traced, now].filter((id, i, all): id is number => id !== undefined && all.indexOf(id) === i);
+}
+
 export class PausedHere implements vscode.Disposable {
   private readonly tracked = new Map<GraphPanel, Tracked>();
   private readonly subs: vscode.Disposable[];
@@ -95,13 +104,18 @@ export class PausedHere implements vscode.Disposable {
     if (!(source instanceof PausedSource)) return;
     this.server.graphShown(traced.path, graphKey(source.target)).catch((e: unknown) => this.log.warn(`graphShown: ${String(e)}`));
     const { session, frameId } = source.bridge.frame;
-    if (frameId === undefined) return this.clear(panel);
-    const place = await this.place(session, frameId).catch((e: unknown) => {
-      this.log.info(`debug: no stack for the paused mark: ${String(e)}`);
-      return undefined;
-    });
+    const tries = framesToMark(frameId, vscode.debug.activeStackItem, session.id);
+    if (!tries.length) return this.clear(panel);
+    let place: FramePlace | undefined;
+    for (const id of tries) {
+      place = await this.place(session, id).catch((e: unknown) => {
+        this.log.info(`debug: no stack for the paused mark: ${String(e)}`);
+        return undefined;
+      });
+      if (place) break;
+    }
     if (!place) {
-      this.log.info(`debug: frame ${frameId} is not on a stack of ${session.name}; no "you are here" marks`);
+      this.log.info(`debug: frame ${tries.join(" or ")} is not on a stack of ${session.name}; no "you are here" marks`);
       return this.clear(panel);
     }
     this.log.info(`debug: paused at ${place.file}:${place.line} in ${place.func} (depth ${place.depth}): marked in the panel`);

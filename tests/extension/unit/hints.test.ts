@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as vs from "./vscode-stub";
 import { revealNodeArgs } from "../../../extension/src/protocol";
-import { graphKey, placeOf, sourceFile, stillInCall, type DapFrame } from "../../../extension/src/pausedHere";
+import { framesToMark, graphKey, placeOf, sourceFile, stillInCall, type DapFrame } from "../../../extension/src/pausedHere";
 import { GraphPanel, type PanelEvents } from "../../../extension/src/graphPanel";
 import { panelOf } from "../../../extension/src/revealNode";
 
@@ -100,6 +100,12 @@ describe("you are here: the traced frame's call", () => {
 
   it("places a frame by its depth from the bottom of the stack", () => {
     assert.deepEqual(placeOf(traced, 3, 100, "s1", 1), { sessionId: "s1", threadId: 1, depth: 3, file: "/w/m.py", func: "forward", line: 12 });
+    // a next call's graph: the frame it was armed in is gone; the frame paused now is tried
+    const session = { id: "s1" };
+    assert.deepEqual(framesToMark(100, { session, threadId: 1, frameId: 7 }, "s1"), [100, 7]);
+    assert.deepEqual(framesToMark(100, { session, threadId: 1, frameId: 100 }, "s1"), [100]);
+    assert.deepEqual(framesToMark(100, { session: { id: "s2" }, threadId: 1, frameId: 7 }, "s1"), [100]);
+    assert.deepEqual(framesToMark(undefined, { session, threadId: 1 }, "s1"), []);
     assert.equal(placeOf(traced, 3, 999, "s1", 1), undefined);
   });
 
