@@ -17,7 +17,7 @@ from torch import nn
 
 from . import safe_read
 from .failure import Failure, a_or_an, one_line, traceback_text
-from .line_call import TENSOR_METHODS, calls_on_line
+from .line_call import TENSOR_METHODS, LineCall, calls_on_line
 from .state import rng_kept
 from .values import count_parameters
 
@@ -126,7 +126,11 @@ _SKIP_TYPES = (
 
 def _plain_object(v: Any) -> bool:
     """An instance of a user class whose attributes may hold models (a Trainer)."""
-    if isinstance(v, _SKIP_TYPES) or not hasattr(v, "__dict__"):
+    if isinstance(v, _SKIP_TYPES):
+        return False
+    try:
+        vars(v)  # (not hasattr: it calls a __getattr__ of the program's)
+    except TypeError:
         return False
     mod = type(v).__module__ or ""
     if mod in ("__main__", "__mp_main__"):
@@ -197,7 +201,8 @@ class Candidate:
 
 def candidates(frame: types.FrameType) -> tuple[list[Candidate], list[ModuleCall]]:
     """The candidate modules of the frame, likeliest first: the module whose forward the frame
-    is in, then root modules by size, then the rest in the order found."""
+    is in, then the submodules the paused line calls, then root modules by size, then the
+    rest in the order found."""
     calls = module_calls(frame)
     by_id: dict[int, Candidate] = {}
     order: list[Candidate] = []
@@ -227,8 +232,9 @@ def candidates(frame: types.FrameType) -> tuple[list[Candidate], list[ModuleCall
         c.params = _safe_count(c.module)
         c.root = id(c.module) not in contained
     innermost = [c for c in order if c.stack == 0]
-    called = [c for c in order if c.stack != 0 and c.reason == CALLED_HERE]
-    rest = [c for c in order if c.stack != 0 and c.reason != CALLED_HERE]
+    # a submodule the line calls (`self.lm(…)`) next; a root (a model, a loss) by its size
+    called = [c for c in order if c.stack != 0 and c.reason == CALLED_HERE and not c.root]
+    rest = [c for c in order if c.stack != 0 and c not in called]
     rest.sort(key=lambda c: (not c.root, -c.params))  # stable: discovery order otherwise
     return innermost + called + rest, calls
 
@@ -238,21 +244,31 @@ CALLED_HERE = "called on this line"
 
 def _modules_on_line(frame: types.FrameType) -> list[tuple[str, nn.Module, str]]:
     """The modules the paused line is about to call (`self.lm(input_ids=…)`: a submodule no
-    name in the frame reaches), read without running the program's code (safe_read)."""
+    name in the frame reaches)."""
+    return [
+        (call.func, callee, CALLED_HERE)
+        for call, _node, callee, _ns in _line_calls(frame)
+        if isinstance(callee, nn.Module)
+    ]
+
+
+def _line_calls(
+    frame: types.FrameType,
+) -> Iterator[tuple[LineCall, ast.Call, Any, dict[str, Any]]]:
+    """`(call, its syntax, its callee, the namespace)` for each call on the paused line whose
+    callee reads without running the program's code (safe_read); the namespace is a copy."""
     source = "".join(linecache.getlines(frame.f_code.co_filename, frame.f_globals))
     if not source:
-        return []
-    ns = namespace(frame)
-    found: list[tuple[str, nn.Module, str]] = []
+        return
+    ns = namespace(frame)  # (a copy: the frame's names stay as they are)
     for call in calls_on_line(source, frame.f_lineno):
         try:
-            node = ast.parse(call.func, mode="eval").body
-            m = safe_read.read(node, ns, TENSOR_METHODS)
+            node = ast.parse(call.text, mode="eval").body
+            assert isinstance(node, ast.Call)
+            callee = safe_read.read(node.func, ns, TENSOR_METHODS)
         except Exception:  # not bound yet, or the program's own code to read it
             continue
-        if isinstance(m, nn.Module):
-            found.append((call.func, m, CALLED_HERE))
-    return found
+        yield call, node, callee, ns
 
 
 def _safe_count(m: nn.Module) -> int:
@@ -329,20 +345,13 @@ def call_on_line(
     breakpoint on `out = model(x, mask=m)` stops before it runs): its arguments read in the
     frame, as the program is about to pass them. None when the line calls `model` with
     arguments that would run code to evaluate (`model(next(loader))`), or not at all."""
-    source = "".join(linecache.getlines(frame.f_code.co_filename, frame.f_globals))
-    if not source:
-        return None
-    ns = namespace(frame)  # (a copy: the frame's names stay as they are)
-    for call in calls_on_line(source, frame.f_lineno):
+    for call, node, callee, ns in _line_calls(frame):
+        if callee is not model:
+            continue
         try:
-            node = ast.parse(call.text, mode="eval").body
-            assert isinstance(node, ast.Call)
             with rng_kept(), torch.no_grad():
-                # (read without running the program's own code: safe_read)
-                if safe_read.read(node.func, ns, TENSOR_METHODS) is not model:
-                    continue
                 args, kwargs = safe_read.call_arguments(node, ns, TENSOR_METHODS)
-        except Exception:  # a name not bound yet, a key the batch lacks, the program's code
+        except Exception:  # a key the batch lacks, the program's own code to read it
             continue
         return args, kwargs, f"line {frame.f_lineno}: {call.text}"
     return None

@@ -11,10 +11,14 @@ the read is refused (`Unsafe`) and the call's arguments are then not used. Libra
 from __future__ import annotations
 
 import ast
+import collections
 import functools
 import inspect
+import types
 from collections.abc import Mapping
 from typing import Any, Optional
+
+import torch
 
 from .usercode import is_library_file
 
@@ -26,6 +30,22 @@ class Unsafe(Exception):
 
 
 _MISSING = object()
+_Tensor = torch.Tensor
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+_PLAIN_ITEMS = (dict, list, tuple, str, bytes, collections.OrderedDict)
+# libraries whose __getitem__ only reads what the object holds (a ModuleList's, a
+# BatchEncoding's, a UserDict's)
+_READER_MODULES = ("collections", "transformers.", "torch.nn.modules.container")
+# C code: builtins and the slots of C types (a dict's __getitem__, a tensor's)
+_C_CALLABLES = (
+    types.BuiltinFunctionType,
+    types.WrapperDescriptorType,
+    types.MethodWrapperType,
+    types.MethodDescriptorType,
+    types.ClassMethodDescriptorType,
+    types.GetSetDescriptorType,
+    types.MemberDescriptorType,
+)
 
 
 def read(node: ast.expr, ns: Mapping[str, Any], methods: frozenset[str]) -> Any:
@@ -92,8 +112,8 @@ def _elements(nodes: list[ast.expr], ns: Mapping[str, Any], methods: frozenset[s
     for e in nodes:
         if isinstance(e, ast.Starred):
             value = read(e.value, ns, methods)
-            if not isinstance(value, (tuple, list)):  # (iterating anything else runs its code)
-                raise Unsafe("* of a non-sequence")
+            if getattr(type(value), "__iter__", None) not in (list.__iter__, tuple.__iter__):
+                raise Unsafe("* of a non-sequence")  # (iterating it runs its own code)
             out.extend(value)
         else:
             out.append(read(e, ns, methods))
@@ -109,6 +129,8 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 def _attribute(obj: Any, attr: str) -> Any:
     cls = type(obj)
+    if isinstance(obj, _Tensor) and cls not in _PLAIN_TENSORS:
+        raise Unsafe("a tensor subclass: its __torch_function__ is the program's")
     _refuse_user(getattr(cls, "__getattribute__", None))
     found = inspect.getattr_static(obj, attr, _MISSING)
     if found is _MISSING:
@@ -124,23 +146,43 @@ def _attribute(obj: Any, attr: str) -> Any:
 
 
 def _item(obj: Any, key: Any) -> Any:
+    """obj[key] where that runs none of the program's code: the builtin containers, plain
+        tensors, namedtuples, dicts that only add methods (a missing key with __missing__
+        refused: a defaultdict inserts it), and the pure readers of a few libraries
+        (collections' UserDict, transformers' BatchEncoding and ModelOutput, torch's ModuleList
+    and Sequential). Anything else
+        (torch's Subset calls the program's dataset) is refused."""
+    if isinstance(obj, type):
+        raise Unsafe("a class's [ ]: its __class_getitem__")
     cls = type(obj)
-    _refuse_user(getattr(cls, "__getitem__", None))
-    if isinstance(obj, dict) and cls is not dict and key not in obj:
-        missing = getattr(cls, "__missing__", None)  # a defaultdict's inserts the key
-        if missing is not None:
+    if cls in _PLAIN_ITEMS or cls in _PLAIN_TENSORS:
+        return obj[key]
+    getitem = getattr(cls, "__getitem__", None)
+    missing = getattr(cls, "__missing__", None)
+    if isinstance(obj, dict) and getitem is dict.__getitem__:
+        if missing is not None and not dict.__contains__(obj, key):
             raise Unsafe("a missing key of a dict with __missing__")
-    return obj[key]
+        return obj[key]
+    if isinstance(obj, tuple) and getitem is tuple.__getitem__:  # a namedtuple
+        return obj[key]
+    if _pure_reader(getitem) and missing is None:
+        return obj[key]
+    raise Unsafe(f"[ ] of a {cls.__name__}")
+
+
+def _pure_reader(fn: Any) -> bool:
+    module = getattr(_unwrapped(fn), "__module__", None) or ""
+    return (module in _READER_MODULES or module.startswith(_READER_MODULES[1:])) and not _is_user(
+        fn
+    )
 
 
 def _tensor_method(call: ast.Call, ns: Mapping[str, Any], methods: frozenset[str]) -> Any:
-    import torch
-
     func = call.func
     if not (isinstance(func, ast.Attribute) and func.attr in methods):
         raise Unsafe("a call")
     receiver = read(func.value, ns, methods)
-    if not isinstance(receiver, torch.Tensor):
+    if type(receiver) not in _PLAIN_TENSORS:  # (a subclass: its __torch_function__ runs)
         raise Unsafe(f".{func.attr}() of a {type(receiver).__name__}")
     method = _attribute(receiver, func.attr)  # (a subclass's own method is its code)
     args, kwargs = call_arguments(call, ns, methods)
@@ -158,6 +200,21 @@ def _user_type(cls: type) -> bool:
 
 
 def _is_user(fn: Any) -> bool:
+    """Whether calling `fn` may run code outside a library: a function of the program's (its
+    decorators' wrappers seen through, as torch.no_grad's and lru_cache's), or a callable
+    of a kind not known to be C code."""
+    if fn is None:
+        return False
+    fn = _unwrapped(fn)
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        return not is_library_file(code.co_filename)
+    return not isinstance(fn, _C_CALLABLES)
+
+
+def _unwrapped(fn: Any) -> Any:
     fn = getattr(fn, "__func__", fn)  # (a bound or class method: its function)
-    code = getattr(fn, "__code__", None)  # (C code has none: torch's, a dict's)
-    return code is not None and not is_library_file(code.co_filename)
+    try:
+        return inspect.unwrap(fn)
+    except ValueError:  # (a cycle of __wrapped__)
+        return fn

@@ -107,6 +107,16 @@ def test_a_submodule_called_on_the_paused_line_is_offered(tmp_path):
     assert exprs.index("wrapper.inner") < exprs.index("wrapper")
 
 
+def test_a_loss_called_on_the_line_does_not_come_before_the_model(tmp_path):
+    """Paused on `loss = criterion(out, y)`: the loss (a root, no parameters) was listed
+    first, the default pick; the roots keep their order by size."""
+    model, criterion = Masked(), nn.MSELoss()
+    out, y = torch.randn(2, 3), torch.randn(2, 3)
+    listed = _here({"op": "candidates"}) or criterion(out, y)
+    exprs = [c["expr"] for c in listed["modules"]]
+    assert exprs.index("model") < exprs.index("criterion"), exprs
+
+
 def test_a_value_that_is_no_model_is_named_with_its_article(tmp_path):
     """ "a is a int, not an nn.Module" (Visualize on a variable in the Variables view)."""
     a, h = 3, torch.ones(1)
@@ -169,9 +179,9 @@ def test_the_programs_own_indexing_and_properties_are_never_run(tmp_path):
     first = next(c for c in listed["modules"] if c["expr"] == "model")
     assert not (first["input"] or "").startswith("from line "), first
     out = str(tmp_path / "g.msgpack")
-    _here({"op": "trace", "expr": "model", "out": out, "input": "torch.randn(2, 5)"}) or model(
-        ds.batch
-    )
+    # the trace reads the line's arguments too: refused, so no input (not the next batch)
+    reply = _here({"op": "trace", "expr": "model", "out": out}) or model(ds.batch)
+    assert reply["kind"] == "needs-input", reply
     _here({"op": "candidates"}) or model(ds.batch)
     assert ds.reads == 0
     assert len(list(ds.it)) == 3  # the iterator did not advance
