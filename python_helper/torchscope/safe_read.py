@@ -2,10 +2,11 @@
 
 `line_call` keeps only expressions that read values (names, attributes, subscripts,
 literals, tensor methods). Reading can still run code: `ds[0]` calls the dataset's
-`__getitem__`, `ds.batch` a property that draws the next batch. Such code, when it is the
-program's own (defined in a user file, as `usercode.is_user_file` tells), is never run:
-the read is refused (`Unsafe`) and the call's arguments are then not used. Library code
-(torch's indexing and attributes, a dict's, transformers' BatchEncoding) reads as usual.
+`__getitem__`, `ds.batch` a property that draws the next batch. Code of the program's
+(anything not in a library, as `usercode.is_library_file` tells: a notebook cell and an
+`exec`'d string too; seen through decorators) is never run: the read is refused (`Unsafe`)
+and the call's arguments are then not used. `[ ]` reads only containers known to read
+purely (`_item`). C code and library attributes (torch's, a dict's) read as usual.
 """
 
 from __future__ import annotations
