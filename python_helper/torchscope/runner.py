@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from .entry_path import bundled_libraries_last
 from .failure import IMPORTING, Failure, exit_text, one_line
-from .usercode import is_user_file
+from .usercode import is_user_file, texts_only
 
 if TYPE_CHECKING:
     from .process_defaults import ProcessDefaults  # (imports torch: loaded once torch is)
@@ -168,6 +168,7 @@ def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any
 
     global _last
     text = req.get("text")
+    texts_only(str(path) if text is not None else None)  # (another file's buffer: gone)
     digest = (
         hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         if text is not None

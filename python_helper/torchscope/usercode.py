@@ -98,3 +98,13 @@ def lines_are(filename: str, text: Optional[str]) -> None:
     # (no modification time: linecache.checkcache keeps it, never reads the disk over it)
     linecache.cache[filename] = (len(text), None, lines, filename)
     _texts_given.add(filename)
+
+
+def texts_only(filename: Optional[str]) -> None:
+    """Forget the texts linecache holds for files other than `filename` (None: all): a file
+    traced from an editor's buffer is read from disk again when another trace imports it."""
+    import linecache
+
+    for other in [f for f in _texts_given if f != filename]:
+        _texts_given.discard(other)
+        linecache.cache.pop(other, None)

@@ -232,6 +232,56 @@ def test_unsaved_text_is_the_source_its_lines_are_read_from(runner, tmp_path):
     assert root.defn is not None and root.defn.line == 7
 
 
+def test_a_buffers_lines_are_forgotten_when_another_file_is_traced(runner, tmp_path):
+    """A trace of model.py's unsaved buffer, then of train.py (from disk), which imports
+    model.py: its class was placed by the buffer's lines, kept in linecache since."""
+    layers = """
+        from torch import nn
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.fc(x)
+    """
+    path = write(tmp_path, "blocks.py", layers)
+    buffer = "# unsaved\n# lines\n# above\n" + path.read_text()
+    out = tmp_path / "g.msgpack"
+    reply = runner.ask(
+        op="trace",
+        file=str(path),
+        target="Block",
+        out=str(out),
+        input="torch.randn(1, 4)",
+        text=buffer,
+    )
+    assert reply["ok"], reply
+    user = write(
+        tmp_path,
+        "uses.py",
+        """
+        from torch import nn
+        from blocks import Block
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.block = Block()
+
+            def forward(self, x):
+                return self.block(x)
+    """,
+    )
+    reply = runner.ask(
+        op="trace", file=str(user), target="Net", out=str(out), input="torch.randn(1, 4)"
+    )
+    assert reply["ok"], reply
+    block = next(n for n in Graph.from_wire(unpack(out.read_bytes())).nodes if n.name == "Block")
+    assert block.defn is not None and block.defn.line == 4  # the file's, not the buffer's 7
+
+
 def test_same_text_reuses_the_build(runner, tmp_path):
     path = write(tmp_path, "reuse.py", MLP)
     text = path.read_text()
