@@ -33,20 +33,38 @@ export const KEEP_GRAPH_FILES = 20;
 
 /** Remove the oldest `*.msgpack` files of `dir` so that one more makes `keep`. */
 export async function pruneGraphs(dir: string, keep = KEEP_GRAPH_FILES): Promise<string[]> {
-  let names: string[];
+  let all: string[];
   try {
-    names = (await fs.readdir(dir)).filter((n) => n.endsWith(".msgpack"));
+    all = await fs.readdir(dir);
   } catch {
     return [];
   }
+  const names = all.filter((n) => n.endsWith(".msgpack"));
   const files = await Promise.all(
     names.map(async (n) => ({ file: path.join(dir, n), mtime: (await fs.stat(path.join(dir, n)).catch(() => undefined))?.mtimeMs ?? 0 })),
   );
   files.sort((a, b) => a.mtime - b.mtime);
   const stale = files.slice(0, Math.max(0, files.length - keep + 1)).map((f) => f.file);
-  await Promise.all(stale.map((f) => fs.rm(f, { force: true }).catch(() => undefined)));
+  // a graph's side files (a next call's reply, error, unfinished graph) go with it, and
+  // those whose graph never came (a wait cancelled, a failed trace) once they are old (a
+  // next call under way writes its reply, then its graph)
+  const kept = new Set(files.map((f) => f.file).filter((f) => !stale.includes(f)));
+  const graphs = new Set(files.map((f) => f.file));
+  const sides: string[] = [];
+  for (const f of all.map((n) => path.join(dir, n)).filter((f) => SIDE_FILE.test(f))) {
+    const graph = f.replace(SIDE_FILE, ".msgpack");
+    if (kept.has(graph)) continue;
+    const orphan = !graphs.has(graph);
+    const age = orphan ? Date.now() - ((await fs.stat(f).catch(() => undefined))?.mtimeMs ?? 0) : Number.POSITIVE_INFINITY;
+    if (age > ORPHAN_AGE_MS) sides.push(f);
+  }
+  await Promise.all([...stale, ...sides].map((f) => fs.rm(f, { force: true }).catch(() => undefined)));
   return stale;
 }
+
+/** A graph's side file: `<graph>.msgpack` + `.reply.json`, `.error.json` or `.part`. */
+const SIDE_FILE = /\.msgpack\.(reply\.json|error\.json|part)$/;
+const ORPHAN_AGE_MS = 10 * 60_000;
 
 export interface PausedDeps {
   /** debug.py as the debuggee sees it (the extension's copy; sent over when it can't read it). */

@@ -421,12 +421,19 @@ def _publish(reply: dict[str, Any], part: str, out_path: str) -> None:
     for the extension to read it."""
     from .graph import write_atomic
 
+    beside = out_path + ".reply.json"
     with contextlib.suppress(Exception):
-        write_atomic(out_path + ".reply.json", json.dumps(reply, default=str).encode("utf-8"))
+        write_atomic(beside, json.dumps(reply, default=str).encode("utf-8"))
     try:
         os.replace(part, out_path)
-    except OSError as exc:
+    except OSError as exc:  # as a failed trace: its error where the extension watches
+        reply.clear()
         reply.update(ok=False, kind="internal", error=f"the graph could not be written: {exc}")
+        for leftover in (beside, part):
+            with contextlib.suppress(OSError):
+                os.remove(leftover)
+        with contextlib.suppress(Exception):
+            write_atomic(out_path + ".error.json", json.dumps(reply).encode("utf-8"))
 
 
 def _hook_reply(fn: Callable[[], dict[str, Any]], out_path: str) -> dict[str, Any]:

@@ -112,7 +112,7 @@ def test_a_loss_called_on_the_line_does_not_come_before_the_model(tmp_path):
     first, the default pick; the roots keep their order by size."""
     model, criterion = Masked(), nn.MSELoss()
     out, y = torch.randn(2, 3), torch.randn(2, 3)
-    listed = _here({"op": "candidates"}) or criterion(out, y)
+    listed = _here({"op": "candidates"}) or (model, criterion(out, y))
     exprs = [c["expr"] for c in listed["modules"]]
     assert exprs.index("model") < exprs.index("criterion"), exprs
 
@@ -220,3 +220,17 @@ def test_calls_on_line(source, line, expected):
 def test_what_a_call_passes_is_split_from_its_callee():
     (call,) = calls_on_line("out = self.model(inputs, *rest, mask=m, **extra)\n", 1)
     assert (call.func, call.arguments) == ("self.model", "inputs, *rest, mask=m, **extra")
+
+
+def test_a_next_call_graph_that_cannot_be_put_in_place_is_an_error_beside_it(tmp_path, monkeypatch):
+    """The renamed graph is what the extension waits for: a rename that fails left the wait
+    without an end (the reply said ok) and its files behind."""
+    from torchscope import paused
+
+    out = str(tmp_path / "next.msgpack")
+    part = out + ".part"  # (gone: the rename fails)
+    reply = {"ok": True, "path": out, "summary": {}}
+    paused._publish(reply, part, out)
+    assert reply["ok"] is False and "could not be written" in reply["error"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["next.msgpack.error.json"]
+    assert json.loads((tmp_path / "next.msgpack.error.json").read_text())["kind"] == "internal"

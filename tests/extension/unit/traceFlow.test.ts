@@ -441,6 +441,28 @@ describe("the paused frame's source", () => {
     );
     assert.equal(readdirSync(folder).length, 20, "19 graphs, room for the next, and the other file");
   });
+
+  it("takes a pruned graph's side files with it, and those of a next call whose graph never came", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "torchscope-prune-"));
+    for (let i = 0; i < 3; i++) {
+      const f = join(folder, `g${i}.msgpack`);
+      writeFileSync(f, GRAPH);
+      writeFileSync(`${f}.reply.json`, "{}");
+      utimesSync(f, 1000 + i, 1000 + i);
+    }
+    writeFileSync(join(folder, "lost.msgpack.part"), GRAPH); // its rename failed, long ago
+    writeFileSync(join(folder, "lost.msgpack.error.json"), "{}");
+    for (const f of ["lost.msgpack.part", "lost.msgpack.error.json"]) utimesSync(join(folder, f), 1000, 1000);
+    writeFileSync(join(folder, "now.msgpack.reply.json"), "{}"); // a next call under way: its graph comes next
+    await pruneGraphs(folder, 3);
+    assert.deepEqual(readdirSync(folder).sort(), [
+      "g1.msgpack",
+      "g1.msgpack.reply.json",
+      "g2.msgpack",
+      "g2.msgpack.reply.json",
+      "now.msgpack.reply.json",
+    ]);
+  });
 });
 
 describe("the first ten minutes (issue 16)", () => {
