@@ -32,7 +32,8 @@ export class PausedHistory {
   private newest: string | undefined;
 
   record(target: string, model: string, path: string, identity?: string): void {
-    const before = (this.byTarget.get(target) ?? []).filter((g) => g.identity === identity);
+    // (a reply that names no model, from an older debuggee: taken as the same one)
+    const before = (this.byTarget.get(target) ?? []).filter((g) => !identity || !g.identity || g.identity === identity);
     this.byTarget.set(target, [...before, { path, model, ...(identity ? { identity } : {}) }].slice(-2));
     this.newest = target;
   }

@@ -111,6 +111,12 @@ export function inputUsed(summary: TraceSummary | null | undefined): InputUsed |
 /** Errors about the code itself, whatever its input: no other input would help. */
 const CODE_ERRORS = new Set(["AttributeError", "NameError", "UnboundLocalError", "NotImplementedError", "ImportError", "ModuleNotFoundError"]);
 
+/** An error no other input would change; not an attribute the guessed input lacks (a
+ * forward reading `data.x` of a batch object was given a tensor). */
+function codeError(type: string, message: string): boolean {
+  return CODE_ERRORS.has(type) && !/^'(Tensor|tuple|list|dict|int|float)' object has no attribute/.test(message);
+}
+
 /**
  * What to ask after a graph came with an error, instead of calling the model broken: a model
  * that asked for a GPU → the meta device; an error about what the file's skipped top-level
@@ -134,7 +140,7 @@ export function afterRaise(summary: TraceSummary, label: string): Ask | undefine
       statements: [...suspect, ...rest],
     };
   }
-  if (summary.inputKind !== "guess" || CODE_ERRORS.has(err.type)) return undefined;
+  if (summary.inputKind !== "guess" || codeError(err.type, err.message)) return undefined;
   return {
     kind: "needs-input",
     message: `The guessed input (${summary.input}) may be wrong: ${modelName(summary, label)} raised ${err.type}${where}: ${firstLine(err.message)}. Give the input to trace it with.`,
@@ -325,7 +331,9 @@ export class TraceFlow {
     const was = { id: panel.modelId, model: panel.model };
     if (summary?.model) panel.model = modelName(summary, source.label);
     panel.modelId = traced.modelId;
-    if (was.id && traced.modelId && was.id !== traced.modelId && was.model && summary?.model) {
+    // (a program run again: another process, the same model by name: nothing to say)
+    const rerun = was.id?.split(":")[0] !== traced.modelId?.split(":")[0] && was.model === panel.model;
+    if (was.id && traced.modelId && was.id !== traced.modelId && was.model && summary?.model && !rerun) {
       // (another debug session selected, or paused in another module's forward: `self`)
       void vscode.window.showInformationMessage(
         `torchscope: ${source.label} in the paused frame is another model now: ${panel.model} (the panel showed ${was.model}).`,

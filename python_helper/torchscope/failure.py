@@ -17,8 +17,10 @@ IMPORTING = "Importing"
 
 
 def a_or_an(word: str) -> str:
-    """`word` with its indefinite article: "an int", "a Tensor"."""
-    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+    """`word` with its indefinite article: "an int", "a Tensor", "a UserDict" (a "u" said
+    "you": uni…, us…)."""
+    vowel = word[:1].lower() in "aeiou" and not word.lower().startswith(("uni", "us", "use"))
+    return f"{'an' if vowel else 'a'} {word}"
 
 
 def one_line(exc: BaseException) -> str:

@@ -125,6 +125,14 @@ def test_a_value_that_is_no_model_is_named_with_its_article(tmp_path):
     assert reply["error"] == "a is an int, not an nn.Module", reply
     reply = _here({"op": "trace", "expr": "h", "out": out}) or (a, h)
     assert reply["error"] == "h is a Tensor, not an nn.Module", reply
+    from torchscope.failure import a_or_an
+
+    assert [a_or_an(w) for w in ("UserDict", "Embedding", "NoneType", "OrderedDict")] == [
+        "a UserDict",
+        "an Embedding",
+        "a NoneType",
+        "an OrderedDict",
+    ]
 
 
 def test_attributes_subscripts_stars_and_tensor_methods_are_read(tmp_path):

@@ -731,16 +731,17 @@ export class Viewer {
     this.showTooltip(key, { clientX: stage.left + at.x, clientY: stage.top + at.y });
     const title = this.ui.tooltip.querySelector(".ts-tip-title")?.textContent ?? key;
     // (only what works: an input or output pill has no line, a leaf nothing to open)
-    const keys = [...(this.lineOf(key) ? ["Enter goes to its line"] : []), ...(this.isExpandable(key) ? ["Space opens or closes it"] : [])];
+    const enter = this.enterGoesTo(key);
+    const keys = [...(enter ? [`Enter goes to its ${enter}`] : []), ...(this.isExpandable(key) ? ["Space opens or closes it"] : [])];
     this.status(keys.length ? `${title}: ${keys.join(", ")}` : title);
   }
 
-  /** The node whose line Enter (a click) opens for a drawn box, if it has one. */
-  private lineOf(key: string): GraphNode | undefined {
+  /** Where Enter (a click) takes a drawn box: a reference to its source box, a box with a
+   * line to that line, else nowhere (as clickItem does). */
+  private enterGoesTo(key: string): "source" | "line" | undefined {
     const v = this.drawn?.vg.nodes.find((n) => n.key === key);
-    if (v?.kind === "ref" && v.refOf) return this.lineOf(v.refOf);
-    const node = key.startsWith("s") ? undefined : this.nodeOf(key);
-    return node?.site ? node : undefined;
+    if (v?.kind === "ref" && v.refOf) return "source";
+    return !key.startsWith("s") && this.nodeOf(key)?.site ? "line" : undefined;
   }
 
   /** The node a box stands for: a group's first call for a folded group. */
@@ -863,7 +864,8 @@ export class Viewer {
    */
   setStale(message: string | null): void {
     this.ui.stale.hidden = message === null;
-    this.ui.stale.textContent = message === null ? "" : `Out of date: ${message}. This graph is from the last trace that worked.`;
+    const why = message?.replace(/\.+$/, ""); // (a message may end with its own full stop)
+    this.ui.stale.textContent = why === undefined ? "" : `Out of date: ${why}. This graph is from the last trace that worked.`;
   }
 
   private async exportAs(kind: "svg" | "png"): Promise<void> {

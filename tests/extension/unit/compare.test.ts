@@ -489,5 +489,10 @@ describe("comparing the last two paused traces", () => {
       h.graphs("self").map((g) => g.path),
       ["/4"],
     );
+    h.record("self", "Net", "/5"); // a reply that does not say (an older debuggee): as before
+    assert.deepEqual(
+      h.graphs("self").map((g) => g.path),
+      ["/4", "/5"],
+    );
   });
 });

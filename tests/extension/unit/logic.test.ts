@@ -291,6 +291,9 @@ describe("trace failures", () => {
     for (const type of ["AttributeError", "NameError", "NotImplementedError", "UnboundLocalError", "ModuleNotFoundError"]) {
       assert.equal(afterRaise({ ...base, error: { ...error, type }, inputKind: "guess", inputExpr: "torch.randn(1, 4)" }, "Net"), undefined, type);
     }
+    // but an attribute the guessed tensor lacks (a forward reading `data.x` of a batch object)
+    const lacks = { ...error, type: "AttributeError", message: "'Tensor' object has no attribute 'x'" };
+    assert.equal(afterRaise({ ...base, error: lacks, inputKind: "guess", inputExpr: "torch.randn(1, 4)" }, "Net")?.kind, "needs-input");
     // the error points at top-level code that did not run: offer to run it (not "broken")
     const skippedSuspect = [{ line: 4, text: "CACHE.update(scale=2.0)" }];
     const keyError = { ...error, type: "KeyError", message: "'scale'" };

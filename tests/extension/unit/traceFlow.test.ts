@@ -400,10 +400,11 @@ describe("the paused frame's source", () => {
   it("Re-trace of a paused-frame panel that finds another live model there says so", async () => {
     // (another session selected, or paused in another module's forward: `self` is another model)
     let id = 1;
-    const models = ["MLP", "MLP", "ConvNet"];
+    const models = ["MLP", "MLP", "ConvNet", "ConvNet"];
+    const ids = ["100:1", "100:1", "100:3", "200:3"]; // the last: the program run again
     pausedSession((req) => {
       const reply = traces({ ...summary, model: models.shift()! })(req) as Record<string, unknown>;
-      return { ...reply, modelId: `100:${id === 3 ? 3 : 1}`, _n: id++ };
+      return { ...reply, modelId: ids.shift(), _n: id++ };
     });
     const x = extension();
     await x.debug.visualizeVariable({ sessionId: "s1", variable: { name: "self", evaluateName: "self" } });
@@ -415,6 +416,8 @@ describe("the paused frame's source", () => {
       messages("showInformationMessage").filter((m) => /another model/.test(m)),
       ["torchscope: self in the paused frame is another model now: ConvNet (the panel showed MLP)."],
     );
+    await x.flow.retrace(panel); // the same model by name in a new run: nothing more to say
+    assert.equal(messages("showInformationMessage").filter((m) => /another model/.test(m)).length, 1);
   });
 
   it("Re-trace of a paused-frame panel when nothing is paused: a message, no evaluate; never on save", async () => {

@@ -123,8 +123,9 @@ describe("paused frame marks", () => {
     await shot(page, "stale-after-failed-retrace");
     await post(page, { type: "stale", message: null });
     await stale.waitFor({ state: "hidden" });
-    await post(page, { type: "stale", message: "the model raised" });
+    await post(page, { type: "stale", message: "the model raised." });
     await stale.waitFor({ state: "visible" });
+    assert.equal(await stale.textContent(), "Out of date: the model raised. This graph is from the last trace that worked.");
     // the next graph (the re-trace that worked) comes without the mark
     await postGraph(page, bytes);
     await ready(page);

@@ -700,6 +700,15 @@ describe("hub tensors (T5)", () => {
     const vp = page.viewportSize()!;
     assert.ok(b.x >= 0 && b.y >= 0 && b.x < vp.width && b.y < vp.height, "zoomed to the source");
     await shot(page, "t5-ref-source");
+    // from the keyboard: the hint says where Enter takes a reference (its source, no line)
+    await page.locator(".ts-svg").focus();
+    let hint = "";
+    for (let i = 0; i < 150 && !hint; i++) {
+      await page.keyboard.press("ArrowDown");
+      const kind = await page.locator('[data-selected="true"]').first().getAttribute("data-kind");
+      if (kind === "ref") hint = (await page.locator("[data-role=status]").textContent()) ?? "";
+    }
+    assert.match(hint, /: Enter goes to its source$/);
     assertNoErrors(o);
     await page.context().close();
   });
