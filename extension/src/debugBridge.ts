@@ -32,13 +32,16 @@ export function loaderExpression(debugPy: string): string {
 
 export type DebugRequest =
   | { op: "candidates" }
-  | { op: "warm"; expr?: string }
+  | { op: "warm"; expr?: string; timeBudget?: number }
   | { op: "trace"; expr: string; out: string; input?: string; timeBudget?: number; cancelFile?: string }
   | { op: "trace_next_call"; expr: string; out: string; timeBudget?: number }
   | { op: "poll"; out: string }
   | { op: "disarm"; out: string }
   | { op: "read_chunk"; path: string; offset: number; size: number }
   | { op: "remove"; path: string };
+
+/** Debug sessions asked something already (see DebugBridge.request). */
+const asked = new WeakSet<object>();
 
 /** `LOADER(PATH).handle(REQUEST)`: REQUEST is the request's JSON as a string literal. */
 export function requestExpression(request: DebugRequest, debugPy: string): string {
@@ -301,6 +304,15 @@ export class DebugBridge {
   ) {}
 
   async request<T extends { ok: true }>(request: DebugRequest): Promise<T | ErrorReply> {
+    const session = this.frame.session;
+    if (!asked.has(session)) {
+      asked.add(session);
+      if (request.op === "trace" || request.op === "trace_next_call") {
+        // debugpy warns of an evaluation over 3 s, reading its threshold as each one begins:
+        // a first request raises it (debug.py) before this session's first trace
+        await this.request({ op: "warm", ...(request.timeBudget ? { timeBudget: request.timeBudget } : {}) });
+      }
+    }
     const t0 = Date.now();
     let reply = await this.evaluate(evaluateArgs(request, this.debugPy, this.frame.frameId), request.op);
     if (!reply.ok && helperMissing(reply)) {

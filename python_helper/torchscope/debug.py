@@ -287,9 +287,11 @@ def _remove(path: str) -> dict[str, Any]:
 # -- the one entry ---------------------------------------------------------------------------
 
 
-# a trace's time limit when a request names none: the extension's default (60 s), and a margin
+# a trace's time limit when a request names none (paused.DEFAULT_BUDGET: this file imports
+# no torch, so not paused.py before it must), a margin, and what no limit (0) gets
 _DEFAULT_LIMIT = 60.0
 _LIMIT_MARGIN = 30.0
+_NO_LIMIT = 24 * 3600.0
 
 
 def _slow_evaluations_expected(limit: Any) -> None:
@@ -299,9 +301,9 @@ def _slow_evaluations_expected(limit: Any) -> None:
     raised for this program to the limit and a margin (never lowered)."""
     constants = sys.modules.get("_pydevd_bundle.pydevd_constants")
     now = getattr(constants, "PYDEVD_WARN_EVALUATION_TIMEOUT", None)
-    seconds = (
-        limit if isinstance(limit, (int, float)) and limit > 0 else _DEFAULT_LIMIT
-    ) + _LIMIT_MARGIN
+    if not isinstance(limit, (int, float)) or limit < 0:
+        limit = _DEFAULT_LIMIT
+    seconds = limit + _LIMIT_MARGIN if limit > 0 else _NO_LIMIT
     if isinstance(now, (int, float)) and now < seconds:
         constants.PYDEVD_WARN_EVALUATION_TIMEOUT = float(seconds)  # type: ignore[union-attr]
 

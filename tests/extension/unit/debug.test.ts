@@ -680,7 +680,7 @@ describe("the commands against a fake paused session", () => {
     vs.answers.push({ id: "type" }, "torch.randn(2, 8)");
     await commands().visualizeVariable({ sessionId: "s1", variable: { name: "net", evaluateName: "net" } });
     assert.deepEqual(
-      requests.map((r) => (r as { input?: string }).input ?? null),
+      requests.filter((r) => r.op === "trace").map((r) => (r as { input?: string }).input ?? null),
       [null, "torch.randn(2, 8)"],
     );
     assert.ok(GraphPanel.find(DEBUG_URI, "net"));
@@ -726,7 +726,7 @@ describe("the commands against a fake paused session", () => {
     await done;
     assert.deepEqual(
       requests.map((r) => r.op),
-      ["trace", "trace_next_call", "poll", "read_chunk", "remove"],
+      ["warm", "trace", "trace_next_call", "poll", "read_chunk", "remove"],
     );
     const panel = GraphPanel.find(DEBUG_URI, "m")!;
     assert.deepEqual([...panel.bytes!], [...GRAPH]);

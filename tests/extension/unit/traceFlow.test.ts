@@ -334,7 +334,7 @@ describe("the paused frame's source", () => {
     vs.answers.push({ id: "type" }, "x[:2]");
     await x.debug.visualizeVariable({ sessionId: "s1", variable: { name: "net", evaluateName: "net" } });
     assert.deepEqual(
-      requests.map((r) => (r as { input?: string }).input ?? null),
+      requests.filter((r) => r.op === "trace").map((r) => (r as { input?: string }).input ?? null),
       [null, "x[:2]"],
     );
     const panel = GraphPanel.find(DEBUG_URI, "net")!;
@@ -395,6 +395,11 @@ describe("the paused frame's source", () => {
     );
     assert.equal(GraphPanel.all().length, 1);
     assert.equal(messages("showWarningMessage").length, 0);
+    // the session's first trace comes after a cheap request: debugpy reads its slow-evaluation
+    // threshold as each evaluation begins, and that request raises it for the trace (debug.py)
+    const ops = requests.map((r) => r.op);
+    assert.equal(ops[0], "warm");
+    assert.equal(ops.filter((op) => op === "warm").length, 1, ops.join(" "));
   });
 
   it("Re-trace of a paused-frame panel that finds another live model there says so", async () => {
@@ -403,6 +408,7 @@ describe("the paused frame's source", () => {
     const models = ["MLP", "MLP", "ConvNet", "ConvNet"];
     const ids = ["100:1", "100:1", "100:3", "200:3"]; // the last: the program run again
     pausedSession((req) => {
+      if (req.op !== "trace") return { ok: false, kind: "bad-request", error: req.op };
       const reply = traces({ ...summary, model: models.shift()! })(req) as Record<string, unknown>;
       return { ...reply, modelId: ids.shift(), _n: id++ };
     });
