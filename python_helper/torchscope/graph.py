@@ -305,9 +305,7 @@ class Graph:
         }
 
     def to_msgpack(self) -> bytes:
-        packed = msgpack.packb(self.to_wire(), use_bin_type=True)
-        assert isinstance(packed, bytes)
-        return packed
+        return pack_wire(self.to_wire())
 
     def to_json(self, indent: Optional[int] = None) -> str:
         return json.dumps(self.to_wire(), indent=indent, allow_nan=False)
@@ -413,6 +411,13 @@ def _nodes_to_wire(nodes: list[Node]) -> list[dict[str, Any]]:
 
 class GraphFormatError(ValueError):
     """The bytes are not a torchscope graph this version can read."""
+
+
+def pack_wire(wire: dict[str, Any]) -> bytes:
+    """A wire map (`Graph.to_wire`, perhaps edited) as the msgpack bytes of a graph file."""
+    packed = msgpack.packb(wire, use_bin_type=True)
+    assert isinstance(packed, bytes)
+    return packed
 
 
 def unpack(raw: bytes) -> Any:

@@ -138,15 +138,13 @@ def view_bytes(graph: Any) -> bytes:
     """The graph as a notebook view carries it: lines in the notebook's cells named as
     IPython's tracebacks name them (`Cell In[11]`), not by the kernel's temporary files
     (`/tmp/ipykernel_10677/3936723156.py`). The graph itself is left as it is."""
-    import msgpack
+    from .graph import pack_wire
 
     wire = graph.to_wire()
     name_of = _cell_names()
     if name_of is not None:
         _rename_sites(wire, name_of)
-    packed = msgpack.packb(wire, use_bin_type=True)
-    assert isinstance(packed, bytes)
-    return packed
+    return pack_wire(wire)
 
 
 def _cell_names() -> Optional[Callable[[str], Optional[str]]]:
