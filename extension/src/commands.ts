@@ -120,7 +120,7 @@ export class Commands {
       this.serverFailed(e);
       return undefined;
     }
-    const item = vscode.debug?.activeStackItem; // (a test's stand-in for vscode may lack debug)
+    const item = vscode.debug.activeStackItem;
     const paused = !!item && "frameId" in item;
     if (!found.length && !paused) {
       void vscode.window.showInformationMessage(`${NO_TARGET} This file defines none.`);

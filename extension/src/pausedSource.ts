@@ -48,7 +48,7 @@ export async function pruneGraphs(dir: string, keep = KEEP_GRAPH_FILES): Promise
   // a graph's side files (a next call's reply, error, unfinished graph) go with it, and
   // those whose graph never came (a wait cancelled, a failed trace) once they are old (a
   // next call under way writes its reply, then its graph)
-  const kept = new Set(files.map((f) => f.file).filter((f) => !stale.includes(f)));
+  const kept = new Set(files.slice(stale.length).map((f) => f.file));
   const graphs = new Set(files.map((f) => f.file));
   const sides: string[] = [];
   for (const f of all.map((n) => path.join(dir, n)).filter((f) => SIDE_FILE.test(f))) {
@@ -77,10 +77,10 @@ export interface PausedDeps {
   onTraced?(target: string, model: string, path: string, identity?: string): void;
 }
 
-/** `expr` evaluated in the paused frame of `bridge`, traced there. */
 /** A next call's trace, as the extension learns of it (the summary and model when known). */
 type NextCallReply = { ok: true; summary?: TraceSummary; modelId?: string };
 
+/** `expr` evaluated in the paused frame of `bridge`, traced there. */
 export class PausedSource implements TraceSource {
   readonly uri = DEBUG_URI;
   readonly progressTitle: string;

@@ -108,6 +108,15 @@ export function inputUsed(summary: TraceSummary | null | undefined): InputUsed |
   return summary.inputExpr ? { text, expr: summary.inputExpr } : { text };
 }
 
+/** Whether a panel's graph is now of another live model than before ("pid:id" each): another
+ * debug session selected, or `self` paused in another module's forward; not the same model
+ * by name in a program run again (another process). */
+function anotherLiveModel(was: { id?: string; model?: string }, now: { id?: string; model?: string }): boolean {
+  if (!was.id || !now.id || was.id === now.id || !was.model) return false;
+  const rerun = was.id.split(":")[0] !== now.id.split(":")[0] && was.model === now.model;
+  return !rerun;
+}
+
 /** Errors about the code itself, whatever its input: no other input would help. */
 const CODE_ERRORS = new Set(["AttributeError", "NameError", "UnboundLocalError", "NotImplementedError", "ImportError", "ModuleNotFoundError"]);
 
@@ -331,10 +340,7 @@ export class TraceFlow {
     const was = { id: panel.modelId, model: panel.model };
     if (summary?.model) panel.model = modelName(summary, source.label);
     panel.modelId = traced.modelId;
-    // (a program run again: another process, the same model by name: nothing to say)
-    const rerun = was.id?.split(":")[0] !== traced.modelId?.split(":")[0] && was.model === panel.model;
-    if (was.id && traced.modelId && was.id !== traced.modelId && was.model && summary?.model && !rerun) {
-      // (another debug session selected, or paused in another module's forward: `self`)
+    if (summary?.model && anotherLiveModel(was, { id: traced.modelId, model: panel.model })) {
       void vscode.window.showInformationMessage(
         `torchscope: ${source.label} in the paused frame is another model now: ${panel.model} (the panel showed ${was.model}).`,
       );

@@ -31,12 +31,12 @@ class Unsafe(Exception):
 
 
 _MISSING = object()
-_Tensor = torch.Tensor
 _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
 _PLAIN_ITEMS = (dict, list, tuple, str, bytes, collections.OrderedDict)
-# libraries whose __getitem__ only reads what the object holds (a ModuleList's, a
-# BatchEncoding's, a UserDict's)
-_READER_MODULES = ("collections", "transformers.", "torch.nn.modules.container")
+# modules whose __getitem__ only reads what the object holds (a UserDict's, a ModuleList's),
+# and packages of such modules (transformers: a BatchEncoding's, a ModelOutput's)
+_READER_MODULES = frozenset(("collections", "torch.nn.modules.container"))
+_READER_PACKAGES = ("transformers.",)
 # C code: builtins and the slots of C types (a dict's __getitem__, a tensor's)
 _C_CALLABLES = (
     types.BuiltinFunctionType,
@@ -130,7 +130,7 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 def _attribute(obj: Any, attr: str) -> Any:
     cls = type(obj)
-    if isinstance(obj, _Tensor) and cls not in _PLAIN_TENSORS:
+    if isinstance(obj, torch.Tensor) and cls not in _PLAIN_TENSORS:
         raise Unsafe("a tensor subclass: its __torch_function__ is the program's")
     _refuse_user(getattr(cls, "__getattribute__", None))
     found = inspect.getattr_static(obj, attr, _MISSING)
@@ -148,11 +148,10 @@ def _attribute(obj: Any, attr: str) -> Any:
 
 def _item(obj: Any, key: Any) -> Any:
     """obj[key] where that runs none of the program's code: the builtin containers, plain
-        tensors, namedtuples, dicts that only add methods (a missing key with __missing__
-        refused: a defaultdict inserts it), and the pure readers of a few libraries
-        (collections' UserDict, transformers' BatchEncoding and ModelOutput, torch's ModuleList
-    and Sequential). Anything else
-        (torch's Subset calls the program's dataset) is refused."""
+    tensors, namedtuples, dicts that only add methods (a missing key with __missing__
+    refused: a defaultdict inserts it), and the pure readers of a few libraries
+    (collections' UserDict, transformers' BatchEncoding and ModelOutput, torch's ModuleList
+    and Sequential). Anything else (torch's Subset calls the program's dataset) is refused."""
     if isinstance(obj, type):
         raise Unsafe("a class's [ ]: its __class_getitem__")
     cls = type(obj)
@@ -173,9 +172,8 @@ def _item(obj: Any, key: Any) -> Any:
 
 def _pure_reader(fn: Any) -> bool:
     module = getattr(_unwrapped(fn), "__module__", None) or ""
-    return (module in _READER_MODULES or module.startswith(_READER_MODULES[1:])) and not _is_user(
-        fn
-    )
+    known = module in _READER_MODULES or module.startswith(_READER_PACKAGES)
+    return known and not _is_user(fn)
 
 
 def _tensor_method(call: ast.Call, ns: Mapping[str, Any], methods: frozenset[str]) -> Any:

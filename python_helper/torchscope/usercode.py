@@ -89,8 +89,7 @@ def lines_are(filename: str, text: Optional[str]) -> None:
 
     if text is None:
         if filename in _texts_given:
-            _texts_given.discard(filename)
-            linecache.cache.pop(filename, None)
+            _forget(filename)
         return
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
@@ -103,8 +102,13 @@ def lines_are(filename: str, text: Optional[str]) -> None:
 def texts_only(filename: Optional[str]) -> None:
     """Forget the texts linecache holds for files other than `filename` (None: all): a file
     traced from an editor's buffer is read from disk again when another trace imports it."""
+    for other in [f for f in _texts_given if f != filename]:
+        _forget(other)
+
+
+def _forget(filename: str) -> None:
+    """linecache reads `filename` from disk again."""
     import linecache
 
-    for other in [f for f in _texts_given if f != filename]:
-        _texts_given.discard(other)
-        linecache.cache.pop(other, None)
+    _texts_given.discard(filename)
+    linecache.cache.pop(filename, None)

@@ -1,6 +1,8 @@
 // The graph panel (CSP, handshake, one panel per target, restore after reload) and the
 // visualize command's flow against a fake server: input box on needs-input, remembered
 // answers, a model that raises, no torch.
+// First: vscode.debug on the stub before the extension's modules load (nothing is paused).
+import "./debug-fake";
 import { strict as assert } from "node:assert";
 import { beforeEach, describe, it } from "node:test";
 import { mkdtempSync, readdirSync, writeFileSync, readFileSync } from "node:fs";
