@@ -2,14 +2,21 @@
 // The file must stand alone: the page's graph style rules go in with every theme variable
 // (var(--ts-*) set on the root) replaced by its current value, so the export looks like the
 // screen in any theme; a box's own (--ts-heat, "Colour by") is set on the box, as on screen.
+// Colours the page mixes (color-mix()) are written out as plain colours on each element.
 import { drawAll, paintHeat, type DrawInput } from "./draw";
 
 const SVGNS = "http://www.w3.org/2000/svg";
 
-/** The page's top-level style rules for the graph, with theme variables resolved. */
-function graphCss(root: Element): string {
+/** The page's top-level style rules for the graph, with theme variables resolved: `all` as
+ * the page has them; `plain` without the declarations that mix colours (color-mix(), which
+ * SVG editors and older renderers don't read: the export paints those on each element), and
+ * `mixing`, the selectors of the rules that had them. */
+function graphCss(root: Element): { all: string; plain: string; mixing: string[] } {
   const cs = getComputedStyle(root);
-  const out: string[] = [];
+  const resolve = (text: string) => text.replace(/var\((--ts-[\w-]+)[^)]*\)/g, (m, name: string) => cs.getPropertyValue(name).trim() || m);
+  const all: string[] = [];
+  const plain: string[] = [];
+  const mixing: string[] = [];
   for (const sheet of Array.from(document.styleSheets)) {
     let rules: CSSRuleList;
     try {
@@ -21,10 +28,65 @@ function graphCss(root: Element): string {
       if (!(r instanceof CSSStyleRule) || !r.selectorText.includes(".ts-")) continue;
       if (/ts-(root|toolbar|btn|banner|stage|status|minimap|busy|tooltip|tip-|fatal|search|depth|model|spacer|lod)/.test(r.selectorText)) continue;
       // A variable the root doesn't set is one each box sets for itself (--ts-heat): kept.
-      out.push(r.cssText.replace(/var\((--ts-[\w-]+)[^)]*\)/g, (m, name: string) => cs.getPropertyValue(name).trim() || m));
+      all.push(resolve(r.cssText));
+      if (!r.cssText.includes("color-mix(")) {
+        plain.push(all[all.length - 1]!);
+        continue;
+      }
+      mixing.push(r.selectorText);
+      const kept: string[] = [];
+      for (const name of Array.from(r.style)) {
+        const value = r.style.getPropertyValue(name);
+        if (value.includes("color-mix(")) continue;
+        const important = r.style.getPropertyPriority(name) ? " !important" : "";
+        kept.push(`${name}: ${resolve(value)}${important};`);
+      }
+      if (kept.length) plain.push(`${r.selectorText} { ${kept.join(" ")} }`);
     }
   }
-  return out.join("\n");
+  return { all: all.join("\n"), plain: plain.join("\n"), mixing };
+}
+
+/** A computed colour as SVG 1.1 reads it: Chromium gives a mixed colour as
+ * `color(srgb r g b / a)`, which becomes `rgb(…)` and an opacity; null for anything else. */
+export function plainColor(computed: string): { rgb: string; alpha: number } | null {
+  const m = /^color\(srgb ([-\d.e]+) ([-\d.e]+) ([-\d.e]+)(?: \/ ([-\d.e]+))?\)$/.exec(computed.trim());
+  if (!m) return null;
+  const channel = (v: string) => Math.round(Math.min(1, Math.max(0, Number(v))) * 255);
+  const alpha = m[4] === undefined ? 1 : Math.min(1, Math.max(0, Number(m[4])));
+  return { rgb: `rgb(${channel(m[1]!)}, ${channel(m[2]!)}, ${channel(m[3]!)})`, alpha };
+}
+
+/** Each element a colour-mixing rule paints gets that colour as its own plain fill or stroke,
+ * computed while `svg` lies in the page under `root` (off screen), where the page's own rules
+ * and theme variables apply to it; its `<style>` is out meanwhile (the page's content policy
+ * refuses a style element it did not make). */
+function paintMixed(svg: SVGSVGElement, style: SVGStyleElement, root: Element, mixing: string[]): void {
+  // (matched while apart from the page: most exports have none, and a big graph in the page
+  // costs a style pass over all of it)
+  const painted = mixing.length ? Array.from(svg.querySelectorAll<SVGElement>(mixing.join(","))) : [];
+  if (!painted.length) return;
+  const next = style.nextSibling;
+  style.remove();
+  svg.style.position = "fixed";
+  svg.style.left = "-100000px";
+  root.appendChild(svg);
+  try {
+    for (const el of painted) {
+      const cs = getComputedStyle(el);
+      for (const prop of ["fill", "stroke"]) {
+        const c = plainColor(cs.getPropertyValue(prop));
+        if (!c) continue;
+        const opacity = Number.parseFloat(cs.getPropertyValue(`${prop}-opacity`));
+        el.style.setProperty(prop, c.rgb);
+        if (c.alpha < 1) el.style.setProperty(`${prop}-opacity`, String(Number((c.alpha * (Number.isFinite(opacity) ? opacity : 1)).toFixed(4))));
+      }
+    }
+  } finally {
+    svg.remove();
+    svg.removeAttribute("style");
+    svg.insertBefore(style, next);
+  }
 }
 
 /** The margin around the graph in an export. */
@@ -44,8 +106,9 @@ export function exportSvg(d: DrawInput, defs: SVGDefsElement, root: Element, bac
   svg.setAttribute("width", String(w));
   svg.setAttribute("height", String(h));
   svg.setAttribute("viewBox", `${-PAD} ${-PAD} ${w} ${h}`);
+  const css = graphCss(root);
   const style = document.createElementNS(SVGNS, "style");
-  style.textContent = graphCss(root);
+  style.textContent = css.all;
   svg.appendChild(style);
   const bg = document.createElementNS(SVGNS, "rect");
   for (const [k, v] of Object.entries({ x: -PAD, y: -PAD, width: w, height: h, fill: background })) bg.setAttribute(k, String(v));
@@ -56,6 +119,8 @@ export function exportSvg(d: DrawInput, defs: SVGDefsElement, root: Element, bac
   drawAll(g, d);
   for (const box of Array.from(g.querySelectorAll<SVGGElement>(".ts-nodes > [data-key]"))) paintHeat(box, heat.get(box.dataset.key!));
   for (const hit of Array.from(g.querySelectorAll(".ts-edge-hit"))) hit.remove(); // hover targets only
+  paintMixed(svg, style, root, css.mixing);
+  style.textContent = css.plain;
   return new XMLSerializer().serializeToString(svg);
 }
 

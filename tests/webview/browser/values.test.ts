@@ -239,6 +239,8 @@ describe("the overlay exported", () => {
     const png = readFileSync((await pngDl.path())!).toString("base64");
     const text = readFileSync(svgPath, "utf8");
     assert.doesNotMatch(text, /initial/, "every colour of the CSS resolved");
+    // SVG editors and older renderers don't read color-mix(): each mixed colour is the box's own
+    assert.doesNotMatch(text, /color-mix/, "no colour left for the reader to mix");
     // The file alone in a browser (a window its size: drawn 1:1): each coloured box as on
     // screen, in the SVG and in the PNG.
     const [w, h] = [/ width="(\d+)"/, / height="(\d+)"/].map((re) => Number(re.exec(text)![1]));
@@ -262,7 +264,8 @@ describe("the overlay exported", () => {
         const r = box.getBoundingClientRect();
         // inside the box, clear of its border, rounded corner and text
         const px = pic.getImageData(Math.round((r.right - 6 - svg.left) * scale), Math.round((r.bottom - 6 - svg.top) * scale), 1, 1).data;
-        return { id: g.dataset.id!, heat: g.classList.contains("ts-heat"), svg: getComputedStyle(box).fill, png: Array.from(px.slice(0, 3)) };
+        const own = (box as SVGElement).style.fill; // (its colour, not one left to mix)
+        return { id: g.dataset.id!, heat: g.classList.contains("ts-heat"), svg: getComputedStyle(box).fill, own, png: Array.from(px.slice(0, 3)) };
       });
     }, png);
     // every colour as the bytes a canvas paints for it
@@ -283,6 +286,7 @@ describe("the overlay exported", () => {
     live.forEach((d, i) => {
       const f = seen.find((x) => x.id === d.id);
       assert.ok(f?.heat, `${d.id} keeps its ts-heat class`);
+      assert.match(f.own, /^rgb\(\d+, \d+, \d+\)$/, `${d.id}: its own plain colour`);
       assert.ok(near(inFile![i]!, screen![i]!), `${d.id}: SVG ${f.svg} vs screen ${d.fill}`);
       assert.ok(near(f.png, screen![i]!), `${d.id}: PNG ${f.png} vs screen ${screen![i]}`);
     });

@@ -1,8 +1,8 @@
 // The PNG export's scale (webview/src/export.ts pngScale): sharp where it can be, never
 // smaller than the screen at 100 %, none past the browser's canvas limits.
-import { test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CANVAS_MAX_AREA, CANVAS_MAX_SIDE, pngScale } from "../../../webview/src/export";
+import { CANVAS_MAX_AREA, CANVAS_MAX_SIDE, plainColor, pngScale } from "../../../webview/src/export";
 
 test("a PNG is drawn at scale 2, less for a big graph, never below 1; none past the canvas limits", () => {
   assert.equal(pngScale(800, 600), 2);
@@ -15,4 +15,15 @@ test("a PNG is drawn at scale 2, less for a big graph, never below 1; none past 
   assert.equal(pngScale(20_000, 20_000), null);
   const big = pngScale(16_000, 16_000)!;
   assert.ok(big >= 1 && 16_000 * 16_000 * big * big <= CANVAS_MAX_AREA);
+});
+
+describe("plainColor", () => {
+  test("a mixed colour as Chromium computes it: rgb() and an opacity", () => {
+    assert.deepEqual(plainColor("color(srgb 0.658431 0.279608 0.162745)"), { rgb: "rgb(168, 71, 41)", alpha: 1 });
+    assert.deepEqual(plainColor("color(srgb 0.878431 0.337255 0.168627 / 0.05)"), { rgb: "rgb(224, 86, 43)", alpha: 0.05 });
+    assert.deepEqual(plainColor(" color(srgb 1 0 1.2e-7) "), { rgb: "rgb(255, 0, 0)", alpha: 1 });
+  });
+  test("anything else is left as it is", () => {
+    for (const c of ["rgb(1, 2, 3)", "#fff", "none", "color(display-p3 1 0 0)", ""]) assert.equal(plainColor(c), null);
+  });
 });
