@@ -1418,7 +1418,10 @@ def _own_weights(module: nn.Module, torch_layer: bool) -> frozenset[int]:
     if not torch_layer:
         return _NO_IDS
     if not module._modules and not module._buffers:  # most layers: one table, no None in it
-        ids = frozenset(map(id, module._parameters.values()))
+        params = module._parameters
+        if not params:  # an activation
+            return _NO_IDS
+        ids = frozenset(map(id, params.values()))
         if _NONE_ID not in ids:
             return ids
     return frozenset(
@@ -1506,19 +1509,34 @@ def _tensors_in(args: Any, kwargs: Optional[dict]) -> list[Tensor]:
     """Tensors among call arguments: flat, in lists/tuples, or nested deeper (rare)."""
     out: list[Tensor] = []
     for a in args:
-        if isinstance(a, Tensor):
+        # exact types first: isinstance on a scalar costs ~4× a type lookup (Tensor's
+        # metaclass), and a layer's call passes several (layer_norm: a shape, an eps)
+        kind = type(a)
+        if kind is Tensor or kind is _Parameter:
+            out.append(a)
+        elif kind in _SCALARS:
+            continue
+        elif isinstance(a, Tensor):
             out.append(a)
         elif isinstance(a, (list, tuple)):
             for b in a:
-                if isinstance(b, Tensor):
+                kind = type(b)
+                if kind is Tensor or kind is _Parameter or (
+                    kind not in _SCALARS and isinstance(b, Tensor)
+                ):
                     out.append(b)
-                elif isinstance(b, (list, tuple, dict)):
+                elif kind not in _SCALARS and isinstance(b, (list, tuple, dict)):
                     out.extend(iter_tensors(b))
         elif isinstance(a, dict):
             out.extend(iter_tensors(a))
     if kwargs:
         for a in kwargs.values():
-            if isinstance(a, Tensor):
+            kind = type(a)
+            if kind is Tensor or kind is _Parameter:
+                out.append(a)
+            elif kind in _SCALARS:
+                continue
+            elif isinstance(a, Tensor):
                 out.append(a)
             elif isinstance(a, (list, tuple, dict)):
                 out.extend(_tensors_in((a,), None))
@@ -1544,6 +1562,9 @@ def _unique(tensors: Any) -> list[Tensor]:
             out.append(t)
     return out
 
+
+# scalar arguments: never tensors, never holding any (see _tensors_in)
+_SCALARS = frozenset((int, float, bool, str, type(None), torch.dtype, torch.device))
 
 _ATTRS_KEPT = 4096  # distinct argument lists remembered per trace
 _PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
@@ -1578,7 +1599,11 @@ def _is_plain(a: Any) -> bool:
     kind = type(a)
     if kind is float:
         return bool(a)
-    return kind in _PLAIN_TYPES or (kind is tuple and all(type(x) is int for x in a))
+    if kind is not tuple:
+        return kind in _PLAIN_TYPES
+    if len(a) == 1:  # most shapes a layer passes (layer_norm's): no generator
+        return type(a[0]) is int
+    return all(type(x) is int for x in a)
 
 
 def _call_attrs(info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> dict[str, Any]:
