@@ -248,7 +248,7 @@ def class_definition(cls: type) -> Optional[Site]:
                 _, line = inspect.getsourcelines(cls)
                 line = _class_line(file, line, cls.__name__)
             site = Site(_abs(file), line, cls.__name__)
-    except (OSError, TypeError, IndexError, tokenize.TokenError):  # (a file changed on disk)
+    except (OSError, TypeError, SyntaxError, IndexError, tokenize.TokenError):  # (file changed)
         # (a class of a notebook cell, whose module has no file: its forward's has one)
         fwd = getattr(cls, "forward", None)
         code = getattr(fwd, "__code__", None)

@@ -372,3 +372,36 @@ def test_a_class_whose_file_changed_on_disk_into_one_that_does_not_parse(tmp_pat
     site = class_definition(module.Twice)
     assert site is not None and site.line == 5  # the class statement its methods follow
     assert keys_read(module.Twice()) is None
+
+
+@pytest.mark.parametrize("kind, now", [("broken", "x = (\n"), ("other", "x = 1\n"), ("empty", "")])
+def test_a_class_whose_file_no_longer_holds_it_is_at_its_forward_s_line(
+    tmp_path, monkeypatch, kind, now
+):
+    # imported, then its file saved over with text that does not parse (an autosave while
+    # debugging) or does not define it: inspect raised SyntaxError out of the trace; the
+    # definition falls back to the line its forward began on when imported
+    import importlib
+
+    import torchscope
+    from torchscope.sites import class_definition
+
+    name = f"gone_now_{kind}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(
+        "from torch import nn\n"
+        "class Gone(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x * 2\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module(name)
+    path.write_text(now)
+    os.utime(path, (1, 1))  # (another modification time: linecache reads the disk again)
+    linecache.checkcache(str(path))
+    site = class_definition(module.Gone)
+    assert site is not None and (site.file, site.line) == (str(path), 3)
+    graph = torchscope.trace(module.Gone(), torch.ones(2))
+    assert graph.error is None
+    (box,) = [n for n in graph.nodes if n.kind == "module"]
+    assert box.defn is not None and box.defn.line == 3
