@@ -41,6 +41,23 @@ _MACHINERY = tuple(
     )
 )
 
+
+def _wrapper_files() -> tuple[str, ...]:
+    """Files of decorators whose wrapper frame stands between a user's line and the function
+    it calls: typing_extensions' and the warnings module's `deprecated` (torch marks its
+    deprecated functions so: `dist.all_gather_into_tensor`, `clip_grad_norm`)."""
+    files = [os.path.abspath(warnings.__file__)]
+    try:
+        import typing_extensions
+
+        files.append(os.path.abspath(typing_extensions.__file__))
+    except (ImportError, TypeError):  # (not installed, or no file)
+        pass
+    return tuple(files)
+
+
+_WRAPPERS = _wrapper_files()
+
 _KEEP, _SKIP, _HELPER = 0, 1, 2
 
 
@@ -83,7 +100,12 @@ def _kind_of(code: CodeType) -> int:
     own line becomes the node's `inside`); _KEEP: a user frame, a library's, or a method of
     torch's (`Linear.forward`: the op inside nn.Linear points into linear.py)."""
     fn = code.co_filename
-    if fn.startswith(_PKG_DIR) or fn.startswith(_MACHINERY) or fn.startswith("<frozen"):
+    if (
+        fn.startswith(_PKG_DIR)
+        or fn.startswith(_MACHINERY)
+        or fn.startswith("<frozen")
+        or fn in _WRAPPERS
+    ):
         return _SKIP
     if fn.startswith(_TORCH_DIR) and "." not in _outer_qualname(code):
         return _HELPER

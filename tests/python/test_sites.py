@@ -405,3 +405,27 @@ def test_a_class_whose_file_no_longer_holds_it_is_at_its_forward_s_line(
     assert graph.error is None
     (box,) = [n for n in graph.nodes if n.kind == "module"]
     assert box.defn is not None and box.defn.line == 3
+
+
+def test_a_deprecated_torch_function_s_ops_point_at_the_user_s_line():
+    # torch marks deprecated functions with typing_extensions' @deprecated: its wrapper's
+    # frame (typing_extensions.py) was taken for the user's line (dist.all_gather_into_tensor,
+    # clip_grad_norm), and a click opened typing_extensions.py
+    class Clip(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(3))
+            self.w.grad = torch.full((3,), 2.0)
+
+        def forward(self, x):
+            n = torch.nn.utils.clip_grad_norm(self.w, 1.0)  # the calling line
+            return x * n
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        g = torchscope.trace(Clip(), torch.ones(3))
+    inner = [n for n in g.nodes if n.inside is not None]
+    assert inner, "the clipping's ops are torch's helper's, seen from the user's line"
+    for n in inner:
+        assert "clip_grad_norm(self.w" in _line(n.site), (n.name, n.site)
+        assert n.inside.file.endswith("clip_grad.py"), (n.name, n.inside)
