@@ -15,6 +15,7 @@ from torch import nn
 
 from .hf_inputs import hf_input
 from .state import ModelState, unsized_layer
+from .wrappers import find_wrappers
 
 HOW_TO = "pass one with --input, e.g. --input 'torch.randn(1, 3, 224, 224)'"
 # an input a lazy first layer takes (any size where the layer sizes itself), by its class
@@ -287,8 +288,17 @@ def _for_argument(name: str, one: Optional[str]) -> str:
 
 
 def _where(model: nn.Module, layer: nn.Module) -> str:
-    path = next((p for p, m in model.named_modules() if m is layer), "")
-    return f"{path} ({type(layer).__name__})" if path else type(layer).__name__
+    """`blocks.0.up (Linear)`: the layer's path and class as the graph shows them (inside a
+    wrapper, never `module.` or `_orig_mod.`; FSDP2's `FSDPLinear` is a Linear)."""
+    named = list(model.named_modules())
+    wrapping = find_wrappers(named)
+    if wrapping is not None:
+        path = wrapping.paths.get(id(layer), "")
+        cls = wrapping.classes.get(id(layer), type(layer))
+    else:
+        path = next((p for p, m in named if m is layer), "")
+        cls = type(layer)
+    return f"{path} ({cls.__name__})" if path else cls.__name__
 
 
 def keys_read(model: nn.Module) -> Optional[tuple[str, list[str]]]:

@@ -58,7 +58,7 @@ def label(module: nn.Module) -> str:
     name = type(module).__name__
     if name == "OptimizedModule":
         return "torch.compile"
-    if name.startswith("FSDP") and _is_instance(module, _FSDP2):
+    if _is_instance(module, _FSDP2):  # (FSDP2's class of Net: FSDPNet; replicate's: ReplicateNet)
         return "replicate" if _is_instance(module, _REPLICATE) else "fully_shard"
     return name
 
