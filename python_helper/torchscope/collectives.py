@@ -65,8 +65,13 @@ def target_role(target: str) -> int:
     return PLAIN if name in NOT_COLLECTIVES else COLLECTIVE
 
 
-class CollectiveAtBreakpoint(RuntimeError):
-    """A collective a trace at a breakpoint cannot do on this rank alone (send, recv)."""
+class RankTracedAlone(RuntimeError):
+    """A collective this rank cannot do alone (send, recv) while it is traced without the
+    other ranks: paused at a breakpoint, or traced with `local_collectives`."""
+
+
+# (said in its message)
+_ALONE = "paused at a breakpoint, or traced with local_collectives: the other ranks are elsewhere"
 
 
 # -- naming ----------------------------------------------------------------------------------
@@ -451,10 +456,9 @@ def _fill_c10d(name: str, args: tuple, rank: int) -> None:
         for out, inp in zip(args[0], args[1]):
             out.copy_(inp) if out.shape == inp.shape else out.zero_()
     else:
-        raise CollectiveAtBreakpoint(
+        raise RankTracedAlone(
             f"torch.ops.c10d.{name}: point-to-point communication with another rank cannot "
-            "run while this rank is paused at a breakpoint (the other ranks are not in this "
-            "forward)"
+            f"run while this rank is traced alone ({_ALONE})"
         )
 
 
@@ -498,9 +502,8 @@ def _functional(name: str, named: dict[str, Any], rank: int) -> Any:
     if name == "shard_dim_alltoall":
         gathered = torch.cat([inp] * size, dim=named["gather_dim"])  # type: ignore[list-item]
         return gathered.chunk(size, dim=named["shard_dim"])[min(rank, size - 1)].clone()
-    raise CollectiveAtBreakpoint(
-        f"{name}: this collective cannot run while this rank is paused at a breakpoint (the "
-        "other ranks are not in this forward)"
+    raise RankTracedAlone(
+        f"{name}: this collective cannot run while this rank is traced alone ({_ALONE})"
     )
 
 
