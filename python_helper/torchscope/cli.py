@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
+from .cli_say import say
 from .diff_cli import add_diff_parser, run_diff
 from .graph_file import (
     SUFFIX_FORMATS,
@@ -182,7 +183,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     graph = traced.graph
     if not shows:  # another rank reports (--rank); this one still says why it failed
         if graph.error is not None and not traced.timed_out:
-            print(f"torchscope: rank {rank}: {error_line(graph)}", file=sys.stderr)
+            say(f"rank {rank}: {error_line(graph)}")
         return 3 if traced.timed_out else (1 if graph.error is not None else 0)
     if out is None:
         print(graph.summary())
@@ -202,7 +203,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             f"input {traced.input}"
         )
     for warning in graph.warnings:
-        print(f"torchscope: warning: {warning}", file=sys.stderr)
+        say(f"warning: {warning}")
     if traced.timed_out:
         written = " (the graph up to there was written)" if out is not None else ""
         return _fail(
@@ -210,13 +211,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         )
     if graph.error is not None:
         written = " (the graph up to the failing call was written)" if out is not None else ""
-        print(f"torchscope: {error_line(graph)}{written}", file=sys.stderr)
+        say(f"{error_line(graph)}{written}")
         if traced.suspects:
             lines = "; ".join(f"line {s.line}: {s.text}" for s in traced.suspects[:3])
-            print(
-                f"torchscope: the file's top-level code that did not run may make what it "
-                f"lacks ({lines}): --run-top-level runs it",
-                file=sys.stderr,
+            say(
+                f"the file's top-level code that did not run may make what it lacks ({lines}): "
+                "--run-top-level runs it"
             )
         return 1
     return 0
@@ -241,7 +241,7 @@ def _output(name: str, fmt: Optional[str]) -> Path:
 
 
 def _fail(exc: Any) -> int:
-    print(f"torchscope: {exc.message}", file=sys.stderr)
+    say(exc.message)
     return int(exc.code)
 
 
@@ -261,17 +261,16 @@ def _summarize_file(args: argparse.Namespace) -> int:
     """`summary` of a saved graph: no torch needed."""
     given = [flag for attr, default, flag in _TRACE_ONLY if getattr(args, attr) != default]
     if given:
-        print(
-            f"torchscope: {', '.join(given)}: {args.target} is a saved graph; "
+        say(
+            f"{', '.join(given)}: {args.target} is a saved graph; "
             f"{'these options shape' if len(given) > 1 else 'this option shapes'} a trace of "
-            "FILE.py:NAME",
-            file=sys.stderr,
+            "FILE.py:NAME"
         )
         return 2
     try:
         graph = read_graph_file(args.target)
     except GraphFileError as exc:
-        print(f"torchscope: {exc}", file=sys.stderr)
+        say(str(exc))
         return 2
     print(graph.summary())
     return 0

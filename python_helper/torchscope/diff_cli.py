@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from .cli_say import say
 from .diff import STATS_TOLERANCE, Diff, diff_graphs
 from .graph_file import GraphFileError, is_graph_file, page_error, read_graph_file
 from .html import BundleNotBuiltError
@@ -135,11 +135,7 @@ def run_diff(args: argparse.Namespace) -> int:
     for name, graph in (("A", a), ("B", b)):
         if graph.error is not None:
             e = graph.error
-            print(
-                f"torchscope: {name}: the forward raised {e.type}: {e.message} "
-                "(compared up to the failing call)",
-                file=sys.stderr,
-            )
+            say(f"{name}: the forward raised {e.type}: {e.message} (compared up to the failing call)")
     if not args.values:  # saved graphs hold values too: left out of the comparison alike
         for graph in (a, b):
             _without_values(graph)
@@ -253,5 +249,5 @@ def _source(spec: str, input_expr: Optional[str], train: Optional[bool]) -> str:
 
 
 def _fail(message: str) -> int:
-    print(f"torchscope: {message}", file=sys.stderr)
+    say(message)
     return 2

@@ -426,3 +426,23 @@ def test_a_loop_of_torch_calls_past_the_budget_still_writes_its_graph(tmp_path):
     graph = read_graph_file(str(out))
     assert graph.error is not None and graph.error.type == "TraceTimeout"
     assert sum(n.name == "tanh" for n in graph.nodes) > 1000
+
+
+def test_a_message_of_several_lines_is_said_on_one(tmp_path):
+    # torch's own messages run to two lines at times (FSDP2 on the meta device), users' too:
+    # the error's place ended up alone on the second line
+    path = _write(
+        tmp_path,
+        """
+        from torch import nn
+
+        class Bad(nn.Module):
+            def forward(self, x):
+                raise RuntimeError("first line of the reason\\n\\n  second line of the reason")
+        """,
+    )
+    run = _cli("trace", f"{path}:Bad", "--input", "torch.ones(2)", "-o", str(tmp_path / "g.json"))
+    assert run.returncode == 1
+    line = _one_line(run)
+    assert "first line of the reason / second line of the reason at " in line, line
+    assert line.endswith("(the graph up to the failing call was written)"), line
