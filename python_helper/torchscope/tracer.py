@@ -358,7 +358,13 @@ class Recorder(TorchFunctionMode):
     def _read(self, t: Tensor) -> Optional[TensorStats]:
         """t's statistics: those read before for the same values (t itself, or a base it
         views whole, unchanged since: reshapes, permutes, a layer that returns its input),
-        else read now. A third of a transformer's tensors are such views."""
+        else read now. A third of a transformer's tensors are such views. A DTensor's are its
+        local shard's, this rank's values (as its edge's `shape` is the shard's)."""
+        kind = type(t)
+        if kind is not Tensor and kind is not _Parameter:
+            inner = inner_tensor(t)
+            if inner is not None:
+                return self._read(inner)
         try:
             version = t._version
         except Exception:  # inference tensors keep no version counter
@@ -592,8 +598,10 @@ class Recorder(TorchFunctionMode):
             outs = _tensors_in(result, None)
             if not outs:
                 return result
-        elif result is None and info.writes_first_arg:
-            outs = []  # __setitem__ and friends: the write is recorded below
+        elif result is None and (info.writes_first_arg or (kwargs and "out" in kwargs)):
+            # __setitem__ and friends, a call into out= tensors (split_with_sizes_copy's
+            # list): the write is recorded below
+            outs = []
         else:
             return result  # metadata: .shape, .dim(), .item(), comparisons to bool …
         try:
@@ -1885,6 +1893,9 @@ def _trace(
             # torch's handle forgets this registry (torch 2.13): clean it ourselves
             nn.modules.module._global_forward_hooks_with_kwargs.pop(h.id, None)
         warnings = state.restore()
+    if isinstance(error, TraceCancelled) and rank is not None and rank[1] > 1:
+        if not local_collectives:
+            error = _among_ranks(error)
     info = model_info(model, rec.param_counts.get(id(model)), [m for _, m in named])
     shown = rec.wrapping.classes.get(id(wrapped), type(wrapped)) if rec.wrapping else type(model)
     if shown is not type(model):  # the user's class, not a wrapper's or FSDP2's subclass
@@ -1928,6 +1939,19 @@ def _trace(
             pass
         raise error
     return graph
+
+
+def _among_ranks(error: TraceCancelled) -> TraceCancelled:
+    """A trace stopped inside one rank's forward (its budget, a cancel): the collectives it
+    did not reach never run, so the other ranks wait in theirs (or pair them with this rank's
+    next ones): said in its error, with the way out (the CLI exits, and torchrun ends every
+    rank)."""
+    said = type(error)(
+        f"{error}: the other ranks may now wait in a collective this rank did not reach, or "
+        "pair theirs with its next ones; end the program (torchrun then stops every rank)"
+    )
+    said.__traceback__ = error.__traceback__  # (where it stopped: the error's site)
+    return said
 
 
 def _scripted_warning(rec: Recorder) -> list[str]:

@@ -525,3 +525,166 @@ dist.destroy_process_group()
     modules = eval(proc.stdout.strip().splitlines()[-1])
     assert ("blocks.0", "Block", "fully_shard, CheckpointWrapper") in modules, modules
     assert ("", "Net", "fully_shard") in modules, modules
+
+
+def test_replicate_is_marked_replicate_and_shows_the_user_s_class(tmp_path: Path) -> None:
+    """replicate (torch.distributed._composable.replicate_with_fsdp) makes `ReplicateNet`
+    of Net: the mark said the generated class's name ('ReplicateNet'), not `replicate`."""
+    program = f"""
+import torch, torch.distributed as dist, torchscope
+from torch import nn
+from torch.distributed._composable.replicate_with_fsdp import replicate
+
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x).relu()
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block() for _ in range(2)])
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x
+
+m = Net()
+for b in m.blocks:
+    replicate(b)
+replicate(m)
+g = torchscope.trace(m, torch.randn(2, 8))
+print(repr([(n.path, n.name, n.attrs.get("wrapped_by")) for n in g.nodes if n.kind == "module"]))
+dist.destroy_process_group()
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    modules = eval(proc.stdout.strip().splitlines()[-1])
+    assert ("blocks.0", "Block", "replicate") in modules, modules
+    assert ("", "Net", "replicate") in modules, modules
+
+
+def test_an_input_guessed_for_a_wrapped_model_names_the_layer_by_its_own_path(
+    tmp_path: Path,
+) -> None:
+    """The guess's message said `module.blocks.0.up` (DDP) and `_orig_mod.blocks.0.up`
+    (torch.compile): paths are the model's own, as in the graph."""
+    program = f"""
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torchscope.inputs import guess
+from models import Net
+
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+for model in (DDP(Net()), torch.compile(Net(), backend="eager")):
+    print(guess(model).source)
+dist.destroy_process_group()
+"""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(PROGRAMS), env.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 2, lines
+    for line in lines:
+        assert line == "the first layer norm (BatchNorm1d)", line
+
+
+def test_the_nan_origin_under_tensor_parallel_is_the_op_on_the_shards(tmp_path: Path) -> None:
+    """An op on DTensors that makes NaN (log of a column-parallel layer's output) was passed
+    over: a DTensor's values were never read, so the origin was the all_reduce after it. Its
+    values are now this rank's shard's, as its edge's shape is."""
+    program = f"""
+import torch, torch.distributed as dist, torchscope
+from torch import nn
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Linear(16, 64)
+        self.down = nn.Linear(64, 16)
+
+    def forward(self, x):
+        h = self.up(x)
+        h = torch.log(h)  # NaN where h < 0
+        return self.down(h)
+
+torch.manual_seed(0)
+mesh = init_device_mesh("cpu", (1,), mesh_dim_names=("tp",))
+m = MLP()
+parallelize_module(m, mesh, {{"up": ColwiseParallel(use_local_output=False), "down": RowwiseParallel()}})
+g = torchscope.trace(m, torch.randn(8, 16))
+origin = g.nodes[g.nan_origin] if g.nan_origin is not None else None
+logs = [n for n in g.nodes if n.name == "log"]
+stats = [e.stats for e in g.edges if e.src == logs[0].id]
+print(repr((origin and origin.name, origin and origin.target, stats[0]["nan"] > 0 if stats and stats[0] else None)))
+dist.destroy_process_group()
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    name, target, nan_on_edge = eval(proc.stdout.strip().splitlines()[-1])
+    assert (name, target) == ("log", "torch.log"), (name, target)
+    assert nan_on_edge is True, "the log's shard's statistics are on its edge"
+
+
+def test_a_rank_whose_trace_is_stopped_says_the_other_ranks_may_wait_for_it(
+    tmp_path: Path,
+) -> None:
+    """trace_call(time_budget=…) or a cancel stops one rank inside its forward: its collectives
+    after that point never run, and other ranks wait for them (or pair theirs with this rank's
+    next ones). The stopped rank said only "ran past its time budget"."""
+    (tmp_path / "stopped.py").write_text(
+        """
+import torch, torch.distributed as dist, torchscope
+from torch import nn
+
+dist.init_process_group("gloo")
+
+class Net(nn.Module):
+    def forward(self, x):
+        for _ in range(200):
+            x = x + 1
+        dist.all_reduce(x)
+        return x
+
+said = []
+for how in ("budget", "cancel"):
+    kwargs = dict(time_budget=1e-9) if how == "budget" else dict(cancel=lambda: True)
+    g = torchscope.trace_call(Net(), (torch.ones(2),), raise_errors=False, **kwargs)
+    said.append((g.error.type, g.error.message))
+g = torchscope.trace_call(
+    Net(), (torch.ones(2),), raise_errors=False, time_budget=1e-9, local_collectives=True
+)
+said.append((g.error.type, g.error.message))
+if dist.get_rank() == 0:
+    print(repr(said))
+dist.destroy_process_group()
+"""
+    )
+    proc = torchrun(["stopped.py"], tmp_path)
+    budget, cancel, alone = eval(proc.stdout.strip().splitlines()[-1])
+    assert budget[0] == "TraceTimeout" and cancel[0] == "TraceCancelled"
+    for _, message in (budget, cancel):
+        assert "other ranks" in message and "end the program" in message, message
+    assert "other ranks" not in alone[1], "a rank traced alone sent nothing: none wait for it"

@@ -1,0 +1,49 @@
+"""Calls that write their results into `out=` tensors: the call is a node, and what reads
+those tensors afterwards reads from it."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+import torchscope
+
+
+def _producers_of(graph, name: str) -> set[str]:
+    """Names of the nodes with an edge into each node called `name`."""
+    by_id = {n.id: n for n in graph.nodes}
+    ids = {n.id for n in graph.nodes if n.name == name}
+    return {by_id[e.src].name for e in graph.edges if e.dst in ids}
+
+
+class IntoOne(nn.Module):
+    def forward(self, x):
+        c = torch.empty(4, 8)
+        torch.add(x, 1.0, out=c)
+        return c * 2
+
+
+class IntoList(nn.Module):
+    # FSDP2 splits each all-gathered buffer so (torch.ops.fsdp.split_with_sizes_copy):
+    # a call that returns None and writes a list of tensors
+    def forward(self, x):
+        outs = [torch.empty(4, 3), torch.empty(4, 5)]
+        torch.split_with_sizes_copy(x, [3, 5], dim=1, out=outs)
+        return outs[0] + 1, outs[1] * 2
+
+
+def test_a_call_into_one_out_tensor_feeds_its_readers() -> None:
+    g = torchscope.trace(IntoOne(), torch.randn(4, 8))
+    assert g.error is None
+    assert "add" in _producers_of(g, "mul")
+
+
+def test_a_call_into_a_list_of_out_tensors_is_a_node_its_readers_read_from() -> None:
+    g = torchscope.trace(IntoList(), torch.randn(4, 8))
+    assert g.error is None
+    names = [n.name for n in g.nodes]
+    assert "split_with_sizes_copy" in names, names
+    assert _producers_of(g, "add") >= {"split_with_sizes_copy"}
+    assert _producers_of(g, "mul") >= {"split_with_sizes_copy"}
+    (x,) = [n for n in g.nodes if n.kind == "input"]
+    assert any(e.src == x.id for e in g.edges), "the input is read"
