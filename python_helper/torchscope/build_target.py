@@ -316,23 +316,29 @@ def choose_input(
         describe_input,
         first_that_runs,
         guess,
+        input_expression,
         nothing_said,
         takes_nothing,
     )
 
     if typed:
         return ChosenInput(eval_input(typed, built.module, device), typed, "typed", typed)
+    # an input given as a value: said with what it is; the input box starts with an
+    # expression of its kind and shape
     if built.example is not None:
-        return ChosenInput(built.example, f"from {built.name}()", "factory")
+        value = built.example
+        said = f"from {built.name}(): {describe_input(value)}"
+        return ChosenInput(value, said, "factory", input_expression(value))
     example = getattr(built.model, "example_input_array", None)
     if example is not None:
-        return ChosenInput(example, "example_input_array", "example")
+        said = f"example_input_array: {describe_input(example)}"
+        return ChosenInput(example, said, "example", input_expression(example))
     if takes_nothing(built.model):  # forward(self): its own signature says the input
         return ChosenInput((), nothing_said(built.model), "example", "()")
     if call_in_file:
         try:
             value = eval_input(call_in_file, built.module, device)
-            return ChosenInput(value, call_in_file, "call", call_in_file)
+            return ChosenInput(value, f"{call_in_file}, as the file calls it", "call", call_in_file)
         except TargetError as exc:
             print(
                 f"torchscope: the input {call_in_file} found in the file failed: {exc}",

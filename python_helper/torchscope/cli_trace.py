@@ -148,7 +148,7 @@ def _trace(
         split_target,
     )
     from .definitions import suspects
-    from .inputs import NoInputError
+    from .inputs import NoInputError, on_the_command_line
     from .tracer import ModelTooDeep, TraceTimeout, trace_call
 
     if seed is not None:  # the same code gets the same random weights every time
@@ -181,7 +181,7 @@ def _trace(
     except TargetError as exc:
         raise CliError(str(exc)) from None
     except NoInputError as exc:
-        raise CliError(f"{exc}{_skipped_hint(built.skipped)}") from None
+        raise CliError(f"{on_the_command_line(str(exc))}{_skipped_hint(built.skipped)}") from None
     except SystemExit as exc:
         raise CliError(f"the input called sys.exit({exc.code!r})") from None
 

@@ -135,7 +135,9 @@ def run_diff(args: argparse.Namespace) -> int:
     for name, graph in (("A", a), ("B", b)):
         if graph.error is not None:
             e = graph.error
-            say(f"{name}: the forward raised {e.type}: {e.message} (compared up to the failing call)")
+            say(
+                f"{name}: the forward raised {e.type}: {e.message} (compared up to the failing call)"
+            )
     if not args.values:  # saved graphs hold values too: left out of the comparison alike
         for graph in (a, b):
             _without_values(graph)

@@ -6,6 +6,7 @@ entry agree on what a model takes."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -17,7 +18,20 @@ from .hf_inputs import hf_input
 from .state import ModelState, unsized_layer
 from .wrappers import find_wrappers
 
-HOW_TO = "pass one with --input, e.g. --input 'torch.randn(1, 3, 224, 224)'"
+
+def how_to(example: str = "torch.randn(1, 3, 224, 224)") -> str:
+    """The end of a message that asks for an input, in words for the editor's input box;
+    `on_the_command_line` says it with --input."""
+    return f"give one, e.g. {example}"
+
+
+HOW_TO = how_to()
+_HOW_TO = re.compile(r"give one, e\.g\. (\S.*)$")
+
+
+def on_the_command_line(message: str) -> str:
+    """A message asking for an input (ending in `how_to`), as the command line says it."""
+    return _HOW_TO.sub(lambda m: f"pass one with --input, e.g. --input '{m.group(1)}'", message)
 # an input a lazy first layer takes (any size where the layer sizes itself), by its class
 _LAZY_EXAMPLES = {
     "LazyLinear": "torch.randn(1, 16)",
@@ -258,7 +272,7 @@ def guess(model: nn.Module) -> Guess:
     where = _where(model, found[0])
     if one is None:
         example = _LAZY_EXAMPLES.get(type(found[0]).__name__, "")
-        how = f"pass one with --input, e.g. --input '{example}'" if example else HOW_TO
+        how = how_to(example) if example else HOW_TO
         raise GuessError(
             f"cannot tell what input {type(model).__name__} takes: its first layer {where} is "
             f"lazy (its first forward sizes it); {how}"
@@ -500,6 +514,48 @@ def _tensors(named: list[tuple[str, Any]], own: set[int]) -> list[tuple[str, tor
 
 
 # -- saying which input was used -------------------------------------------------------------
+
+
+def input_expression(value: Any, depth: int = 0) -> Optional[str]:
+    """An expression that makes an input of the same kind and shape as `value` (a tensor, a
+    tuple or list of positionals, a dict of keywords): `torch.randn(2, 16)`,
+    `torch.randint(0, 8, (1, 3))` for ids up to 7. What an input box starts with for an
+    input given as a value (a factory's example, `example_input_array`); None for anything
+    else."""
+    if isinstance(value, torch.Tensor):
+        return _tensor_expression(value)
+    if depth >= 2:
+        return None
+    if isinstance(value, (tuple, list)) and 0 < len(value) <= 8:
+        items = [input_expression(v, depth + 1) for v in value]
+        if any(i is None for i in items):
+            return None
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"  # type: ignore[arg-type]
+    if type(value) is dict and 0 < len(value) <= 16 and all(type(k) is str for k in value):
+        items = [input_expression(v, depth + 1) for v in value.values()]
+        if any(i is None for i in items):
+            return None
+        return "{" + ", ".join(f"{k!r}: {i}" for k, i in zip(value, items)) + "}"
+    return None
+
+
+def _tensor_expression(t: torch.Tensor) -> Optional[str]:
+    shape = [int(n) for n in t.shape]
+    dtype = t.dtype
+    if dtype.is_floating_point:
+        sizes = ", ".join(map(str, shape)) if shape else "()"
+        kind = "" if dtype == torch.float32 else f", dtype={dtype}"
+        return f"torch.randn({sizes}{kind})"
+    size = f"({shape[0]},)" if len(shape) == 1 else f"({', '.join(map(str, shape))})"
+    if dtype == torch.bool:
+        return f"torch.ones({', '.join(map(str, shape)) or '()'}, dtype=torch.bool)"
+    if dtype.is_complex:
+        return None
+    lo, hi = 0, 1
+    if t.numel() and not t.is_meta:
+        lo, hi = min(0, int(t.min())), max(1, int(t.max()) + 1)
+    kind = "" if dtype == torch.int64 else f", dtype={dtype}"
+    return f"torch.randint({lo}, {hi}, {size}{kind})"
 
 
 def describe_value(v: Any) -> str:

@@ -1529,8 +1529,10 @@ def _tensors_in(args: Any, kwargs: Optional[dict]) -> list[Tensor]:
         elif isinstance(a, (list, tuple)):
             for b in a:
                 kind = type(b)
-                if kind is Tensor or kind is _Parameter or (
-                    kind not in _SCALARS and isinstance(b, Tensor)
+                if (
+                    kind is Tensor
+                    or kind is _Parameter
+                    or (kind not in _SCALARS and isinstance(b, Tensor))
                 ):
                     out.append(b)
                 elif kind not in _SCALARS and isinstance(b, (list, tuple, dict)):

@@ -292,7 +292,11 @@ if __name__ == '__main__':
 @pytest.mark.parametrize(
     "source, said, params",
     [
-        (_WIDE, "input torch.randn(2, 12); model built as Wide(12), as line 12 builds it", 416),
+        (
+            _WIDE,
+            "input torch.randn(2, 12), as the file calls it; model built as Wide(12), as line 12 builds it",
+            416,
+        ),
         (
             _TRAIN,  # as `python train.py` with no options builds it
             "model built as Wide(20, depth=3), as line 18 builds it with its argparse defaults",

@@ -407,6 +407,8 @@ def test_a_lazy_first_layer_is_never_guessed_from(runner, models, tmp_path):
     the layer as that forward sized it."""
     reply = runner.ask(op="trace", file=str(models), target="Lazy", out=str(tmp_path / "e.mp"))
     assert not reply["ok"] and "fc (LazyLinear) is lazy" in reply["message"], reply
+    # the editor's input box shows it: in its words, not the command line's (--input)
+    assert reply["message"].endswith("give one, e.g. torch.randn(1, 16)"), reply["message"]
     run = _cli(models, "Lazy", tmp_path / "cli.msgpack")
     assert run.returncode != 0 and "fc (LazyLinear) is lazy" in run.stderr, run.stderr
     # the example fits the layer: features for a Linear, not an image

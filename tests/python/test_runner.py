@@ -142,7 +142,11 @@ def test_trace_writes_msgpack_and_summary(runner, tmp_path):
     graph = Graph.from_wire(unpack(out.read_bytes()))
     assert graph.model.name == "Net"
     s = result["summary"]
-    assert s["model"] == "Net" and s["params"] == 64 * 8 + 8 and s["input"] == "torch.randn(2, 64)"
+    assert (
+        s["model"] == "Net"
+        and s["params"] == 64 * 8 + 8
+        and s["input"] == "torch.randn(2, 64), as the file calls it"
+    )
     assert s["nodes"] == len(graph.nodes) and s["edges"] == len(graph.edges) and s["error"] is None
     assert runner.progress == ["Importing", "Building input", "Tracing"]
 
@@ -380,7 +384,10 @@ def test_model_that_raises_is_a_result(runner, tmp_path):
     reply = runner.ask(op="trace", file=str(path), target="model", out=str(tmp_path / "g.msgpack"))
     assert reply["ok"], reply
     s = reply["result"]["summary"]
-    assert s["input"] == "example_input_array"
+    # where it came from and what it is (QA: the panel said only "example_input_array"),
+    # and an expression for the input box to start with (it started empty)
+    assert s["input"] == "example_input_array: tensor [2, 16] float32"
+    assert s["inputExpr"] == "torch.randn(2, 16)"
     assert s["error"]["type"] == "RuntimeError"
     assert s["error"]["file"] == str(path) and s["error"]["line"] == 13  # `return self.b(h)`
     graph = Graph.load(reply["result"]["path"])
@@ -597,7 +604,9 @@ def test_inputs(runner, tmp_path):
     )
     assert reply["kind"] == "needs-input" and "torch.oops(2)" in reply["message"]
     reply = runner.ask(op="trace", file=str(path), target="make_model", out=out)
-    assert reply["ok"] and reply["result"]["summary"]["input"] == "from make_model()"
+    summary = reply["result"]["summary"]
+    assert reply["ok"] and summary["input"] == "from make_model(): tensor [3] float32"
+    assert summary["inputExpr"] == "torch.randn(3)"
 
 
 def test_time_budget_in_forward(runner, tmp_path):

@@ -73,7 +73,9 @@ def test_compare_the_working_copy_with_its_committed_text(lsp, workspace):
     # a: the committed text, b: the unsaved edit; the same runner, the same input
     a = trace(lsp, path, text=committed)
     b = trace(lsp, path, text=edited)
-    assert a["summary"]["input"] == b["summary"]["input"] == "torch.randn(2, 16)"
+    assert (
+        a["summary"]["input"] == b["summary"]["input"] == "torch.randn(2, 16), as the file calls it"
+    )
     result = lsp.request(
         "torchscope/compare",
         {"a": a["path"], "b": b["path"], "aSource": "HEAD", "bSource": "working copy"},

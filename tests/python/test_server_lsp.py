@@ -437,7 +437,7 @@ def test_trace_with_progress(lsp, workspace):
     assert graph.model.name == "Net" and graph.error is None
     s = result["summary"]
     assert s["model"] == "Net" and s["params"] == 64 * 8 + 8 and s["nodes"] == len(graph.nodes)
-    assert s["input"] == "torch.randn(2, 64)"  # the call in the file's __main__ block
+    assert s["input"] == "torch.randn(2, 64), as the file calls it"  # in its __main__ block
     assert s["error"] is None
     kinds = [v["kind"] for token, v in lsp.progress if token == "trace-1"]
     messages = [v.get("message") for token, v in lsp.progress if token == "trace-1"]

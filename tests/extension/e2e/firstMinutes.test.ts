@@ -338,7 +338,7 @@ describe("the first minutes", { timeout: 900_000 }, () => {
       await visualizeAt("def forward");
       assert.equal(await page.locator(".quick-input-widget:visible").count(), 0, "no box asks for constructor arguments");
       const shown = (await viewer(page).locator("[data-role=input]").innerText()).trim();
-      assert.match(shown, /torch\.randn\(5, 24\); model built as Encoder\(24, depth=3\), as line 15 builds it/);
+      assert.match(shown, /torch\.randn\(5, 24\), as the file calls it; model built as Encoder\(24, depth=3\), as line 15 builds it/);
       assert.equal(await viewer(page).locator(".ts-model").innerText(), "Encoder");
       await pointerAway(page);
       await shot(page, "first-02b-built-as-the-file-builds-it");
