@@ -175,6 +175,8 @@ export class ServerClient implements Server, vscode.Disposable {
   private interpreter: Interpreter | undefined;
   private progressIds = 0;
   private readonly scheduleRestart = debounce(() => void this.restartIfRunning(), 500);
+  /** Why the restart scheduled is (the settings that changed, …): one log line for a burst. */
+  private readonly restartReasons = new Set<string>();
   private readonly startedListeners: (() => void)[] = [];
 
   constructor(
@@ -290,18 +292,19 @@ export class ServerClient implements Server, vscode.Disposable {
   /** Stop the server (cleanly: shutdown, exit) and start it again. */
   async restart(): Promise<void> {
     this.scheduleRestart.cancel();
+    this.restartReasons.clear();
     await this.stop();
     await this.ready();
   }
 
-  private async stop(): Promise<boolean> {
+  private async stop(reason?: string): Promise<boolean> {
     // A start under way finishes first: a client that is still starting can't be stopped, and
     // the restart must not hand back that start (made with the settings before the change).
     if (this.starting) await this.starting.catch(() => undefined);
     const old = this.client;
     this.client = undefined;
     if (!old) return false;
-    this.log.info("restarting the language server");
+    this.log.info(reason ? `${reason}: restarting the language server` : "restarting the language server");
     await old.stop().catch((e: unknown) => this.log.warn(`stopping the server: ${String(e)}`));
     return true;
   }
@@ -316,17 +319,23 @@ export class ServerClient implements Server, vscode.Disposable {
       .catch((e: unknown) => this.log.warn(`telling the server of the inlay hints setting: ${String(e)}`));
   }
 
-  /** Restart soon: settings or the interpreter changed. Only a running server starts again
-   * right away (it keeps code lenses fresh); the status bar says when it is back. */
-  restartSoon(): void {
+  /** Restart soon: settings or the interpreter changed (`reason`, for the log: "torchscope.logLevel
+   * changed"). Only a running server starts again right away (it keeps code lenses fresh); the
+   * log and the status bar say when it is back, with which interpreter. */
+  restartSoon(reason?: string): void {
+    if (reason) this.restartReasons.add(reason);
     this.scheduleRestart();
   }
 
   private async restartIfRunning(): Promise<void> {
-    if (!(await this.stop())) return;
+    const reason = [...this.restartReasons].join("; ");
+    this.restartReasons.clear();
+    if (!(await this.stop(reason))) return;
     try {
       await this.ready();
-      if (this.interpreter) vscode.window.setStatusBarMessage(`$(check) torchscope: language server restarted with ${this.interpreter.path}`, 5000);
+      if (!this.interpreter) return;
+      this.log.info(`the language server is running again with ${describeInterpreter(this.interpreter)}`);
+      vscode.window.setStatusBarMessage(`$(check) torchscope: language server restarted with ${this.interpreter.path}`, 5000);
     } catch (e) {
       this.log.error(`starting the server: ${String(e)}`);
     }

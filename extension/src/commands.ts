@@ -12,6 +12,7 @@ import { GraphPanel } from "./graphPanel";
 import { pickInterpreter } from "./interpreter";
 import { panelTitle, type NodeContext, type TargetAtResult, type VisualizeArgs } from "./protocol";
 import { revealLine } from "./reveal";
+import { openGraphFile } from "./revealNode";
 import type { TraceFlow, Traced } from "./traceFlow";
 
 /** The CodeLens / test argument, if the command got one. */
@@ -223,7 +224,9 @@ export class Commands {
     }
   }
 
-  /** Show a graph file written earlier (by the CLI, say) in a panel. */
+  /** Show a graph file written earlier (by the CLI, say) in a panel: a graph a panel of this
+   * window traced opens as that model's panel again (its Re-trace traces the model); any other
+   * as the file's own panel (its Re-trace: there is no code to re-trace). */
   async openGraph(file?: unknown): Promise<GraphPanel | undefined> {
     let fsPath = typeof file === "string" ? file : file instanceof vscode.Uri ? file.fsPath : undefined;
     if (!fsPath) {
@@ -231,11 +234,7 @@ export class Commands {
       fsPath = picked?.[0]?.fsPath;
     }
     if (!fsPath) return undefined;
-    const uri = vscode.Uri.file(fsPath).toString();
-    const name = path.basename(fsPath).replace(/\.msgpack$/, "");
-    const panel = this.deps.flow.openPanel({ uri, target: name, title: `Forward pass: ${name}`, graphPath: fsPath });
-    await panel.load(fsPath);
-    return panel;
+    return openGraphFile(this.deps.flow, path.resolve(fsPath));
   }
 
   private async goToDefinition(ctx?: NodeContext): Promise<void> {

@@ -11,6 +11,7 @@ import type { Server } from "./client";
 import { compareTarget, compareTitle, parseCompareTarget, SIDES, type CompareKind } from "./compareTargets";
 import type { AnswerStore, EditorSource, EditorSources } from "./editorSource";
 import { type HeadDocuments, headText, NoHeadError } from "./gitHead";
+import { GraphPanel } from "./graphPanel";
 import { DEBUG_URI } from "./pausedSource";
 import { modelName, type CompareResult, type PanelOrigin, type TraceSummary } from "./protocol";
 import type { Answer, Ask, SourceKind, TraceOutcome, TraceSource, Traced } from "./traceFlow";
@@ -52,10 +53,12 @@ export class PausedHistory {
 // ---- what a comparison reports ----------------------------------------------------------
 
 /** The summary the flow shows a comparison with: b's trace, b's error else a's. */
-export function comparedSummary(a: TraceSummary | undefined, b: TraceSummary | undefined, model: string): TraceSummary {
+export function comparedSummary(a: TraceSummary | undefined, b: TraceSummary | undefined, model: string, aName: string): TraceSummary {
   const base: TraceSummary = b ??
     a ?? { model, qualname: model, nodes: 0, edges: 0, ops: 0, modules: 0, params: 0, trace_ms: 0, input: "", error: null };
-  return { ...base, error: b?.error ?? a?.error ?? null };
+  // a's error alone is said as a's ("HEAD"), its line opened in a's version of the file
+  const error = b?.error ?? (a?.error ? { ...a.error, side: aName } : null);
+  return { ...base, error };
 }
 
 /** One line for the log and the "no difference" message. */
@@ -97,6 +100,9 @@ async function compareFiles(
     return { ok: false, kind: "reported", said: `comparing failed: ${message}` };
   }
   deps.log.info(`compared ${model} (${sides.a} → ${sides.b}): ${compareLine(r)}, ${r.summary.changes} changes to step through → ${r.path}`);
+  // A hover's "Show in graph" on a line of either trace finds this comparison's panel.
+  GraphPanel.graphs.side(a, r.path, "a");
+  GraphPanel.graphs.side(b, r.path, "b");
   if (r.summary.changes === 0) {
     void vscode.window.showInformationMessage(`torchscope: the forward pass of ${model} is the same with ${sides.a} and ${sides.b}.`);
   }
@@ -147,7 +153,7 @@ export class EditorCompareSource implements TraceSource {
       this.kind === "input" ? { a: `input ${ra.traced.summary?.input ?? "?"}`, b: `input ${rb.traced.summary?.input ?? "?"}` } : undefined;
     const out = await compareFiles(this.deps, this.kind, this.label, ra.traced.path, rb.traced.path, names);
     if (!out.ok) return out;
-    const summary = comparedSummary(ra.traced.summary, rb.traced.summary, this.label);
+    const summary = comparedSummary(ra.traced.summary, rb.traced.summary, this.label, nameA);
     // The panel's input bar names both inputs of a comparison of two inputs, not b's alone.
     if (names) {
       summary.input = `${ra.traced.summary?.input ?? "?"} → ${rb.traced.summary?.input ?? "?"}`;

@@ -20,6 +20,7 @@ import {
   type TraceSummary,
 } from "./protocol";
 import { revealLine } from "./reveal";
+import { openSettingInUse } from "./settingsScope";
 import { inputBox, type Answer, type Ask, type SourceKind, type TraceOutcome, type TraceSource } from "./traceFlow";
 
 // ---- pure parts (unit-tested) ------------------------------------------------------------
@@ -314,7 +315,8 @@ export class EditorSource implements TraceSource {
         const buttons = hasPython ? ["Select Interpreter", "Set torchscope.pythonPath"] : ["Set torchscope.pythonPath"];
         void vscode.window.showErrorMessage(`torchscope: ${f.message || `torch is not installed in ${f.python}`}`, ...buttons).then((c) => {
           if (c === "Select Interpreter") void vscode.commands.executeCommand("python.setInterpreter");
-          else if (c) void vscode.commands.executeCommand("workbench.action.openSettings", "torchscope.pythonPath");
+          // where the value in use is set: the workspace's when it sets it (not the User tab)
+          else if (c) void openSettingInUse("torchscope.pythonPath", this.doc.uri);
         });
         return;
       }
@@ -366,9 +368,15 @@ export class EditorSources implements SourceKind {
   }
 
   async reopen(origin: PanelOrigin): Promise<TraceSource | undefined> {
+    // A graph file's panel ("Open graph file…"): VS Code won't open the binary file as text.
+    const uri = vscode.Uri.parse(origin.uri);
+    if (uri.scheme === "file" && /\.msgpack$/i.test(uri.path)) {
+      void vscode.window.showInformationMessage("torchscope: this panel shows a graph file; there is no code to re-trace.");
+      return undefined;
+    }
     let doc: vscode.TextDocument;
     try {
-      doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(origin.uri));
+      doc = await vscode.workspace.openTextDocument(uri);
     } catch {
       void vscode.window.showWarningMessage(`torchscope: ${origin.uri} can't be opened any more.`);
       return undefined;
@@ -377,6 +385,8 @@ export class EditorSources implements SourceKind {
       void vscode.window.showInformationMessage("torchscope: this panel shows a graph file; there is no code to re-trace.");
       return undefined;
     }
-    return this.source(doc, origin.target);
+    const source = this.source(doc, origin.target);
+    if (origin.device === "meta") source.useMeta(); // as its graph was traced ("Trace on Meta Device")
+    return source;
   }
 }

@@ -10,7 +10,8 @@ import { CompareSources, PausedHistory } from "./compareSource";
 import { DebugCommands } from "./debugCommands";
 import { AnswerStore, EditorSources } from "./editorSource";
 import { HeadDocuments } from "./gitHead";
-import { onInterpreterChange } from "./interpreter";
+import { interpreterSettings, onInterpreterChange } from "./interpreter";
+import { levelled, settingLevel } from "./logChannel";
 import { PausedSources } from "./pausedSource";
 import { PausedHere } from "./pausedHere";
 import { registerRevealNode, reindexPanels } from "./revealNode";
@@ -56,8 +57,33 @@ export function wire(
   return { flow, editor, paused, compare, commands, debug: new DebugCommands({ flow, paused, log }), compareCommands, head };
 }
 
+/** Settings the server reads when it starts (torchscope.inlayHints, told to the running server, is not one). */
+const SERVER_SETTINGS = ["torchscope.traceTimeoutSeconds", "torchscope.logLevel"];
+
+/** A settings change: a restart (once, however many changed) when the server started with one of
+ * them, the interpreter's among them: python.defaultInterpreterPath too when it chose the
+ * interpreter (no torchscope.pythonPath, no Python extension). The reason goes to the log. */
+export function settingsChanged(
+  e: vscode.ConfigurationChangeEvent,
+  server: Pick<ServerClient, "python" | "restartSoon" | "inlayHintsChanged">,
+): void {
+  const changed = [...interpreterSettings(server.python), ...SERVER_SETTINGS].filter((key) => e.affectsConfiguration(key));
+  if (changed.length) server.restartSoon(`${changed.join(", ")} changed`);
+  else if (e.affectsConfiguration("torchscope.inlayHints")) server.inlayHintsChanged();
+}
+
+/** The Python extension picked another interpreter: a restart, unless torchscope.pythonPath chose
+ * the server's (then it is not the server's, and the warm runner stays). */
+export function pythonInterpreterChanged(server: Pick<ServerClient, "python" | "restartSoon" | "shutdownRunner">): void {
+  if (server.python?.source === "setting") return;
+  void server.shutdownRunner();
+  server.restartSoon("the Python extension's interpreter changed");
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
-  const log = vscode.window.createOutputChannel("torchscope", { log: true });
+  // torchscope.logLevel holds for the extension's own lines as for the server's
+  const level = () => settingLevel(vscode.workspace.getConfiguration("torchscope").get("logLevel"));
+  const log = levelled(vscode.window.createOutputChannel("torchscope", { log: true }), level);
   const bundle = findBundle(context.extensionPath);
   client = new ServerClient(bundle, graphFolders(context.globalStorageUri.fsPath).editor, log);
   const server = client;
@@ -81,24 +107,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     here,
     flow.onShown((source, traced, panel) => void here.shown(source, traced, panel)),
     registerRevealNode(flow, log),
-    vscode.workspace.onDidChangeConfiguration((e) => {
-      if (
-        e.affectsConfiguration("torchscope.pythonPath") ||
-        e.affectsConfiguration("torchscope.traceTimeoutSeconds") ||
-        e.affectsConfiguration("torchscope.logLevel")
-      )
-        server.restartSoon();
-      else if (e.affectsConfiguration("torchscope.inlayHints")) server.inlayHintsChanged();
-    }),
+    vscode.workspace.onDidChangeConfiguration((e) => settingsChanged(e, server)),
     // the runner imports the user's files in the environment the file gives: a new one
-    watchEnvFile(() => {
-      log.info("the environment file changed: restarting the language server");
-      server.restartSoon();
-    }),
-    await onInterpreterChange(() => {
-      void server.shutdownRunner();
-      server.restartSoon();
-    }),
+    watchEnvFile(() => server.restartSoon("the environment file changed")),
+    await onInterpreterChange(() => pythonInterpreterChanged(server)),
   );
 }
 

@@ -83,8 +83,54 @@ export function exactArrayBuffer(buf: Uint8Array): ArrayBuffer {
   return buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer;
 }
 
+/** What a graph file shown in this window was: the origin of the panel that showed it last
+ * (its title, document, target and input; `model`: its class) and, for a trace a comparison
+ * made, the comparison's view it is side `a` or `b` of. */
+export interface GraphOf {
+  origin?: PanelOrigin & { model?: string };
+  side?: { of: string; side: "a" | "b" };
+}
+
+/** The graph files of this window, by path, the last `limit` only (the newest kept): where a
+ * hover's "Show in graph" finds the panel of a graph whose panel was closed, and what a graph
+ * file opened again was (its model's panel again, whose Re-trace traces the model). */
+export class GraphOrigins {
+  private readonly byPath = new Map<string, GraphOf>();
+
+  constructor(private readonly limit = 100) {}
+
+  /** A panel showed `path`. */
+  shown(path: string, origin: PanelOrigin & { model?: string }): void {
+    this.put(path, { ...this.byPath.get(path), origin: { ...origin, graphPath: path } });
+  }
+
+  /** `path` is side `side` of the comparison whose view is the file `of`. */
+  side(path: string, of: string, side: "a" | "b"): void {
+    this.put(path, { ...this.byPath.get(path), side: { of, side } });
+  }
+
+  of(path: string): GraphOf | undefined {
+    return this.byPath.get(path);
+  }
+
+  clear(): void {
+    this.byPath.clear();
+  }
+
+  private put(path: string, of: GraphOf): void {
+    this.byPath.delete(path); // the newest last
+    this.byPath.set(path, of);
+    for (const old of this.byPath.keys()) {
+      if (this.byPath.size <= this.limit) break;
+      this.byPath.delete(old);
+    }
+  }
+}
+
 export class GraphPanel {
   static readonly viewType = "torchscope.graph";
+  /** Every graph file a panel of this window showed, and comparisons' sides. */
+  static readonly graphs = new GraphOrigins(100);
   private static readonly panels = new Map<string, GraphPanel>();
   private static lastActive: GraphPanel | undefined;
 
@@ -246,10 +292,17 @@ export class GraphPanel {
     this.shown = input ? { ...rest, input } : rest;
   }
 
+  /** Whether the next graph was traced on the meta device (a re-trace keeps it). */
+  setMeta(meta: boolean): void {
+    const { device: _old, ...rest } = this.shown;
+    this.shown = meta ? { ...rest, device: "meta" } : rest;
+  }
+
   /** Read a graph file written by the server (or the CLI) and show it. */
   async load(graphPath: string): Promise<void> {
     const bytes = await fs.readFile(graphPath);
     this.shown = { ...this.shown, graphPath };
+    if (this.shown.target) GraphPanel.graphs.shown(graphPath, { ...this.shown, ...(this.model ? { model: this.model } : {}) });
     this.pausedAt = null; // a new graph: the old point means nothing in it
     this.show(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   }
@@ -286,6 +339,11 @@ export class GraphPanel {
     if (!at && !this.pausedAt) return;
     this.pausedAt = at;
     this.post({ type: "pausedAt", at });
+  }
+
+  /** Bring the panel forward (keeping the focus where it is). */
+  bringForward(): void {
+    if (!this.disposed) this.panel.reveal(undefined, true);
   }
 
   /** Show `node` of this panel's graph (a hover's "Show in graph"), once the viewer has it. */

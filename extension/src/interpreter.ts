@@ -5,6 +5,7 @@
 // template: it is the one choice the user made for torchscope alone.
 import * as os from "node:os";
 import * as vscode from "vscode";
+import { openSettingInUse } from "./settingsScope";
 
 export interface Interpreter {
   path: string;
@@ -73,17 +74,27 @@ export async function resolveInterpreter(resource?: vscode.Uri): Promise<Interpr
   return chooseInterpreter("", undefined, pythonSetting ? expandPath(pythonSetting, folder?.uri.fsPath) : "");
 }
 
+/** The settings that chose (or, changed, would change) the interpreter `inUse`: torchscope.pythonPath
+ * always (set, it wins); python.defaultInterpreterPath unless torchscope.pythonPath or the Python
+ * extension chose it (the Python extension reads that setting itself, and its interpreter change
+ * event says when it picks another). */
+export function interpreterSettings(inUse: Interpreter | undefined): string[] {
+  if (inUse?.source === "setting" || inUse?.source === "python-extension") return ["torchscope.pythonPath"];
+  return ["torchscope.pythonPath", "python.defaultInterpreterPath"];
+}
+
 /** Fires when the Python extension's selected interpreter changes (never, without it). */
 export async function onInterpreterChange(listener: () => void): Promise<vscode.Disposable> {
   const api = await pythonExtensionApi();
   return api ? api.onDidChangeActiveEnvironmentPath(() => listener()) : new vscode.Disposable(() => undefined);
 }
 
-/** Open the Python extension's picker when it is installed, else the setting. */
+/** Open the Python extension's picker when it is installed, else the setting, where its value
+ * in use is set (the workspace's settings when the workspace sets it). */
 export async function pickInterpreter(): Promise<void> {
   if (vscode.extensions.getExtension("ms-python.python")) {
     await vscode.commands.executeCommand("python.setInterpreter");
   } else {
-    await vscode.commands.executeCommand("workbench.action.openSettings", "torchscope.pythonPath");
+    await openSettingInUse("torchscope.pythonPath", vscode.window.activeTextEditor?.document.uri);
   }
 }

@@ -130,3 +130,32 @@ export function tracedLine(target: string, s: TraceSummary, timing: string): { l
   const where = err.file && err.line ? ` at ${baseName(err.file)}:${err.line}` : "";
   return { level: "warn", text: `traced ${target}: the forward raised ${err.type}: ${firstLine(err.message)}${where}; ${done}; ${input}` };
 }
+
+/** Lines of each level a `torchscope.logLevel` setting lets through ("warning": errors and warnings). */
+const RANK: Record<Level, number> = { error: 0, warn: 1, info: 2, debug: 3, trace: 4 };
+
+/** The setting's level as the channel names it ("warning" → "warn"; anything else: info). */
+export function settingLevel(setting: unknown): Level {
+  if (setting === "warning") return "warn";
+  return setting === "error" || setting === "info" || setting === "debug" ? setting : "info";
+}
+
+/**
+ * `log` writing only the lines `level()` lets through (read at each line: a settings change
+ * holds at once), for the extension's own lines as for the server's: `torchscope.logLevel`
+ * "error" is errors only, whoever writes them.
+ */
+export function levelled(log: vscode.LogOutputChannel, level: () => Level): vscode.LogOutputChannel {
+  return new Proxy(log, {
+    get(target, prop) {
+      if (typeof prop === "string" && prop in RANK) {
+        const rank = RANK[prop as Level];
+        return (...args: unknown[]) => {
+          if (rank <= RANK[level()]) (target[prop as Level] as (...a: unknown[]) => void)(...args);
+        };
+      }
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}

@@ -98,6 +98,8 @@ export interface TraceErrorInfo {
   message: string;
   file: string | null;
   line: number | null;
+  /** A comparison's: the name of its first side ("HEAD") when only that side raised. */
+  side?: string;
 }
 
 export interface TraceSummary {

@@ -89,22 +89,25 @@ function firstLine(text: string): string {
 }
 
 /** What an input box starts with: the input traced now, else the one typed before, else the
- * guess; its placeholder is the guess (or an example when there is none). */
+ * guess; its placeholder is the guess, else the input it started with (an example only when
+ * nothing is known: an image tensor read as the model's input). */
 export function inputBox(opts: { current?: string | undefined; remembered?: string | undefined; guess?: string | undefined }): {
   value: string;
   placeHolder: string;
 } {
   return {
     value: opts.current || opts.remembered || opts.guess || "",
-    placeHolder: opts.guess || "torch.randn(1, 3, 224, 224)   (a tuple → positional, a dict → keywords)",
+    placeHolder: opts.guess || opts.current || opts.remembered || "torch.randn(1, 3, 224, 224)   (a tuple → positional, a dict → keywords)",
   };
 }
 
-/** The input a trace used, as the panel shows it (none for a graph whose summary never came). */
-export function inputUsed(summary: TraceSummary | null | undefined): InputUsed | undefined {
+/** The input a trace used, as the panel shows it (none for a graph whose summary never came);
+ * `meta`: traced on the meta device, which the panel says too. */
+export function inputUsed(summary: TraceSummary | null | undefined, meta = false): InputUsed | undefined {
   if (!summary?.input) return undefined;
   // a class that needs arguments, built as the file builds it: said beside the input
-  const text = summary.builtAs ? `${summary.input}; model built as ${summary.builtAs}` : summary.input;
+  const built = summary.builtAs ? `${summary.input}; model built as ${summary.builtAs}` : summary.input;
+  const text = meta ? `${built}; on the meta device (shapes, no values)` : built;
   return summary.inputExpr ? { text, expr: summary.inputExpr } : { text };
 }
 
@@ -279,7 +282,12 @@ export class TraceFlow {
         }
         const meta = META_KINDS.includes(missing.kind);
         answer = meta ? await this.askMeta(source, missing) : await source.ask(missing);
-        if (!answer) break;
+        if (!answer) {
+          // a trace that stopped on a question left unanswered (not Change Input…'s own box):
+          // the panel's graph is not of the code as it is now
+          if (missing.message) failed = missing.message;
+          break;
+        }
       }
       let outcome: TraceOutcome;
       if (answer === "next-call" && source.traceNextCall) {
@@ -336,7 +344,8 @@ export class TraceFlow {
     const summary = traced.summary ?? null;
     const title = source.panelTitle?.(summary) ?? panelTitle(summary, source.label);
     const panel = this.openPanel({ uri: source.uri, target: source.target, title }, !quiet);
-    panel.setInput(inputUsed(summary));
+    panel.setInput(inputUsed(summary, source.onMeta));
+    panel.setMeta(source.onMeta === true);
     const was = { id: panel.modelId, model: panel.model };
     if (summary?.model) panel.model = modelName(summary, source.label);
     panel.modelId = traced.modelId;
@@ -360,25 +369,29 @@ export class TraceFlow {
     }
     const err = summary?.error;
     if (!err) return undefined;
-    // The graph stops at the failing call; show the line that raised beside it.
+    // The graph stops at the failing call; show the line that raised beside it. A comparison
+    // whose first side alone raised: that side's (HEAD's text), on Go to Line only.
     const line = err.file && err.line ? { file: err.file, line: err.line } : undefined;
-    if (line) void revealLine(line.file, line.line, panel, true);
+    const goTo = (l: { file: string; line: number }) =>
+      err.side ? revealSite({ file: l.file, line: l.line, func: "" }, panel, "a") : revealLine(l.file, l.line, panel);
+    if (line && !err.side) void revealLine(line.file, line.line, panel, true);
+    const who = err.side ? `${name} (${err.side})` : name;
     const next = quiet ? undefined : afterRaise(summary, source.label);
     if (next?.kind === "needs-input") {
       // Not "the model is broken": the guess may be. The box opens at once; this stays.
       void vscode.window
         .showWarningMessage(
-          `torchscope: ${name} raised ${err.type} with a guessed input (${summary.input}): the guess may be wrong.`,
+          `torchscope: ${who} raised ${err.type} with a guessed input (${summary.input}): the guess may be wrong.`,
           ...(line ? ["Go to Line"] : []),
         )
         .then((c) => {
-          if (c === "Go to Line" && line) void revealLine(line.file, line.line, panel);
+          if (c === "Go to Line" && line) void goTo(line);
         });
     }
     if (next) return next;
     const buttons = line ? ["Go to Line", "Change Input…"] : ["Change Input…"];
-    void vscode.window.showWarningMessage(`torchscope: ${name} raised ${err.type}: ${err.message}`, ...buttons).then((c) => {
-      if (c === "Go to Line" && line) void revealLine(line.file, line.line, panel);
+    void vscode.window.showWarningMessage(`torchscope: ${who} raised ${err.type}: ${err.message}`, ...buttons).then((c) => {
+      if (c === "Go to Line" && line) void goTo(line);
       else if (c === "Change Input…") void this.changeInput(panel);
     });
     return undefined;

@@ -25,6 +25,8 @@ export interface PanelOrigin {
   graphPath?: string;
   /** The input of the trace shown; absent for a graph file opened as it is (nothing to change). */
   input?: InputUsed;
+  /** "meta": traced on the meta device ("Trace on Meta Device"): a re-trace keeps it. */
+  device?: "meta";
 }
 
 /** The viewer's view: which modules, ×N groups and segments of long runs are open, and the zoom. */

@@ -184,10 +184,13 @@ describe("the panel's target names the comparison", () => {
     assert.equal(versionUri({ ...origin, target: "compare:train:Net" }, "/w/net.py", "a"), undefined);
   });
 
-  it("the summary a comparison shows: b's, with b's error or else a's", () => {
+  it("the summary a comparison shows: b's, with b's error or else a's, said as a's", () => {
     const err = { type: "RuntimeError", message: "x", file: "/w/net.py", line: 3 };
-    assert.equal(comparedSummary({ ...summary, error: err }, summary, "Net").error, err);
-    assert.equal(comparedSummary(undefined, undefined, "Net").model, "Net");
+    // HEAD raised, the working copy did not: the error is HEAD's (QA: told as the working
+    // copy's, its line opened in the working copy)
+    assert.deepEqual(comparedSummary({ ...summary, error: err }, summary, "Net", "HEAD").error, { ...err, side: "HEAD" });
+    assert.equal(comparedSummary(summary, { ...summary, error: err }, "Net", "HEAD").error, err);
+    assert.equal(comparedSummary(undefined, undefined, "Net", "HEAD").model, "Net");
   });
 });
 
@@ -246,6 +249,33 @@ describe("comparing a model in the editor", () => {
     await settle();
     assert.equal(String(calls("openTextDocument").at(-1)!.args[0]), doc.uri.toString());
     void x;
+  });
+
+  it("HEAD raised, the working copy did not: said as HEAD's, Go to Line opens HEAD's text", async () => {
+    // QA: the working copy's fix was compared with a committed version that raised; the error
+    // was told as the model's, the cursor jumped in the fixed working copy
+    const { file } = repo();
+    const doc = pyDoc(file);
+    const error = { type: "RuntimeError", message: "mat1 and mat2 shapes cannot be multiplied", file, line: 3 };
+    const out = mkdtempSync(join(tmpdir(), "torchscope-cmp-raised-"));
+    extension({
+      trace: (p, n) => {
+        const path = join(out, `r${n}.msgpack`);
+        writeFileSync(path, GRAPH);
+        return { path, size: GRAPH.length, summary: { ...summary, error: p.text === COMMITTED ? error : null } };
+      },
+    });
+    const headDoc = vs.Uri.file(file).with({ scheme: HEAD_SCHEME, query: "HEAD" });
+    vs.workspace.documents.set(headDoc.toString(), { ...pyDoc(file, COMMITTED), uri: headDoc });
+    pyDoc(file); // (the working copy's text again: the line above set the file's too)
+    vs.answers.push("Go to Line");
+    await run("torchscope.compareWithHead", { uri: doc.uri.toString(), target: "Net" });
+    await settle();
+    assert.deepEqual(messages("showWarningMessage"), ["torchscope: Net (HEAD) raised RuntimeError: mat1 and mat2 shapes cannot be multiplied"]);
+    const opened = calls("openTextDocument").map((c) => String(c.args[0]));
+    assert.equal(opened.at(-1), headDoc.toString(), "Go to Line opens HEAD's text");
+    // (the command opens the document it compares; nothing reveals the working copy's line)
+    assert.deepEqual(opened.slice(0, -1), [doc.uri.toString()]);
   });
 
   it("a file without HEAD: a message, nothing traced, no panel", async () => {

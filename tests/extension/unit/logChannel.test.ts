@@ -5,7 +5,7 @@
 import { strict as assert } from "node:assert";
 import { describe, it } from "node:test";
 import { describeInterpreter, progressText } from "../../../extension/src/client";
-import { ClientLog, parseClientLine, stderrLevel, tracedLine } from "../../../extension/src/logChannel";
+import { ClientLog, levelled, parseClientLine, settingLevel, stderrLevel, tracedLine, type Level } from "../../../extension/src/logChannel";
 import type { TraceSummary } from "../../../extension/src/protocol";
 import * as vs from "./vscode-stub";
 
@@ -134,5 +134,27 @@ describe("progress and restarts", () => {
   it("names the interpreter and who chose it", () => {
     assert.equal(describeInterpreter({ path: "/w/.venv/bin/python", source: "setting" }), "/w/.venv/bin/python (torchscope.pythonPath)");
     assert.equal(describeInterpreter({ path: "python3", source: "default" }), "python3 (the default)");
+  });
+});
+
+describe("torchscope.logLevel holds for the extension's own lines", () => {
+  it("'error' lets errors through only, 'warning' warnings too; read at each line", () => {
+    // QA: with "error" set, every trace still wrote "[info] traced Net: …"
+    const log = vs.logChannel();
+    let level: Level = settingLevel("error");
+    const out = levelled(log as never, () => level);
+    out.info("traced Net");
+    out.warn("a warning");
+    out.error("an error");
+    level = settingLevel("warning");
+    out.warn("another warning");
+    out.debug("details");
+    level = settingLevel("debug");
+    out.debug("more details");
+    assert.deepEqual(log.lines, ["error an error", "warn another warning", "debug more details"]);
+    assert.equal(out.name, log.name, "the rest of the channel as it is");
+  });
+  it("the setting's names as the channel's", () => {
+    assert.deepEqual(["error", "warning", "info", "debug", "bogus", undefined].map(settingLevel), ["error", "warn", "info", "debug", "info", "info"]);
   });
 });

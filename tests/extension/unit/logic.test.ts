@@ -262,6 +262,9 @@ describe("trace failures", () => {
     assert.deepEqual(inputBox({ current: "a", remembered: "b", guess: "c" }), { value: "a", placeHolder: "c" });
     assert.deepEqual(inputBox({ remembered: "b", guess: "c" }), { value: "b", placeHolder: "c" });
     assert.deepEqual(inputBox({ guess: "c" }), { value: "c", placeHolder: "c" });
+    // no guess (a factory's example, example_input_array): the input traced, not an image
+    assert.deepEqual(inputBox({ current: "torch.randn(2, 16)" }), { value: "torch.randn(2, 16)", placeHolder: "torch.randn(2, 16)" });
+    assert.deepEqual(inputBox({ remembered: "b" }), { value: "b", placeHolder: "b" });
     assert.match(inputBox({}).placeHolder, /^torch\.randn\(1, 3, 224, 224\)/);
   });
   it("after a forward raised: a guess → another input; a GPU → the meta device; else the model's error", () => {

@@ -637,6 +637,36 @@ describe("the first ten minutes (issue 16)", () => {
     assert.deepEqual(second!.args.slice(1), ["Go to Line"]);
   });
 
+  it("a graph traced on the meta device: the panel says so and Re-trace keeps it", async () => {
+    // QA: Re-trace went back to the CPU (timed out, asked again), the panel never said "meta"
+    pyDoc("/w/gpu.py");
+    const cuda = { type: "AssertionError", message: "Torch not compiled with CUDA enabled", file: "/w/gpu.py", line: 10 };
+    const x = extension([() => ok({ error: cuda, inputKind: "typed" }), () => ok(), () => ok()]);
+    vs.answers.push("Trace on Meta Device");
+    await x.commands.visualize({ uri: uri("/w/gpu.py"), target: "Net" });
+    const panel = GraphPanel.all()[0]!;
+    assert.match(panel.origin.input!.text, /; on the meta device \(shapes, no values\)$/);
+    await x.commands.retrace();
+    assert.deepEqual(
+      x.sent.map((p) => p.device ?? "cpu"),
+      ["cpu", "meta", "meta"],
+    );
+    assert.equal(vs.panels.length, 1);
+  });
+
+  it("a re-trace that stops on a question left unanswered marks the graph out of date", async () => {
+    pyDoc("/w/slow.py");
+    const x = extension([() => ok(), failWith("slow-build", "Net takes long to build here (past 4 s, stopped while building it)")]);
+    await x.commands.visualize({ uri: uri("/w/slow.py"), target: "Net" });
+    const panel = vs.panels[0]!;
+    panel.webview.receive({ type: "ready" });
+    vs.answers.push(undefined); // the meta device declined
+    await x.commands.retrace();
+    const stale = panel.webview.posted.filter((m) => (m as { type?: string }).type === "stale");
+    assert.equal(stale.length, 1, "the panel says its graph is out of date");
+    assert.match(JSON.stringify(stale[0]), /takes long to build/);
+  });
+
   it("building a model that asks for CUDA: the same question, with the user's line from the traceback", async () => {
     pyDoc("/w/gpu.py");
     const details =
