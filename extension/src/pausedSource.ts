@@ -23,6 +23,7 @@ import {
 } from "./debugBridge";
 import { tracedLine } from "./logChannel";
 import type { PanelOrigin, TraceSummary } from "./protocol";
+import { openSettingInUse } from "./settingsScope";
 import { inputBox, type Answer, type Ask, type SourceKind, type TraceOutcome, type TraceSource } from "./traceFlow";
 
 /** The panels of paused-frame graphs: not a document (a re-trace needs the paused program). */
@@ -336,7 +337,7 @@ export function reportDebugError(r: ErrorReply, log: vscode.LogOutputChannel): v
     case "timeout":
       void vscode.window
         .showErrorMessage(`torchscope: ${r.error}`, "Change Time Limit")
-        .then((c) => c && vscode.commands.executeCommand("workbench.action.openSettings", "torchscope.traceTimeoutSeconds"));
+        .then((c) => c && openSettingInUse("torchscope.traceTimeoutSeconds"));
       return;
     case "target-error":
     case "needs-input":

@@ -13,6 +13,7 @@ import { saveAs } from "./export";
 import { GraphPanel, type PanelEvents } from "./graphPanel";
 import { metaKind, panelTitle, modelName, type InputUsed, type PanelOrigin, type TopLevelStatement, type TraceSummary } from "./protocol";
 import { revealLine, revealSite } from "./reveal";
+import { openSettingInUse } from "./settingsScope";
 
 /** A graph file written on this machine, and what its trace said (absent for a graph whose
  * summary never reached the extension: a next call traced in a local debuggee). */
@@ -334,7 +335,7 @@ export class TraceFlow {
       return "retry";
     }
     if (choice === "Go to Line" && what.line) void revealLine(what.line.file, what.line.line, GraphPanel.find(source.uri, source.target));
-    if (choice === "Change Time Limit") void vscode.commands.executeCommand("workbench.action.openSettings", "torchscope.traceTimeoutSeconds");
+    if (choice === "Change Time Limit") void openSettingInUse("torchscope.traceTimeoutSeconds", vscode.Uri.parse(source.uri));
     return undefined;
   }
 

@@ -207,3 +207,38 @@ describe("the no-torch message's Set torchscope.pythonPath", () => {
     assert.deepEqual(executed(), [["workbench.action.openWorkspaceSettings", { query: "torchscope.pythonPath" }]]);
   });
 });
+
+describe("a trace's Change Time Limit", () => {
+  it("opens the setting where its value in use is set (the workspace's when it sets it)", async () => {
+    const doc = { uri: vs.Uri.file(join(dir, "slow.py")), languageId: "python", getText: () => "class Net(nn.Module): ..." };
+    const server: Server = {
+      python: { path: "/v/bin/python", source: "setting" },
+      running: true,
+      targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
+      targets: async () => [],
+      trace: async () => {
+        throw Object.assign(new Error("the trace ran past 5 s and was stopped"), { code: TORCHSCOPE_ERROR, data: { kind: "timeout" } });
+      },
+      compare: async () => Promise.reject(new Error("not in these tests")),
+      restart: async () => undefined,
+    };
+    const memento = new Map<string, unknown>();
+    const context = {
+      workspaceState: {
+        get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d),
+        update: async (k: string, v: unknown) => void memento.set(k, v),
+      },
+      globalStorageUri: vs.Uri.file(dir),
+    };
+    vs.window.activeTextEditor = { document: doc, selection: { active: new vs.Position(0, 4) } };
+    vs.workspace.documents.set(doc.uri.toString(), doc);
+    vs.workspace.workspaceFolders = [{ uri: vs.Uri.file(dir) }];
+    scoped.set("torchscope.traceTimeoutSeconds", { globalValue: 60, workspaceValue: 5 });
+    const { commands } = wire(context as never, server, { toolDir: "/t", libsDir: undefined, viewerDir: "/v" }, vs.logChannel() as never);
+    vs.answers.push("Change Time Limit");
+    await commands.visualize();
+    await settle();
+    const executed = vs.calls.filter((c) => c.api === "executeCommand" && String(c.args[0]).startsWith("workbench.")).map((c) => c.args);
+    assert.deepEqual(executed, [["workbench.action.openWorkspaceSettings", { query: "torchscope.traceTimeoutSeconds" }]]);
+  });
+});
