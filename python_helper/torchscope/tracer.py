@@ -484,6 +484,42 @@ class Recorder(TorchFunctionMode):
         does): read once and kept between traces while its version stays the same."""
         return weight_stats.cached_read(t, self.reader)
 
+    def _read_before_write(self, written: Any) -> None:
+        """Before a recorded call that writes `written` (a tensor, or a list of them) in
+        place, values on: a tensor no recorded call made (a parameter or buffer, an outside
+        tensor) gets its constant node only when the call is recorded, after the write, yet
+        stands for its values when first used (docs/graph-format.md), before it: its
+        statistics are read now (the reader copies them), for _constant to take. Not kept
+        between traces unless they were already (weight_stats): a write that left the version
+        as it was would leave the old values kept for the new ones."""
+        entry = self.producer.get(id(written))
+        if entry is not None and entry[0]() is written:
+            return  # most calls: a tensor a recorded call made (an activation)
+        try:
+            with _NO_TORCH_FUNCTION():  # our reads (._base, ._version): no mode of the user's
+                self._read_unmade(written)
+        except Exception:  # an exotic argument: read after the call, as before
+            pass
+
+    def _read_unmade(self, written: Any) -> None:
+        """_read_before_write's reads: the statistics of the tensors in `written` that have
+        none kept for their constant yet and that no recorded call made."""
+        for t in _tensors_in((written,), None):
+            key = id(t)
+            if key in self._const_stats or self._source(t) is not None or self._is_own(t):
+                continue
+            try:
+                version = t._version
+            except Exception:  # inference tensors keep no version counter
+                self._const_stats[key] = self.reader.read(t)
+                continue
+            if weight_stats.is_kept(t):  # read before, unchanged since
+                self._const_stats[key] = weight_stats.cached_read(t, self.reader)
+                continue
+            st = self._const_stats[key] = self.reader.read(t)
+            if st is not None:
+                st.version = version
+
     def _parent(self) -> Optional[int]:
         if not self.stack:
             return None
@@ -506,11 +542,16 @@ class Recorder(TorchFunctionMode):
         self.count += 1
         if not self.count % CHECK_EVERY:
             self._check_budget()
-        if self.state is not None:
-            if info.may_write and args:
+        if info.may_write and args:
+            if self.state is not None:
                 self.state.protect(args[0])
-            if kwargs and "out" in kwargs:
+            if self.values and (info.writes_first_arg or info.name.startswith("_foreach_")):
+                self._read_before_write(args[0])
+        if kwargs and "out" in kwargs:
+            if self.state is not None:
                 self.state.protect(kwargs["out"])
+            if self.values:
+                self._read_before_write(kwargs["out"])
         if counter is None:
             try:
                 result = func(*args, **kwargs) if kwargs else func(*args)
@@ -1573,11 +1614,10 @@ def _unique(tensors: Any) -> list[Tensor]:
     return out
 
 
-# scalar arguments: never tensors, never holding any (see _tensors_in)
-_SCALARS = frozenset((int, float, bool, str, type(None), torch.dtype, torch.device))
-
 _ATTRS_KEPT = 4096  # distinct argument lists remembered per trace
 _PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
+# scalar arguments: never tensors, never holding any (see _tensors_in)
+_SCALARS = _PLAIN_TYPES | {torch.dtype, torch.device}
 
 
 def _plain_key(args: tuple, kwargs: Optional[dict]) -> Optional[tuple]:
