@@ -12,7 +12,7 @@ import types
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import torch
 from torch import nn
@@ -22,8 +22,9 @@ from torch.utils.hooks import RemovableHandle
 
 
 class RngState:
-    """Every random number generator a forward may draw from: torch's (CPU, and CUDA when it
-    is initialised), Python's `random` and numpy's (only if the program already uses it)."""
+    """Every global random number generator a forward may draw from: torch's (CPU, and CUDA
+    when it is initialised), Python's `random` and numpy's (only if the program already uses
+    it). The generators a model holds or is given are ModelState's (see `_rng_kind`)."""
 
     def __init__(self) -> None:
         self.cpu = torch.get_rng_state()
@@ -125,8 +126,9 @@ class ModelState:
     """Everything a forward may change, put back afterwards: training flags, buffers
     (BatchNorm running stats), parameters however they are written and whether they need
     grad, the modules' parameter, buffer and submodule tables and plain attributes, dict,
-    list and set attributes filled in place, hooks the forward registers, RNG states, grad
-    mode and torch's global settings.
+    list and set attributes filled in place, hooks the forward registers, RNG states (the
+    global ones, and the generators the modules hold or the forward is given), grad mode and
+    torch's global settings.
 
     Buffers are copied up front (they are small next to parameters). A parameter is copied
     only when a call is about to write its storage (`protect`: an in-place op on it or on any
@@ -173,12 +175,40 @@ class ModelState:
             elif isinstance(obj, tuple):  # a namedtuple's too
                 children = obj
             else:
+                rng = self._rng_kind(kind)
+                if rng is not None:  # a generator the forward draws from (`generator=g`)
+                    self._keep_rng(obj, rng)
                 attrs = getattr(obj, "__dict__", None)
                 if type(attrs) is not dict or not attrs:
                     continue
                 self.objects.append((obj, attrs.copy()))
                 children = attrs.values()
             stack.extend((c, depth + 1) for c in children)
+
+    def _rng_kind(self, kind: type) -> Optional[_Rng]:
+        """How a random generator of this type is kept; None: not one (remembered)."""
+        if kind in self.plain:
+            return None
+        rng = self.rng_kinds.get(kind)
+        if rng is None:
+            rng = _rng_kind(kind)
+            if rng is None:
+                if kind not in _CONTAINERS:
+                    self.plain.add(kind)
+                return None
+            self.rng_kinds[kind] = rng
+        return rng
+
+    def _keep_rng(self, obj: Any, rng: _Rng) -> None:
+        """A random generator's state, to put back (each generator once, however shared)."""
+        if id(obj) in self.rngs:
+            return
+        try:
+            state = rng.get(obj)
+        except Exception:  # (a generator that can't tell its state: nothing to put back)
+            return
+        if state is not None:
+            self.rngs[id(obj)] = (obj, rng, state)
 
     def _keep_tensor(self, t: torch.Tensor) -> None:
         key = _storage_key(t)
@@ -209,6 +239,14 @@ class ModelState:
         # an object among the forward's arguments, and its attributes as they were
         self.objects: list[tuple[Any, dict[str, Any]]] = []
         self.lazy: list[_Lazy] = []
+        # a random generator a module holds (one level into its dicts, lists and sets too) or
+        # the forward is given: id → (it, how its state is read and put back, its state)
+        self.rngs: dict[int, tuple[Any, _Rng, Any]] = {}
+        # the types met that are neither containers nor generators (most user attributes':
+        # one set lookup each, as for containers), and the generators' types met
+        plain = self.plain = set(_PLAIN_KINDS)
+        self.rng_kinds: dict[type, _Rng] = {}
+        rng_kind, keep_rng = self._rng_kind, self._keep_rng
         rows, params, containers = self.modules, self.params, self.containers
         # a module class → the __dict__ keys of the last module of that class, and those of
         # them not in _MODULE_KEYS: comparing a dict's keys with a set costs less than
@@ -223,8 +261,20 @@ class ModelState:
                 known = user_keys[type(m)] = (frozenset(attrs), tuple(attrs.keys() - _MODULE_KEYS))
             for key in known[1]:
                 v = attrs[key]
-                if type(v) in _CONTAINERS:
+                kind = type(v)
+                if kind in plain:
+                    continue
+                if kind in _CONTAINERS:
                     containers.append((v, v.copy()))
+                    for item in v.values() if isinstance(v, dict) else v:
+                        if type(item) not in plain:
+                            rng = rng_kind(type(item))
+                            if rng is not None:
+                                keep_rng(item, rng)
+                else:
+                    rng = rng_kind(kind)
+                    if rng is not None:
+                        keep_rng(v, rng)
             ps = attrs.get("_parameters")
             bs = attrs.get("_buffers")
             ms = attrs.get("_modules")
@@ -338,6 +388,14 @@ class ModelState:
         if RemovableHandle.next_id > self.first_hook_id:
             self._remove_new_hooks()
         self.rng.restore()
+        for obj, rng, state in self.rngs.values():
+            try:
+                rng.put(obj, state)
+            except Exception as exc:
+                warnings.append(
+                    f"a random generator (a {type(obj).__name__}) the forward drew from could "
+                    f"not be put back as it was: {type(exc).__name__}: {exc}"
+                )
         self.settings.restore()
         torch.set_grad_enabled(self.grad_enabled)
         return warnings
@@ -389,11 +447,64 @@ _GLOBAL_HOOKS = (
 # the class's and the user's own attributes
 _MODULE_KEYS = frozenset(nn.Module().__dict__)
 _CONTAINERS = frozenset((dict, list, set, collections.OrderedDict, collections.defaultdict))
+
+
+class _Rng(NamedTuple):
+    """How a kind of random generator's state is read (None: none to keep) and put back."""
+
+    get: Callable[[Any], Any]
+    put: Callable[[Any, Any], Any]
+
+
+def _torch_rng_state(g: torch.Generator) -> Any:
+    # a CUDA generator only once CUDA is initialised (as RngState does for the global ones)
+    if g.device.type == "cuda" and not torch.cuda.is_initialized():
+        return None
+    return g.get_state()
+
+
+def _put_state(g: Any, state: Any) -> None:
+    g.state = state
+
+
+def _put_bit_state(g: Any, state: Any) -> None:
+    g.bit_generator.state = state
+
+
+_TORCH_RNG = _Rng(_torch_rng_state, torch.Generator.set_state)
+_PY_RNG = _Rng(random.Random.getstate, random.Random.setstate)
+_NP_GENERATOR = _Rng(operator.attrgetter("bit_generator.state"), _put_bit_state)
+_NP_RANDOM_STATE = _Rng(lambda g: g.get_state(legacy=False), lambda g, s: g.set_state(s))
+_NP_BIT_GENERATOR = _Rng(operator.attrgetter("state"), _put_state)
+
+
+def _rng_kind(kind: type) -> Optional[_Rng]:
+    """How a random generator of this type (a subclass too) is kept; None: not one.
+    numpy's only when the program already uses numpy.random."""
+    if issubclass(kind, torch.Generator):
+        return _TORCH_RNG
+    if issubclass(kind, random.Random):
+        return None if issubclass(kind, random.SystemRandom) else _PY_RNG  # (it has no state)
+    np_random = sys.modules.get("numpy.random")
+    if np_random is not None:
+        for base, rng in (
+            ("Generator", _NP_GENERATOR),
+            ("RandomState", _NP_RANDOM_STATE),
+            ("BitGenerator", _NP_BIT_GENERATOR),
+        ):
+            cls = getattr(np_random, base, None)
+            if isinstance(cls, type) and issubclass(kind, cls):
+                return rng
+    return None
+
+
 # the forward's arguments: how deep and how many objects are kept (a KV cache: the cache,
 # its list of layers, each layer, its tensors)
 _INPUT_DEPTH = 4
 _INPUT_OBJECTS = 10_000
 _ATOMS = frozenset((int, float, bool, complex, str, bytes, type(None)))
+# attribute types that are never random generators (ModelState.plain starts with them)
+_PLAIN_KINDS = frozenset((*_ATOMS, tuple, torch.Tensor, nn.Parameter, torch.dtype, torch.device))
 # objects whose attributes are not the argument's state: a model (ModelState's part), a
 # Python module (its globals), a function, a class
 _NOT_STATE = (nn.Module, types.ModuleType, types.FunctionType, types.MethodType, type)
