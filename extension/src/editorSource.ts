@@ -269,7 +269,7 @@ export class EditorSource implements TraceSource {
     if (what.kind === "runs-code") return this.askToRun(what);
     const prev = this.deps.answers.get(this.uri, this.target);
     const isInput = what.kind === "needs-input";
-    const box = isInput ? inputBox({ current: what.current, remembered: prev.input, guess: what.guess }) : undefined;
+    const box = isInput ? inputBox({ current: what.current, remembered: prev.input, guess: what.guess, template: what.template }) : undefined;
     const value = await vscode.window.showInputBox({
       title: isInput ? `Input for ${this.target}` : `Arguments to build ${this.target}`,
       prompt: what.message || (isInput ? "An expression for the forward's input" : "Arguments for the constructor or factory"),
@@ -354,6 +354,11 @@ export class EditorSource implements TraceSource {
   }
 }
 
+/** A panel of a graph file (not a document's model): nothing to re-trace. */
+function sayGraphFile(): void {
+  void vscode.window.showInformationMessage("torchscope: this panel shows a graph file; there is no code to re-trace.");
+}
+
 /** Panels of models in documents: re-traced from the document as it is now. */
 export class EditorSources implements SourceKind {
   constructor(private readonly deps: EditorDeps) {}
@@ -371,7 +376,7 @@ export class EditorSources implements SourceKind {
     // A graph file's panel ("Open graph file…"): VS Code won't open the binary file as text.
     const uri = vscode.Uri.parse(origin.uri);
     if (uri.scheme === "file" && /\.msgpack$/i.test(uri.path)) {
-      void vscode.window.showInformationMessage("torchscope: this panel shows a graph file; there is no code to re-trace.");
+      sayGraphFile();
       return undefined;
     }
     let doc: vscode.TextDocument;
@@ -382,7 +387,7 @@ export class EditorSources implements SourceKind {
       return undefined;
     }
     if (doc.languageId !== "python") {
-      void vscode.window.showInformationMessage("torchscope: this panel shows a graph file; there is no code to re-trace.");
+      sayGraphFile();
       return undefined;
     }
     const source = this.source(doc, origin.target);

@@ -148,7 +148,7 @@ export function settingLevel(setting: unknown): Level {
 export function levelled(log: vscode.LogOutputChannel, level: () => Level): vscode.LogOutputChannel {
   return new Proxy(log, {
     get(target, prop) {
-      if (typeof prop === "string" && prop in RANK) {
+      if (typeof prop === "string" && Object.hasOwn(RANK, prop)) {
         const rank = RANK[prop as Level];
         return (...args: unknown[]) => {
           if (rank <= RANK[level()]) (target[prop as Level] as (...a: unknown[]) => void)(...args);

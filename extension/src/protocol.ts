@@ -115,6 +115,9 @@ export interface TraceSummary {
   input: string;
   /** An expression that gives the same input again (null: none, e.g. a paused call's real arguments). */
   inputExpr?: string | null;
+  /** An input given as a value (a factory's example, example_input_array): an expression of
+   * its kind and shape (`torch.randn(2, 16)`), not its values; an input box's placeholder. */
+  inputTemplate?: string;
   inputKind?: InputKind;
   /** A class that needs constructor arguments, built as the file builds it: "Wide(12), as line 41 builds it". */
   builtAs?: string;

@@ -44,6 +44,9 @@ export interface Ask {
   guess?: string;
   /** needs-input: the input of the graph shown now (Change Input…): the box starts with it. */
   current?: string;
+  /** needs-input: an expression of the shown input's kind and shape, when it was given as a
+   * value (a factory's example): the box's placeholder only (it would trace other values). */
+  template?: string;
   /** needs-ctor-args: the parameters the class or factory takes, the box's placeholder. */
   params?: string;
   /** runs-code: what importing the file would run. */
@@ -92,13 +95,19 @@ function firstLine(text: string): string {
 /** What an input box starts with: the input traced now, else the one typed before, else the
  * guess; its placeholder is the guess, else the input it started with (an example only when
  * nothing is known: an image tensor read as the model's input). */
-export function inputBox(opts: { current?: string | undefined; remembered?: string | undefined; guess?: string | undefined }): {
+export function inputBox(opts: {
+  current?: string | undefined;
+  remembered?: string | undefined;
+  guess?: string | undefined;
+  template?: string | undefined;
+}): {
   value: string;
   placeHolder: string;
 } {
   return {
     value: opts.current || opts.remembered || opts.guess || "",
-    placeHolder: opts.guess || opts.current || opts.remembered || "torch.randn(1, 3, 224, 224)   (a tuple → positional, a dict → keywords)",
+    placeHolder:
+      opts.guess || opts.current || opts.remembered || opts.template || "torch.randn(1, 3, 224, 224)   (a tuple → positional, a dict → keywords)",
   };
 }
 
@@ -109,7 +118,11 @@ export function inputUsed(summary: TraceSummary | null | undefined, meta = false
   // a class that needs arguments, built as the file builds it: said beside the input
   const built = summary.builtAs ? `${summary.input}; model built as ${summary.builtAs}` : summary.input;
   const text = meta ? `${built}; on the meta device (shapes, no values)` : built;
-  return summary.inputExpr ? { text, expr: summary.inputExpr } : { text };
+  return {
+    text,
+    ...(summary.inputExpr ? { expr: summary.inputExpr } : {}),
+    ...(summary.inputTemplate ? { template: summary.inputTemplate } : {}),
+  };
 }
 
 /** Whether a panel's graph is now of another live model than before ("pid:id" each): another
@@ -271,7 +284,10 @@ export class TraceFlow {
       opened = this.openPanel({ uri: source.uri, target: source.target, title: source.panelTitle?.(null) ?? panelTitle(null, source.label) });
     }
     const current = existing?.origin.input?.expr;
-    let missing: Ask | undefined = opts.askFirst ? { kind: "needs-input", message: "", ...(current ? { current } : {}) } : undefined;
+    const template = existing?.origin.input?.template;
+    let missing: Ask | undefined = opts.askFirst
+      ? { kind: "needs-input", message: "", ...(current ? { current } : {}), ...(template ? { template } : {}) }
+      : undefined;
     let shown: Traced | undefined;
     let failed: string | undefined; // why the last attempt made no graph
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -286,7 +302,7 @@ export class TraceFlow {
         if (!answer) {
           // a trace that stopped on a question left unanswered (not Change Input…'s own box):
           // the panel's graph is not of the code as it is now
-          if (missing.message) failed = missing.message;
+          if (missing.message && !opts.askFirst) failed = missing.message;
           break;
         }
       }

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from .definitions import Skipped, definitions
-from .failure import a_or_an, one_line
+from .failure import a_or_an, joined_lines, one_line
 from .usercode import lines_are, read_source
 
 
@@ -293,6 +293,9 @@ class ChosenInput:
     described: str  # for people: "guessed from the first layer stem.0 (Conv2d): tensor [...]"
     kind: str  # "typed" | "factory" | "example" | "call" | "guess"
     expr: Optional[str] = None  # an expression that gives it again (an input box starts here)
+    # for an input given as a value: an expression of its kind and shape (not its values), for
+    # an input box's placeholder
+    template: Optional[str] = None
 
 
 def choose_input(
@@ -323,16 +326,16 @@ def choose_input(
 
     if typed:
         return ChosenInput(eval_input(typed, built.module, device), typed, "typed", typed)
-    # an input given as a value: said with what it is; the input box starts with an
-    # expression of its kind and shape
+    # an input given as a value: said with what it is; an expression of its kind and shape
+    # is the input box's placeholder (not its start: it would trace other values)
     if built.example is not None:
         value = built.example
         said = f"from {built.name}(): {describe_input(value)}"
-        return ChosenInput(value, said, "factory", input_expression(value))
+        return ChosenInput(value, said, "factory", template=input_expression(value))
     example = getattr(built.model, "example_input_array", None)
     if example is not None:
         said = f"example_input_array: {describe_input(example)}"
-        return ChosenInput(example, said, "example", input_expression(example))
+        return ChosenInput(example, said, "example", template=input_expression(example))
     if takes_nothing(built.model):  # forward(self): its own signature says the input
         return ChosenInput((), nothing_said(built.model), "example", "()")
     if call_in_file:
@@ -341,7 +344,8 @@ def choose_input(
             return ChosenInput(value, f"{call_in_file}, as the file calls it", "call", call_in_file)
         except TargetError as exc:
             print(
-                f"torchscope: the input {call_in_file} found in the file failed: {exc}",
+                f"torchscope: the input {call_in_file} found in the file failed: "
+                + joined_lines(str(exc)),
                 file=sys.stderr,
             )
     made = hf_input(built.model)  # a transformers model: from its config

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from .failure import on_one_line
+from .failure import joined_lines
 
 
 def say(message: str) -> None:
-    print(f"torchscope: {on_one_line(message)}", file=sys.stderr)
+    print(f"torchscope: {joined_lines(message)}", file=sys.stderr)

@@ -70,7 +70,7 @@ class RankTracedAlone(RuntimeError):
     other ranks: paused at a breakpoint, or traced with `local_collectives`."""
 
 
-# (said in its message)
+# why, in RankTracedAlone's messages
 _ALONE = "paused at a breakpoint, or traced with local_collectives: the other ranks are elsewhere"
 
 

@@ -29,7 +29,7 @@ def one_line(exc: BaseException) -> str:
     return text.splitlines()[0][:MAX_LINE] if text else type(exc).__name__
 
 
-def on_one_line(text: str) -> str:
+def joined_lines(text: str) -> str:
     """`text` with its lines joined by " / ": a command's error is one line on stderr (torch's
     and users' messages may run to several)."""
     return " / ".join(line.strip() for line in text.splitlines() if line.strip())

@@ -26,12 +26,14 @@ def how_to(example: str = "torch.randn(1, 3, 224, 224)") -> str:
 
 
 HOW_TO = how_to()
-_HOW_TO = re.compile(r"give one, e\.g\. (\S.*)$")
+_ASKED = re.compile(re.escape(how_to("")) + r"(\S.*)$")  # how_to's words, then the example
 
 
 def on_the_command_line(message: str) -> str:
     """A message asking for an input (ending in `how_to`), as the command line says it."""
-    return _HOW_TO.sub(lambda m: f"pass one with --input, e.g. --input '{m.group(1)}'", message)
+    return _ASKED.sub(lambda m: f"pass one with --input, e.g. --input '{m.group(1)}'", message)
+
+
 # an input a lazy first layer takes (any size where the layer sizes itself), by its class
 _LAZY_EXAMPLES = {
     "LazyLinear": "torch.randn(1, 16)",
@@ -247,6 +249,17 @@ def required_arguments(model: nn.Module) -> list[str]:
     ]
 
 
+def _keyword_only(model: nn.Module) -> set[str]:
+    """The forward's keyword-only parameters (after `*`)."""
+    import inspect
+
+    try:
+        params = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    return {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
 def guess(model: nn.Module) -> Guess:
     """The first-layer guess for a forward that takes one tensor; GuessError when it takes
     several (never call those with a guess for one) or no layer says what it takes."""
@@ -257,13 +270,20 @@ def guess(model: nn.Module) -> Guess:
         one = entry.make(layer, getattr(model, "config", None))
     required = required_arguments(model)
     if len(required) > 1:
-        template = "(" + ", ".join(_for_argument(name, one) for name in required) + ")"
+        # keyword-only ones (`forward(self, *, x, y)`) can only be given as keywords: a dict
+        as_keywords = set(required) <= _keyword_only(model)
+        each = [_for_argument(name, one) for name in required]
+        if as_keywords:
+            template = "{" + ", ".join(f"{n!r}: {e}" for n, e in zip(required, each)) + "}"
+        else:
+            template = "(" + ", ".join(each) + ")"
         source = None
         if found is not None and one is not None:
             source = f"the first layer {_where(model, found[0])}, for {', '.join(required)}"
+        how = "a dict of keywords" if as_keywords else "a tuple"
         raise GuessError(
             f"{type(model).__name__}.forward({', '.join(required)}) takes {len(required)} "
-            f"arguments: give them as a tuple, e.g. {template}",
+            f"arguments: give them as {how}, e.g. {template}",
             template,
             source,
         )
@@ -521,7 +541,14 @@ def input_expression(value: Any, depth: int = 0) -> Optional[str]:
     tuple or list of positionals, a dict of keywords): `torch.randn(2, 16)`,
     `torch.randint(0, 8, (1, 3))` for ids up to 7. What an input box starts with for an
     input given as a value (a factory's example, `example_input_array`); None for anything
-    else."""
+    else (never raises: it describes, it does not check)."""
+    try:
+        return _expression(value, depth)
+    except Exception:  # a tensor that won't say its sizes or values (nested, uint16 …)
+        return None
+
+
+def _expression(value: Any, depth: int) -> Optional[str]:
     if isinstance(value, torch.Tensor):
         return _tensor_expression(value)
     if depth >= 2:
@@ -540,6 +567,10 @@ def input_expression(value: Any, depth: int = 0) -> Optional[str]:
 
 
 def _tensor_expression(t: torch.Tensor) -> Optional[str]:
+    if type(t) not in (torch.Tensor, torch.nn.Parameter) or t.layout is not torch.strided:
+        return None  # a subclass, nested, sparse: no plain expression makes one
+    if t.is_quantized:
+        return None
     shape = [int(n) for n in t.shape]
     dtype = t.dtype
     if dtype.is_floating_point:
@@ -561,7 +592,11 @@ def _tensor_expression(t: torch.Tensor) -> Optional[str]:
 def describe_value(v: Any) -> str:
     """`tensor [2, 3] float32`, a dict's keys and values, or the type's name."""
     if isinstance(v, torch.Tensor):
-        return f"tensor {list(v.shape)} {str(v.dtype).replace('torch.', '')}"
+        dtype = str(v.dtype).replace("torch.", "")
+        try:
+            return f"tensor {list(v.shape)} {dtype}"
+        except Exception:  # a nested tensor's ragged sizes
+            return f"tensor (nested) {dtype}"
     if type(v) is dict and len(v) <= 8:
         return "{" + ", ".join(f"{k}: {describe_value(x)}" for k, x in v.items()) + "}"
     return type(v).__name__

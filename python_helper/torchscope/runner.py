@@ -330,6 +330,7 @@ def _trace_chosen(
                 described=described,
                 input_kind=chosen.kind,
                 input_expr=chosen.expr,
+                input_template=chosen.template,
                 time_budget=remaining,
             )
     except Failure as exc:

@@ -45,15 +45,22 @@ _MACHINERY = tuple(
 def _wrapper_files() -> tuple[str, ...]:
     """Files of decorators whose wrapper frame stands between a user's line and the function
     it calls: typing_extensions' and the warnings module's `deprecated` (torch marks its
-    deprecated functions so: `dist.all_gather_into_tensor`, `clip_grad_norm`)."""
-    files = [os.path.abspath(warnings.__file__)]
+    deprecated functions so: `dist.all_gather_into_tensor`, `clip_grad_norm`), wherever
+    they are defined (Python 3.14's warnings.deprecated lives in _py_warnings.py)."""
+    decorators: list[Any] = [getattr(warnings, "deprecated", None)]
     try:
         import typing_extensions
 
-        files.append(os.path.abspath(typing_extensions.__file__))
-    except (ImportError, TypeError):  # (not installed, or no file)
+        decorators.append(getattr(typing_extensions, "deprecated", None))
+    except ImportError:
         pass
-    return tuple(files)
+    files = {os.path.abspath(warnings.__file__)}
+    for d in decorators:
+        with contextlib.suppress(TypeError, OSError):  # (None, or no source file)
+            found = inspect.getsourcefile(d)  # type: ignore[arg-type]
+            if found:
+                files.add(os.path.abspath(found))
+    return tuple(sorted(files))
 
 
 _WRAPPERS = _wrapper_files()

@@ -26,6 +26,7 @@ def trace_to_file(
     described: str,
     input_kind: str = "typed",
     input_expr: Optional[str] = None,
+    input_template: Optional[str] = None,
     time_budget: Optional[float] = None,
     cancel: Optional[Callable[[], bool]] = None,
     local_collectives: bool = False,
@@ -58,4 +59,6 @@ def trace_to_file(
     summary = graph.result_summary(described, is_user_file)
     summary["inputKind"] = input_kind  # docs/protocol.md: where the input came from
     summary["inputExpr"] = input_expr  # an expression that gives it again, or None
+    if input_template:  # an input given as a value: an expression of its kind and shape
+        summary["inputTemplate"] = input_template
     return {"path": str(out), "size": len(data), "summary": summary}

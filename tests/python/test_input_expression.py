@@ -27,8 +27,71 @@ def test_positionals_and_keywords_as_the_box_reads_them() -> None:
     assert input_expression({"input_ids": ids}) == "{'input_ids': torch.randint(0, 1, (1, 5))}"
 
 
-def test_anything_else_has_none() -> None:
+def test_anything_else_has_none_and_nothing_raises() -> None:
+    # (a review found a factory's uint16 or nested example failing the whole trace)
+    assert input_expression(torch.zeros(3, dtype=torch.uint16)) is None
+    jagged = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=torch.jagged)
+    assert input_expression(jagged) is None and input_expression((jagged,)) is None
+    q = torch.quantize_per_tensor(torch.ones(2), 0.1, 0, torch.qint8)
+    assert input_expression(q) is None
+    assert input_expression(torch.ones(2).to_sparse()) is None
     assert input_expression(object()) is None
     assert input_expression((torch.zeros(1), object())) is None
     assert input_expression(torch.zeros(2, dtype=torch.complex64)) is None
     assert input_expression(torch.zeros(2, device="meta")) == "torch.randn(2)"
+
+
+def test_a_factory_or_example_input_no_expression_fits_still_traces(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "odd.py").write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "class U16(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.example_input_array = torch.zeros(3, dtype=torch.uint16)\n"
+        "    def forward(self, x):\n"
+        "        return x.float() * 2\n"
+        "class Ident(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x.sin()\n"
+        "def build():\n"
+        "    return Ident(), torch.nested.nested_tensor(\n"
+        "        [torch.ones(2), torch.ones(3)], layout=torch.jagged\n"
+        "    )\n"
+    )
+    for target in ("U16", "build"):
+        run = subprocess.run(
+            [sys.executable, "-m", "torchscope", "summary", f"odd.py:{target}"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 0, run.stderr
+        assert "Traceback" not in run.stderr
+
+
+def test_keyword_only_arguments_are_asked_for_as_a_dict() -> None:
+    # (QA: the template was a tuple, which such a forward refuses: "takes 1 positional argument")
+    import pytest
+    from torch import nn
+
+    from torchscope.inputs import GuessError, guess
+
+    class KeywordsOnly(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(6, 2)
+
+        def forward(self, *, x, y):
+            return self.fc(x) + self.fc(y)
+
+    with pytest.raises(GuessError) as raised:
+        guess(KeywordsOnly())
+    assert "give them as a dict of keywords" in str(raised.value)
+    template = raised.value.guess
+    assert template == "{'x': torch.randn(1, 6), 'y': torch.randn(1, 6)}", template
+    KeywordsOnly()(**eval(template, {"torch": torch}))  # the template is a call that works

@@ -385,9 +385,10 @@ def test_model_that_raises_is_a_result(runner, tmp_path):
     assert reply["ok"], reply
     s = reply["result"]["summary"]
     # where it came from and what it is (QA: the panel said only "example_input_array"),
-    # and an expression for the input box to start with (it started empty)
+    # and an expression of its kind and shape for the input box's placeholder (not one that
+    # gives it again: its values are the model's own)
     assert s["input"] == "example_input_array: tensor [2, 16] float32"
-    assert s["inputExpr"] == "torch.randn(2, 16)"
+    assert (s["inputExpr"], s["inputTemplate"]) == (None, "torch.randn(2, 16)")
     assert s["error"]["type"] == "RuntimeError"
     assert s["error"]["file"] == str(path) and s["error"]["line"] == 13  # `return self.b(h)`
     graph = Graph.load(reply["result"]["path"])
@@ -606,7 +607,7 @@ def test_inputs(runner, tmp_path):
     reply = runner.ask(op="trace", file=str(path), target="make_model", out=out)
     summary = reply["result"]["summary"]
     assert reply["ok"] and summary["input"] == "from make_model(): tensor [3] float32"
-    assert summary["inputExpr"] == "torch.randn(3)"
+    assert (summary["inputExpr"], summary["inputTemplate"]) == (None, "torch.randn(3)")
 
 
 def test_time_budget_in_forward(runner, tmp_path):

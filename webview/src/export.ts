@@ -28,16 +28,18 @@ function graphCss(root: Element): { all: string; plain: string; mixing: string[]
       if (!(r instanceof CSSStyleRule) || !r.selectorText.includes(".ts-")) continue;
       if (/ts-(root|toolbar|btn|banner|stage|status|minimap|busy|tooltip|tip-|fatal|search|depth|model|spacer|lod)/.test(r.selectorText)) continue;
       // A variable the root doesn't set is one each box sets for itself (--ts-heat): kept.
-      all.push(resolve(r.cssText));
-      if (!r.cssText.includes("color-mix(")) {
-        plain.push(all[all.length - 1]!);
+      // (Resolved first: inside VS Code a theme variable is itself a color-mix().)
+      const text = resolve(r.cssText);
+      all.push(text);
+      if (!text.includes("color-mix(")) {
+        plain.push(text);
         continue;
       }
       mixing.push(r.selectorText);
       const kept: string[] = [];
       for (const name of Array.from(r.style)) {
         const value = r.style.getPropertyValue(name);
-        if (value.includes("color-mix(")) continue;
+        if (resolve(value).includes("color-mix(")) continue;
         const important = r.style.getPropertyPriority(name) ? " !important" : "";
         kept.push(`${name}: ${resolve(value)}${important};`);
       }

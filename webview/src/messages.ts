@@ -12,6 +12,9 @@ export interface InputUsed {
   text: string;
   /** An expression that gives it again (the input box starts with it), if there is one. */
   expr?: string;
+  /** For an input given as a value (a factory's example): an expression of its kind and
+   * shape, not its values — the input box's placeholder. */
+  template?: string;
 }
 
 /** What a panel shows; the viewer keeps it in the webview state so a reload can restore the panel. */

@@ -265,6 +265,9 @@ describe("trace failures", () => {
     // no guess (a factory's example, example_input_array): the input traced, not an image
     assert.deepEqual(inputBox({ current: "torch.randn(2, 16)" }), { value: "torch.randn(2, 16)", placeHolder: "torch.randn(2, 16)" });
     assert.deepEqual(inputBox({ remembered: "b" }), { value: "b", placeHolder: "b" });
+    // a factory's example: its kind and shape as the placeholder, the box empty (Enter on a
+    // filled box would trace random values for the model's own)
+    assert.deepEqual(inputBox({ template: "torch.randn(2, 16)" }), { value: "", placeHolder: "torch.randn(2, 16)" });
     assert.match(inputBox({}).placeHolder, /^torch\.randn\(1, 3, 224, 224\)/);
   });
   it("after a forward raised: a guess → another input; a GPU → the meta device; else the model's error", () => {

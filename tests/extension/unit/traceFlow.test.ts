@@ -667,6 +667,19 @@ describe("the first ten minutes (issue 16)", () => {
     assert.match(JSON.stringify(stale[0]), /takes long to build/);
   });
 
+  it("Change Input… with an input that fails, then Escape: the graph is not out of date", async () => {
+    // (a review: the second box's Escape marked a graph that still matched its code stale)
+    pyDoc("/w/net.py");
+    const x = extension([() => ok(), failWith("needs-input", "the input torch.oops(1) failed: AttributeError")]);
+    await x.commands.visualize({ uri: uri(), target: "Net" });
+    const panel = vs.panels[0]!;
+    panel.webview.receive({ type: "ready" });
+    vs.answers.push("torch.oops(1)", undefined);
+    await x.flow.changeInput(GraphPanel.all()[0]!);
+    assert.equal(x.sent.length, 2);
+    assert.equal(panel.webview.posted.filter((m) => (m as { type?: string }).type === "stale").length, 0);
+  });
+
   it("building a model that asks for CUDA: the same question, with the user's line from the traceback", async () => {
     pyDoc("/w/gpu.py");
     const details =

@@ -291,6 +291,10 @@ describe("the overlay exported", () => {
       assert.ok(near(f.png, screen![i]!), `${d.id}: PNG ${f.png} vs screen ${screen![i]}`);
     });
     await file.screenshot({ path: join(FIXTURES, "..", "screenshots", "values-export-heat-svg.png") });
+    // inside VS Code a theme colour is itself a color-mix() (--ts-heat-high): resolved too
+    await page.evaluate(() => document.body.classList.add("vscode-dark"));
+    const [themed] = await Promise.all([page.waitForEvent("download"), page.click("[data-action=export-svg]")]);
+    assert.doesNotMatch(readFileSync((await themed.path())!, "utf8"), /color-mix/, "no colour left to mix in VS Code's themes");
     assertClean(o);
     await page.context().close();
   });
