@@ -232,14 +232,21 @@ def nothing_said(model: nn.Module) -> str:
     return f"none: {type(model).__name__}.forward() takes no arguments"
 
 
+def _forward_parameters(model: nn.Module) -> list[Any]:
+    """The forward's parameters (inspect.Parameter); none when its signature can't be read."""
+    import inspect
+
+    try:
+        return list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        return []
+
+
 def required_arguments(model: nn.Module) -> list[str]:
     """The forward's parameters a call must give (no default, not *args/**kwargs)."""
     import inspect
 
-    try:
-        params = inspect.signature(model.forward).parameters.values()
-    except (TypeError, ValueError):
-        return []
+    params = _forward_parameters(model)
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return [
         p.name
@@ -253,11 +260,7 @@ def _keyword_only(model: nn.Module) -> set[str]:
     """The forward's keyword-only parameters (after `*`)."""
     import inspect
 
-    try:
-        params = inspect.signature(model.forward).parameters.values()
-    except (TypeError, ValueError):
-        return set()
-    return {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    return {p.name for p in _forward_parameters(model) if p.kind is inspect.Parameter.KEYWORD_ONLY}
 
 
 def guess(model: nn.Module) -> Guess:
@@ -539,9 +542,10 @@ def _tensors(named: list[tuple[str, Any]], own: set[int]) -> list[tuple[str, tor
 def input_expression(value: Any, depth: int = 0) -> Optional[str]:
     """An expression that makes an input of the same kind and shape as `value` (a tensor, a
     tuple or list of positionals, a dict of keywords): `torch.randn(2, 16)`,
-    `torch.randint(0, 8, (1, 3))` for ids up to 7. What an input box starts with for an
-    input given as a value (a factory's example, `example_input_array`); None for anything
-    else (never raises: it describes, it does not check)."""
+    `torch.randint(0, 8, (1, 3))` for ids up to 7: an input box's placeholder for an input
+    given as a value (a factory's example, `example_input_array`), whose values no
+    expression gives again; None for anything else (never raises: it describes, it does not
+    check)."""
     try:
         return _expression(value, depth)
     except Exception:  # a tensor that won't say its sizes or values (nested, uint16 …)

@@ -131,6 +131,22 @@ describe("where a setting's value in use is set", () => {
   });
 });
 
+/** The extension wired to `server`, `doc` open in the active editor of a one-folder workspace. */
+function wiredFor(server: Server, doc: { uri: vs.Uri }) {
+  const memento = new Map<string, unknown>();
+  const context = {
+    workspaceState: {
+      get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d),
+      update: async (k: string, v: unknown) => void memento.set(k, v),
+    },
+    globalStorageUri: vs.Uri.file(dir),
+  };
+  vs.window.activeTextEditor = { document: doc, selection: { active: new vs.Position(0, 4) } };
+  vs.workspace.documents.set(doc.uri.toString(), doc);
+  vs.workspace.workspaceFolders = [{ uri: vs.Uri.file(dir) }];
+  return wire(context as never, server, { toolDir: "/t", libsDir: undefined, viewerDir: "/v" }, vs.logChannel() as never);
+}
+
 describe("the no-torch message's Set torchscope.pythonPath", () => {
   const doc = { uri: vs.Uri.file(join(dir, "net.py")), languageId: "python", getText: () => "class Net(nn.Module): ..." };
   function noTorch(): Promise<unknown> {
@@ -148,18 +164,7 @@ describe("the no-torch message's Set torchscope.pythonPath", () => {
       compare: async () => Promise.reject(new Error("not in these tests")),
       restart: async () => undefined,
     };
-    const memento = new Map<string, unknown>();
-    const context = {
-      workspaceState: {
-        get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d),
-        update: async (k: string, v: unknown) => void memento.set(k, v),
-      },
-      globalStorageUri: vs.Uri.file(dir),
-    };
-    vs.window.activeTextEditor = { document: doc, selection: { active: new vs.Position(0, 4) } };
-    vs.workspace.documents.set(doc.uri.toString(), doc);
-    vs.workspace.workspaceFolders = [{ uri: vs.Uri.file(dir) }];
-    const { commands } = wire(context as never, server, { toolDir: "/t", libsDir: undefined, viewerDir: "/v" }, vs.logChannel() as never);
+    const { commands } = wiredFor(server, doc);
     vs.answers.push("Set torchscope.pythonPath");
     return commands.visualize();
   }
@@ -222,19 +227,8 @@ describe("a trace's Change Time Limit", () => {
       compare: async () => Promise.reject(new Error("not in these tests")),
       restart: async () => undefined,
     };
-    const memento = new Map<string, unknown>();
-    const context = {
-      workspaceState: {
-        get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d),
-        update: async (k: string, v: unknown) => void memento.set(k, v),
-      },
-      globalStorageUri: vs.Uri.file(dir),
-    };
-    vs.window.activeTextEditor = { document: doc, selection: { active: new vs.Position(0, 4) } };
-    vs.workspace.documents.set(doc.uri.toString(), doc);
-    vs.workspace.workspaceFolders = [{ uri: vs.Uri.file(dir) }];
     scoped.set("torchscope.traceTimeoutSeconds", { globalValue: 60, workspaceValue: 5 });
-    const { commands } = wire(context as never, server, { toolDir: "/t", libsDir: undefined, viewerDir: "/v" }, vs.logChannel() as never);
+    const { commands } = wiredFor(server, doc);
     vs.answers.push("Change Time Limit");
     await commands.visualize();
     await settle();
