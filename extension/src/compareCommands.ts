@@ -91,11 +91,12 @@ export class CompareCommands {
     const uri = m.doc.uri.toString();
     if (kind === "input") {
       // the box starts with the other input given before, else the input its panel shows
-      const shown = GraphPanel.find(uri, m.target)?.origin.input?.expr;
+      const input = GraphPanel.find(uri, m.target)?.origin.input;
+      const shown = input?.expr;
       const value = await vscode.window.showInputBox({
         title: `Compare ${m.target} with another input`,
         prompt: "The other input: an expression (a tuple → positional arguments, a dict → keywords). The first side uses the model's own input.",
-        placeHolder: shown ?? "an expression, as in a call: torch.randn(8, 64)",
+        placeHolder: shown ?? input?.template ?? "an expression, as in a call: torch.randn(8, 64)",
         value: this.deps.compare.otherInput(uri, m.target) ?? shown,
         ignoreFocusOut: true,
       });

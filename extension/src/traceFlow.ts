@@ -302,7 +302,7 @@ export class TraceFlow {
         if (!answer) {
           // a trace that stopped on a question left unanswered (not Change Input…'s own box):
           // the panel's graph is not of the code as it is now
-          if (missing.message && !opts.askFirst) failed = missing.message;
+          if (missing.message && !(opts.askFirst && missing.kind === "needs-input")) failed = missing.message;
           break;
         }
       }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
+import itertools
 import operator
 import random
 import sys
@@ -266,9 +267,13 @@ class ModelState:
                     continue
                 if kind in _CONTAINERS:
                     containers.append((v, v.copy()))
-                    for item in v.values() if isinstance(v, dict) else v:
-                        if type(item) not in plain:
-                            rng = rng_kind(type(item))
+                    # (the first items only, and no container in it: a module holding lists
+                    # of lists took 7x as long to snapshot when every item was looked at)
+                    items = v.values() if isinstance(v, dict) else v
+                    for item in itertools.islice(items, _RNG_ITEMS):
+                        kind = type(item)
+                        if kind not in plain and kind not in _CONTAINERS:
+                            rng = rng_kind(kind)
                             if rng is not None:
                                 keep_rng(item, rng)
                 else:
@@ -447,6 +452,7 @@ _GLOBAL_HOOKS = (
 # the class's and the user's own attributes
 _MODULE_KEYS = frozenset(nn.Module().__dict__)
 _CONTAINERS = frozenset((dict, list, set, collections.OrderedDict, collections.defaultdict))
+_RNG_ITEMS = 16  # items of a module's dict, list or set attribute looked at for a generator
 
 
 class _Rng(NamedTuple):

@@ -489,9 +489,9 @@ class Recorder(TorchFunctionMode):
         place, values on: a tensor no recorded call made (a parameter or buffer, an outside
         tensor) gets its constant node only when the call is recorded, after the write, yet
         stands for its values when first used (docs/graph-format.md), before it: its
-        statistics are read now (the reader copies them), for _constant to take. Not kept
-        between traces unless they were already (weight_stats): a write that left the version
-        as it was would leave the old values kept for the new ones."""
+        statistics are read now (the reader copies them), for _constant to take. Never kept
+        between traces (weight_stats) nor stamped with a version: a write that leaves the
+        version as it was would have the old values stand for the new ones."""
         entry = self.producer.get(id(written))
         if entry is not None and entry[0]() is written:
             return  # most calls: a tensor a recorded call made (an activation)
@@ -508,17 +508,9 @@ class Recorder(TorchFunctionMode):
             key = id(t)
             if key in self._const_stats or self._source(t) is not None or self._is_own(t):
                 continue
-            try:
-                version = t._version
-            except Exception:  # inference tensors keep no version counter
-                self._const_stats[key] = self.reader.read(t)
-                continue
-            if weight_stats.is_kept(t):  # read before, unchanged since
-                self._const_stats[key] = weight_stats.cached_read(t, self.reader)
-                continue
-            st = self._const_stats[key] = self.reader.read(t)
-            if st is not None:
-                st.version = version
+            # no version stamp: a write that leaves the version as it was (a _foreach_ op
+            # under the FLOP counter) must not have these values stand for its own
+            self._const_stats[key] = self.reader.read(t)
 
     def _parent(self) -> Optional[int]:
         if not self.stack:
@@ -545,13 +537,15 @@ class Recorder(TorchFunctionMode):
         if info.may_write and args:
             if self.state is not None:
                 self.state.protect(args[0])
-            if self.values and (info.writes_first_arg or info.name.startswith("_foreach_")):
+            if (
+                self.values
+                and (info.writes_first_arg or info.name.startswith("_foreach_"))
+                and info.name not in _OVERWRITES
+            ):
                 self._read_before_write(args[0])
-        if kwargs and "out" in kwargs:
-            if self.state is not None:
-                self.state.protect(kwargs["out"])
-            if self.values:
-                self._read_before_write(kwargs["out"])
+        # (out= tensors are written, not read: their old values are no input of the call)
+        if kwargs and "out" in kwargs and self.state is not None:
+            self.state.protect(kwargs["out"])
         if counter is None:
             try:
                 result = func(*args, **kwargs) if kwargs else func(*args)
@@ -1613,6 +1607,28 @@ def _unique(tensors: Any) -> list[Tensor]:
             out.append(t)
     return out
 
+
+# in-place calls that write their first argument whole without reading it: its values before
+# are no input of theirs (a cache holding NaN until filled is no NaN origin)
+_OVERWRITES = frozenset(
+    (
+        "copy_",
+        "fill_",
+        "zero_",
+        "normal_",
+        "uniform_",
+        "random_",
+        "bernoulli_",
+        "exponential_",
+        "geometric_",
+        "log_normal_",
+        "cauchy_",
+        "set_",
+        "resize_",
+        "_foreach_copy_",
+        "_foreach_zero_",
+    )
+)
 
 _ATTRS_KEPT = 4096  # distinct argument lists remembered per trace
 _PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))

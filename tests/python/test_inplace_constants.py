@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import torch
 from torch import nn
 
@@ -166,16 +167,59 @@ def test_a_buffer_read_first_and_written_later_is_unchanged() -> None:
     assert all(e.stats["mean"] == 15.0 for e in graph.edges if e.src == add_.id)
 
 
-def test_a_buffer_written_through_out_keeps_its_values_before_the_write() -> None:
+def test_a_buffer_overwritten_through_out_is_not_read_before() -> None:
+    # out= writes without reading: the buffer's old values are no input of the call
     graph = torchscope.trace(OutIntoBuffer(), torch.ones(2))
     (edge,) = out_edges(graph, constant(graph, "buf").id)
-    assert edge.stats["mean"] == 5.0
+    assert edge.stats["mean"] == 2.0
 
 
-def test_foreach_in_place_on_buffers_keeps_their_values_before_the_write() -> None:
-    graph = torchscope.trace(ForeachBuffers(), torch.zeros(2))
+class NanCacheOverwritten(nn.Module):
+    """A cache that holds NaN until filled ("not yet"), overwritten whole by the forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("cache", torch.full((2,), float("nan")))
+        self.register_buffer("zeroed", torch.full((2,), float("nan")))
+
+    def forward(self, x):
+        self.cache.copy_(x)
+        self.zeroed.zero_()
+        return self.cache * 2 + self.zeroed
+
+
+def test_a_buffer_a_call_overwrites_whole_is_no_nan_origin() -> None:
+    # (a review: the read before the write named the overwritten NaN the origin, the output
+    # being finite)
+    graph = torchscope.trace(NanCacheOverwritten(), torch.ones(2))
+    assert graph.nan_origin is None
+
+
+@pytest.mark.parametrize("costs", [True, False])
+def test_foreach_in_place_on_buffers_keeps_their_values_before_the_write(costs: bool) -> None:
+    graph = torchscope.trace(ForeachBuffers(), torch.zeros(2), costs=costs)
     assert out_edges(graph, constant(graph, "a").id)[0].stats["mean"] == 5.0
     assert out_edges(graph, constant(graph, "b").id)[0].stats["mean"] == -2.0
+    # what the write made: under the FLOP counter (costs) _foreach_add_ leaves the version
+    # as it was, and the values read before stood for those after (a review)
+    made = {e.stats["mean"] for e in graph.edges if e.src == only_op(graph, "_foreach_add_").id}
+    assert made <= {15.0, 8.0} and made, made
+
+
+class ForeachLog(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("a", torch.tensor([-1.0, 4.0]))
+
+    def forward(self, x):
+        torch._foreach_log_([self.a])
+        return x + self.a
+
+
+@pytest.mark.parametrize("costs", [True, False])
+def test_the_nan_origin_of_a_foreach_write_is_the_write(costs: bool) -> None:
+    graph = torchscope.trace(ForeachLog(), torch.ones(2), costs=costs)
+    assert graph.nodes[graph.nan_origin].name == "_foreach_log_"
 
 
 def test_traced_again_the_same_values_and_no_stale_statistics() -> None:
