@@ -183,8 +183,14 @@ describe("Show in graph and Re-trace of a panel opened again", { timeout: 600_00
       // code-server's own file dialog: a path in a quick input
       const input = page.locator(".quick-input-widget input");
       await input.waitFor({ timeout: 15_000 });
-      await input.fill(join(cs!.workspace, "cli_graph.msgpack"));
-      await page.waitForTimeout(500);
+      // the dialog puts its folder in the box a moment after it opens, over a path typed
+      // before (seen once under load: "Please select a file"): fill until the path stays
+      const file = join(cs!.workspace, "cli_graph.msgpack");
+      for (let i = 0; i < 5; i++) {
+        await input.fill(file);
+        await page.waitForTimeout(700);
+        if ((await input.inputValue()) === file) break;
+      }
       await page.keyboard.press("Enter");
       await waitForGraph(page);
       await tabs("Forward pass: cli_graph").first().waitFor();
