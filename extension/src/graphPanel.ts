@@ -285,17 +285,11 @@ export class GraphPanel {
     this.panel.title = title;
   }
 
-  /** The input the next graph was traced with (shown in the viewer's toolbar); none: a graph
-   * file shown as it is. */
-  setInput(input: InputUsed | undefined): void {
-    const { input: _old, ...rest } = this.shown;
-    this.shown = input ? { ...rest, input } : rest;
-  }
-
-  /** Whether the next graph was traced on the meta device (a re-trace keeps it). */
-  setMeta(meta: boolean): void {
-    const { device: _old, ...rest } = this.shown;
-    this.shown = meta ? { ...rest, device: "meta" } : rest;
+  /** What the next graph was traced with: its input (shown in the viewer's toolbar; none: a
+   * graph file shown as it is) and whether on the meta device (a re-trace keeps it). */
+  setTracedWith(input: InputUsed | undefined, meta: boolean): void {
+    const { input: _input, device: _device, ...rest } = this.shown;
+    this.shown = { ...rest, ...(input ? { input } : {}), ...(meta ? { device: "meta" as const } : {}) };
   }
 
   /** Read a graph file written by the server (or the CLI) and show it. */

@@ -361,8 +361,7 @@ export class TraceFlow {
     const summary = traced.summary ?? null;
     const title = source.panelTitle?.(summary) ?? panelTitle(summary, source.label);
     const panel = this.openPanel({ uri: source.uri, target: source.target, title }, !quiet);
-    panel.setInput(inputUsed(summary, source.onMeta));
-    panel.setMeta(source.onMeta === true);
+    panel.setTracedWith(inputUsed(summary, source.onMeta), source.onMeta === true);
     const was = { id: panel.modelId, model: panel.model };
     if (summary?.model) panel.model = modelName(summary, source.label);
     panel.modelId = traced.modelId;

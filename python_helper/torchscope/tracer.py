@@ -1551,7 +1551,7 @@ _HASHABLE = frozenset(
 def _tensors_in(args: Any, kwargs: Optional[dict]) -> list[Tensor]:
     """Tensors among call arguments: flat, in lists/tuples, or nested deeper (rare)."""
     out: list[Tensor] = []
-    for a in args:
+    for a in (*args, *kwargs.values()) if kwargs else args:
         # exact types first: isinstance on a scalar costs ~4× a type lookup (Tensor's
         # metaclass), and a layer's call passes several (layer_norm: a shape, an eps)
         kind = type(a)
@@ -1574,17 +1574,6 @@ def _tensors_in(args: Any, kwargs: Optional[dict]) -> list[Tensor]:
                     out.extend(iter_tensors(b))
         elif isinstance(a, dict):
             out.extend(iter_tensors(a))
-    if kwargs:
-        for a in kwargs.values():
-            kind = type(a)
-            if kind is Tensor or kind is _Parameter:
-                out.append(a)
-            elif kind in _SCALARS:
-                continue
-            elif isinstance(a, Tensor):
-                out.append(a)
-            elif isinstance(a, (list, tuple, dict)):
-                out.extend(_tensors_in((a,), None))
     return out
 
 

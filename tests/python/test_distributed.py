@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import msgpack
 import pytest
@@ -51,6 +51,29 @@ def torchrun(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
+
+
+def one_rank(program: str, cwd: Path, path: Optional[Path] = None) -> list[str]:
+    """Run `program` as the one rank of a gloo process group (joined before it, left after
+    it) in a new interpreter; its output lines. `path`: a folder it imports from."""
+    group = (
+        "import torch.distributed as dist\n"
+        f'dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{free_port()}", '
+        "rank=0, world_size=1)\n"
+    )
+    env = dict(os.environ)
+    if path is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(path), env.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-c", f"{group}{program}\ndist.destroy_process_group()\n"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()
 
 
 def load(path: Path) -> Graph:
@@ -484,13 +507,11 @@ print("never")
 def test_fully_shard_over_a_checkpoint_wrapper_keeps_both_marks(tmp_path: Path) -> None:
     """torchtitan's order: checkpoint_wrapper(block), then fully_shard of the wrapper. The
     wrapper's class becomes FSDP2's subclass of it, and the mark said only `fully_shard`."""
-    program = f"""
+    program = """
 import torch, torch.distributed as dist, torchscope
 from torch import nn
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
-
-dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
 
 class Block(nn.Module):
     def __init__(self):
@@ -516,13 +537,9 @@ for b in m.blocks:
 fully_shard(m)
 g = torchscope.trace(m, torch.randn(2, 8))
 print(repr([(n.path, n.name, n.attrs.get("wrapped_by")) for n in g.nodes if n.kind == "module"]))
-dist.destroy_process_group()
 """
-    proc = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=tmp_path
-    )
-    assert proc.returncode == 0, proc.stderr
-    modules = eval(proc.stdout.strip().splitlines()[-1])
+    out = one_rank(program, tmp_path)
+    modules = eval(out[-1])
     assert ("blocks.0", "Block", "fully_shard, CheckpointWrapper") in modules, modules
     assert ("", "Net", "fully_shard") in modules, modules
 
@@ -530,12 +547,10 @@ dist.destroy_process_group()
 def test_replicate_is_marked_replicate_and_shows_the_user_s_class(tmp_path: Path) -> None:
     """replicate (torch.distributed._composable.replicate_with_fsdp) makes `ReplicateNet`
     of Net: the mark said the generated class's name ('ReplicateNet'), not `replicate`."""
-    program = f"""
+    program = """
 import torch, torch.distributed as dist, torchscope
 from torch import nn
 from torch.distributed._composable.replicate_with_fsdp import replicate
-
-dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
 
 class Block(nn.Module):
     def __init__(self):
@@ -561,13 +576,9 @@ for b in m.blocks:
 replicate(m)
 g = torchscope.trace(m, torch.randn(2, 8))
 print(repr([(n.path, n.name, n.attrs.get("wrapped_by")) for n in g.nodes if n.kind == "module"]))
-dist.destroy_process_group()
 """
-    proc = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=tmp_path
-    )
-    assert proc.returncode == 0, proc.stderr
-    modules = eval(proc.stdout.strip().splitlines()[-1])
+    out = one_rank(program, tmp_path)
+    modules = eval(out[-1])
     assert ("blocks.0", "Block", "replicate") in modules, modules
     assert ("", "Net", "replicate") in modules, modules
 
@@ -577,29 +588,16 @@ def test_an_input_guessed_for_a_wrapped_model_names_the_layer_by_its_own_path(
 ) -> None:
     """The guess's message said `module.blocks.0.up` (DDP) and `_orig_mod.blocks.0.up`
     (torch.compile): paths are the model's own, as in the graph."""
-    program = f"""
+    program = """
 import torch, torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torchscope.inputs import guess
 from models import Net
 
-dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
 for model in (DDP(Net()), torch.compile(Net(), backend="eager")):
     print(guess(model).source)
-dist.destroy_process_group()
 """
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(PROGRAMS), env.get("PYTHONPATH", "")])
-    proc = subprocess.run(
-        [sys.executable, "-c", program],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.strip().splitlines()
+    lines = one_rank(program, tmp_path, PROGRAMS)
     assert len(lines) == 2, lines
     for line in lines:
         assert line == "the first layer norm (BatchNorm1d)", line
@@ -609,13 +607,11 @@ def test_the_nan_origin_under_tensor_parallel_is_the_op_on_the_shards(tmp_path: 
     """An op on DTensors that makes NaN (log of a column-parallel layer's output) was passed
     over: a DTensor's values were never read, so the origin was the all_reduce after it. Its
     values are now this rank's shard's, as its edge's shape is."""
-    program = f"""
+    program = """
 import torch, torch.distributed as dist, torchscope
 from torch import nn
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-
-dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
 
 class MLP(nn.Module):
     def __init__(self):
@@ -631,19 +627,15 @@ class MLP(nn.Module):
 torch.manual_seed(0)
 mesh = init_device_mesh("cpu", (1,), mesh_dim_names=("tp",))
 m = MLP()
-parallelize_module(m, mesh, {{"up": ColwiseParallel(use_local_output=False), "down": RowwiseParallel()}})
+parallelize_module(m, mesh, {"up": ColwiseParallel(use_local_output=False), "down": RowwiseParallel()})
 g = torchscope.trace(m, torch.randn(8, 16))
 origin = g.nodes[g.nan_origin] if g.nan_origin is not None else None
 logs = [n for n in g.nodes if n.name == "log"]
 stats = [e.stats for e in g.edges if e.src == logs[0].id]
 print(repr((origin and origin.name, origin and origin.target, stats[0]["nan"] > 0 if stats and stats[0] else None)))
-dist.destroy_process_group()
 """
-    proc = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=tmp_path
-    )
-    assert proc.returncode == 0, proc.stderr
-    name, target, nan_on_edge = eval(proc.stdout.strip().splitlines()[-1])
+    out = one_rank(program, tmp_path)
+    name, target, nan_on_edge = eval(out[-1])
     assert (name, target) == ("log", "torch.log"), (name, target)
     assert nan_on_edge is True, "the log's shard's statistics are on its edge"
 

@@ -123,12 +123,12 @@ describe("GraphPanel", () => {
     const w = vs.panels[0]!.webview;
     w.receive({ type: "changeInput" });
     assert.equal(ev.inputChanges, 1);
-    panel.setInput({ text: "guessed from Linear(64, …): tensor [1, 64] float32", expr: "torch.randn(1, 64)" });
+    panel.setTracedWith({ text: "guessed from Linear(64, …): tensor [1, 64] float32", expr: "torch.randn(1, 64)" }, false);
     await panel.load(graphFile);
     w.receive({ type: "ready" });
     const m = w.posted.at(-1) as { origin: { input?: unknown } };
     assert.deepEqual(m.origin.input, { text: "guessed from Linear(64, …): tensor [1, 64] float32", expr: "torch.randn(1, 64)" });
-    panel.setInput(undefined);
+    panel.setTracedWith(undefined, false);
     assert.equal("input" in panel.origin, false, "a graph file shown as it is: nothing to change");
   });
 
