@@ -4,7 +4,7 @@
 // is no HEAD, Re-trace of a comparison panel, a click on a node of HEAD's side, and the last
 // two graphs of a paused model.
 // First: vscode.debug on the stub before the extension's modules load.
-import { fakeDebug } from "./debug-fake";
+import "./debug-fake";
 import { strict as assert } from "node:assert";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -15,34 +15,19 @@ import * as vs from "./vscode-stub";
 import type { Server } from "../../../extension/src/client";
 import { compareTarget, compareTitle, parseCompareTarget } from "../../../extension/src/compareTargets";
 import { comparedSummary, PausedHistory } from "../../../extension/src/compareSource";
-import { wire } from "../../../extension/src/extension";
 import { gitFailure, HEAD_SCHEME, headCommand, headText, NoHeadError } from "../../../extension/src/gitHead";
 import { GraphPanel } from "../../../extension/src/graphPanel";
 import { DEBUG_URI } from "../../../extension/src/pausedSource";
 import type { CompareParams, CompareResult, TraceParams, TraceResult, TraceSummary } from "../../../extension/src/protocol";
 import { versionUri } from "../../../extension/src/reveal";
+import { SUMMARY, calls, fakeServer, messages, pyDoc as pythonDoc, resetWiring, run, settle, wiredExtension } from "./wiring";
 
 const GRAPH = Buffer.from([0x81, 0xa1, 0x61, 0x01]);
 const COMPARED = Buffer.from([0x81, 0xa1, 0x62, 0x02]);
-const summary: TraceSummary = {
-  model: "Net",
-  qualname: "net.Net",
-  nodes: 3,
-  edges: 2,
-  ops: 1,
-  modules: 1,
-  params: 10,
-  trace_ms: 5,
-  input: "torch.randn(2, 16)",
-  error: null,
-};
+const summary: TraceSummary = { ...SUMMARY, input: "torch.randn(2, 16)" };
 
 const COMMITTED = "class Net(nn.Module):\n    def forward(self, x):\n        return self.fc(x).relu()\n";
 const EDITED = COMMITTED.replace("relu", "gelu");
-
-const calls = (api: string) => vs.calls.filter((c) => c.api === api);
-const messages = (api: string) => calls(api).map((c) => String(c.args[0]));
-const settle = () => new Promise((r) => setTimeout(r, 20));
 
 function git(cwd: string, ...args: string[]): string {
   return execFileSync("git", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
@@ -63,31 +48,17 @@ function repo(commit = true): { dir: string; file: string } {
   return { dir, file };
 }
 
-function pyDoc(file: string, text = EDITED) {
-  const doc = {
-    uri: vs.Uri.file(file),
-    languageId: "python",
-    lineCount: 40,
-    getText: () => text,
-    lineAt: () => ({ firstNonWhitespaceCharacterIndex: 8 }),
-  };
-  vs.workspace.documents.set(doc.uri.toString(), doc);
-  return doc;
-}
+/** net.py as the editor has it: EDITED (unsaved), its lines indented as a method's body. */
+const pyDoc = (file: string, text = EDITED) => pythonDoc(file, text, 8);
 
 /** The extension's wiring with a fake server: each trace writes a graph file; compare writes its own. */
 function extension(
   opts: { trace?: (p: Omit<TraceParams, "workDoneToken">, n: number) => TraceResult | Promise<TraceResult>; server?: Partial<Server> } = {},
 ) {
   const out = mkdtempSync(join(tmpdir(), "torchscope-cmp-out-"));
-  const memento = new Map<string, unknown>();
   const traced: Omit<TraceParams, "workDoneToken">[] = [];
   const compared: CompareParams[] = [];
-  const server: Server = {
-    python: { path: "/venv/bin/python", source: "setting" },
-    running: true,
-    targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
-    targets: async () => [],
+  const server = fakeServer({
     trace: async (p, _cancel, progress) => {
       traced.push(p);
       progress("Tracing");
@@ -103,31 +74,17 @@ function extension(
       const r: CompareResult = { path, size: COMPARED.length, summary: { added: 1, removed: 0, changed: 2, same: 5, changes: 3, model: "Net" } };
       return r;
     },
-    restart: async () => undefined,
     ...opts.server,
-  };
-  const context = {
-    workspaceState: {
-      get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d),
-      update: async (k: string, v: unknown) => void memento.set(k, v),
-    },
-    globalStorageUri: vs.Uri.file(mkdtempSync(join(tmpdir(), "torchscope-cmp-storage-"))),
-  };
-  const log = vs.logChannel();
-  const w = wire(context as never, server, { toolDir: "/ext/tool", libsDir: undefined, viewerDir: "/ext/viewer" }, log as never);
+  });
+  const w = wiredExtension(server);
   w.head.register();
   w.compareCommands.register();
-  return { ...w, traced, compared, log };
+  return { ...w, traced, compared };
 }
 
-const run = (id: string, ...args: unknown[]) => vs.commands.registered.get(id)!(...args) as Promise<unknown>;
-
 beforeEach(() => {
-  for (const p of GraphPanel.all()) p.dispose();
-  vs.reset();
+  resetWiring();
   vs.commands.registered.clear();
-  fakeDebug.activeStackItem = undefined;
-  fakeDebug.activeDebugSession = undefined;
 });
 
 describe("HEAD through git", () => {

@@ -36,6 +36,7 @@ import { variableExpression } from "../../../extension/src/debugCommands";
 import { wire } from "../../../extension/src/extension";
 import { DEBUG_URI } from "../../../extension/src/pausedSource";
 import { modelName } from "../../../extension/src/protocol";
+import { fakeServer, messages, resetWiring } from "./wiring";
 
 const ROOT = resolve(__dirname, "..", "..", "..");
 const PYTHON = process.env.TORCHSCOPE_PYTHON ?? join(ROOT, ".venv", "bin", "python");
@@ -470,15 +471,12 @@ const block: Candidate = {
 /** The extension's wiring with no language server: the paused-frame commands and the flow. */
 function wired() {
   const storage = mkdtempSync(join(tmpdir(), "torchscope-debug-storage-"));
-  const noServer = {
+  const noServer = fakeServer({
     python: undefined,
-    running: true,
     targetAt: async () => null,
-    targets: async () => [],
     trace: async () => Promise.reject(new Error("no server")),
     compare: async () => Promise.reject(new Error("no server")),
-    restart: async () => undefined,
-  };
+  });
   const memento = { get: (_k: string, d: unknown) => d, update: async () => undefined };
   return wire(
     { globalStorageUri: vs.Uri.file(storage), workspaceState: memento } as never,
@@ -498,10 +496,7 @@ const stubWithProgress = vs.window.withProgress;
 
 describe("the commands against a fake paused session", () => {
   beforeEach(() => {
-    for (const p of GraphPanel.all()) p.dispose();
-    vs.reset();
-    fakeDebug.activeStackItem = undefined;
-    fakeDebug.activeDebugSession = undefined;
+    resetWiring();
     (vs.window as Record<string, unknown>).withProgress = (opts: unknown, task: (p: unknown, t: unknown) => Promise<unknown>) => {
       vs.calls.push({ api: "withProgress", args: [opts] });
       const cancel = new vs.EventEmitter<void>();
@@ -515,8 +510,6 @@ describe("the commands against a fake paused session", () => {
   afterEach(() => {
     (vs.window as Record<string, unknown>).withProgress = stubWithProgress;
   });
-
-  const messages = (api: string) => vs.calls.filter((c) => c.api === api).map((c) => String(c.args[0]));
 
   it("not debugging, or not a Python session: a message, no evaluate", async () => {
     await commands().visualizePausedFrame();

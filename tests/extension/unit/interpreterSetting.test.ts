@@ -10,11 +10,12 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as vs from "./vscode-stub";
-import { pythonInterpreterChanged, settingsChanged, wire } from "../../../extension/src/extension";
+import { pythonInterpreterChanged, settingsChanged } from "../../../extension/src/extension";
 import { interpreterSettings, pickInterpreter, type Interpreter } from "../../../extension/src/interpreter";
 import { scopeInUse } from "../../../extension/src/settingsScope";
 import type { Server } from "../../../extension/src/client";
 import { TORCHSCOPE_ERROR } from "../../../extension/src/protocol";
+import { fakeServer as tracingServer, wiredExtension } from "./wiring";
 
 const dir = mkdtempSync(join(tmpdir(), "torchscope-unit-interp-"));
 
@@ -133,37 +134,24 @@ describe("where a setting's value in use is set", () => {
 
 /** The extension wired to `server`, `doc` open in the active editor of a one-folder workspace. */
 function wiredFor(server: Server, doc: { uri: vs.Uri }) {
-  const memento = new Map<string, unknown>();
-  const context = {
-    workspaceState: {
-      get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d),
-      update: async (k: string, v: unknown) => void memento.set(k, v),
-    },
-    globalStorageUri: vs.Uri.file(dir),
-  };
   vs.window.activeTextEditor = { document: doc, selection: { active: new vs.Position(0, 4) } };
   vs.workspace.documents.set(doc.uri.toString(), doc);
   vs.workspace.workspaceFolders = [{ uri: vs.Uri.file(dir) }];
-  return wire(context as never, server, { toolDir: "/t", libsDir: undefined, viewerDir: "/v" }, vs.logChannel() as never);
+  return wiredExtension(server, { storage: dir, toolDir: "/t", viewerDir: "/v" });
 }
 
 describe("the no-torch message's Set torchscope.pythonPath", () => {
   const doc = { uri: vs.Uri.file(join(dir, "net.py")), languageId: "python", getText: () => "class Net(nn.Module): ..." };
   function noTorch(): Promise<unknown> {
-    const server: Server = {
+    const server = tracingServer({
       python: { path: "/tmp/x/notorch/bin/python", source: "setting" },
-      running: true,
-      targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
-      targets: async () => [],
       trace: async () => {
         throw Object.assign(new Error("torch is not installed in this Python (/tmp/x/notorch/bin/python)"), {
           code: TORCHSCOPE_ERROR,
           data: { kind: "no-torch", details: "/tmp/x/notorch/bin/python" },
         });
       },
-      compare: async () => Promise.reject(new Error("not in these tests")),
-      restart: async () => undefined,
-    };
+    });
     const { commands } = wiredFor(server, doc);
     vs.answers.push("Set torchscope.pythonPath");
     return commands.visualize();
@@ -216,17 +204,12 @@ describe("the no-torch message's Set torchscope.pythonPath", () => {
 describe("a trace's Change Time Limit", () => {
   it("opens the setting where its value in use is set (the workspace's when it sets it)", async () => {
     const doc = { uri: vs.Uri.file(join(dir, "slow.py")), languageId: "python", getText: () => "class Net(nn.Module): ..." };
-    const server: Server = {
+    const server = tracingServer({
       python: { path: "/v/bin/python", source: "setting" },
-      running: true,
-      targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
-      targets: async () => [],
       trace: async () => {
         throw Object.assign(new Error("the trace ran past 5 s and was stopped"), { code: TORCHSCOPE_ERROR, data: { kind: "timeout" } });
       },
-      compare: async () => Promise.reject(new Error("not in these tests")),
-      restart: async () => undefined,
-    };
+    });
     scoped.set("torchscope.traceTimeoutSeconds", { globalValue: 60, workspaceValue: 5 });
     const { commands } = wiredFor(server, doc);
     vs.answers.push("Change Time Limit");

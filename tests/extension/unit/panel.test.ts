@@ -10,9 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as vs from "./vscode-stub";
 import { GraphPanel, exactArrayBuffer, panelHtml, type PanelEvents } from "../../../extension/src/graphPanel";
-import { wire } from "../../../extension/src/extension";
 import type { Server } from "../../../extension/src/client";
-import { TORCHSCOPE_ERROR, type TraceParams, type TraceResult } from "../../../extension/src/protocol";
+import type { TraceParams, TraceResult } from "../../../extension/src/protocol";
+import { SUMMARY, fail, fakeServer, wiredExtension } from "./wiring";
 
 const dir = mkdtempSync(join(tmpdir(), "torchscope-unit-"));
 const graphFile = join(dir, "g.msgpack");
@@ -175,43 +175,23 @@ describe("visualize command", () => {
   const result: TraceResult = {
     path: graphFile,
     size: 4,
-    summary: { model: "Net", qualname: "net.Net", nodes: 3, edges: 2, ops: 1, modules: 1, params: 10, trace_ms: 5, input: "inferred", error: null },
+    summary: SUMMARY,
   };
 
   function setup(replies: ((p: Omit<TraceParams, "workDoneToken">) => TraceResult | Promise<TraceResult>)[]) {
-    const memento = new Map<string, unknown>();
     const sent: Omit<TraceParams, "workDoneToken">[] = [];
-    const server: Server = {
-      python: { path: "/venv/bin/python", source: "setting" },
-      running: true,
-      targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
-      targets: async () => [],
+    const server = fakeServer({
       trace: async (p, _c, progress) => {
         sent.push(p);
         progress("Tracing");
         return replies.shift()!(p);
       },
-      compare: async () => Promise.reject(new Error("not in these tests")),
-      restart: async () => undefined,
-    };
-    const context = {
-      workspaceState: {
-        get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d),
-        update: async (k: string, v: unknown) => void memento.set(k, v),
-      },
-      globalStorageUri: vs.Uri.file(dir),
-    };
+    });
     vs.window.activeTextEditor = { document: doc, selection: { active: new vs.Position(3, 4) } };
     vs.workspace.documents.set(doc.uri.toString(), doc);
-    const log = vs.logChannel();
-    const { commands: cmds } = wire(context as never, server, { toolDir: "/t", libsDir: undefined, viewerDir: "/v" }, log as never);
+    const { commands: cmds, log } = wiredExtension(server, { storage: dir, toolDir: "/t", viewerDir: "/v" });
     return { cmds, sent, log, server };
   }
-  const fail =
-    (kind: string, extra: object = {}) =>
-    () => {
-      throw Object.assign(new Error(`${kind} happened`), { code: TORCHSCOPE_ERROR, data: { kind, ...extra } });
-    };
 
   it("traces the target at the cursor with the editor's text and opens its panel", async () => {
     const { cmds, sent } = setup([() => result]);

@@ -3,7 +3,7 @@
 // which title and key, and what its Re-trace does. The extension's wiring with the vscode stub
 // and a fake language server (as compare.test.ts).
 // First: vscode.debug on the stub before the extension's modules load.
-import { fakeDebug } from "./debug-fake";
+import "./debug-fake";
 import { strict as assert } from "node:assert";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,55 +11,22 @@ import { join } from "node:path";
 import { beforeEach, describe, it } from "node:test";
 import { encode } from "@msgpack/msgpack";
 import * as vs from "./vscode-stub";
-import type { Server } from "../../../extension/src/client";
-import { wire } from "../../../extension/src/extension";
 import { GraphOrigins, GraphPanel } from "../../../extension/src/graphPanel";
 import type { CompareParams, CompareResult, RevealNodeArgs, TraceParams, TraceSummary } from "../../../extension/src/protocol";
 import { comparedNodes, registerRevealNode } from "../../../extension/src/revealNode";
+import { SUMMARY, fakeServer, messages, pyDoc, resetWiring, run, wiredExtension } from "./wiring";
 
 const GRAPH = Buffer.from([0x81, 0xa1, 0x61, 0x01]);
 // A compare view: merged node i is a's a_ids[i] and b's b_ids[i] (docs/graph-format.md).
 const COMPARED = Buffer.from(encode({ format: "torchscope.graph", compare: { a_ids: [0, 1, null, 2, 3], b_ids: [0, null, 1, 2, 3] } }));
-const summary: TraceSummary = {
-  model: "Net",
-  qualname: "net.Net",
-  nodes: 3,
-  edges: 2,
-  ops: 1,
-  modules: 1,
-  params: 10,
-  trace_ms: 5,
-  input: "torch.randn(2, 16)",
-  inputExpr: "torch.randn(2, 16)",
-  error: null,
-};
-
-const calls = (api: string) => vs.calls.filter((c) => c.api === api);
-const messages = (api: string) => calls(api).map((c) => String(c.args[0]));
-
-function pyDoc(file: string, text = "class Net(nn.Module): ...\n") {
-  const doc = {
-    uri: vs.Uri.file(file),
-    languageId: "python",
-    lineCount: 40,
-    getText: () => text,
-    lineAt: () => ({ firstNonWhitespaceCharacterIndex: 4 }),
-  };
-  vs.workspace.documents.set(doc.uri.toString(), doc);
-  return doc;
-}
+const summary: TraceSummary = { ...SUMMARY, input: "torch.randn(2, 16)", inputExpr: "torch.randn(2, 16)" };
 
 /** The extension's wiring with a fake server: each trace writes a graph file, a comparison its view. */
 function extension() {
   const out = mkdtempSync(join(tmpdir(), "torchscope-show-out-"));
-  const memento = new Map<string, unknown>();
   const traced: Omit<TraceParams, "workDoneToken">[] = [];
   const compared: CompareParams[] = [];
-  const server: Server = {
-    python: { path: "/venv/bin/python", source: "setting" },
-    running: true,
-    targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
-    targets: async () => [],
+  const server = fakeServer({
     trace: async (p, _cancel, progress) => {
       traced.push(p);
       progress("Tracing");
@@ -75,24 +42,14 @@ function extension() {
       const r: CompareResult = { path, size: COMPARED.length, summary: { added: 1, removed: 1, changed: 0, same: 3, changes: 2, model: "Net" } };
       return r;
     },
-    restart: async () => undefined,
-  };
-  const context = {
-    workspaceState: {
-      get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d),
-      update: async (k: string, v: unknown) => void memento.set(k, v),
-    },
-    globalStorageUri: vs.Uri.file(mkdtempSync(join(tmpdir(), "torchscope-show-storage-"))),
-  };
-  const log = vs.logChannel();
-  const w = wire(context as never, server, { toolDir: "/ext/tool", libsDir: undefined, viewerDir: "/ext/viewer" }, log as never);
+  });
+  const w = wiredExtension(server);
   w.compareCommands.register();
   w.commands.register();
-  registerRevealNode(w.flow, log as never);
-  return { ...w, traced, compared, log, out };
+  registerRevealNode(w.flow, w.log as never);
+  return { ...w, traced, compared, out };
 }
 
-const run = (id: string, ...args: unknown[]) => vs.commands.registered.get(id)!(...args) as Promise<unknown>;
 const showInGraph = (a: RevealNodeArgs) => run("torchscope.revealNode", [a]);
 
 /** The stub panel of a GraphPanel (by its title). */
@@ -116,12 +73,9 @@ let restore = (): void => undefined;
 
 beforeEach(() => {
   restore();
-  for (const p of GraphPanel.all()) p.dispose();
+  resetWiring();
   GraphPanel.graphs.clear();
-  vs.reset();
   vs.commands.registered.clear();
-  fakeDebug.activeStackItem = undefined;
-  fakeDebug.activeDebugSession = undefined;
 });
 
 describe("Show in graph", () => {

@@ -13,89 +13,34 @@ import { beforeEach, describe, it } from "node:test";
 import * as vs from "./vscode-stub";
 import type { Server } from "../../../extension/src/client";
 import type { DebugRequest } from "../../../extension/src/debugBridge";
-import { graphFolders, wire } from "../../../extension/src/extension";
+import { graphFolders } from "../../../extension/src/extension";
 import { GraphPanel } from "../../../extension/src/graphPanel";
 import { DEBUG_URI, pruneGraphs } from "../../../extension/src/pausedSource";
 import { TORCHSCOPE_ERROR, type TraceParams, type TraceResult, type TraceSummary } from "../../../extension/src/protocol";
 import { TraceFlow, type Answer, type TraceOutcome, type TraceSource } from "../../../extension/src/traceFlow";
+import { SUMMARY as summary, calls, fail, fakeServer, messages, pyDoc, resetWiring, settle, wiredExtension } from "./wiring";
 
 const dir = mkdtempSync(join(tmpdir(), "torchscope-flow-"));
 const GRAPH = Buffer.from([0x81, 0xa1, 0x61, 0x01]);
 const graphFile = join(dir, "g.msgpack");
 writeFileSync(graphFile, GRAPH);
-const summary: TraceSummary = {
-  model: "Net",
-  qualname: "net.Net",
-  nodes: 3,
-  edges: 2,
-  ops: 1,
-  modules: 1,
-  params: 10,
-  trace_ms: 5,
-  input: "inferred",
-  error: null,
-};
 const raised = (file: string | null, line: number | null): TraceSummary => ({
   ...summary,
   error: { type: "RuntimeError", message: "shapes differ", file, line },
 });
 
-const calls = (api: string) => vs.calls.filter((c) => c.api === api);
-const messages = (api: string) => calls(api).map((c) => String(c.args[0]));
-const settle = () => new Promise((r) => setTimeout(r, 20));
-
-/** A document as revealLine and the editor source read it. */
-function pyDoc(file: string, text = "class Net(nn.Module): ...\n") {
-  const doc = {
-    uri: vs.Uri.file(file),
-    languageId: "python",
-    lineCount: 40,
-    getText: () => text,
-    lineAt: () => ({ firstNonWhitespaceCharacterIndex: 4 }),
-  };
-  vs.workspace.documents.set(doc.uri.toString(), doc);
-  return doc;
-}
-
 /** The extension's wiring with a fake server that answers with `replies` in turn. */
 function extension(replies: ((p: Omit<TraceParams, "workDoneToken">) => TraceResult | Promise<TraceResult>)[] = []) {
-  const memento = new Map<string, unknown>();
   const sent: Omit<TraceParams, "workDoneToken">[] = [];
-  const server: Server = {
-    python: { path: "/venv/bin/python", source: "setting" },
-    running: true,
-    targetAt: async () => ({ target: "Net", kind: "class", line: 0 }),
-    targets: async () => [],
+  const server = fakeServer({
     trace: async (p, _cancel, progress) => {
       sent.push(p);
       progress("Tracing");
       return replies.shift()!(p) as TraceResult;
     },
-    compare: async () => Promise.reject(new Error("not in these tests")),
-    restart: async () => undefined,
-  };
-  const storage = mkdtempSync(join(tmpdir(), "torchscope-flow-storage-"));
-  const context = {
-    workspaceState: {
-      get: (k: string, d: unknown) => (memento.has(k) ? memento.get(k) : d),
-      update: async (k: string, v: unknown) => void memento.set(k, v),
-    },
-    globalStorageUri: vs.Uri.file(storage),
-  };
-  const log = vs.logChannel();
-  return {
-    ...wire(context as never, server, { toolDir: "/ext/tool", libsDir: undefined, viewerDir: "/ext/viewer" }, log as never),
-    sent,
-    log,
-    storage,
-  };
+  });
+  return { ...wiredExtension(server), sent };
 }
-
-const fail =
-  (kind: string, extra: object = {}) =>
-  () => {
-    throw Object.assign(new Error(`${kind} happened`), { code: TORCHSCOPE_ERROR, data: { kind, ...extra } });
-  };
 
 /** A paused debugpy session whose entry answers with `handler`. */
 function pausedSession(handler: (req: DebugRequest) => unknown) {
@@ -125,12 +70,7 @@ const traces =
     return { ok: true, path: req.out, size: GRAPH.length, summary: { ...s, input: req.input ?? "paused call" } };
   };
 
-beforeEach(() => {
-  for (const p of GraphPanel.all()) p.dispose();
-  vs.reset();
-  fakeDebug.activeStackItem = undefined;
-  fakeDebug.activeDebugSession = undefined;
-});
+beforeEach(resetWiring);
 
 describe("the flow itself, over a scripted source", () => {
   /** A source that gives `outcomes` in turn and answers questions with `answers`. */
