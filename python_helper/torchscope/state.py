@@ -753,6 +753,31 @@ class _Param:
         return not torch.equal(now.view(torch.uint8), before.view(torch.uint8))
 
 
+def value_sample(t: torch.Tensor) -> Optional[bytes]:
+    """Up to _SAMPLES of t's values as raw bytes, as a parameter's are sampled (see _Param):
+    a write through `.data`, which leaves t's version as it was, very likely changes them.
+    None: no sample to take (an empty or meta tensor, one that won't say where it lives)."""
+    try:
+        with _NO_TORCH_FUNCTION():
+            return _value_sample(t)
+    except Exception:
+        return None
+
+
+def _value_sample(t: torch.Tensor) -> Optional[bytes]:
+    if t.is_meta:
+        return None
+    storage = t.untyped_storage()
+    ptr = storage.data_ptr()
+    layout = _layouts.get(id(t))
+    if layout is None or not layout.fits(t, storage, ptr):
+        layout = _layout(t, storage, ptr)
+    if layout is not None:
+        return layout.view.tobytes()
+    sample = _torch_sample(t)
+    return None if sample is None else bytes(sample.view(torch.uint8).cpu().tolist())
+
+
 def _torch_sample(p: torch.Tensor) -> Optional[torch.Tensor]:
     """Up to _SAMPLES evenly spaced values of a contiguous tensor on any device, copied."""
     if p.numel() == 0 or not p.is_contiguous():

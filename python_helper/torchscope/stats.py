@@ -7,7 +7,9 @@ tensor but a few numbers.
 One of these runs for every tensor a traced forward makes, and a torch call costs a few
 µs whatever its size, so `Reader` batches: a small floating tensor is copied into a
 staging buffer of its size (one copy), and a whole buffer of same-sized tensors is reduced
-row-wise at once (`flush`). Larger tensors, float64 and complex ones are read directly.
+row-wise at once (`flush`). Larger tensors, float64 and complex ones are read directly
+(dtypes with few kernels widened first: uint16 and uint32 to int64, complex32 to complex64;
+uint64's min and max on its bits, exactly).
 Either way: min and max exactly; the mean from a sum, the spread around it; NaN and ±Inf
 counted, the other statistics over the finite values. The histogram bins as `torch.histc` does (16 bins over [min, max] of
 the finite values, the last bin closed), over all values up to `HIST_SAMPLE` of them and
@@ -49,6 +51,9 @@ _TINY_VARIANCE = _TINY32 * _TINY32  # (no row of smaller values has a larger one
 _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
 _STAGED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _EXACT_FLOATS = (torch.float32, torch.float64)
+# dtypes torch has no min/max/abs kernels for, read as one that holds each value exactly
+_WIDER = {torch.uint16: torch.int64, torch.uint32: torch.int64, torch.complex32: torch.complex64}
+_UINT64_SIGN = -(1 << 63)  # uint64's top bit, as an int64
 _STRIDED = torch.strided
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 _NO_DISPATCH = torch._C._DisableTorchDispatch
@@ -286,9 +291,24 @@ def _integer(t: Tensor, st: TensorStats) -> None:
     if n == 0:
         st.stats = {"min": None, "max": None, "mean": None, "numel": 0}
         return
-    lo, hi = torch.aminmax(t)
+    lo, hi = _uint64_range(t) if t.dtype is torch.uint64 else _range(t)
     mean = torch.sum(t, dtype=torch.float64).item() / n
-    st.stats = {"min": lo.item(), "max": hi.item(), "mean": mean, "numel": n}
+    st.stats = {"min": lo, "max": hi, "mean": mean, "numel": n}
+
+
+def _range(t: Tensor) -> tuple[int, int]:
+    lo, hi = torch.aminmax(t)
+    return int(lo), int(hi)
+
+
+def _uint64_range(t: Tensor) -> tuple[int, int]:
+    """uint64's min and max, exact (torch has no min/max for it, and float64 would round
+    them past 2**53): its bits read as int64 with the top bit flipped are ordered as the
+    unsigned values are (0 → -2**63, 2**64 - 1 → 2**63 - 1), so int64's aminmax finds
+    them, and 2**63 added back gives each as a Python int. (The mean is summed in float64,
+    as every integer tensor's.)"""
+    lo, hi = _range(torch.bitwise_xor(t.view(torch.int64), _UINT64_SIGN))
+    return lo - _UINT64_SIGN, hi - _UINT64_SIGN
 
 
 def _inner(t: Tensor) -> int:
@@ -296,14 +316,23 @@ def _inner(t: Tensor) -> int:
 
 
 def _read_directly(t: Tensor, st: TensorStats, dtype: torch.dtype) -> None:
-    if dtype.is_complex:
-        _floating(t.abs(), st, _inner(t))  # of the magnitude
-    elif dtype.is_floating_point:
-        _floating(t if dtype in _EXACT_FLOATS else t.float(), st, _inner(t))
+    if dtype.is_complex or dtype.is_floating_point:
+        _floating(_as_floats(t), st, _inner(t))
     elif dtype is torch.bool:
         _boolean(t, st)
     else:
-        _integer(t, st)
+        wider = _WIDER.get(dtype)
+        _integer(t if wider is None else t.to(wider), st)
+
+
+def _as_floats(t: Tensor) -> Tensor:
+    """A floating or complex tensor's values as `_floating` reads them: float32 or float64,
+    complex ones' magnitudes (complex32's through complex64: it has no abs)."""
+    dtype = t.dtype
+    if dtype.is_complex:
+        wider = _WIDER.get(dtype)
+        return (t if wider is None else t.to(wider)).abs()
+    return t if dtype in _EXACT_FLOATS else t.float()
 
 
 def _broadcast(t: Tensor, st: TensorStats) -> None:
@@ -331,10 +360,7 @@ def _broadcast(t: Tensor, st: TensorStats) -> None:
         return
     if not st.nonfinite:  # the documented sample: every k-th value of the whole view
         values = _every(t, _sample_step(n, [_inner(t)]))  # (n > STAGED_MAX > HIST_SAMPLE)
-        if t.dtype.is_complex:  # as _read_directly reads them
-            values = values.abs()
-        elif t.dtype not in _EXACT_FLOATS:
-            values = values.float()
+        values = _as_floats(values)  # as _read_directly reads them
         lo, hi = hist["lo"], hist["hi"]
         mn, mx = (torch.tensor(v, dtype=values.dtype, device=values.device) for v in (lo, hi))
         st.hist = _histogram(values, mn, mx, lo, hi, 1)

@@ -149,6 +149,7 @@ def summarize(graph: Graph) -> str:
     children: dict[Optional[int], list[Node]] = {}
     for n in graph.nodes:
         children.setdefault(n.parent, []).append(n)
+    ops_inside = _ops_inside(graph)
     folded = {g.members[0]: g for g in graph.groups}
     hidden = {m for g in graph.groups for m in g.members[1:]}
     m = graph.model
@@ -166,7 +167,9 @@ def summarize(graph: Graph) -> str:
             label = f"{label} … {last_path}"
         name = f"{node.name} ×{len(group.members)}" if group else node.name
         name += _wrapper_mark(graph, group.members if group else [node.id])
-        ops = sum(1 for c in children.get(node.id, []) if c.kind == "op")
+        # every op inside the call, at all depths (a ×N line: inside its N blocks), as the
+        # flops, out and time beside it sum everything inside
+        ops = sum(ops_inside[i] for i in group.members) if group else ops_inside[node.id]
         branch = "" if node.parent is None else ("└─ " if last else "├─ ")
         params = group_params(graph, group) if group else node.params
         lines.append(
@@ -211,6 +214,16 @@ def summarize(graph: Graph) -> str:
         at = f" at {where.file}:{where.line}" if where else ""
         lines.append(f"ERROR {e.type}: {e.message}{at}")
     return "\n".join(lines)
+
+
+def _ops_inside(graph: Graph) -> list[int]:
+    """For each node: how many op nodes are inside it, at all depths."""
+    inside = [0] * len(graph.nodes)
+    for i in range(len(graph.nodes) - 1, -1, -1):  # children always come after their parent
+        parent = graph.nodes[i].parent
+        if parent is not None and 0 <= parent < i:  # (a graph file's, checked for no cycle)
+            inside[parent] += inside[i] + (graph.nodes[i].kind == "op")
+    return inside
 
 
 def nan_origin_line(graph: Graph) -> str:

@@ -299,6 +299,9 @@ class Recorder(TorchFunctionMode):
         self._named = named
         self._tensor_names: Optional[dict[int, str]] = None  # built on the first constant
         self.late_close: dict[int, Any] = {}  # module id → handle of our own forward hook
+        # id(t) → (t, the tensors holding its memory that are no views of one another, t
+        # among them: see _alias)
+        self.aliases: dict[int, tuple[weakref.ref[Tensor], list[weakref.ref[Tensor]]]] = {}
         self._classes: dict[type, tuple[str, str, Optional[Site], bool]] = {}
         self.failed_leaves: list[tuple[int, list[tuple[Optional[int], Tensor]]]] = []
         self.constants: set[int] = set()  # node ids of constants that stand for outside tensors
@@ -722,10 +725,50 @@ class Recorder(TorchFunctionMode):
                 inner = inner_tensor(t)  # a DTensor's shard: read on its own by collectives
                 if inner is not None:
                     self._set_producer(inner, nid, producer[id(t)][2])
+        if writes:
+            if self.aliases:
+                written = args[0] if info.writes_first_arg else kwargs["out"]  # type: ignore[index]
+                self._write_aliases(_tensors_in((written,), None), nid)
+        elif info.target in _ALIASING and len(outs) == 1 and len(inputs) == 1:
+            self._alias(inputs[0], outs[0])
         if self.counter is not None:
             flops, ns = self.call_cost
-            node.cost = Cost(flops, output_bytes(outs), ns)
+            new = outs if writes else _not_among(outs, inputs)
+            node.cost = Cost(flops, output_bytes(new), ns)
         return nid
+
+    def _alias(self, a: Tensor, b: Tensor) -> None:
+        """`b` holds `a`'s memory and is no view of it (`a.detach()`, `a.data`): a write to
+        one is a write to the other, which `_base` does not tell. All aliases of one tensor
+        share one group (an alias of an alias that is gone still reaches the first)."""
+        if a is b:
+            return
+        entry = self.aliases.get(id(a))
+        if entry is None or entry[0]() is not a:
+            entry = self.aliases[id(a)] = (weakref.ref(a), [weakref.ref(a)])
+        group = entry[1]
+        group.append(weakref.ref(b))
+        self.aliases[id(b)] = (group[-1], group)
+
+    def _write_aliases(self, written: list[Tensor], nid: int) -> None:
+        """Call `nid` wrote `written`: the aliases of them or of their bases hold what it
+        wrote, and so do those aliases' bases; their statistics are read afresh (an alias
+        through `.data` keeps a version counter of its own: the old statistics look current)."""
+        seen = {id(t) for t in written}
+        for t in [*written, *(t._base for t in written if t._base is not None)]:
+            entry = self.aliases.get(id(t))
+            if entry is None or entry[0]() is not t:
+                continue
+            for ref in entry[1]:
+                a = ref()
+                if a is None or id(a) in seen:
+                    continue
+                seen.add(id(a))
+                self.produced(a, nid)
+                base = a._base
+                if base is not None and id(base) not in seen:
+                    seen.add(id(base))
+                    self.produced(base, nid)
 
     def _call_attrs(self, info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> dict[str, Any]:
         """A call's non-tensor arguments as attrs, shared by the calls that pass the same plain
@@ -1325,7 +1368,7 @@ class Recorder(TorchFunctionMode):
             self._set_producer(t, nid, self._stats(t))
         cost = self.nodes[nid].cost
         if cost is not None:
-            cost.bytes = output_bytes(_unique(outs))
+            cost.bytes = output_bytes(_not_among(_unique(outs), inputs))
 
     # -- the end ---------------------------------------------------------------
     def finish_values(self) -> None:
@@ -1548,6 +1591,10 @@ _HASHABLE = frozenset(
 )
 
 
+# calls whose output holds their input's memory without being a view of it (no `_base`)
+_ALIASING = frozenset(("Tensor.detach", "torch.detach", "Tensor.data"))
+
+
 def _tensors_in(args: Any, kwargs: Optional[dict]) -> list[Tensor]:
     """Tensors among call arguments: flat, in lists/tuples, or nested deeper (rare)."""
     out: list[Tensor] = []
@@ -1575,6 +1622,12 @@ def _tensors_in(args: Any, kwargs: Optional[dict]) -> list[Tensor]:
         elif isinstance(a, dict):
             out.extend(iter_tensors(a))
     return out
+
+
+def _not_among(outs: list[Tensor], inputs: list[Tensor]) -> list[Tensor]:
+    """The outputs a call made: not an input it handed back (nn.Identity, `x.contiguous()`
+    of a contiguous x), which is no new memory."""
+    return [t for t in outs if not any(t is i for i in inputs)]
 
 
 def _unique(tensors: Any) -> list[Tensor]:

@@ -3,8 +3,9 @@
 A weight used directly by a module's forward (GPT-2's Conv1D does `addmm(bias, x, weight)`)
 is a constant of the graph, and its edges carry its statistics. Weights outweigh
 activations at small batches, and a model is traced again and again, so each weight is read
-once and its statistics kept while its version counter stays the same. Held weakly: a
-deleted model leaves no entry.
+once and its statistics kept while it holds what it held then: the same version, memory,
+dtype and shape, and the same sampled values (`p.data = …`, `model.half()` and writes
+through `p.data` leave the version as it was). Held weakly: a deleted model leaves no entry.
 """
 
 from __future__ import annotations
@@ -15,29 +16,31 @@ from typing import Optional
 
 import torch
 
+from .state import value_sample
 from .stats import Reader, TensorStats, readable
 
 Tensor = torch.Tensor
+_Held = tuple[int, int, torch.dtype, torch.Size, tuple[int, ...], Optional[bytes]]
 
-# id(weight) → (weak ref, version, statistics)
-_KNOWN: dict[int, tuple[weakref.ref[Tensor], int, TensorStats]] = {}
+# id(weight) → (weak ref, what it held when read (see _held), statistics)
+_KNOWN: dict[int, tuple[weakref.ref[Tensor], _Held, TensorStats]] = {}
 
 
 def cached_read(t: Tensor, reader: Reader) -> Optional[TensorStats]:
     """t's statistics: those kept from before while t is unchanged, else read with `reader`
     (filled in by its next flush) and kept."""
     try:
-        version = t._version
+        held = _held(t)
     except Exception:  # inference tensors keep no version counter
         return reader.read(t)
-    kept = _kept(t, version)
+    kept = _kept(t, held)
     if kept is not None:
         return kept
     st = reader.read(t)
     if st is not None:
-        st.version = version
+        st.version = held[0]
         try:
-            _KNOWN[id(t)] = (weakref.ref(t, _forget(id(t))), version, st)
+            _KNOWN[id(t)] = (weakref.ref(t, _forget(id(t))), held, st)
         except TypeError:
             pass
     return st
@@ -63,16 +66,22 @@ def read_ahead(tensors: Iterable[Tensor], limit: int) -> int:
 def is_kept(t: Tensor) -> bool:
     """Whether t's statistics are kept, read while it held what it holds now."""
     try:
-        return _kept(t, t._version) is not None
+        return _kept(t, _held(t)) is not None
     except Exception:  # no version counter: never kept
         return False
 
 
-def _kept(t: Tensor, version: int) -> Optional[TensorStats]:
-    """The statistics kept for `t` at `version`, if complete (a trace that died before it
-    finished left them unread: read again)."""
+def _held(t: Tensor) -> _Held:
+    """What t holds now, as far as a cheap look tells: its version, where its memory is, its
+    dtype and layout, and a sample of its values (raises for a tensor without a version)."""
+    return (t._version, t.data_ptr(), t.dtype, t.shape, t.stride(), value_sample(t))
+
+
+def _kept(t: Tensor, held: _Held) -> Optional[TensorStats]:
+    """The statistics kept for `t` while it held `held`, if complete (a trace that died
+    before it finished left them unread: read again)."""
     known = _KNOWN.get(id(t))
-    if known is not None and known[0]() is t and known[1] == version and known[2].stats is not None:
+    if known is not None and known[0]() is t and known[1] == held and known[2].stats is not None:
         return known[2]
     return None
 
