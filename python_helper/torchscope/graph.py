@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -351,7 +352,19 @@ def load_wire(path: str | Path) -> Any:
     """A graph file's wire map, not yet checked (`.json` by its suffix, else msgpack)."""
     path = Path(path)
     raw = path.read_bytes()
-    return json.loads(raw) if path.suffix.lower() == ".json" else unpack(raw)
+    try:
+        return _json(raw) if path.suffix.lower() == ".json" else unpack(raw)
+    except RecursionError:
+        raise GraphFormatError("nested too deeply to be a graph") from None
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError as exc:  # (UnicodeDecodeError too)
+        if raw[:1] and (0x80 <= raw[0] <= 0x8F or raw[0] in (0xDE, 0xDF)):  # a msgpack map
+            raise GraphFormatError("not JSON: it is msgpack: name it .msgpack") from exc
+        raise
 
 
 def write_atomic(path: str | Path, data: bytes) -> None:
@@ -440,6 +453,8 @@ def unpack(raw: bytes) -> Any:
 def _site(d: Any) -> Optional[Site]:
     if d is None:
         return None
+    if not isinstance(d, dict):
+        raise TypeError("a site is no map")  # (from_wire says where)
     return Site(str(d["file"]), int(d["line"]), str(d.get("func", "")))
 
 
@@ -452,7 +467,7 @@ def from_wire(data: Any) -> Graph:
     version = data.get("version")
     if version is None:
         raise GraphFormatError(f"malformed graph: no version (this reads version {VERSION})")
-    if not isinstance(version, int) or version > VERSION or version < 1:
+    if type(version) is not int or version > VERSION or version < 1:
         raise GraphFormatError(f"graph version {version!r} is not supported (this reads {VERSION})")
     for key, kind in (("model", dict), ("nodes", list), ("edges", list)):
         if not isinstance(data.get(key), kind):
@@ -481,7 +496,7 @@ def from_wire(data: Any) -> Graph:
                 site=_site(n["site"]),
                 defn=_site(n["defn"]),
                 params=n["params"],
-                attrs=n["attrs"],
+                attrs=_map(n.get("attrs")) or {},  # (a decoration: a bad one is dropped)
                 inside=_site(n.get("inside")),
                 cost=_cost(n.get("cost")),
             )
@@ -503,7 +518,7 @@ def from_wire(data: Any) -> Graph:
             Group(g["parent"], list(g["members"]), g["name"], _cost(g.get("cost")))
             for g in data.get("groups", [])
         ]
-        v = data.get("values") or {}
+        v = _map(data.get("values")) or {}  # (decorations, as the viewer reads them)
         values = Recorded(bool(v.get("stats", False)), bool(v.get("costs", False)))
         nan_origin = data.get("nan_origin")
         err = data["error"]
@@ -517,10 +532,13 @@ def from_wire(data: Any) -> Graph:
             if err
             else None
         )
-        trace_ms = float(data.get("stats", {}).get("trace_ms", 0.0))
-        warnings = [str(w) for w in data.get("warnings", [])]
+        trace_ms = _number((_map(data.get("stats")) or {}).get("trace_ms"), 0.0)
+        said = data.get("warnings")
+        warnings = [str(w) for w in said] if isinstance(said, list) else []
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise GraphFormatError(f"malformed graph: missing or bad field {exc}") from exc
+        said = _first_bad(data) or f"missing or bad field {exc}"
+        raise GraphFormatError(f"malformed graph: {said}") from exc
+    _check_model(model)
     _check_references(nodes, edges, groups, error)
     if not (type(nan_origin) is int and 0 <= nan_origin < len(nodes)):
         nan_origin = None  # a decoration, as in the viewer: a bad one is dropped, not fatal
@@ -535,6 +553,64 @@ def from_wire(data: Any) -> Graph:
         values=values,
         nan_origin=nan_origin,
     )
+
+
+def _first_bad(data: dict[str, Any]) -> Optional[str]:
+    """Where a wire map that failed to decode goes wrong, in the viewer's words (format.ts):
+    the first element that is no map, or a field it lacks; None if nothing here says."""
+    for name in ("name", "qualname", "params", "device", "dtype"):
+        if name not in data["model"]:
+            return f"model: no field '{name}'"
+    for part, table in (("node", "nodes"), ("edge", "edges"), ("group", "groups")):
+        items = data.get(table, [])
+        if not isinstance(items, list):
+            return f"'{table}' should be a list"
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                return f"{part} {i} is not a map"
+            for name in _REQUIRED[table]:
+                if name not in item:
+                    return f"{part} {i}: no field '{name}'"
+            for name in ("site", "defn", "inside"):
+                if item.get(name) is not None and not isinstance(item[name], dict):
+                    return f"{part} {i}: its {name} should be a map or nil"
+    err = data.get("error")
+    if err is not None and not isinstance(err, dict):
+        return "'error' should be a map or nil"
+    if isinstance(err, dict):
+        for name in ("type", "message", "node", "traceback"):
+            if name not in err:
+                return f"error: no field '{name}'"
+        if not isinstance(err["traceback"], list) or not all(
+            t is None or isinstance(t, dict) for t in err["traceback"]
+        ):
+            return "error: field 'traceback' should be a list of sites"
+    if "error" not in data:
+        return "no field 'error'"
+    return None
+
+
+_REQUIRED = {
+    "nodes": ("id", "kind", "name", "parent", "target", "path", "call", "site", "defn", "params"),
+    "edges": ("src", "dst", "shape", "dtype"),
+    "groups": ("parent", "members", "name"),
+}
+
+
+def _is_number(v: Any) -> bool:
+    return (type(v) is int) or (type(v) is float and math.isfinite(v))
+
+
+def _number(v: Any, default: float) -> float:
+    return float(v) if _is_number(v) else default
+
+
+def _check_model(m: ModelInfo) -> None:
+    for what in ("name", "qualname", "device", "dtype"):
+        if type(getattr(m, what)) is not str:
+            raise GraphFormatError(f"model: field '{what}' should be a string")
+    if not _is_number(m.params):
+        raise GraphFormatError("model: field 'params' should be a number")
 
 
 def _cost(d: Any) -> Optional[Cost]:
@@ -577,6 +653,11 @@ def _check_references(
     for i, n in enumerate(nodes):
         if n.id != i:
             raise GraphFormatError(f"node {i} has id {n.id}")
+        if type(n.kind) is not str:
+            raise GraphFormatError(f"node {i}: field 'kind' should be a string")
+        if type(n.call) is not int or not _is_number(n.params):
+            what = "call" if type(n.call) is not int else "params"
+            raise GraphFormatError(f"node {i}: field '{what}' should be a number")
         if n.kind not in NODE_KINDS:
             raise GraphFormatError(f"node {i} has unknown kind {n.kind!r}")
         for what, value in (("name", n.name), ("target", n.target), ("path", n.path)):
@@ -590,7 +671,10 @@ def _check_references(
             )
         sibling_pos.append(sibling_count.get(n.parent, 0))
         sibling_count[n.parent] = sibling_pos[-1] + 1
-    for e in edges:
+    for i, e in enumerate(edges):
+        for what, end in (("src", e.src), ("dst", e.dst)):
+            if type(end) is not int:
+                raise GraphFormatError(f"edge {i}: field '{what}' should be a number")
         if not (valid(e.src) and valid(e.dst)):
             raise GraphFormatError(f"edge {e.src!r} → {e.dst!r} names a missing node")
         shape = e.shape
