@@ -20,6 +20,7 @@ from .state import value_sample
 from .stats import Reader, TensorStats, readable
 
 Tensor = torch.Tensor
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 _Held = tuple[int, int, torch.dtype, torch.Size, tuple[int, ...], Optional[bytes]]
 
 # id(weight) → (weak ref, what it held when read (see _held), statistics)
@@ -74,7 +75,8 @@ def is_kept(t: Tensor) -> bool:
 def _held(t: Tensor) -> _Held:
     """What t holds now, as far as a cheap look tells: its version, where its memory is, its
     dtype and layout, and a sample of its values (raises for a tensor without a version)."""
-    return (t._version, t.data_ptr(), t.dtype, t.shape, t.stride(), value_sample(t))
+    with _NO_TORCH_FUNCTION():  # (no mode of the user's sees our looks)
+        return (t._version, t.data_ptr(), t.dtype, t.shape, t.stride(), value_sample(t))
 
 
 def _kept(t: Tensor, held: _Held) -> Optional[TensorStats]:
