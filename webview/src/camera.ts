@@ -133,17 +133,48 @@ export function centerTransform(x: number, y: number, k: number, view: ViewSize)
 /** A box brought into view: zoomed to fit it (not below 10 % nor above 200 %, and never
  * out from below 100 %), a tall box from its top. Centred, except that a `graph` that fits
  * the view (across, or down) at that zoom stays whole in it: centring a box near its edge
- * would push the rest of a small graph out of sight for nothing (under the banner above). */
-export function zoomToBox(box: Rect, currentK: number, view: ViewSize, graph?: GraphSize): Transform {
-  const fitK = Math.min((view.w - 40) / box.w, (view.h - 40) / box.h);
+ * would push the rest of a small graph out of sight for nothing (under the banner above).
+ * `area` (view px, clearArea): the part of the view to do this in, clear of a panel over the
+ * rest; the whole view by default. */
+export function zoomToBox(box: Rect, currentK: number, view: ViewSize, graph?: GraphSize, area?: Rect): Transform {
+  const a = area ?? { x: 0, y: 0, w: view.w, h: view.h };
+  const fitK = Math.min((a.w - 40) / box.w, (a.h - 40) / box.h);
   const k = Math.max(Math.min(Math.max(currentK, 1), fitK, 2), 0.1);
-  const t = centerTransform(box.x + box.w / 2, box.y + Math.min(box.h, view.h / k - 40) / 2, k, view);
+  const c = centerTransform(box.x + box.w / 2, box.y + Math.min(box.h, a.h / k - 40) / 2, k, a);
+  const t = { x: c.x + a.x, y: c.y + a.y, k };
   if (!graph) return t;
   const m = 16;
-  // The offset nearest the centred one that keeps [0, size] inside [m, extent - m].
-  const keep = (at: number, size: number, extent: number): number =>
-    size * k > extent - 2 * m ? at : Math.min(Math.max(at, m), extent - m - size * k);
-  return { x: keep(t.x, graph.width, view.w), y: keep(t.y, graph.height, view.h), k };
+  // The offset nearest the centred one that keeps [0, size] inside [lo + m, lo + extent - m].
+  const keep = (at: number, size: number, lo: number, extent: number): number =>
+    size * k > extent - 2 * m ? at : Math.min(Math.max(at, lo + m), lo + extent - m - size * k);
+  return { x: keep(t.x, graph.width, a.x, a.w), y: keep(t.y, graph.height, a.y, a.h), k };
+}
+
+/** Smallest free part (view px) worth centring a box in; below that, the whole view. */
+const CLEAR_MIN = { w: 120, h: 80 };
+
+/**
+ * The part of the view a panel over it (`cover`, view px: the heaviest-nodes table) leaves
+ * free: the biggest of the bands beside it (left, right, above, below), or the whole view
+ * when nothing covers it or no band is big enough to show a box in.
+ */
+export function clearArea(view: ViewSize, cover: Rect | null): Rect {
+  const whole = { x: 0, y: 0, w: view.w, h: view.h };
+  if (!cover || cover.w <= 0 || cover.h <= 0) return whole;
+  const right = cover.x + cover.w;
+  const bottom = cover.y + cover.h;
+  const bands: Rect[] = [
+    { x: 0, y: 0, w: cover.x, h: view.h },
+    { x: right, y: 0, w: view.w - right, h: view.h },
+    { x: 0, y: 0, w: view.w, h: cover.y },
+    { x: 0, y: bottom, w: view.w, h: view.h - bottom },
+  ];
+  let best: Rect | null = null;
+  for (const b of bands) {
+    if (b.w < CLEAR_MIN.w || b.h < CLEAR_MIN.h) continue;
+    if (!best || b.w * b.h > best.w * best.h) best = b;
+  }
+  return best ?? whole;
 }
 
 /** The transform at zoom k that puts layout point `at` on screen point `screen`. */

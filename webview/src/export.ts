@@ -1,19 +1,61 @@
 // Export the current view (the whole laid-out graph, not just the window) as SVG or PNG.
-// The file must stand alone: the page's graph style rules go in with every theme variable
-// (var(--ts-*) set on the root) replaced by its current value, so the export looks like the
-// screen in any theme; a box's own (--ts-heat, "Colour by") is set on the box, as on screen.
-// Colours the page mixes (color-mix()) are written out as plain colours on each element.
+// The file must stand alone, at its own size: the page's style rules for what is drawn (none
+// of the page's layout) go in with every theme variable (var(--ts-*) set on the root)
+// replaced by its current value, so the export looks like the screen in any theme; a box's
+// own (--ts-heat, "Colour by") is set on the box, as on screen. Colours the page mixes
+// (color-mix()) are written out as plain colours on each element.
 import { drawAll, paintHeat, type DrawInput } from "./draw";
 
 const SVGNS = "http://www.w3.org/2000/svg";
 
-/** The page's top-level style rules for the graph, with theme variables resolved: `all` as
- * the page has them; `plain` without the declarations that mix colours (color-mix(), which
+/** A selector list split at its top-level commas (not those inside `:not(…)`). */
+export function selectorItems(list: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let from = 0;
+  for (let i = 0; i < list.length; i++) {
+    const c = list[i];
+    if (c === "(" || c === "[") depth++;
+    else if (c === ")" || c === "]") depth--;
+    else if (c === "," && depth === 0) {
+      out.push(list.slice(from, i).trim());
+      from = i + 1;
+    }
+  }
+  out.push(list.slice(from).trim());
+  return out.filter(Boolean);
+}
+
+/** Declarations a picture has no use for: the page's pointer, what it can select or hit. */
+const PAGE_ONLY = /^(cursor|user-select|-webkit-user-select|pointer-events)\s*:/i;
+
+/** A declaration block's declarations ("fill: red", …), those only the page uses left out. */
+export function drawingDeclarations(block: string): string[] {
+  return block
+    .split(";")
+    .map((d) => d.trim())
+    .filter((d) => d && !PAGE_ONLY.test(d));
+}
+
+/**
+ * The page's style rules that the drawing in `svg` needs, with theme variables resolved: only
+ * the selectors that match something drawn inside it (never the page's layout: the stage's
+ * `.ts-svg { width: 100%; height: 100% }`, which would squeeze the file into the window it is
+ * opened in, the toolbar, the table, …) and without the page's pointer declarations. `all`
+ * as the page has them; `plain` without the declarations that mix colours (color-mix(), which
  * SVG editors and older renderers don't read: the export paints those on each element), and
- * `mixing`, the selectors of the rules that had them. */
-function graphCss(root: Element): { all: string; plain: string; mixing: string[] } {
+ * `mixing`, the selectors of the rules that had them.
+ */
+function graphCss(root: Element, svg: SVGSVGElement): { all: string; plain: string; mixing: string[] } {
   const cs = getComputedStyle(root);
   const resolve = (text: string) => text.replace(/var\((--ts-[\w-]+)[^)]*\)/g, (m, name: string) => cs.getPropertyValue(name).trim() || m);
+  const drawn = (selector: string): boolean => {
+    try {
+      return svg.querySelector(selector) !== null;
+    } catch {
+      return false; // (a selector this browser can't match here: a pseudo-element)
+    }
+  };
   const all: string[] = [];
   const plain: string[] = [];
   const mixing: string[] = [];
@@ -26,24 +68,17 @@ function graphCss(root: Element): { all: string; plain: string; mixing: string[]
     }
     for (const r of Array.from(rules)) {
       if (!(r instanceof CSSStyleRule) || !r.selectorText.includes(".ts-")) continue;
-      if (/ts-(root|toolbar|btn|banner|stage|status|minimap|busy|tooltip|tip-|fatal|search|depth|model|spacer|lod)/.test(r.selectorText)) continue;
+      const selector = selectorItems(r.selectorText).filter(drawn).join(", ");
+      if (!selector) continue;
       // A variable the root doesn't set is one each box sets for itself (--ts-heat): kept.
       // (Resolved first: inside VS Code a theme variable is itself a color-mix().)
-      const text = resolve(r.cssText);
-      all.push(text);
-      if (!text.includes("color-mix(")) {
-        plain.push(text);
-        continue;
-      }
-      mixing.push(r.selectorText);
-      const kept: string[] = [];
-      for (const name of Array.from(r.style)) {
-        const value = r.style.getPropertyValue(name);
-        if (resolve(value).includes("color-mix(")) continue;
-        const important = r.style.getPropertyPriority(name) ? " !important" : "";
-        kept.push(`${name}: ${resolve(value)}${important};`);
-      }
-      if (kept.length) plain.push(`${r.selectorText} { ${kept.join(" ")} }`);
+      const decls = drawingDeclarations(r.style.cssText).map(resolve);
+      if (!decls.length) continue;
+      const rule = (list: string[]) => `${selector} { ${list.map((d) => `${d};`).join(" ")} }`;
+      all.push(rule(decls));
+      const kept = decls.filter((d) => !d.includes("color-mix("));
+      if (kept.length < decls.length) mixing.push(selector);
+      if (kept.length) plain.push(rule(kept));
     }
   }
   return { all: all.join("\n"), plain: plain.join("\n"), mixing };
@@ -108,9 +143,7 @@ export function exportSvg(d: DrawInput, defs: SVGDefsElement, root: Element, bac
   svg.setAttribute("width", String(w));
   svg.setAttribute("height", String(h));
   svg.setAttribute("viewBox", `${-PAD} ${-PAD} ${w} ${h}`);
-  const css = graphCss(root);
   const style = document.createElementNS(SVGNS, "style");
-  style.textContent = css.all;
   svg.appendChild(style);
   const bg = document.createElementNS(SVGNS, "rect");
   for (const [k, v] of Object.entries({ x: -PAD, y: -PAD, width: w, height: h, fill: background })) bg.setAttribute(k, String(v));
@@ -121,6 +154,9 @@ export function exportSvg(d: DrawInput, defs: SVGDefsElement, root: Element, bac
   drawAll(g, d);
   for (const box of Array.from(g.querySelectorAll<SVGGElement>(".ts-nodes > [data-key]"))) paintHeat(box, heat.get(box.dataset.key!));
   for (const hit of Array.from(g.querySelectorAll(".ts-edge-hit"))) hit.remove(); // hover targets only
+  // (the rules for what was drawn: chosen once the drawing is complete)
+  const css = graphCss(root, svg);
+  style.textContent = css.all;
   paintMixed(svg, style, root, css.mixing);
   style.textContent = css.plain;
   return new XMLSerializer().serializeToString(svg);

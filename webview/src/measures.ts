@@ -3,6 +3,7 @@
 import type { Graph, GraphNode } from "./format";
 import type { GraphIndex } from "./model";
 import type { VisibleGraph, VNode } from "./visible";
+import { segmentsOf, type Item } from "./segments";
 import { formatCount } from "./count";
 import { formatBytes, formatFlops, formatTime, formatValue } from "./units";
 
@@ -46,28 +47,37 @@ export function available(graph: Graph, m: Measure): boolean {
   return true;
 }
 
+/** A compare view's node of pass a only (a removed node's ghost): its numbers are a's, not
+ * those of the pass the page measures (b). */
+function isGhost(idx: GraphIndex, id: number): boolean {
+  return idx.graph.compare?.status[id] === "removed";
+}
+
 /**
  * measure[id] for every graph node, NaN where it has none. Costs of modules are inclusive
  * (as recorded); a module's largest |value| and NaN/Inf count are the largest of any
- * tensor made inside it.
+ * tensor made inside it. A compare view's ghosts (pass a's removed nodes) and the tensors
+ * only pass a had have none: the measures are pass b's.
  */
 export function nodeValues(idx: GraphIndex, m: Measure): Float64Array {
   const { nodes, edges } = idx.graph;
   const out = new Float64Array(nodes.length).fill(NaN);
   if (m === "none") return out;
+  const compare = idx.graph.compare;
+  const own = (n: GraphNode): boolean => !isGhost(idx, n.id);
   if (m === "time" || m === "flops" || m === "bytes") {
     const field = m === "time" ? "time_ns" : m;
-    for (const n of nodes) if (n.cost) out[n.id] = n.cost[field];
+    for (const n of nodes) if (n.cost && own(n)) out[n.id] = n.cost[field];
     return out;
   }
   if (m === "params") {
-    for (const n of nodes) if (n.kind === "module") out[n.id] = n.params;
+    for (const n of nodes) if (n.kind === "module" && own(n)) out[n.id] = n.params;
     return out;
   }
   // absmax, nonfinite: from the statistics of the tensors each node made, rolled up
-  for (const e of edges) {
+  for (const [i, e] of edges.entries()) {
     const s = e.stats;
-    if (!s) continue;
+    if (!s || (compare && (compare.edges[i] === "removed" || compare.status[e.src] === "removed"))) continue;
     const v = m === "absmax" ? (s.absmax ?? null) : (s.nan ?? 0) + (s.inf ?? 0);
     if (v === null) continue;
     const cur = out[e.src]!;
@@ -83,23 +93,46 @@ export function nodeValues(idx: GraphIndex, m: Measure): Float64Array {
   return out;
 }
 
-/** The value a drawn box stands for: its node's, a ×N group's from its members. */
-export function drawnValue(idx: GraphIndex, values: Float64Array, m: Measure, v: VNode): number {
-  if (v.kind === "ref") return NaN;
-  if (v.kind !== "group") return values[v.id]!;
-  const g = idx.graph.groups[v.id]!;
-  const info = MEASURES[m];
+/** Parts' values together: summed (additive measures) or the largest; NaN ones left out. */
+function combine(acc: number, x: number, additive: boolean): number {
+  if (Number.isNaN(x)) return acc;
+  if (Number.isNaN(acc)) return x;
+  return additive ? acc + x : Math.max(acc, x);
+}
+
+/** A ×N group's value: its recorded cost, else its members' together; none for a group of
+ * ghosts (pass a's numbers). */
+function groupValue(idx: GraphIndex, values: Float64Array, m: Measure, gi: number): number {
+  const g = idx.graph.groups[gi]!;
+  if (idx.graph.compare && g.members.every((id) => isGhost(idx, id))) return NaN;
   if (g.cost && (m === "time" || m === "flops" || m === "bytes")) {
     return m === "time" ? g.cost.time_ns : g.cost[m];
   }
   let acc = NaN;
-  for (const id of g.members) {
-    const x = values[id]!;
-    if (Number.isNaN(x)) continue;
-    if (Number.isNaN(acc)) acc = x;
-    else acc = info.additive ? acc + x : Math.max(acc, x);
+  for (const id of g.members) acc = combine(acc, values[id]!, MEASURES[m].additive);
+  return acc;
+}
+
+/** A segment's value (a stretch of a long run): its calls' together, as a ×N group's. */
+function segmentValue(idx: GraphIndex, values: Float64Array, m: Measure, si: number): number {
+  const segs = segmentsOf(idx);
+  const additive = MEASURES[m].additive;
+  let acc = NaN;
+  const todo: Item[] = [...segs.list[si]!.items];
+  for (let it = todo.pop(); it; it = todo.pop()) {
+    if (it.kind === "segment") todo.push(...segs.list[it.id]!.items);
+    else acc = combine(acc, it.kind === "group" ? groupValue(idx, values, m, it.id) : values[it.id]!, additive);
   }
   return acc;
+}
+
+/** The value a drawn box stands for: its node's, a ×N group's or a segment's from what it
+ * holds. */
+export function drawnValue(idx: GraphIndex, values: Float64Array, m: Measure, v: VNode): number {
+  if (v.kind === "ref") return NaN;
+  if (v.kind === "group") return groupValue(idx, values, m, v.id);
+  if (v.kind === "segment") return segmentValue(idx, values, m, v.id);
+  return values[v.id]!;
 }
 
 export interface Scale {
@@ -138,22 +171,31 @@ export function heat(s: Scale, v: number): number {
 
 export interface Overlay {
   measure: Measure;
+  /** null: nothing drawn has a value, or (`zeros`) every value drawn is 0. */
   scale: Scale | null;
   /** Heat of each drawn box (key → 0..1); boxes without a value are left out. */
   heat: Map<string, number>;
+  /** Every drawn box with a value has 0 (an unrolled `x + 1` has no FLOPs): no range to
+   * span; those boxes get the cold end. */
+  zeros: boolean;
 }
 
 /** Heat of every drawn box for measure m, on a scale over what is drawn. */
 export function overlay(idx: GraphIndex, vg: VisibleGraph, m: Measure, values = nodeValues(idx, m)): Overlay {
   const out = new Map<string, number>();
-  if (m === "none") return { measure: m, scale: null, heat: out };
+  if (m === "none") return { measure: m, scale: null, heat: out, zeros: false };
   const drawn = vg.nodes.map((v) => [v.key, drawnValue(idx, values, m, v)] as const);
+  const some = drawn.filter(([, x]) => !Number.isNaN(x));
+  if (some.length && some.every(([, x]) => x <= 0)) {
+    for (const [key] of some) out.set(key, 0);
+    return { measure: m, scale: null, heat: out, zeros: true };
+  }
   const scale = scaleOf(
-    drawn.map(([, x]) => x),
+    some.map(([, x]) => x),
     MEASURES[m].log,
   );
-  if (scale) for (const [key, x] of drawn) if (!Number.isNaN(x)) out.set(key, heat(scale, x));
-  return { measure: m, scale, heat: out };
+  if (scale) for (const [key, x] of some) out.set(key, heat(scale, x));
+  return { measure: m, scale, heat: out, zeros: false };
 }
 
 /** A short name for where a node is: a module's path ("(root)" for the model itself). */
@@ -180,7 +222,20 @@ function candidates(idx: GraphIndex, m: Measure): GraphNode[] {
   return nodes.filter((n) => n.kind === "op" || (n.kind === "module" && idx.children[n.id]!.length === 0));
 }
 
-/** The `limit` heaviest nodes for measure m (value > 0), heaviest first. */
+/** Whether the nodes the table ranks have values, all of them 0 (so it has no rows). */
+export function onlyZeros(idx: GraphIndex, m: Measure, values = nodeValues(idx, m)): boolean {
+  if (m === "none") return false;
+  let some = false;
+  for (const n of candidates(idx, m)) {
+    const x = values[n.id]!;
+    if (x > 0) return false;
+    if (!Number.isNaN(x)) some = true;
+  }
+  return some;
+}
+
+/** The `limit` heaviest nodes for measure m (value > 0), heaviest first; a compare view's
+ * ghosts have no value (nodeValues), so they are neither ranked nor in the total. */
 export function topRows(idx: GraphIndex, m: Measure, limit = 20, values = nodeValues(idx, m)): Row[] {
   if (m === "none") return [];
   const { nodes } = idx.graph;

@@ -134,7 +134,7 @@ export function segmentPath(segs: Segments, si: number): number[] {
 
 const summaries = new WeakMap<Segment, string>();
 
-/** What a segment holds, by name, most frequent first: "add ×98 · mul ×2". */
+/** What a segment holds, by name, most frequent first: "add ×98 · mul ×2", "add ×10,000". */
 export function segmentSummary(idx: GraphIndex, segs: Segments, si: number): string {
   const seg = segs.list[si]!;
   let text = summaries.get(seg);
@@ -154,16 +154,18 @@ export function segmentSummary(idx: GraphIndex, segs: Segments, si: number): str
   text =
     top
       .slice(0, 2)
-      .map(([name, c]) => (c > 1 ? `${name} ×${c}` : name))
+      .map(([name, c]) => (c > 1 ? `${name} ×${withCommas(c)}` : name))
       .join(" · ") + (top.length > 2 ? " · …" : "");
   summaries.set(seg, text);
   return text;
 }
 
+/** A count of calls as people read it: 10,000. */
+const withCommas = (n: number): string => n.toLocaleString("en-US");
+
 /** "calls 1–100 of 5,000": where a segment lies in its run. */
 export function segmentRange(seg: Segment): string {
-  const f = (n: number): string => n.toLocaleString("en-US");
-  return `calls ${f(seg.from + 1)}–${f(seg.to + 1)} of ${f(seg.total)}`;
+  return `calls ${withCommas(seg.from + 1)}–${withCommas(seg.to + 1)} of ${withCommas(seg.total)}`;
 }
 
 /**

@@ -80,7 +80,7 @@ export function buildUi(root: HTMLElement): Ui {
   inputBar.hidden = true;
   const inputLabel = el("span", "ts-input-label", inputBar);
   inputLabel.textContent = "Input";
-  const input = el("span", "ts-input", inputBar);
+  const input = el("span", "ts-input-text", inputBar);
   input.dataset.role = "input";
   const changeInput = button(inputBar, "Change…", "change-input", "Trace again with another input");
 

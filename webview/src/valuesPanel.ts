@@ -6,7 +6,7 @@ import type { GraphNode } from "./format";
 import type { GraphIndex } from "./model";
 import type { Ui } from "./ui";
 import type { VisibleGraph } from "./visible";
-import { available, MEASURE_ORDER, MEASURES, nodeValues, overlay, topRows, type Measure, type Row } from "./measures";
+import { available, MEASURE_ORDER, MEASURES, nodeValues, onlyZeros, overlay, topRows, type Measure, type Row } from "./measures";
 import { formatShare } from "./units";
 
 export interface ValuesHooks {
@@ -35,6 +35,8 @@ export class ValuesPanel {
   measure: Measure = "none";
   private values: Float64Array | null = null;
   private rows: Row[] = [];
+  /** The ranked nodes all have 0 (so the table has no rows). */
+  private zeros = false;
   private sort: { key: SortKey; desc: boolean } = { key: "value", desc: true };
   private vg: VisibleGraph | null = null;
   /** The table shows only its caption (it covers part of the graph). */
@@ -107,6 +109,7 @@ export class ValuesPanel {
     this.select.value = this.measure;
     this.values = this.measure === "none" ? null : nodeValues(this.idx, this.measure);
     this.rows = this.values ? topRows(this.idx, this.measure, TABLE_ROWS, this.values) : [];
+    this.zeros = !!this.values && this.rows.length === 0 && onlyZeros(this.idx, this.measure, this.values);
     this.sort = { key: "value", desc: true };
     this.paint();
     this.renderTable();
@@ -120,10 +123,11 @@ export class ValuesPanel {
     }
     const o = overlay(this.idx, this.vg, this.measure, this.values);
     this.hooks.setHeat(o.heat);
-    this.renderLegend(o.scale);
+    this.renderLegend(o.scale, o.zeros);
   }
 
-  private renderLegend(scale: { lo: number; hi: number; log: boolean } | null): void {
+  /** `zeros`: every drawn box with a value has 0 (no scale to show). */
+  private renderLegend(scale: { lo: number; hi: number; log: boolean } | null, zeros: boolean): void {
     const info = MEASURES[this.measure];
     this.legend.replaceChildren();
     this.legend.hidden = false;
@@ -131,7 +135,7 @@ export class ValuesPanel {
     title.textContent = info.label + (scale?.log ? " · log scale" : "");
     if (!scale) {
       const none = el("div", "ts-legend-none", this.legend);
-      none.textContent = "nothing drawn has a value";
+      none.textContent = zeros ? "every drawn node has 0" : "nothing drawn has a value";
       return;
     }
     el("div", "ts-legend-bar", this.legend);
@@ -154,7 +158,8 @@ export class ValuesPanel {
     const info = MEASURES[this.measure];
     const head = el("div", "ts-table-head", this.table);
     const caption = el("span", "", head);
-    caption.textContent = `Heaviest ${this.rows.length} by ${info.label}`;
+    // (no rows: no count, "Heaviest 0 by FLOPs" read as a bug)
+    caption.textContent = this.rows.length ? `Heaviest ${this.rows.length} by ${info.label}` : `Heaviest by ${info.label}`;
     const fold = el("button", "ts-table-fold", head);
     fold.type = "button";
     fold.dataset.action = "table-fold";
@@ -163,7 +168,7 @@ export class ValuesPanel {
     if (this.folded) return;
     if (this.rows.length === 0) {
       const none = el("div", "ts-table-none", this.table);
-      none.textContent = "no node has a value above 0";
+      none.textContent = this.zeros ? "every node has 0" : "no node has a value";
       return;
     }
     const t = el("table", "", this.table);

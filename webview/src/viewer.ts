@@ -30,11 +30,12 @@ import { Cancelled, LayoutClient } from "./layoutClient";
 import { computeView, DRAW_LIMITS, type View } from "./compute";
 import { nextTask } from "./tasks";
 import { anchorOf, boundsOf } from "./draw";
-import { Scene } from "./scene";
+import { Scene, type Rect } from "./scene";
 import {
   MAX_ZOOM,
   MIN_ZOOM,
   centerTransform,
+  clearArea,
   detailLevel,
   fitTransform,
   initialTransform,
@@ -120,6 +121,8 @@ export class Viewer {
   private readonly disposer = new AbortController();
   /** Where a click hid the hover card: it stays hidden until the pointer moves away. */
   private tipHold: { x: number; y: number } | null = null;
+  /** The box whose details card the keyboard showed (focusBox): the card goes with it. */
+  private cardKey: string | null = null;
   /** The view the page chose itself (opening view or Fit): redone when the stage resizes,
    * until the user zooms, pans or opens something. */
   private autoView: "initial" | "fit" | null = null;
@@ -240,6 +243,7 @@ export class Viewer {
       this.onViewChange();
     }
     this.firstDraw = false;
+    this.followCard(true);
     this.refreshMarks();
     this.values.update(vg);
     this.scene.flush();
@@ -433,7 +437,18 @@ export class Viewer {
 
   zoomTo(key: string): void {
     const b = this.drawn && boundsOf(this.drawn.layout, key);
-    if (b) this.setTransform(zoomToBox(b, this.transform().k, this.size(), this.drawn!.layout));
+    if (!b) return;
+    const size = this.size();
+    this.setTransform(zoomToBox(b, this.transform().k, size, this.drawn!.layout, clearArea(size, this.covered())));
+  }
+
+  /** What the heaviest-nodes table covers of the graph (view px), when it shows. */
+  private covered(): Rect | null {
+    const t = this.values.table;
+    if (t.hidden) return null;
+    const r = t.getBoundingClientRect();
+    const s = this.ui.svg.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 ? { x: r.left - s.left, y: r.top - s.top, w: r.width, h: r.height } : null;
   }
 
   /** After any zoom or pan: draw what came into view, update the overview and detail level. */
@@ -448,6 +463,7 @@ export class Viewer {
     const lod = detailLevel(t.k);
     this.ui.svg.classList.toggle("ts-lod-low", lod.low);
     this.ui.svg.classList.toggle("ts-lod-mid", lod.mid);
+    this.followCard(false);
   }
 
   // ---- selection, search, marks -------------------------------------------------------
@@ -605,7 +621,7 @@ export class Viewer {
       const edge = key ? null : (ev.target as Element).closest<SVGGElement>("[data-edge]")?.dataset.edge;
       if (key) this.showTooltip(key, ev);
       else if (edge) this.showTooltip(edge, ev, true);
-      else ui.tooltip.hidden = true;
+      else this.hideTooltip();
     };
     ui.svg.addEventListener("pointerover", (ev) => {
       if (!this.tipHeld(ev)) hover(ev);
@@ -613,11 +629,12 @@ export class Viewer {
     ui.svg.addEventListener("pointermove", (ev) => {
       if (this.tipHeld(ev)) return;
       if (ui.tooltip.hidden) hover(ev);
-      else this.placeTooltip(ev);
+      else {
+        this.cardKey = null; // (the pointer has the card now)
+        this.placeTooltip(ev);
+      }
     });
-    ui.svg.addEventListener("pointerleave", () => {
-      ui.tooltip.hidden = true;
-    });
+    ui.svg.addEventListener("pointerleave", () => this.hideTooltip());
 
     // Document-level listeners go away with the viewer (VS Code mounts a new one per trace).
     ui.root.ownerDocument.addEventListener("keydown", (ev) => this.onKey(ev), { signal: this.disposer.signal });
@@ -665,7 +682,7 @@ export class Viewer {
       case "clear":
         this.clearSearch();
         this.select(null);
-        this.ui.tooltip.hidden = true;
+        this.hideTooltip();
         return;
       case "change-step":
         void this.stepChange(a.step);
@@ -726,9 +743,8 @@ export class Viewer {
     if (b.x < r.x || b.y < r.y || b.x + Math.min(b.w, r.w) > r.x + r.w || b.y + head > r.y + r.h) {
       this.centerOn(b.x + Math.min(b.w, r.w) / 2, b.y + Math.min(b.h, r.h) / 2);
     }
-    const at = toScreen(this.transform(), { x: b.x, y: b.y + Math.min(b.h, r.h / 2) });
-    const stage = this.ui.stage.getBoundingClientRect();
-    this.showTooltip(key, { clientX: stage.left + at.x, clientY: stage.top + at.y });
+    this.showTooltip(key, this.cardPoint(b));
+    this.cardKey = key;
     const title = this.ui.tooltip.querySelector(".ts-tip-title")?.textContent ?? key;
     // (only what works: an input or output pill has no line, a leaf nothing to open)
     const enter = this.enterGoesTo(key);
@@ -781,7 +797,7 @@ export class Viewer {
 
   /** Hide the hover card where the pointer is now; it comes back once the pointer moves. */
   private holdTooltip(ev: MouseEvent): void {
-    this.ui.tooltip.hidden = true;
+    this.hideTooltip();
     this.tipHold = { x: ev.clientX, y: ev.clientY };
   }
 
@@ -793,8 +809,52 @@ export class Viewer {
     return false;
   }
 
+  private hideTooltip(): void {
+    this.ui.tooltip.hidden = true;
+    this.cardKey = null;
+  }
+
+  /** Where the keyboard's card of a box (layout bounds `b`) goes: by its lower left, in
+   * client px, and whether that point is in the window. */
+  private cardPoint(b: Rect): { clientX: number; clientY: number; inView: boolean } {
+    const t = this.transform();
+    const size = this.size();
+    const at = toScreen(t, { x: b.x, y: b.y + Math.min(b.h, size.h / t.k / 2) });
+    const stage = this.ui.stage.getBoundingClientRect();
+    const inView = at.x >= 0 && at.y >= 0 && at.x <= size.w && at.y <= size.h;
+    return { clientX: stage.left + at.x, clientY: stage.top + at.y, inView };
+  }
+
+  /**
+   * The keyboard's details card after the view moved (`relaid`: after a new layout, which
+   * may describe the box anew): beside its box where the box is now; hidden while the box
+   * is out of the window, and for good once the view no longer draws it (E, C, a depth).
+   */
+  private followCard(relaid: boolean): void {
+    const key = this.cardKey;
+    if (!key || !this.drawn) return;
+    const b = this.selected === key ? boundsOf(this.drawn.layout, key) : null;
+    if (!b) {
+      this.hideTooltip();
+      return;
+    }
+    const at = this.cardPoint(b);
+    if (!at.inView) {
+      this.ui.tooltip.hidden = true; // (until the box is back in the window)
+      return;
+    }
+    if (relaid) {
+      this.showTooltip(key, at);
+      this.cardKey = key;
+    } else {
+      this.ui.tooltip.hidden = false;
+      this.placeTooltip(at);
+    }
+  }
+
   private showTooltip(key: string, ev: { clientX: number; clientY: number }, edge = false): void {
     if (!this.drawn) return;
+    this.cardKey = null;
     const d = edge ? describeEdge(this.idx, this.drawn.vg, key) : describe(this.idx, this.drawn.vg, key);
     if (!d) return;
     const marks = this.drawn.marks;

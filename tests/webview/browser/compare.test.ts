@@ -271,6 +271,52 @@ describe("compare page", () => {
     await page.context().close();
   });
 
+  test("colour by leaves version a's ghosts out: no heat, not in the heaviest table", async () => {
+    // the table listed a's removed norm among b's modules, and counted it in the total
+    const o = await open(browser, "compare");
+    const { page } = o;
+    const ghosts = await page.locator(".ts-nodes > g[data-status=removed]").evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.id));
+    assert.ok(ghosts.length > 0, "a ghost is drawn");
+    await page.locator('[data-role="overlay"]').selectOption("params");
+    await page.waitForSelector("[data-role=table] tbody tr[data-id]");
+    const rows = await page.locator("[data-role=table] tbody tr[data-id]").evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.id));
+    const statuses = await page.evaluate(
+      (ids) => ids.map((id) => document.querySelector(`.ts-nodes > g[data-id="${id}"]`)?.getAttribute("data-status") ?? null),
+      rows,
+    );
+    assert.ok(!rows.some((id) => ghosts.includes(id)), `a ghost in the table: ${rows.join(", ")} (ghosts ${ghosts.join(", ")})`);
+    assert.ok(!statuses.includes("removed"));
+    assert.equal(await page.locator(".ts-nodes > g[data-status=removed][data-heat]").count(), 0, "ghosts are not coloured");
+    assert.ok((await page.locator(".ts-nodes > g[data-heat]").count()) > 0, "b's boxes are");
+    await shot(page, "compare-colour-by-params");
+    assertClean(o);
+    await page.context().close();
+  });
+
+  test("a narrow window: the compare group wraps like the rest of the toolbar, nothing cut off", async () => {
+    // at 360 px "Next change" was cut off at the window's edge, the counts and buttons wrapped inside
+    const o = await open(browser, "compare", { width: 360, height: 700, dark: true });
+    const { page } = o;
+    for (let i = 0; i < 4; i++) await pressAndWait(page, "n");
+    const cut = await page.locator(".ts-toolbar").evaluate((bar) => {
+      const out: string[] = [];
+      const one = (bar.querySelector("[data-action=fit]") as HTMLElement).getBoundingClientRect().height;
+      const text = (bar.querySelector(".ts-model") as HTMLElement).getBoundingClientRect().height;
+      for (const el of Array.from(bar.querySelectorAll<HTMLElement>("button, select, input, .ts-count, .ts-change-pos"))) {
+        const r = el.getBoundingClientRect();
+        const what = el.dataset.action ?? el.dataset.role ?? el.className;
+        if (r.left < -0.5 || r.right > window.innerWidth + 0.5) out.push(`${what} is off the window: ${Math.round(r.left)}–${Math.round(r.right)}`);
+        const line = el.matches(".ts-count, .ts-change-pos") ? text : one;
+        if (r.height > line + 1.5) out.push(`${what} wraps: ${r.height} px high`);
+      }
+      return out;
+    });
+    assert.deepEqual(cut, []);
+    await shot(page, "compare-toolbar-360");
+    assertClean(o);
+    await page.context().close();
+  });
+
   test("dark palette: the same marks in the dark theme's colours", async () => {
     const o = await open(browser, "compare", { dark: true });
     const { page } = o;

@@ -57,6 +57,29 @@ describe("long runs of ops at one level", () => {
     await page.context().close();
   });
 
+  test("50,000 calls: the folds write their counts as people read them; FLOPs all 0 says so", async () => {
+    // "add ×10000" stood under "calls 1–10,000 of 50,000"; with every add at 0 FLOPs the table
+    // said "Heaviest 0 by FLOPs" and the legend "nothing drawn has a value"
+    const o = await open(browser, "flat50000", { width: 1000, height: 800 });
+    const page = o.page;
+    await fit(page);
+    const segs = page.locator(".ts-node[data-kind=segment]");
+    assert.equal(await segs.count(), 5);
+    assert.match((await segs.first().textContent())!, /calls 1–10,000 of 50,000.*add ×10,000/);
+    await page.selectOption("select[data-role=overlay]", "flops");
+    const legend = page.locator("[data-role=legend]");
+    await legend.waitFor();
+    assert.match((await legend.textContent())!, /every drawn node has 0/);
+    const table = (await page.locator("[data-role=table]").textContent())!;
+    assert.doesNotMatch(table, /Heaviest 0/);
+    assert.match(table, /every node has 0/);
+    // 0 is the pale end of the scale
+    assert.deepEqual(await segs.evaluateAll((els) => els.map((e) => Number((e as HTMLElement).dataset.heat ?? NaN))), [0, 0, 0, 0, 0]);
+    await shot(page, "flat50000-flops-zero");
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+
   test("50,000 ops draw; search steps into the segments to one op", async () => {
     const o = await open(browser, "flat50000", { width: 1000, height: 800 });
     const page = o.page;

@@ -172,7 +172,7 @@ describe("overlay, legend and table (GPT-2)", () => {
       assert.equal(heads.includes("share"), m !== "absmax", `${m}: ${heads.join(", ")}`);
     }
     await choose(page, "nonfinite");
-    assert.match((await page.locator("[data-role=table]").textContent())!, /no node has a value above 0/);
+    assert.match((await page.locator("[data-role=table]").textContent())!, /every node has 0/);
     await choose(page, "none");
     assert.equal(await page.locator(".ts-nodes > g[data-heat]").count(), 0);
     assert.ok(await page.locator("[data-role=legend]").isHidden());
@@ -335,6 +335,32 @@ describe("the heaviest-nodes table", () => {
     await page.locator(`.ts-nodes > g[data-id="${rows[1]}"][data-selected="true"]`).waitFor({ timeout: 15_000 });
     await ready(page);
     await shot(page, "values-table-keyboard");
+    assertClean(o);
+    await page.context().close();
+  });
+
+  test("a narrow page: a row's node is centred clear of the table, not under it", async () => {
+    // at 480 px the table covers most of the graph: the node was centred under it
+    const o = await open(browser, "gpt2", { width: 480, height: 760 });
+    const { page } = o;
+    await choose(page, "absmax");
+    await page.waitForSelector("[data-role=table] tbody tr[data-id]");
+    const row = page.locator("[data-role=table] tbody tr[data-id]").nth(2);
+    const id = await row.getAttribute("data-id");
+    await row.click();
+    const el = page.locator(`.ts-nodes > g[data-id="${id}"][data-selected="true"]`);
+    await el.waitFor({ timeout: 15_000 });
+    await ready(page);
+    const [b, t, s] = await Promise.all([
+      el.locator(":scope > .ts-box").boundingBox(),
+      page.locator("[data-role=table]").boundingBox(),
+      page.locator(".ts-svg").boundingBox(),
+    ]);
+    assert.ok(b && t && s);
+    const under = b.x < t.x + t.width && t.x < b.x + b.width && b.y < t.y + t.height && t.y < b.y + b.height;
+    assert.ok(!under, `the node ${JSON.stringify(b)} is under the table ${JSON.stringify(t)}`);
+    assert.ok(b.x >= s.x && b.y >= s.y && b.x + b.width <= s.x + s.width && b.y + b.height <= s.y + s.height, "in the stage");
+    await shot(page, "values-table-row-narrow");
     assertClean(o);
     await page.context().close();
   });

@@ -328,6 +328,55 @@ describe("the graph without a mouse", () => {
     await page.context().close();
   });
 
+  test("the details card goes with its box: away once a re-layout no longer draws it, beside it when it moved", async () => {
+    // the card of the dropout op stayed up over the graph after E closed its module again
+    const o = await open(browser, "gpt2");
+    const { page } = o;
+    await page.locator(".ts-svg").focus();
+    const selected = page.locator('[data-selected="true"]').first();
+    const selectedPath = (): Promise<string | null> =>
+      page.evaluate(() => document.querySelector<HTMLElement>('[data-selected="true"]')?.dataset.path ?? null);
+    const walkToDropout = async (): Promise<void> => {
+      for (let i = 0; i < 20 && (await selectedPath()) !== "drop"; i++) await page.keyboard.press("ArrowDown");
+      assert.equal(await selectedPath(), "drop", "the Dropout box is reached");
+    };
+    const tip = page.locator(".ts-tooltip");
+    await walkToDropout();
+    await page.keyboard.press(" ");
+    await page.waitForTimeout(50);
+    await ready(page);
+    await page.keyboard.press("ArrowDown");
+    assert.equal(await selected.getAttribute("data-kind"), "op");
+    assert.equal(await tip.locator(".ts-tip-title").textContent(), "dropout");
+    // E keeps a one-op wrapper closed: the op is not drawn any more, nor is its card.
+    await page.keyboard.press("e");
+    await page.waitForTimeout(50);
+    await ready(page);
+    assert.equal(await page.locator('.ts-nodes > g[data-selected="true"]').count(), 0);
+    assert.ok(await tip.isHidden(), "the card of a box no longer drawn is away");
+    await shot(page, "keyboard-card-after-expand-all");
+    // A box still drawn after a re-layout (E) and the view moved (Fit): its card is beside it.
+    await page.keyboard.press("c");
+    await page.waitForTimeout(50);
+    await ready(page);
+    await page.keyboard.press("Escape");
+    await page.locator(".ts-svg").focus();
+    await walkToDropout();
+    await page.keyboard.press("e");
+    await page.waitForTimeout(50);
+    await ready(page);
+    await page.keyboard.press("f");
+    await page.waitForTimeout(100);
+    assert.ok(await tip.isVisible());
+    assert.equal(await tip.locator(".ts-tip-title").textContent(), "Dropout");
+    const [b, c] = [await box(selected.locator(":scope > .ts-box")), await box(tip)];
+    const gap = Math.max(c.x - (b.x + b.width), b.x - (c.x + c.width), c.y - (b.y + b.height), b.y - (c.y + c.height), 0);
+    assert.ok(gap <= 40, `the card ${JSON.stringify(c)} is ${gap} px from its box ${JSON.stringify(b)}`);
+    await shot(page, "keyboard-card-after-fit");
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+
   test("the keyboard hint offers Enter only for a box with a line (not the input and output pills)", async () => {
     const o = await open(browser, "gpt2");
     const { page } = o;

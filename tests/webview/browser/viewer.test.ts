@@ -269,6 +269,55 @@ describe("GPT-2", () => {
     assert.ok(png.length > 5000);
   });
 
+  test("an exported SVG opens at its own size, with the drawing's style rules only", async () => {
+    // Its root had the page's class ts-svg, and the page's `.ts-svg { width: 100%; height: 100% }`
+    // came along (with .ts-inputbar, .ts-notice, cursor: grab …): opened on its own, the file
+    // was squeezed into the window instead of its width and height.
+    const [dl] = await Promise.all([page.waitForEvent("download"), page.click("[data-action=export-svg]")]);
+    const svg = readFileSync((await dl.path())!, "utf8");
+    const css = /<style>([^<]*)<\/style>/.exec(svg)![1]!;
+    for (const pageOnly of [
+      "ts-inputbar",
+      "ts-notice",
+      "ts-table",
+      "ts-legend",
+      "ts-toolbar",
+      "ts-tooltip",
+      "ts-overlay",
+      "ts-warnings",
+      "ts-stale",
+    ]) {
+      assert.ok(!css.includes(pageOnly), `${pageOnly} in the exported CSS`);
+    }
+    assert.doesNotMatch(css, /cursor|user-select|pointer-events|text-overflow/);
+    assert.doesNotMatch(css, /(width|height)\s*:\s*100%/);
+    const [, w, h] = /^<svg[^>]* width="(\d+)" height="(\d+)"/.exec(svg)!.map(Number);
+    // Opened alone, in a window smaller than the drawing: at its own size (it scrolls).
+    const file = join(FIXTURES, "..", "gpt2-export-alone.svg");
+    writeFileSync(file, svg);
+    const ctx = await browser.newContext({ viewport: { width: 320, height: 240 } });
+    try {
+      const alone = await ctx.newPage();
+      await alone.goto(pathToFileURL(file).href);
+      const size = await alone.evaluate(() => {
+        const r = document.documentElement.getBoundingClientRect();
+        return [r.width, r.height];
+      });
+      assert.deepEqual(size, [w, h]);
+      // Still drawn as on screen: text in the theme's colour, the boxes outlined.
+      const look = await alone.evaluate(() => ({
+        text: getComputedStyle(document.querySelector(".ts-node text")!).fill,
+        stroke: getComputedStyle(document.querySelector(".ts-node .ts-box")!).stroke,
+      }));
+      assert.equal(look.text, "rgb(31, 35, 40)");
+      assert.notEqual(look.stroke, "none");
+      await alone.setViewportSize({ width: Math.min(w!, 1200), height: Math.min(h!, 900) });
+      await alone.screenshot({ path: join(FIXTURES, "..", "screenshots", "gpt2-export-alone-svg.png") });
+    } finally {
+      await ctx.close();
+    }
+  });
+
   test("keyboard: e expands all, c collapses, f fits", async () => {
     await page.click(".ts-svg", { position: { x: 5, y: 5 } });
     await page.keyboard.press("e");

@@ -10,6 +10,7 @@ import { describe, describeEdge } from "../../../webview/src/details";
 import { decodeGraph, FormatError } from "../../../webview/src/format";
 import { buttonAction, keyAction } from "../../../webview/src/keys";
 import { buildIndex } from "../../../webview/src/model";
+import { nodeValues, onlyZeros, overlay, topRows } from "../../../webview/src/measures";
 import { buildVisible } from "../../../webview/src/visible";
 import { GraphBuilder } from "./builder";
 
@@ -168,6 +169,53 @@ test("opened as far as the changes go, none is hidden; Expand all keeps a one-op
   assert.equal(m.status.get(`n${ids.fc1}`), "changed", "fc1's frame");
   const all = viewMarks(graph.compare!, buildVisible(idx, expandAll(idx)));
   assert.deepEqual([...all.hidden], [[`n${ids.fc1}`, 1]]);
+});
+
+test("colour by leaves version a's ghosts out: not in the table, its total, the scale or a module's largest |value|", () => {
+  // the heaviest-nodes table listed a's removed dropout (and counted it in the total), the
+  // legend's range went up to it: pass a's numbers mixed into pass b's
+  const { g, compare, ids } = compareGraph();
+  const cost = (flops: number) => ({ flops, bytes: 16, time_ns: flops + 1 });
+  const flops: [number, number][] = [
+    [ids.lin1, 100],
+    [ids.act, 0],
+    [ids.l0, 1000],
+    [ids.l1, 2000],
+    [ids.ghost, 50_000],
+    [ids.gelu, 10],
+    [ids.fc1, 100],
+    [ids.b0, 1000],
+    [ids.b1, 2000],
+    [ids.extra, 10],
+    [ids.root, 3110],
+  ];
+  for (const [id, f] of flops) g.nodes[id]!.cost = cost(f);
+  g.groups[0]!.cost = cost(3000);
+  const stats = (absmax: number) => ({ min: -absmax, max: absmax, mean: 0, std: 1, absmax, zeros: 0, nan: 0, inf: 0, numel: 4 });
+  for (const e of g.edges) e.stats = stats(e.src === ids.ghost ? 999 : 2);
+  g.values = { stats: true, costs: true };
+  const graph = decodeGraph(encode({ ...g, compare }));
+  const idx = buildIndex(graph);
+  const rows = topRows(idx, "flops");
+  assert.deepEqual(
+    rows.map((r) => r.id),
+    [ids.l1, ids.l0, ids.lin1, ids.gelu],
+  );
+  assert.ok(Math.abs(rows[0]!.share! - 2000 / 3110) < 1e-12, "a share of b's total");
+  assert.ok(!topRows(idx, "time").some((r) => r.id === ids.ghost));
+  assert.ok(!topRows(idx, "absmax").some((r) => r.id === ids.ghost));
+  assert.equal(nodeValues(idx, "absmax")[ids.root], 2, "the root's largest |value| is b's");
+  // the ghost drawn: uncoloured, and the scale spans b's boxes only
+  const vg = buildVisible(idx, initialExpansion(idx));
+  assert.ok(vg.nodes.some((v) => v.key === `n${ids.ghost}`));
+  const o = overlay(idx, vg, "flops");
+  assert.ok(!o.heat.has(`n${ids.ghost}`), "a ghost has no heat");
+  assert.equal(o.scale!.hi, 3000);
+  assert.equal(overlay(idx, vg, "absmax").scale!.hi, 2);
+  // every node of b at 0, the ghost not: every node has 0
+  for (const n of graph.nodes) if (n.cost && n.id !== ids.ghost) n.cost.flops = 0;
+  graph.groups[0]!.cost!.flops = 0;
+  assert.equal(onlyZeros(idx, "flops", nodeValues(idx, "flops")), true);
 });
 
 test("hover rows: the status, before → after, the version of a ghost, what a box hides", () => {

@@ -2,7 +2,7 @@
 // smaller than the screen at 100 %, none past the browser's canvas limits.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CANVAS_MAX_AREA, CANVAS_MAX_SIDE, plainColor, pngScale } from "../../../webview/src/export";
+import { CANVAS_MAX_AREA, CANVAS_MAX_SIDE, drawingDeclarations, plainColor, pngScale, selectorItems } from "../../../webview/src/export";
 
 test("a PNG is drawn at scale 2, less for a big graph, never below 1; none past the canvas limits", () => {
   assert.equal(pngScale(800, 600), 2);
@@ -25,5 +25,24 @@ describe("plainColor", () => {
   });
   test("anything else is left as it is", () => {
     for (const c of ["rgb(1, 2, 3)", "#fff", "none", "color(display-p3 1 0 0)", ""]) assert.equal(plainColor(c), null);
+  });
+});
+
+describe("the style rules an SVG export keeps", () => {
+  test("a selector list splits at its own commas, not those inside :not(…) or [attr]", () => {
+    assert.deepEqual(selectorItems(".ts-st-added:not(.ts-selected, .ts-match) > .ts-box, .ts-svg"), [
+      ".ts-st-added:not(.ts-selected, .ts-match) > .ts-box",
+      ".ts-svg",
+    ]);
+    assert.deepEqual(selectorItems('[data-x="a,b"] > .ts-box,.ts-frame'), ['[data-x="a,b"] > .ts-box', ".ts-frame"]);
+  });
+  test("the page's pointer declarations stay out of the file", () => {
+    // `.ts-svg { cursor: grab; user-select: none }` and `.ts-node { cursor: pointer }` went in
+    assert.deepEqual(drawingDeclarations("display: block; cursor: grab; user-select: none; fill: rgb(1, 2, 3);"), [
+      "display: block",
+      "fill: rgb(1, 2, 3)",
+    ]);
+    assert.deepEqual(drawingDeclarations("cursor: pointer;"), []);
+    assert.deepEqual(drawingDeclarations("font: 10px var(--ts-mono); pointer-events: stroke;"), ["font: 10px var(--ts-mono)"]);
   });
 });

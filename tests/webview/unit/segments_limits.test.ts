@@ -30,6 +30,16 @@ function flat(n: number) {
   return { idx: buildIndex(b.build()), x, root, ops, out };
 }
 
+test("a segment's summary writes its counts as its range does: add ×10,000 (calls 1–10,000 of 50,000)", () => {
+  // "add ×10000" stood under "calls 1–10,000 of 50,000"
+  const { idx } = flat(50_000);
+  const vg = buildVisible(idx, initialExpansion(idx));
+  const segs = vg.nodes.filter((v) => v.kind === "segment");
+  assert.equal(segs.length, 5);
+  const { labels } = computeView(idx, initialExpansion(idx));
+  assert.deepEqual(labels.get(segs[0]!.key), { title: "calls 1–10,000 of 50,000", sub: "add ×10,000" });
+});
+
 test("5,000 ops at one level draw as 50 segments of 100, chained by their tensors", () => {
   const { idx, x, root, ops, out } = flat(5000);
   const vg = buildVisible(idx, initialExpansion(idx));

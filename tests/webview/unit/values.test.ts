@@ -6,12 +6,12 @@ import { decodeGraph } from "../../../webview/src/format";
 import { buildIndex } from "../../../webview/src/model";
 import { initialExpansion } from "../../../webview/src/expansion";
 import { buildVisible } from "../../../webview/src/visible";
-import { MEASURES, available, drawnValue, heat, nodeValues, overlay, scaleOf, topRows } from "../../../webview/src/measures";
+import { MEASURES, available, drawnValue, heat, nodeValues, onlyZeros, overlay, scaleOf, topRows } from "../../../webview/src/measures";
 import { formatCount } from "../../../webview/src/count";
 import { nanBannerText } from "../../../webview/src/valuesPanel";
 import { formatBytes, formatFlops, formatShare, formatTime, formatValue } from "../../../webview/src/units";
 import { valueDetails } from "../../../webview/src/valueDetails";
-import { mlpWithBlocks } from "./builder";
+import { GraphBuilder, mlpWithBlocks } from "./builder";
 
 const GOLDEN = new URL("../../golden/mlp.graph.msgpack", import.meta.url);
 
@@ -142,6 +142,60 @@ test("overlay: heat for every drawn box with a value, scaled over what is drawn"
   assert.equal(o.heat.get(`n${ids.act}`), 0, "0 FLOPs: the cold end");
   assert.ok(!o.heat.has(`n${ids.x}`), "an input has no cost: left uncoloured");
   assert.equal(overlay(idx, all, "none").heat.size, 0);
+});
+
+test("every drawn box at 0 (FLOPs of an unrolled `x + 1`): no scale, the boxes at the cold end, and it says so", () => {
+  // the legend said "nothing drawn has a value" and the table "Heaviest 0 by FLOPs"
+  const { g, ids } = withValues();
+  for (const n of g.nodes) if (n.cost) n.cost.flops = 0;
+  g.groups[0]!.cost!.flops = 0;
+  const idx = buildIndex(g);
+  const all = buildVisible(idx, { modules: new Set(idx.containers), groups: new Set([0]), segments: new Set<number>() });
+  const o = overlay(idx, all, "flops");
+  assert.equal(o.scale, null);
+  assert.equal(o.zeros, true, "every drawn value is 0");
+  assert.equal(o.heat.get(`n${ids.l1}`), 0, "0: the cold end");
+  assert.ok(!o.heat.has(`n${ids.x}`), "an input has no cost: left uncoloured");
+  const flops = nodeValues(idx, "flops");
+  assert.deepEqual(topRows(idx, "flops", 20, flops), []);
+  assert.equal(onlyZeros(idx, "flops", flops), true);
+  // nothing recorded at all is another thing: no value, not 0
+  assert.equal(overlay(idx, all, "flops", new Float64Array(g.nodes.length).fill(NaN)).zeros, false);
+  assert.equal(onlyZeros(idx, "flops", new Float64Array(g.nodes.length).fill(NaN)), false);
+  assert.equal(onlyZeros(idx, "params", nodeValues(idx, "params")), false, "some have parameters");
+  assert.equal(overlay(idx, all, "params").zeros, false);
+});
+
+test("a segment of a long run (its calls folded) has its calls' value: summed, or the largest", () => {
+  // a segment's value was the value of the node whose id is the segment's number
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const root = b.module("Loop", "", null);
+  let prev = x;
+  for (let i = 0; i < 300; i++) {
+    const op = b.op("add", root, "Tensor.add");
+    b.nodes[op]!.cost = { flops: i < 200 ? 2 : 1, bytes: 8, time_ns: 10 };
+    b.edge(prev, op, [2, 4]);
+    prev = op;
+  }
+  const out = b.add("output", "output");
+  b.edge(prev, out, [2, 4]);
+  b.nodes[root]!.cost = { flops: 500, bytes: 2000, time_ns: 2500 };
+  const g = b.build();
+  g.values = { stats: false, costs: true };
+  const idx = buildIndex(decodeGraph(encode(g)));
+  const vg = buildVisible(idx, initialExpansion(idx));
+  const segs = vg.nodes.filter((v) => v.kind === "segment");
+  assert.equal(segs.length, 3);
+  const flops = nodeValues(idx, "flops");
+  assert.deepEqual(
+    segs.map((v) => drawnValue(idx, flops, "flops", v)),
+    [200, 200, 100],
+  );
+  const o = overlay(idx, vg, "flops");
+  assert.deepEqual(o.scale, { lo: 100, hi: 200, log: true });
+  assert.equal(o.heat.get(segs[0]!.key), 1);
+  assert.equal(o.heat.get(segs[2]!.key), 0);
 });
 
 test("table rows: heaviest ops first with their share; parameters rank innermost modules", () => {
