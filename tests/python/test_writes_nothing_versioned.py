@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 from torch import nn
 
@@ -97,28 +98,18 @@ def exp_input(g: torchscope.Graph) -> tuple[str, dict]:
     return g.nodes[edge.src].name, edge.stats
 
 
-def test_a_write_through_detach_inside_the_forward_is_what_later_reads_see() -> None:
-    class Detached(nn.Module):
+@pytest.mark.parametrize("alias", ["detach", "data"])
+def test_a_write_through_an_alias_inside_the_forward_is_what_later_reads_see(alias) -> None:
+    """`y.detach()` shares y's version counter, `y.data` has one of its own."""
+
+    class ThroughAlias(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             y = x + 0
-            y.detach().mul_(-1)
+            (y.detach() if alias == "detach" else y.data).mul_(-1)
             return y.exp()
 
     x = torch.rand(4, 3) + 5
-    source, st = exp_input(torchscope.trace(Detached(), x))
-    assert source == "mul_"
-    assert math.isclose(st["max"], float(-x.min()), rel_tol=1e-6), st
-
-
-def test_a_write_through_data_inside_the_forward_is_what_later_reads_see() -> None:
-    class ThroughData(nn.Module):
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            y = x + 0
-            y.data.mul_(-1)
-            return y.exp()
-
-    x = torch.rand(4, 3) + 5
-    source, st = exp_input(torchscope.trace(ThroughData(), x))
+    source, st = exp_input(torchscope.trace(ThroughAlias(), x))
     assert source == "mul_"
     assert math.isclose(st["max"], float(-x.min()), rel_tol=1e-6), st
 
