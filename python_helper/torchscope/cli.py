@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
+from .cli_args import add_run_top_level, add_time_budget
 from .cli_say import say
 from .diff_cli import add_diff_parser, run_diff
 from .graph_file import (
@@ -20,7 +20,6 @@ from .graph_file import (
 )
 
 FORMATS = ("msgpack", "json", "html")
-LONGEST_BUDGET = 1e7  # seconds (~4 months): beyond it the platform's timer overflows
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,18 +28,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> Any:  # type: ignore[override]
         self.exit(2, f"torchscope: {message} (python -m {self.prog} --help)\n")
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (0 < value <= LONGEST_BUDGET):  # (NaN fails every comparison)
-        raise argparse.ArgumentTypeError(
-            f"{text} is no time budget: give a number of seconds above 0, at most {LONGEST_BUDGET:g}"
-        )
-    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -70,19 +57,10 @@ def _parser() -> argparse.ArgumentParser:
             default="cpu",
             help="meta: build and trace without memory or compute",
         )
-        c.add_argument(
-            "--time-budget",
-            type=_seconds,
-            default=None,
-            metavar="SECONDS",
-            help="stop a trace (import and build included) that runs longer than this (exit 3)",
+        add_time_budget(
+            c, "stop a trace (import and build included) that runs longer than this (exit 3)"
         )
-        c.add_argument(
-            "--run-top-level",
-            action="store_true",
-            help="run the file's top-level code too (by default only its definitions are "
-            "loaded: a training loop at top level does not run)",
-        )
+        add_run_top_level(c)
         c.add_argument(
             "--rank",
             type=int,
@@ -130,7 +108,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return run_diff(args)
     if args.command == "summary" and is_graph_file(args.target):
         return _summarize_file(args)
-    from .cli_trace import CliError, error_line, trace_target
+    from .cli_trace import CliError, error_line, ran_out_of_memory, trace_target
 
     page = page_error(args.target) if args.command == "summary" else None
     if page:
@@ -212,6 +190,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if graph.error is not None:
         written = " (the graph up to the failing call was written)" if out is not None else ""
         say(f"{error_line(graph)}{written}")
+        if args.device != "meta" and ran_out_of_memory(graph):
+            say("it does not fit in memory here: --device meta traces it without any")
         if traced.suspects:
             lines = "; ".join(f"line {s.line}: {s.text}" for s in traced.suspects[:3])
             say(

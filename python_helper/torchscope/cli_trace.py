@@ -249,6 +249,12 @@ def _out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, MemoryError) or "can't allocate memory" in str(exc)
 
 
+def ran_out_of_memory(graph: Graph) -> bool:
+    """The forward raised as _out_of_memory says (a graph's error keeps its type's name)."""
+    e = graph.error
+    return e is not None and (e.type == "MemoryError" or "can't allocate memory" in e.message)
+
+
 def error_line(graph: Graph) -> str:
     """Where a forward raised, for people: the user's line, and the library line inside it."""
     e = graph.error

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from .cli_args import add_run_top_level, add_time_budget
 from .cli_say import say
 from .diff import STATS_TOLERANCE, Diff, diff_graphs
 from .graph_file import GraphFileError, is_graph_file, page_error, read_graph_file
@@ -48,7 +49,10 @@ def add_diff_parser(sub: Any) -> None:
         action="store_true",
         help="trace A in eval mode and B in training mode (model.eval() / model.train())",
     )
-    c.add_argument("--time-budget", type=float, default=None, metavar="SECONDS")
+    add_time_budget(
+        c, "stop a side's trace (import and build included) that runs longer than this (exit 2)"
+    )
+    add_run_top_level(c)
     c.add_argument(
         "--no-values",
         dest="values",
@@ -113,8 +117,8 @@ def run_diff(args: argparse.Namespace) -> int:
         return _fail("--input applies to targets (FILE.py:NAME); A and B are graph files")
     train_a = False if args.train_b else None
     try:
-        a, a_guess = load_side(args.a, args.device, args.input_expr, train_a, args)
-        b, b_guess = load_side(
+        a, a_guess, a_suspects = load_side(args.a, args.device, args.input_expr, train_a, args)
+        b, b_guess, b_suspects = load_side(
             args.b,
             args.device,
             args.input_b or args.input_expr,
@@ -125,9 +129,9 @@ def run_diff(args: argparse.Namespace) -> int:
             # one input on both sides: B's guess had to differ (batch norm in training mode
             # refuses a batch of one), and every node would differ by it; unless A can't take
             # it (B's first layer wants another size)
-            again, _ = load_side(args.a, args.device, b_guess, train_a, args)
+            again, _, again_suspects = load_side(args.a, args.device, b_guess, train_a, args)
             if again.error is None or a.error is not None:
-                a = again
+                a, a_suspects = again, again_suspects
     except (SideError, GraphFileError) as exc:
         return _fail(str(exc))
     a_source = _source(args.a, args.input_expr, train_a)
@@ -138,6 +142,13 @@ def run_diff(args: argparse.Namespace) -> int:
             say(
                 f"{name}: the forward raised {e.type}: {e.message} (compared up to the failing call)"
             )
+    blamed = [s for side in (a_suspects, b_suspects) for s in side]
+    if blamed:  # (as trace says it)
+        lines = "; ".join(list(dict.fromkeys(f"line {s.line}: {s.text}" for s in blamed))[:3])
+        say(
+            f"the file's top-level code that did not run may make what it lacks ({lines}): "
+            "--run-top-level runs it"
+        )
     if not args.values:  # saved graphs hold values too: left out of the comparison alike
         for graph in (a, b):
             _without_values(graph)
@@ -214,11 +225,12 @@ def load_side(
     input_expr: Optional[str],
     train: Optional[bool],
     args: argparse.Namespace,
-) -> tuple[Graph, Optional[str]]:
-    """A saved graph, or the graph of one traced forward of a target; and the expression of
-    the input it guessed (None: a graph file, or an input it did not guess)."""
+) -> tuple[Graph, Optional[str], list[Any]]:
+    """A saved graph, or the graph of one traced forward of a target; the expression of the
+    input it guessed (None: a graph file, or an input it did not guess); and the top-level
+    code left out that may make what a forward that raised lacks."""
     if is_graph_file(spec):
-        return read_graph_file(spec), None
+        return read_graph_file(spec), None, []
     page = page_error(spec)
     if page:
         raise SideError(page)
@@ -232,6 +244,7 @@ def load_side(
             device,
             input_expr,
             args.time_budget,
+            args.run_top_level,
             train=train,
             values=args.values,
             costs=args.costs,
@@ -239,7 +252,7 @@ def load_side(
         )
     except CliError as exc:
         raise SideError(exc.message) from None
-    return traced.graph, traced.guessed
+    return traced.graph, traced.guessed, traced.suspects
 
 
 def _source(spec: str, input_expr: Optional[str], train: Optional[bool]) -> str:
