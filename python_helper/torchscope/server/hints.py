@@ -33,7 +33,6 @@ MAX_SHAPES = 3  # a hint names at most this many distinct shapes, then "(+k)"
 MAX_TENSORS = 6  # a hover details at most this many tensors
 MAX_REVEAL = 64  # node ids a reveal link carries
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _KINDS = ("op", "module", "constant", "error")
 _INDEX = re.compile(r"(^|\.)\d+(?=\.|$)")  # the item of a ModuleList/Sequential in a path
 
@@ -271,7 +270,9 @@ def _split_runs(
     statement that calls one thing twice the same way (`act(act(x))`) looks like two runs:
     sites have no column to tell them apart; a loop whose calls differ in their arguments
     looks like one run (fewer runs is the safer mistake), but the items of one ModuleList
-    or Sequential are alike whatever their settings."""
+    or Sequential are alike whatever their class and settings (`for layer in self.layers:
+    x = layer(x)` over Linear, ReLU, Linear is three runs; so is a statement calling
+    `self.layers[0]` and `self.layers[1]`)."""
     by_parent: dict[Optional[int], list[int]] = {}
     for i in tops:
         by_parent.setdefault(parent[i], []).append(i)
@@ -286,12 +287,14 @@ def _split_runs(
         """What must repeat for calls to be one run each: the same callable, with the same
         arguments, of the same module attribute (`blocks.0` and `blocks.1` alike; `stem` and
         `blocks` not: `self.blocks(self.stem(x))` is one run). The items of one container
-        are alike whatever their settings: a stack's first layer is often wider in."""
+        are alike whatever their class and settings: a stack's first layer is often wider
+        in, and a Sequential's layers are of several kinds (Linear, ReLU, Linear)."""
         n = nodes[i]
         raw = n.get("path") or ""
         path = _INDEX.sub(r"\1#", raw)
-        attrs = "" if path != raw else repr(n.get("attrs"))
-        return (n["kind"], n.get("target") or "", n["name"], path, attrs)
+        if path != raw:
+            return (n["kind"], path)
+        return (n["kind"], n.get("target") or "", n["name"], path, repr(n.get("attrs")))
 
     out: list[list[int]] = []
     for p, siblings in by_parent.items():
@@ -343,13 +346,26 @@ def index_of_utf16(text: str, column: int) -> int:
     return len(text)
 
 
+def _in_name(ch: str) -> bool:
+    """A character that may continue a Python identifier (Unicode: `ö`, `λ`, a combining
+    mark)."""
+    return ("a" + ch).isidentifier()
+
+
 def word_at(text: str, column: int) -> Optional[tuple[str, int, int]]:
-    """The identifier under an LSP column of one line, with its start and end columns."""
+    """The identifier under an LSP column of one line (or just before it), by Python's
+    identifier rules, with its start and end columns (UTF-16)."""
     at = index_of_utf16(text, column)
-    for m in _WORD.finditer(text):
-        if m.start() <= at <= m.end():
-            return m.group(), utf16_len(text[: m.start()]), utf16_len(text[: m.end()])
-    return None
+    start = end = at
+    while start > 0 and _in_name(text[start - 1]):
+        start -= 1
+    while end < len(text) and _in_name(text[end]):
+        end += 1
+    while start < end and not text[start].isidentifier():  # `3e5`: the name is `e5`
+        start += 1
+    if start >= end or not start <= at <= end:
+        return None
+    return text[start:end], utf16_len(text[:start]), utf16_len(text[:end])
 
 
 # -- LSP values ------------------------------------------------------------------------------
@@ -412,9 +428,16 @@ def hover_markdown(info: LineInfo, graph: str, device: str, word: Optional[str] 
     else:
         calls = list(info.made())
         tensors = _distinct(t for run in info.runs for t in run.outputs)
-        names = " → ".join(_call_name(m) for m in info.runs[0].made[:4])
-        if len(info.runs[0].made) > 4:
-            names += " → …"
+        kinds = {tuple(m.name for m in run.made): run for run in info.runs}
+        if len(kinds) == 1:
+            names = " → ".join(_call_name(m) for m in info.runs[0].made[:4])
+            if len(info.runs[0].made) > 4:
+                names += " → …"
+        else:  # a loop over layers of several kinds (Linear, ReLU, …): each kind once
+            seen = dict.fromkeys(m.name for run in kinds.values() for m in run.made)
+            names = ", ".join(f"**{_escape(n)}**" for n in list(seen)[:4])
+            if len(seen) > 4:
+                names += ", …"
         parts.append(names + (f" · ran {len(info.runs)}×" if len(info.runs) > 1 else ""))
         if len(info.runs) > 1:
             paths = [m.path for m in (info.runs[0].made[0], info.runs[-1].made[0]) if m.path]

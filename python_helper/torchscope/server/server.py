@@ -353,10 +353,10 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         f"trace {path.name}:{target}" + (f" with input {p['input']}" if p.get("input") else ""),
     )
     started = time.perf_counter()
-    texts = ls.open_texts()
-    if text is not None:
-        texts[file_key(path)] = text
-    mark = ls.traces.begin(texts)  # hints fit the texts traced, replaying edits made meanwhile
+    # hints fit the texts traced (this file's as sent, the others' as saved: the runner
+    # imports them from disk), mapped onto the open documents, replaying edits made meanwhile
+    traced = (file_key(path), text) if text is not None else None
+    mark = ls.traces.begin(ls.open_texts(), traced)
     progress.begin("")
     try:
         result = await ls.runner.request(

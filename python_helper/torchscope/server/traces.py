@@ -2,21 +2,28 @@
 
 Every trace (from the editor, or a graph the extension shows from a paused debugger) is
 indexed once (`hints.index_graph`) and kept per key (the traced document's uri). A file's
-hints come from the newest trace that ran through it. Edits move hinted lines with the text
-above them; a line whose text changed loses its hint until the next trace. Changes made
-while a trace ran are replayed onto its lines when it arrives, so a trace of the saved text
-fits a document the user kept typing in."""
+hints come from the newest trace that ran through it. Its line numbers are those of the text
+that ran: the traced file's text as sent to the runner, every other file as saved on disk;
+they are mapped line by line onto the document open in the editor (`map_lines`), there when
+the trace arrives or when the file is opened later. Edits move hinted lines with the text
+above them; a statement whose text changed (any of its lines) loses its hint until the next
+trace. Changes made while a trace ran are replayed onto its lines when it arrives, so a trace
+of the saved text fits a document the user kept typing in."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import itertools
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from importlib.util import decode_source
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 from ..graph import FORMAT, VERSION, GraphFormatError, unpack
 from .hints import Indexed, LineInfo, index_graph, split_lines
@@ -33,12 +40,151 @@ def file_key(path: Union[str, Path]) -> str:
     return os.path.normcase(os.path.realpath(path))
 
 
+def read_source(path: Union[str, Path]) -> Optional[str]:
+    """A Python file's text as the interpreter reads it (its coding cookie); None when it
+    can't be read."""
+    try:
+        return decode_source(Path(path).read_bytes())
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError, ValueError):
+        return None
+
+
+def map_lines(old: Sequence[str], new: Sequence[str]) -> dict[int, int]:
+    """Where each line of `old` is in `new` (0-based): the lines equal in both, matched in
+    order as a line diff matches them; a line changed or removed is not in the result.
+
+    A patience diff: the common head and tail, then the lines found once in each side of
+    what is left, in the order both have them, anchor the match, and the gaps between them
+    are matched the same way; a small gap of repeated lines only (blank lines, `)`) is left
+    to difflib. Linear in practice, where difflib alone takes seconds on a big file with
+    many scattered changes."""
+    out: dict[int, int] = {}
+    todo = [(0, len(old), 0, len(new))]
+    while todo:
+        alo, ahi, blo, bhi = todo.pop()
+        while alo < ahi and blo < bhi and old[alo] == new[blo]:
+            out[alo] = blo
+            alo, blo = alo + 1, blo + 1
+        while alo < ahi and blo < bhi and old[ahi - 1] == new[bhi - 1]:
+            ahi, bhi = ahi - 1, bhi - 1
+            out[ahi] = bhi
+        if alo == ahi or blo == bhi:
+            continue
+        anchors = _unique_in_order(old, new, alo, ahi, blo, bhi)
+        if not anchors:
+            if (ahi - alo) * (bhi - blo) <= _SMALL_GAP:
+                gap = SequenceMatcher(None, old[alo:ahi], new[blo:bhi], autojunk=False)
+                for a, b, size in gap.get_matching_blocks():
+                    out.update((alo + a + k, blo + b + k) for k in range(size))
+            continue
+        for i, j in anchors:
+            out[i] = j
+            todo.append((alo, i, blo, j))
+            alo, blo = i + 1, j + 1
+        todo.append((alo, ahi, blo, bhi))
+    return out
+
+
+_SMALL_GAP = 40_000  # lines × lines of a gap difflib matches (without a line found once)
+
+
+def _unique_in_order(
+    old: Sequence[str], new: Sequence[str], alo: int, ahi: int, blo: int, bhi: int
+) -> list[tuple[int, int]]:
+    """The pairs (i, j) of lines found once in old[alo:ahi] and once in new[blo:bhi], the
+    longest chain of them in the same order in both (patience sorting)."""
+    once_old: dict[str, int] = {}
+    for i in range(alo, ahi):
+        once_old[old[i]] = -1 if old[i] in once_old else i
+    once_new: dict[str, int] = {}
+    for j in range(blo, bhi):
+        once_new[new[j]] = -1 if new[j] in once_new else j
+    pairs = [
+        (i, j) for line, i in once_old.items() if i >= 0 and (j := once_new.get(line, -1)) >= 0
+    ]
+    pairs.sort()
+    # longest increasing run of j: tops[k] ends the best chain of length k + 1
+    tops: list[int] = []
+    ends: list[int] = []
+    back: list[int] = []
+    for n, (_, j) in enumerate(pairs):
+        k = bisect_left(ends, j)
+        back.append(tops[k - 1] if k else -1)
+        if k == len(tops):
+            tops.append(n)
+            ends.append(j)
+        else:
+            tops[k] = n
+            ends[k] = j
+    chain: list[tuple[int, int]] = []
+    n = tops[-1] if tops else -1
+    while n >= 0:
+        chain.append(pairs[n])
+        n = back[n]
+    return chain[::-1]
+
+
+def statement_extents(text: str, lines: Collection[int]) -> dict[int, tuple[int, int]]:
+    """For each of `lines` (0-based) that is part of a statement of several lines, how many
+    lines of that statement are above it and below it: the innermost such statement (of a
+    compound statement, its header: `for a in zip(…):`, not its body). Empty when the text
+    does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    wanted = sorted(lines)
+    found: dict[int, tuple[int, int]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        first, last = node.lineno - 1, _header_end(node) - 1
+        if last <= first:
+            continue
+        for n in wanted[bisect_left(wanted, first) : bisect_right(wanted, last)]:
+            known = found.get(n)
+            if known is None or last - first < known[1] - known[0]:
+                found[n] = (first, last)
+    return {n: (n - first, last - n) for n, (first, last) in found.items()}
+
+
+def _header_end(node: ast.stmt) -> int:
+    """The last line (1-based) of a statement, or of a compound statement's header."""
+    if not isinstance(getattr(node, "body", None), list):
+        return node.end_lineno or node.lineno
+    end = node.lineno
+    for name, value in ast.iter_fields(node):
+        if name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            continue
+        for part in cast(list[Any], value) if isinstance(value, list) else [value]:
+            if isinstance(part, ast.AST):
+                for sub in ast.walk(part):
+                    sub_end = getattr(sub, "end_lineno", None)
+                    if isinstance(sub_end, int) and sub_end > end:
+                        end = sub_end
+    return end
+
+
 @dataclass
 class _Entry:
     info: LineInfo
-    text: Optional[str]  # the line's text when last known intact (None: not known)
+    block: Optional[list[str]]  # the texts of its statement's lines (None: not known)
+    up: int  # how many of them are above the hinted line
     candidates: list[int]
-    check: bool = False  # an edit touched the line: keep it only where its text is unchanged
+    check: bool = False  # an edit touched the statement: keep it only where it is unchanged
+
+    def touched(self, c: int, start: int, end: int) -> bool:
+        first = c - self.up
+        last = first + (len(self.block) - 1 if self.block else 0)
+        return start <= last and end >= first
+
+    def intact(self, doc: list[str], c: int) -> bool:
+        first = c - self.up
+        return (
+            self.block is not None
+            and first >= 0
+            and doc[first : first + len(self.block)] == self.block
+        )
 
 
 @dataclass
@@ -48,20 +194,59 @@ class LineTable:
     lines: dict[int, LineInfo]
     texts: Optional[dict[int, str]] = None  # each hinted line's text when last known intact
     edited: bool = False
+    text: Optional[str] = None  # the whole text the line numbers are of (None: not known)
+    # lines above and below each hinted line in its statement, when that has several lines
+    # (None: not worked out yet; done from `text` when first needed)
+    extents: Optional[dict[int, tuple[int, int]]] = None
 
     def snapshot(self, text: str) -> None:
-        """Take the lines' texts from the document as the trace saw it (lines past its end go)."""
+        """Take the lines' texts from the text the trace ran (lines past its end go)."""
         doc = split_lines(text)
         self.lines = {n: info for n, info in self.lines.items() if n < len(doc)}
         self.texts = {n: doc[n] for n in self.lines}
+        self.text = text
+        self.extents = None
+
+    def _extents(self) -> dict[int, tuple[int, int]]:
+        if self.extents is None:
+            self.extents = statement_extents(self.text, self.lines) if self.text else {}
+        return self.extents
+
+    def remap(self, text: str) -> None:
+        """Move the lines onto another text of the file (the open document, when the trace ran
+        the file on disk, or the document opened again): a hinted statement keeps its hint
+        where all its lines are unchanged (`map_lines`); without a text known, take this one
+        as the text that ran."""
+        if self.text is None:
+            self.snapshot(text)
+            return
+        old, new = split_lines(self.text), split_lines(text)
+        if old != new:
+            extents = self._extents()
+            where = map_lines(old, new)
+            kept: dict[int, tuple[LineInfo, tuple[int, int]]] = {}
+            for n, info in self.lines.items():
+                c = where.get(n)
+                up, down = extents.get(n, (0, 0))
+                if c is not None and all(where.get(n + i) == c + i for i in range(-up, down + 1)):
+                    kept[c] = (info, (up, down))
+            self.lines = {c: info for c, (info, _) in sorted(kept.items())}
+            self.texts = {c: new[c] for c in self.lines}
+            self.extents = {c: ext for c, (_, ext) in kept.items() if ext != (0, 0)}
+        self.text = text
 
     def apply(self, changes: Sequence[Change], text: str) -> None:
         """Follow one didChange notification (`changes` in order; `text`: the document after)."""
         if not self.lines:
             return
         self.edited = True
-        texts = self.texts or {}
-        entries = [_Entry(info, texts.get(n), [n]) for n, info in self.lines.items()]
+        old = split_lines(self.text) if self.text is not None else None
+        extents = self._extents()
+        entries: list[_Entry] = []
+        for n, info in self.lines.items():
+            up, down = extents.get(n, (0, 0))
+            block = old[n - up : n + down + 1] if old is not None else None
+            entries.append(_Entry(info, block, up, [n]))
         for start, end, new in changes:
             if start is None or end is None:  # the whole text replaced: keep what is unchanged
                 for e in entries:
@@ -71,12 +256,13 @@ class LineTable:
             for e in entries:
                 moved: list[int] = []
                 for c in e.candidates:
+                    if e.touched(c, start, end):  # its text may still sit before or after
+                        e.check = True
                     if c < start:
                         moved.append(c)
                     elif c > end:
                         moved.append(c + shift)
-                    else:  # touched: its text may still sit before or after the change
-                        e.check = True
+                    else:
                         if c == start:
                             moved.append(start)
                         if c == end and end + shift not in moved:
@@ -88,13 +274,19 @@ class LineTable:
             for c in e.candidates:
                 if c in kept or not 0 <= c < len(doc):
                     continue
-                if e.check and doc[c] != e.text:
+                if e.check and not e.intact(doc, c):
                     continue
                 kept[c] = e
                 break
         self.lines = {c: e.info for c, e in sorted(kept.items())}
-        if self.texts is not None:
-            self.texts = {c: e.text or "" for c, e in kept.items()}
+        if self.text is not None:
+            self.texts = {c: doc[c] for c in kept}
+            self.text = text
+            self.extents = {
+                c: (e.up, len(e.block) - 1 - e.up)
+                for c, e in kept.items()
+                if e.block is not None and len(e.block) > 1
+            }
 
 
 @dataclass
@@ -111,10 +303,12 @@ class Trace:
 @dataclass
 class Mark:
     """The editor's state when a trace began: the open documents' texts and the change log's
-    position (the trace's line numbers are those of these texts)."""
+    position, and the text each of those files ran as (`ran`: the trace's line numbers are
+    those of these texts)."""
 
     texts: dict[str, str]
     seq: int
+    ran: dict[str, str] = field(default_factory=dict[str, str])
 
 
 @dataclass
@@ -127,10 +321,15 @@ class TraceStore:
     _pending: set[asyncio.Future[Any]] = field(default_factory=set)
 
     # -- traces ------------------------------------------------------------------------
-    def begin(self, open_texts: dict[str, str]) -> Mark:
-        """Call when a trace starts, with the open documents' texts by file_key."""
+    def begin(self, open_texts: dict[str, str], traced: Optional[tuple[str, str]] = None) -> Mark:
+        """Call when a trace starts, with the open documents' texts by file_key and the traced
+        file's key and the text sent to the runner. Every other file runs as saved on disk
+        (the runner imports it): that text is read now."""
         self._marks += 1
-        return Mark(dict(open_texts), self._seq)
+        ran = {k: t for k in open_texts if (t := read_source(k)) is not None}
+        if traced is not None:
+            ran[traced[0]] = traced[1]
+        return Mark(dict(open_texts), self._seq, ran)
 
     def end(self, mark: Mark) -> None:
         self._marks = max(0, self._marks - 1)
@@ -144,26 +343,47 @@ class TraceStore:
         indexed: Indexed,
         mark: Optional[Mark],
         open_texts: dict[str, str],
+        disk: Optional[dict[str, str]] = None,
     ) -> Trace:
-        """Install an indexed trace under `key` (replacing that key's previous trace)."""
+        """Install an indexed trace under `key` (replacing that key's previous trace). The
+        text each file ran as comes from `mark`, else from `disk` (files read after the trace:
+        those not open when it began); lines are mapped from it onto the open documents."""
         files: dict[str, LineTable] = {}
         for file, lines in indexed.files.items():
             k = file_key(file)
             table = LineTable({n: info for n, info in lines.items()})
+            ran = mark.ran.get(k) if mark is not None else None
+            if ran is None and disk is not None:
+                ran = disk.get(k)
+            if ran is not None:
+                ran = self._shared(k, ran)
             before = mark.texts.get(k) if mark is not None else None
             if mark is not None and before is not None:
-                table.snapshot(before)
+                table.snapshot(ran if ran is not None else before)
+                table.remap(before)  # unsaved edits of a file the runner imported as saved
                 for seq, changed, changes, after in self._log:
                     if changed == k and seq > mark.seq:  # typed while the trace ran
                         table.apply(changes, after)
             elif k in open_texts:
-                table.snapshot(open_texts[k])
+                table.snapshot(ran if ran is not None else open_texts[k])
+                table.remap(open_texts[k])
+            elif ran is not None:
+                table.snapshot(ran)  # mapped onto the document when it is opened
             files[k] = table
         trace = Trace(key, graph, indexed.model, indexed.device, files, next(self._order))
         self.traces[key] = trace
         for old in sorted(self.traces.values(), key=lambda t: t.order)[:-KEEP_TRACES]:
             del self.traces[old.key]
         return trace
+
+    def _shared(self, k: str, text: str) -> str:
+        """`text`, or an equal string an older trace keeps for that file (one copy of a file
+        traced again and again)."""
+        for t in self.traces.values():
+            table = t.files.get(k)
+            if table is not None and table.text is not None and table.text == text:
+                return table.text
+        return text
 
     def find_graph(self, graph: str) -> Optional[Trace]:
         return next((t for t in self.traces.values() if t.graph == graph), None)
@@ -195,11 +415,13 @@ class TraceStore:
         """Read and index the graph file off the event loop, then install it; `settled()`
         waits for it."""
 
+        known = set(mark.ran) if mark is not None else set[str]()
+
         async def run() -> Optional[Trace]:
             try:
                 loop = asyncio.get_running_loop()
-                indexed, cpu = await loop.run_in_executor(None, _read_timed, graph)
-                trace = self.add(key, graph, indexed, mark, open_texts())
+                indexed, disk, cpu = await loop.run_in_executor(None, _read_timed, graph, known)
+                trace = self.add(key, graph, indexed, mark, open_texts(), disk)
                 trace.cpu_ms = cpu
             except Exception as e:  # unreadable, malformed, or an index bug: no hints, said so
                 failed(f"cannot read the graph {graph} for hints: {type(e).__name__}: {e}")
@@ -222,11 +444,13 @@ class TraceStore:
 
     # -- documents ---------------------------------------------------------------------
     def did_open(self, path: Union[str, Path], text: str) -> None:
+        """The lines follow the file from the text they were made for (it may have changed
+        on disk since, or since the document was closed)."""
         k = file_key(path)
         for t in self.traces.values():
             table = t.files.get(k)
-            if table is not None and table.texts is None:
-                table.snapshot(text)
+            if table is not None:
+                table.remap(text)
 
     def did_change(self, path: Union[str, Path], changes: list[Change], text: str) -> None:
         k = file_key(path)
@@ -248,11 +472,18 @@ class TraceStore:
                 del t.files[k]
 
 
-def _read_timed(path: str) -> tuple[Indexed, float]:
-    """read_graph and the CPU time it took (in this thread, whatever else the machine runs)."""
+def _read_timed(path: str, known: set[str]) -> tuple[Indexed, dict[str, str], float]:
+    """read_graph, the text on disk of each file it has lines in but those `known` (by
+    file_key), and the CPU time it took (in this thread, whatever else the machine runs)."""
     started = time.thread_time()
     indexed = read_graph(path)
-    return indexed, (time.thread_time() - started) * 1000
+    disk: dict[str, str] = {}
+    for file in indexed.files:
+        k = file_key(file)
+        text = read_source(file) if k not in known else None
+        if text is not None:
+            disk[k] = text
+    return indexed, disk, (time.thread_time() - started) * 1000
 
 
 def read_graph(path: str) -> Indexed:
