@@ -251,3 +251,39 @@ def test_calls_inside_methods_and_nested_functions_resolve_their_names(tmp_path)
     found = calls_in_file.ctor_call(info, "Net")
     assert found is not None and found.usable and found.text == "Config(dim=8)"
     assert calls_in_file.input_call(project, info, "Net") == "torch.zeros(3, 8)"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # a factory builds one size, main() another and calls that one: its input fits it
+        (
+            "def small():\n    return Encoder(6)\n\n"
+            "def main():\n    encoder = Encoder(24)\n    encoder(torch.randn(7, 24))\n",
+            ("24", "torch.randn(7, 24)"),
+        ),
+        # built and called at once
+        (
+            "tiny = Encoder(6)\n\ndef main():\n    Encoder(24)(torch.randn(7, 24))\n",
+            ("24", "torch.randn(7, 24)"),
+        ),
+        # no construction is called: the first, as before
+        ("a = Encoder(6)\nb = Encoder(24)\n", ("6", None)),
+    ],
+)
+def test_the_construction_used_is_the_one_whose_instance_the_file_calls(tmp_path, source, expected):
+    """A QA pass: the model was built as the factory builds it (Encoder(6)) and called with
+    the input main() gives its own Encoder(24): the forward raised on the shapes."""
+    header = (
+        "import torch\nfrom torch import nn\n"
+        "class Encoder(nn.Module):\n"
+        "    def __init__(self, dim):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(dim, dim)\n"
+        "    def forward(self, x):\n        return self.fc(x)\n\n"
+    )
+    path = write(tmp_path, "m.py", header + source)
+    project, info = load(path)
+    found = calls_in_file.ctor_call(info, "Encoder")
+    assert (found.text if found else None, calls_in_file.input_call(project, info, "Encoder")) == (
+        expected
+    )

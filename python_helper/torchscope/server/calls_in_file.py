@@ -108,7 +108,8 @@ def ctor_call(info: FileInfo, target: str) -> Optional[CtorCall]:
         return None
     known = set(info.imports) | set(info.classes) | set(info.functions) | _plain_names(info)
     stand_ins = _StandIns.of(info)
-    found: list[CtorCall] = []
+    called = _called_constructions(info.tree)
+    found: list[tuple[CtorCall, bool]] = []
     for node in ast.walk(info.tree):
         if not isinstance(node, ast.Call) or dotted(node.func) != target:
             continue
@@ -117,13 +118,39 @@ def ctor_call(info: FileInfo, target: str) -> Optional[CtorCall]:
         arguments = _call_arguments(node, known, info, stand_ins, only_values=True)
         if arguments is not None:
             parts = [f"{key}={text}" if key else text for key, text, _ in arguments[0]]
-            found.append(CtorCall(", ".join(parts), node.lineno, arguments[1]))
+            found.append((CtorCall(", ".join(parts), node.lineno, arguments[1]), node in called))
         else:
             written = _written_arguments(node, info.text)
             if written:
-                found.append(CtorCall(written, node.lineno, usable=False))
-    # the first usable one, else the first as written
-    return min(found, key=lambda c: (not c.usable, c.line)) if found else None
+                found.append((CtorCall(written, node.lineno, usable=False), node in called))
+    # the first usable one whose instance the file calls (the input the file gives fits
+    # it), else the first usable one, else the first as written
+    best = min(found, key=lambda f: (not f[0].usable, not f[1], f[0].line)) if found else None
+    return best[0] if best else None
+
+
+def _called_constructions(tree: ast.AST) -> set[ast.Call]:
+    """The calls whose result the file calls in turn: `Net(24)(x)`, or `m = Net(24)` and
+    `m(x)` / `m.forward(x)` (by name, wherever the name is called)."""
+    bound: dict[str, list[ast.Call]] = {}
+    called: set[ast.Call] = set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    bound.setdefault(t.id, []).append(node.value)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "forward":
+                func = func.value
+            if isinstance(func, ast.Call):
+                called.add(func)
+            elif isinstance(func, ast.Name):
+                names.add(func.id)
+    for name in names:
+        called.update(bound.get(name, ()))
+    return called
 
 
 def _written_arguments(node: ast.Call, text: str) -> Optional[str]:
