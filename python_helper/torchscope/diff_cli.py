@@ -252,6 +252,8 @@ def load_side(
         )
     except CliError as exc:
         raise SideError(exc.message) from None
+    if traced.timed_out:  # a pass stopped part way is no pass to compare
+        raise SideError(f"{spec}: the trace ran past {args.time_budget:g} s and was stopped")
     return traced.graph, traced.guessed, traced.suspects
 
 

@@ -299,9 +299,11 @@ class Recorder(TorchFunctionMode):
         self._named = named
         self._tensor_names: Optional[dict[int, str]] = None  # built on the first constant
         self.late_close: dict[int, Any] = {}  # module id → handle of our own forward hook
-        # id(t) → (t, the tensors holding its memory that are no views of one another, t
-        # among them: see _alias)
-        self.aliases: dict[int, tuple[weakref.ref[Tensor], list[weakref.ref[Tensor]]]] = {}
+        # id(t) → (t, its alias group: (id, t) of the tensors holding its memory that are no
+        # views of one another, t among them: see _alias)
+        self.aliases: dict[
+            int, tuple[weakref.ref[Tensor], list[tuple[int, weakref.ref[Tensor]]]]
+        ] = {}
         self._classes: dict[type, tuple[str, str, Optional[Site], bool]] = {}
         self.failed_leaves: list[tuple[int, list[tuple[Optional[int], Tensor]]]] = []
         self.constants: set[int] = set()  # node ids of constants that stand for outside tensors
@@ -725,30 +727,56 @@ class Recorder(TorchFunctionMode):
                 inner = inner_tensor(t)  # a DTensor's shard: read on its own by collectives
                 if inner is not None:
                     self._set_producer(inner, nid, producer[id(t)][2])
+        # (`F.relu(x, inplace=True)`: no write by its name, the written input handed back)
+        inplace = not writes and node.attrs.get("inplace") is True
         if writes:
             if self.aliases:
                 written = args[0] if info.writes_first_arg else kwargs["out"]  # type: ignore[index]
                 self._write_aliases(_tensors_in((written,), None), nid)
+        elif inplace:
+            if self.aliases:
+                self._write_aliases(outs, nid)
         elif info.target in _ALIASING and len(outs) == 1 and len(inputs) == 1:
             self._alias(inputs[0], outs[0])
         if self.counter is not None:
             flops, ns = self.call_cost
-            new = outs if writes else _not_among(outs, inputs)
+            new = outs if writes or inplace else _not_among(outs, inputs)
             node.cost = Cost(flops, output_bytes(new), ns)
         return nid
 
     def _alias(self, a: Tensor, b: Tensor) -> None:
         """`b` holds `a`'s memory and is no view of it (`a.detach()`, `a.data`): a write to
         one is a write to the other, which `_base` does not tell. All aliases of one tensor
-        share one group (an alias of an alias that is gone still reaches the first)."""
+        share one group (an alias of an alias that is gone still reaches the first), which
+        a's base joins (a write to the base reaches an alias of its view)."""
         if a is b:
             return
-        entry = self.aliases.get(id(a))
-        if entry is None or entry[0]() is not a:
-            entry = self.aliases[id(a)] = (weakref.ref(a), [weakref.ref(a)])
-        group = entry[1]
-        group.append(weakref.ref(b))
-        self.aliases[id(b)] = (group[-1], group)
+        group = self._group(a)
+        group.append((id(b), weakref.ref(b)))
+        self.aliases[id(b)] = (group[-1][1], group)
+        base = a._base
+        if base is not None and self._group(base) is not group:
+            self._group(base).append((id(b), group[-1][1]))
+        if len(group) >= 16 and not len(group) & (len(group) - 1):
+            self._prune(group)  # (at each power of two: amortised, `h.detach()` per step)
+
+    def _group(self, t: Tensor) -> list[tuple[int, weakref.ref[Tensor]]]:
+        """t's alias group, made with t alone in it if it has none."""
+        entry = self.aliases.get(id(t))
+        if entry is None or entry[0]() is not t:
+            ref = weakref.ref(t)
+            entry = self.aliases[id(t)] = (ref, [(id(t), ref)])
+        return entry[1]
+
+    def _prune(self, group: list[tuple[int, weakref.ref[Tensor]]]) -> None:
+        """Drop the members of a group that are gone, and their entries."""
+        live = []
+        for key, ref in group:
+            if ref() is not None:
+                live.append((key, ref))
+            elif (entry := self.aliases.get(key)) is not None and entry[0] is ref:
+                del self.aliases[key]
+        group[:] = live
 
     def _write_aliases(self, written: list[Tensor], nid: int) -> None:
         """Call `nid` wrote `written`: the aliases of them or of their bases hold what it
@@ -759,7 +787,9 @@ class Recorder(TorchFunctionMode):
             entry = self.aliases.get(id(t))
             if entry is None or entry[0]() is not t:
                 continue
-            for ref in entry[1]:
+            group = entry[1]
+            self._prune(group)
+            for _, ref in group:
                 a = ref()
                 if a is None or id(a) in seen:
                     continue

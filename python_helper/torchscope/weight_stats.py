@@ -40,6 +40,8 @@ def cached_read(t: Tensor, reader: Reader) -> Optional[TensorStats]:
     st = reader.read(t)
     if st is not None:
         st.version = held[0]
+        if held[5] is None and t.numel():
+            return st  # no sample of its values to tell a write through `.data`: read each time
         try:
             _KNOWN[id(t)] = (weakref.ref(t, _forget(id(t))), held, st)
         except TypeError:
@@ -53,8 +55,8 @@ def read_ahead(tensors: Iterable[Tensor], limit: int) -> int:
     reader = Reader()
     done = 0
     for t in tensors:
-        if not readable(t) or is_kept(t):
-            continue
+        if not readable(t) or is_kept(t) or not t.is_contiguous():
+            continue  # (a strided one is never kept: see cached_read)
         n = t.numel()
         if done + n > limit:
             continue

@@ -101,3 +101,36 @@ def test_a_forward_out_of_memory_points_at_the_meta_device(tmp_path) -> None:
     assert run.returncode == 1, run.stderr
     assert "can't allocate memory" in run.stderr, run.stderr
     assert "--device meta" in run.stderr.splitlines()[-1], run.stderr
+
+
+def test_diff_stops_a_side_past_its_time_budget_with_an_error(tmp_path) -> None:
+    """A side stopped inside its forward is no pass to compare (with --check it read as
+    "the passes differ", exit 1): one line, exit 2, as diff's other errors."""
+    slow = write(
+        tmp_path,
+        "slow.py",
+        """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            example_input_array = torch.randn(2, 4)
+
+            def forward(self, x):
+                while True:
+                    x = x + 1
+        """,
+    )
+    run = cli(
+        "diff",
+        f"{slow}:Net",
+        f"{slow}:Net",
+        "--time-budget",
+        "2",
+        "--check",
+        "--no-values",
+        cwd=tmp_path,
+    )
+    assert run.returncode == 2, run.stderr
+    assert "ran past 2 s" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr

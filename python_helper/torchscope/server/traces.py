@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import functools
 import itertools
 import os
 import time
@@ -129,23 +130,37 @@ def statement_extents(text: str, lines: Collection[int]) -> dict[int, tuple[int,
     lines of that statement are above it and below it: the innermost such statement (of a
     compound statement, its header: `for a in zip(…):`, not its body). Empty when the text
     does not parse."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
     wanted = sorted(lines)
     found: dict[int, tuple[int, int]] = {}
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.stmt):
-            continue
-        first, last = node.lineno - 1, _header_end(node) - 1
-        if last <= first:
-            continue
+    for first, last in _statements(text):
         for n in wanted[bisect_left(wanted, first) : bisect_right(wanted, last)]:
             known = found.get(n)
             if known is None or last - first < known[1] - known[0]:
                 found[n] = (first, last)
     return {n: (n - first, last - n) for n, (first, last) in found.items()}
+
+
+@functools.lru_cache(maxsize=8)
+def _statements(text: str) -> tuple[tuple[int, int], ...]:
+    """The (first, last) lines, 0-based, of every statement of several lines (a compound
+    one's header); parsed once per text (every trace of a file shares its text: _shared)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            first, last = node.lineno - 1, _header_end(node) - 1
+            if last > first:
+                spans.append((first, last))
+    return tuple(spans)
+
+
+@functools.lru_cache(maxsize=16)
+def _lines(text: str) -> tuple[str, ...]:
+    """split_lines, kept for the texts in use (a keystroke's text is the next one's old)."""
+    return tuple(split_lines(text))
 
 
 def _header_end(node: ast.stmt) -> int:
@@ -168,7 +183,7 @@ def _header_end(node: ast.stmt) -> int:
 @dataclass
 class _Entry:
     info: LineInfo
-    block: Optional[list[str]]  # the texts of its statement's lines (None: not known)
+    block: Optional[tuple[str, ...]]  # the texts of its statement's lines (None: not known)
     up: int  # how many of them are above the hinted line
     candidates: list[int]
     check: bool = False  # an edit touched the statement: keep it only where it is unchanged
@@ -178,7 +193,7 @@ class _Entry:
         last = first + (len(self.block) - 1 if self.block else 0)
         return start <= last and end >= first
 
-    def intact(self, doc: list[str], c: int) -> bool:
+    def intact(self, doc: Sequence[str], c: int) -> bool:
         first = c - self.up
         return (
             self.block is not None
@@ -220,7 +235,7 @@ class LineTable:
         if self.text is None:
             self.snapshot(text)
             return
-        old, new = split_lines(self.text), split_lines(text)
+        old, new = _lines(self.text), _lines(text)
         if old != new:
             extents = self._extents()
             where = map_lines(old, new)
@@ -240,7 +255,7 @@ class LineTable:
         if not self.lines:
             return
         self.edited = True
-        old = split_lines(self.text) if self.text is not None else None
+        old = _lines(self.text) if self.text is not None else None
         extents = self._extents()
         entries: list[_Entry] = []
         for n, info in self.lines.items():
@@ -268,7 +283,7 @@ class LineTable:
                         if c == end and end + shift not in moved:
                             moved.append(end + shift)
                 e.candidates = moved
-        doc = split_lines(text)
+        doc = _lines(text)
         kept: dict[int, _Entry] = {}
         for e in sorted(entries, key=lambda e: e.check):  # untouched lines claim theirs first
             for c in e.candidates:
