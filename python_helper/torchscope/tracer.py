@@ -1657,6 +1657,12 @@ def _tensors_in(args: Any, kwargs: Optional[dict]) -> list[Tensor]:
 def _not_among(outs: list[Tensor], inputs: list[Tensor]) -> list[Tensor]:
     """The outputs a call made: not an input it handed back (nn.Identity, `x.contiguous()`
     of a contiguous x), which is no new memory."""
+    if len(outs) == 1:  # most calls: no generator per call
+        out = outs[0]
+        for t in inputs:
+            if t is out:
+                return []
+        return outs
     return [t for t in outs if not any(t is i for i in inputs)]
 
 
