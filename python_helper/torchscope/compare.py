@@ -194,6 +194,6 @@ def _unchanged_groups(graph: Graph, status: list[str], inside: list[int]) -> lis
                 run.append(m)
                 continue
             if len(run) >= 2:
-                out.append(Group(g.parent, run, f"{graph.nodes[run[0]].name} ×{len(run)}"))
+                out.append(Group(g.parent, run, f"{graph.nodes[run[0]].name} ×{len(run):,}"))
             run = []
     return out

@@ -96,7 +96,7 @@ def _chained(graph: Graph, runs: list[tuple[Optional[int], list[int], int]]) -> 
 
     def add(parent: Optional[int], chain: list[int]) -> None:
         if len(chain) >= MIN_RUN:
-            groups.append(Group(parent, chain, f"{graph.nodes[chain[0]].name} ×{len(chain)}"))
+            groups.append(Group(parent, chain, f"{graph.nodes[chain[0]].name} ×{len(chain):,}"))
 
     for parent, run, end in runs:
         chain = run[:1]

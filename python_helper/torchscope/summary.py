@@ -165,7 +165,7 @@ def summarize(graph: Graph) -> str:
         last_path = graph.nodes[group.members[-1]].path if group is not None else ""
         if group is not None and last_path != node.path:  # (one module called again: one path)
             label = f"{label} … {last_path}"
-        name = f"{node.name} ×{len(group.members)}" if group else node.name
+        name = f"{node.name} ×{len(group.members):,}" if group else node.name
         name += _wrapper_mark(graph, group.members if group else [node.id])
         # every op inside the call, at all depths (a ×N line: inside its N blocks), as the
         # flops, out and time beside it sum everything inside

@@ -61,7 +61,7 @@ function groupTitle(idx: GraphIndex, gi: number): string {
   const g = idx.graph.groups[gi]!;
   if (g.name) return g.name;
   const first = idx.graph.nodes[g.members[0]!]!;
-  return `${first.name} ×${g.members.length}`;
+  return `${first.name} ×${g.members.length.toLocaleString("en-US")}`;
 }
 
 /** An op of collective communication (`attrs.collective`: all_reduce, all_gather_into_tensor…). */
