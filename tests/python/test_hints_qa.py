@@ -407,3 +407,13 @@ def test_what_ran_is_the_file_on_disk_for_all_but_the_traced_file(tmp_path):
     assert found is not None and sorted(found[1].lines) == [2]  # one down, as in the editor
     found = store.table(net)
     assert found is not None and sorted(found[1].lines) == [2]  # the sent text is the editor's
+
+
+def test_a_trace_without_hints_reads_no_file_when_it_begins(tmp_path):
+    """(A comparison's HEAD side: its lines are not the editor's.) The open documents are
+    read from disk only for a trace whose hints are wanted."""
+    lib = tmp_path / "lib.py"
+    lib.write_text(MULTI_DOC)
+    store = TraceStore()
+    assert store.begin({file_key(lib): MULTI_DOC}, None, hints=False).ran == {}
+    assert store.begin({file_key(lib): MULTI_DOC}, None).ran == {file_key(lib): MULTI_DOC}

@@ -356,7 +356,7 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
     # hints fit the texts traced (this file's as sent, the others' as saved: the runner
     # imports them from disk), mapped onto the open documents, replaying edits made meanwhile
     traced = (file_key(path), text) if text is not None else None
-    mark = ls.traces.begin(ls.open_texts(), traced)
+    mark = ls.traces.begin(ls.open_texts(), traced, hints=p.get("hints") is not False)
     progress.begin("")
     try:
         result = await ls.runner.request(

@@ -336,12 +336,19 @@ class TraceStore:
     _pending: set[asyncio.Future[Any]] = field(default_factory=set)
 
     # -- traces ------------------------------------------------------------------------
-    def begin(self, open_texts: dict[str, str], traced: Optional[tuple[str, str]] = None) -> Mark:
+    def begin(
+        self,
+        open_texts: dict[str, str],
+        traced: Optional[tuple[str, str]] = None,
+        hints: bool = True,
+    ) -> Mark:
         """Call when a trace starts, with the open documents' texts by file_key and the traced
         file's key and the text sent to the runner. Every other file runs as saved on disk
-        (the runner imports it): that text is read now."""
+        (the runner imports it): that text is read now, unless the trace gives no hints."""
         self._marks += 1
-        ran = {k: t for k in open_texts if (t := read_source(k)) is not None}
+        ran: dict[str, str] = {}
+        if hints:
+            ran = {k: t for k in open_texts if (t := read_source(k)) is not None}
         if traced is not None:
             ran[traced[0]] = traced[1]
         return Mark(dict(open_texts), self._seq, ran)
