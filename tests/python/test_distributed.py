@@ -363,6 +363,10 @@ class Net(nn.Module):
             end = time.time() + 60
             while not ARRIVED.exists() and time.time() < end:
                 time.sleep(0.05)
+            # (rank 0 writes the file just before the call: the time to enter it, which a
+            # loaded machine stretched past torchrun's reaction once, its graph then lacking
+            # the all_reduce)
+            time.sleep(2)
             raise ValueError("boom on rank 1")
         ARRIVED.write_text("yes")
         dist.all_reduce(x)  # rank 0 waits here for rank 1, which is gone
