@@ -108,7 +108,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return run_diff(args)
     if args.command == "summary" and is_graph_file(args.target):
         return _summarize_file(args)
-    from .cli_trace import CliError, error_line, ran_out_of_memory, trace_target
+    from .cli_trace import CliError, error_line, ran_out_of_memory, suspects_hint, trace_target
 
     page = page_error(args.target) if args.command == "summary" else None
     if page:
@@ -193,11 +193,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.device != "meta" and ran_out_of_memory(graph):
             say("it does not fit in memory here: --device meta traces it without any")
         if traced.suspects:
-            lines = "; ".join(f"line {s.line}: {s.text}" for s in traced.suspects[:3])
-            say(
-                f"the file's top-level code that did not run may make what it lacks ({lines}): "
-                "--run-top-level runs it"
-            )
+            say(suspects_hint(traced.suspects))
         return 1
     return 0
 

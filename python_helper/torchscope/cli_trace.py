@@ -246,13 +246,26 @@ def _where(exc: BaseException) -> str:
 
 def _out_of_memory(exc: BaseException) -> bool:
     """torch's allocator refused, or Python ran out (the system's killer leaves no message)."""
-    return isinstance(exc, MemoryError) or "can't allocate memory" in str(exc)
+    return isinstance(exc, MemoryError) or _ALLOCATOR_REFUSED in str(exc)
 
 
 def ran_out_of_memory(graph: Graph) -> bool:
     """The forward raised as _out_of_memory says (a graph's error keeps its type's name)."""
     e = graph.error
-    return e is not None and (e.type == "MemoryError" or "can't allocate memory" in e.message)
+    return e is not None and (e.type == "MemoryError" or _ALLOCATOR_REFUSED in e.message)
+
+
+_ALLOCATOR_REFUSED = "can't allocate memory"  # (torch's CPU allocator's words)
+
+
+def suspects_hint(suspects: list[Any]) -> str:
+    """The line saying which left-out top-level code may make what a forward lacked (the
+    first three, each once)."""
+    lines = list(dict.fromkeys(f"line {s.line}: {s.text}" for s in suspects))[:3]
+    return (
+        f"the file's top-level code that did not run may make what it lacks ({'; '.join(lines)}): "
+        "--run-top-level runs it"
+    )
 
 
 def error_line(graph: Graph) -> str:

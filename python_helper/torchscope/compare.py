@@ -24,7 +24,7 @@ import msgpack
 
 from .diff import FORMAT as DIFF_FORMAT
 from .diff import Diff, no_gc, side_summary
-from .folding import fold_repeated_blocks
+from .folding import fold_repeated_blocks, group_name
 from .graph import Edge, Graph, Group, Node, Recorded
 
 ADDED_OR_REMOVED = ("added", "removed")
@@ -194,6 +194,6 @@ def _unchanged_groups(graph: Graph, status: list[str], inside: list[int]) -> lis
                 run.append(m)
                 continue
             if len(run) >= 2:
-                out.append(Group(g.parent, run, f"{graph.nodes[run[0]].name} ×{len(run):,}"))
+                out.append(Group(g.parent, run, group_name(graph.nodes[run[0]].name, len(run))))
             run = []
     return out

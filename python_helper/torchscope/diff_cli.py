@@ -142,13 +142,10 @@ def run_diff(args: argparse.Namespace) -> int:
             say(
                 f"{name}: the forward raised {e.type}: {e.message} (compared up to the failing call)"
             )
-    blamed = [s for side in (a_suspects, b_suspects) for s in side]
-    if blamed:  # (as trace says it)
-        lines = "; ".join(list(dict.fromkeys(f"line {s.line}: {s.text}" for s in blamed))[:3])
-        say(
-            f"the file's top-level code that did not run may make what it lacks ({lines}): "
-            "--run-top-level runs it"
-        )
+    if a_suspects or b_suspects:  # (as trace says it)
+        from .cli_trace import suspects_hint
+
+        say(suspects_hint(a_suspects + b_suspects))
     if not args.values:  # saved graphs hold values too: left out of the comparison alike
         for graph in (a, b):
             _without_values(graph)

@@ -7,6 +7,13 @@ from typing import Any, Optional
 
 from .graph import Graph, Group, Node
 
+
+def group_name(name: str, count: int) -> str:
+    """A fold's name: `Block ×12`, `Block ×2,000` (thousands separated, as the viewer writes
+    counts)."""
+    return f"{name} ×{count:,}"
+
+
 MIN_RUN = 2
 
 
@@ -96,7 +103,7 @@ def _chained(graph: Graph, runs: list[tuple[Optional[int], list[int], int]]) -> 
 
     def add(parent: Optional[int], chain: list[int]) -> None:
         if len(chain) >= MIN_RUN:
-            groups.append(Group(parent, chain, f"{graph.nodes[chain[0]].name} ×{len(chain):,}"))
+            groups.append(Group(parent, chain, group_name(graph.nodes[chain[0]].name, len(chain))))
 
     for parent, run, end in runs:
         chain = run[:1]

@@ -669,12 +669,10 @@ class _Param:
         except Exception:
             return
         self.storage, self.storage_ptr = storage, ptr
-        layout = _layouts.get(id(p))
-        if layout is None or not layout.fits(p, storage, ptr):
-            layout = _layout(p, storage, ptr)
-            if layout is None:
-                self.alias, self.before = p.detach(), _torch_sample(p)
-                return
+        layout = _known_layout(p, storage, ptr)
+        if layout is None:
+            self.alias, self.before = p.detach(), _torch_sample(p)
+            return
         self.layout = layout
         self.sample = layout.view.tobytes()
 
@@ -768,10 +766,7 @@ def _value_sample(t: torch.Tensor) -> Optional[bytes]:
     if t.is_meta:
         return None
     storage = t.untyped_storage()
-    ptr = storage.data_ptr()
-    layout = _layouts.get(id(t))
-    if layout is None or not layout.fits(t, storage, ptr):
-        layout = _layout(t, storage, ptr)
+    layout = _known_layout(t, storage, storage.data_ptr())
     if layout is not None:
         return layout.view.tobytes()
     sample = _torch_sample(t)
@@ -839,6 +834,15 @@ def _forget_layout(key: int) -> Callable[[Any], None]:
             del _layouts[key]
 
     return forget
+
+
+def _known_layout(p: torch.Tensor, storage: Any, storage_ptr: int) -> Optional[_Layout]:
+    """p's layout as remembered from an earlier trace while it still fits, else taken now
+    (`_layout`); None for a tensor that has none."""
+    layout = _layouts.get(id(p))
+    if layout is not None and layout.fits(p, storage, storage_ptr):
+        return layout
+    return _layout(p, storage, storage_ptr)
 
 
 def _layout(p: torch.Tensor, storage: Any, storage_ptr: int) -> Optional[_Layout]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .folding import group_name
 from .graph import Cost, Graph, Group, Node
 
 _UNITS = (("K", 10**3), ("M", 10**6), ("B", 10**9), ("T", 10**12))
@@ -165,7 +166,7 @@ def summarize(graph: Graph) -> str:
         last_path = graph.nodes[group.members[-1]].path if group is not None else ""
         if group is not None and last_path != node.path:  # (one module called again: one path)
             label = f"{label} … {last_path}"
-        name = f"{node.name} ×{len(group.members):,}" if group else node.name
+        name = group_name(node.name, len(group.members)) if group else node.name
         name += _wrapper_mark(graph, group.members if group else [node.id])
         # every op inside the call, at all depths (a ×N line: inside its N blocks), as the
         # flops, out and time beside it sum everything inside

@@ -755,8 +755,8 @@ class Recorder(TorchFunctionMode):
         group.append((id(b), weakref.ref(b)))
         self.aliases[id(b)] = (group[-1][1], group)
         base = a._base
-        if base is not None and self._group(base) is not group:
-            self._group(base).append((id(b), group[-1][1]))
+        if base is not None and (of_base := self._group(base)) is not group:
+            of_base.append((id(b), group[-1][1]))
         if len(group) >= 16 and not len(group) & (len(group) - 1):
             self._prune(group)  # (at each power of two: amortised, `h.detach()` per step)
 

@@ -37,11 +37,17 @@ def cached_read(t: Tensor, reader: Reader) -> Optional[TensorStats]:
     kept = _kept(t, held)
     if kept is not None:
         return kept
+    return _read(t, held, reader)
+
+
+def _read(t: Tensor, held: _Held, reader: Reader) -> Optional[TensorStats]:
+    """Read t's statistics with `reader` and keep them, when they can be kept, as read
+    while t held `held`."""
     st = reader.read(t)
     if st is not None:
         st.version = held[0]
-        if held[5] is None and t.numel():
-            return st  # no sample of its values to tell a write through `.data`: read each time
+        if not _keepable(t, held):
+            return st
         try:
             _KNOWN[id(t)] = (weakref.ref(t, _forget(id(t))), held, st)
         except TypeError:
@@ -49,18 +55,31 @@ def cached_read(t: Tensor, reader: Reader) -> Optional[TensorStats]:
     return st
 
 
+def _keepable(t: Tensor, held: _Held) -> bool:
+    """Whether t's statistics may be kept: a sample of its values (or none to have) tells a
+    write through `.data` (a strided tensor has none: it is read every time)."""
+    return held[5] is not None or not t.numel()
+
+
 def read_ahead(tensors: Iterable[Tensor], limit: int) -> int:
     """Read and keep the statistics of `tensors` not kept yet, up to `limit` elements in
-    all; returns how many elements were read."""
+    all; returns how many elements were read (those that can't be kept are left for the
+    trace to read)."""
     reader = Reader()
     done = 0
     for t in tensors:
-        if not readable(t) or is_kept(t) or not t.is_contiguous():
-            continue  # (a strided one is never kept: see cached_read)
+        if not readable(t):
+            continue
+        try:
+            held = _held(t)
+        except Exception:  # no version counter: never kept
+            continue
+        if _kept(t, held) is not None or not _keepable(t, held):
+            continue
         n = t.numel()
         if done + n > limit:
             continue
-        cached_read(t, reader)
+        _read(t, held, reader)
         done += n
     reader.flush()
     return done

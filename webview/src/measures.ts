@@ -77,7 +77,7 @@ export function nodeValues(idx: GraphIndex, m: Measure): Float64Array {
   // absmax, nonfinite: from the statistics of the tensors each node made, rolled up
   for (const [i, e] of edges.entries()) {
     const s = e.stats;
-    if (!s || (compare && (compare.edges[i] === "removed" || compare.status[e.src] === "removed"))) continue;
+    if (!s || (compare && (compare.edges[i] === "removed" || isGhost(idx, e.src)))) continue;
     const v = m === "absmax" ? (s.absmax ?? null) : (s.nan ?? 0) + (s.inf ?? 0);
     if (v === null) continue;
     const cur = out[e.src]!;

@@ -207,7 +207,6 @@ class LineTable:
     """One file's hinted lines in one trace, by their current line numbers."""
 
     lines: dict[int, LineInfo]
-    texts: Optional[dict[int, str]] = None  # each hinted line's text when last known intact
     edited: bool = False
     text: Optional[str] = None  # the whole text the line numbers are of (None: not known)
     # lines above and below each hinted line in its statement, when that has several lines
@@ -216,11 +215,18 @@ class LineTable:
 
     def snapshot(self, text: str) -> None:
         """Take the lines' texts from the text the trace ran (lines past its end go)."""
-        doc = split_lines(text)
+        doc = _lines(text)
         self.lines = {n: info for n, info in self.lines.items() if n < len(doc)}
-        self.texts = {n: doc[n] for n in self.lines}
         self.text = text
         self.extents = None
+
+    @property
+    def texts(self) -> Optional[dict[int, str]]:
+        """Each hinted line's text in `text` (None: the text is not known)."""
+        if self.text is None:
+            return None
+        doc = _lines(self.text)
+        return {n: doc[n] for n in self.lines}
 
     def _extents(self) -> dict[int, tuple[int, int]]:
         if self.extents is None:
@@ -246,7 +252,6 @@ class LineTable:
                 if c is not None and all(where.get(n + i) == c + i for i in range(-up, down + 1)):
                     kept[c] = (info, (up, down))
             self.lines = {c: info for c, (info, _) in sorted(kept.items())}
-            self.texts = {c: new[c] for c in self.lines}
             self.extents = {c: ext for c, (_, ext) in kept.items() if ext != (0, 0)}
         self.text = text
 
@@ -295,7 +300,6 @@ class LineTable:
                 break
         self.lines = {c: e.info for c, e in sorted(kept.items())}
         if self.text is not None:
-            self.texts = {c: doc[c] for c in kept}
             self.text = text
             self.extents = {
                 c: (e.up, len(e.block) - 1 - e.up)
