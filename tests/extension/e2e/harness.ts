@@ -316,19 +316,23 @@ export async function chooseMenuItem(page: Page, item: string, appearTimeout = 1
  */
 export async function palette(page: Page, command: string): Promise<number> {
   const input = page.locator(".quick-input-widget input");
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: command }).first();
   for (let attempt = 1; ; attempt++) {
+    const last = attempt >= 4;
     await page.keyboard.press("F1");
     try {
-      await input.waitFor({ timeout: attempt < 4 ? 5000 : 30_000 });
+      // The palette can also close between appearing and being typed into (an editor or a
+      // notification taking the focus late): the whole open-type-find is what is retried.
+      await input.waitFor({ timeout: last ? 30_000 : 5000 });
+      await input.fill(`>${command}`, { timeout: last ? 30_000 : 5000 });
+      await row.waitFor({ timeout: 15_000 });
       break;
     } catch (e) {
-      if (attempt >= 4) throw e;
+      if (last) throw e;
       console.log(`# the palette did not stay open (attempt ${attempt}); opening it again`);
       await page.keyboard.press("Escape");
     }
   }
-  await input.fill(`>${command}`);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: command }).first().waitFor({ timeout: 15_000 });
   const t0 = Date.now();
   await page.keyboard.press("Enter");
   return t0;
