@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 import torchscope
 from torchscope.server import hints
@@ -146,6 +147,62 @@ def test_the_line_that_raised():
     text = hints.hover_markdown(info, "/g.msgpack", "cpu")
     assert "raised **RuntimeError" in text
     assert lines[here("h = self.fc(x)")].label() == "2×3"
+
+
+class RaisesMidLine(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return torch.tanh(self.fc(x)) @ torch.ones(2, 2)  # raises-mid-line
+
+
+def test_the_hover_of_the_line_that_raised_shows_what_it_made_before():
+    """The line's own calls fed the one that raised: their tensors are what the user came
+    to see (they were no line outputs: the failing call, on the line too, took them)."""
+    graph = trace_call(RaisesMidLine(), (torch.randn(5, 4),), raise_errors=False)
+    info = next(
+        lines
+        for file, lines in hints.index_graph(graph.to_wire()).files.items()
+        if Path(file) == Path(__file__)
+    )[here("# raises-mid-line")]
+    assert info.error is not None
+    text = hints.hover_markdown(info, "/g.msgpack", "cpu")
+    assert "raised **RuntimeError" in text
+    assert "5×3" in text, text  # fc's and tanh's output, made before the matmul raised
+
+
+class Namesakes(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        y = self.relu(x) * F.relu(-x)  # namesakes-relu
+        return y.add(1).add_(2)  # namesakes-add
+
+
+def _hover_on(line: int, info: hints.LineInfo, needle: str) -> str:
+    """The hover with the cursor on the last character of `needle` in this file's `line`."""
+    text = Path(__file__).read_text().splitlines()[line]
+    found = hints.hover(info, "/g.msgpack", "cpu", line, text, text.index(needle) + len(needle) - 1)
+    assert found is not None
+    return found.contents.value
+
+
+def test_a_hover_on_a_name_picks_the_call_written_there_not_its_namesakes():
+    """`self.relu` (a module) and `F.relu` (an op), `add` and `add_`: one word each, and
+    the hover on one named the other too ("ran 2×")."""
+    lines = indexed(Namesakes(), torch.randn(2, 3))
+    relu, add = here("# namesakes-relu"), here("# namesakes-add")
+    module = _hover_on(relu, lines[relu], "self.relu")
+    assert module.startswith("**ReLU** `relu`") and "ran" not in module.split("\n")[0], module
+    op = _hover_on(relu, lines[relu], "F.relu")
+    assert op.startswith("**relu**") and "ran" not in op.split("\n")[0], op
+    assert _hover_on(add, lines[add], "add_").startswith("**add\\_**")
+    plain = _hover_on(add, lines[add], "y.add")
+    assert plain.startswith("**add**") and "ran" not in plain.split("\n")[0], plain
 
 
 def test_positions_in_utf16():

@@ -58,13 +58,14 @@ class Made:
     cost: Optional[dict[str, Any]]
     outputs: list[TensorOut]
 
-    def words(self) -> set[str]:
-        """Names a cursor may rest on to mean this call: `relu`, `fc` of `self.fc`."""
+    def words(self, as_written: bool = False) -> set[str]:
+        """Names a cursor may rest on to mean this call: `relu`, `fc` of `self.fc`; their
+        underscores stripped (`__add__` is `add`) unless `as_written`."""
         found = {self.name, self.target.rsplit(".", 1)[-1]}
         named = [p for p in self.path.split(".") if p and not p.isdigit()]
         if named:  # `self.fc` → "fc"; `self.blocks[2]` (path "blocks.2") → "blocks"
             found.add(named[-1])
-        return {w.strip("_") or w for w in found if w}
+        return {w if as_written else (w.strip("_") or w) for w in found if w}
 
 
 @dataclass(slots=True)
@@ -403,10 +404,11 @@ def hover(
         return None
     found = word_at(text, column)
     start, end = (found[1], found[2]) if found else (column, column + 1)
+    owner = _owner(text[: index_of_utf16(text, start)]) if found else ""
     return types.Hover(
         contents=types.MarkupContent(
             kind=types.MarkupKind.Markdown,
-            value=hover_markdown(info, graph, device, found[0] if found else None),
+            value=hover_markdown(info, graph, device, found[0] if found else None, owner),
         ),
         range=types.Range(
             start=types.Position(line=line, character=start),
@@ -415,10 +417,13 @@ def hover(
     )
 
 
-def hover_markdown(info: LineInfo, graph: str, device: str, word: Optional[str] = None) -> str:
+def hover_markdown(
+    info: LineInfo, graph: str, device: str, word: Optional[str] = None, owner: str = ""
+) -> str:
     """The hover of a hinted line; `word` (the identifier under the cursor) narrows it to the
-    calls of that name on the line (`relu` in `self.fc(x).relu()`)."""
-    picked = [m for m in info.made() if word and word.strip("_") in m.words()] if word else []
+    calls of that name on the line (`relu` in `self.fc(x).relu()`); `owner`, what the word
+    is an attribute of (`self`, `F`), to the calls it can be among its namesakes."""
+    picked = _calls_named(info, word, owner) if word else []
     parts: list[str] = []
     if picked:
         calls = picked
@@ -428,6 +433,8 @@ def hover_markdown(info: LineInfo, graph: str, device: str, word: Optional[str] 
     else:
         calls = list(info.made())
         tensors = _distinct(t for run in info.runs for t in run.outputs)
+        if not tensors and info.error:  # what the line made before the call that raised
+            tensors = _distinct(t for m in calls for t in m.outputs)
         kinds = {tuple(m.name for m in run.made): run for run in info.runs}
         if len(kinds) == 1:
             names = " → ".join(_call_name(m) for m in info.runs[0].made[:4])
@@ -457,6 +464,36 @@ def hover_markdown(info: LineInfo, graph: str, device: str, word: Optional[str] 
     link = f"command:{REVEAL_COMMAND}?{quote(json.dumps(args, separators=(',', ':')))}"
     parts.append(f"[Show in graph]({link})")
     return "\n\n".join(parts)
+
+
+# what a name is called on when it is a function of torch's (`F.relu`, `torch.nn.functional.relu`)
+_TORCH_OWNERS = frozenset(("F", "torch", "functional", "nn.functional", "torch.nn.functional"))
+_OWNER = re.compile(r"((?:[^\W\d]\w*\s*\.\s*)+)$")
+
+
+def _owner(before: str) -> str:
+    """The dotted name a word is an attribute of, from the text just before it: `self` for
+    `self.relu`, `self.block` for `self.block.fc`, `F` for `F.relu`; "" for a bare name."""
+    found = _OWNER.search(before)
+    return re.sub(r"\s+", "", found.group(1)).rstrip(".") if found else ""
+
+
+def _calls_named(info: LineInfo, word: str, owner: str) -> list[Made]:
+    """The line's calls a cursor on `word` means. Sites carry no column, so namesakes on one
+    line are told apart by their names as written (`add_` is not `add`) and by what the word
+    is called on: `self.relu` is a module, `F.relu` and `torch.relu` are ops."""
+    named = [m for m in info.made() if word.strip("_") in m.words()]
+    if len(named) < 2:
+        return named
+    exact = [m for m in named if word in m.words(as_written=True)]
+    named = exact or named
+    if owner == "self" or owner.startswith("self."):
+        kind = [m for m in named if m.kind == "module"]
+    elif owner in _TORCH_OWNERS:
+        kind = [m for m in named if m.kind != "module"]
+    else:
+        kind = named
+    return kind or named
 
 
 def _distinct(tensors: Iterable[TensorOut]) -> list[TensorOut]:
