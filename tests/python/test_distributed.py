@@ -386,6 +386,7 @@ def test_a_rank_waiting_for_a_failed_one_still_writes_its_graph(tmp_path: Path) 
         torchrun(["-m", "torchscope", "trace", "waits.py:build", "-o", "g.msgpack"], tmp_path)
     said = str(failed.value)
     assert "torchscope: the forward raised ValueError: boom on rank 1" in said, said
+    assert (tmp_path / "g.rank0.msgpack").exists(), said  # (what torchrun said, if not)
     rank0 = load(tmp_path / "g.rank0.msgpack")
     assert rank0.error is not None and rank0.model.rank == 0
     assert [n.name for n in rank0.nodes if n.kind == "op"] == ["linear", "all_reduce"]
