@@ -235,13 +235,15 @@ class _Compare:
         self.keys: dict[Any, int] = {}  # signature → small int, shared by both graphs
         self.cached: dict[tuple[bool, bool, int], int] = {}  # (of a, full, node) → key
         # Two copies of one file (model.py, model_v2.py) name their classes after the file:
-        # a's names are read as b's, so `model.Block` and `model_v2.Block` are one class.
+        # either file's name is read as one, on both sides, so `model.Block` and
+        # `model_v2.Block` are one class, and so is the `model.Block` model_v2 imports.
         home_a = a.model.qualname.rpartition(".")[0]
         home_b = b.model.qualname.rpartition(".")[0]
         self.home = (home_a + ".", home_b + ".") if home_a and home_b and home_a != home_b else None
 
-    def _target_a(self, target: str) -> str:
-        """A target of a as b would name it (see `home`)."""
+    def _target(self, target: str) -> str:
+        """A target as compared: a class of either copy of the file (see `home`) named as
+        one of the other's."""
         if self.home is not None and target.startswith(self.home[0]):
             return self.home[1] + target[len(self.home[0]) :]
         return target
@@ -297,7 +299,7 @@ class _Compare:
             )
         key = self.cached.get((of_a, full, i))
         if key is None:
-            target = self._target_a(n.target) if of_a else n.target
+            target = self._target(n.target)
             if not full:
                 sig = (n.kind, n.name) if n.kind in ("input", "output") else (n.kind, target)
             else:
@@ -419,7 +421,7 @@ class _Compare:
             # one full signature: the same callable, attrs and tensors; only the wiring and
             # the place can differ
             return self._placement(i, j)
-        if self._target_a(na.target) != nb.target:
+        if self._target(na.target) != self._target(nb.target):
             out.append(f"target: {na.target or '-'} → {nb.target or '-'}")
         elif na.name != nb.name:
             out.append(f"name: {na.name} → {nb.name}")
@@ -436,7 +438,11 @@ class _Compare:
             if nb.params - na.params != inner:
                 out.append(f"params: {na.params:,} → {nb.params:,}")
         out.extend(_tensor_changes("input", self.fa.ins[i], self.fb.ins[j]))
-        out.extend(_tensor_changes("output", self.fa.outs[i], self.fb.outs[j]))
+        outs_a, outs_b = self.fa.outs[i], self.fb.outs[j]
+        if outs_a and outs_b:
+            # an output one side's forward never used is its consumer's change (added or
+            # removed), or the error's that came before any: not this node's
+            out.extend(_tensor_changes("output", outs_a, outs_b))
         if na.kind != "module":
             out.extend(self._placement(i, j))
         return out

@@ -13,6 +13,7 @@ from .cli_say import say
 from .diff import STATS_TOLERANCE, Diff, diff_graphs
 from .graph_file import GraphFileError, is_graph_file, page_error, read_graph_file
 from .html import BundleNotBuiltError
+from .side_imports import own_imports
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -117,19 +118,23 @@ def run_diff(args: argparse.Namespace) -> int:
         return _fail("--input applies to targets (FILE.py:NAME); A and B are graph files")
     train_a = False if args.train_b else None
     try:
-        a, a_guess, a_suspects = load_side(args.a, args.device, args.input_expr, train_a, args)
-        b, b_guess, b_suspects = load_side(
-            args.b,
-            args.device,
-            args.input_b or args.input_expr,
-            True if args.train_b else None,
-            args,
-        )
+        with own_imports(args.a, args.b):
+            a, a_guess, a_suspects = load_side(args.a, args.device, args.input_expr, train_a, args)
+        with own_imports(args.b, args.a):
+            b, b_guess, b_suspects = load_side(
+                args.b,
+                args.device,
+                args.input_b or args.input_expr,
+                True if args.train_b else None,
+                args,
+                "--input-b" if args.input_b else "--input",
+            )
         if a_guess and b_guess and a_guess != b_guess:
             # one input on both sides: B's guess had to differ (batch norm in training mode
             # refuses a batch of one), and every node would differ by it; unless A can't take
             # it (B's first layer wants another size)
-            again, _, again_suspects = load_side(args.a, args.device, b_guess, train_a, args)
+            with own_imports(args.a, args.b):
+                again, _, again_suspects = load_side(args.a, args.device, b_guess, train_a, args)
             if again.error is None or a.error is not None:
                 a, a_suspects = again, again_suspects
     except (SideError, GraphFileError) as exc:
@@ -222,10 +227,12 @@ def load_side(
     input_expr: Optional[str],
     train: Optional[bool],
     args: argparse.Namespace,
+    option: str = "--input",
 ) -> tuple[Graph, Optional[str], list[Any]]:
     """A saved graph, or the graph of one traced forward of a target; the expression of the
     input it guessed (None: a graph file, or an input it did not guess); and the top-level
-    code left out that may make what a forward that raised lacks."""
+    code left out that may make what a forward that raised lacks. `option`: the input's
+    option as the user gave it (`--input-b`), for its errors."""
     if is_graph_file(spec):
         return read_graph_file(spec), None, []
     page = page_error(spec)
@@ -248,7 +255,10 @@ def load_side(
             seed=0,
         )
     except CliError as exc:
-        raise SideError(exc.message) from None
+        message = exc.message
+        if message.startswith("--input ") and option != "--input":
+            message = option + message[len("--input") :]
+        raise SideError(message) from None
     if traced.timed_out:  # a pass stopped part way is no pass to compare
         raise SideError(f"{spec}: the trace ran past {args.time_budget:g} s and was stopped")
     return traced.graph, traced.guessed, traced.suspects

@@ -588,3 +588,34 @@ def test_the_values_of_uninitialised_memory_are_not_compared() -> None:
         if e.src == fill:
             e.stats = {**e.stats, "mean": 3.0}
     assert not diff_graphs(g, other).identical
+
+
+class UsesOrNot(nn.Module):
+    """`z` is made on both sides; only with `use` does anything take it. With `ok` False the
+    forward raises (a Python `assert`) after `norm`, before anything takes its output."""
+
+    def __init__(self, use: bool = False, ok: bool = True) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(16)
+        self.use, self.ok = use, ok
+
+    def forward(self, x):
+        h = self.norm(x)
+        z = x + 1
+        assert self.ok, "refused"
+        return torch.cat([h, h * 2] + ([z] if self.use else []), dim=-1)
+
+
+def test_a_node_whose_output_one_side_does_not_use_is_not_changed() -> None:
+    """`outputs: - → [2, 16]` on the add that `cat` now takes, and `outputs: [2, 16] → -`
+    on a layer whose consumer never ran: the consumer's change (or the error), not theirs."""
+    x = x16()
+    d = diff_graphs(trace(UsesOrNot(), x), trace(UsesOrNot(use=True), x))
+    check_partition(d)
+    changed = [c.name for c in d.changed()]
+    assert "add" not in changed and "cat" in changed, render_text(compare_view(d, "a", "b"))
+    raised = torchscope.trace_call(UsesOrNot(ok=False).eval(), (x,), raise_errors=False)
+    d = diff_graphs(trace(UsesOrNot(), x), raised)
+    check_partition(d)
+    assert d.changed() == [], render_text(compare_view(d, "a", "b"))
+    assert ("error", "AssertionError", "") in names(d.added())
