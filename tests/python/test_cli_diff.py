@@ -336,8 +336,8 @@ def test_a_forward_that_raises_is_compared_up_to_the_error(models, capsys) -> No
     assert lines[2:5] == [
         "~ (root): Broken  (6 changes inside)",
         "      target: net_a.Net → net_a.Broken",
-        "      outputs: [1, 4] → -",
-    ]
+        "    - relu: torch.relu; inputs [1, 32]; outputs [1, 32]",
+    ]  # (no `outputs: [1, 4] → -`: the output B never made is the error's change)
     assert "    + RuntimeError: torch.nn.functional.linear; message=mat1 and mat2 shapes " in out
     assert "- fc1: Linear" in out and lines[-1] == "1 added, 7 removed, 2 changed, 1 same"
 
