@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import math
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -280,12 +281,36 @@ class _Compare:
         self.b_to_a[j] = i
 
     def _match_modules(self) -> None:
+        renames = self._item_renames()
         calls = {(n.path, n.call): n.id for n in self.b.nodes if n.kind == "module"}
         for n in self.a.nodes:
             if n.kind == "module":
-                j = calls.get((n.path, n.call))
+                j = calls.get((_renamed(n.path, renames), n.call))
                 if j is not None:
                     self._pair(n.id, j)
+
+    def _item_renames(self) -> dict[str, str]:
+        """Paths of a's numbered items (an nn.Sequential's, a ModuleList's: `body.2`) as b
+        numbers them, where a layer inserted or removed shifted the ones after it: each
+        container's items aligned by class (a longest common subsequence), shallow
+        containers first; an item of a left unaligned gets a path no node of b has."""
+        items_a, items_b = _items(self.a), _items(self.b)
+        renames: dict[str, str] = {}
+        for prefix in sorted(items_a, key=lambda p: p.count(".")):
+            theirs_at = _renamed(prefix[:-1], renames) + "." if prefix else ""
+            mine, theirs = items_a[prefix], items_b.get(theirs_at)
+            if theirs is None:
+                continue
+            xs, ys = sorted(mine), sorted(theirs)
+            keys_a = [self._target(mine[k]) for k in xs]
+            keys_b = [self._target(theirs[k]) for k in ys]
+            if keys_a == keys_b:
+                continue  # the same classes at the same indices: matched by path as ever
+            aligned = dict(common_pairs(keys_a, keys_b))
+            for x, k in enumerate(xs):
+                y = aligned.get(x)
+                renames[prefix + str(k)] = theirs_at + str(ys[y]) if y is not None else _NOWHERE
+        return renames
 
     def _key(self, facts: _Facts, i: int, full: bool) -> int:
         """A small int for what a child node is: with `full`, everything about it; else its
@@ -511,6 +536,35 @@ class _Compare:
             if line:
                 done.add(j)
                 details.setdefault(j, []).append(line)
+
+
+_NOWHERE = "\0"  # a module path no node has: an item of a aligned with none of b's
+_ITEM = re.compile(r"^(?:(.*)\.)?(\d+)$")
+
+
+def _items(graph: Graph) -> dict[str, dict[int, str]]:
+    """Each container's numbered items (`body.` → index → class), by the module calls made."""
+    found: dict[str, dict[int, str]] = {}
+    for n in graph.nodes:
+        if n.kind != "module":
+            continue
+        m = _ITEM.match(n.path)
+        if m is not None:
+            prefix = m.group(1) + "." if m.group(1) is not None else ""
+            found.setdefault(prefix, {}).setdefault(int(m.group(2)), n.target)
+    return found
+
+
+def _renamed(path: str, renames: dict[str, str]) -> str:
+    """`path` of a as b names it: its longest renamed prefix replaced (see _item_renames)."""
+    if not renames or not path:
+        return path
+    parts = path.split(".")
+    for k in range(len(parts), 0, -1):
+        head = ".".join(parts[:k])
+        if head in renames:
+            return renames[head] + "".join("." + p for p in parts[k:])
+    return path
 
 
 def _gaps(

@@ -619,3 +619,34 @@ def test_a_node_whose_output_one_side_does_not_use_is_not_changed() -> None:
     check_partition(d)
     assert d.changed() == [], render_text(compare_view(d, "a", "b"))
     assert ("error", "AssertionError", "") in names(d.added())
+
+
+class Stack(nn.Module):
+    def __init__(self, *layers: nn.Module) -> None:
+        super().__init__()
+        self.body = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def test_a_layer_inserted_into_a_sequential_is_added_and_the_ones_after_it_stay() -> None:
+    """The layers after it take the next index (`body.1` ReLU is `body.2`): matched by
+    index, each was "changed" into the class before it."""
+    torch.manual_seed(0)
+    fc1, fc2 = nn.Linear(8, 8), nn.Linear(8, 8)
+    x = torch.randn(2, 8)
+    before = trace(Stack(fc1, nn.ReLU(), fc2, nn.Tanh()), x)
+    after = trace(Stack(fc1, nn.LayerNorm(8), nn.ReLU(), fc2, nn.Tanh()), x)
+    d = diff_graphs(before, after)
+    check_partition(d)
+    assert names(d.added()) == [("module", "LayerNorm", "body.1"), ("op", "layer_norm", "body.1")]
+    assert d.removed() == [] and d.changed() == [], render_text(compare_view(d, "a", "b"))
+    swapped = trace(Stack(fc1, fc2, nn.ReLU(), nn.Tanh()), x)
+    d = diff_graphs(before, swapped)
+    check_partition(d)
+    modules = [c for c in (*d.added(), *d.removed()) if c.kind == "module"]
+    assert len(modules) == 2 and modules[0].name == modules[1].name, names(modules)
+    assert not any(line.startswith("target:") for c in d.changed() for line in c.details), (
+        render_text(compare_view(d, "a", "b"))
+    )
