@@ -283,11 +283,17 @@ class _Compare:
     def _match_modules(self) -> None:
         renames = self._item_renames()
         calls = {(n.path, n.call): n.id for n in self.b.nodes if n.kind == "module"}
-        for n in self.a.nodes:
-            if n.kind == "module":
-                j = calls.get((_renamed(n.path, renames), n.call))
-                if j is not None:
-                    self._pair(n.id, j)
+        for n in self.a.nodes:  # (parents before their children)
+            if n.kind != "module":
+                continue
+            if n.parent is not None and self.a_to_b[n.parent] < 0:
+                # inside a module call of a's that b lacks: removed with it, whatever b
+                # calls by that path elsewhere (a node is in one place, the removed one's
+                # ghost holding what it held)
+                continue
+            j = calls.get((_renamed(n.path, renames), n.call))
+            if j is not None:
+                self._pair(n.id, j)
 
     def _item_renames(self) -> dict[str, str]:
         """Paths of a's numbered items (an nn.Sequential's, a ModuleList's: `body.2`) as b

@@ -650,3 +650,42 @@ def test_a_layer_inserted_into_a_sequential_is_added_and_the_ones_after_it_stay(
     assert not any(line.startswith("target:") for c in d.changed() for line in c.details), (
         render_text(compare_view(d, "a", "b"))
     )
+
+
+class Wraps(nn.Module):
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.c = inner
+
+    def forward(self, x):
+        return self.c(x) * 2
+
+
+class Shared(nn.Module):
+    """`c` called inside `p` on each of p's calls; with `direct`, p's second call is c's
+    own: c's second call moves from inside p (call 2) to the top."""
+
+    def __init__(self, direct: bool = False) -> None:
+        super().__init__()
+        self.c = nn.Linear(4, 4)
+        self.p = Wraps(self.c)
+        self.direct = direct
+
+    def forward(self, x):
+        x = self.p(x)
+        return self.c(x) if self.direct else self.p(x)
+
+
+def test_a_call_whose_module_call_around_it_was_removed_goes_with_it() -> None:
+    """c's call 2 was matched across parents while p's call 2 around it was removed: the
+    compare view drew it twice (in p's ghost and at the top) and the counts disagreed."""
+    x = torch.randn(2, 4)
+    torch.manual_seed(0)
+    d = diff_graphs(trace(Shared(), x), trace(Shared(direct=True), x))
+    check_partition(d)
+    assert ("module", "Wraps", "p") in names(d.removed())
+    assert ("module", "Linear", "c") in names(d.added())
+    view = compare_view(d, "a", "b")
+    shown = [i for i in view.a_ids if i is not None]
+    assert len(shown) == len(set(shown)), "a node of a drawn twice"
+    assert len(view.graph.nodes) == len(d.b.nodes) + len(d.removed())
