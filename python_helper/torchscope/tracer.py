@@ -415,9 +415,10 @@ class Recorder(TorchFunctionMode):
         parent = self.stack[-1] if self.stack else None
         producer = self.producer
         for key, before, nid in made:
-            if key in returned and parent is not None:
-                self.passed.setdefault(parent, []).append((key, before, nid))
-                continue
+            if key in returned:
+                if parent is not None:
+                    self.passed.setdefault(parent, []).append((key, before, nid))
+                continue  # (the model's call: what it returns comes from the call, as inside)
             now = producer.get(key)
             if now is not None and now[1] == nid and before[0]() is not None:
                 producer[key] = before  # (written since, or freed: left as it is)

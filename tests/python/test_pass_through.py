@@ -91,3 +91,14 @@ def test_an_in_place_call_that_returns_its_input_is_what_later_readers_read() ->
     residual = _by(g, "add", "inner.1")
     assert "relu@inner.1.act" in _sources(g, residual), "x was written by the ReLU"
     assert relu.attrs.get("inplace") is True
+
+
+def test_what_the_model_returns_through_a_last_dropout_comes_from_the_dropout() -> None:
+    """A dropout in eval mode last in the model: the output's edge came from the layer
+    before it (the root call reset what it handed back), where a dropout in the middle
+    passes it on; a comparison of eval with training mode then saw the output rewired."""
+    for tail in (True, False):
+        layers = [nn.Linear(4, 4), nn.Dropout(0.5)] + ([] if tail else [nn.Linear(4, 4)])
+        g = torchscope.trace(nn.Sequential(*layers).eval(), torch.randn(2, 4), values=False)
+        [output] = [n for n in g.nodes if n.kind == "output"]
+        assert _sources(g, output) == ["dropout@1" if tail else "linear@2"], tail
