@@ -43,9 +43,11 @@ def project(folder: Path, body: str, package: bool = False) -> Path:
     folder.mkdir(parents=True)
     if package:
         (folder / "__init__.py").write_text("")
-    (folder / "layers.py").write_text(textwrap.dedent(LAYER.format(body=body)))
+    (folder / "copies_layers.py").write_text(textwrap.dedent(LAYER.format(body=body)))
     model = folder / "model.py"
-    model.write_text(textwrap.dedent(MODEL.format(helper=".layers" if package else "layers")))
+    model.write_text(
+        textwrap.dedent(MODEL.format(helper=".copies_layers" if package else "copies_layers"))
+    )
     return model
 
 
@@ -59,9 +61,11 @@ def diff(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 def test_two_copies_of_a_project_each_run_their_own_helpers(tmp_path, capsys, package) -> None:
     """The old copy's `layers` stayed imported and the new copy's model used it: "no
     differences", exit 0, for an edit that added a relu."""
-    old = project(tmp_path / "old" / "pkg" if package else tmp_path / "old", "self.fc(x)", package)
+    # (names no other test imports: this process keeps what the tests before it imported)
+    inner = "copies_pkg"
+    old = project(tmp_path / "old" / inner if package else tmp_path / "old", "self.fc(x)", package)
     new = project(
-        tmp_path / "new" / "pkg" if package else tmp_path / "new", "self.fc(x).relu()", package
+        tmp_path / "new" / inner if package else tmp_path / "new", "self.fc(x).relu()", package
     )
     rc, out, err = diff([f"{old}:Net", f"{new}:Net"], capsys)
     assert rc == 1, out + err

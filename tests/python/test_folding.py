@@ -283,7 +283,7 @@ def test_clip_query_key_value_projections_do_not_fold():
 
 
 def test_a_long_run_of_blocks_is_named_with_thousands_separated() -> None:
-    """"Block ×2,000", as the viewer writes its run counts ("calls 1–10,000 of 50,000")."""
+    """ "Block ×2,000", as the viewer writes its run counts ("calls 1–10,000 of 50,000")."""
     model = nn.Sequential(*[nn.Sequential(nn.Linear(2, 2)) for _ in range(1200)])
     g = torchscope.trace(model, torch.randn(1, 2), values=False, costs=False)
     assert [gr.name for gr in g.groups] == ["Sequential ×1,200"]
