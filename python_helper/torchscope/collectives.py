@@ -46,6 +46,9 @@ _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 NAMESPACES = ("c10d", "_c10d_functional", "_dtensor")
 NOT_COLLECTIVES = frozenset(("check_for_nan", "wait_tensor", "_wrap_tensor_autograd"))
 WAITS = frozenset(("wait_tensor",))
+# point-to-point calls: one rank's send meets another's recv at a time of the program's
+# choosing (a ring posts its isend before its irecv), so the watch never waits for them
+POINT_TO_POINT = frozenset(("send", "recv_", "recv_any_source_"))
 
 # the tracer's function mode: what it should do with a call it sees itself
 PLAIN, COLLECTIVE, PASSTHROUGH = 0, 1, 2
@@ -187,9 +190,13 @@ def describe(func: Any, args: tuple, kwargs: dict, result: Any) -> CollectiveCal
     for a in schema.arguments[len(args) :]:  # what the call left to its default (async_op)
         if a.name in _ATTRS and a.name not in named and a.has_default_value():
             named[a.name] = a.default_value
+    op_name = schema.name.partition("::")[2]
     outputs = _tensors(result)
     if not outputs:
         outputs = [t for k, v in named.items() if k.startswith("output") for t in _tensors(v)]
+    if not outputs and op_name.endswith("_"):
+        # written in place and not handed back (`reduce_`, `recv_`): its `tensors`
+        outputs = _tensors(named.get("tensors"))
     out_ids = {id(t) for t in outputs}
     inputs = [t for v in named.values() for t in _tensors(v) if id(t) not in out_ids]
     if not inputs:
@@ -214,7 +221,6 @@ def describe(func: Any, args: tuple, kwargs: dict, result: Any) -> CollectiveCal
             v = attr_value(named[key])
             if v is not ...:
                 attrs[key] = v
-    op_name = schema.name.partition("::")[2]
     ns = schema.name.partition("::")[0]
     return CollectiveCall(
         display_name(op_name), f"torch.ops.{ns}.{op_name}", attrs, inputs, outputs
@@ -225,7 +231,8 @@ def _wait(func: Any, result: Any) -> None:
     """Wait for a collective the trace just started. Its output is filled asynchronously: the
     values, costs and every op that reads it during the trace need it complete. Waiting early
     changes only timing (the program's own wait returns at once after it), and cannot
-    deadlock: every rank issues a group's collectives in the same order."""
+    deadlock: every rank issues a group's collectives in the same order (point-to-point
+    calls are never waited for: see POINT_TO_POINT)."""
     if func.namespace == "_c10d_functional":
         for t in _tensors(result):
             torch.ops._c10d_functional.wait_tensor(t)
@@ -270,19 +277,23 @@ class CollectiveWatch(TorchDispatchMode):
                 for v in list(args) + list(kwargs.values()):
                     state.protect(v)  # a collective may write a parameter (DDP's broadcast)
             start = time.perf_counter_ns()
+            # a point-to-point call's output is filled when the program waits for it, later
+            complete = func._schema.name.partition("::")[2] not in POINT_TO_POINT
             if self.local:
                 result = run_locally(func, args, kwargs)
             else:
                 result = func(*args, **kwargs)
-                _wait(func, result)
+                if complete:
+                    _wait(func, result)
             ns = time.perf_counter_ns() - start
             try:
-                self._record(describe(func, args, kwargs, result), ns)
+                self._record(describe(func, args, kwargs, result), ns, complete)
             except Exception:  # bookkeeping must never break the program's own collective
                 pass
         return result
 
-    def _record(self, call: CollectiveCall, ns: int) -> None:
+    def _record(self, call: CollectiveCall, ns: int, complete: bool = True) -> None:
+        """A node for `call`; `complete`: its outputs are filled now (their values read)."""
         if self.local:
             call.attrs["local"] = True
         self.count += 1
@@ -305,7 +316,7 @@ class CollectiveWatch(TorchDispatchMode):
                 seen.append(st)
             if owner is not None:
                 fed_by = src
-        made = [st for t in call.outputs if (st := rec.produced(t, nid)) is not None]
+        made = [st for t in call.outputs if (st := rec.produced(t, nid, complete)) is not None]
         rec.collective_done(nid, seen, made, call.outputs, ns)
         if f_args is not None:  # inside a call the function mode will record after this
             out = call.outputs[-1] if call.outputs else None

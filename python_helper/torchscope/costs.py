@@ -24,6 +24,7 @@ from torch._ops import HigherOrderOperator
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
+from .distributed import inner_tensor
 from .graph import Cost, Graph, Node
 
 _CIA = torch._C.DispatchKey.CompositeImplicitAutograd
@@ -207,10 +208,14 @@ def _rnn_layer_flops(args: Any) -> int:
 
 
 def output_bytes(tensors: Iterable[torch.Tensor]) -> int:
-    """Bytes of the tensors a call outputs (numel × element size; a view counts its own)."""
+    """Bytes of the tensors a call outputs (numel × element size; a view counts its own; a
+    DTensor its local shard's, this rank's, as its edge shows)."""
     total = 0
     for t in tensors:
         try:
+            if type(t) is not torch.Tensor:
+                inner = inner_tensor(t)
+                t = inner if inner is not None else t
             total += int(t.numel()) * t.element_size()
         except Exception:  # symbolic sizes
             pass

@@ -907,12 +907,12 @@ class Recorder(TorchFunctionMode):
     def source(self, t: Tensor) -> Optional[int]:
         return self._source(t)
 
-    def produced(self, t: Tensor, nid: int) -> Optional[TensorStats]:
-        """`t` made by collective node `nid` (complete: the watch waited for it); returns its
-        statistics when values are on. Read afresh: a c10d collective writes its output without
-        bumping the tensor's version, so statistics cached for it (an `empty` buffer's) look
-        current."""
-        st = self.reader.read(t) if self.values else None
+    def produced(self, t: Tensor, nid: int, complete: bool = True) -> Optional[TensorStats]:
+        """`t` made by collective node `nid` (`complete`: the watch waited for it; a recv's
+        buffer is filled later, its values not read); returns its statistics when values are
+        on. Read afresh: a c10d collective writes its output without bumping the tensor's
+        version, so statistics cached for it (an `empty` buffer's) look current."""
+        st = self.reader.read(t) if self.values and complete else None
         if st is not None:
             with contextlib.suppress(Exception):  # inference tensors keep no version
                 st.version = t._version

@@ -55,9 +55,7 @@ def _wrapper_classes() -> list[tuple[type, str]]:
 
 def label(module: nn.Module) -> str:
     """How a wrapper is named in `wrapped_by`: what the user wrote to get it."""
-    name = type(module).__name__
-    if name == "OptimizedModule":
-        return "torch.compile"
+    name = _class_label(type(module))
     if _is_instance(module, _FSDP2):  # (FSDP2's class of Net: FSDPNet; replicate's: ReplicateNet)
         return "replicate" if _is_instance(module, _REPLICATE) else "fully_shard"
     return name
@@ -160,8 +158,13 @@ def _wrapper_labels(wrapper: nn.Module, fsdp2: Optional[type]) -> list[str]:
     """A wrapper's marks: `fully_shard` of a CheckpointWrapper (torchtitan's order: FSDP2
     makes the wrapper's class its own subclass of it) is both."""
     if fsdp2 is not None and isinstance(wrapper, fsdp2):
-        return [label(wrapper), _own_class(type(wrapper), fsdp2).__name__]
+        return [label(wrapper), _class_label(_own_class(type(wrapper), fsdp2))]
     return [label(wrapper)]
+
+
+def _class_label(cls: type) -> str:
+    """A wrapper class as the user wrote it: `torch.compile` for its OptimizedModule."""
+    return "torch.compile" if cls.__name__ == "OptimizedModule" else cls.__name__
 
 
 def _own_class(cls: type, marker: type) -> type:

@@ -210,6 +210,10 @@ def test_tensor_parallel_dtensor_edges(runs) -> None:
         # up's output: the local half [4, 32] of the global [4, 64], sharded on dim 1
         assert sharded and all(e.shape == [4, 32] for e in sharded)
         assert all(e.layout.global_shape == [4, 64] for e in sharded)
+        # the bytes a call made are this rank's too: up's linear made its [4, 32] shard of
+        # the [4, 64] DTensor (it said the global tensor's 1,024)
+        [up] = [n for n in g.nodes if n.name == "linear" and g.nodes[n.parent].path == "up"]
+        assert up.cost is not None and up.cost.bytes == 4 * 32 * 4, up.cost
         assert all(e.layout.mesh == "cpu[tp=2]" for e in laid)
         wire = [e.to_wire() for e in sharded]
         assert wire[0]["global_shape"] == [4, 64] and wire[0]["placements"] == "Shard(1)"
@@ -249,6 +253,22 @@ def test_async_work_and_functional_collectives_keep_the_edges(runs) -> None:
         assert "funcol.all_gather_tensor" in lines[gather.site.line - 1]
         # async_op as passed: True was the schema's default, left out of the call's arguments
         assert reduce.attrs["async_op"] is True
+
+
+def test_point_to_point_calls_are_traced_as_they_run(runs) -> None:
+    """send/recv and isend/irecv hung every rank (the watch waited for each call as soon as
+    it was made: a gloo send waited twice never returns, and a ring's isend waited before its
+    irecv was posted deadlocks); reduce's tensor, written in place, fed nothing."""
+    run = runs("point_to_point")
+    assert_output_unchanged(run)
+    for rank, g in enumerate(run.graphs):
+        calls = [n.name for n in g.collectives()]
+        pair = ["send", "recv"] if rank == 0 else ["recv", "send"]
+        assert calls == [*pair, "send", "recv", "reduce"], calls
+        names = {n.id: n.name for n in g.nodes}
+        into_add = sorted(names[e.src] for e in g.edges if names[e.dst] == "add")
+        assert into_add == ["add", "mul", "recv", "recv"], into_add  # got + ring, + total * 2
+        assert ("reduce", "mul") in {(names[e.src], names[e.dst]) for e in g.edges}
 
 
 @pytest.mark.parametrize("builder", ["tensor_parallel", "explicit"])
@@ -509,9 +529,18 @@ print("never")
     assert (proc.returncode, proc.stdout) == (3, expected), proc.stderr
 
 
-def test_fully_shard_over_a_checkpoint_wrapper_keeps_both_marks(tmp_path: Path) -> None:
-    """torchtitan's order: checkpoint_wrapper(block), then fully_shard of the wrapper. The
-    wrapper's class becomes FSDP2's subclass of it, and the mark said only `fully_shard`."""
+@pytest.mark.parametrize(
+    "wrap, mark",
+    [
+        ("checkpoint_wrapper(Block())", "CheckpointWrapper"),
+        ("torch.compile(Block(), backend='eager')", "torch.compile"),
+    ],
+    ids=["checkpoint_wrapper", "torch.compile"],
+)
+def test_fully_shard_over_a_wrapper_keeps_both_marks(tmp_path: Path, wrap: str, mark: str):
+    """torchtitan's order: checkpoint_wrapper(block) or torch.compile(block), then
+    fully_shard of the wrapper. The wrapper's class becomes FSDP2's subclass of it, and the
+    mark said only `fully_shard` (then the class's own name: `OptimizedModule`)."""
     program = """
 import torch, torch.distributed as dist, torchscope
 from torch import nn
@@ -529,7 +558,7 @@ class Block(nn.Module):
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
-        self.blocks = nn.ModuleList([checkpoint_wrapper(Block()) for _ in range(2)])
+        self.blocks = nn.ModuleList([WRAP for _ in range(2)])
 
     def forward(self, x):
         for b in self.blocks:
@@ -543,9 +572,9 @@ fully_shard(m)
 g = torchscope.trace(m, torch.randn(2, 8))
 print(repr([(n.path, n.name, n.attrs.get("wrapped_by")) for n in g.nodes if n.kind == "module"]))
 """
-    out = one_rank(program, tmp_path)
+    out = one_rank(program.replace("WRAP", wrap), tmp_path)
     modules = eval(out[-1])
-    assert ("blocks.0", "Block", "fully_shard, CheckpointWrapper") in modules, modules
+    assert ("blocks.0", "Block", f"fully_shard, {mark}") in modules, modules
     assert ("", "Net", "fully_shard") in modules, modules
 
 

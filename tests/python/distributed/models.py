@@ -121,3 +121,40 @@ class Explicit(nn.Module):
 def explicit():
     rank = _join()
     return Explicit(), _input(rank)
+
+
+class PointToPoint(nn.Module):
+    """Point-to-point calls in the forward, as a pipeline or ring attention makes them: a
+    blocking send/recv pair (in opposite orders on the two ranks), a ring of isend/irecv, and
+    a reduce to rank 0 written in place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.a(x)
+        rank, other = dist.get_rank(), 1 - dist.get_rank()
+        got = torch.empty_like(h)
+        if rank == 0:
+            dist.send(h, other)
+            dist.recv(got, other)
+        else:
+            dist.recv(got, other)
+            dist.send(h, other)
+        ring = torch.empty_like(h)
+        sent, received = dist.isend(h, other), dist.irecv(ring, other)
+        sent.wait()
+        received.wait()
+        total = h.clone()
+        dist.reduce(total, dst=0)
+        return got + ring + total * 2
+
+
+def point_to_point():
+    import datetime
+
+    # (a short timeout: a rank stuck in a send fails the test in seconds, not half an hour)
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=20))
+    rank = _join()
+    return PointToPoint(), _input(rank)
