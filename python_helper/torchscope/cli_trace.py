@@ -35,9 +35,11 @@ class CliError(Exception):
 
 
 @contextlib.contextmanager
-def hard_budget(seconds: Optional[float]) -> Iterator[None]:
+def hard_budget(seconds: Optional[float]) -> Iterator[Callable[[], None]]:
     """Stop whatever runs in the block after `seconds` (plus a little grace): SIGALRM in the
-    main thread on POSIX; elsewhere the tracer's own cooperative budget is all there is."""
+    main thread on POSIX; elsewhere the tracer's own cooperative budget is all there is.
+    Yields `over()`, called once no user code runs any more (the graph is made): the timer
+    is off from then on."""
     usable = (
         seconds is not None
         and seconds > 0
@@ -45,21 +47,30 @@ def hard_budget(seconds: Optional[float]) -> Iterator[None]:
         and threading.current_thread() is threading.main_thread()
     )
     if not usable:
-        yield
+        yield lambda: None
         return
 
     from .tracer import OutOfTime, finishing, stopped_at_budget  # (torch is there)
 
+    ended = False
+
     def ring(_signum: int, _frame: Optional[FrameType]) -> None:
+        if ended:
+            return
         if finishing() or stopped_at_budget():  # a graph is being made, or is made: ours alone
             signal.setitimer(signal.ITIMER_REAL, GRACE)
             return
         raise OutOfTime(f"the trace ran past {seconds:g} s")
 
+    def over() -> None:
+        nonlocal ended
+        ended = True
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
     old = signal.signal(signal.SIGALRM, ring)
     signal.setitimer(signal.ITIMER_REAL, float(seconds) + GRACE)  # type: ignore[arg-type]
     try:
-        yield
+        yield over
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
@@ -100,7 +111,7 @@ def trace_target(
     from .tracer import OutOfTime
 
     try:
-        with hard_budget(time_budget):
+        with hard_budget(time_budget) as over:
             return _trace(
                 spec,
                 device,
@@ -112,6 +123,7 @@ def trace_target(
                 costs,
                 seed,
                 before_trace,
+                over,
             )
     except OutOfTime:  # outside the forward (importing, building): no graph
         raise CliError(f"the trace ran past {time_budget:g} s and was stopped", 3) from None
@@ -133,6 +145,7 @@ def _trace(
     costs: bool,
     seed: Optional[int],
     before_trace: Optional[Callable[[], None]],
+    budget_over: Callable[[], None],
 ) -> Traced:
     import torch
 
@@ -210,6 +223,7 @@ def _trace(
         if other is not None:
             chosen = other
             graph = traced(chosen)
+    budget_over()  # the user's code is done: what follows looks at the graph
     timed_out = graph.error is not None and graph.error.type == TraceTimeout.__name__
     error = graph.error
     blamed = suspects(built.skipped, f"{error.type}: {error.message}") if error else []

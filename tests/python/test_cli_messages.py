@@ -446,3 +446,36 @@ def test_a_message_of_several_lines_is_said_on_one(tmp_path):
     line = _one_line(run)
     assert "first line of the reason / second line of the reason at " in line, line
     assert line.endswith("(the graph up to the failing call was written)"), line
+
+
+def test_the_time_budget_ends_with_the_trace_not_after_it(tmp_path, monkeypatch):
+    """torchrun, a rank whose forward ended on another rank's failure (gloo's "connection
+    closed") just before its budget: the timer rang while the command line looked at the
+    graph, and the graph was lost ("ran past", exit 3). A slow look after the trace stands
+    for that here: the budget is the traced code's, over once its graph is made."""
+    import time
+
+    from torchscope import definitions
+    from torchscope.cli_trace import trace_target
+
+    path = _write(
+        tmp_path,
+        """
+        import torch
+        from torch import nn
+
+        class Raises(nn.Module):
+            def forward(self, x):
+                raise RuntimeError("connection closed")
+        """,
+    )
+    real = definitions.suspects
+
+    def slow(*args, **kwargs):
+        time.sleep(1.5)  # past the budget and its grace
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(definitions, "suspects", slow)
+    traced = trace_target(f"{path}:Raises", input_expr="torch.ones(1)", time_budget=0.5)
+    assert traced.graph.error is not None and traced.graph.error.type == "RuntimeError"
+    assert not traced.timed_out
