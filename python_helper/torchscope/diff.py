@@ -244,9 +244,15 @@ class _Compare:
 
     def _target(self, target: str) -> str:
         """A target as compared: a class of either copy of the file (see `home`) named as
-        one of the other's."""
-        if self.home is not None and target.startswith(self.home[0]):
-            return self.home[1] + target[len(self.home[0]) :]
+        b's copy names it. The longer home wins where one extends the other (`model.py`
+        refactored into `model/core.py`: b's `model.core.Block` is b's own)."""
+        if self.home is None:
+            return target
+        home_a, home_b = self.home
+        if target.startswith(home_a) and not (
+            len(home_b) > len(home_a) and target.startswith(home_b)
+        ):
+            return home_b + target[len(home_a) :]
         return target
 
     def run(self) -> Diff:
@@ -308,11 +314,19 @@ class _Compare:
             if theirs is None:
                 continue
             xs, ys = sorted(mine), sorted(theirs)
+            if xs != list(range(len(xs))) or ys != list(range(len(ys))):
+                continue  # items called in part (LayerDrop, experts): each keeps its index
             keys_a = [self._target(mine[k]) for k in xs]
             keys_b = [self._target(theirs[k]) for k in ys]
             if keys_a == keys_b:
                 continue  # the same classes at the same indices: matched by path as ever
-            aligned = dict(common_pairs(keys_a, keys_b))
+            pairs = common_pairs(keys_a, keys_b)
+            # between aligned items, as many on both sides: the same places, other classes
+            # (ReLU → GELU), paired in order as changed layers
+            for (x0, x1), (y0, y1) in _gaps(pairs, len(xs), len(ys)):
+                if x1 - x0 == y1 - y0:
+                    pairs.extend(zip(range(x0, x1), range(y0, y1)))
+            aligned = dict(pairs)
             for x, k in enumerate(xs):
                 y = aligned.get(x)
                 renames[prefix + str(k)] = theirs_at + str(ys[y]) if y is not None else _NOWHERE

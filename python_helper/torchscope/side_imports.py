@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .graph_file import is_graph_file
+from .usercode import is_user_file
 
 
 def import_root(spec: str) -> Optional[Path]:
@@ -58,7 +59,12 @@ def own_imports(spec: str, other: str) -> Iterator[None]:
 
 
 def _from(module: Any, inside: str) -> bool:
-    """Whether a module's file (a namespace package: one of its folders) is in `inside`."""
+    """Whether a module is the user's code in `inside`: its file (a namespace package: its
+    folders) there, and no library's (a project's own `.venv` lies in its folder: torch
+    imported again registers its operators twice and fails)."""
     file = getattr(module, "__file__", None)
-    places = [file] if file else list(getattr(module, "__path__", None) or [])
-    return any(os.path.realpath(p).startswith(inside) for p in places if isinstance(p, str))
+    places = [p for p in ([file] if file else getattr(module, "__path__", None) or [])]
+    places = [p for p in places if isinstance(p, str)]
+    return bool(places) and all(
+        is_user_file(p) and os.path.realpath(p).startswith(inside) for p in places
+    )

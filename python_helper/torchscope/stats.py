@@ -390,9 +390,11 @@ def _floating(x: Tensor, st: TensorStats, inner: int = 1) -> None:
     x = x.reshape(-1)  # a view when dense in logical order, else one copy
     # the sums first (the pass that brings x into the cache costs least as a sum), then min
     # and max (apart: two passes over cached values beat one aminmax), read out in one call
-    total, squares = torch.sum(x).double(), _sum_of_squares(x)
+    total, squares = torch.sum(x), _squares(x)
     mn, mx = x.amin(), x.amax()
-    lo, hi, total, squares = torch.stack((mn.double(), mx.double(), total, squares)).tolist()
+    # (to the CPU as they are: MPS has no float64; Python adds the chunks' sums exactly)
+    lo, hi, total, *chunks = torch.stack((mn, mx, total, *squares)).tolist()
+    squares = math.fsum(chunks)
     if math.isfinite(lo) and math.isfinite(hi):
         zeros = _zeros(x, n, lo) / n if lo <= 0.0 <= hi else 0.0  # (0 outside the range: none)
         st.stats = _float_map(_moments(x, n, lo, hi, total, squares), zeros, 0, 0, n)
@@ -411,7 +413,7 @@ def _floating(x: Tensor, st: TensorStats, inner: int = 1) -> None:
     mn, mx = torch.aminmax(finite)
     lo, hi = mn.item(), mx.item()
     total = torch.sum(finite).item()
-    squares = _sum_of_squares(finite).item()
+    squares = math.fsum(torch.stack(_squares(finite)).tolist())
     st.stats = _float_map(_moments(finite, m, lo, hi, total, squares), zeros, nan, inf, n)
     st.hist = _histogram(finite, mn, mx, lo, hi, 1)  # (the finite values lost their layout)
 
@@ -419,16 +421,15 @@ def _floating(x: Tensor, st: TensorStats, inner: int = 1) -> None:
 _SQUARES_CHUNK = 1 << 20  # values squared at once: a 4 MB temporary of float32
 
 
-def _sum_of_squares(x: Tensor) -> Tensor:
-    """The sum of x's squares (x 1-D), a float64 scalar: torch's own reduction over chunks,
-    the chunks' sums added in float64. Not a BLAS dot product: its float32 sum depends on
+def _squares(x: Tensor) -> list[Tensor]:
+    """The sums of x's squares (x 1-D) over chunks of it, by torch's own reduction, for the
+    caller to add in float64 on the CPU. Not a BLAS dot product: its float32 sum depends on
     the CPU (MKL on an AMD CPU summed 4M values 1e-4 off), and so did the std."""
     if x.numel() <= _SQUARES_CHUNK:
-        return torch.sum(x * x).double()
+        return [torch.sum(x * x)]
     squared = torch.empty(_SQUARES_CHUNK, dtype=x.dtype, device=x.device)  # (reused: no page
     # faults for a new temporary per chunk)
-    parts = [torch.mul(c, c, out=squared[: c.numel()]).sum() for c in x.split(_SQUARES_CHUNK)]
-    return torch.stack(parts).double().sum()
+    return [torch.mul(c, c, out=squared[: c.numel()]).sum() for c in x.split(_SQUARES_CHUNK)]
 
 
 def _zeros(x: Tensor, n: int, lo: float) -> int:

@@ -689,3 +689,41 @@ def test_a_call_whose_module_call_around_it_was_removed_goes_with_it() -> None:
     shown = [i for i in view.a_ids if i is not None]
     assert len(shown) == len(set(shown)), "a node of a drawn twice"
     assert len(view.graph.nodes) == len(d.b.nodes) + len(d.removed())
+
+
+def test_a_layer_of_another_class_in_a_sequential_is_a_changed_layer() -> None:
+    """ReLU → GELU at body.1: one changed layer (`target: …ReLU → …GELU`), as before the
+    items were aligned by class (then it was removed and added)."""
+    torch.manual_seed(0)
+    fc1, fc2 = nn.Linear(8, 8), nn.Linear(8, 8)
+    x = torch.randn(2, 8)
+    d = diff_graphs(trace(Stack(fc1, nn.ReLU(), fc2), x), trace(Stack(fc1, nn.GELU(), fc2), x))
+    check_partition(d)
+    assert d.added() == [] and d.removed() == [], render_text(compare_view(d, "a", "b"))
+    [layer] = [c for c in d.changed() if c.kind == "module" and c.path == "body.1"]
+    assert layer.details[0].startswith("target: torch.nn.modules.activation.ReLU → ")
+
+
+class Skips(nn.Module):
+    """Four blocks of which only those in `used` run (LayerDrop, experts a router picks)."""
+
+    def __init__(self, used: tuple[int, ...]) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.blocks = nn.ModuleList([nn.Linear(8, 8) for _ in range(4)])
+        self.used = used
+
+    def forward(self, x):
+        for i in self.used:
+            x = self.blocks[i](x)
+        return x
+
+
+def test_items_of_a_container_called_in_part_keep_their_own_index() -> None:
+    """Blocks 0, 1, 3 called where 0–3 were: block 2 is removed and block 3 is block 3
+    (aligned as if consecutive, 2 was matched to 3 and 3 was removed)."""
+    x = torch.randn(2, 8)
+    d = diff_graphs(trace(Skips((0, 1, 2, 3)), x), trace(Skips((0, 1, 3)), x))
+    check_partition(d)
+    assert [c.path for c in d.removed() if c.kind == "module"] == ["blocks.2"]
+    assert d.added() == [], render_text(compare_view(d, "a", "b"))

@@ -118,3 +118,42 @@ def test_a_bad_input_for_b_is_named_as_b_s(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert rc == 2
     assert "--input-b 'undefined_name' failed: NameError" in err, err
+
+
+def test_a_file_refactored_into_a_package_compares_as_the_same_classes(tmp_path) -> None:
+    """`model.py` became `model/core.py`: b's own `model.core.Block` was read as a's name for
+    another class (`model.core.core.Block`), and every class had changed."""
+    import subprocess
+    import sys
+
+    body = textwrap.dedent(LAYER.format(body="self.fc(x)")) + textwrap.dedent(
+        """
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layer = Layer()
+
+            def forward(self, x):
+                return self.layer(x)
+        """
+    )
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "refactored.py").write_text(body)
+    (tmp_path / "b" / "refactored").mkdir(parents=True)
+    (tmp_path / "b" / "refactored" / "__init__.py").write_text("")
+    (tmp_path / "b" / "refactored" / "core.py").write_text(body)
+    cli = [sys.executable, "-m", "torchscope"]
+    graph = tmp_path / "a.json"
+    subprocess.run(
+        [*cli, "trace", f"{tmp_path / 'a' / 'refactored.py'}:Net", "-o", str(graph)]
+        + ["--input", "torch.randn(2, 4)"],
+        check=True,
+        capture_output=True,
+    )
+    run = subprocess.run(
+        [*cli, "diff", str(graph), f"{tmp_path / 'b' / 'refactored' / 'core.py'}:Net"]
+        + ["--input", "torch.randn(2, 4)", "--no-values", "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0 and "no differences" in run.stdout, run.stdout + run.stderr

@@ -239,3 +239,19 @@ def test_the_spread_of_a_large_tensor_is_float64_close_whatever_the_blas(n, nonf
     finite = x[torch.isfinite(x)].double()
     assert st.stats["std"] == pytest.approx(finite.std(correction=0).item(), rel=1e-6)
     assert st.stats["mean"] == pytest.approx(finite.mean().item(), rel=1e-5)
+
+
+def test_a_large_tensor_is_read_without_float64_on_its_device(monkeypatch):
+    """Apple's MPS has no float64: converting there raises, and every tensor read directly
+    (over 65,536 values) lost its statistics. The sums come to the CPU as float32."""
+    torch.manual_seed(0)
+    x = torch.randn(300_000)
+    want = x.double().std(correction=0).item()
+
+    def refused(self, *args, **kwargs):
+        raise TypeError("Cannot convert a MPS Tensor to float64 dtype")
+
+    monkeypatch.setattr(torch.Tensor, "double", refused)
+    st = tensor_stats(x)
+    assert st is not None and st.stats is not None
+    assert st.stats["std"] == pytest.approx(want, rel=1e-6)

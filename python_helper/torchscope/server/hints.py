@@ -468,13 +468,14 @@ def hover_markdown(
 
 # what a name is called on when it is a function of torch's (`F.relu`, `torch.nn.functional.relu`)
 _TORCH_OWNERS = frozenset(("F", "torch", "functional", "nn.functional", "torch.nn.functional"))
+_OWNER_REACH = 200  # characters before a word looked at for what it is called on
 _OWNER = re.compile(r"((?:[^\W\d]\w*\s*\.\s*)+)$")
 
 
 def _owner(before: str) -> str:
     """The dotted name a word is an attribute of, from the text just before it: `self` for
     `self.relu`, `self.block` for `self.block.fc`, `F` for `F.relu`; "" for a bare name."""
-    found = _OWNER.search(before)
+    found = _OWNER.search(before[-_OWNER_REACH:])  # (the regex is quadratic in its text)
     return re.sub(r"\s+", "", found.group(1)).rstrip(".") if found else ""
 
 
