@@ -201,8 +201,8 @@ class Candidate:
 
 def candidates(frame: types.FrameType) -> tuple[list[Candidate], list[ModuleCall]]:
     """The candidate modules of the frame, likeliest first: the module whose forward the frame
-    is in, then the submodules the paused line calls, then root modules by size, then the
-    rest in the order found."""
+    is in, then the modules with weights the paused line calls, then root modules by size,
+    then the rest in the order found."""
     calls = module_calls(frame)
     by_id: dict[int, Candidate] = {}
     order: list[Candidate] = []
@@ -232,8 +232,13 @@ def candidates(frame: types.FrameType) -> tuple[list[Candidate], list[ModuleCall
         c.params = _safe_count(c.module)
         c.root = id(c.module) not in contained
     innermost = [c for c in order if c.stack == 0]
-    # a submodule the line calls (`self.lm(…)`) next; a root (a model, a loss) by its size
-    called = [c for c in order if c.stack != 0 and c.reason == CALLED_HERE and not c.root]
+    # what the line calls next: a submodule (`self.lm(…)`), a model (`head(feats)`); a root
+    # without weights (a loss: `criterion(out, y)`) by its size, after the models
+    called = [
+        c
+        for c in order
+        if c.stack != 0 and c.reason == CALLED_HERE and (not c.root or c.params > 0)
+    ]
     rest = [c for c in order if c.stack != 0 and c not in called]
     rest.sort(key=lambda c: (not c.root, -c.params))  # stable: discovery order otherwise
     return innermost + called + rest, calls

@@ -145,7 +145,8 @@ class ModelState:
     def __init__(self, named: list[tuple[str, nn.Module]]) -> None:
         with _NO_TORCH_FUNCTION():
             self._snapshot(named)
-        self.saved_params: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        # id → (tensor, its values and version before a call wrote it)
+        self.saved_params: dict[int, tuple[torch.Tensor, torch.Tensor, int]] = {}
         self.rng = RngState()
         self.grad_enabled = torch.is_grad_enabled()
         self.settings = GlobalSettings()
@@ -231,7 +232,7 @@ class ModelState:
         # per module: its attribute dict (training flag, plain attributes, the tables
         # themselves) and the contents of its parameter, buffer and submodule tables
         self.modules: list[tuple[nn.Module, dict[str, Any], _Table, _Table, _Table]] = []
-        self.buffers: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.buffers: list[tuple[torch.Tensor, torch.Tensor, int]] = []  # (it, copy, version)
         self.params: dict[int, _Param] = {}
         self.by_storage: dict[int, list[torch.Tensor]] = {}
         # a user attribute holding a dict, list or set (a cache, a log): its contents, one
@@ -295,7 +296,7 @@ class ModelState:
             if bs:
                 for b in bs.values():
                     if b is not None and not b.is_meta and not _unsized(b):
-                        self.buffers.append((b, b.detach().clone()))
+                        self.buffers.append((b, b.detach().clone(), _version(b)))
             if ps:
                 for name, p in ps.items():
                     if p is None or id(p) in params or _unsized(p):
@@ -319,7 +320,7 @@ class ModelState:
         with _NO_TORCH_FUNCTION():
             for p in self.by_storage.get(key, ()):
                 if id(p) not in self.saved_params:
-                    self.saved_params[id(p)] = (p, p.detach().clone())
+                    self.saved_params[id(p)] = (p, p.detach().clone(), _version(p))
 
     def restore(self) -> list[str]:
         """Put everything back; returns warnings about what could not be restored."""
@@ -357,12 +358,13 @@ class ModelState:
                         f"a {type(m).__name__}'s parameters, buffers or submodules could not "
                         f"be checked after the forward: {type(exc).__name__}: {exc}"
                     )
-            for b, copy in self.buffers:
-                b.copy_(copy)  # kernels like batch_norm update running stats without a version bump
+            for b, copy, version in self.buffers:
+                # (kernels like batch_norm update running stats without a version bump)
+                _put_values(b, copy, version)
             saved, params_kept = self.saved_params, self.params
-            for key, (t, copy) in saved.items():
+            for key, (t, copy, version) in saved.items():
                 if key not in params_kept:  # an argument of the forward a call wrote
-                    _copy_back(t, copy, warnings)
+                    _copy_back(t, copy, version, warnings)
             for key, info in params_kept.items():
                 # `p.data = other` gave a parameter another storage: back to its own first,
                 # so that a copy kept before a write goes where the write went (a parameter
@@ -370,7 +372,7 @@ class ModelState:
                 kept = saved.get(key)
                 if kept is not None:
                     info.repoint()
-                    _copy_back(kept[0], kept[1], warnings)
+                    _copy_back(*kept, warnings)
                 elif info.written():
                     warnings.append(
                         f"{info.name()} was written by the forward in a way torchscope could "
@@ -561,15 +563,41 @@ class _Lazy:
                 t.__class__ = cls
 
 
-def _copy_back(t: torch.Tensor, copy: torch.Tensor, warnings: list[str]) -> None:
-    """`t`'s values as copied before a call wrote them."""
+def _copy_back(t: torch.Tensor, copy: torch.Tensor, version: int, warnings: list[str]) -> None:
+    """`t`'s values as copied before a call wrote them (and its version, see _put_values)."""
     try:
-        t.copy_(copy)
+        _put_values(t, copy, version)
     except Exception:  # an argument the forward gave other memory (`x.data = …`)
         try:
             t.data = copy
         except Exception as exc:
             warnings.append(f"an argument of the forward could not be put back: {exc}")
+
+
+_set_versions = getattr(torch._C._autograd, "_unsafe_set_version_counter", None)
+
+
+def _version(t: torch.Tensor) -> int:
+    """t's version counter (-1: it keeps none, an inference tensor)."""
+    try:
+        return int(t._version)
+    except Exception:
+        return -1
+
+
+def _put_values(t: torch.Tensor, copy: torch.Tensor, version: int) -> None:
+    """`t` holding `copy`'s values again, its version counter as it was (`version`; -1: as
+    it is): a backward the program has pending (paused between a forward and its
+    `loss.backward()`) saved t at that version, and its values are those it saved. Written
+    through `.data`, which bumps no counter; a `copy_` made the program's backward fail
+    ("modified by an inplace operation")."""
+    try:
+        t.data.copy_(copy)
+    except Exception:  # (a tensor subclass without a plain `.data`)
+        t.copy_(copy)
+    if version >= 0 and _set_versions is not None and _version(t) != version:
+        with contextlib.suppress(Exception):
+            _set_versions((t,), (version,))
 
 
 def _storage_key(t: torch.Tensor) -> int:

@@ -117,6 +117,19 @@ def test_a_loss_called_on_the_line_does_not_come_before_the_model(tmp_path):
     assert exprs.index("model") < exprs.index("criterion"), exprs
 
 
+def test_a_smaller_model_called_on_the_line_comes_before_a_bigger_one(tmp_path):
+    """Paused on `logits = head(feats)` with a bigger `backbone` in the frame: the head, a
+    root the line calls, was listed after the backbone (roots by size), so Enter traced the
+    backbone. A root with weights the line calls comes first; a loss (none) does not."""
+    backbone = nn.Sequential(nn.Linear(48, 8), nn.ReLU(), nn.Linear(8, 16))
+    head = nn.Linear(16, 10)
+    feats = torch.randn(2, 16)
+    listed = _here({"op": "candidates"}) or head(feats)
+    exprs = [c["expr"] for c in listed["modules"]]
+    assert exprs.index("head") < exprs.index("backbone"), exprs
+    assert backbone is not None
+
+
 def test_a_value_that_is_no_model_is_named_with_its_article(tmp_path):
     """ "a is a int, not an nn.Module" (Visualize on a variable in the Variables view)."""
     a, h = 3, torch.ones(1)

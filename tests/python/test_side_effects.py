@@ -538,3 +538,37 @@ def test_a_sized_lazy_model_is_left_sized():
     snap = Snapshot(model, (x,), {})
     torchscope.trace(model, x)
     snap.check(model, (x,), {})
+
+
+class BnNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.bn = nn.BatchNorm1d(4)
+        self.scale = nn.Parameter(torch.ones(4))
+
+    def forward(self, x):
+        return self.bn(self.fc(x)) * self.scale
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+def test_a_backward_pending_when_the_trace_ran_still_runs(training):
+    """Paused between a forward and its backward (a training loop, a breakpoint on
+    `loss.backward()`): the trace put the BatchNorm buffers back with `copy_`, which bumped
+    their versions, and the program's own backward failed ("modified by an inplace
+    operation"). Their values and versions are as they were now; and the same gradients."""
+    torch.manual_seed(0)
+    model = BnNet().train(training)
+    x = torch.randn(8, 4)
+    twin = BnNet().train(training)
+    twin.load_state_dict(model.state_dict())
+    loss = model(x).pow(2).sum()
+    twin(x).pow(2).sum().backward()
+    versions = {k: b._version for k, b in model.named_buffers()}
+    torchscope.trace(model, x)
+    assert {k: b._version for k, b in model.named_buffers()} == versions
+    loss.backward()
+    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+        assert torch.equal(p.grad, q.grad), name
+    for (name, b), c in zip(model.named_buffers(), twin.buffers()):
+        assert torch.equal(b, c), name
