@@ -574,7 +574,7 @@ def _copy_back(t: torch.Tensor, copy: torch.Tensor, version: int, warnings: list
             warnings.append(f"an argument of the forward could not be put back: {exc}")
 
 
-_set_versions = getattr(torch._C._autograd, "_unsafe_set_version_counter", None)
+_set_versions = getattr(getattr(torch._C, "_autograd", None), "_unsafe_set_version_counter", None)
 
 
 def _version(t: torch.Tensor) -> int:
