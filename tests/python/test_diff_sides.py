@@ -11,11 +11,7 @@ import pytest
 
 from torchscope.cli import main
 
-MODEL = """
-import torch
-from torch import nn
-from {helper} import Layer
-
+NET = """
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
@@ -24,6 +20,12 @@ class Net(nn.Module):
     def forward(self, x):
         return self.layer(x)
 """
+
+MODEL = """
+import torch
+from torch import nn
+from {helper} import Layer
+""" + NET
 
 LAYER = """
 from torch import nn
@@ -126,17 +128,7 @@ def test_a_file_refactored_into_a_package_compares_as_the_same_classes(tmp_path)
     import subprocess
     import sys
 
-    body = textwrap.dedent(LAYER.format(body="self.fc(x)")) + textwrap.dedent(
-        """
-        class Net(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.layer = Layer()
-
-            def forward(self, x):
-                return self.layer(x)
-        """
-    )
+    body = LAYER.format(body="self.fc(x)") + NET
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "refactored.py").write_text(body)
     (tmp_path / "b" / "refactored").mkdir(parents=True)
