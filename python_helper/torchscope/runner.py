@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from .entry_path import bundled_libraries_last
 from .failure import IMPORTING, Failure, exit_text, one_line
-from .usercode import is_user_file, texts_only
+from .usercode import is_user_file, module_files, texts_only
 
 if TYPE_CHECKING:
     from .process_defaults import ProcessDefaults  # (imports torch: loaded once torch is)
@@ -40,12 +40,7 @@ Reply = dict[str, Any]
 
 
 def _module_paths() -> list[tuple[str, list[str]]]:
-    out: list[tuple[str, list[str]]] = []
-    for name, module in list(sys.modules.items()):
-        file = getattr(module, "__file__", None)
-        paths: Any = list(getattr(module, "__path__", []) or []) if file is None else [file]
-        out.append((name, [p for p in paths if isinstance(p, str)]))
-    return out
+    return [(name, module_files(module)) for name, module in list(sys.modules.items())]
 
 
 def user_files() -> dict[str, tuple[int, int]]:

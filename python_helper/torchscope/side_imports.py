@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .graph_file import is_graph_file
-from .usercode import is_user_file
+from .usercode import is_user_file, module_files
 
 
 def import_root(spec: str) -> Optional[Path]:
@@ -62,9 +62,7 @@ def _from(module: Any, inside: str) -> bool:
     """Whether a module is the user's code in `inside`: its file (a namespace package: its
     folders) there, and no library's (a project's own `.venv` lies in its folder: torch
     imported again registers its operators twice and fails)."""
-    file = getattr(module, "__file__", None)
-    places = [p for p in ([file] if file else getattr(module, "__path__", None) or [])]
-    places = [p for p in places if isinstance(p, str)]
+    places = module_files(module)
     return bool(places) and all(
         is_user_file(p) and os.path.realpath(p).startswith(inside) for p in places
     )

@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 import sysconfig
-from typing import Optional
+from typing import Any, Optional
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _dirs: Optional[tuple[str, ...]] = None
@@ -53,6 +53,13 @@ def is_library_file(file: str) -> bool:
 def is_user_file(file: str) -> bool:
     """A file of the user's own code: not library code and not an eval string."""
     return bool(file) and not file.startswith("<") and not is_library_file(file)
+
+
+def module_files(module: Any) -> list[str]:
+    """Where an imported module lives: its file, or a namespace package's folders."""
+    file = getattr(module, "__file__", None)
+    paths: Any = list(getattr(module, "__path__", []) or []) if file is None else [file]
+    return [p for p in paths if isinstance(p, str)]
 
 
 def is_under(file: str, roots: list[str]) -> bool:
