@@ -10,7 +10,7 @@ import * as vscode from "vscode";
 import type { Server } from "./client";
 import { compareTarget, compareTitle, parseCompareTarget, SIDES, type CompareKind } from "./compareTargets";
 import type { AnswerStore, EditorSource, EditorSources } from "./editorSource";
-import { type HeadDocuments, headText, NoHeadError } from "./gitHead";
+import { type HeadDocuments, type HeadFile, headText, headTexts, NoHeadError } from "./gitHead";
 import { GraphPanel } from "./graphPanel";
 import { DEBUG_URI } from "./pausedSource";
 import { modelName, type CompareResult, type PanelOrigin, type TraceSummary } from "./protocol";
@@ -274,9 +274,16 @@ export class CompareSources implements SourceKind {
           if (!quiet) void vscode.window.showWarningMessage(`torchscope: ${message}.`);
           return undefined;
         }
-        // Clicks on HEAD's nodes open this text, the one traced.
-        this.deps.head.remember(doc.uri.fsPath, text);
-        return new EditorCompareSource(this.deps, kind, doc, target, editor.source(doc, target, { text }), editor.source(doc, target));
+        // The model's imports as committed too: an edit in a module the file imports shows.
+        let texts: HeadFile[] = [];
+        try {
+          texts = await headTexts(doc.uri.fsPath);
+        } catch (e) {
+          this.deps.log.warn(`compare with HEAD: the other files are taken as saved, not as in HEAD: ${(e as Error).message ?? e}`);
+        }
+        // Clicks on HEAD's nodes open these texts, the ones traced.
+        this.deps.head.remember(doc.uri.fsPath, text, texts);
+        return new EditorCompareSource(this.deps, kind, doc, target, editor.source(doc, target, { text, texts }), editor.source(doc, target));
       }
       case "train":
         return new EditorCompareSource(

@@ -6,6 +6,7 @@
 // import error, trace a model that needs a GPU or more memory on the meta device, …).
 import * as vscode from "vscode";
 import { REQUEST_CANCELLED, type Server } from "./client";
+import type { HeadFile } from "./gitHead";
 import { tracedLine } from "./logChannel";
 import { userFrame } from "./openGuard";
 import {
@@ -187,6 +188,8 @@ export interface EditorDeps {
 export interface Variant {
   /** Traced instead of the editor's text (HEAD's version of the file). */
   text?: string;
+  /** Other files the trace imports from these texts (HEAD's versions of them). */
+  texts?: HeadFile[];
   /** Training (true) or eval (false) mode for this trace. */
   train?: boolean;
   /** This input instead of the one remembered for the model. */
@@ -241,6 +244,7 @@ export class EditorSource implements TraceSource {
     if (v.train !== undefined) params.train = v.train;
     // another text than the editor's (HEAD's): its shapes are not this document's lines
     if (v.text !== undefined) params.hints = false;
+    if (v.texts?.length) params.texts = v.texts;
     const t0 = Date.now();
     try {
       const result = await server.trace(params, cancel, progress);

@@ -47,6 +47,64 @@ export function headText(file: string): Promise<string> {
   });
 }
 
+/** Another file as HEAD has it, traced with the compared file: `text` null for a file HEAD
+ * does not have (added since). The trace request's `texts` (docs/protocol.md). */
+export interface HeadFile {
+  file: string;
+  text: string | null;
+}
+
+/** More changed Python files than this: none of them is traced from HEAD (said in the log). */
+export const MAX_HEAD_FILES = 200;
+
+/** The Python files `git diff --no-renames --name-status -z HEAD -- *.py` lists, their paths
+ * from the repository's top, and whether HEAD has them (pure: unit-tested). */
+export function changedFiles(out: string): { file: string; inHead: boolean }[] {
+  const parts = out.split("\0");
+  const found: { file: string; inHead: boolean }[] = [];
+  for (let i = 0; i + 1 < parts.length; i += 2) {
+    const status = parts[i]!;
+    const file = parts[i + 1]!;
+    if (status && file) found.push({ file, inHead: !status.startsWith("A") });
+  }
+  return found;
+}
+
+function git(cwd: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile("git", args, { cwd, maxBuffer: 256 * 1024 * 1024, encoding: "utf8", windowsHide: true }, (err, stdout, stderr) => {
+      if (err) reject(new Error(String(stderr || err.message).split("\n", 1)[0]));
+      else resolve(stdout);
+    });
+  });
+}
+
+/**
+ * The other Python files of `file`'s repository whose saved text differs from HEAD's (staged
+ * or not), as HEAD has them: Compare with HEAD traces the model's imports from these too, so
+ * an edit in a module the compared file imports shows. Rejects when git can't say, or when
+ * more than MAX_HEAD_FILES changed; the comparison then takes the other files from disk.
+ */
+export async function headTexts(file: string): Promise<HeadFile[]> {
+  const top = (await git(path.dirname(file), ["rev-parse", "--show-toplevel"])).trim();
+  const changed = changedFiles(await git(top, ["diff", "--no-renames", "--name-status", "-z", "HEAD", "--", "*.py"]));
+  const self = path.normalize(file);
+  const others = changed.filter((c) => path.normalize(path.join(top, c.file)) !== self);
+  if (others.length > MAX_HEAD_FILES) {
+    throw new Error(`${others.length} Python files changed since HEAD (more than ${MAX_HEAD_FILES})`);
+  }
+  return Promise.all(others.map(async (c) => ({ file: path.join(top, c.file), text: c.inHead ? await git(top, ["show", `HEAD:${c.file}`]) : null })));
+}
+
+// the compared file → the other files its last comparison with HEAD traced from HEAD's text
+const tracedWith = new Map<string, Set<string>>();
+
+/** Whether a line of `file` on the HEAD side of a comparison of `compared` is HEAD's (the
+ * comparison traced `file` from HEAD's text). */
+export function tracedFromHead(compared: string, file: string): boolean {
+  return tracedWith.get(path.normalize(compared))?.has(path.normalize(file)) ?? false;
+}
+
 /** The read-only document of `file` as in HEAD. */
 export function headUri(file: string): vscode.Uri {
   return vscode.Uri.file(file).with({ scheme: HEAD_SCHEME, query: "HEAD" });
@@ -59,9 +117,17 @@ export function headUri(file: string): vscode.Uri {
 export class HeadDocuments implements vscode.TextDocumentContentProvider {
   private readonly traced = new Map<string, string>();
 
-  /** The committed text a comparison traced for `file`. */
-  remember(file: string, text: string): void {
+  /** The committed text a comparison traced for `file`, and those of the other files it
+   * traced from HEAD (`others`). */
+  remember(file: string, text: string, others: readonly HeadFile[] = []): void {
     this.traced.set(path.normalize(file), text);
+    const files = new Set<string>();
+    for (const o of others) {
+      if (o.text === null) continue;
+      this.traced.set(path.normalize(o.file), o.text);
+      files.add(path.normalize(o.file));
+    }
+    tracedWith.set(path.normalize(file), files);
   }
 
   provideTextDocumentContent(uri: vscode.Uri): Promise<string> {

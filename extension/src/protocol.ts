@@ -90,6 +90,8 @@ export interface TraceParams {
   train?: boolean;
   /** false: this trace gives the file no inlay hints (it traced another text: HEAD's). */
   hints?: boolean;
+  /** Other files imported from these texts instead of the disk (null: a file not there). */
+  texts?: { file: string; text: string | null }[];
   workDoneToken?: string;
 }
 

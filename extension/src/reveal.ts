@@ -6,7 +6,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import { debounce } from "./client";
 import { parseCompareTarget } from "./compareTargets";
-import { headUri } from "./gitHead";
+import { headUri, tracedFromHead } from "./gitHead";
 import { GraphPanel } from "./graphPanel";
 import { fileKind, isKnown, openDecision, type OpenContext } from "./openGuard";
 import type { PanelOrigin, Site } from "./protocol";
@@ -85,13 +85,14 @@ export async function revealLine(file: string, line: number, panel?: GraphPanel,
 
 /**
  * Where a node of a comparison opens: a node of side "a" (before) of a comparison with HEAD
- * whose line is in the compared file is in HEAD's text, its read-only document; anything else
- * opens where its site says (undefined).
+ * whose line is in the compared file, or in another file traced from HEAD's text with it, is
+ * in HEAD's text, its read-only document; anything else opens where its site says (undefined).
  */
 export function versionUri(origin: Pick<PanelOrigin, "uri" | "target">, file: string, side: "a" | "b" | undefined): vscode.Uri | undefined {
   if (side !== "a" || parseCompareTarget(origin.target)?.kind !== "head") return undefined;
   const doc = vscode.Uri.parse(origin.uri);
-  return doc.scheme === "file" && sameFile(doc.fsPath, file) ? headUri(file) : undefined;
+  if (doc.scheme !== "file") return undefined;
+  return sameFile(doc.fsPath, file) || tracedFromHead(doc.fsPath, file) ? headUri(file) : undefined;
 }
 
 async function revealUri(

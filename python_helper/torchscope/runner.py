@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from .entry_path import bundled_libraries_last
 from .failure import IMPORTING, Failure, exit_text, one_line
+from .file_texts import check_texts, texts_in_place
 from .usercode import is_user_file, module_files, texts_only
 
 if TYPE_CHECKING:
@@ -163,22 +164,32 @@ def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any
 
     global _last
     text = req.get("text")
+    try:
+        others = check_texts(req.get("texts"))
+    except ValueError as exc:
+        raise Failure("bad-request", str(exc)) from None
     texts_only(str(path) if text is not None else None)  # (another file's buffer: gone)
-    digest = (
-        hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-        if text is not None
-        else None
-    )
     run_top_level = bool(req.get("runTopLevel"))
-    key = (str(path), digest, name, req.get("ctorArgs"), device, run_top_level)
-    if _last is not None and _last.key == key and _unchanged(_last.files):
-        built = _last.built
-    else:
-        _last = None  # free the old model before building the next
-        progress(IMPORTING)
-        built = _build(path, name, device, text, req.get("ctorArgs"), run_top_level)
-        _last = _LastBuild(key, built, user_files())
-    return _trace_built(req, built, started, progress)
+    key = (str(path), _digest(text, others), name, req.get("ctorArgs"), device, run_top_level)
+    with texts_in_place(others):
+        if _last is not None and _last.key == key and _unchanged(_last.files):
+            built = _last.built
+        else:
+            _last = None  # free the old model before building the next
+            progress(IMPORTING)
+            built = _build(path, name, device, text, req.get("ctorArgs"), run_top_level)
+            _last = _LastBuild(key, built, user_files())
+        return _trace_built(req, built, started, progress)
+
+
+def _digest(text: Optional[str], others: Optional[dict[str, Optional[str]]]) -> Optional[str]:
+    """What a build ran instead of the files on disk (None: nothing)."""
+    if text is None and not others:
+        return None
+    h = hashlib.sha256()
+    for part in (text, *(sorted(others.items()) if others else ())):
+        h.update(repr(part).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
 
 
 def _build(

@@ -103,6 +103,59 @@ def test_compare_the_working_copy_with_its_committed_text(lsp, workspace):
     assert any("compared" in line and "changed" in line for line in lsp.logs)
 
 
+def test_head_of_an_imported_file_through_texts(lsp, workspace):
+    # the edit is in the imported file: HEAD's text of it goes with the trace of HEAD
+    layers = write(
+        workspace,
+        "stack_layers.py",
+        """
+        from torch import nn
+
+        def block():
+            return nn.Sequential(nn.Linear(16, 16), nn.GELU())
+    """,
+    )
+    head_layers = layers.read_text().replace("nn.GELU()", "nn.ReLU()")
+    path = write(
+        workspace,
+        "stack.py",
+        """
+        import torch
+        from torch import nn
+        from stack_layers import block
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = block()
+
+            def forward(self, x):
+                return self.body(x)
+
+        if __name__ == "__main__":
+            Net()(torch.randn(2, 16))
+    """,
+    )
+    committed = path.read_text()
+    a = trace(
+        lsp, path, text=committed, texts=[{"file": str(layers), "text": head_layers}], hints=False
+    )
+    b = trace(lsp, path, text=committed)
+    result = lsp.request("torchscope/compare", {"a": a["path"], "b": b["path"]})
+    wire = read_view(result["path"])
+    act = next(i for i, n in enumerate(wire["nodes"]) if n["path"] == "body.1")
+    assert wire["compare"]["status"][act] == "changed"
+    assert (
+        "target: torch.nn.modules.activation.ReLU → torch.nn.modules.activation.GELU"
+        in wire["compare"]["details"][act]
+    )
+    e = lsp.error(
+        "torchscope/trace",
+        {"uri": uri(path), "target": "Net", "texts": [{"file": "stack_layers.py", "text": ""}]},
+    )
+    assert e.data["kind"] == "bad-request" and "not an absolute file path" in e.message
+
+
 def test_training_mode_is_one_trace_only(lsp, workspace):
     path = workspace / "net.py"
     ev = trace(lsp, path, train=False)

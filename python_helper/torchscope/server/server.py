@@ -25,6 +25,7 @@ from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..failure import Failure
+from ..file_texts import check_texts
 from ..runner import PRELOADABLE
 from . import calls_in_file, hints
 from . import find_targets as targets
@@ -327,6 +328,10 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         )
     if p.get("train") is not None and not isinstance(p.get("train"), bool):
         raise _error("bad-request", f"train must be true or false, got {p.get('train')!r}")
+    try:
+        check_texts(p.get("texts"))
+    except ValueError as exc:
+        raise _error("bad-request", str(exc)) from None
     token = p.get("workDoneToken")
     progress = _Progress(ls, token, f"Visualize {target}")
     request: dict[str, Any] = {
@@ -341,6 +346,8 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         value = text if key == "text" else p.get(key)
         if value is not None:
             request[key] = value
+    if p.get("texts"):  # other files as another version has them (HEAD's)
+        request["texts"] = p["texts"]
     if not p.get("input"):
         info = ls.project.load(path, text)
         call = calls_in_file.input_call(ls.project, info, target) if info is not None else None

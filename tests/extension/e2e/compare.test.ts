@@ -10,6 +10,8 @@
 // interpreter is python.defaultInterpreterPath's.
 import { strict as assert } from "node:assert";
 import { execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import {
@@ -74,6 +76,42 @@ def noisy_input():
     return torch.randn(8, 16)
 `;
 
+// A model whose layers come from another file of the project: the edit is in that file.
+const USES_HELPER = `import torch
+from torch import nn
+from helper_layers import Head
+
+
+class UsesHelper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = Head()
+
+    def forward(self, x):
+        return self.head(x)
+
+
+if __name__ == "__main__":
+    UsesHelper()(torch.randn(2, 16))
+`;
+const HELPER_LAYERS = `from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+        self.norm = nn.LayerNorm(16)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.norm(self.fc(x)))
+`;
+/** The edit saved in helper_layers.py: two lines above, the norm no longer called. */
+const HELPER_EDITED = `# edited\n# since HEAD\n${HELPER_LAYERS.replace("self.act(self.norm(self.fc(x)))", "self.act(self.fc(x))")}`;
+/** 1-based line of Head.forward's return in HEAD's helper_layers.py. */
+const HELPER_RETURN_LINE = 12;
+
 /** 1-based line of the forward's return in the committed text. */
 const RETURN_LINE = 14;
 
@@ -88,7 +126,7 @@ function git(...args: string[]): void {
 before(async () => {
   // Unsaved means unsaved: code-server may save edits on its own otherwise.
   cs = await startCodeServer({
-    files: { "compare_me.py": MODEL, "train_mode.py": TRAIN_MODE },
+    files: { "compare_me.py": MODEL, "train_mode.py": TRAIN_MODE, "uses_helper.py": USES_HELPER, "helper_layers.py": HELPER_LAYERS },
     settings: {
       "files.autoSave": "off",
       "torchscope.retraceOnSave": true,
@@ -259,6 +297,36 @@ describe("Compare forward pass with HEAD", { timeout: 600_000 }, () => {
       await page.keyboard.press("Control+s");
       await stale.waitFor({ state: "hidden", timeout: 120_000 });
       assert.equal(await page.locator(".tabs-container .tab.active.dirty").count(), 0, "saved");
+    }));
+
+  it("an edit saved in an imported file → Compare with HEAD marks it; its HEAD side opens HEAD's text of that file", () =>
+    step(page, "compare-head-imported-file", async () => {
+      writeFileSync(join(cs!.workspace, "helper_layers.py"), HELPER_EDITED);
+      await openFile(page, "uses_helper.py");
+      await editorLine(page, "def forward").click();
+      await markOld(page);
+      await palette(page, "Compare forward pass with HEAD");
+      await waitForGraph(page);
+      await page.locator(".tabs-container .tab", { hasText: "Compare UsesHelper: HEAD → working copy" }).first().waitFor();
+      const v = viewer(page);
+      await v.locator('[data-action="expand-all"]').click(); // (Head's box opens)
+      const norm = v.locator('.ts-node[data-path="head.norm"]').first();
+      await norm.waitFor();
+      assert.equal(await norm.getAttribute("data-status"), "removed", "the norm the edit in helper_layers.py dropped");
+      assert.equal(await v.locator('.ts-node[data-path="head.fc"]').first().getAttribute("data-status"), "same");
+      await pointerAway(page);
+      await shot(page, "compare-head-imported-file");
+      // The ghost's line is in HEAD's helper_layers.py (two lines up from the saved file's).
+      await norm.click();
+      await page.waitForFunction(
+        (n) => new RegExp(`Ln ${n},`).test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""),
+        HELPER_RETURN_LINE,
+        { timeout: 15_000 },
+      );
+      assert.ok(await shownInAGroup(page, "helper_layers.py (HEAD)"), "HEAD's document of the imported file is shown");
+      const shown = (text: string) => page.locator(".monaco-editor .view-lines .view-line", { hasText: text });
+      await shown("return self.act(self.norm(self.fc(x)))").first().waitFor({ timeout: 10_000 });
+      await shot(page, "compare-head-imported-file");
     }));
 
   it("the interpreter is python.defaultInterpreterPath's when neither torchscope.pythonPath nor the Python extension names one", () =>

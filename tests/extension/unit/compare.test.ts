@@ -15,7 +15,7 @@ import * as vs from "./vscode-stub";
 import type { Server } from "../../../extension/src/client";
 import { compareTarget, compareTitle, parseCompareTarget } from "../../../extension/src/compareTargets";
 import { comparedSummary, PausedHistory } from "../../../extension/src/compareSource";
-import { gitFailure, HEAD_SCHEME, headCommand, headText, NoHeadError } from "../../../extension/src/gitHead";
+import { changedFiles, gitFailure, HEAD_SCHEME, headCommand, headText, MAX_HEAD_FILES, NoHeadError } from "../../../extension/src/gitHead";
 import { GraphPanel } from "../../../extension/src/graphPanel";
 import { DEBUG_URI } from "../../../extension/src/pausedSource";
 import type { CompareParams, CompareResult, TraceParams, TraceResult, TraceSummary } from "../../../extension/src/protocol";
@@ -206,6 +206,62 @@ describe("comparing a model in the editor", () => {
     await settle();
     assert.equal(String(calls("openTextDocument").at(-1)!.args[0]), doc.uri.toString());
     void x;
+  });
+
+  it("with HEAD: the other Python files that changed since HEAD go as HEAD has them; a click in one opens HEAD's", async () => {
+    // QA: an edit in a module the compared file imports was compared with itself (the file on
+    // disk on both sides): "no differences"
+    const { dir, file } = repo();
+    const layers = join(dir, "layers.py");
+    const gone = join(dir, "sub", "old.py");
+    mkdirSync(join(dir, "sub"));
+    writeFileSync(layers, "ACT = 'relu'\n");
+    writeFileSync(gone, "X = 1\n");
+    writeFileSync(join(dir, "same.py"), "Y = 2\n");
+    writeFileSync(join(dir, "notes.txt"), "not python\n");
+    git(dir, "add", ".");
+    git(dir, "commit", "-q", "-m", "helpers");
+    writeFileSync(layers, "ACT = 'gelu'\n"); // saved, not staged
+    git(dir, "rm", "-q", "sub/old.py"); // deleted since
+    writeFileSync(join(dir, "added.py"), "Z = 3\n");
+    git(dir, "add", "added.py"); // added since (staged)
+    writeFileSync(join(dir, "notes.txt"), "changed, not python\n");
+    writeFileSync(file, EDITED); // the compared file itself goes as `text`, not in `texts`
+    const doc = pyDoc(file);
+    const x = extension();
+    await run("torchscope.compareWithHead", { uri: doc.uri.toString(), target: "Net" });
+    const [head, working] = x.traced;
+    const byFile = (t: { file: string; text: string | null }[] = []) => Object.fromEntries(t.map((f) => [f.file, f.text]));
+    assert.deepEqual(byFile(head!.texts), { [layers]: "ACT = 'relu'\n", [gone]: "X = 1\n", [join(dir, "added.py")]: null });
+    assert.equal(head!.text, COMMITTED);
+    assert.equal(working!.texts, undefined, "the working copy: the files on disk");
+    const panel = GraphPanel.find(doc.uri.toString(), "compare:head:Net")!;
+    const headLayers = vs.Uri.file(layers).with({ scheme: HEAD_SCHEME, query: "HEAD" });
+    const provider = vs.workspace.contentProviders.get(HEAD_SCHEME) as { provideTextDocumentContent(u: unknown): Promise<string> };
+    assert.equal(await provider.provideTextDocumentContent(headLayers), "ACT = 'relu'\n");
+    assert.equal(versionUri(panel.origin, layers, "a")?.toString(), headLayers.toString());
+    assert.equal(versionUri(panel.origin, join(dir, "same.py"), "a"), undefined, "unchanged: the file itself");
+    assert.equal(versionUri(panel.origin, layers, "b"), undefined);
+  });
+
+  it("more changed files than it takes, or git failing: the other files as saved, said in the log", async () => {
+    assert.deepEqual(changedFiles("M\0a.py\0A\0b/c.py\0D\0d.py\0"), [
+      { file: "a.py", inHead: true },
+      { file: "b/c.py", inHead: false },
+      { file: "d.py", inHead: true },
+    ]);
+    const { dir, file } = repo();
+    for (let i = 0; i <= MAX_HEAD_FILES; i++) writeFileSync(join(dir, `m${i}.py`), "");
+    git(dir, "add", ".");
+    const doc = pyDoc(file);
+    const x = extension();
+    await run("torchscope.compareWithHead", { uri: doc.uri.toString(), target: "Net" });
+    assert.equal(x.traced[0]!.texts, undefined);
+    assert.ok(
+      x.log.lines.some((l) => l.includes(`${MAX_HEAD_FILES + 1} Python files changed since HEAD`)),
+      x.log.lines.join("\n"),
+    );
+    assert.equal(x.compared.length, 1, "compared all the same");
   });
 
   it("HEAD raised, the working copy did not: said as HEAD's, Go to Line opens HEAD's text", async () => {
