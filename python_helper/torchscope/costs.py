@@ -16,6 +16,7 @@ the registry.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any, Optional
 
@@ -26,6 +27,8 @@ from torch.utils.flop_counter import flop_registry
 
 from .distributed import inner_tensor
 from .graph import Cost, Graph, Node
+
+_ns = time.perf_counter_ns
 
 _CIA = torch._C.DispatchKey.CompositeImplicitAutograd
 # the registry's mm formula on plain shapes (its registered form maps a pytree per call)
@@ -151,6 +154,9 @@ class FlopCounter(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.flops = 0
+        # ns spent in the aten ops it ran: a call's time without this mode's own (a Python
+        # dispatch per aten op costs far more than a small matmul)
+        self.ns = 0
         self._decomposes: dict[Any, bool] = {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
@@ -167,27 +173,34 @@ class FlopCounter(TorchDispatchMode):
             # torch.cond, while_loop …: run as if the counter were not there (torch took it
             # off the stack for this call); NotImplemented would fail the call, as torch's
             # own counter does for every such op but cond
-            return func(*args, **kwargs)
+            return self._run(func, args, kwargs)
         packet = func._overloadpacket
         formula = flop_registry.get(packet)
         if formula is None and packet is _SDPA_FOR_CPU:
             formula = _SDPA_FORMULA
         if formula is None and packet is _MKLDNN_RNN_LAYER:
-            out = func(*args, **kwargs)
+            out = self._run(func, args, kwargs)
             self.flops += _rnn_layer_flops(args)
             return out
         if formula is None:
             # FlopCounterMode runs an op it has no formula for through its composite
-            # decomposition, under the mode, so the matmuls inside are counted
+            # decomposition, under the mode, so the matmuls inside are counted (and timed)
             if self._decomposable(func):
                 with self:
                     out = func.decompose(*args, **kwargs)
                 if out is not NotImplemented:
                     return out
-            return func(*args, **kwargs)
-        out = func(*args, **kwargs)
+            return self._run(func, args, kwargs)
+        out = self._run(func, args, kwargs)
         self.flops += int(formula(*args, **kwargs, out_val=out))
         return out
+
+    def _run(self, func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+        start = _ns()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            self.ns += _ns() - start
 
     def _decomposable(self, func: Any) -> bool:
         known = self._decomposes.get(func)

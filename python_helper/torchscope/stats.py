@@ -498,7 +498,10 @@ def _histogram(
         return {"lo": lo, "hi": hi, "counts": [int(c) for c in counts]}
     span = torch.sub(mx, mn)
     if not math.isfinite(span.item()):
-        values, mn, span = values.double(), mn.double(), torch.sub(mx.double(), mn.double())
+        values, mn, mx = values.double(), mn.double(), mx.double()
+        span = torch.sub(mx, mn)
+    if not math.isfinite(span.item()):  # float64 values further apart than its largest: halved
+        values, mn, span = values * 0.5, mn * 0.5, torch.sub(mx * 0.5, mn * 0.5)
     pos = torch.sub(values, mn).div_(span).mul_(BINS).to(torch.int32)
     counts = torch.bincount(pos, minlength=BINS + 1).tolist()
     counts[BINS - 1] += sum(counts[BINS:])  # x == max lands in the last bin

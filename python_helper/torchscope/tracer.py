@@ -149,11 +149,23 @@ _NON_FINITE_ATTRS = frozenset(("inf", "-inf", "nan"))  # how attrs hold such a f
 
 
 def _asks_for_non_finite(attrs: dict[str, Any]) -> bool:
-    """Whether a call was given a non-finite number (`masked_fill(mask, float('-inf'))`)."""
-    for v in attrs.values():
-        if type(v) is str and v in _NON_FINITE_ATTRS:
-            return True
+    """Whether a call was given a non-finite number (`masked_fill(mask, float('-inf'))`,
+    `x.new_tensor([0, -inf])`: in a list, nested as attr_value keeps it)."""
+    stack = list(attrs.values())
+    while stack:
+        v = stack.pop()
+        if type(v) is str:
+            if v in _NON_FINITE_ATTRS:
+                return True
+        elif type(v) is list or type(v) is tuple:
+            stack.extend(v)
     return False
+
+
+def _newly_non_finite(st: Optional[TensorStats], before: Optional[TensorStats]) -> bool:
+    """Statistics of values a call wrote through another tensor (a base, an alias) that
+    hold NaN/Inf they did not hold before (a mask's -inf kept is not the writer's)."""
+    return st is not None and st.nonfinite and (before is None or not before.nonfinite)
 
 
 def _count(st: TensorStats, key: str) -> int:
@@ -270,6 +282,10 @@ class Recorder(TorchFunctionMode):
         self.edge_values: list[tuple[Edge, TensorStats]] = []
         # op node id, statistics of its inputs, of its outputs: for the NaN origin
         self.checks: list[tuple[int, list[TensorStats], list[TensorStats]]] = []
+        # op node id → the output statistics of its check, for a call that wrote in place:
+        # what it wrote, read later through a view taken before or an alias, is its output too
+        self.wrote: dict[int, list[TensorStats]] = {}
+        self.wrote_later: list[tuple[int, TensorStats, Optional[TensorStats]]] = []
         self.nan_origin: Optional[int] = None
         # the statistics of the forward's outputs (add_outputs; None: it returned none, or raised)
         self.output_stats: Optional[list[Optional[TensorStats]]] = None
@@ -353,8 +369,10 @@ class Recorder(TorchFunctionMode):
             b = self.producer.get(id(base))
             if b is not None and b[0]() is base and (nid is None or b[1] > nid):
                 nid = b[1]  # the base was written in place after this view was made
+                before = st
                 st = self._stats(t)
                 self._set_producer(t, nid, st)
+                self._wrote_too(nid, st, before)
         return nid, st
 
     def _stats(self, t: Tensor) -> Optional[TensorStats]:
@@ -390,6 +408,21 @@ class Recorder(TorchFunctionMode):
         if st is not None:
             st.version = version
         return st
+
+    def _wrote_too(
+        self, nid: int, st: Optional[TensorStats], before: Optional[TensorStats]
+    ) -> None:
+        """Statistics read later of values the in-place call `nid` wrote (through a view
+        taken before the write, or an alias; `before`: what was known of them before): its
+        NaN check counts them among its outputs if they turned non-finite (finish_values:
+        statistics are complete there)."""
+        if st is not None:
+            self.wrote_later.append((nid, st, before))
+
+    def _known_stats(self, t: Tensor) -> Optional[TensorStats]:
+        """t's statistics as last recorded (None: none known)."""
+        entry = self.producer.get(id(t))
+        return entry[2] if entry is not None and entry[0]() is t else None
 
     def _set_producer(self, t: Tensor, nid: int, st: Optional[TensorStats] = None) -> None:
         try:
@@ -573,9 +606,10 @@ class Recorder(TorchFunctionMode):
             else:
                 flops = counted
         start = _ns()
+        counted_ns = -1
         try:
             if how == COUNTED:
-                result, flops = self._counted(func, args, kwargs, known[1] == LINEAR)
+                result, flops, counted_ns = self._counted(func, args, kwargs, known[1] == LINEAR)
             else:
                 result = func(*args, **kwargs) if kwargs else func(*args)
         except Exception as exc:
@@ -583,7 +617,11 @@ class Recorder(TorchFunctionMode):
             self._note_failed_call(exc, info, args, kwargs or {})
             raise
         end = _ns()
-        self.call_cost = (flops, end - start)
+        ns = end - start
+        if counted_ns >= 0:  # the time of its aten ops: the counter's dispatch is not the call's
+            self.overhead += ns - counted_ns
+            ns = counted_ns
+        self.call_cost = (flops, ns)
         try:
             return self._after_call(info, args, kwargs, result)
         finally:
@@ -591,22 +629,25 @@ class Recorder(TorchFunctionMode):
 
     def _counted(
         self, func: Any, args: tuple, kwargs: Optional[dict], again_uncounted: bool
-    ) -> tuple[Any, int]:
-        """The call under torch's FLOP counter; its result and FLOPs. With
-        `again_uncounted` (F.linear of a tensor subclass, a tensor-parallel layer's DTensors),
-        a call whose dispatch the counter breaks (a jagged nested tensor recurses) runs again
-        without it, uncounted: F.linear writes nothing, so it is safe to repeat."""
+    ) -> tuple[Any, int, int]:
+        """The call under torch's FLOP counter; its result, FLOPs and time (ns in its aten
+        ops, without the counter's own). With `again_uncounted` (F.linear of a tensor
+        subclass, a tensor-parallel layer's DTensors), a call whose dispatch the counter
+        breaks (a jagged nested tensor recurses) runs again without it, uncounted: F.linear
+        writes nothing, so it is safe to repeat."""
         counter = self.counter
         assert counter is not None
-        counter.flops = 0
+        counter.flops = counter.ns = 0
         try:
             with counter:
                 result = func(*args, **kwargs) if kwargs else func(*args)
         except Exception:
             if not again_uncounted:
                 raise
-            return (func(*args, **kwargs) if kwargs else func(*args)), 0
-        return result, counter.flops
+            start = _ns()
+            result = func(*args, **kwargs) if kwargs else func(*args)
+            return result, 0, _ns() - start
+        return result, counter.flops, counter.ns
 
     def _known(self, func: Any) -> tuple[FuncInfo, int]:
         """A function's info and how its FLOPs count, from the cache (out of the hot path)."""
@@ -708,7 +749,10 @@ class Recorder(TorchFunctionMode):
             st = self._read(t)
             producer[id(t)] = (weakref.ref(t), nid, st)
             if info.name not in UNINITIALIZED:  # whatever memory held before: no origin
-                self.checks.append((nid, seen, [st] if st is not None else []))
+                outs_st = [st] if st is not None else []
+                self.checks.append((nid, seen, outs_st))
+                if node.attrs.get("inplace") is True:  # (`F.relu(x, inplace=True)`)
+                    self.wrote[nid] = outs_st  # aliases read later add theirs
         else:
             made: dict[int, Optional[TensorStats]] = {}  # one reading per tensor of this call
             for t in outs:
@@ -719,10 +763,17 @@ class Recorder(TorchFunctionMode):
                 for t in _tensors_in((written,), None):
                     st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t)
                     producer[id(t)] = (weakref.ref(t), nid, st)
-                    if t._base is not None:
-                        self._set_producer(t._base, nid, self._read(t._base))
+                    base = t._base
+                    if base is not None:  # what it wrote, read through the base
+                        before = self._known_stats(base)
+                        st = self._read(base)
+                        self._set_producer(base, nid, st)
+                        self._wrote_too(nid, st, before)
             if info.name not in UNINITIALIZED:  # whatever memory held before: no origin
-                self.checks.append((nid, seen, [st for st in made.values() if st is not None]))
+                outs_st = [st for st in made.values() if st is not None]
+                self.checks.append((nid, seen, outs_st))
+                if writes:
+                    self.wrote[nid] = outs_st  # views and aliases read later add theirs
         for t in outs:
             if type(t) is not Tensor:
                 inner = inner_tensor(t)  # a DTensor's shard: read on its own by collectives
@@ -742,6 +793,9 @@ class Recorder(TorchFunctionMode):
         if self.counter is not None:
             flops, ns = self.call_cost
             new = outs if writes or inplace else _not_among(outs, inputs)
+            if writes and not outs:  # `x[i] = v` hands nothing back: what it wrote is x
+                written = args[0] if info.writes_first_arg else kwargs["out"]  # type: ignore[index]
+                new = _tensors_in((written,), None)
             node.cost = Cost(flops, output_bytes(new), ns)
         return nid
 
@@ -795,11 +849,13 @@ class Recorder(TorchFunctionMode):
                 if a is None or id(a) in seen:
                     continue
                 seen.add(id(a))
-                self.produced(a, nid)
+                before = self._known_stats(a)
+                self._wrote_too(nid, self.produced(a, nid), before)
                 base = a._base
                 if base is not None and id(base) not in seen:
                     seen.add(id(base))
-                    self.produced(base, nid)
+                    before = self._known_stats(base)
+                    self._wrote_too(nid, self.produced(base, nid), before)
 
     def _call_attrs(self, info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> dict[str, Any]:
         """A call's non-tensor arguments as attrs, shared by the calls that pass the same plain
@@ -1039,7 +1095,7 @@ class Recorder(TorchFunctionMode):
                     func = self._outside[1][0]
                     self._call_how = how = self._known(func)[1]
                     if how == COUNTED:
-                        counter.flops = 0
+                        counter.flops = counter.ns = 0
                         counter.__enter__()
         self.overhead += _ns() - start
         self._call_start = _ns()
@@ -1118,12 +1174,15 @@ class Recorder(TorchFunctionMode):
             counter = self.counter
             if counter is not None:
                 flops = 0
+                ns = end - self._call_start
                 if self._call_how == COUNTED:
                     counter.__exit__(None, None, None)
                     flops = counter.flops
+                    self.overhead += ns - counter.ns  # (the counter's dispatch, as above)
+                    ns = counter.ns
                 elif self._call_how == LINEAR:
                     flops = self._linear_flops(outside[1][1], outside[1][2])
-                self.call_cost = (flops, end - self._call_start)
+                self.call_cost = (flops, ns)
             _push_mode(self)
             with _NO_TORCH_FUNCTION():
                 self._record_one_call(outside[1], outside[2], rest, failed)
@@ -1389,14 +1448,23 @@ class Recorder(TorchFunctionMode):
     def _wire_leaf_module(self, nid: int, args: Any, kwargs: Any, result: Any) -> None:
         """A module call with nothing recorded inside (nn.Identity): data flows through its box."""
         inputs = _tensors_in(args, kwargs)
+        seen: list[TensorStats] = []
         for t in _unique(inputs) if len(inputs) > 1 else inputs:
-            self._edge(t, nid)
+            st = self._edge(t, nid)
+            if st is not None:
+                seen.append(st)
         outs = [result] if isinstance(result, Tensor) else _tensors_in((result,), None)
+        made: list[TensorStats] = []
         for t in outs:
             before = self.producer.get(id(t))
             if before is not None and before[0]() is t:  # nn.Identity: its input handed back
                 self._passed_through(id(t), before, nid)
-            self._set_producer(t, nid, self._stats(t))
+            st = self._stats(t)
+            self._set_producer(t, nid, st)
+            if st is not None:
+                made.append(st)
+        if made:  # a box whose inside can't be seen (TorchScript) may make the NaN itself
+            self.checks.append((nid, seen, made))
         cost = self.nodes[nid].cost
         if cost is not None:
             cost.bytes = output_bytes(_not_among(_unique(outs), inputs))
@@ -1416,6 +1484,14 @@ class Recorder(TorchFunctionMode):
         self.reader.flush()
         for edge, st in self.edge_values:
             edge.stats, edge.hist = st.stats, st.hist
+        for nid, st, before in self.wrote_later:
+            outs = self.wrote.get(nid)
+            if (
+                outs is not None
+                and _newly_non_finite(st, before)
+                and all(o is not st for o in outs)
+            ):
+                outs.append(st)
         checks: list[tuple[int, list[TensorStats], list[TensorStats]]] = []
         for check in self.checks:  # (loops, not any(): 8,000 checks of mostly finite tensors)
             for st in check[2]:
@@ -1442,6 +1518,8 @@ class Recorder(TorchFunctionMode):
             break
         self.edge_values.clear()
         self.checks.clear()
+        self.wrote.clear()
+        self.wrote_later.clear()
 
     def _reaching_outputs(
         self, checks: list[tuple[int, list[TensorStats], list[TensorStats]]]
