@@ -88,12 +88,26 @@ function git(cwd: string, args: string[]): Promise<string> {
 export async function headTexts(file: string): Promise<HeadFile[]> {
   const top = (await git(path.dirname(file), ["rev-parse", "--show-toplevel"])).trim();
   const changed = changedFiles(await git(top, ["diff", "--no-renames", "--name-status", "-z", "HEAD", "--", "*.py"]));
-  const self = path.normalize(file);
-  const others = changed.filter((c) => path.normalize(path.join(top, c.file)) !== self);
+  const self = fileKey(file);
+  const others = changed.filter((c) => fileKey(path.join(top, c.file)) !== self);
   if (others.length > MAX_HEAD_FILES) {
     throw new Error(`${others.length} Python files changed since HEAD (more than ${MAX_HEAD_FILES})`);
   }
-  return Promise.all(others.map(async (c) => ({ file: path.join(top, c.file), text: c.inHead ? await git(top, ["show", `HEAD:${c.file}`]) : null })));
+  const texts: HeadFile[] = [];
+  for (let i = 0; i < others.length; i += GIT_AT_ONCE) {
+    const some = others.slice(i, i + GIT_AT_ONCE);
+    const read = some.map(async (c) => ({ file: path.join(top, c.file), text: c.inHead ? await git(top, ["show", `HEAD:${c.file}`]) : null }));
+    texts.push(...(await Promise.all(read)));
+  }
+  return texts;
+}
+
+const GIT_AT_ONCE = 8; // `git show` processes at a time (a comparison runs again on every save)
+
+/** A file as the maps here key it: normalised, and case-folded where paths are (Windows). */
+function fileKey(file: string): string {
+  const n = path.normalize(file);
+  return process.platform === "win32" ? n.toLowerCase() : n;
 }
 
 // the compared file → the other files its last comparison with HEAD traced from HEAD's text
@@ -102,7 +116,7 @@ const tracedWith = new Map<string, Set<string>>();
 /** Whether a line of `file` on the HEAD side of a comparison of `compared` is HEAD's (the
  * comparison traced `file` from HEAD's text). */
 export function tracedFromHead(compared: string, file: string): boolean {
-  return tracedWith.get(path.normalize(compared))?.has(path.normalize(file)) ?? false;
+  return tracedWith.get(fileKey(compared))?.has(fileKey(file)) ?? false;
 }
 
 /** The read-only document of `file` as in HEAD. */
@@ -120,19 +134,19 @@ export class HeadDocuments implements vscode.TextDocumentContentProvider {
   /** The committed text a comparison traced for `file`, and those of the other files it
    * traced from HEAD (`others`). */
   remember(file: string, text: string, others: readonly HeadFile[] = []): void {
-    this.traced.set(path.normalize(file), text);
+    this.traced.set(fileKey(file), text);
     const files = new Set<string>();
     for (const o of others) {
       if (o.text === null) continue;
-      this.traced.set(path.normalize(o.file), o.text);
-      files.add(path.normalize(o.file));
+      this.traced.set(fileKey(o.file), o.text);
+      files.add(fileKey(o.file));
     }
-    tracedWith.set(path.normalize(file), files);
+    tracedWith.set(fileKey(file), files);
   }
 
   provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
     const file = path.normalize(uri.fsPath);
-    const known = this.traced.get(file);
+    const known = this.traced.get(fileKey(file));
     return known !== undefined ? Promise.resolve(known) : headText(file);
   }
 

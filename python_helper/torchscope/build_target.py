@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from .definitions import Skipped, definitions
-from .failure import a_or_an, joined_lines, one_line
+from .failure import a_or_an, joined_lines, message_of, one_line
 from .usercode import lines_are, read_source
 
 
@@ -280,9 +280,17 @@ def eval_input(expr: str, module: ModuleType, device: str) -> Any:
     scope.setdefault("nn", nn)
     try:
         with torch.device(device):
-            return eval(expr, scope)  # noqa: S307 - the user's own expression, like a REPL
+            value = eval(expr, scope)  # noqa: S307 - the user's own expression, like a REPL
     except Exception as exc:
-        raise TargetError(f"--input {expr!r} failed: {type(exc).__name__}: {exc}") from exc
+        raise TargetError(f"--input {expr!r} failed: {type(exc).__name__}: {message_of(exc)}") from exc
+    if isinstance(value, dict):
+        odd = [k for k in value if not isinstance(k, str)]
+        if odd:
+            raise TargetError(
+                f"--input {expr!r} is a dict with the key {odd[0]!r}: a dict's keys are the "
+                "forward's keyword argument names (a tuple gives positional arguments)"
+            )
+    return value
 
 
 @dataclass

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Optional
 
-from .failure import exit_text, one_line
+from .failure import exit_text, message_of, one_line
 
 if TYPE_CHECKING:  # the graph module needs msgpack: imported once torch is known to be there
     from .graph import Graph
@@ -260,7 +260,7 @@ def _where(exc: BaseException) -> str:
 
 def _out_of_memory(exc: BaseException) -> bool:
     """torch's allocator refused, or Python ran out (the system's killer leaves no message)."""
-    return isinstance(exc, MemoryError) or _ALLOCATOR_REFUSED in str(exc)
+    return isinstance(exc, MemoryError) or _ALLOCATOR_REFUSED in message_of(exc)
 
 
 def ran_out_of_memory(graph: Graph) -> bool:

@@ -23,9 +23,17 @@ def a_or_an(word: str) -> str:
     return f"{'an' if vowel else 'a'} {word}"
 
 
+def message_of(exc: BaseException) -> str:
+    """str(exc), or Python's own words when its __str__ raises (a user's exception class)."""
+    try:
+        return str(exc)
+    except Exception:
+        return "<exception str() failed>"
+
+
 def one_line(exc: BaseException) -> str:
     """`Type: message`, first line only: what a user reads in a notification."""
-    text = f"{type(exc).__name__}: {exc}".strip()
+    text = f"{type(exc).__name__}: {message_of(exc)}".strip()
     return text.splitlines()[0][:MAX_LINE] if text else type(exc).__name__
 
 

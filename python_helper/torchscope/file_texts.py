@@ -43,11 +43,23 @@ class _TextLoader(importlib.abc.FileLoader, importlib.abc.SourceLoader):
 
 
 class _TextFinder(importlib.abc.MetaPathFinder):
-    """Finds a module as the path finder would, a given text standing in for its file where
-    one is given, and no file where None is."""
+    """Finds a module as the path finder would (each search path entry in turn: a package
+    folder with an `__init__`, else a module file, else a folder without one, a namespace
+    package), a given text standing in for its file where one is given, and no file where
+    None is."""
 
     def __init__(self, texts: Texts) -> None:
         self.texts = {_norm(p): t for p, t in texts.items()}
+        # the folders holding a given text, at any depth: packages the texts keep alive (a
+        # folder deleted since, without an `__init__`)
+        self.dirs: set[str] = set()
+        for file, text in self.texts.items():
+            folder = os.path.dirname(file)
+            while (
+                text is not None and folder not in self.dirs and folder != os.path.dirname(folder)
+            ):
+                self.dirs.add(folder)
+                folder = os.path.dirname(folder)
         self._folders: dict[str, str] = {}  # a search path entry → its real path
 
     def _folder(self, entry: str) -> str:
@@ -56,41 +68,65 @@ class _TextFinder(importlib.abc.MetaPathFinder):
             folder = self._folders[entry] = _norm(entry or os.getcwd())
         return folder
 
+    def _concerns(self, folder: str, last: str) -> bool:
+        package = os.path.join(folder, last)
+        return (
+            package in self.dirs
+            or os.path.join(package, "__init__.py") in self.texts
+            or os.path.join(folder, last + ".py") in self.texts
+        )
+
     def find_spec(
         self, fullname: str, path: Optional[Sequence[str]] = None, target: Any = None
     ) -> Optional[importlib.machinery.ModuleSpec]:
         entries = [e for e in (sys.path if path is None else path) if isinstance(e, str)]
         last = fullname.rpartition(".")[2]
-        names = (os.path.join(last, "__init__.py"), last + ".py")
-        candidates = [[os.path.join(f, n) for n in names] for f in map(self._folder, entries)]
-        if not any(c in self.texts for pair in candidates for c in pair):
+        if not any(self._concerns(self._folder(e), last) for e in entries):
             return None  # (most imports: nothing of theirs has another text)
+        texts = self.texts
+        portions: list[str] = []  # folders without an `__init__`: a namespace package's
         absent = False
-        for entry, pair in zip(entries, candidates):
-            for name, real in zip(names, pair):
-                if real not in self.texts:
-                    continue
-                text = self.texts[real]
-                if text is None:  # not there in the version traced: on to the next entry
-                    absent = True
-                    continue
-                # named as the path finder names the file on disk (the other side's name)
-                file = os.path.join(os.path.abspath(entry or os.getcwd()), name)
-                package = name != names[1]
-                return importlib.util.spec_from_file_location(
-                    fullname,
-                    file,
-                    loader=_TextLoader(fullname, file, text),
-                    submodule_search_locations=[os.path.dirname(file)] if package else None,
-                )
+        for entry in entries:
+            real = self._folder(entry)
+            shown = os.path.abspath(entry or os.getcwd())  # named as the path finder names it
+            package, init = os.path.join(real, last), os.path.join(real, last, "__init__.py")
+            if init in texts:
+                text = texts[init]
+                if text is not None:
+                    return self._spec(fullname, os.path.join(shown, last, "__init__.py"), text)
+                absent = True
+            elif os.path.isfile(init):
+                return importlib.machinery.PathFinder.find_spec(fullname, [entry])
+            if os.path.isdir(package) or package in self.dirs:
+                portions.append(os.path.join(shown, last))
+            module = os.path.join(real, last + ".py")
+            if module in texts:
+                text = texts[module]
+                if text is not None:
+                    return self._spec(fullname, os.path.join(shown, last + ".py"), text)
+                absent = True
+                continue
             spec = importlib.machinery.PathFinder.find_spec(fullname, [entry])
             if spec is not None and spec.loader is not None:
-                if spec.origin and _norm(spec.origin) in self.texts:
-                    continue  # a file that is not there (its other suffix)
-                return spec
-        if absent:
+                if not spec.origin or _norm(spec.origin) not in texts:
+                    return spec  # (a compiled module, or a file no text concerns)
+        if portions:
+            spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
+            spec.submodule_search_locations = portions
+            return spec
+        if absent:  # there on disk, not in the version traced (the path finder would find it)
             raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
         return None
+
+    @staticmethod
+    def _spec(fullname: str, file: str, text: str) -> Optional[importlib.machinery.ModuleSpec]:
+        package = os.path.basename(file) == "__init__.py"
+        return importlib.util.spec_from_file_location(
+            fullname,
+            file,
+            loader=_TextLoader(fullname, file, text),
+            submodule_search_locations=[os.path.dirname(file)] if package else None,
+        )
 
 
 @contextlib.contextmanager
@@ -104,7 +140,10 @@ def texts_in_place(texts: Optional[Texts]) -> Iterator[None]:
     for file, text in finder.texts.items():
         if text is not None:
             lines_are(file, text)
-    sys.meta_path.insert(0, finder)
+    # just before the path finder: built-in and frozen modules come first, as without it
+    path_finder = importlib.machinery.PathFinder
+    at = next((i for i, f in enumerate(sys.meta_path) if f is path_finder), len(sys.meta_path))
+    sys.meta_path.insert(at, finder)
     importlib.invalidate_caches()
     try:
         yield

@@ -36,6 +36,7 @@ from .costs import (
     route,
 )
 from .distributed import inner_tensor, layout_of, rank_and_size
+from .failure import message_of
 from .folding import fold_repeated_blocks
 from .graph import (
     UNINITIALIZED,
@@ -148,6 +149,11 @@ def forward_begun() -> bool:
 _NON_FINITE_ATTRS = frozenset(("inf", "-inf", "nan"))  # how attrs hold such a float
 
 
+def _opaque(module: nn.Module) -> bool:
+    """A module whose ops the trace can't see (torch.jit.script'ed or trace'd)."""
+    return isinstance(module, torch.jit.ScriptModule)
+
+
 def _asks_for_non_finite(attrs: dict[str, Any]) -> bool:
     """Whether a call was given a non-finite number (`masked_fill(mask, float('-inf'))`,
     `x.new_tensor([0, -inf])`: in a list, nested as attr_value keeps it)."""
@@ -160,12 +166,6 @@ def _asks_for_non_finite(attrs: dict[str, Any]) -> bool:
         elif type(v) is list or type(v) is tuple:
             stack.extend(v)
     return False
-
-
-def _newly_non_finite(st: Optional[TensorStats], before: Optional[TensorStats]) -> bool:
-    """Statistics of values a call wrote through another tensor (a base, an alias) that
-    hold NaN/Inf they did not hold before (a mask's -inf kept is not the writer's)."""
-    return st is not None and st.nonfinite and (before is None or not before.nonfinite)
 
 
 def _count(st: TensorStats, key: str) -> int:
@@ -282,10 +282,11 @@ class Recorder(TorchFunctionMode):
         self.edge_values: list[tuple[Edge, TensorStats]] = []
         # op node id, statistics of its inputs, of its outputs: for the NaN origin
         self.checks: list[tuple[int, list[TensorStats], list[TensorStats]]] = []
-        # op node id → the output statistics of its check, for a call that wrote in place:
-        # what it wrote, read later through a view taken before or an alias, is its output too
-        self.wrote: dict[int, list[TensorStats]] = {}
-        self.wrote_later: list[tuple[int, TensorStats, Optional[TensorStats]]] = []
+        # op nodes that wrote in place, and statistics of what they wrote read through another
+        # tensor (the base of the view written, a view taken before, an alias): where those
+        # values go, the writer's go (the NaN origin's "reaches the outputs")
+        self.wrote: set[int] = set()
+        self.wrote_later: list[tuple[int, TensorStats]] = []
         self.nan_origin: Optional[int] = None
         # the statistics of the forward's outputs (add_outputs; None: it returned none, or raised)
         self.output_stats: Optional[list[Optional[TensorStats]]] = None
@@ -369,10 +370,9 @@ class Recorder(TorchFunctionMode):
             b = self.producer.get(id(base))
             if b is not None and b[0]() is base and (nid is None or b[1] > nid):
                 nid = b[1]  # the base was written in place after this view was made
-                before = st
                 st = self._stats(t)
                 self._set_producer(t, nid, st)
-                self._wrote_too(nid, st, before)
+                self._wrote_too(nid, st)
         return nid, st
 
     def _stats(self, t: Tensor) -> Optional[TensorStats]:
@@ -409,20 +409,11 @@ class Recorder(TorchFunctionMode):
             st.version = version
         return st
 
-    def _wrote_too(
-        self, nid: int, st: Optional[TensorStats], before: Optional[TensorStats]
-    ) -> None:
-        """Statistics read later of values the in-place call `nid` wrote (through a view
-        taken before the write, or an alias; `before`: what was known of them before): its
-        NaN check counts them among its outputs if they turned non-finite (finish_values:
-        statistics are complete there)."""
+    def _wrote_too(self, nid: int, st: Optional[TensorStats]) -> None:
+        """Statistics of values call `nid` wrote (if it wrote in place), read through
+        another tensor: the base of the view it wrote, a view taken before, an alias."""
         if st is not None:
-            self.wrote_later.append((nid, st, before))
-
-    def _known_stats(self, t: Tensor) -> Optional[TensorStats]:
-        """t's statistics as last recorded (None: none known)."""
-        entry = self.producer.get(id(t))
-        return entry[2] if entry is not None and entry[0]() is t else None
+            self.wrote_later.append((nid, st))
 
     def _set_producer(self, t: Tensor, nid: int, st: Optional[TensorStats] = None) -> None:
         try:
@@ -749,10 +740,9 @@ class Recorder(TorchFunctionMode):
             st = self._read(t)
             producer[id(t)] = (weakref.ref(t), nid, st)
             if info.name not in UNINITIALIZED:  # whatever memory held before: no origin
-                outs_st = [st] if st is not None else []
-                self.checks.append((nid, seen, outs_st))
+                self.checks.append((nid, seen, [st] if st is not None else []))
                 if node.attrs.get("inplace") is True:  # (`F.relu(x, inplace=True)`)
-                    self.wrote[nid] = outs_st  # aliases read later add theirs
+                    self.wrote.add(nid)
         else:
             made: dict[int, Optional[TensorStats]] = {}  # one reading per tensor of this call
             for t in outs:
@@ -765,15 +755,13 @@ class Recorder(TorchFunctionMode):
                     producer[id(t)] = (weakref.ref(t), nid, st)
                     base = t._base
                     if base is not None:  # what it wrote, read through the base
-                        before = self._known_stats(base)
                         st = self._read(base)
                         self._set_producer(base, nid, st)
-                        self._wrote_too(nid, st, before)
+                        self._wrote_too(nid, st)
             if info.name not in UNINITIALIZED:  # whatever memory held before: no origin
-                outs_st = [st for st in made.values() if st is not None]
-                self.checks.append((nid, seen, outs_st))
+                self.checks.append((nid, seen, [st for st in made.values() if st is not None]))
                 if writes:
-                    self.wrote[nid] = outs_st  # views and aliases read later add theirs
+                    self.wrote.add(nid)
         for t in outs:
             if type(t) is not Tensor:
                 inner = inner_tensor(t)  # a DTensor's shard: read on its own by collectives
@@ -849,13 +837,11 @@ class Recorder(TorchFunctionMode):
                 if a is None or id(a) in seen:
                     continue
                 seen.add(id(a))
-                before = self._known_stats(a)
-                self._wrote_too(nid, self.produced(a, nid), before)
+                self._wrote_too(nid, self.produced(a, nid))
                 base = a._base
                 if base is not None and id(base) not in seen:
                     seen.add(id(base))
-                    before = self._known_stats(base)
-                    self._wrote_too(nid, self.produced(base, nid), before)
+                    self._wrote_too(nid, self.produced(base, nid))
 
     def _call_attrs(self, info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> dict[str, Any]:
         """A call's non-tensor arguments as attrs, shared by the calls that pass the same plain
@@ -1442,11 +1428,14 @@ class Recorder(TorchFunctionMode):
                 sources = [(self._source(t), t) for t in _unique(iter_tensors(args))]
                 self.failed_leaves.append((nid, sources))
             else:
-                self._wire_leaf_module(nid, args, rest[0], rest[1])
+                self._wire_leaf_module(nid, args, rest[0], rest[1], _opaque(module))
         return closed
 
-    def _wire_leaf_module(self, nid: int, args: Any, kwargs: Any, result: Any) -> None:
-        """A module call with nothing recorded inside (nn.Identity): data flows through its box."""
+    def _wire_leaf_module(
+        self, nid: int, args: Any, kwargs: Any, result: Any, opaque: bool = False
+    ) -> None:
+        """A module call with nothing recorded inside (nn.Identity): data flows through its
+        box. An `opaque` box (TorchScript: its ops can't be seen) may make NaN itself."""
         inputs = _tensors_in(args, kwargs)
         seen: list[TensorStats] = []
         for t in _unique(inputs) if len(inputs) > 1 else inputs:
@@ -1463,7 +1452,7 @@ class Recorder(TorchFunctionMode):
             self._set_producer(t, nid, st)
             if st is not None:
                 made.append(st)
-        if made:  # a box whose inside can't be seen (TorchScript) may make the NaN itself
+        if made and opaque:  # (any other leaf computed nothing: it hands tensors on)
             self.checks.append((nid, seen, made))
         cost = self.nodes[nid].cost
         if cost is not None:
@@ -1484,21 +1473,19 @@ class Recorder(TorchFunctionMode):
         self.reader.flush()
         for edge, st in self.edge_values:
             edge.stats, edge.hist = st.stats, st.hist
-        for nid, st, before in self.wrote_later:
-            outs = self.wrote.get(nid)
-            if (
-                outs is not None
-                and _newly_non_finite(st, before)
-                and all(o is not st for o in outs)
-            ):
-                outs.append(st)
+        # what an in-place call wrote, read through another tensor: where it goes, so do the
+        # call's outputs (it is not an infinity that dies out), and asked-for Inf stays asked
+        later: dict[int, list[TensorStats]] = {}
+        for nid, st in self.wrote_later:
+            if nid in self.wrote:
+                later.setdefault(nid, []).append(st)
         checks: list[tuple[int, list[TensorStats], list[TensorStats]]] = []
         for check in self.checks:  # (loops, not any(): 8,000 checks of mostly finite tensors)
             for st in check[2]:
                 if st.nonfinite:
                     checks.append(check)
                     break
-        reaching = self._reaching_outputs(checks)
+        reaching = self._reaching_outputs(checks, later)
         asked: set[int] = set()  # id() of the statistics of tensors holding asked-for Inf
         for nid, ins, outs in checks:
             bad = [st for st in ins if st.nonfinite]
@@ -1510,9 +1497,10 @@ class Recorder(TorchFunctionMode):
             asks = (
                 node.kind == "constant" and nid not in self.weight_constants
             ) or _asks_for_non_finite(node.attrs)
-            dies = reaching is not None and not any(id(st) in reaching for st in outs)
+            also = later.get(nid, ())
+            dies = reaching is not None and not any(id(st) in reaching for st in (*outs, *also))
             if not nan and (bad or asks or dies):
-                asked.update(id(st) for st in outs)  # the asked-for Inf, carried on
+                asked.update(id(st) for st in (*outs, *also))  # the asked-for Inf, carried on
                 continue
             self.nan_origin = nid
             break
@@ -1522,17 +1510,22 @@ class Recorder(TorchFunctionMode):
         self.wrote_later.clear()
 
     def _reaching_outputs(
-        self, checks: list[tuple[int, list[TensorStats], list[TensorStats]]]
+        self,
+        checks: list[tuple[int, list[TensorStats], list[TensorStats]]],
+        later: dict[int, list[TensorStats]],
     ) -> Optional[set[int]]:
         """id() of the statistics of the non-finite tensors whose values reach an output
         through non-finite tensors (`checks`: the calls that made non-finite values, in
-        order); None when the forward has no outputs to reach (it raised)."""
+        order; `later`: what in-place calls wrote, read through other tensors); None when
+        the forward has no outputs to reach (it raised)."""
         outputs = self.output_stats
         if not outputs:
             return None
         reaching = {id(st) for st in outputs if st is not None and st.nonfinite}
-        for _nid, ins, outs in reversed(checks):
-            if any(id(st) in reaching for st in outs):
+        for nid, ins, outs in reversed(checks):
+            if any(id(st) in reaching for st in outs) or any(
+                id(st) in reaching for st in later.get(nid, ())
+            ):
                 reaching.update(id(st) for st in ins if st.nonfinite)
         return reaching
 
@@ -1563,7 +1556,7 @@ class Recorder(TorchFunctionMode):
         if pending is None:
             pending = _PendingError(exc, None, traceback_site(exc.__traceback__), "", [])
         nid = len(self.nodes)
-        message = str(exc)
+        message = message_of(exc)
         # the user's line that called the failing layer; the library's line stays as `inside`
         site, inside = pending.site, None
         user = user_traceback_site(exc.__traceback__)

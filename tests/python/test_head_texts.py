@@ -193,3 +193,63 @@ def test_a_text_given_under_another_name_of_its_folder(runner, tmp_path):
     assert ops(graph) == ["linear"]
     block = next(n for n in graph.nodes if n.name == "Block")
     assert block.defn is not None and (block.defn.file, block.defn.line) == (str(layers), 6)
+
+
+@pytest.fixture
+def on_path(tmp_path):
+    """tmp_path first on sys.path; the modules imported from it forgotten afterwards."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    importlib.invalidate_caches()
+    before = set(sys.modules)
+    yield tmp_path
+    sys.path.remove(str(tmp_path))
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+def test_namespace_packages_as_the_version_traced_has_them(on_path):
+    # review: a folder that had no __init__.py in HEAD (one added since), and a folder without
+    # one deleted since, import as the namespace packages they were
+    import importlib
+
+    from torchscope.file_texts import texts_in_place
+
+    write(on_path, "nsa/__init__.py", "X = 'added since'\n")
+    write(on_path, "nsa/conv.py", "Y = 'disk'\n")
+    texts = {
+        str(on_path / "nsa/__init__.py"): None,
+        str(on_path / "nsb/mod.py"): "Z = 'head'\n",
+    }
+    with texts_in_place(texts):
+        assert importlib.import_module("nsa.conv").Y == "disk"
+        assert not hasattr(importlib.import_module("nsa"), "X")
+        assert importlib.import_module("nsb.mod").Z == "head"
+
+
+def test_a_package_comes_before_a_module_of_its_name(on_path):
+    # review: util/__init__.py unchanged, util.py changed: Python imports the package
+    import importlib
+
+    from torchscope.file_texts import texts_in_place
+
+    write(on_path, "utilpm/__init__.py", "WHO = 'package'\n")
+    write(on_path, "utilpm.py", "WHO = 'module on disk'\n")
+    with texts_in_place({str(on_path / "utilpm.py"): "WHO = 'module at HEAD'\n"}):
+        assert importlib.import_module("utilpm").WHO == "package"
+
+
+def test_no_finder_is_left_behind_and_builtins_come_first(on_path):
+    import sys
+
+    from torchscope.file_texts import texts_in_place
+
+    before = list(sys.meta_path)
+    write(on_path, "shadow_head.py", "X = 1\n")
+    with texts_in_place({str(on_path / "shadow_head.py"): "X = 2\n"}):
+        finders = [getattr(f, "__name__", type(f).__name__) for f in sys.meta_path]
+        assert finders.index("BuiltinImporter") < finders.index("_TextFinder")
+        assert finders.index("_TextFinder") == finders.index("PathFinder") - 1
+    assert sys.meta_path == before

@@ -162,3 +162,60 @@ def test_a_write_into_a_tensor_that_already_held_an_asked_for_inf_is_no_origin()
 
     graph = torchscope.trace(Fn(f), torch.randn(4, 4))
     assert origin(graph) is None
+
+
+def test_writes_elsewhere_in_a_tensor_are_no_origin_of_what_it_held():
+    # review: a later finite write into another row was blamed for an Inf the input brought,
+    # or a -inf the model asked for, read through a view taken before both writes
+    def from_input(x: torch.Tensor) -> torch.Tensor:
+        y = torch.zeros(4, 3)
+        v = y[:2]
+        y.copy_(x)
+        y[3].add_(1)
+        return v * 1
+
+    def asked_for(x: torch.Tensor) -> torch.Tensor:
+        y = x * 1
+        v = y[:2]
+        m = torch.zeros_like(y, dtype=torch.bool)
+        m[0, 0] = True
+        y.masked_fill_(m, float("-inf"))
+        y[3].add_(1)
+        return v * 1
+
+    x = torch.ones(4, 3)
+    x[0, 0] = float("inf")
+    assert origin(torchscope.trace(Fn(from_input), x)) is None
+    assert origin(torchscope.trace(Fn(asked_for), torch.ones(4, 3))) is None
+
+
+def test_an_input_that_is_a_view_of_a_padded_buffer_is_no_origin():
+    # review: the NaN padding the model never sees, in the input's base, blamed on x.mul_
+    big = torch.ones(2, 8)
+    big[:, 6:] = float("nan")
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        x.mul_(2)
+        return x.sum(-1)
+
+    assert origin(torchscope.trace(Fn(f), big[:, :4])) is None
+
+
+def test_a_python_leaf_module_handing_on_a_mask_is_no_origin():
+    class Mask(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("mask", torch.triu(torch.full((4, 4), float("-inf")), 1))
+
+        def forward(self) -> torch.Tensor:
+            return self.mask
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.m = Mask()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x @ x.T + self.m()
+
+    assert origin(torchscope.trace(Net(), torch.randn(4, 8))) is None
