@@ -282,7 +282,9 @@ def eval_input(expr: str, module: ModuleType, device: str) -> Any:
         with torch.device(device):
             value = eval(expr, scope)  # noqa: S307 - the user's own expression, like a REPL
     except Exception as exc:
-        raise TargetError(f"--input {expr!r} failed: {type(exc).__name__}: {message_of(exc)}") from exc
+        raise TargetError(
+            f"--input {expr!r} failed: {type(exc).__name__}: {message_of(exc)}"
+        ) from exc
     if isinstance(value, dict):
         odd = [k for k in value if not isinstance(k, str)]
         if odd:

@@ -191,8 +191,9 @@ def _trace(
         if seed is not None:  # as the editor's runner does: the input from the seed too
             torch.manual_seed(seed)
         chosen = choose_input(built, device, input_expr, call)
-    except TargetError as exc:
-        raise CliError(str(exc)) from None
+    except TargetError as exc:  # (a name the file's left-out top-level code would make?)
+        blamed = suspects(built.skipped, str(exc))
+        raise CliError(f"{exc}; {suspects_hint(blamed)}" if blamed else str(exc)) from None
     except NoInputError as exc:
         raise CliError(f"{on_the_command_line(str(exc))}{_skipped_hint(built.skipped)}") from None
     except SystemExit as exc:

@@ -27,6 +27,7 @@ from .html import render_html
 __all__ = ["GraphView", "show", "show_graph"]
 
 DEFAULT_HEIGHT = 640
+MIN_HEIGHT = 360  # the viewer's toolbar, graph and status line (its `.ts-root` min-height)
 
 
 class GraphView:
@@ -35,7 +36,7 @@ class GraphView:
     def __init__(self, graph_bytes: bytes, title: str, height: int = DEFAULT_HEIGHT) -> None:
         self.graph_bytes = graph_bytes
         self.title = title
-        self.height = height
+        self.height = max(int(height), MIN_HEIGHT)  # (a lower frame cut the view's bottom off)
         self._page: Optional[str] = None
 
     @property
@@ -128,7 +129,8 @@ def _file_safe(title: str) -> str:
 
 
 def show_graph(graph: Any, height: int = DEFAULT_HEIGHT) -> None:
-    """Display an already traced ``torchscope.Graph``, ``height`` pixels high. Outside a
+    """Display an already traced ``torchscope.Graph``, ``height`` pixels high (at least
+    360: the viewer's toolbar and status line need it). Outside a
     notebook the page is written to a temporary file, whose path is printed. Returns
     nothing, so a cell ending with it draws once (``graph.save("g.html")`` keeps a page)."""
     _display(GraphView(view_bytes(graph), graph.model.title(), height))

@@ -287,7 +287,12 @@ def _trace_built(
         chosen = tg.choose_input(built, device, typed, req.get("inputCall"))
     except tg.TargetError as exc:
         cause = exc.__cause__ or exc
-        raise Failure("needs-input", f"the input {typed} failed: {one_line(cause)}") from exc
+        message = f"the input {typed} failed: {one_line(cause)}"
+        blamed = suspects(built.skipped, str(exc))  # a name the left-out code would make
+        if blamed:
+            lines = "; ".join(dict.fromkeys(f"line {s.line}: {s.text}" for s in blamed))
+            message += f" (the file's top-level code that did not run makes it: {lines})"
+        raise Failure("needs-input", message) from exc
     except GuessError as exc:
         extra = {"guess": exc.guess} if exc.guess else {}
         raise Failure("needs-input", str(exc), **extra) from exc

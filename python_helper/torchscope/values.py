@@ -145,10 +145,16 @@ def dtype_name(t: Tensor) -> str:
     return name
 
 
+# the integers msgpack packs (beyond them, a value is kept as its text, as JSON has it)
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
+
 def attr_value(v: Any) -> Any:
     """A small wire-safe rendering of a non-tensor argument; `...` marks "leave it out"."""
-    if v is None or isinstance(v, (bool, int)):
+    if v is None or isinstance(v, bool):
         return v
+    if isinstance(v, int):
+        return int(v) if _INT_MIN <= v <= _INT_MAX else str(v)
     if isinstance(v, float):
         return v if math.isfinite(v) else str(v)  # "inf", "-inf", "nan": strict JSON has none
     if isinstance(v, str):
@@ -202,7 +208,9 @@ def _scalar(text: str) -> Any:
     for conv in (int, float):
         try:
             value = conv(text)
-            return value if conv is int or math.isfinite(value) else text
+            if conv is int:
+                return value if _INT_MIN <= value <= _INT_MAX else text
+            return value if math.isfinite(value) else text
         except ValueError:
             pass
     if text in ("True", "False"):

@@ -208,6 +208,16 @@ def test_show_with_real_ipython_display(monkeypatch: pytest.MonkeyPatch, fake_bu
     assert fmt(captured[0]).startswith("<iframe")
 
 
+def test_a_frame_lower_than_the_viewer_needs_is_made_high_enough(fake_bundle: None) -> None:
+    # QA: a 300 px frame cut off the viewer's status line (the viewer is 360 px at least)
+    assert notebook.GraphView(GOLDEN.read_bytes(), "MLP", 300).height == notebook.MIN_HEIGHT
+    low = notebook.GraphView(GOLDEN.read_bytes(), "MLP", 300)._repr_html_()
+    assert f"height:{notebook.MIN_HEIGHT}px" in low
+    assert "height:900px" in notebook.GraphView(GOLDEN.read_bytes(), "MLP", 900)._repr_html_()
+    css = (Path(__file__).parents[2] / "webview/src/viewer.css").read_text()
+    assert f"min-height: {notebook.MIN_HEIGHT}px" in css
+
+
 def test_view_save(tmp_path: Path, fake_bundle: None) -> None:
     view = notebook.GraphView(GOLDEN.read_bytes(), "MLP")
     out = view.save(tmp_path / "mlp.html")

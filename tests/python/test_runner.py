@@ -948,3 +948,34 @@ def test_a_file_that_registers_an_operator_library_is_traced_again_after_an_edit
         assert reply["result"]["summary"]["error"] is None, reply["result"]["summary"]
         ops = {n.name for n in Graph.load(tmp_path / f"g{edit}.msgpack").nodes if n.kind == "op"}
         assert {"triple", "quad", "half", "linear"} <= ops, ops
+
+
+def test_a_typed_input_naming_what_left_out_code_makes_says_so(fresh_runner, tmp_path):
+    runner = fresh_runner
+    path = write(
+        tmp_path,
+        "net.py",
+        """
+        import torch
+        from torch import nn
+
+        EXAMPLE = torch.randn(2, 4)
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.fc(x)
+        """,
+    )
+    out = tmp_path / "g.msgpack"
+    reply = runner.ask(op="trace", file=str(path), target="Net", out=str(out), input="EXAMPLE")
+    assert not reply["ok"] and reply["kind"] == "needs-input", reply
+    assert "NameError: name 'EXAMPLE' is not defined" in reply["message"]
+    assert "line 5: EXAMPLE = torch.randn(2, 4)" in reply["message"], reply["message"]
+    reply = runner.ask(
+        op="trace", file=str(path), target="Net", out=str(out), input="{0: torch.randn(2, 4)}"
+    )
+    assert not reply["ok"] and "keyword argument names" in reply["message"], reply

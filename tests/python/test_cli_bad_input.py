@@ -1,0 +1,226 @@
+"""Bad input on the command line, found by QA: one clear line and the documented exit code,
+never a traceback from torchscope's code, and never a graph file torchscope can't read back."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from torchscope.graph_file import read_graph_file
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "torchscope", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=cwd,
+    )
+
+
+def _one_line(run: subprocess.CompletedProcess[str]) -> str:
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert "Traceback" not in run.stderr, run.stderr
+    assert len(lines) == 1, run.stderr
+    return lines[0]
+
+
+NET = """
+    import torch
+    from torch import nn
+
+    D = 4
+    EXAMPLE = torch.randn(2, D)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(D, 4)
+
+        def forward(self, x):
+            return self.fc(x)
+"""
+
+
+def test_an_input_dict_with_keys_that_are_no_names(tmp_path):
+    _write(tmp_path, "net.py", NET)
+    for command in (["summary"], ["trace", "-o", "g.msgpack"]):
+        run = _cli(*command, "net.py:Net", "--input", "{0: torch.randn(1, 4)}", cwd=tmp_path)
+        assert run.returncode == 2
+        line = _one_line(run)
+        assert "dict with the key 0" in line and "keyword argument names" in line, line
+    assert not list(tmp_path.glob("*.msgpack"))
+
+
+def test_an_input_naming_what_the_files_top_level_code_makes(tmp_path):
+    _write(tmp_path, "net.py", NET)
+    run = _cli("summary", "net.py:Net", "--input", "EXAMPLE", cwd=tmp_path)
+    assert run.returncode == 2
+    line = _one_line(run)
+    assert "NameError: name 'EXAMPLE' is not defined" in line
+    assert "line 6: EXAMPLE = torch.randn(2, D)" in line and "--run-top-level" in line, line
+    run = _cli("summary", "net.py:Net", "--input", "EXAMPLE", "--run-top-level", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+
+
+def test_an_exception_whose_message_fails(tmp_path):
+    _write(
+        tmp_path,
+        "bad.py",
+        """
+        import torch
+        from torch import nn
+
+        class BadStr(Exception):
+            def __str__(self):
+                raise RuntimeError("no message")
+
+        class Fwd(nn.Module):
+            def forward(self, x):
+                raise BadStr()
+
+        class Ctor(nn.Module):
+            def __init__(self):
+                super().__init__()
+                raise BadStr()
+        """,
+    )
+    run = _cli("trace", "bad.py:Fwd", "--input", "torch.randn(2)", "-o", "g.json", cwd=tmp_path)
+    assert run.returncode == 1
+    assert "BadStr" in _one_line(run)
+    graph = read_graph_file(str(tmp_path / "g.json"))
+    assert graph.error is not None and graph.error.message == "<exception str() failed>"
+    run = _cli("trace", "bad.py:Ctor", "-o", "c.json", cwd=tmp_path)
+    assert run.returncode == 2
+    assert "building bad.py:Ctor failed: BadStr" in _one_line(run)
+
+
+def test_a_setting_too_big_for_a_64_bit_integer_is_kept_as_text(tmp_path):
+    _write(
+        tmp_path,
+        "big.py",
+        """
+        import torch
+        from torch import nn
+
+        class Hash(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def extra_repr(self):
+                return "modulus=2305843009213693951000, small=3"
+
+            def forward(self, x):
+                return self.fc(x)
+        """,
+    )
+    for out in ("g.msgpack", "g.json", "g.html"):
+        run = _cli("trace", "big.py:Hash", "--input", "torch.randn(1, 4)", "-o", out, cwd=tmp_path)
+        assert run.returncode == 0, run.stderr
+    for out in ("g.msgpack", "g.json"):
+        root = next(n for n in read_graph_file(str(tmp_path / out)).nodes if n.name == "Hash")
+        assert root.attrs == {"modulus": "2305843009213693951000", "small": 3}
+
+
+def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
+    started = tmp_path / "started"
+    _write(
+        tmp_path,
+        "slow.py",
+        f"""
+        import time
+        import torch
+        from torch import nn
+
+        class Sleepy(nn.Module):
+            def forward(self, x):
+                open({str(started)!r}, "w").close()
+                time.sleep(120)
+                return x
+        """,
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "torchscope",
+            "trace",
+            "slow.py:Sleepy",
+            "--input",
+            "torch.randn(2)",
+            "-o",
+            "g.msgpack",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # as in a terminal (a shell's background job, as a test run may be, ignores SIGINT)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert started.exists(), "the forward did not start"
+        os.kill(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    assert "Traceback" not in err
+    assert [line for line in err.splitlines() if line.strip()] == ["torchscope: interrupted"]
+
+
+def test_diff_keeps_as_own_guess_when_bs_gets_it_less_far(tmp_path):
+    # A fails at fc2 with its own guess [1, 8]; B's guess [1, 4] fails at A's first layer
+    _write(
+        tmp_path,
+        "a.py",
+        """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1 = nn.Linear(8, 16)
+                self.fc2 = nn.Linear(32, 4)
+
+            def forward(self, x):
+                return self.fc2(self.fc1(x))
+        """,
+    )
+    _write(
+        tmp_path,
+        "b.py",
+        """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1 = nn.Linear(4, 16)
+                self.fc2 = nn.Linear(16, 4)
+
+            def forward(self, x):
+                return self.fc2(self.fc1(x))
+        """,
+    )
+    run = _cli("diff", "a.py:Net", "b.py:Net", cwd=tmp_path)
+    assert "(1x16 and 32x4)" in run.stderr, run.stderr  # A as far as its own input takes it
+    assert "(1x4 and 8x16)" not in run.stderr
