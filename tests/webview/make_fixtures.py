@@ -189,6 +189,50 @@ def compare_page() -> bytes:
     return compare_view(diff_graphs(a, b), "cmp.py:Cmp (HEAD)", "cmp.py:Cmp").to_msgpack()
 
 
+class CmpHead(nn.Module):
+    """The head of CmpRaised: wider after the edit, and raising after its layer there."""
+
+    def __init__(self, after: bool) -> None:
+        super().__init__()
+        self.after = after
+        self.fc = nn.Linear(16, 6 if after else 4)
+
+    def extra_repr(self) -> str:
+        return f"width={6 if self.after else 4}"  # (the module itself changed, not only its fc)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.fc(x)
+        if self.after:
+            raise ValueError("the edited head fails here")
+        return y
+
+
+class CmpRaised(nn.Module):
+    def __init__(self, after: bool) -> None:
+        super().__init__()
+        self.embed = nn.Linear(8, 16)
+        self.head = CmpHead(after)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.embed(x)))
+
+
+def compare_raised_page() -> bytes:
+    """A comparison whose version b raised inside a module the edit changed (the head)."""
+    from torchscope.compare import compare_view
+    from torchscope.diff import diff_graphs
+
+    x = torch.randn(2, 8)
+    a = torchscope.trace(CmpRaised(after=False).eval(), x, values=False)
+    try:
+        torchscope.trace(CmpRaised(after=True).eval(), x, values=False)
+    except ValueError as e:
+        b = e.torchscope_graph  # type: ignore[attr-defined]
+    else:
+        raise SystemExit("the edited CmpRaised did not raise")
+    return compare_view(diff_graphs(a, b), "raised.py:CmpRaised (HEAD)", "raised.py:CmpRaised").to_msgpack()
+
+
 def _wire(nodes: list[dict], edges: list[dict], name: str) -> bytes:
     model = {"name": name, "qualname": f"crafted.{name}", "params": 0, "device": "cpu", "dtype": ""}
     stats = {"trace_ms": 0.0, "ops": 0, "modules": 0}
@@ -334,6 +378,7 @@ def main() -> None:
             write(out, f"flat{n}", torchscope.trace(Flat(n), torch.randn(2, 3)))
         write(out, "warned", torchscope.trace(WritesBehindTorch(), torch.randn(1, 3)))
         write(out, "compare", compare_page())
+        write(out, "compare_raised", compare_raised_page())
         write(out, "fsdp2", traced_rank0("fsdp2"))  # real 2-rank programs: collectives, DTensors
         write(out, "tensor_parallel", traced_rank0("tensor_parallel"))
         write(out, "deep10000", crafted_deep())

@@ -117,10 +117,11 @@ export function reveal(idx: GraphIndex, e: Expansion, id: number): Expansion {
 
 /** Deepest level currently shown (opened modules and unfolded groups), for the depth control. */
 /** The depth control's value for a depth asked for: past the deepest level anything still
- * opens at (the `9` key), the depth that opens the same boxes, as Expand all shows it. */
+ * opens at (the `9` key, or Depth + where the deepest boxes each wrap one op and stay
+ * closed), the depth that opens the same boxes, as Expand all shows it. */
 export function depthFor(idx: GraphIndex, asked: number): number {
   const depth = Math.max(0, Math.min(asked, idx.maxDepth + 1));
-  return depth > idx.maxDepth ? Math.min(depth, currentDepth(idx, toDepth(idx, depth))) : depth;
+  return depth > 0 ? Math.min(depth, currentDepth(idx, toDepth(idx, depth))) : 0;
 }
 
 export function currentDepth(idx: GraphIndex, e: Expansion): number {

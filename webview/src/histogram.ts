@@ -1,7 +1,7 @@
 // A histogram as a small SVG bar chart for the hover: one bar per bin, the range's ends
 // under it, both as wide as the card. Built with DOM calls; the numbers are set as text.
 import type { Histogram } from "./format";
-import { formatValue } from "./units";
+import { formatRange } from "./units";
 
 const SVG = "http://www.w3.org/2000/svg";
 const WIDTH = 176;
@@ -37,9 +37,10 @@ export function histogramChart(h: Histogram): HTMLElement {
   const ends = document.createElement("div");
   ends.className = "ts-hist-ends";
   const lo = document.createElement("span");
-  lo.textContent = formatValue(h.lo);
+  const [loText, hiText] = formatRange(h.lo, h.hi);
+  lo.textContent = loText;
   const hi = document.createElement("span");
-  hi.textContent = formatValue(h.hi);
+  hi.textContent = hiText;
   ends.append(lo, hi);
   box.appendChild(ends);
   return box;

@@ -42,6 +42,21 @@ export function formatValue(x: number | null | undefined): string {
   return String(Number(x.toPrecision(4)));
 }
 
+/** Two ends of a range, with as many digits as it takes to tell them apart (QA: 19999.6 and
+ * 20000.4 both read "20000" at 4 digits), up to 10. */
+export function formatRange(lo: number | null | undefined, hi: number | null | undefined): [string, string] {
+  let a = formatValue(lo);
+  let b = formatValue(hi);
+  if (a !== b || lo === hi || typeof lo !== "number" || typeof hi !== "number" || !Number.isFinite(lo) || !Number.isFinite(hi)) return [a, b];
+  for (let digits = 5; digits <= 10 && a === b; digits++) {
+    const exp = Math.max(Math.abs(lo), Math.abs(hi)) >= 1e5 || Math.max(Math.abs(lo), Math.abs(hi)) < 1e-3;
+    const f = (x: number) => (exp ? x.toExponential(digits - 1) : String(Number(x.toPrecision(digits))));
+    a = f(lo);
+    b = f(hi);
+  }
+  return [a, b];
+}
+
 /** A fraction as a percentage: "12.5%", "<0.1%". */
 export function formatShare(f: number): string {
   if (f <= 0) return "0%";

@@ -2,7 +2,7 @@
 // histogram) of the tensor a box outputs. Pure; the tooltip sets everything as text.
 import type { Cost, GraphEdge, Histogram, TensorStats } from "./format";
 import type { GraphIndex } from "./model";
-import { formatBytes, formatFlops, formatShare, formatTime, formatValue } from "./units";
+import { formatBytes, formatFlops, formatRange, formatShare, formatTime, formatValue } from "./units";
 
 export interface ValueDetails {
   rows: [string, string][];
@@ -22,7 +22,8 @@ export function statsRows(s: TensorStats): [string, string][] {
   const rows: [string, string][] = [];
   // the range, mean and |max| are of the finite values: said where others are there
   const finite = (s.nan ?? 0) > 0 || (s.inf ?? 0) > 0 ? " (finite)" : "";
-  rows.push([`min … max${finite}`, `${formatValue(s.min)} … ${formatValue(s.max)}`]);
+  const [lo, hi] = formatRange(s.min, s.max);
+  rows.push([`min … max${finite}`, `${lo} … ${hi}`]);
   if (s.std !== undefined) rows.push(["mean ± std", `${formatValue(s.mean)} ± ${formatValue(s.std)}`]);
   else rows.push(["mean", formatValue(s.mean)]);
   if (s.absmax !== undefined && s.absmax !== null) rows.push([`|max|${finite}`, formatValue(s.absmax)]);

@@ -319,6 +319,7 @@ export class Viewer {
 
   expandAll(): void {
     this.depth = null;
+    this.searchBase = null; // (a search step starts from this view, not the one before)
     // Without a selection to hold still, start again from the inputs.
     const anchor = this.selected;
     let exp = expandAll(this.idx);
@@ -360,10 +361,12 @@ export class Viewer {
 
   collapseAll(): void {
     this.depth = null;
+    this.searchBase = null;
     void this.apply(collapseAll(this.idx), null).then(() => this.initialView());
   }
 
   setDepth(d: number): void {
+    this.searchBase = null;
     const depth = depthFor(this.idx, d);
     this.depth = depth;
     const anchor = this.selected;
@@ -372,6 +375,7 @@ export class Viewer {
 
   /** Depth −: close the deepest level open, leaving closed what is closed. */
   private closeDepth(d: number): void {
+    this.searchBase = null;
     const depth = Math.max(0, d);
     this.depth = depth;
     const anchor = this.selected;
@@ -431,7 +435,10 @@ export class Viewer {
     if (b) this.setTransform(revealTransform(b, this.drawn!.layout, this.transform(), this.size(), this.minimap.footprint()));
   }
 
+  /** The view moved to centre (x, y) for the user (the overview, a keyboard walk): it no
+   * longer follows the window's size. */
   private centerOn(x: number, y: number): void {
+    this.autoView = null;
     this.setTransform(centerTransform(x, y, this.transform().k, this.size()));
   }
 

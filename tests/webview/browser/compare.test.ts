@@ -329,3 +329,37 @@ describe("compare page", () => {
     await page.context().close();
   });
 });
+
+describe("compare page marks (QA)", () => {
+  test("colour by paints added and changed boxes too, their change kept in the outline", async () => {
+    // QA: the status fill won over the heat: added and changed boxes stayed green and amber
+    const o = await open(browser, "compare");
+    const { page } = o;
+    const head = page.locator('.ts-node[data-path="head"] > .ts-box').first();
+    const style = () => head.evaluate((b) => ({ fill: getComputedStyle(b).fill, stroke: getComputedStyle(b).stroke }));
+    const plain = await style();
+    await page.locator('[data-role="overlay"]').selectOption("flops");
+    await ready(page);
+    assert.ok(await page.locator('.ts-node[data-path="head"][data-heat]').count(), "the head has a heat");
+    const heated = await style();
+    assert.notEqual(heated.fill, plain.fill, "its fill is the heat's");
+    assert.equal(heated.stroke, plain.stroke, "its outline still says changed");
+    assertClean(o);
+    await page.context().close();
+  });
+
+  test("a changed module hiding the failing call of b is outlined in red", async () => {
+    // QA: the changed amber outline won over the error's red
+    const o = await open(browser, "compare_raised");
+    const { page } = o;
+    const head = page.locator('.ts-node[data-path="head"]').first();
+    await head.waitFor();
+    assert.equal(await head.getAttribute("data-status"), "changed");
+    assert.match((await head.getAttribute("class")) ?? "", /ts-has-error/);
+    const stroke = await head.locator(":scope > .ts-box").evaluate((b) => getComputedStyle(b).stroke);
+    assert.equal(stroke, await themeColor(page, "--ts-error"));
+    await shot(page, "compare-raised-error-outline");
+    assertClean(o);
+    await page.context().close();
+  });
+});

@@ -245,6 +245,55 @@ describe("GPT-2", () => {
     assert.equal(await page.locator(".ts-match").count(), 0);
   });
 
+  test("a search step after Collapse all starts from the collapsed view (QA: it brought the old one back)", async () => {
+    const step = async () => {
+      await page.press("[data-role=search]", "Enter");
+      await ready(page);
+      return page.locator(".ts-nodes > g").count();
+    };
+    // the step from a collapsed view, as a fresh search takes it
+    await page.keyboard.press("Escape");
+    await clickAndWait(page, "[data-action=collapse-all]");
+    await page.fill("[data-role=search]", "ln_f");
+    const fresh = await step();
+    // the same step after a search that began in the expanded view, then Collapse all
+    await page.press("[data-role=search]", "Escape");
+    await clickAndWait(page, "[data-action=expand-all]");
+    const expanded = await page.locator(".ts-nodes > g").count();
+    await page.fill("[data-role=search]", "ln_f");
+    await step();
+    await clickAndWait(page, "[data-action=collapse-all]");
+    const after = await step();
+    assert.ok(expanded > fresh, `expanded ${expanded}, collapsed ${fresh}`);
+    assert.equal(after, fresh, `${after} boxes after the step (the expanded view had ${expanded})`);
+    await page.press("[data-role=search]", "Escape");
+  });
+
+  test("a pan with the overview survives a resize of the window (QA: back to the opening view)", async () => {
+    await clickAndWait(page, "[data-action=expand-all]");
+    const translateY = () =>
+      page.evaluate(() => {
+        const t = document.querySelector(".ts-viewport")!.getAttribute("transform") ?? "";
+        return Number(/translate\([^,]+,\s*([^)]+)\)/.exec(t)![1]);
+      });
+    await page.keyboard.press("0"); // the opening view, which follows the window's size
+    await ready(page);
+    const opening = await translateY();
+    const mm = await box(page.locator(".ts-minimap"));
+    await page.mouse.click(mm.x + mm.width / 2, mm.y + mm.height - 4);
+    await page.waitForTimeout(300);
+    const panned = await translateY();
+    assert.ok(Math.abs(panned - opening) > 100, `the overview moved the view: ${opening} → ${panned}`);
+    const vp = page.viewportSize()!;
+    await page.setViewportSize({ width: vp.width - 20, height: vp.height - 10 });
+    await page.waitForTimeout(500);
+    const resized = await translateY();
+    await page.setViewportSize(vp);
+    await page.waitForTimeout(300);
+    assert.ok(Math.abs(resized - panned) < 50, `the view moved from ${panned} to ${resized}`);
+    await clickAndWait(page, "[data-action=collapse-all]");
+  });
+
   test("clicking a node reveals its source line through the host", async () => {
     await clickAndWait(page, "[data-action=collapse-all]");
     await page.click('.ts-node[data-kind=module][data-path="ln_f"]');

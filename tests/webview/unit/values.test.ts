@@ -9,7 +9,7 @@ import { buildVisible } from "../../../webview/src/visible";
 import { MEASURES, available, drawnValue, heat, nodeValues, onlyZeros, overlay, scaleOf, topRows } from "../../../webview/src/measures";
 import { formatCount } from "../../../webview/src/count";
 import { nanBannerText } from "../../../webview/src/valuesPanel";
-import { formatBytes, formatFlops, formatShare, formatTime, formatValue } from "../../../webview/src/units";
+import { formatBytes, formatFlops, formatRange, formatShare, formatTime, formatValue } from "../../../webview/src/units";
 import { valueDetails } from "../../../webview/src/valueDetails";
 import { GraphBuilder, mlpWithBlocks } from "./builder";
 
@@ -28,6 +28,17 @@ test("numbers for people", () => {
   assert.equal(formatValue(null), "–");
   assert.equal(formatShare(0.125), "13%");
   assert.equal(formatShare(0.0004), "<0.1%");
+});
+
+test("a range's ends get the digits it takes to tell them apart (QA: 20000 … 20000)", () => {
+  assert.deepEqual(formatRange(19999.6, 20000.4), ["19999.6", "20000.4"]);
+  assert.deepEqual(formatRange(-0.5, 0.25), ["-0.5", "0.25"], "told apart already: as formatValue");
+  assert.deepEqual(formatRange(1.00001e6, 1.00002e6), ["1.00001e+6", "1.00002e+6"]);
+  assert.deepEqual(formatRange(3, 3), ["3", "3"], "one value: the same text");
+  assert.deepEqual(formatRange(null, 2), ["–", "2"]);
+  const [a, b] = formatRange(1, 1 + 1e-12);
+  assert.equal(a, "1", "beyond 10 digits: left as it is");
+  assert.ok(b.length <= 12);
 });
 
 test("the golden file's values and costs decode", () => {

@@ -109,6 +109,29 @@ test("a depth past what opens anything more is the depth Expand all shows", () =
   assert.equal(depthFor(idx, -2), 0);
 });
 
+test("Depth + never shows a depth that opens nothing new (QA: MLP 1 → 2 → 1 → 2)", () => {
+  // Linear layers each wrap one op: they stay closed at every depth, so depth 2 opens
+  // nothing more than depth 1 and must not be shown as 2
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const root = b.module("MLP", "", null);
+  const fc1 = b.module("Linear", "fc1", root);
+  const l1 = b.op("linear", fc1, "torch.nn.functional.linear");
+  const fc2 = b.module("Linear", "fc2", root);
+  const l2 = b.op("linear", fc2, "torch.nn.functional.linear");
+  const out = b.add("output", "output");
+  b.edge(x, l1).edge(l1, l2).edge(l2, out);
+  const idx = buildIndex(b.build());
+  let shown = 0;
+  for (let asked = 0; asked <= idx.maxDepth + 3; asked++) {
+    const d = depthFor(idx, asked);
+    assert.ok(d >= shown, `depth ${asked} asked: ${d} after ${shown}`);
+    assert.equal(d, Math.min(asked, currentDepth(idx, toDepth(idx, d))), `asked ${asked}`);
+    shown = d;
+  }
+  assert.equal(depthFor(idx, 2), 1);
+});
+
 test("Depth − only closes: a level less of what is open, never a box that was closed", () => {
   // Search opened one deep box; "−" then opened every block (it was "expand to depth N−1")
   const b = new GraphBuilder();
