@@ -165,9 +165,10 @@ def build(
     except BaseException as exc:
         if not skipped or isinstance(exc, KeyboardInterrupt):
             raise
+        said = message_of(exc)
         raise RunsCode(
             f"{path.name} without its top-level code failed ({type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''}); it runs code at import: "
+            f"{said.splitlines()[0] if said else ''}); it runs code at import: "
             + describe_skipped(skipped),
             skipped,
         ) from exc
@@ -191,7 +192,9 @@ def _construct(
     try:
         out = eval(f"_make({ctor_args})", scope)  # noqa: S307 - the user's own arguments
     except Exception as exc:
-        raise TargetError(f"{name}({ctor_args}) failed: {type(exc).__name__}: {exc}") from exc
+        raise TargetError(
+            f"{name}({ctor_args}) failed: {type(exc).__name__}: {message_of(exc)}"
+        ) from exc
     if isinstance(out, nn.Module):
         return out, None
     if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], nn.Module):

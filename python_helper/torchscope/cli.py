@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 from .cli_args import add_run_top_level, add_time_budget
 from .cli_say import say
@@ -18,6 +19,7 @@ from .graph_file import (
     page_error,
     read_graph_file,
 )
+from .launch import exit_cli
 
 FORMATS = ("msgpack", "json", "html")
 
@@ -254,3 +256,19 @@ def _summarize_file(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def run() -> NoReturn:
+    """The command (`python -m torchscope`, the installed `torchscope`): main, and the ways
+    it ends without a stack — a reader that went away, Ctrl-C."""
+    try:
+        code = main()
+        sys.stdout.flush()  # (a closed pipe shows here, not in the interpreter's teardown)
+    except BrokenPipeError:
+        # the reader went away (`summary g.json | head`): no stack, and nothing more to flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 128 + 13  # as the shell reports a writer stopped by SIGPIPE
+    except KeyboardInterrupt:  # Ctrl-C: one line, as every other way this command ends
+        print("torchscope: interrupted", file=sys.stderr)
+        code = 128 + 2  # as the shell reports a command stopped by SIGINT
+    exit_cli(code)

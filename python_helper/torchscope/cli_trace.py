@@ -160,7 +160,7 @@ def _trace(
         input_call_in_file,
         split_target,
     )
-    from .definitions import suspects
+    from .definitions import defining, suspects
     from .inputs import NoInputError, on_the_command_line
     from .tracer import ModelTooDeep, TraceTimeout, trace_call
 
@@ -192,7 +192,7 @@ def _trace(
             torch.manual_seed(seed)
         chosen = choose_input(built, device, input_expr, call)
     except TargetError as exc:  # (a name the file's left-out top-level code would make?)
-        blamed = suspects(built.skipped, str(exc))
+        blamed = defining(built.skipped, exc.__cause__)
         raise CliError(f"{exc}; {suspects_hint(blamed)}" if blamed else str(exc)) from None
     except NoInputError as exc:
         raise CliError(f"{on_the_command_line(str(exc))}{_skipped_hint(built.skipped)}") from None

@@ -277,3 +277,11 @@ def suspects(skipped: list[Skipped], error: str) -> list[Skipped]:
         return []
     mentions = re.compile(r"\b(" + "|".join(map(re.escape, sorted(words))) + r")\b")
     return [s for s in skipped if s.binds & words or mentions.search(s.text)]
+
+
+def defining(skipped: list[Skipped], exc: Optional[BaseException]) -> list[Skipped]:
+    """The skipped statements that bind the name an input expression's NameError names
+    (`--input EXAMPLE` where `EXAMPLE = torch.randn(...)` was left out); none for any other
+    error (its quoted words name anything: `module 'torch' has no attribute …`)."""
+    name = getattr(exc, "name", None) if isinstance(exc, NameError) else None
+    return [s for s in skipped if name in s.binds] if name else []

@@ -36,7 +36,8 @@ class GraphView:
     def __init__(self, graph_bytes: bytes, title: str, height: int = DEFAULT_HEIGHT) -> None:
         self.graph_bytes = graph_bytes
         self.title = title
-        self.height = max(int(height), MIN_HEIGHT)  # (a lower frame cut the view's bottom off)
+        # (a lower frame cut the view's bottom off; None: the default)
+        self.height = max(int(height if height is not None else DEFAULT_HEIGHT), MIN_HEIGHT)
         self._page: Optional[str] = None
 
     @property

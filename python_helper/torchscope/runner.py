@@ -274,7 +274,7 @@ def _trace_built(
     req: dict[str, Any], built: Any, started: float, progress: Callable[[str], None]
 ) -> dict[str, Any]:
     from . import build_target as tg
-    from .definitions import suspects
+    from .definitions import defining, suspects
     from .inputs import GuessError
 
     budget = req.get("timeout")
@@ -288,9 +288,9 @@ def _trace_built(
     except tg.TargetError as exc:
         cause = exc.__cause__ or exc
         message = f"the input {typed} failed: {one_line(cause)}"
-        blamed = suspects(built.skipped, str(exc))  # a name the left-out code would make
+        blamed = defining(built.skipped, cause)  # a name the left-out code would make
         if blamed:
-            lines = "; ".join(dict.fromkeys(f"line {s.line}: {s.text}" for s in blamed))
+            lines = "; ".join(list(dict.fromkeys(f"line {s.line}: {s.text}" for s in blamed))[:3])
             message += f" (the file's top-level code that did not run makes it: {lines})"
         raise Failure("needs-input", message) from exc
     except GuessError as exc:

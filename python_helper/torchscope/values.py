@@ -145,8 +145,17 @@ def dtype_name(t: Tensor) -> str:
     return name
 
 
-# the integers msgpack packs (beyond them, a value is kept as its text, as JSON has it)
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+# the integers a reader holds exactly (JavaScript's numbers: the viewer reads 2**61 - 1 as
+# 2305843009213694000); beyond them a value is kept as its text
+_INT_MIN, _INT_MAX = -(2**53 - 1), 2**53 - 1
+
+
+def _int_text(v: int) -> str:
+    try:
+        text = str(v)
+    except ValueError:  # (past Python's 4,300 digits)
+        return "an integer of more than 4300 digits"
+    return text if len(text) <= MAX_STR else text[: MAX_STR - 1] + "…"
 
 
 def attr_value(v: Any) -> Any:
@@ -154,7 +163,7 @@ def attr_value(v: Any) -> Any:
     if v is None or isinstance(v, bool):
         return v
     if isinstance(v, int):
-        return int(v) if _INT_MIN <= v <= _INT_MAX else str(v)
+        return int(v) if _INT_MIN <= v <= _INT_MAX else _int_text(v)
     if isinstance(v, float):
         return v if math.isfinite(v) else str(v)  # "inf", "-inf", "nan": strict JSON has none
     if isinstance(v, str):
@@ -205,14 +214,16 @@ def split_extra_repr(text: str) -> dict[str, Any]:
 
 
 def _scalar(text: str) -> Any:
-    for conv in (int, float):
-        try:
-            value = conv(text)
-            if conv is int:
-                return value if _INT_MIN <= value <= _INT_MAX else text
-            return value if math.isfinite(value) else text
-        except ValueError:
-            pass
+    try:
+        number = int(text)
+        return number if _INT_MIN <= number <= _INT_MAX else _int_text(number)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+        return value if math.isfinite(value) else text
+    except ValueError:
+        pass
     if text in ("True", "False"):
         return text == "True"
     return text if len(text) <= MAX_STR else text[: MAX_STR - 1] + "…"

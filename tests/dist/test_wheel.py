@@ -55,7 +55,7 @@ def test_wheel_carries_the_viewer_and_its_metadata(wheel: Path) -> None:
     required = [r for r in meta.get_all("Requires-Dist") if "extra ==" not in r]
     assert sorted(required) == ["msgpack>=1.0", "torch>=2.1"]
     assert meta["License-Expression"] == "MIT"
-    assert "torchscope = torchscope.cli:main" in entry_points
+    assert "torchscope = torchscope.cli:run" in entry_points
 
 
 def test_sdist_carries_the_built_viewer(sdist: Path) -> None:

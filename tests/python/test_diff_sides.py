@@ -21,11 +21,14 @@ class Net(nn.Module):
         return self.layer(x)
 """
 
-MODEL = """
+MODEL = (
+    """
 import torch
 from torch import nn
 from {helper} import Layer
-""" + NET
+"""
+    + NET
+)
 
 LAYER = """
 from torch import nn

@@ -189,6 +189,22 @@ def compare_page() -> bytes:
     return compare_view(diff_graphs(a, b), "cmp.py:Cmp (HEAD)", "cmp.py:Cmp").to_msgpack()
 
 
+class Hub(nn.Module):
+    """One tensor (m) read by many calls: drawn once, the other reads as reference boxes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pre = nn.Linear(8, 8)
+        self.a, self.b, self.c = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        m = self.pre(x) * 2
+        h = torch.relu(self.a(x) + m) * m
+        h = torch.maximum(torch.tanh(self.b(h) - m), m)
+        h = torch.minimum(self.c(h), m)
+        return torch.hypot(torch.atan2(torch.sigmoid(h), m), m)
+
+
 class CmpHead(nn.Module):
     """The head of CmpRaised: wider after the edit, and raising after its layer there."""
 
@@ -379,6 +395,11 @@ def main() -> None:
         write(out, "warned", torchscope.trace(WritesBehindTorch(), torch.randn(1, 3)))
         write(out, "compare", compare_page())
         write(out, "compare_raised", compare_raised_page())
+        write(out, "hub", torchscope.trace(Hub().eval(), torch.randn(2, 8)))
+        sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
+        from mlp import MLP  # the project's own example: Linear layers wrap one op each
+
+        write(out, "mlp", torchscope.trace(MLP().eval(), torch.randn(2, 64)))
         write(out, "fsdp2", traced_rank0("fsdp2"))  # real 2-rank programs: collectives, DTensors
         write(out, "tensor_parallel", traced_rank0("tensor_parallel"))
         write(out, "deep10000", crafted_deep())

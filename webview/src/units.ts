@@ -43,16 +43,19 @@ export function formatValue(x: number | null | undefined): string {
 }
 
 /** Two ends of a range, with as many digits as it takes to tell them apart (QA: 19999.6 and
- * 20000.4 both read "20000" at 4 digits), up to 10. */
+ * 20000.4 both read "20000" at 4 digits), up to 10, both in one notation; ends no 10 digits
+ * tell apart are written as formatValue writes them. */
 export function formatRange(lo: number | null | undefined, hi: number | null | undefined): [string, string] {
-  let a = formatValue(lo);
-  let b = formatValue(hi);
-  if (a !== b || lo === hi || typeof lo !== "number" || typeof hi !== "number" || !Number.isFinite(lo) || !Number.isFinite(hi)) return [a, b];
-  for (let digits = 5; digits <= 10 && a === b; digits++) {
-    const exp = Math.max(Math.abs(lo), Math.abs(hi)) >= 1e5 || Math.max(Math.abs(lo), Math.abs(hi)) < 1e-3;
-    const f = (x: number) => (exp ? x.toExponential(digits - 1) : String(Number(x.toPrecision(digits))));
-    a = f(lo);
-    b = f(hi);
+  const a = formatValue(lo);
+  const b = formatValue(hi);
+  if (typeof lo !== "number" || typeof hi !== "number" || !Number.isFinite(lo) || !Number.isFinite(hi) || lo === hi) return [a, b];
+  if (a !== b && Number(a) !== Number(b)) return [a, b];
+  const big = Math.max(Math.abs(lo), Math.abs(hi));
+  const exp = big >= 1e5 || big < 1e-3;
+  const f = (x: number, digits: number) => (exp ? x.toExponential(digits - 1) : String(Number(x.toPrecision(digits))));
+  for (let digits = 4; digits <= 10; digits++) {
+    const [c, d] = [f(lo, digits), f(hi, digits)];
+    if (Number(c) !== Number(d)) return [c, d];
   }
   return [a, b];
 }

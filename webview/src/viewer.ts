@@ -445,6 +445,7 @@ export class Viewer {
   zoomTo(key: string): void {
     const b = this.drawn && boundsOf(this.drawn.layout, key);
     if (!b) return;
+    this.autoView = null; // (moved for the user: a resize keeps it, as a pan)
     const size = this.size();
     this.setTransform(zoomToBox(b, this.transform().k, size, this.drawn!.layout, clearArea(size, this.covered())));
   }
@@ -676,8 +677,12 @@ export class Viewer {
         this.setDepth(a.depth);
         return;
       case "depth-step":
-        if (a.step > 0) this.setDepth(this.depthShown() + 1);
-        else this.closeDepth(this.depthShown() - 1);
+        if (a.step > 0) {
+          // never a level less than is open (a wrapper opened by hand shows one more)
+          const shown = this.depthShown();
+          if (depthFor(this.idx, shown + 1) > shown) this.setDepth(shown + 1);
+          else this.status("Depth +: every level that opens is open");
+        } else this.closeDepth(this.depthShown() - 1);
         return;
       case "export":
         void this.exportAs(a.format);

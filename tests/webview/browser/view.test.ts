@@ -400,3 +400,41 @@ describe("the graph without a mouse", () => {
     await page.context().close();
   });
 });
+
+describe("the view after a move the user made (review)", () => {
+  test("a click on a reference box moves the view, and a resize keeps it there", async () => {
+    const o = await open(browser, "hub", { width: 700, height: 420 });
+    const { page } = o;
+    await ready(page);
+    const translate = () => page.evaluate(() => document.querySelector(".ts-viewport")!.getAttribute("transform") ?? "");
+    const opening = await translate();
+    const ref = page.locator(".ts-node.ts-ref").last();
+    assert.ok((await page.locator(".ts-node.ts-ref").count()) > 0, "the hub's reads are reference boxes");
+    await ref.evaluate((el) => el.dispatchEvent(new MouseEvent("click", { bubbles: true })));
+    await page.waitForTimeout(400);
+    const moved = await translate();
+    assert.notEqual(moved, opening, "the click moved the view to the tensor's source");
+    await page.setViewportSize({ width: 690, height: 410 });
+    await page.waitForTimeout(600);
+    assert.equal(await translate(), moved, "a resize keeps the view where the click put it");
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+
+  test("Depth + after a one-op layer was opened by hand opens more or nothing, never less", async () => {
+    const o = await open(browser, "mlp");
+    const { page } = o;
+    await ready(page);
+    const fc1 = page.locator('.ts-node[data-path="fc1"] [data-toggle]').first();
+    await fc1.click();
+    await ready(page);
+    const opened = await page.locator('.ts-cluster[data-path="fc1"]').count();
+    assert.equal(opened, 1, "fc1 is open");
+    await page.locator('[data-action="depth-up"]').click();
+    await page.waitForTimeout(100);
+    await ready(page);
+    assert.equal(await page.locator('.ts-cluster[data-path="fc1"]').count(), 1, "fc1 stays open");
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+});
