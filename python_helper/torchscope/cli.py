@@ -254,10 +254,6 @@ def _summarize_file(args: argparse.Namespace) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def run() -> NoReturn:
     """The command (`python -m torchscope`, the installed `torchscope`): main, and the ways
     it ends without a stack — a reader that went away, Ctrl-C."""
@@ -272,3 +268,7 @@ def run() -> NoReturn:
         print("torchscope: interrupted", file=sys.stderr)
         code = 128 + 2  # as the shell reports a command stopped by SIGINT
     exit_cli(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -221,7 +221,8 @@ def _scalar(text: str) -> Any:
         pass
     try:
         value = float(text)
-        return value if math.isfinite(value) else text
+        if math.isfinite(value):
+            return value
     except ValueError:
         pass
     if text in ("True", "False"):
