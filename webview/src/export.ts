@@ -134,8 +134,16 @@ export function exportSize(layout: { width: number; height: number }): [number, 
   return [Math.ceil(layout.width + PAD * 2), Math.ceil(layout.height + PAD * 2)];
 }
 
-/** `heat`: the overlay's colours by drawn key ("Colour by"), as the screen shows them. */
-export function exportSvg(d: DrawInput, defs: SVGDefsElement, root: Element, background: string, heat: ReadonlyMap<string, number>): string {
+/** `heat`: the overlay's colours by drawn key ("Colour by"), as the screen shows them;
+ * `hasError`: the drawn key of the box that hides the failing call (outlined as on screen). */
+export function exportSvg(
+  d: DrawInput,
+  defs: SVGDefsElement,
+  root: Element,
+  background: string,
+  heat: ReadonlyMap<string, number>,
+  hasError: string | null = null,
+): string {
   const [w, h] = exportSize(d.layout);
   const svg = document.createElementNS(SVGNS, "svg");
   svg.setAttribute("xmlns", SVGNS);
@@ -152,7 +160,10 @@ export function exportSvg(d: DrawInput, defs: SVGDefsElement, root: Element, bac
   const g = document.createElementNS(SVGNS, "g");
   svg.appendChild(g);
   drawAll(g, d);
-  for (const box of Array.from(g.querySelectorAll<SVGGElement>(".ts-nodes > [data-key]"))) paintHeat(box, heat.get(box.dataset.key!));
+  for (const box of Array.from(g.querySelectorAll<SVGGElement>(".ts-nodes > [data-key]"))) {
+    paintHeat(box, heat.get(box.dataset.key!));
+    if (box.dataset.key === hasError) box.classList.add("ts-has-error");
+  }
   for (const hit of Array.from(g.querySelectorAll(".ts-edge-hit"))) hit.remove(); // hover targets only
   // (the rules for what was drawn: chosen once the drawing is complete)
   const css = graphCss(root, svg);

@@ -480,16 +480,21 @@ export class Viewer {
     if (!this.drawn) return;
     const { vg } = this.drawn;
     const cur = this.matches[this.matchPos];
-    const err = this.idx.graph.error?.node;
-    const errKey = err !== undefined && err !== null ? vg.rep[err] : undefined;
     this.scene.setMarks({
       match: highlightKeys(vg.rep, this.matches),
       current: cur !== undefined ? vg.rep[cur]! : null,
       selected: this.selected,
-      // A collapsed box that hides the failing call is outlined in the error colour.
-      hasError: errKey && errKey !== `n${err}` ? errKey : null,
+      hasError: this.hidingError(vg),
       ...(this.paused ? pausedKeys(vg.rep, this.paused) : {}),
     });
+  }
+
+  /** The drawn box that hides the failing call (a collapsed module or group), outlined in the
+   * error colour on screen and in an export; null when the error node itself is drawn. */
+  private hidingError(vg: VisibleGraph): string | null {
+    const err = this.idx.graph.error?.node;
+    const errKey = err !== undefined && err !== null ? vg.rep[err] : undefined;
+    return errKey && errKey !== `n${err}` ? errKey : null;
   }
 
   select(key: string | null): void {
@@ -944,7 +949,7 @@ export class Viewer {
     if (!this.drawn || (kind === "png" && this.exporting)) return;
     const { layout, vg, labels, marks } = this.drawn;
     const input = { idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow!, marks };
-    const svg = () => exportSvg(input, this.ui.defs, this.ui.root, this.css("--ts-bg", "#ffffff"), this.scene.heatMap());
+    const svg = () => exportSvg(input, this.ui.defs, this.ui.root, this.css("--ts-bg", "#ffffff"), this.scene.heatMap(), this.hidingError(vg));
     const base = (this.idx.graph.model.name || "graph").replace(/[^\w.-]+/g, "_");
     if (kind === "svg") {
       this.host.saveFile(`${base}.svg`, "image/svg+xml", new Blob([svg()], { type: "image/svg+xml" }));

@@ -4,6 +4,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Browser, Locator, Page } from "playwright-core";
+import { readFileSync } from "node:fs";
 import { launch, open, ready, shot, type Opened } from "./browser";
 
 let browser: Browser;
@@ -359,7 +360,23 @@ describe("compare page marks (QA)", () => {
     const stroke = await head.locator(":scope > .ts-box").evaluate((b) => getComputedStyle(b).stroke);
     assert.equal(stroke, await themeColor(page, "--ts-error"));
     await shot(page, "compare-raised-error-outline");
+    // the exported picture outlines it too (review: the export drew the comparison's marks only)
+    const [download] = await Promise.all([page.waitForEvent("download"), page.click("[data-action=export-svg]")]);
+    const svg = readFileSync((await download.path())!, "utf8");
+    const exported = new DOMParserLike(svg).classOf('[data-path="head"]');
+    assert.match(exported, /ts-has-error/, `the exported head: class "${exported}"`);
     assertClean(o);
     await page.context().close();
   });
 });
+
+/** The class of the first element of an exported SVG's text whose attributes match `sel`
+ * (`[data-path="head"]`), read with a regular expression: no DOM in node. */
+class DOMParserLike {
+  constructor(private readonly text: string) {}
+  classOf(sel: string): string {
+    const attr = /^\[([\w-]+)="([^"]*)"\]$/.exec(sel)!;
+    const tag = new RegExp(`<g\\b[^>]*${attr[1]}="${attr[2]}"[^>]*>`).exec(this.text)?.[0] ?? "";
+    return /class="([^"]*)"/.exec(tag)?.[1] ?? "";
+  }
+}
