@@ -36,14 +36,27 @@ export function gitFailure(file: string, err: { code?: unknown; message?: string
   return `git show HEAD:./${name} failed: ${first.trim()}`;
 }
 
+/** What a git command that failed said: its error and its stderr. */
+interface GitFailed {
+  err: { code?: unknown; message?: string };
+  stderr: string;
+}
+
+/** A git command's stdout; rejects with a GitFailed. */
+function gitOut(cwd: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile("git", args, { cwd, maxBuffer: 256 * 1024 * 1024, encoding: "utf8", windowsHide: true }, (err, stdout, stderr) => {
+      if (err) reject({ err, stderr: String(stderr ?? "") } satisfies GitFailed);
+      else resolve(stdout);
+    });
+  });
+}
+
 /** The text of `file` in HEAD; rejects with a NoHeadError saying why there is none. */
 export function headText(file: string): Promise<string> {
   const { cwd, args } = headCommand(file);
-  return new Promise((resolve, reject) => {
-    execFile("git", args, { cwd, maxBuffer: 256 * 1024 * 1024, encoding: "utf8", windowsHide: true }, (err, stdout, stderr) => {
-      if (err) reject(new NoHeadError(gitFailure(file, err as { code?: unknown; message?: string }, String(stderr ?? ""))));
-      else resolve(stdout);
-    });
+  return gitOut(cwd, args).catch((f: GitFailed) => {
+    throw new NoHeadError(gitFailure(file, f.err, f.stderr));
   });
 }
 
@@ -70,15 +83,6 @@ export function changedFiles(out: string): { file: string; inHead: boolean }[] {
   return found;
 }
 
-function git(cwd: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile("git", args, { cwd, maxBuffer: 256 * 1024 * 1024, encoding: "utf8", windowsHide: true }, (err, stdout, stderr) => {
-      if (err) reject(new Error(String(stderr || err.message).split("\n", 1)[0]));
-      else resolve(stdout);
-    });
-  });
-}
-
 /**
  * The other Python files of `file`'s repository whose saved text differs from HEAD's (staged
  * or not), as HEAD has them: Compare with HEAD traces the model's imports from these too, so
@@ -86,6 +90,10 @@ function git(cwd: string, args: string[]): Promise<string> {
  * more than MAX_HEAD_FILES changed; the comparison then takes the other files from disk.
  */
 export async function headTexts(file: string): Promise<HeadFile[]> {
+  const git = (cwd: string, args: string[]) =>
+    gitOut(cwd, args).catch((f: GitFailed) => {
+      throw new Error((f.stderr || f.err.message || "git failed").split("\n", 1)[0]);
+    });
   const top = (await git(path.dirname(file), ["rev-parse", "--show-toplevel"])).trim();
   const changed = changedFiles(await git(top, ["diff", "--no-renames", "--name-status", "-z", "HEAD", "--", "*.py"]));
   const self = fileKey(file);

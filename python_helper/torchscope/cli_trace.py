@@ -276,9 +276,11 @@ _ALLOCATOR_REFUSED = "can't allocate memory"  # (torch's CPU allocator's words)
 def suspects_hint(suspects: list[Any]) -> str:
     """The line saying which left-out top-level code may make what a forward lacked (the
     first three, each once)."""
-    lines = list(dict.fromkeys(f"line {s.line}: {s.text}" for s in suspects))[:3]
+    from .definitions import skipped_lines
+
     return (
-        f"the file's top-level code that did not run may make what it lacks ({'; '.join(lines)}): "
+        f"the file's top-level code that did not run may make what it lacks "
+        f"({skipped_lines(suspects)}): "
         "--run-top-level runs it"
     )
 

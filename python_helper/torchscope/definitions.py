@@ -285,3 +285,8 @@ def defining(skipped: list[Skipped], exc: Optional[BaseException]) -> list[Skipp
     error (its quoted words name anything: `module 'torch' has no attribute …`)."""
     name = getattr(exc, "name", None) if isinstance(exc, NameError) else None
     return [s for s in skipped if name in s.binds] if name else []
+
+
+def skipped_lines(skipped: list[Skipped], most: int = 3) -> str:
+    """`line 5: EXAMPLE = …; line 9: …`: the first `most` of them, each once."""
+    return "; ".join(list(dict.fromkeys(f"line {s.line}: {s.text}" for s in skipped))[:most])

@@ -135,8 +135,11 @@ def run_diff(args: argparse.Namespace) -> int:
             # it (B's first layer wants another size)
             with own_imports(args.a, args.b):
                 again, _, again_suspects = load_side(args.a, args.device, b_guess, train_a, args)
-            if again.error is None or (a.error is not None and _ops(again) >= _ops(a)):
-                a, a_suspects = again, again_suspects  # (A kept if B's got it less far)
+            # (A kept if B's got it less far: fewer ops ran before its error)
+            if again.error is None or (
+                a.error is not None and again.stats()["ops"] >= a.stats()["ops"]
+            ):
+                a, a_suspects = again, again_suspects
     except (SideError, GraphFileError) as exc:
         return _fail(str(exc))
     a_source = _source(args.a, args.input_expr, train_a)
@@ -275,8 +278,3 @@ def _source(spec: str, input_expr: Optional[str], train: Optional[bool]) -> str:
 def _fail(message: str) -> int:
     say(message)
     return 2
-
-
-def _ops(graph: Any) -> int:
-    """How far a forward got: the ops it ran (before its error, if it raised)."""
-    return sum(1 for n in graph.nodes if n.kind == "op")

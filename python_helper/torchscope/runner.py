@@ -274,7 +274,7 @@ def _trace_built(
     req: dict[str, Any], built: Any, started: float, progress: Callable[[str], None]
 ) -> dict[str, Any]:
     from . import build_target as tg
-    from .definitions import defining, suspects
+    from .definitions import defining, skipped_lines, suspects
     from .inputs import GuessError
 
     budget = req.get("timeout")
@@ -290,8 +290,9 @@ def _trace_built(
         message = f"the input {typed} failed: {one_line(cause)}"
         blamed = defining(built.skipped, cause)  # a name the left-out code would make
         if blamed:
-            lines = "; ".join(list(dict.fromkeys(f"line {s.line}: {s.text}" for s in blamed))[:3])
-            message += f" (the file's top-level code that did not run makes it: {lines})"
+            message += (
+                f" (the file's top-level code that did not run makes it: {skipped_lines(blamed)})"
+            )
         raise Failure("needs-input", message) from exc
     except GuessError as exc:
         extra = {"guess": exc.guess} if exc.guess else {}

@@ -12,7 +12,7 @@ import sys
 import time
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -720,6 +720,12 @@ class Recorder(TorchFunctionMode):
             inputs = _unique(inputs)
         producer = self.producer
         writes = info.writes_first_arg or (kwargs is not None and "out" in kwargs)
+        # what a call writes in place (its first argument, or `out=`), once
+        written: Sequence[Tensor] = (
+            _tensors_in((args[0] if info.writes_first_arg else kwargs["out"],), None)  # type: ignore[index]
+            if writes
+            else ()
+        )
         seen = self._wire_inputs(inputs, nid)
         if not writes:
             for t in outs:
@@ -729,12 +735,10 @@ class Recorder(TorchFunctionMode):
         if not self.values:
             for t in outs:
                 producer[id(t)] = (weakref.ref(t), nid, None)
-            if writes:
-                written = args[0] if info.writes_first_arg else kwargs["out"]  # type: ignore[index]
-                for t in _tensors_in((written,), None):
-                    producer[id(t)] = (weakref.ref(t), nid, None)
-                    if t._base is not None:
-                        self._set_producer(t._base, nid)
+            for t in written:
+                producer[id(t)] = (weakref.ref(t), nid, None)
+                if t._base is not None:
+                    self._set_producer(t._base, nid)
         elif len(outs) == 1 and not writes:  # most calls: one new tensor, read once
             t = outs[0]
             st = self._read(t)
@@ -748,16 +752,14 @@ class Recorder(TorchFunctionMode):
             for t in outs:
                 st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t)
                 producer[id(t)] = (weakref.ref(t), nid, st)
-            if writes:
-                written = args[0] if info.writes_first_arg else kwargs["out"]  # type: ignore[index]
-                for t in _tensors_in((written,), None):
-                    st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t)
-                    producer[id(t)] = (weakref.ref(t), nid, st)
-                    base = t._base
-                    if base is not None:  # what it wrote, read through the base
-                        st = self._read(base)
-                        self._set_producer(base, nid, st)
-                        self._wrote_too(nid, st)
+            for t in written:
+                st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t)
+                producer[id(t)] = (weakref.ref(t), nid, st)
+                base = t._base
+                if base is not None:  # what it wrote, read through the base
+                    st = self._read(base)
+                    self._set_producer(base, nid, st)
+                    self._wrote_too(nid, st)
             if info.name not in UNINITIALIZED:  # whatever memory held before: no origin
                 self.checks.append((nid, seen, [st for st in made.values() if st is not None]))
                 if writes:
@@ -771,8 +773,7 @@ class Recorder(TorchFunctionMode):
         inplace = not writes and node.attrs.get("inplace") is True
         if writes:
             if self.aliases:
-                written = args[0] if info.writes_first_arg else kwargs["out"]  # type: ignore[index]
-                self._write_aliases(_tensors_in((written,), None), nid)
+                self._write_aliases(written, nid)
         elif inplace:
             if self.aliases:
                 self._write_aliases(outs, nid)
@@ -782,8 +783,7 @@ class Recorder(TorchFunctionMode):
             flops, ns = self.call_cost
             new = outs if writes or inplace else _not_among(outs, inputs)
             if writes and not outs:  # `x[i] = v` hands nothing back: what it wrote is x
-                written = args[0] if info.writes_first_arg else kwargs["out"]  # type: ignore[index]
-                new = _tensors_in((written,), None)
+                new = written
             node.cost = Cost(flops, output_bytes(new), ns)
         return nid
 
@@ -821,7 +821,7 @@ class Recorder(TorchFunctionMode):
                 del self.aliases[key]
         group[:] = live
 
-    def _write_aliases(self, written: list[Tensor], nid: int) -> None:
+    def _write_aliases(self, written: Sequence[Tensor], nid: int) -> None:
         """Call `nid` wrote `written`: the aliases of them or of their bases hold what it
         wrote, and so do those aliases' bases; their statistics are read afresh (an alias
         through `.data` keeps a version counter of its own: the old statistics look current)."""

@@ -152,9 +152,13 @@ _INT_MIN, _INT_MAX = -(2**53 - 1), 2**53 - 1
 
 def _int_text(v: int) -> str:
     try:
-        text = str(v)
+        return _cut(str(v))
     except ValueError:  # (past Python's 4,300 digits)
         return "an integer of more than 4300 digits"
+
+
+def _cut(text: str) -> str:
+    """`text`, cut to MAX_STR characters (an ellipsis last)."""
     return text if len(text) <= MAX_STR else text[: MAX_STR - 1] + "…"
 
 
@@ -167,7 +171,7 @@ def attr_value(v: Any) -> Any:
     if isinstance(v, float):
         return v if math.isfinite(v) else str(v)  # "inf", "-inf", "nan": strict JSON has none
     if isinstance(v, str):
-        return v if len(v) <= MAX_STR else v[: MAX_STR - 1] + "…"
+        return _cut(v)
     if isinstance(v, (tuple, list, torch.Size)):
         if any(isinstance(x, Tensor) for x in v):
             return ...
@@ -227,4 +231,4 @@ def _scalar(text: str) -> Any:
         pass
     if text in ("True", "False"):
         return text == "True"
-    return text if len(text) <= MAX_STR else text[: MAX_STR - 1] + "…"
+    return _cut(text)

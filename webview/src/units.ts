@@ -38,8 +38,13 @@ export function formatValue(x: number | null | undefined): string {
   if (x === 0) return "0";
   const a = Math.abs(x);
   if (Number.isInteger(x) && a < 1e6) return String(x);
-  if (a >= 1e5 || a < 1e-3) return x.toExponential(2);
+  if (exponential(a)) return x.toExponential(2);
   return String(Number(x.toPrecision(4)));
+}
+
+/** Whether a magnitude is written with an exponent (1.23e+5, 4.56e-4). */
+function exponential(magnitude: number): boolean {
+  return magnitude >= 1e5 || magnitude < 1e-3;
 }
 
 /** Two ends of a range, with as many digits as it takes to tell them apart (QA: 19999.6 and
@@ -50,8 +55,7 @@ export function formatRange(lo: number | null | undefined, hi: number | null | u
   const b = formatValue(hi);
   if (typeof lo !== "number" || typeof hi !== "number" || !Number.isFinite(lo) || !Number.isFinite(hi) || lo === hi) return [a, b];
   if (a !== b && Number(a) !== Number(b)) return [a, b];
-  const big = Math.max(Math.abs(lo), Math.abs(hi));
-  const exp = big >= 1e5 || big < 1e-3;
+  const exp = exponential(Math.max(Math.abs(lo), Math.abs(hi)));
   const f = (x: number, digits: number) => (exp ? x.toExponential(digits - 1) : String(Number(x.toPrecision(digits))));
   for (let digits = 4; digits <= 10; digits++) {
     const [c, d] = [f(lo, digits), f(hi, digits)];

@@ -366,8 +366,12 @@ export class Viewer {
   }
 
   setDepth(d: number): void {
+    this.openToDepth(depthFor(this.idx, d));
+  }
+
+  /** Every box down to `depth` (one depthFor gave) open, as the depth control shows it. */
+  private openToDepth(depth: number): void {
     this.searchBase = null;
-    const depth = depthFor(this.idx, d);
     this.depth = depth;
     const anchor = this.selected;
     void this.apply(toDepth(this.idx, depth), anchor).then(() => anchor ?? this.initialView());
@@ -685,7 +689,8 @@ export class Viewer {
         if (a.step > 0) {
           // never a level less than is open (a wrapper opened by hand shows one more)
           const shown = this.depthShown();
-          if (depthFor(this.idx, shown + 1) > shown) this.setDepth(shown + 1);
+          const next = depthFor(this.idx, shown + 1);
+          if (next > shown) this.openToDepth(next);
           else this.status("Depth +: every level that opens is open");
         } else this.closeDepth(this.depthShown() - 1);
         return;
