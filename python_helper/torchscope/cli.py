@@ -265,7 +265,11 @@ def run() -> NoReturn:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 128 + 13  # as the shell reports a writer stopped by SIGPIPE
     except KeyboardInterrupt:  # Ctrl-C: one line, as every other way this command ends
-        print("torchscope: interrupted", file=sys.stderr)
+        from .launch import launched_rank
+
+        launched = launched_rank()  # under torchrun every rank says it: which one
+        rank = f"rank {launched[0]}: " if launched else ""
+        sys.stderr.write(f"torchscope: {rank}interrupted\n")  # one write: ranks share a terminal
         code = 128 + 2  # as the shell reports a command stopped by SIGINT
     exit_cli(code)
 

@@ -133,13 +133,17 @@ def run_diff(args: argparse.Namespace) -> int:
             # one input on both sides: B's guess had to differ (batch norm in training mode
             # refuses a batch of one), and every node would differ by it; unless A can't take
             # it (B's first layer wants another size)
-            with own_imports(args.a, args.b):
-                again, _, again_suspects = load_side(args.a, args.device, b_guess, train_a, args)
-            # (A kept if B's got it less far: fewer ops ran before its error)
-            if again.error is None or (
-                a.error is not None and again.stats()["ops"] >= a.stats()["ops"]
-            ):
-                a, a_suspects = again, again_suspects
+            try:
+                with own_imports(args.a, args.b):
+                    again, _, again_suspects = load_side(args.a, args.device, b_guess, train_a, args)
+            except (SideError, GraphFileError):
+                pass  # A can't be traced with it (past the time budget): its own input stays
+            else:
+                # (A kept if B's got it less far: fewer ops ran before its error)
+                if again.error is None or (
+                    a.error is not None and again.stats()["ops"] >= a.stats()["ops"]
+                ):
+                    a, a_suspects = again, again_suspects
     except (SideError, GraphFileError) as exc:
         return _fail(str(exc))
     a_source = _source(args.a, args.input_expr, train_a)

@@ -169,8 +169,12 @@ def test_a_setting_too_big_for_a_64_bit_integer_is_kept_as_text(tmp_path):
         assert root.attrs == {"modulus": "2305843009213693951000", "small": 3}
 
 
-@pytest.mark.parametrize("command", ["python -m torchscope", "torchscope"])
-def test_ctrl_c_is_one_line_and_exit_130(tmp_path, command):
+@pytest.mark.parametrize(
+    "command, rank",
+    [("python -m torchscope", None), ("torchscope", None), ("python -m torchscope", 1)],
+)
+def test_ctrl_c_is_one_line_and_exit_130(tmp_path, command, rank):
+    # (rank: as torchrun starts a rank; Ctrl-C reaches every rank, and each says which it is)
     started = tmp_path / "started"
     _write(
         tmp_path,
@@ -201,6 +205,7 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path, command):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, **({"RANK": str(rank), "WORLD_SIZE": "2"} if rank is not None else {})},
         # as in a terminal (a shell's background job, as a test run may be, ignores SIGINT)
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
@@ -215,7 +220,8 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path, command):
         proc.kill()
     assert proc.returncode == 130
     assert "Traceback" not in err
-    assert [line for line in err.splitlines() if line.strip()] == ["torchscope: interrupted"]
+    said = "torchscope: interrupted" if rank is None else f"torchscope: rank {rank}: interrupted"
+    assert [line for line in err.splitlines() if line.strip()] == [said]
 
 
 def test_diff_keeps_as_own_guess_when_bs_gets_it_less_far(tmp_path):

@@ -467,6 +467,37 @@ def test_a_guess_the_other_side_cannot_take_is_not_forced_on_it(tmp_path, capsys
     assert "[1, 16] → [1, 32]" in out, out
 
 
+def test_a_side_that_cannot_be_traced_again_with_bs_guess_keeps_its_own(tmp_path, capsys) -> None:
+    """B (training mode) guesses a batch of two; A traced again with it runs past the time
+    budget: the diff exited 2 ("the trace ran past"), though A's own trace had worked."""
+    (tmp_path / "slow_on_two.py").write_text(
+        textwrap.dedent(
+            """
+            import time
+            from torch import nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(16, 16)
+                    self.norm = nn.BatchNorm1d(16)
+
+                def forward(self, x):
+                    if x.shape[0] > 1:
+                        time.sleep(30)
+                    return self.norm(self.fc(x))
+            """
+        )
+    )
+    quick = tmp_path / "quick.py"
+    quick.write_text((tmp_path / "slow_on_two.py").read_text().replace("time.sleep(30)", "pass"))
+    a, b = f"{tmp_path / 'slow_on_two.py'}:Net", f"{quick}:Net"
+    rc, out, err = run(["diff", a, b, "--train-b", "--time-budget", "8"], capsys)
+    assert rc == 0, err
+    assert "[1, 16] → [2, 16]" in out  # each side with its own input
+    assert "~ batch_norm: training: False → True" in out
+
+
 def test_files_that_are_not_graphs_say_what_they_are(models, tmp_path, capsys) -> None:
     """A page, JSON under a msgpack name, a graph without its version, a folder as target:
     each said something beside the point ("must look like FILE.py:NAME", "not a msgpack
