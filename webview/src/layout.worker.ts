@@ -55,6 +55,18 @@ function canvasMeasure(fonts: Fonts): Measure {
   };
 }
 
+/** Graphviz's layout of `dot`; null when it failed, after telling the page why (request `id`). */
+async function render(dot: string, id: number): Promise<ReturnType<typeof parseLayout> | null> {
+  const r = (await vizReady).render(dot, { format: "json0" });
+  if (r.status === "success" && r.output !== undefined) return parseLayout(r.output);
+  const text = r.errors
+    .filter((e) => e.level === "error")
+    .map((e) => e.message)
+    .join("; ");
+  ctx.postMessage({ type: "error", id, message: text || "layout failed" } satisfies WorkerReply);
+  return null;
+}
+
 ctx.onmessage = async (ev: MessageEvent<WorkerRequest>) => {
   const msg = ev.data;
   if (msg.type === "init") {
@@ -68,17 +80,8 @@ ctx.onmessage = async (ev: MessageEvent<WorkerRequest>) => {
   if (msg.type === "dot") {
     try {
       const t0 = performance.now();
-      const viz = await vizReady;
-      const r = viz.render(msg.dot, { format: "json0" });
-      if (r.status !== "success" || r.output === undefined) {
-        const text = r.errors
-          .filter((e) => e.level === "error")
-          .map((e) => e.message)
-          .join("; ");
-        ctx.postMessage({ type: "error", id, message: text || "layout failed" } satisfies WorkerReply);
-        return;
-      }
-      ctx.postMessage({ type: "dot", id, layout: parseLayout(r.output), ms: performance.now() - t0 } satisfies WorkerReply);
+      const layout = await render(msg.dot, id);
+      if (layout) ctx.postMessage({ type: "dot", id, layout, ms: performance.now() - t0 } satisfies WorkerReply);
     } catch (e) {
       ctx.postMessage({ type: "error", id, message: errorText(e) } satisfies WorkerReply);
     }
@@ -95,17 +98,9 @@ ctx.onmessage = async (ev: MessageEvent<WorkerRequest>) => {
   try {
     const t0 = performance.now();
     const view = computeView(index(), { modules: new Set(msg.modules), groups: new Set(msg.groups), segments: new Set(msg.segments) }, measure);
-    const viz = await vizReady;
-    const r = viz.render(view.dot, { format: "json0" });
-    if (r.status !== "success" || r.output === undefined) {
-      const text = r.errors
-        .filter((e) => e.level === "error")
-        .map((e) => e.message)
-        .join("; ");
-      ctx.postMessage({ type: "error", id, message: text || "layout failed" } satisfies WorkerReply);
-      return;
-    }
-    const result = { vg: view.vg, labels: [...view.labels], layout: parseLayout(r.output) };
+    const layout = await render(view.dot, id);
+    if (!layout) return;
+    const result = { vg: view.vg, labels: [...view.labels], layout };
     ctx.postMessage({ type: "layout", id, result, ms: performance.now() - t0 } satisfies WorkerReply);
   } catch (e) {
     if (e instanceof TooManyToDraw) ctx.postMessage({ type: "too-many", id, limit: e.limit, what: e.what } satisfies WorkerReply);
