@@ -187,6 +187,15 @@ class ModelState:
                 children = attrs.values()
             stack.extend((c, depth + 1) for c in children)
 
+    def keep_generator(self, g: Any) -> None:
+        """A `torch.Generator` a call is about to draw from (`generator=g`), its state kept
+        before the call: found this way wherever the program holds it (a helper object's
+        attribute, a global), not only where the snapshot looks."""
+        if id(g) not in self.rngs and isinstance(g, torch.Generator):
+            rng = self._rng_kind(type(g))
+            if rng is not None:
+                self._keep_rng(g, rng)
+
     def _rng_kind(self, kind: type) -> Optional[_Rng]:
         """How a random generator of this type is kept; None: not one (remembered)."""
         if kind in self.plain:

@@ -573,9 +573,12 @@ class Recorder(TorchFunctionMode):
                 and info.name not in _OVERWRITES
             ):
                 self._read_before_write(args[0])
-        # (out= tensors are written, not read: their old values are no input of the call)
-        if kwargs and "out" in kwargs and self.state is not None:
-            self.state.protect(kwargs["out"])
+        if kwargs and self.state is not None:
+            # (out= tensors are written, not read: their old values are no input of the call)
+            if "out" in kwargs:
+                self.state.protect(kwargs["out"])
+            if "generator" in kwargs:  # (keyword-only in every torch call that takes one)
+                self.state.keep_generator(kwargs["generator"])
         if counter is None:
             try:
                 result = func(*args, **kwargs) if kwargs else func(*args)

@@ -186,3 +186,34 @@ def test_a_system_random_attribute_is_left_alone() -> None:
 
     graph = torchscope.trace(Sys(), torch.zeros(3))
     assert not graph.warnings
+
+
+class NoiseSource:
+    """A plain helper object holding the generator: two levels below the module."""
+
+    def __init__(self) -> None:
+        self.gen = torch.Generator().manual_seed(0)
+
+
+_FILE_GENERATOR = torch.Generator().manual_seed(0)  # one the forward reads as a global
+
+
+def test_a_torch_generator_any_call_draws_from_is_restored_wherever_it_is_held() -> None:
+    """Only generators one level into a module's attributes (or among its arguments) were
+    kept: one inside a helper object, or a global, advanced with the trace, and the
+    program's next draws differed."""
+
+    class Deep(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.noise = NoiseSource()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = x + torch.randn(x.shape, generator=self.noise.gen)
+            return x.bernoulli_(0.5, generator=_FILE_GENERATOR)
+
+    m = Deep()
+    before = (m.noise.gen.get_state(), _FILE_GENERATOR.get_state())
+    torchscope.trace(m, torch.zeros(3))
+    assert torch.equal(m.noise.gen.get_state(), before[0]), "the helper's generator advanced"
+    assert torch.equal(_FILE_GENERATOR.get_state(), before[1]), "the global generator advanced"
