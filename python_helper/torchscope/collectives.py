@@ -23,6 +23,7 @@ pending collectives wrong data.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import sys
 import time
 from collections.abc import Iterator
@@ -227,22 +228,40 @@ def describe(func: Any, args: tuple, kwargs: dict, result: Any) -> CollectiveCal
     )
 
 
-def _wait(func: Any, result: Any) -> None:
-    """Wait for a collective the trace just started. Its output is filled asynchronously: the
-    values, costs and every op that reads it during the trace need it complete. Waiting early
-    changes only timing (the program's own wait returns at once after it), and cannot
-    deadlock: every rank issues a group's collectives in the same order (point-to-point
-    calls are never waited for: see POINT_TO_POINT)."""
+# How long the trace waits for a collective on CPU tensors it just started (gloo). Longer,
+# and the trace goes on without its values.
+EARLY_WAIT = datetime.timedelta(seconds=2)
+
+
+def _wait(func: Any, args: tuple, result: Any) -> bool:
+    """Wait for a collective the trace just started; whether it finished (its outputs hold
+    their values). Its output is filled asynchronously: the values, costs and every op that
+    reads it during the trace need it complete. Waiting early changes only timing (the
+    program's own wait returns at once after it). Every rank issues one group's collectives
+    in the same order, but not those of two groups: a rank may start one on group A, then
+    block in one on group B that the other rank reaches only after its own on A. So on CPU
+    (gloo, whose waits block the thread) the wait is short (EARLY_WAIT), and a collective not
+    done by then is left to the program's own wait; on GPUs a wait only orders the streams.
+    (Point-to-point calls are never waited for: see POINT_TO_POINT.)"""
     if func.namespace == "_c10d_functional":
         for t in _tensors(result):
             torch.ops._c10d_functional.wait_tensor(t)
-        return
+        return True
     from torch._C._distributed_c10d import Work
 
+    on_cpu = all(t.device.type == "cpu" for t in _tensors(list(args)))
+    done = True
     for r in result if isinstance(result, (tuple, list)) else (result,):
         if isinstance(r, torch.ScriptObject):
-            with contextlib.suppress(Exception):  # not a Work: nothing to wait for
-                Work.unbox(r).wait()
+            try:
+                work = Work.unbox(r)
+            except Exception:  # not a Work: nothing to wait for
+                continue
+            try:
+                work.wait(EARLY_WAIT) if on_cpu else work.wait()
+            except Exception:  # not done in time (or failed: the program's wait says so)
+                done = False
+    return done
 
 
 # -- the watch -------------------------------------------------------------------------------
@@ -284,7 +303,10 @@ class CollectiveWatch(TorchDispatchMode):
             else:
                 result = func(*args, **kwargs)
                 if complete:
-                    _wait(func, result)
+                    started = time.perf_counter_ns()
+                    complete = _wait(func, args, result)
+                    if not complete:  # (its time: the start only, as a point-to-point's)
+                        start += time.perf_counter_ns() - started
             ns = time.perf_counter_ns() - start
             try:
                 self._record(describe(func, args, kwargs, result), ns, complete)

@@ -112,6 +112,16 @@ def run_diff(args: argparse.Namespace) -> int:
         except SideError as exc:
             return _fail(str(exc))
     args.format = args.format or "text"
+    if not (is_graph_file(args.a) and is_graph_file(args.b)):
+        from .launch import launched_rank
+
+        if launched_rank() is not None:  # every rank would trace both sides, one -o file
+            return _fail(
+                "diff traces its sides in one process, not under torchrun: trace each side "
+                "there (`torchrun … -m torchscope trace FILE.py:NAME -o a.msgpack` writes "
+                "a.rank0.msgpack, a.rank1.msgpack …), then compare one rank's files: "
+                "`torchscope diff a.rank0.msgpack b.rank0.msgpack`"
+            )
     if is_graph_file(args.b) and (args.input_b or args.train_b):
         return _fail("--input-b and --train-b apply to a target B (FILE.py:NAME), not a graph file")
     if is_graph_file(args.a) and is_graph_file(args.b) and args.input_expr:

@@ -21,6 +21,8 @@ from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import is_lazy
 from torch.utils.hooks import RemovableHandle
 
+from .distributed import inner_tensor
+
 
 class RngState:
     """Every global random number generator a forward may draw from: torch's (CPU, and CUDA
@@ -224,7 +226,7 @@ class ModelState:
     def _keep_tensor(self, t: torch.Tensor) -> None:
         key = _storage_key(t)
         if key:  # (meta tensors have none)
-            self.by_storage.setdefault(key, []).append(t)
+            self.by_storage.setdefault(key, []).append(_memory(t))
 
     def lazy_modules(self) -> list[nn.Module]:
         """The lazy layers the forward may size (see `_Lazy`)."""
@@ -310,9 +312,10 @@ class ModelState:
                 for name, p in ps.items():
                     if p is None or id(p) in params or _unsized(p):
                         continue
-                    info = params[id(p)] = _Param(path, name, p)
+                    info = _Param(path, name, p)
+                    params[id(info.memory)] = info  # (a DTensor's: its shard's)
                     if info.storage_ptr:
-                        self.by_storage.setdefault(info.storage_ptr, []).append(p)
+                        self.by_storage.setdefault(info.storage_ptr, []).append(info.memory)
 
     def protect(self, t: Any) -> None:
         """Called before a call that may write `t` (a tensor, or a list of them): keep a copy
@@ -610,12 +613,22 @@ def _put_values(t: torch.Tensor, copy: torch.Tensor, version: int) -> None:
 
 
 def _storage_key(t: torch.Tensor) -> int:
-    """Where t's storage is (0: none — a subclass, a nested tensor, a meta tensor)."""
+    """Where t's storage is, a DTensor's shard's (0: none — another subclass, a nested
+    tensor, a meta tensor)."""
     with _NO_TORCH_FUNCTION():
         try:
-            return t.untyped_storage().data_ptr()
+            return _memory(t).untyped_storage().data_ptr()
         except Exception:
             return 0
+
+
+def _memory(t: torch.Tensor) -> torch.Tensor:
+    """The tensor that holds t's values: t, or a DTensor's local shard (a wrapper without
+    storage of its own: a write through it writes the shard)."""
+    if type(t) is torch.Tensor or type(t) is nn.Parameter:
+        return t
+    inner = inner_tensor(t)
+    return t if inner is None else inner
 
 
 def _refill(now: Any, before: Any) -> None:
@@ -678,6 +691,7 @@ class _Param:
         "path",
         "attr",
         "param",
+        "memory",
         "requires_grad",
         "storage",
         "storage_ptr",
@@ -691,6 +705,7 @@ class _Param:
         self.path, self.attr = path, attr  # its name, joined only for a warning
         self.param = p
         self.requires_grad = p.requires_grad  # a forward may freeze or unfreeze it
+        p = self.memory = _memory(p)  # its values' tensor: a DTensor's shard
         # not a dense CPU tensor: an alias to repoint to, a sample taken with torch calls
         self.alias: Optional[torch.Tensor] = None
         self.before: Optional[torch.Tensor] = None
@@ -721,7 +736,7 @@ class _Param:
         at its own storage first, as `repoint`)."""
         layout = self.layout
         if layout is not None:  # the common case first: its memory where it was
-            p = self.param
+            p = self.memory
             try:
                 if (p.data_ptr(), p.dtype, p.shape, p.stride()) == layout.where:
                     return (
@@ -734,7 +749,7 @@ class _Param:
     def repoint(self) -> Any:
         """Point the parameter back at its own storage if the forward gave it another;
         returns that storage (None when it has none to check)."""
-        p = self.param
+        p = self.memory
         if not self.storage_ptr:  # (meta tensors have none)
             return None
         layout, alias = self.layout, self.alias
@@ -774,7 +789,7 @@ class _Param:
         layout = self.layout
         if layout is not None:
             try:
-                if self.param.data_ptr() != layout.ptr or storage.nbytes() < layout.end:
+                if self.memory.data_ptr() != layout.ptr or storage.nbytes() < layout.end:
                     return True  # its memory moved or shrank under it: not what was sampled
                 return layout.view.tobytes() != self.sample
             except Exception:
@@ -782,7 +797,7 @@ class _Param:
         before = self.before
         if before is None:
             return False
-        now = _torch_sample(self.param)
+        now = _torch_sample(self.memory)
         if now is None or now.shape != before.shape:
             return True
         return not torch.equal(now.view(torch.uint8), before.view(torch.uint8))

@@ -378,7 +378,7 @@ class Recorder(TorchFunctionMode):
     def _stats(self, t: Tensor) -> Optional[TensorStats]:
         return self._read(t) if self.values else None
 
-    def _read(self, t: Tensor) -> Optional[TensorStats]:
+    def _read(self, t: Tensor, wrapper_version: int = 0) -> Optional[TensorStats]:
         """t's statistics: those read before for the same values (t itself, or a base it
         views whole, unchanged since: reshapes, permutes, a layer that returns its input),
         else read now. A third of a transformer's tensors are such views. A DTensor's are its
@@ -387,9 +387,15 @@ class Recorder(TorchFunctionMode):
         if kind is not Tensor and kind is not _Parameter:
             inner = inner_tensor(t)
             if inner is not None:
-                return self._read(inner)
+                # an in-place op on a DTensor bumps its version, not its shard's: both count
+                # (the wrapper's in high bits, so no shard version alone can match them)
+                try:
+                    outer = t._version << 32
+                except Exception:
+                    outer = 0
+                return self._read(inner, outer)
         try:
-            version = t._version
+            version = t._version + wrapper_version
         except Exception:  # inference tensors keep no version counter
             return self.reader.read(t)
         entry = self.producer.get(id(t))

@@ -599,3 +599,26 @@ def test_no_values_leaves_saved_values_out_of_the_comparison(models, tmp_path, c
     assert rc == 1 and "values: " in out, out  # another input: other values
     rc, out, _ = run(["diff", str(ga), str(gb), "--check", "--no-values"], capsys)
     assert rc == 0, out
+
+
+def test_diff_of_targets_under_torchrun_says_how_to_compare_ranks(
+    models, tmp_path, capsys, monkeypatch
+) -> None:
+    """Under torchrun (RANK, WORLD_SIZE set), `diff` traced each side in every rank: a
+    builder that joins the process group failed on the second side ("initialize the default
+    process group twice"), and every rank wrote the same -o file. It now says how to
+    compare a distributed program: trace it per rank, then diff the ranks' files."""
+    a, b = models
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    rc, out, err = run(["diff", f"{a}:Net", f"{b}:Net", "-o", str(tmp_path / "d.txt")], capsys)
+    assert rc == 2 and out == ""
+    assert "under torchrun" in err and "torchscope trace" in err and ".rank0." in err, err
+    assert not (tmp_path / "d.txt").exists()
+    # graph files are compared in any process, the same in every rank
+    for name, path in (("a", a), ("b", b)):
+        monkeypatch.delenv("RANK")
+        assert run(["trace", f"{path}:Net", "-o", str(tmp_path / f"{name}.msgpack")], capsys)[0] == 0
+        monkeypatch.setenv("RANK", "1")
+    rc, out, err = run(["diff", str(tmp_path / "a.msgpack"), str(tmp_path / "b.msgpack")], capsys)
+    assert rc == 0, err

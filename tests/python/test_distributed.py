@@ -714,3 +714,138 @@ dist.destroy_process_group()
     for _, message in (budget, cancel):
         assert "other ranks" in message and "end the program" in message, message
     assert "other ranks" not in alone[1], "a rank traced alone sent nothing: none wait for it"
+
+
+_TP_MLP = """
+import torch, torch.distributed as dist, torchscope
+from torch import nn
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import DTensor, Shard, distribute_tensor
+from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+torch.manual_seed(0)
+mesh = init_device_mesh("cpu", (1,), mesh_dim_names=("tp",))
+"""
+
+
+def test_an_in_place_op_on_a_dtensor_has_the_values_it_wrote(tmp_path: Path) -> None:
+    """`nn.ReLU(inplace=True)` or `h.log_()` on a column-parallel DTensor: the edge out of
+    it carried the statistics from before the write (a negative minimum after a ReLU; no
+    NaN after log_, and the NaN origin was the next layer). An in-place op on a DTensor
+    bumps the wrapper's version, not its shard's, and the cached statistics were keyed on
+    the shard's."""
+    program = (
+        _TP_MLP
+        + """
+class MLP(nn.Module):
+    def __init__(self, last):
+        super().__init__()
+        self.up = nn.Linear(16, 64)
+        self.act = nn.ReLU(inplace=True)
+        self.down = nn.Linear(64, 16)
+        self.last = last
+
+    def forward(self, x):
+        h = self.act(self.up(x))
+        return self.down(h.sub_(0.5).log_() if self.last else h)
+
+for last in (False, True):
+    m = MLP(last)
+    parallelize_module(
+        m, mesh, {"up": ColwiseParallel(use_local_output=False), "down": RowwiseParallel()}
+    )
+    g = torchscope.trace(m, torch.randn(8, 16))
+    relu = next(n for n in g.nodes if n.name == "relu")
+    st = next(e.stats for e in g.edges if e.src == relu.id)
+    origin = g.nodes[g.nan_origin].name if g.nan_origin is not None else None
+    print(repr((st["min"], st["zeros"], origin)))
+"""
+    )
+    relu, logged = (eval(line) for line in one_rank(program, tmp_path)[-2:])
+    low, zeros, origin = relu
+    assert low >= 0 and zeros > 0.2, relu
+    assert origin is None
+    assert logged[2] == "log_", logged
+
+
+def test_a_forward_s_writes_to_dtensor_parameters_and_arguments_are_undone(tmp_path: Path) -> None:
+    """A tensor-parallel weight the forward halves in place (`weight.mul_(0.5)` under
+    no_grad) and a DTensor argument it adds to (`d.add_(1)`) stayed written after the trace,
+    without a warning: DTensors have no storage of their own, and the writes were looked
+    for in storages. Their shards' values now come back."""
+    program = (
+        _TP_MLP
+        + """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Linear(8, 16)
+
+    def forward(self, x, d):
+        h = self.up(x)
+        with torch.no_grad():
+            self.up.weight.mul_(0.5)
+            d.add_(1.0)
+        return h
+
+m = Net()
+parallelize_module(m, mesh, {"up": ColwiseParallel(use_local_output=False)})
+d = distribute_tensor(torch.arange(4.0), mesh, [Shard(0)])
+w0, d0 = m.up.weight.to_local().clone(), d.to_local().clone()
+g = torchscope.trace(m, torch.randn(4, 8), d)
+print(repr((torch.equal(m.up.weight.to_local(), w0), torch.equal(d.to_local(), d0), g.warnings)))
+"""
+    )
+    weight, argument, warnings = eval(one_rank(program, tmp_path)[-1])
+    assert weight, "the parameter stayed halved"
+    assert argument, "the argument stayed written"
+    assert warnings == []
+
+
+def test_an_async_collective_on_one_group_does_not_wait_for_another_group(
+    tmp_path: Path,
+) -> None:
+    """Each rank starts an `async_op=True` all_reduce on one group, then a blocking one on
+    another, in an order that depends on the rank (gloo matches collectives per group: the
+    program runs). The trace waited for the async one as soon as it started, and both ranks
+    hung for good. A CPU collective is now waited for a short while only: if it has not
+    finished then, the trace goes on and its output carries no statistics."""
+    (tmp_path / "two_groups.py").write_text(
+        """
+import datetime, torch, torch.distributed as dist, torchscope
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self, ga, gb):
+        super().__init__()
+        self.ga, self.gb = ga, gb
+
+    def forward(self, x):
+        a, b = x.clone(), x * 2
+        rank = dist.get_rank()
+        first, second = (self.ga, self.gb) if rank == 0 else (self.gb, self.ga)
+        t1, t2 = (a, b) if rank == 0 else (b, a)
+        work = dist.all_reduce(t1, group=first, async_op=True)
+        dist.all_reduce(t2, group=second)
+        work.wait()
+        return a + b
+
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+ga, gb = dist.new_group([0, 1]), dist.new_group([0, 1])
+m = Net(ga, gb)
+x = torch.ones(4) * (dist.get_rank() + 1)
+plain = m(x).tolist()
+g = torchscope.trace_call(m, (x,), raise_errors=False, time_budget=45)
+reduces = [n for n in g.nodes if n.name == "all_reduce"]
+after = m(x).tolist()
+with open(f"rank{dist.get_rank()}.txt", "w") as f:  # (two ranks' prints can share a line)
+    f.write(repr((plain, after, g.error and g.error.message, len(reduces))))
+dist.destroy_process_group()
+"""
+    )
+    torchrun(["two_groups.py"], tmp_path)
+    for rank in (0, 1):
+        plain, after, error, reduces = eval((tmp_path / f"rank{rank}.txt").read_text())
+        assert error is None
+        assert plain == after == [9.0] * 4
+        assert reduces == 2
