@@ -21,6 +21,7 @@ import { ClientLog } from "./logChannel";
 import {
   COMPARE,
   GRAPH_SHOWN,
+  LINES,
   LOG_LEVELS,
   REVEAL_NODE_COMMAND,
   SHUTDOWN_RUNNER,
@@ -31,6 +32,8 @@ import {
   type CompareResult,
   type GraphShownParams,
   type GraphShownResult,
+  type LinesParams,
+  type LinesResult,
   type InitOptions,
   type LogLevel,
   type TargetAtParams,
@@ -57,6 +60,8 @@ export interface Server {
   compare(params: CompareParams): Promise<CompareResult>;
   /** Stop the server and start it again; rejects when it does not start. */
   restart(): Promise<void>;
+  /** Where the lines a graph's file made are now (torchscope/lines); null when not known. */
+  lines?(path: string, file: string): Promise<LinesResult["lines"]>;
 }
 
 /** The interpreter as a message names it: its path and who chose it. */
@@ -202,6 +207,11 @@ export class ServerClient implements Server, vscode.Disposable {
 
   private async start(): Promise<LanguageClient> {
     this.interpreter = await resolveInterpreter(vscode.window.activeTextEditor?.document.uri);
+    // (the client would say "couldn't create connection to server" in a message of its own,
+    // beside the one the commands show)
+    if (path.isAbsolute(this.interpreter.path) && !fs.existsSync(this.interpreter.path)) {
+      throw new Error(`${this.interpreter.path} does not exist`);
+    }
     fs.mkdirSync(this.storageDir, { recursive: true });
     const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     const envFile = readEnvFile(workspaceEnvFile(), process.env);
@@ -281,6 +291,15 @@ export class ServerClient implements Server, vscode.Disposable {
   async compare(params: CompareParams): Promise<CompareResult> {
     const client = await this.ready();
     return client.sendRequest<CompareResult>(COMPARE, params);
+  }
+
+  /** Where the lines of `file` that made something in graph `path` are now; null when the
+   * server is not up (no reason to start it for this) or knows neither. */
+  async lines(path: string, file: string): Promise<LinesResult["lines"]> {
+    if (!this.running) return null;
+    const client = await this.ready();
+    const result = await client.sendRequest<LinesResult>(LINES, { path, file } satisfies LinesParams);
+    return result?.lines ?? null;
   }
 
   /** Index a graph the server did not trace (a paused trace) for hints and hovers. */

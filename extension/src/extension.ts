@@ -15,7 +15,7 @@ import { levelled, settingLevel } from "./logChannel";
 import { PausedSources } from "./pausedSource";
 import { PausedHere } from "./pausedHere";
 import { registerRevealNode, reindexPanels } from "./revealNode";
-import { followCursor } from "./reveal";
+import { followCursor, type LinesNow } from "./reveal";
 import { TraceFlow } from "./traceFlow";
 
 let client: ServerClient | undefined;
@@ -51,10 +51,15 @@ export function wire(
   const head = new HeadDocuments();
   const compare = new CompareSources({ server, editor, answers, head, history, log });
   // Comparisons first, then the paused kind: the editor's owns every other panel (a document's, a graph file's).
-  const flow = new TraceFlow(vscode.Uri.file(bundle.viewerDir), log, [compare, paused, editor]);
+  const flow = new TraceFlow(vscode.Uri.file(bundle.viewerDir), log, [compare, paused, editor], linesNow(server));
   const commands = new Commands({ flow, editor, client: server, bundle, log });
   const compareCommands = new CompareCommands({ flow, compare, server, log });
   return { flow, editor, paused, compare, commands, debug: new DebugCommands({ flow, paused, log }), compareCommands, head };
+}
+
+/** torchscope/lines, when the server has it (a test's fake may not). */
+function linesNow(server: Server): LinesNow | undefined {
+  return server.lines ? (graph, file) => server.lines!(graph, file) : undefined;
 }
 
 /** Settings the server reads when it starts (torchscope.inlayHints, told to the running server, is not one). */
@@ -103,7 +108,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     ...debug.register(),
     ...compareCommands.register(),
     head.register(),
-    followCursor(),
+    followCursor(linesNow(server)),
     here,
     flow.onShown((source, traced, panel) => void here.shown(source, traced, panel)),
     registerRevealNode(flow, log),

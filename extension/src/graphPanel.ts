@@ -392,6 +392,15 @@ export class GraphPanel {
     return this.graph;
   }
 
+  /** Calls `listener` when the panel closes (at once if it has). */
+  onClosed(listener: () => void): vscode.Disposable {
+    if (this.disposed) {
+      listener();
+      return new vscode.Disposable(() => undefined);
+    }
+    return this.panel.onDidDispose(listener);
+  }
+
   /** The viewer's view of the graph shown now (which modules are open), if it said. */
   get view(): ViewState | undefined {
     return this.lastView;

@@ -11,6 +11,8 @@ export const SHUTDOWN_RUNNER = "torchscope/shutdownRunner";
 export const COMPARE = "torchscope/compare";
 /** A graph shown that did not come from `torchscope/trace` (a paused trace): index it for hints. */
 export const GRAPH_SHOWN = "torchscope/graphShown";
+/** Where a graph's lines of a file are now, after the edits since its trace. */
+export const LINES = "torchscope/lines";
 /** The command a hover's "Show in graph" link runs (docs/protocol.md, "Shapes in the code"). */
 export const REVEAL_NODE_COMMAND = "torchscope.revealNode";
 /** JSON-RPC error code of every torchscope error response. */
@@ -36,6 +38,18 @@ export interface GraphShownParams {
 export interface GraphShownResult {
   files: number;
   lines: number;
+}
+
+export interface LinesParams {
+  /** The graph file. */
+  path: string;
+  file: string;
+}
+
+/** `[traced, now]` per line of the file that made something (0-based), a line edited since
+ * left out; null: the server has not indexed that graph or file. */
+export interface LinesResult {
+  lines: [number, number][] | null;
 }
 
 /** The argument of `torchscope.revealNode` (one element of the hover link's JSON array). */

@@ -8,6 +8,7 @@ import { debounce } from "./client";
 import { parseCompareTarget } from "./compareTargets";
 import { headUri, tracedFromHead } from "./gitHead";
 import { GraphPanel } from "./graphPanel";
+import { lineNow, lineTraced, type LinePairs } from "./lineMap";
 import { fileKind, isKnown, openDecision, type OpenContext } from "./openGuard";
 import type { PanelOrigin, Site } from "./protocol";
 
@@ -121,18 +122,39 @@ async function revealUri(
   return editor;
 }
 
-/** A node's line; `side` "a": a comparison's before-side, maybe in HEAD's version of the file. */
-export function revealSite(site: Site, panel?: GraphPanel, side?: "a" | "b"): Promise<vscode.TextEditor | undefined> {
-  const head = panel && versionUri(panel.origin, site.file, side);
-  return head ? revealUri(head, site.file, site.line, panel) : revealLine(site.file, site.line, panel);
+/** Where a graph's lines of a file are now (the language server's torchscope/lines); null:
+ * as they were. */
+export type LinesNow = (graph: string, file: string) => Promise<LinePairs | null>;
+
+/** The pairs of `panel`'s graph for `file`; null when the panel's graph is no trace the
+ * server follows (a comparison) or it can't say. */
+async function pairsOf(panel: GraphPanel | undefined, file: string, linesNow: LinesNow | undefined): Promise<LinePairs | null> {
+  const graph = panel?.origin.graphPath;
+  if (!graph || !linesNow) return null;
+  return linesNow(graph, file).catch(() => null);
 }
 
-/** Cursor moves in a Python editor → `highlightLine` to every panel (debounced). */
-export function followCursor(): vscode.Disposable {
+/** A node's line, where it is now if the file was edited since the trace; `side` "a": a
+ * comparison's before-side, maybe in HEAD's version of the file (kept as traced). */
+export async function revealSite(site: Site, panel?: GraphPanel, side?: "a" | "b", linesNow?: LinesNow): Promise<vscode.TextEditor | undefined> {
+  const head = panel && versionUri(panel.origin, site.file, side);
+  if (head) return revealUri(head, site.file, site.line, panel);
+  const pairs = side === "a" ? null : await pairsOf(panel, site.file, linesNow);
+  return revealLine(site.file, pairs ? lineNow(pairs, site.line) : site.line, panel);
+}
+
+/** Cursor moves in a Python editor → `highlightLine` to every panel (debounced), as the
+ * line was when the panel's graph was traced. */
+export function followCursor(linesNow?: LinesNow): vscode.Disposable {
   let last: { file: string; line: number } | undefined;
   const send = debounce(() => {
     if (!last) return;
-    for (const p of GraphPanel.all()) p.post({ type: "highlightLine", file: last.file, line: last.line });
+    const { file, line } = last;
+    for (const p of GraphPanel.all()) {
+      void pairsOf(p, file, linesNow).then((pairs) => {
+        if (last?.file === file && last.line === line) p.post({ type: "highlightLine", file, line: pairs ? lineTraced(pairs, line) : line });
+      });
+    }
   }, 120);
   return vscode.window.onDidChangeTextEditorSelection((e) => {
     const doc = e.textEditor.document;

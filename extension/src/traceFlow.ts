@@ -12,7 +12,7 @@ import * as vscode from "vscode";
 import { saveAs } from "./export";
 import { GraphPanel, type PanelEvents } from "./graphPanel";
 import { metaKind, panelTitle, modelName, type InputUsed, type PanelOrigin, type TopLevelStatement, type TraceSummary } from "./protocol";
-import { revealLine, revealSite } from "./reveal";
+import { revealLine, revealSite, type LinesNow } from "./reveal";
 import { openSettingInUse } from "./settingsScope";
 
 /** A graph file written on this machine, and what its trace said (absent for a graph whose
@@ -226,9 +226,11 @@ export class TraceFlow {
     private readonly viewerDir: vscode.Uri,
     private readonly log: vscode.LogOutputChannel,
     private readonly kinds: SourceKind[],
+    /** Where a graph's lines are now (a click on a node after edits above it). */
+    linesNow?: LinesNow,
   ) {
     this.events = {
-      reveal: (site, panel, side) => void revealSite(site, panel, side),
+      reveal: (site, panel, side) => void revealSite(site, panel, side, linesNow),
       save: (name, mime, data) => void saveAs(name, mime, data),
       retrace: (panel) => void this.retrace(panel),
       changeInput: (panel) => void this.changeInput(panel),
@@ -313,7 +315,7 @@ export class TraceFlow {
         opened = undefined;
         outcome = await source.traceNextCall();
       } else {
-        outcome = await this.traceWithProgress(source, opts.quiet ?? false);
+        outcome = await this.traceWithProgress(source, opts.quiet ?? false, opened ?? existing);
       }
       if (outcome.ok) {
         shown = outcome.traced;
@@ -335,11 +337,21 @@ export class TraceFlow {
     return shown;
   }
 
-  private traceWithProgress(source: TraceSource, quiet: boolean): Thenable<TraceOutcome> {
+  /** One trace with its notification; cancelled by the notification's Cancel, or when the
+   * user closes `panel`, the panel it draws into (no one waits for that graph any more, and
+   * the runner traces one model at a time: the next command would wait behind it). */
+  private traceWithProgress(source: TraceSource, quiet: boolean, panel: GraphPanel | undefined): Thenable<TraceOutcome> {
     const location = quiet ? vscode.ProgressLocation.Window : vscode.ProgressLocation.Notification;
-    return vscode.window.withProgress({ location, title: source.progressTitle, cancellable: !quiet }, (progress, cancel) =>
-      source.trace((message) => progress.report({ message }), cancel),
-    );
+    return vscode.window.withProgress({ location, title: source.progressTitle, cancellable: !quiet }, async (progress, cancel) => {
+      const stop = new vscode.CancellationTokenSource();
+      const watching = [cancel.onCancellationRequested(() => stop.cancel()), ...(panel ? [panel.onClosed(() => stop.cancel())] : [])];
+      try {
+        return await source.trace((message) => progress.report({ message }), stop.token);
+      } finally {
+        for (const w of watching) w.dispose();
+        stop.dispose();
+      }
+    });
   }
 
   /** A model that needs a GPU or more memory: the meta device (when the source can), or its line. */

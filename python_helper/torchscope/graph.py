@@ -257,8 +257,9 @@ class Graph:
 
     def error_location(self, *prefer: Callable[[str], bool]) -> tuple[Optional[str], Optional[int]]:
         """Where to show the error: the innermost traceback frame whose file the first of
-        `prefer` accepts (else the next one's), else the error node's site, else the
-        innermost frame."""
+        `prefer` accepts (else the next one's), else the error node's site, else (a call
+        into the model itself failed: its arguments refused) the line that called the module
+        it failed in, or its class, else the innermost frame."""
         if self.error is None:
             return None, None
         frames = self.error.traceback
@@ -270,6 +271,10 @@ class Graph:
         node = self.nodes[i] if 0 <= i < len(self.nodes) else None
         if node is not None and node.site is not None:
             return node.site.file, node.site.line
+        parent = self.nodes[node.parent] if node is not None and node.parent is not None else None
+        where = parent and (parent.site or parent.defn)  # (the editor's runner: no call site)
+        if where is not None:
+            return where.file, where.line
         if frames:
             return frames[-1].file, frames[-1].line
         return None, None

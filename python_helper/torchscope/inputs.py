@@ -273,8 +273,9 @@ def guess(model: nn.Module) -> Guess:
         one = entry.make(layer, getattr(model, "config", None))
     required = required_arguments(model)
     if len(required) > 1:
-        # keyword-only ones (`forward(self, *, x, y)`) can only be given as keywords: a dict
-        as_keywords = set(required) <= _keyword_only(model)
+        # keyword-only ones (`forward(self, x, *, t)`) can only be given as keywords: a dict
+        # (every other one can be a keyword too)
+        as_keywords = not _keyword_only(model).isdisjoint(required)
         each = [_for_argument(name, one) for name in required]
         if as_keywords:
             template = "{" + ", ".join(f"{n!r}: {e}" for n, e in zip(required, each)) + "}"

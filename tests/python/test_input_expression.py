@@ -95,3 +95,26 @@ def test_keyword_only_arguments_are_asked_for_as_a_dict() -> None:
     template = raised.value.guess
     assert template == "{'x': torch.randn(1, 6), 'y': torch.randn(1, 6)}", template
     KeywordsOnly()(**eval(template, {"torch": torch}))  # the template is a call that works
+
+
+def test_a_positional_argument_and_a_keyword_only_one_are_asked_for_as_a_dict() -> None:
+    # (QA: `forward(self, x, *, temperature)` got a tuple, which it refuses: "takes 2
+    # positional arguments but 3 were given")
+    import pytest
+    from torch import nn
+
+    from torchscope.inputs import GuessError, guess
+
+    class Tempered(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(6, 2)
+
+        def forward(self, x, *, temperature):
+            return self.fc(x / temperature)
+
+    with pytest.raises(GuessError) as raised:
+        guess(Tempered())
+    template = raised.value.guess
+    assert template == "{'x': torch.randn(1, 6), 'temperature': torch.randn(1, 6)}", template
+    Tempered()(**eval(template, {"torch": torch}))  # a call that works

@@ -301,6 +301,36 @@ def test_an_edit_above_moves_hints_and_an_edit_on_a_line_removes_its_hint(lsp, w
     }
 
 
+def test_the_lines_of_a_graph_where_they_are_now(lsp, workspace, docs):
+    """torchscope/lines: for a graph and a file, each traced line that made something and
+    the line it is on in the document now (QA: after lines were typed above, the hints
+    moved, but a click on a node opened its old line and the cursor marked the wrong
+    nodes: the extension now maps both through this)."""
+    shapes = workspace / "shapes.py"
+    docs.open(shapes)
+    graph = trace(lsp, shapes, "Net")["path"]
+    table = expected(shapes, SHAPES_HINTS)
+    same = lsp.request("torchscope/lines", {"path": graph, "file": str(shapes)})["lines"]
+    assert sorted(t for t, _ in same) == sorted(table) and all(t == c for t, c in same)
+    inp = line_of(shapes, "x = self.inp(x)")
+    docs.edit(shapes, 0, 0, 0, 0, "# one\n# two\n# three\n")
+    mul = line_of(shapes, "x = x * 2") + 3
+    column = docs.texts[uri(shapes)].split("\n")[mul].index("2")
+    docs.edit(shapes, mul, column, mul, column + 1, "3")  # a line changed: not mapped
+    now = dict(
+        map(tuple, lsp.request("torchscope/lines", {"path": graph, "file": str(shapes)})["lines"])
+    )
+    assert now[inp] == inp + 3
+    assert mul - 3 not in now
+    assert set(now) == set(table) - {mul - 3}
+    assert all(c == t + 3 for t, c in now.items())
+    # a graph or a file the server does not know: null
+    unknown = lsp.request("torchscope/lines", {"path": "/no/graph.msgpack", "file": str(shapes)})
+    assert unknown["lines"] is None
+    other = lsp.request("torchscope/lines", {"path": graph, "file": "/no/file.py"})
+    assert other["lines"] is None
+
+
 def test_edits_made_while_the_trace_runs(lsp, workspace, docs):
     shapes = workspace / "shapes.py"
     docs.open(shapes)

@@ -287,6 +287,28 @@ def test_the_error_node_is_at_the_users_line_with_the_layer_inside():
     assert g.error_location(lambda f: f == os.path.abspath(__file__)) == (err.site.file, line)
 
 
+def test_a_model_called_with_arguments_its_forward_refuses_points_at_the_model():
+    """`forward(self, x, *, t)` given two positional arguments: the only frame of the
+    TypeError is torch's module.py (the call into the model), and the editor opened it (QA).
+    The error is now placed at the model's class, in the user's file."""
+
+    class Tempered(torch.nn.Module):  # THE MODEL'S CLASS
+        def forward(self, x, *, t):
+            return x / t
+
+    args = (torch.ones(2), torch.ones(2))
+    g = torchscope.trace_call(Tempered(), args, raise_errors=False)  # THE CALL
+    assert g.error is not None and g.error.type == "TypeError"
+    lines = open(__file__).read().splitlines()
+    here = os.path.abspath(__file__)
+    call, cls = (
+        next(i for i, t in enumerate(lines, 1) if f"# THE {w}" in t) for w in ("CALL", "MOD")
+    )
+    assert g.error_location(lambda f: f == "/nowhere.py") == (here, call)
+    g.nodes[g.nodes[g.error.node].parent].site = None  # as the editor's runner calls it
+    assert g.error_location(lambda f: f == "/nowhere.py") == (here, cls)
+
+
 def test_a_dead_functions_code_is_forgotten():
     # the runner imports the user's file afresh for every trace: the frame walk's entries
     # for the old file's code objects must go with them, not pile up for the session

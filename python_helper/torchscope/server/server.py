@@ -39,6 +39,7 @@ TRACE = "torchscope/trace"
 SHUTDOWN_RUNNER = "torchscope/shutdownRunner"
 GRAPH_SHOWN = "torchscope/graphShown"
 COMPARE = "torchscope/compare"
+LINES = "torchscope/lines"
 SHOWN_KEY = "torchscope/graphShown"  # the key of graphs shown without one
 VISUALIZE_COMMAND = "torchscope.visualize"
 ERROR_CODE = -32001
@@ -414,6 +415,20 @@ async def graph_shown(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
     if trace is None:
         raise _error("bad-graph", f"cannot read the graph {graph}")
     return {"files": len(trace.files), "lines": sum(len(t.lines) for t in trace.files.values())}
+
+
+@server.feature(LINES)
+async def lines(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
+    """Where the lines of a graph's file that made something are now: `[[traced, now], …]`
+    (0-based), as the hints follow the edits since the trace; null for a graph or a file
+    this server has not indexed. A line edited since is left out."""
+    p = params_dict(params)
+    await ls.traces.settled()
+    trace = ls.traces.find_graph(str(p.get("path") or ""))
+    table = trace.files.get(file_key(str(p.get("file") or ""))) if trace is not None else None
+    if table is None:
+        return {"lines": None}
+    return {"lines": [[info.line, now] for now, info in table.lines.items()]}
 
 
 @server.feature(COMPARE)

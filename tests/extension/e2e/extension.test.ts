@@ -336,6 +336,25 @@ describe("inputs and cancelling", { timeout: 300_000 }, () => {
       await contextMenu(page, "def forward", "Visualize forward pass");
       await waitForGraph(page);
     }));
+
+  // QA: closing the panel left its trace running (to the time limit) and every later trace
+  // waited behind it, its panel saying only "Tracing MLP…".
+  it("closing a panel while its model is traced cancels that trace", () =>
+    step(page, "close-cancels", async () => {
+      await closeAll(page);
+      await openFile(page, "slow.py");
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      const tab = page.locator(".tabs-container .tab", { hasText: "Forward pass: Slow" }).first();
+      await tab.waitFor({ timeout: 30_000 });
+      const toast = page.locator(".notification-toast", { hasText: "Tracing Slow" }).first();
+      await toast.waitFor({ timeout: 30_000 });
+      await page.waitForTimeout(1500); // let the runner get into the loop
+      await tab.locator(".codicon-close").click();
+      await toast.waitFor({ state: "detached", timeout: 30_000 });
+      await openFile(page, "mlp.py");
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      await waitForGraph(page, 30_000);
+    }));
 });
 
 describe("an interpreter without torch", { timeout: 300_000 }, () => {
@@ -359,5 +378,29 @@ describe("an interpreter without torch", { timeout: 300_000 }, () => {
       assert.match(text, /torch/i);
       await page2.waitForTimeout(1000);
       await shot(page2, "06-no-torch");
+    }));
+});
+
+// QA: a torchscope.pythonPath that does not exist got our message and, beside it, the
+// language client's own "torchscope client: couldn't create connection to server."
+describe("an interpreter that does not exist", { timeout: 300_000 }, () => {
+  let cs3: CodeServer | undefined;
+  let page3: Page;
+  before(async () => {
+    cs3 = await startCodeServer({ settings: { "torchscope.pythonPath": "/nonexistent/bin/python3" } });
+    page3 = await openWorkbench(browser, cs3);
+  });
+  after(() => cleanup(cs3, "torchscope-no-python"));
+
+  it("says so once, with a way to pick another", () =>
+    step(page3, "no-python", async () => {
+      await openFile(page3, "mlp.py");
+      await contextMenu(page3, "def forward", "Visualize forward pass");
+      const toast = page3.locator(".notification-toast", { hasText: "did not start with /nonexistent/bin/python3" }).first();
+      await toast.waitFor({ timeout: 60_000 });
+      await toast.getByRole("button", { name: "Select Interpreter" }).waitFor();
+      await page3.waitForTimeout(2000);
+      const said = await page3.locator(".notification-toast").allInnerTexts();
+      assert.equal(said.filter((t) => /couldn't create connection/.test(t)).length, 0, said.join(" | "));
     }));
 });

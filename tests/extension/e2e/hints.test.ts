@@ -158,6 +158,15 @@ async function marked(attr: "data-here" | "data-ahead"): Promise<string[]> {
   return viewer(page).locator(`.ts-node[${attr}="true"]`).allTextContents();
 }
 
+async function goToLine(line: number): Promise<void> {
+  await editorLine(page, "import torch").click();
+  await page.keyboard.press("Control+g");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor();
+  await input.fill(`:${line}`);
+  await page.keyboard.press("Enter");
+}
+
 async function statusLine(): Promise<number> {
   const text = await page.locator('[id="status.editor.selection"]').innerText();
   return Number(/Ln (\d+)/.exec(text)?.[1] ?? "0");
@@ -211,6 +220,29 @@ describe("shapes in the code", () => {
       await waitForHint("h = self.fc1(x)", /4×16/);
       await page.waitForTimeout(1500); // (a restart is debounced)
       assert.equal(starts(), started, "the language server was not restarted");
+    });
+
+    // QA: after lines typed above the model (not saved, no new trace) the hints moved with
+    // their lines, but a click on fc2 opened its old line, and the cursor marked the nodes
+    // of whatever line now stood where a traced line had been.
+    await step(page, "hints-edit-above", async () => {
+      const ret = NET.split("\n").findIndex((l) => l.includes("return self.fc2(h)")) + 1;
+      const blank = NET.split("\n").findIndex((l) => l.includes("h = torch.relu(h)")) + 1;
+      await editorLine(page, "import torch").click();
+      await page.keyboard.press("Home");
+      await page.keyboard.type("# a\n# b\n# c\n");
+      await waitForHint("return self.fc2(h).softmax(dim=-1)", /4×4/);
+      const v = viewer(page);
+      await v.locator('g[data-kind="module"]', { hasText: "fc2" }).first().click();
+      for (let i = 0; i < 50 && (await statusLine()) !== ret + 3; i++) await page.waitForTimeout(200);
+      assert.equal(await statusLine(), ret + 3, "the click opens fc2's line where it is now");
+      await goToLine(blank + 3); // relu's line now
+      await v.locator(".ts-match", { hasText: "relu" }).first().waitFor({ timeout: 10_000 });
+      await goToLine(blank); // where relu's line was: a blank line now
+      await v.locator(".ts-match").first().waitFor({ state: "detached", timeout: 10_000 });
+      await page.waitForTimeout(1000); // (the cursor's marks are debounced)
+      assert.equal(await v.locator(".ts-match").count(), 0, "a line that made nothing marks nothing");
+      await palette(page, "File: Revert File");
     });
   });
 

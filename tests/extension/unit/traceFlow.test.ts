@@ -184,6 +184,23 @@ describe("the editor's source", () => {
     assert.ok(x.log.lines.includes("info trace cancelled"));
   });
 
+  it("closing the panel while its model is traced cancels that trace (QA: it ran on, and later traces waited)", async () => {
+    pyDoc("/w/net.py");
+    let cancelled = false;
+    const server = fakeServer({
+      trace: async (_p, cancel) => {
+        vs.panels.at(-1)!.dispose(); // the user closes the panel the trace draws into
+        cancelled = cancel.isCancellationRequested;
+        throw Object.assign(new Error("Canceled"), { code: -32800 });
+      },
+    });
+    const x = wiredExtension(server);
+    assert.equal(await x.commands.visualize({ uri: uri(), target: "Net" }), undefined);
+    assert.ok(cancelled, "the server's request was not cancelled");
+    assert.equal(messages("showErrorMessage").length, 0);
+    assert.equal(GraphPanel.all().length, 0);
+  });
+
   it("a model that raised: its line beside the graph; Go to Line opens it", async () => {
     const doc = pyDoc("/w/net.py");
     const x = extension([() => ({ path: graphFile, size: 4, summary: raised("/w/net.py", 12) })]);

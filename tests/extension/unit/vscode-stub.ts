@@ -132,6 +132,17 @@ export interface CancellationToken {
   isCancellationRequested: boolean;
   onCancellationRequested: (l: () => void) => Disposable;
 }
+export class CancellationTokenSource {
+  private readonly cancelled = new EventEmitter<void>();
+  readonly token: CancellationToken = { isCancellationRequested: false, onCancellationRequested: this.cancelled.event };
+  cancel(): void {
+    if (this.token.isCancellationRequested) return;
+    this.token.isCancellationRequested = true;
+    this.cancelled.fire();
+  }
+  dispose(): void {}
+}
+
 /** Presses Cancel on the last progress notification. */
 export const progressCancel: { press: () => void } = { press: () => undefined };
 
