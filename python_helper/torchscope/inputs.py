@@ -305,7 +305,11 @@ def guess(model: nn.Module) -> Guess:
     if batch is not None:
         name, keys = batch
         read = ", ".join(f"{name}[{k!r}]" for k in keys)
-        return Guess(_as_batch(one, keys), f"the first layer {where}, as {read}")
+        each = key_inputs(model, name)
+        source = f"the first layer {where}, as {read}"
+        if any(each.get(k, one) != one for k in keys):
+            source = f"the layers that read {read}"
+        return Guess(_as_batch(one, keys, each), source)
     return Guess(one, f"the first layer {where}")
 
 
@@ -344,38 +348,99 @@ def keys_read(model: nn.Module) -> Optional[tuple[str, list[str]]]:
     subscript)` — `batch["features"]`, never `batch.get("weight", …)`, which may be missing.
     None for any other forward (or one whose source can't be read)."""
     import ast
-    import inspect
-    import textwrap
-    import tokenize
 
     required = required_arguments(model)
     if len(required) != 1:
         return None
     name = required[0]
-    try:
-        source = textwrap.dedent(inspect.getsource(inspect.unwrap(type(model).forward)))
-        tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError, ValueError, IndexError, tokenize.TokenError):
-        # (lines changed on disk since the import: inspect reads the file as it is now)
+    tree = _forward_tree(model)
+    if tree is None:
         return None
     keys: list[str] = []
     for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Subscript)
-            and isinstance(node.ctx, ast.Load)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == name
-            and isinstance(node.slice, ast.Constant)
-            and isinstance(node.slice.value, str)
-            and node.slice.value not in keys
-        ):
-            keys.append(node.slice.value)
+        key = _key_of(node, name)
+        if key is not None and isinstance(getattr(node, "ctx", None), ast.Load) and key not in keys:
+            keys.append(key)
     return (name, keys) if keys else None
 
 
-def _as_batch(expr: str, keys: list[str]) -> str:
-    """One input expression as the forward's one batch dict: `({'features': expr},)`."""
-    return "({" + ", ".join(f"{k!r}: {expr}" for k in keys) + "},)"
+def _forward_tree(model: nn.Module) -> Optional[Any]:
+    """The syntax tree of the model's forward; None when its source can't be read."""
+    import ast
+    import inspect
+    import textwrap
+    import tokenize
+
+    try:
+        source = textwrap.dedent(inspect.getsource(inspect.unwrap(type(model).forward)))
+        return ast.parse(source)
+    except (OSError, TypeError, SyntaxError, ValueError, IndexError, tokenize.TokenError):
+        # (lines changed on disk since the import: inspect reads the file as it is now)
+        return None
+
+
+def _key_of(node: Any, name: str) -> Optional[str]:
+    """`k` when `node` is `name["k"]`."""
+    import ast
+
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == name
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
+        return node.slice.value
+    return None
+
+
+def key_inputs(model: nn.Module, name: str) -> dict[str, str]:
+    """For a key of the batch dict that a layer of the model reads first hand
+    (`self.enc(batch["meta"])`), the input that layer's first layer takes."""
+    import ast
+
+    tree = _forward_tree(model)
+    made: dict[str, str] = {}
+    for node in ast.walk(tree) if tree is not None else ():
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        key = _key_of(node.args[0], name)
+        if key is None or key in made:
+            continue
+        layer = _attribute_of_self(model, node.func)
+        found = first_layer(layer) if layer is not None else None
+        if found is None or found[1] is LAZY:
+            continue
+        try:
+            expr = found[1].make(found[0], getattr(model, "config", None))
+        except Exception:  # (a layer whose input can't be made: the first layer's stays)
+            continue
+        if expr:
+            made[key] = expr
+    return made
+
+
+def _attribute_of_self(model: nn.Module, func: Any) -> Optional[nn.Module]:
+    """The submodule `self.a.b` names, for a call's `func`; None for anything else."""
+    import ast
+
+    names: list[str] = []
+    while isinstance(func, ast.Attribute):
+        names.append(func.attr)
+        func = func.value
+    if not (isinstance(func, ast.Name) and func.id == "self" and names):
+        return None
+    found: Any = model
+    for attr in reversed(names):
+        found = getattr(found, attr, None)
+    return found if isinstance(found, nn.Module) else None
+
+
+def _as_batch(expr: str, keys: list[str], each: Optional[dict[str, str]] = None) -> str:
+    """One input expression as the forward's one batch dict: `({'features': expr},)`; a key
+    in `each` gets its own."""
+    each = each or {}
+    return "({" + ", ".join(f"{k!r}: {each.get(k, expr)}" for k in keys) + "},)"
 
 
 def alternatives(model: nn.Module) -> list[str]:

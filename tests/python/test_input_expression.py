@@ -118,3 +118,27 @@ def test_a_positional_argument_and_a_keyword_only_one_are_asked_for_as_a_dict() 
     template = raised.value.guess
     assert template == "{'x': torch.randn(1, 6), 'temperature': torch.randn(1, 6)}", template
     Tempered()(**eval(template, {"torch": torch}))  # a call that works
+
+
+def test_each_key_of_a_batch_dict_gets_the_input_of_the_layer_that_reads_it() -> None:
+    # (QA: `self.conv(batch["image"])` and `self.fc(batch["meta"])` both got the image
+    # tensor the first layer takes, and the guess could never run)
+    from torch import nn
+
+    from torchscope.inputs import guess
+
+    class DictNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3)
+            self.head = nn.Sequential(nn.Linear(5, 8), nn.ReLU())
+
+        def forward(self, batch):
+            img = self.conv(batch["image"]).mean(dim=(2, 3))
+            return img + self.head(batch["meta"])
+
+    g = guess(DictNet())
+    assert "'meta': torch.randn(1, 5)" in g.expr, g.expr
+    assert "'image': torch.randn(1, 3," in g.expr, g.expr
+    (batch,) = eval(g.expr, {"torch": torch})
+    DictNet()(batch)  # a guess that runs
