@@ -203,9 +203,20 @@ export class GraphPanel {
       return existing;
     }
     this.shown = { ...this.shown, target, title };
-    this.panel.title = title;
     GraphPanel.panels.set(this.key, this);
+    GraphPanel.showTitles();
     return this;
+  }
+
+  /** Each panel's title; panels of same-named models from different files add the file's
+   * name (`Forward pass: MLP · mlp2.py`), else two tabs can't be told apart. */
+  private static showTitles(): void {
+    const open = GraphPanel.all();
+    for (const p of open) {
+      const files = new Set(open.filter((o) => o.shown.title === p.shown.title).map((o) => o.shown.uri));
+      const title = files.size > 1 ? `${p.shown.title} · ${vscode.Uri.parse(p.shown.uri).path.split("/").pop()}` : p.shown.title;
+      if (p.panel.title !== title) p.panel.title = title;
+    }
   }
 
   /** Restore a panel VS Code kept across a reload; its origin is in the webview state. */
@@ -241,7 +252,10 @@ export class GraphPanel {
     /** Shown until the first graph arrives (the viewer replaces it). */
     private readonly waiting = `Tracing ${shown.target}…`,
   ) {
-    if (shown.target) GraphPanel.panels.set(this.key, this); // an unnamed one: once claimed
+    if (shown.target) {
+      GraphPanel.panels.set(this.key, this); // an unnamed one: once claimed
+      GraphPanel.showTitles();
+    }
     GraphPanel.lastActive = this;
     void vscode.commands.executeCommand("setContext", "torchscope.hasPanel", true);
     panel.webview.html = this.html();
@@ -282,7 +296,7 @@ export class GraphPanel {
   /** A new title (the traced model's name, known once its trace is done). */
   retitle(title: string): void {
     this.shown = { ...this.shown, title };
-    this.panel.title = title;
+    GraphPanel.showTitles();
   }
 
   /** What the next graph was traced with: its input (shown in the viewer's toolbar; none: a
@@ -410,6 +424,7 @@ export class GraphPanel {
     if (this.disposed) return;
     this.disposed = true;
     if (GraphPanel.panels.get(this.key) === this) GraphPanel.panels.delete(this.key);
+    GraphPanel.showTitles();
     if (GraphPanel.lastActive === this) GraphPanel.lastActive = GraphPanel.all()[0];
     void vscode.commands.executeCommand("setContext", "torchscope.hasPanel", GraphPanel.panels.size > 0);
     this.panel.dispose();

@@ -91,6 +91,32 @@ describe("GraphPanel", () => {
     assert.equal(vs.panels.length, 2);
   });
 
+  it("panels of same-named models of two files say which file (QA: two tabs both 'Forward pass: MLP')", () => {
+    const ev = events();
+    const a = GraphPanel.createOrShow(viewerDir, origin, ev);
+    assert.equal(a.title, "Forward pass: MLP");
+    const b = GraphPanel.createOrShow(viewerDir, { ...origin, uri: "file:///w/other/mlp2.py" }, ev);
+    assert.deepEqual(
+      vs.panels.map((p) => p.title),
+      ["Forward pass: MLP · mlp.py", "Forward pass: MLP · mlp2.py"],
+    );
+    assert.equal(a.origin.title, "Forward pass: MLP"); // (the model's title, as traced)
+    b.retitle("Forward pass: Wide");
+    assert.deepEqual(
+      vs.panels.map((p) => p.title),
+      ["Forward pass: MLP", "Forward pass: Wide"],
+    );
+    b.retitle("Forward pass: MLP");
+    b.dispose();
+    assert.equal(vs.panels[0]!.title, "Forward pass: MLP");
+    // a class and its instance in one file differ by their target already
+    GraphPanel.createOrShow(viewerDir, { ...origin, target: "net", title: "Forward pass: MLP (net)" }, ev);
+    assert.deepEqual(
+      vs.panels.filter((p) => !p.disposed).map((p) => p.title),
+      ["Forward pass: MLP", "Forward pass: MLP (net)"],
+    );
+  });
+
   it("sends the graph after the viewer is ready, and again when it reloads", async () => {
     const panel = GraphPanel.createOrShow(viewerDir, origin, events());
     await panel.load(graphFile);
