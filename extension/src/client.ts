@@ -64,6 +64,16 @@ export interface Server {
   lines?(path: string, file: string): Promise<LinesResult["lines"]>;
 }
 
+/** Whether the interpreter's path names a file (relative to `cwd` when it has a folder
+ * part, as the process starts there; on Windows perhaps without its `.exe`); a bare command
+ * (`python3`) is looked up on PATH when it starts: true. */
+export function interpreterExists(command: string, cwd: string | undefined, platform = process.platform): boolean {
+  if (!command.includes("/") && !(platform === "win32" && command.includes("\\"))) return true;
+  const file = path.resolve(cwd ?? process.cwd(), command);
+  const names = platform === "win32" && !path.extname(file) ? [file, ...[".exe", ".com", ".bat", ".cmd"].map((e) => file + e)] : [file];
+  return names.some((f) => fs.existsSync(f));
+}
+
 /** The interpreter as a message names it: its path and who chose it. */
 export function describeInterpreter(i: Interpreter): string {
   const who = {
@@ -209,11 +219,9 @@ export class ServerClient implements Server, vscode.Disposable {
     this.interpreter = await resolveInterpreter(vscode.window.activeTextEditor?.document.uri);
     // (the client would say "couldn't create connection to server" in a message of its own,
     // beside the one the commands show)
-    if (path.isAbsolute(this.interpreter.path) && !fs.existsSync(this.interpreter.path)) {
-      throw new Error(`${this.interpreter.path} does not exist`);
-    }
-    fs.mkdirSync(this.storageDir, { recursive: true });
     const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    if (!interpreterExists(this.interpreter.path, cwd)) throw new Error(`${this.interpreter.path} does not exist`);
+    fs.mkdirSync(this.storageDir, { recursive: true });
     const envFile = readEnvFile(workspaceEnvFile(), process.env);
     if (envFile.file) {
       const skipped = envFile.skipped.length ? `; lines not read: ${envFile.skipped.join(", ")}` : "";

@@ -139,6 +139,7 @@ export class GraphPanel {
   private graph: Uint8Array | undefined;
   private lastView: ViewState | undefined;
   private disposed = false;
+  private readonly closedByUser = new vscode.EventEmitter<void>();
   /** Posted after each graph (a reload too): the paused debugger's point, a node to reveal. */
   private pausedAt: PausedAt | null = null;
   /** Why the graph shown is out of date (its re-trace failed); null: it is not. */
@@ -259,7 +260,15 @@ export class GraphPanel {
     GraphPanel.lastActive = this;
     void vscode.commands.executeCommand("setContext", "torchscope.hasPanel", true);
     panel.webview.html = this.html();
-    panel.onDidDispose(() => this.dispose(), null, this.disposables);
+    this.disposables.push(this.closedByUser);
+    panel.onDidDispose(
+      () => {
+        if (!this.disposed) this.closedByUser.fire(); // (ours sets `disposed` first)
+        this.dispose();
+      },
+      null,
+      this.disposables,
+    );
     panel.onDidChangeViewState(
       (e) => {
         if (e.webviewPanel.active) GraphPanel.lastActive = this;
@@ -406,13 +415,10 @@ export class GraphPanel {
     return this.graph;
   }
 
-  /** Calls `listener` when the panel closes (at once if it has). */
+  /** Calls `listener` when the user closes the panel (not when torchscope closes it: the
+   * panel a trace opened and got no graph for). */
   onClosed(listener: () => void): vscode.Disposable {
-    if (this.disposed) {
-      listener();
-      return new vscode.Disposable(() => undefined);
-    }
-    return this.panel.onDidDispose(listener);
+    return this.closedByUser.event(listener);
   }
 
   /** The viewer's view of the graph shown now (which modules are open), if it said. */

@@ -14,9 +14,12 @@ export function lineNow(pairs: LinePairs, traced: number): number {
 }
 
 /** Which of the graph's (1-based) lines the editor's line `now` was at the trace (the
- * inverse of lineNow: the cursor's line, for the graph's marks). */
+ * inverse of lineNow: the cursor's line, for the graph's marks); 0, a line no node is on,
+ * for a line typed since that the shift would take for a traced line now elsewhere. */
 export function lineTraced(pairs: LinePairs, now: number): number {
-  return shifted(pairs, now, 1, 0);
+  const traced = shifted(pairs, now, 1, 0);
+  const exact = pairs.some((p) => p[1] === now - 1);
+  return !exact && pairs.some((p) => p[0] === traced - 1) ? 0 : traced;
 }
 
 function shifted(pairs: LinePairs, line: number, from: 0 | 1, to: 0 | 1): number {

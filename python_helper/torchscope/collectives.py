@@ -233,23 +233,27 @@ def describe(func: Any, args: tuple, kwargs: dict, result: Any) -> CollectiveCal
 EARLY_WAIT = datetime.timedelta(seconds=2)
 
 
-def _wait(func: Any, args: tuple, result: Any) -> bool:
+def _wait(func: Any, args: tuple, kwargs: dict, result: Any) -> bool:
     """Wait for a collective the trace just started; whether it finished (its outputs hold
     their values). Its output is filled asynchronously: the values, costs and every op that
     reads it during the trace need it complete. Waiting early changes only timing (the
     program's own wait returns at once after it). Every rank issues one group's collectives
-    in the same order, but not those of two groups: a rank may start one on group A, then
-    block in one on group B that the other rank reaches only after its own on A. So on CPU
-    (gloo, whose waits block the thread) the wait is short (EARLY_WAIT), and a collective not
-    done by then is left to the program's own wait; on GPUs a wait only orders the streams.
-    (Point-to-point calls are never waited for: see POINT_TO_POINT.)"""
+    in the same order, but not those of two groups: a rank may start one with `async_op` on
+    group A, then block in one on group B that the other rank reaches only after its own on
+    A. So on CPU (gloo, whose waits block the thread) such a collective is waited for a
+    short while (EARLY_WAIT) and, not done by then, left to the program's own wait; a
+    blocking one (the program waits for it at once anyway) is waited for whole, as on GPUs,
+    where a wait only orders the streams. (Point-to-point calls are never waited for: see
+    POINT_TO_POINT.)"""
     if func.namespace == "_c10d_functional":
         for t in _tensors(result):
             torch.ops._c10d_functional.wait_tensor(t)
         return True
     from torch._C._distributed_c10d import Work
 
-    on_cpu = all(t.device.type == "cpu" for t in _tensors(list(args)))
+    short = _async_op(func, args, kwargs) and all(
+        t.device.type == "cpu" for t in _tensors(list(args))
+    )
     done = True
     for r in result if isinstance(result, (tuple, list)) else (result,):
         if isinstance(r, torch.ScriptObject):
@@ -258,10 +262,23 @@ def _wait(func: Any, args: tuple, result: Any) -> bool:
             except Exception:  # not a Work: nothing to wait for
                 continue
             try:
-                work.wait(EARLY_WAIT) if on_cpu else work.wait()
+                work.wait(EARLY_WAIT) if short else work.wait()
             except Exception:  # not done in time (or failed: the program's wait says so)
                 done = False
     return done
+
+
+def _async_op(func: Any, args: tuple, kwargs: dict) -> bool:
+    """Whether the program asked for the collective with `async_op=True` (it may block in
+    another before it waits for this one); a call whose schema has no such argument: True."""
+    for i, a in enumerate(func._schema.arguments):
+        if a.name == "async_op":
+            if i < len(args):
+                return bool(args[i])
+            if "async_op" in kwargs:
+                return bool(kwargs["async_op"])
+            return bool(a.default_value) if a.has_default_value() else True
+    return True
 
 
 # -- the watch -------------------------------------------------------------------------------
@@ -304,7 +321,7 @@ class CollectiveWatch(TorchDispatchMode):
                 result = func(*args, **kwargs)
                 if complete:
                     started = time.perf_counter_ns()
-                    complete = _wait(func, args, result)
+                    complete = _wait(func, args, kwargs, result)
                     if not complete:  # (its time: the start only, as a point-to-point's)
                         start += time.perf_counter_ns() - started
             ns = time.perf_counter_ns() - start

@@ -305,10 +305,8 @@ def guess(model: nn.Module) -> Guess:
     if batch is not None:
         name, keys = batch
         read = ", ".join(f"{name}[{k!r}]" for k in keys)
-        each = key_inputs(model, name)
-        source = f"the first layer {where}, as {read}"
-        if any(each.get(k, one) != one for k in keys):
-            source = f"the layers that read {read}"
+        each = _own_inputs(model, name, one)
+        source = f"the layers that read {read}" if each else f"the first layer {where}, as {read}"
         return Guess(_as_batch(one, keys, each), source)
     return Guess(one, f"the first layer {where}")
 
@@ -420,6 +418,11 @@ def key_inputs(model: nn.Module, name: str) -> dict[str, str]:
     return made
 
 
+def _own_inputs(model: nn.Module, name: str, first: Optional[str]) -> dict[str, str]:
+    """key_inputs, but for the keys whose input is the first layer's guess `first`."""
+    return {k: v for k, v in key_inputs(model, name).items() if v != first}
+
+
 def _attribute_of_self(model: nn.Module, func: Any) -> Optional[nn.Module]:
     """The submodule `self.a.b` names, for a call's `func`; None for anything else."""
     import ast
@@ -455,10 +458,18 @@ def alternatives(model: nn.Module) -> list[str]:
         guessed = entry.make(layer, getattr(model, "config", None))
     except Exception:
         guessed = None
-    exprs = _sizes(layer)
-    exprs += [two for e in ([guessed] if guessed else []) + exprs if (two := _two(e)) != e]
+    sizes = _sizes(layer)
+    exprs = [(e, False) for e in sizes]
+    exprs += [(two, True) for e in ([guessed] if guessed else []) + sizes if (two := _two(e)) != e]
     batch = keys_read(model)
-    return [_as_batch(e, batch[1]) for e in exprs] if batch is not None else exprs
+    if batch is None:
+        return [e for e, _ in exprs]
+    # the keys other layers read keep their own inputs (a batch of two with the others)
+    own = _own_inputs(model, batch[0], guessed)
+    return [
+        _as_batch(e, batch[1], {k: _two(v) if two else v for k, v in own.items()})
+        for e, two in exprs
+    ]
 
 
 def _two(expr: str) -> str:

@@ -193,7 +193,7 @@ class ModelState:
         """A `torch.Generator` a call is about to draw from (`generator=g`), its state kept
         before the call: found this way wherever the program holds it (a helper object's
         attribute, a global), not only where the snapshot looks."""
-        if id(g) not in self.rngs and isinstance(g, torch.Generator):
+        if id(g) not in self.rngs and isinstance(g, torch.Generator) and not _global(g):
             rng = self._rng_kind(type(g))
             if rng is not None:
                 self._keep_rng(g, rng)
@@ -226,7 +226,10 @@ class ModelState:
     def _keep_tensor(self, t: torch.Tensor) -> None:
         key = _storage_key(t)
         if key:  # (meta tensors have none)
-            self.by_storage.setdefault(key, []).append(_memory(t))
+            memory = _memory(t)
+            self.by_storage.setdefault(key, []).append(memory)
+            if memory is not t:
+                self.wrappers.append((t, _version(t)))
 
     def lazy_modules(self) -> list[nn.Module]:
         """The lazy layers the forward may size (see `_Lazy`)."""
@@ -252,6 +255,9 @@ class ModelState:
         # an object among the forward's arguments, and its attributes as they were
         self.objects: list[tuple[Any, dict[str, Any]]] = []
         self.lazy: list[_Lazy] = []
+        # a DTensor parameter or argument, and its own version counter (a write through it
+        # bumps its own, not its shard's: a backward pending over it checks this one)
+        self.wrappers: list[tuple[torch.Tensor, int]] = []
         # a random generator a module holds (one level into its dicts, lists and sets too) or
         # the forward is given: id → (it, how its state is read and put back, its state)
         self.rngs: dict[int, tuple[Any, _Rng, Any]] = {}
@@ -316,6 +322,8 @@ class ModelState:
                     params[id(info.memory)] = info  # (a DTensor's: its shard's)
                     if info.storage_ptr:
                         self.by_storage.setdefault(info.storage_ptr, []).append(info.memory)
+                    if info.memory is not p:
+                        self.wrappers.append((p, _version(p)))
 
     def protect(self, t: Any) -> None:
         """Called before a call that may write `t` (a tensor, or a list of them): keep a copy
@@ -394,6 +402,10 @@ class ModelState:
                 if info.param.requires_grad != info.requires_grad:
                     with contextlib.suppress(Exception):  # (a dtype that can't need grad)
                         info.param.requires_grad_(info.requires_grad)
+        for t, version in self.wrappers:
+            if version >= 0 and _set_versions is not None and _version(t) != version:
+                with contextlib.suppress(Exception):
+                    _set_versions((t,), (version,))
         for now, before in self.containers:
             _refill(now, before)
         for obj, before in self.objects:
@@ -406,7 +418,6 @@ class ModelState:
                 )
         if RemovableHandle.next_id > self.first_hook_id:
             self._remove_new_hooks()
-        self.rng.restore()
         for obj, rng, state in self.rngs.values():
             try:
                 rng.put(obj, state)
@@ -415,6 +426,9 @@ class ModelState:
                     f"a random generator (a {type(obj).__name__}) the forward drew from could "
                     f"not be put back as it was: {type(exc).__name__}: {exc}"
                 )
+        # (last: a global generator kept as one the forward named, `generator=
+        # torch.default_generator`, was kept part way through; the state before it is this)
+        self.rng.restore()
         self.settings.restore()
         torch.set_grad_enabled(self.grad_enabled)
         return warnings
@@ -610,6 +624,14 @@ def _put_values(t: torch.Tensor, copy: torch.Tensor, version: int) -> None:
     if version >= 0 and _set_versions is not None and _version(t) != version:
         with contextlib.suppress(Exception):
             _set_versions((t,), (version,))
+
+
+def _global(g: torch.Generator) -> bool:
+    """torch's own generator of a device (kept by RngState, from before the forward)."""
+    if g is torch.default_generator:
+        return True
+    cuda = getattr(torch.cuda, "default_generators", ())
+    return any(g is d for d in cuda)
 
 
 def _storage_key(t: torch.Tensor) -> int:

@@ -849,3 +849,73 @@ dist.destroy_process_group()
         assert error is None
         assert plain == after == [9.0] * 4
         assert reduces == 2
+
+
+def test_a_blocking_collective_a_late_rank_holds_up_is_waited_for_whole(tmp_path: Path) -> None:
+    """Rank 1 reaches a plain (blocking) all_reduce 3 s after rank 0: rank 0's all_reduce
+    lost its output's statistics and its time (the 2 s cap meant for `async_op=True`
+    collectives held for every one), and with a NaN from rank 1 the NaN origin moved to the
+    op after it. A blocking collective is waited for whole."""
+    (tmp_path / "late.py").write_text(
+        """
+import time, torch, torch.distributed as dist, torchscope
+from torch import nn
+
+class Net(nn.Module):
+    def forward(self, x):
+        y = x * 1.0
+        if dist.get_rank() == 1:
+            time.sleep(3)
+            y[0, 0] = float("nan")
+        dist.all_reduce(y)
+        return y * 2
+
+dist.init_process_group("gloo")
+g = torchscope.trace(Net(), torch.ones(2, 4))
+reduce = next(n for n in g.nodes if n.name == "all_reduce")
+stats = [e.stats for e in g.edges if e.src == reduce.id]
+origin = g.nodes[g.nan_origin].name if g.nan_origin is not None else None
+with open(f"rank{dist.get_rank()}.txt", "w") as f:
+    f.write(repr((stats[0] is not None and stats[0]["nan"], reduce.cost.time_ns, origin)))
+dist.destroy_process_group()
+"""
+    )
+    torchrun(["late.py"], tmp_path)
+    nan, ns, origin = eval((tmp_path / "rank0.txt").read_text())
+    assert nan == 1, "the all_reduce's output carries its statistics (one NaN, from rank 1)"
+    assert ns > 2_000_000_000, "its time includes the wait for rank 1"
+    assert origin == "all_reduce"
+
+
+def test_a_backward_pending_over_a_dtensor_weight_the_trace_wrote_still_runs(
+    tmp_path: Path,
+) -> None:
+    """Paused between the program's forward and its `loss.backward()`, a trace whose forward
+    writes a DTensor weight in place: the shard's values and version came back, but the
+    DTensor's own version counter (which the write bumped, and autograd checks) did not:
+    "modified by an inplace operation" (review). A plain weight's backward ran."""
+    program = (
+        _TP_MLP
+        + """
+from torch.distributed.tensor import Replicate
+
+class Lin(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(distribute_tensor(torch.randn(4, 4), mesh, [Replicate()]))
+
+    def forward(self, x, scale=False):
+        if scale:
+            with torch.no_grad():
+                self.w.mul_(0.5)
+        return (x @ self.w).sum()
+
+m = Lin()
+x = distribute_tensor(torch.randn(2, 4), mesh, [Replicate()]).requires_grad_()
+loss = m(x)
+torchscope.trace(m, x, True)
+loss.backward()
+print(repr(x.grad is not None))
+"""
+    )
+    assert eval(one_rank(program, tmp_path)[-1]) is True

@@ -142,3 +142,32 @@ def test_each_key_of_a_batch_dict_gets_the_input_of_the_layer_that_reads_it() ->
     assert "'image': torch.randn(1, 3," in g.expr, g.expr
     (batch,) = eval(g.expr, {"torch": torch})
     DictNet()(batch)  # a guess that runs
+
+
+def test_the_other_inputs_tried_for_a_batch_dict_keep_each_key_s_own_input() -> None:
+    # (review: when the guess failed, every alternative gave every key the first layer's
+    # other sizes: `'meta': torch.randn(1, 3, 32, 32)`, none could run)
+    from torch import nn
+
+    from torchscope.inputs import alternatives
+
+    class Fixed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3)
+            self.head = nn.Linear(4 * 30 * 30 + 8, 2)  # the image is 32 x 32
+            self.meta = nn.Linear(5, 8)
+
+        def forward(self, batch):
+            img = self.conv(batch["image"]).flatten(1)
+            return self.head(torch.cat([img, self.meta(batch["meta"])], 1))
+
+    ran = []
+    for expr in alternatives(Fixed()):
+        assert "'meta': torch.randn(1, 5)" in expr or "'meta': torch.randn(2, 5)" in expr, expr
+        try:
+            Fixed()(*eval(expr, {"torch": torch}))
+            ran.append(expr)
+        except RuntimeError:
+            pass
+    assert any("torch.randn(1, 3, 32, 32)" in e for e in ran), ran

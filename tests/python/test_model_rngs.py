@@ -217,3 +217,19 @@ def test_a_torch_generator_any_call_draws_from_is_restored_wherever_it_is_held()
     torchscope.trace(m, torch.zeros(3))
     assert torch.equal(m.noise.gen.get_state(), before[0]), "the helper's generator advanced"
     assert torch.equal(_FILE_GENERATOR.get_state(), before[1]), "the global generator advanced"
+
+
+def test_torch_s_own_generator_named_in_a_call_is_put_back_as_before_the_forward() -> None:
+    """`generator=torch.default_generator` after a draw from it: kept part way through (the
+    first fix's `keep_generator`) and put back after the global state, the RNG stayed one
+    draw ahead (review)."""
+
+    class Named(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = x + torch.rand(3)
+            return x + torch.randn(3, generator=torch.default_generator)
+
+    torch.manual_seed(0)
+    before = torch.get_rng_state()
+    torchscope.trace(Named(), torch.zeros(3))
+    assert torch.equal(torch.get_rng_state(), before)

@@ -324,6 +324,15 @@ def test_the_lines_of_a_graph_where_they_are_now(lsp, workspace, docs):
     assert mul - 3 not in now
     assert set(now) == set(table) - {mul - 3}
     assert all(c == t + 3 for t, c in now.items())
+    # the file's other model traced since, in its own panel: the first graph's lines are
+    # still followed (the hints show the newest; review: null for every older one)
+    block = trace(lsp, shapes, "Block")["path"]
+    docs.edit(shapes, 0, 0, 0, 0, "# four\n")
+    again = dict(
+        map(tuple, lsp.request("torchscope/lines", {"path": graph, "file": str(shapes)})["lines"])
+    )
+    assert again[inp] == inp + 4
+    assert lsp.request("torchscope/lines", {"path": block, "file": str(shapes)})["lines"]
     # a graph or a file the server does not know: null
     unknown = lsp.request("torchscope/lines", {"path": "/no/graph.msgpack", "file": str(shapes)})
     assert unknown["lines"] is None

@@ -420,11 +420,12 @@ async def graph_shown(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
 @server.feature(LINES)
 async def lines(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
     """Where the lines of a graph's file that made something are now: `[[traced, now], …]`
-    (0-based), as the hints follow the edits since the trace; null for a graph or a file
-    this server has not indexed. A line edited since is left out."""
+    (0-based), as the hints follow the edits since the trace (an older trace of the file
+    too, which gives no hints now); null for a graph or a file this server has not indexed.
+    A line edited since is left out."""
     p = params_dict(params)
     await ls.traces.settled()
-    trace = ls.traces.find_graph(str(p.get("path") or ""))
+    trace = ls.traces.lines_of(str(p.get("path") or ""))
     table = trace.files.get(file_key(str(p.get("file") or ""))) if trace is not None else None
     if table is None:
         return {"lines": None}

@@ -333,6 +333,9 @@ class Mark:
 @dataclass
 class TraceStore:
     traces: dict[str, Trace] = field(default_factory=dict)
+    # traces a newer one of their key replaced (another model of the same file), by graph
+    # file: no hints come from them, but their panels still ask where their lines are now
+    older: dict[str, Trace] = field(default_factory=dict)
     _order: Any = field(default_factory=itertools.count)
     _seq: int = 0
     _log: list[tuple[int, str, list[Change], str]] = field(default_factory=list)
@@ -397,10 +400,29 @@ class TraceStore:
                 table.snapshot(ran)  # mapped onto the document when it is opened
             files[k] = table
         trace = Trace(key, graph, indexed.model, indexed.device, files, next(self._order))
+        replaced = self.traces.get(key)
+        if replaced is not None:
+            self._retire(replaced)
         self.traces[key] = trace
+        self.older.pop(graph, None)
         for old in sorted(self.traces.values(), key=lambda t: t.order)[:-KEEP_TRACES]:
             del self.traces[old.key]
+            self._retire(old)
         return trace
+
+    def _retire(self, trace: Trace) -> None:
+        """`trace` no longer gives hints; its lines are still followed (the newest
+        KEEP_TRACES such)."""
+        self.older[trace.graph] = trace
+        for old in sorted(self.older.values(), key=lambda t: t.order)[:-KEEP_TRACES]:
+            del self.older[old.graph]
+
+    def _all(self) -> list[Trace]:
+        return [*self.traces.values(), *self.older.values()]
+
+    def lines_of(self, graph: str) -> Optional[Trace]:
+        """The trace of a graph file, whether its lines give hints now or not."""
+        return self.find_graph(graph) or self.older.get(graph)
 
     def _shared(self, k: str, text: str) -> str:
         """`text`, or an equal string an older trace keeps for that file (one copy of a file
@@ -473,7 +495,7 @@ class TraceStore:
         """The lines follow the file from the text they were made for (it may have changed
         on disk since, or since the document was closed)."""
         k = file_key(path)
-        for t in self.traces.values():
+        for t in self._all():
             table = t.files.get(k)
             if table is not None:
                 table.remap(text)
@@ -483,7 +505,7 @@ class TraceStore:
         self._seq += 1
         if self._marks:
             self._log.append((self._seq, k, changes, text))
-        for t in self.traces.values():
+        for t in self._all():
             table = t.files.get(k)
             if table is not None:
                 table.apply(changes, text)
@@ -492,7 +514,7 @@ class TraceStore:
         """An edited document closed (saved or not): the file may no longer hold the lines
         we moved, so its hints go until the next trace."""
         k = file_key(path)
-        for t in self.traces.values():
+        for t in self._all():
             table = t.files.get(k)
             if table is not None and table.edited:
                 del t.files[k]

@@ -34,6 +34,19 @@ describe("a graph's lines after edits", () => {
     assert.equal(lineTraced([], 7), 7);
   });
 
+  it("a line typed since never marks a traced line that is elsewhere now (review)", () => {
+    // A, B, C on lines 11, 12, 13; two blank lines typed after A: B on 14, C on 15
+    const typed: LinePairs = [
+      [10, 10],
+      [11, 13],
+      [12, 14],
+    ];
+    assert.equal(lineTraced(typed, 12), 0);
+    assert.equal(lineTraced(typed, 13), 0);
+    assert.equal(lineTraced(typed, 14), 12);
+    assert.equal(lineTraced(typed, 15), 13);
+  });
+
   it("nothing edited: every line where it was", () => {
     const same: LinePairs = [
       [4, 4],

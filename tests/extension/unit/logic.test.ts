@@ -9,7 +9,7 @@ import * as path from "node:path";
 import * as vs from "./vscode-stub";
 import { isViewerMessage, panelTitle, shortName, targetKey, TORCHSCOPE_ERROR } from "../../../extension/src/protocol";
 import { chooseInterpreter, expandPath, resolveInterpreter } from "../../../extension/src/interpreter";
-import { debounce, findBundle, readInitOptions, serverPythonPath } from "../../../extension/src/client";
+import { debounce, findBundle, interpreterExists, readInitOptions, serverPythonPath } from "../../../extension/src/client";
 import { PAUSED_ITEM, pickItems, targetItems, visualizeArgs } from "../../../extension/src/commands";
 import { AnswerStore, classifyFailure, runsCodeDetail, runsCodeQuestion, statementLines, traceParams } from "../../../extension/src/editorSource";
 import { afterRaise, metaQuestion, inputBox, inputUsed } from "../../../extension/src/traceFlow";
@@ -525,5 +525,27 @@ describe("a document that does not parse", () => {
     assert.equal(syntaxError({ message: "boom", data: { kind: "target-error" } }), undefined);
     assert.equal(syntaxError(new Error("the server died")), undefined);
     assert.equal(syntaxError(null), undefined);
+  });
+});
+
+describe("an interpreter path that names no file (checked before the server starts)", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "torchscope-python-"));
+  writeFileSync(path.join(dir, "python3"), "");
+  writeFileSync(path.join(dir, "python.exe"), "");
+
+  it("a bare command is found on PATH when it starts", () => {
+    assert.equal(interpreterExists("python3", undefined), true);
+  });
+
+  it("an absolute path, or one relative to the workspace folder", () => {
+    assert.equal(interpreterExists(path.join(dir, "python3"), undefined), true);
+    assert.equal(interpreterExists("/nonexistent/bin/python3", undefined), false);
+    assert.equal(interpreterExists("./python3", dir), true);
+    assert.equal(interpreterExists(".venv/bin/python", dir), false);
+  });
+
+  it("on Windows, a path without its .exe (review: refused, though Windows starts it)", () => {
+    assert.equal(interpreterExists(path.join(dir, "python"), undefined, "win32"), true);
+    assert.equal(interpreterExists(path.join(dir, "python"), undefined, "linux"), false);
   });
 });

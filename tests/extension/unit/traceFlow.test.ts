@@ -201,6 +201,22 @@ describe("the editor's source", () => {
     assert.equal(GraphPanel.all().length, 0);
   });
 
+  it("a panel torchscope closes itself cancels no trace (review: a second command's trace was cancelled by the first's)", async () => {
+    pyDoc("/w/net.py");
+    let cancelled = true;
+    const server = fakeServer({
+      trace: async (_p, cancel) => {
+        GraphPanel.find(uri(), "Net")!.dispose(); // as `run` closes a panel that got no graph
+        cancelled = cancel.isCancellationRequested;
+        return { path: graphFile, size: 4, summary };
+      },
+    });
+    const x = wiredExtension(server);
+    await x.commands.visualize({ uri: uri(), target: "Net" });
+    assert.equal(cancelled, false);
+    assert.ok(GraphPanel.find(uri(), "Net"), "the graph is shown in a panel again");
+  });
+
   it("a model that raised: its line beside the graph; Go to Line opens it", async () => {
     const doc = pyDoc("/w/net.py");
     const x = extension([() => ({ path: graphFile, size: 4, summary: raised("/w/net.py", 12) })]);
