@@ -52,12 +52,13 @@ export class PausedHistory {
 
 // ---- what a comparison reports ----------------------------------------------------------
 
-/** The summary the flow shows a comparison with: b's trace, b's error else a's. */
-export function comparedSummary(a: TraceSummary | undefined, b: TraceSummary | undefined, model: string, aName: string): TraceSummary {
+/** The summary the flow shows a comparison with: b's trace, b's error else a's, named by its
+ * side ("working copy", "input torch.randn(2, 7)"). */
+export function comparedSummary(a: TraceSummary | undefined, b: TraceSummary | undefined, model: string, aName: string, bName: string): TraceSummary {
   const base: TraceSummary = b ??
     a ?? { model, qualname: model, nodes: 0, edges: 0, ops: 0, modules: 0, params: 0, trace_ms: 0, input: "", error: null };
   // a's error alone is said as a's ("HEAD"), its line opened in a's version of the file
-  const error = b?.error ?? (a?.error ? { ...a.error, side: aName } : null);
+  const error = b?.error ? { ...b.error, sideName: bName } : a?.error ? { ...a.error, side: aName, sideName: aName } : null;
   return { ...base, error };
 }
 
@@ -153,7 +154,7 @@ export class EditorCompareSource implements TraceSource {
       this.kind === "input" ? { a: `input ${ra.traced.summary?.input ?? "?"}`, b: `input ${rb.traced.summary?.input ?? "?"}` } : undefined;
     const out = await compareFiles(this.deps, this.kind, this.label, ra.traced.path, rb.traced.path, names);
     if (!out.ok) return out;
-    const summary = comparedSummary(ra.traced.summary, rb.traced.summary, this.label, nameA);
+    const summary = comparedSummary(ra.traced.summary, rb.traced.summary, this.label, names?.a ?? nameA, names?.b ?? nameB);
     // The panel's input bar names both inputs of a comparison of two inputs, not b's alone.
     if (names) {
       summary.input = `${ra.traced.summary?.input ?? "?"} → ${rb.traced.summary?.input ?? "?"}`;

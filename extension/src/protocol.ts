@@ -114,8 +114,11 @@ export interface TraceErrorInfo {
   message: string;
   file: string | null;
   line: number | null;
-  /** A comparison's: the name of its first side ("HEAD") when only that side raised. */
+  /** A comparison's: the name of its first side ("HEAD") when only that side raised (its
+   * line is in that side's version of the file). */
   side?: string;
+  /** A comparison's: the name of the side that raised ("working copy", "input …"). */
+  sideName?: string;
 }
 
 export interface TraceSummary {

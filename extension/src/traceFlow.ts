@@ -403,7 +403,7 @@ export class TraceFlow {
     const goTo = (l: { file: string; line: number }) =>
       err.side ? revealSite({ file: l.file, line: l.line, func: "" }, panel, "a") : revealLine(l.file, l.line, panel);
     if (line && !err.side) void revealLine(line.file, line.line, panel, true);
-    const who = err.side ? `${name} (${err.side})` : name;
+    const who = err.sideName ? `${name} (${err.sideName})` : name;
     const next = quiet ? undefined : afterRaise(summary, source.label);
     if (next?.kind === "needs-input") {
       // Not "the model is broken": the guess may be. The box opens at once; this stays.

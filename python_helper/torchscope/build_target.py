@@ -16,6 +16,7 @@ from torch import nn
 
 from .definitions import Skipped, definitions
 from .failure import a_or_an, joined_lines, message_of, one_line
+from .seeding import SeedByLine
 from .usercode import lines_are, read_source
 
 
@@ -128,6 +129,19 @@ def build(
     path, name = split_target(target)
     skipped: list[Skipped] = []
     keep = None if run_top_level else {name}
+    with SeedByLine():  # (random weights: the same for the same lines, see seeding.py)
+        return _build(path, name, device, source, ctor_args, keep, skipped)
+
+
+def _build(
+    path: Path,
+    name: str,
+    device: str,
+    source: Optional[str],
+    ctor_args: Optional[str],
+    keep: Optional[set[str]],
+    skipped: list[Skipped],
+) -> Built:
     try:
         module = import_file(path, source, keep, skipped)
         # the file's own names: a module object's attributes (`__init__`, `__class__`) are not

@@ -618,7 +618,66 @@ def test_diff_of_targets_under_torchrun_says_how_to_compare_ranks(
     # graph files are compared in any process, the same in every rank
     for name, path in (("a", a), ("b", b)):
         monkeypatch.delenv("RANK")
-        assert run(["trace", f"{path}:Net", "-o", str(tmp_path / f"{name}.msgpack")], capsys)[0] == 0
+        assert (
+            run(["trace", f"{path}:Net", "-o", str(tmp_path / f"{name}.msgpack")], capsys)[0] == 0
+        )
         monkeypatch.setenv("RANK", "1")
     rc, out, err = run(["diff", str(tmp_path / "a.msgpack"), str(tmp_path / "b.msgpack")], capsys)
     assert rc == 0, err
+
+
+SEEDED = """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        EXTRA
+        self.fc1 = nn.Linear(8, 16)
+        self.blocks = nn.ModuleList([nn.Linear(16, 16) for _ in range(3)])
+        self.head = nn.Linear(16, HEAD)
+        self.example_input_array = torch.randn(4, 8)
+
+    def forward(self, x):
+        x = self.fc1(x)
+        for b in self.blocks:
+            x = torch.relu(b(x))
+        return self.head(x)
+"""
+
+
+def test_an_edit_changes_the_random_weights_only_of_the_lines_it_changed(tmp_path, capsys):
+    """QA (Compare with HEAD): a layer added first in __init__, used nowhere, shifted the
+    random stream: every weight built after it, and the example input drawn last, differed,
+    and the comparison marked every node changed. Random numbers a build draws are seeded by
+    the line that draws them: an unchanged line draws the same ones."""
+    base = SEEDED.replace("EXTRA", "pass").replace("HEAD", "4")
+    (tmp_path / "a.py").write_text(base)
+    (tmp_path / "b.py").write_text(base.replace("pass", "self.unused = nn.Linear(4, 4)"))
+    a, b = f"{tmp_path / 'a.py'}:Net", f"{tmp_path / 'b.py'}:Net"
+    rc, out, err = run(["diff", a, b], capsys)
+    assert rc == 0, err
+    assert "values:" not in out, out  # (the root's parameter count differs, as it should)
+    # the head made wider: only it and what follows from it differ, not the input or fc1
+    (tmp_path / "c.py").write_text(base.replace("nn.Linear(16, 4)", "nn.Linear(16, 6)"))
+    rc, out, err = run(["diff", a, f"{tmp_path / 'c.py'}:Net"], capsys)
+    assert rc == 0, err
+    changed = [line.split(":")[0] for line in out.splitlines() if line.startswith("~ ")]
+    assert changed == ["~ (root)", "~ head", "~ output output"], out
+
+
+def test_a_seed_the_file_sets_still_decides_its_random_weights(tmp_path, capsys):
+    """With each random call seeded by its line, a factory's own `torch.manual_seed(n)`
+    still counts: another seed, other weights; the same seed, the same ones."""
+    text = (
+        "import torch\nfrom torch import nn\n\n"
+        "def build():\n    torch.manual_seed(SEED)\n    return nn.Linear(8, 4)\n"
+    )
+    for name, seed in (("s1.py", 1), ("s1b.py", 1), ("s2.py", 2)):
+        (tmp_path / name).write_text(text.replace("SEED", str(seed)))
+    spec = lambda n: f"{tmp_path / n}:build"  # noqa: E731
+    rc, out, err = run(["diff", spec("s1.py"), spec("s1b.py"), "--check"], capsys)
+    assert rc == 0, out + err
+    rc, out, err = run(["diff", spec("s1.py"), spec("s2.py")], capsys)
+    assert "values:" in out, out

@@ -214,6 +214,20 @@ const STATUS_TEXT: Record<NodeStatus, string> = {
   changed: "changed",
 };
 
+/** A node's status in words; a side that raised never reached what came after its error:
+ * "removed" (or "added") may mean just that (QA: counted as removed, nothing said). */
+export function statusText(c: CompareData, st: NodeStatus): string {
+  if (st === "removed" && c.b.error) return `${STATUS_TEXT.removed}, or not reached: ${sideName(c.b, "b")} raised first`;
+  if (st === "added" && c.a.error) return `${STATUS_TEXT.added}, or not reached: ${sideName(c.a, "a")} raised first`;
+  return STATUS_TEXT[st];
+}
+
+/** The error a compare view's banner says: b's (the graph's own), else a's; with its side. */
+export function sideError(c: CompareData): { side: string; type: string; message: string } | null {
+  const raised = c.b.error ? ("b" as const) : c.a.error ? ("a" as const) : null;
+  return raised ? { side: sideName(c[raised], raised), ...c[raised].error! } : null;
+}
+
 function sideName(s: CompareSide, which: Side): string {
   return s.source ? `${which}: ${s.source}` : which === "a" ? "a (before)" : "b (after)";
 }
@@ -226,7 +240,7 @@ export function compareRows(c: CompareData, vg: VisibleGraph, marks: ViewMarks, 
   const own = v.kind === "node" || v.kind === "module" || v.kind === "ref";
   if (own) {
     const st = c.status[v.id]!;
-    rows.push(["compare", STATUS_TEXT[st]]);
+    rows.push(["compare", statusText(c, st)]);
     const label = st === "changed" ? "before → after" : st === "same" ? "" : "is";
     for (const [i, line] of c.details[v.id]!.entries()) rows.push([i === 0 ? label : "", line]);
     if (c.side[v.id] === "a") rows.push(["line in", sideName(c.a, "a")]);

@@ -99,6 +99,12 @@ export class CompareControls {
       const c = el("span", `ts-count ts-count-${st}`, legend);
       c.dataset.status = st;
       c.textContent = `${COUNT_SIGN[st]}${counts[st]} ${st}`;
+      // (a side that raised stops there: the other side's nodes after it are counted here)
+      const early = st === "removed" ? data.b.error : st === "added" ? data.a.error : null;
+      if (early) {
+        c.textContent += " / not reached";
+        c.title = `${sideText(data, st === "removed" ? "b" : "a")} raised ${early.type}: what came after the failing call on the other side counts as ${st}`;
+      }
     }
     const prev = el("button", "ts-btn", bar);
     prev.type = "button";

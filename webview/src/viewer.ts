@@ -59,7 +59,7 @@ import type { Host } from "./host";
 import type { ViewState } from "./messages";
 import { ValuesPanel } from "./valuesPanel";
 import { histogramChart } from "./histogram";
-import type { ViewMarks } from "./compare";
+import { sideError, type ViewMarks } from "./compare";
 import { CompareControls } from "./compareDraw";
 import type { PausedAt } from "./messages";
 import { pausedKeys, pausedNodes, type PausedNodes } from "./pausedMarks";
@@ -915,16 +915,19 @@ export class Viewer {
   }
 
   private showError(): void {
-    const err = this.idx.graph.error;
+    const own = this.idx.graph.error;
+    const compared = this.idx.graph.compare ? sideError(this.idx.graph.compare) : null;
+    const err = compared ?? own;
     if (!err) return;
     this.ui.banner.hidden = false;
     this.ui.banner.replaceChildren();
     const b = document.createElement("strong");
-    b.textContent = `${err.type}: `;
+    // a comparison: which side raised (QA: the banner did not say)
+    b.textContent = compared ? `${compared.side} raised ${err.type}: ` : `${err.type}: `;
     const m = document.createElement("span");
     m.textContent = err.message;
     const hint = document.createElement("em");
-    hint.textContent = err.node !== null ? "  — the graph stops at the failing call; click to show it" : "";
+    hint.textContent = own && own.node !== null ? "  — the graph stops at the failing call; click to show it" : "";
     this.ui.banner.append(b, m, hint);
   }
 

@@ -145,9 +145,18 @@ describe("the panel's target names the comparison", () => {
     const err = { type: "RuntimeError", message: "x", file: "/w/net.py", line: 3 };
     // HEAD raised, the working copy did not: the error is HEAD's (QA: told as the working
     // copy's, its line opened in the working copy)
-    assert.deepEqual(comparedSummary({ ...summary, error: err }, summary, "Net", "HEAD").error, { ...err, side: "HEAD" });
-    assert.equal(comparedSummary(summary, { ...summary, error: err }, "Net", "HEAD").error, err);
-    assert.equal(comparedSummary(undefined, undefined, "Net", "HEAD").model, "Net");
+    assert.deepEqual(comparedSummary({ ...summary, error: err }, summary, "Net", "HEAD", "working copy").error, {
+      ...err,
+      side: "HEAD",
+      sideName: "HEAD",
+    });
+    // the working copy (or another input) raised: said as that side's (QA: "Net raised …"
+    // did not say which side), its line in the file as it is
+    assert.deepEqual(comparedSummary(summary, { ...summary, error: err }, "Net", "HEAD", "working copy").error, {
+      ...err,
+      sideName: "working copy",
+    });
+    assert.equal(comparedSummary(undefined, undefined, "Net", "HEAD", "working copy").model, "Net");
   });
 });
 

@@ -360,6 +360,13 @@ describe("compare page marks (QA)", () => {
     const stroke = await head.locator(":scope > .ts-box").evaluate((b) => getComputedStyle(b).stroke);
     assert.equal(stroke, await themeColor(page, "--ts-error"));
     await shot(page, "compare-raised-error-outline");
+    // QA: the banner said "ValueError: …" without the side, and what b never reached after
+    // its error was counted as removed without a word
+    const banner = page.locator(".ts-banner").first();
+    assert.match((await banner.textContent()) ?? "", /^b: raised\.py:CmpRaised raised ValueError: /);
+    const removed = page.locator('[data-role=compare-counts] [data-status="removed"]');
+    assert.match((await removed.textContent()) ?? "", /removed \/ not reached$/);
+    assert.match((await removed.getAttribute("title")) ?? "", /raised ValueError/);
     // the exported picture outlines it too (review: the export drew the comparison's marks only)
     const [download] = await Promise.all([page.waitForEvent("download"), page.click("[data-action=export-svg]")]);
     const svg = readFileSync((await download.path())!, "utf8");
