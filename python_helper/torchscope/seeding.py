@@ -9,14 +9,18 @@ random call is seeded from the text of the innermost line outside torch that mad
 user's `nn.Linear(16, 4)`, a library's `module.weight.data.normal_(…)`), the call's name,
 the shape it fills and how many times that key came before: an unchanged line draws the
 same numbers wherever it moved. A seed the user's code sets (`torch.manual_seed(1)` in a
-factory) is part of the key from then on: another seed, other weights."""
+factory) takes the line's place from then on: another seed, other weights, and two copies
+built after the same seed alike (only a draw's call, shape and order since that seed count).
+"""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import linecache
 import os
 import sys
+import tokenize
 from typing import Any, Optional
 
 import torch
@@ -55,52 +59,95 @@ RANDOM = frozenset(
     }
 )
 
-_INSIDE = (
-    os.path.dirname(torch.__file__) + os.sep,
-    os.path.dirname(os.path.abspath(__file__)) + os.sep,
-)
+_TORCH = os.path.dirname(torch.__file__) + os.sep
+_OURS = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class SeedByLine(TorchFunctionMode):
     """While a model is built: each random call seeded as the module docstring says (a call
-    given its own `generator=` is left alone)."""
+    given its own `generator=` is left alone). `torch.manual_seed` is the user's own while
+    it is on: a seed the build sets is told apart from any other change of the state."""
 
     def __init__(self) -> None:
         super().__init__()
         self.counts: dict[str, int] = {}
         self.base = 0  # the seed set before the build, or the one the user's code set since
-        self.last: Optional[int] = None  # the seed set here last
+        self.users = False  # whether the user's code set it
+        self.saved: list[tuple[Any, str, Any]] = []
+        # (kept after the build: a user's module may hold `from torch import manual_seed`)
+        self.original = torch.manual_seed
+
+    def __enter__(self) -> SeedByLine:
+        linecache.checkcache()  # (a file saved since an earlier build: its lines as now)
+        self.base = torch.initial_seed()
+        for owner in (torch, torch.random):
+            self.saved.append((owner, "manual_seed", owner.manual_seed))
+            owner.manual_seed = self._users_seed  # type: ignore[assignment]
+        return super().__enter__()  # type: ignore[return-value]
+
+    def __exit__(self, *exc: Any) -> None:
+        for owner, name, value in self.saved:
+            setattr(owner, name, value)
+        self.saved.clear()
+        super().__exit__(*exc)
+
+    def _users_seed(self, seed: int) -> Any:
+        """The user's own `torch.manual_seed(n)`: its seed counts, and what is drawn after it
+        no longer depends on the lines (twins seeded alike, then built on two lines, must
+        come out alike): only on the calls, their shapes and order since."""
+        self.base, self.users = int(seed), True
+        self.counts.clear()
+        return self.original(seed)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if name in RANDOM and kwargs.get("generator") is None:
-            now = torch.initial_seed()
-            if now != self.last:  # (the user's own `torch.manual_seed(…)`: its seed counts)
-                self.base = now
-            key = f"{self.base}\0{_line(sys._getframe(1))}\0{name}\0{_shape(args)}"
+            line = "" if self.users else _line(sys._getframe(1))
+            key = f"{self.base}\0{line}\0{name}\0{_shape(args, kwargs)}"
             n = self.counts.get(key, 0)
             self.counts[key] = n + 1
-            self.last = _seed(f"{key}\0{n}")
-            torch.manual_seed(self.last)
+            _manual_seed(_seed(f"{key}\0{n}"))
         return func(*args, **kwargs)
 
 
+def _manual_seed(seed: int) -> None:
+    """torch.manual_seed without its cost on a machine without CUDA in use (it queues the
+    CUDA seed with a formatted stack each time: ~0.1 ms a call)."""
+    torch.default_generator.manual_seed(seed)
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.manual_seed_all(seed)
+
+
 def _line(frame: Optional[Any]) -> str:
-    """The text of the innermost line outside torch (and torchscope) on the stack."""
-    while frame is not None and frame.f_code.co_filename.startswith(_INSIDE):
+    """The code of the innermost line outside torch on the stack; "" when torchscope's own
+    code made the call (a model class of torch's built directly)."""
+    while frame is not None and frame.f_code.co_filename.startswith(_TORCH):
         frame = frame.f_back
-    if frame is None:
+    if frame is None or frame.f_code.co_filename.startswith(_OURS):
         return ""
     file = frame.f_code.co_filename
-    return (
-        linecache.getline(file, frame.f_lineno, frame.f_globals).strip()
-        or f"{file}:{frame.f_lineno}"
-    )
+    text = linecache.getline(file, frame.f_lineno, frame.f_globals)
+    return _code(text) if text.strip() else f"{file}:{frame.f_lineno}"
 
 
-def _shape(args: tuple) -> str:
-    first = args[0] if args else None
+def _code(line: str) -> str:
+    """A line's tokens without comments or spacing: a formatter's edit is no edit (a line
+    that opens a bracket it does not close: its tokens up to the end)."""
+    kept: list[str] = []
+    skip = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline):
+            if t.type not in skip and t.type != tokenize.ENDMARKER:
+                kept.append(t.string)
+    except (tokenize.TokenError, SyntaxError):
+        pass  # (an open bracket at the end, a string going on below: what came before counts)
+    return " ".join(kept) if kept else line.strip()
+
+
+def _shape(args: tuple, kwargs: dict) -> str:
+    """The shape a call fills: its tensor's (nn.init passes it as `tensor=`), else its sizes."""
+    first = args[0] if args else kwargs.get("tensor", kwargs.get("input"))
     if isinstance(first, torch.Tensor):
         return str(tuple(first.shape))
     return str(tuple(a for a in args if isinstance(a, (int, tuple, list, torch.Size))))

@@ -333,6 +333,11 @@ def test_the_lines_of_a_graph_where_they_are_now(lsp, workspace, docs):
     )
     assert again[inp] == inp + 4
     assert lsp.request("torchscope/lines", {"path": block, "file": str(shapes)})["lines"]
+    # Block traced again and again (its panel shows the newest): Net's lines stay followed
+    # (review: each superseded Block graph was kept as well and pushed Net's out)
+    for _ in range(9):
+        block = trace(lsp, shapes, "Block")["path"]
+    assert lsp.request("torchscope/lines", {"path": graph, "file": str(shapes)})["lines"]
     # a graph or a file the server does not know: null
     unknown = lsp.request("torchscope/lines", {"path": "/no/graph.msgpack", "file": str(shapes)})
     assert unknown["lines"] is None

@@ -233,20 +233,24 @@ class CmpRaised(nn.Module):
         return self.head(torch.relu(self.embed(x)))
 
 
-def compare_raised_page() -> bytes:
-    """A comparison whose version b raised inside a module the edit changed (the head)."""
+def compare_raised_page(a_raised: bool = False) -> bytes:
+    """A comparison whose version b raised inside a module the edit changed (the head); with
+    `a_raised`, the other way round: version a (HEAD) raised, b is fixed."""
     from torchscope.compare import compare_view
     from torchscope.diff import diff_graphs
 
     x = torch.randn(2, 8)
-    a = torchscope.trace(CmpRaised(after=False).eval(), x, values=False)
+    fine = torchscope.trace(CmpRaised(after=False).eval(), x, values=False)
     try:
         torchscope.trace(CmpRaised(after=True).eval(), x, values=False)
     except ValueError as e:
-        b = e.torchscope_graph  # type: ignore[attr-defined]
+        raised = e.torchscope_graph  # type: ignore[attr-defined]
     else:
         raise SystemExit("the edited CmpRaised did not raise")
-    return compare_view(diff_graphs(a, b), "raised.py:CmpRaised (HEAD)", "raised.py:CmpRaised").to_msgpack()
+    a, b = (raised, fine) if a_raised else (fine, raised)
+    return compare_view(
+        diff_graphs(a, b), "raised.py:CmpRaised (HEAD)", "raised.py:CmpRaised"
+    ).to_msgpack()
 
 
 def _wire(nodes: list[dict], edges: list[dict], name: str) -> bytes:
@@ -395,6 +399,7 @@ def main() -> None:
         write(out, "warned", torchscope.trace(WritesBehindTorch(), torch.randn(1, 3)))
         write(out, "compare", compare_page())
         write(out, "compare_raised", compare_raised_page())
+        write(out, "compare_a_raised", compare_raised_page(a_raised=True))
         write(out, "hub", torchscope.trace(Hub().eval(), torch.randn(2, 8)))
         sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
         from mlp import MLP  # the project's own example: Linear layers wrap one op each

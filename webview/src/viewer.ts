@@ -927,7 +927,10 @@ export class Viewer {
     const m = document.createElement("span");
     m.textContent = err.message;
     const hint = document.createElement("em");
-    hint.textContent = own && own.node !== null ? "  — the graph stops at the failing call; click to show it" : "";
+    const shows = own !== null && own.node !== null; // (a's error alone: no node of it to show)
+    hint.textContent = shows ? "  — the graph stops at the failing call; click to show it" : "";
+    this.ui.banner.setAttribute("role", shows ? "button" : "status");
+    this.ui.banner.tabIndex = shows ? 0 : -1;
     this.ui.banner.append(b, m, hint);
   }
 

@@ -401,10 +401,12 @@ class TraceStore:
             files[k] = table
         trace = Trace(key, graph, indexed.model, indexed.device, files, next(self._order))
         replaced = self.traces.get(key)
-        if replaced is not None:
-            self._retire(replaced)
+        if replaced is not None and replaced.model != trace.model:
+            self._retire(replaced)  # (the same model's panel shows the new graph now)
         self.traces[key] = trace
-        self.older.pop(graph, None)
+        for old in list(self.older.values()):
+            if old.graph == graph or (old.key == key and old.model == trace.model):
+                del self.older[old.graph]
         for old in sorted(self.traces.values(), key=lambda t: t.order)[:-KEEP_TRACES]:
             del self.traces[old.key]
             self._retire(old)

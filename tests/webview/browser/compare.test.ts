@@ -349,6 +349,19 @@ describe("compare page marks (QA)", () => {
     await page.context().close();
   });
 
+  test("HEAD alone raised: the banner says so, and is no button (nothing of a's to show)", async () => {
+    const o = await open(browser, "compare_a_raised");
+    const { page } = o;
+    const banner = page.locator(".ts-banner").first();
+    await banner.waitFor();
+    assert.match((await banner.textContent()) ?? "", /^a: raised\.py:CmpRaised \(HEAD\) raised ValueError: /);
+    assert.equal(await banner.getAttribute("role"), "status");
+    const added = page.locator('[data-role=compare-counts] [data-status="added"]');
+    assert.match((await added.textContent()) ?? "", /added \/ not reached$/);
+    assertClean(o);
+    await page.context().close();
+  });
+
   test("a changed module hiding the failing call of b is outlined in red", async () => {
     // QA: the changed amber outline won over the error's red
     const o = await open(browser, "compare_raised");

@@ -1,0 +1,156 @@
+"""Random weights of a build seeded by the line that draws them (seeding.py), through
+`build_target.build` on files: what must stay the same between two versions of a file,
+and what must not change for the user's own seeding (review of the first version)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import torch
+
+from torchscope.build_target import build
+
+
+def weights(path: Path, name: str = "Net") -> dict[str, torch.Tensor]:
+    torch.manual_seed(0)  # (as the runner and the CLI seed before a build)
+    return {k: v.clone() for k, v in build(f"{path}:{name}").model.state_dict().items()}
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], keys: list[str]) -> list[str]:
+    """The keys among `keys` whose tensors differ."""
+    return [k for k in keys if not torch.equal(a[k], b[k])]
+
+
+NET = """
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            EXTRA
+            self.fc1 = nn.Linear(8,16)
+            self.head = nn.Linear(16, 4)
+"""
+
+
+def test_a_formatter_s_or_a_comment_s_edit_draws_the_same_weights(tmp_path):
+    # (review: the key was the line's raw text: `nn.Linear(8,16)` → `nn.Linear(8, 16)` or a
+    # comment added changed those layers' weights and every value after them)
+    a = write(tmp_path / "a", "net.py", NET.replace("EXTRA", "pass"))
+    b = write(
+        tmp_path / "b",
+        "net.py",
+        NET.replace("EXTRA", "pass")
+        .replace("nn.Linear(8,16)", "nn.Linear( 8, 16 )")
+        .replace("nn.Linear(16, 4)", "nn.Linear(16, 4)  # the classifier"),
+    )
+    wa, wb = weights(a), weights(b)
+    assert same(wa, wb, list(wa)) == []
+
+
+def test_an_init_helper_line_keys_each_shape_apart(tmp_path):
+    # (review: nn.init calls pass the tensor as a keyword: no shape in the key, so a layer
+    # of another shape inserted before shifted the count of one shared key)
+    text = """
+        from torch import nn
+
+        def conv_bn(i, o):
+            return nn.Sequential(nn.Conv2d(i, o, 3), nn.BatchNorm2d(o))
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                EXTRA
+                self.body = conv_bn(16, 32)
+                self.head = conv_bn(32, 8)
+    """
+    a = write(tmp_path / "a", "net.py", text.replace("EXTRA", "pass"))
+    b = write(tmp_path / "b", "net.py", text.replace("EXTRA", "self.stem = conv_bn(16, 16)"))
+    wa, wb = weights(a), weights(b)
+    assert same(wa, wb, [k for k in wa if k.startswith(("body.", "head."))]) == []
+
+
+def test_an_rng_state_put_back_inside_the_build_is_no_seed_of_the_user_s(tmp_path):
+    # (review: `torch.set_rng_state` puts back `initial_seed()` too: it was taken for the
+    # user's own seed, and the layers after it were keyed by whatever ran before)
+    text = """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.Linear(4, WIDTH)
+                with torch.random.fork_rng():
+                    torch.rand(3)
+                self.b = nn.Linear(4, 4)
+    """
+    a = write(tmp_path / "a", "net.py", text.replace("WIDTH", "4"))
+    b = write(tmp_path / "b", "net.py", text.replace("WIDTH", "5"))
+    assert same(weights(a), weights(b), ["b.weight", "b.bias"]) == []
+
+
+def test_a_build_that_seeds_again_for_an_identical_copy_gets_one(tmp_path):
+    # (review: the counts went on after the user's `torch.manual_seed(0)`: twins that must
+    # start equal (RL, BYOL, teacher and student) differed, and such a build raised)
+    path = write(
+        tmp_path,
+        "twin.py",
+        """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                torch.manual_seed(0)
+                self.online = nn.Linear(8, 8)
+                torch.manual_seed(0)
+                self.target = nn.Linear(8, 8)
+                assert torch.equal(self.online.weight, self.target.weight), "twins differ"
+        """,
+    )
+    w = weights(path)
+    assert torch.equal(w["online.weight"], w["target.weight"])
+
+
+def test_an_imported_file_saved_since_the_last_build_is_keyed_by_its_new_text(tmp_path):
+    # (review: linecache kept the text of the first build in a warm process: a comment
+    # added on top of an imported file changed every weight it drew)
+    layers = write(
+        tmp_path, "seed_layers.py", "from torch import nn\n\ndef block():\n    return nn.Linear(4, 4)\n"
+    )
+    net = write(
+        tmp_path,
+        "net.py",
+        """
+        from torch import nn
+        from seed_layers import block
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = block()
+        """,
+    )
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        first = weights(net)
+        layers.write_text("# a comment on top\n" + layers.read_text())
+        sys.modules.pop("seed_layers", None)
+        again = weights(net)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("seed_layers", None)
+    assert same(first, again, list(first)) == []
