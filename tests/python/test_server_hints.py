@@ -345,6 +345,23 @@ def test_the_lines_of_a_graph_where_they_are_now(lsp, workspace, docs):
     assert other["lines"] is None
 
 
+def test_an_edit_undone_brings_every_hint_back(lsp, workspace, docs):
+    """QA: deleting the loop's two lines and undoing it restored exactly the traced text,
+    but `x = block(x)` kept no hint until the next trace."""
+    shapes = workspace / "shapes.py"
+    docs.open(shapes)
+    trace(lsp, shapes, "Net")
+    table = expected(shapes, SHAPES_HINTS)
+    loop = line_of(shapes, "for block in self.blocks")
+    lines = docs.texts[uri(shapes)].split("\n")
+    removed = "\n".join(lines[loop : loop + 2]) + "\n"
+    docs.edit(shapes, loop, 0, loop + 2, 0, "")
+    assert hints(lsp, shapes, docs.texts[uri(shapes)]) != table
+    docs.edit(shapes, loop, 0, loop, 0, removed)  # the undo: the text as traced
+    assert docs.texts[uri(shapes)] == shapes.read_text()
+    assert hints(lsp, shapes, docs.texts[uri(shapes)]) == table
+
+
 def test_edits_made_while_the_trace_runs(lsp, workspace, docs):
     shapes = workspace / "shapes.py"
     docs.open(shapes)

@@ -212,6 +212,9 @@ class LineTable:
     # lines above and below each hinted line in its statement, when that has several lines
     # (None: not worked out yet; done from `text` when first needed)
     extents: Optional[dict[int, tuple[int, int]]] = None
+    # the text the trace ran and its lines there: a document edited back to exactly that
+    # text (an undo) gets every line back, whatever the edits in between lost
+    ran: Optional[tuple[str, dict[int, LineInfo]]] = None
 
     def snapshot(self, text: str) -> None:
         """Take the lines' texts from the text the trace ran (lines past its end go)."""
@@ -219,6 +222,7 @@ class LineTable:
         self.lines = {n: info for n, info in self.lines.items() if n < len(doc)}
         self.text = text
         self.extents = None
+        self.ran = (text, dict(self.lines))
 
     @property
     def texts(self) -> Optional[dict[int, str]]:
@@ -257,6 +261,9 @@ class LineTable:
 
     def apply(self, changes: Sequence[Change], text: str) -> None:
         """Follow one didChange notification (`changes` in order; `text`: the document after)."""
+        if self.ran is not None and text == self.ran[0]:
+            self.lines, self.text, self.extents = dict(self.ran[1]), text, None
+            return
         if not self.lines:
             return
         self.edited = True
