@@ -74,12 +74,14 @@ class SeedByLine(TorchFunctionMode):
         self.base = 0  # the seed set before the build, or the one the user's code set since
         self.users = False  # whether the user's code set it
         self.saved: list[tuple[Any, str, Any]] = []
+        self.depth = 0  # modes on the stack below this one
         # (kept after the build: a user's module may hold `from torch import manual_seed`)
         self.original = torch.manual_seed
 
     def __enter__(self) -> SeedByLine:
         linecache.checkcache()  # (a file saved since an earlier build: its lines as now)
         self.base = torch.initial_seed()
+        self.depth = torch._C._len_torch_function_stack()
         for owner in (torch, torch.random):
             self.saved.append((owner, "manual_seed", owner.manual_seed))
             owner.manual_seed = self._users_seed  # type: ignore[assignment]
@@ -89,7 +91,13 @@ class SeedByLine(TorchFunctionMode):
         for owner, name, value in self.saved:
             setattr(owner, name, value)
         self.saved.clear()
-        super().__exit__(*exc)
+        # the function-mode stack as it was before the build: a mode the user's code entered
+        # and never left would otherwise be popped in this one's place, and this one stay on
+        # (reseeding every draw of the trace after it)
+        from torch.overrides import _pop_mode
+
+        while torch._C._len_torch_function_stack() > self.depth:
+            _pop_mode()
 
     def _users_seed(self, seed: int) -> Any:
         """The user's own `torch.manual_seed(n)`: its seed counts, and what is drawn after it

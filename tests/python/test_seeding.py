@@ -127,7 +127,9 @@ def test_an_imported_file_saved_since_the_last_build_is_keyed_by_its_new_text(tm
     # (review: linecache kept the text of the first build in a warm process: a comment
     # added on top of an imported file changed every weight it drew)
     layers = write(
-        tmp_path, "seed_layers.py", "from torch import nn\n\ndef block():\n    return nn.Linear(4, 4)\n"
+        tmp_path,
+        "seed_layers.py",
+        "from torch import nn\n\ndef block():\n    return nn.Linear(4, 4)\n",
     )
     net = write(
         tmp_path,
@@ -154,3 +156,29 @@ def test_an_imported_file_saved_since_the_last_build_is_keyed_by_its_new_text(tm
         sys.path.remove(str(tmp_path))
         sys.modules.pop("seed_layers", None)
     assert same(first, again, list(first)) == []
+
+
+def test_a_mode_the_user_s_code_never_left_takes_this_one_out_with_it(tmp_path):
+    # (review: a function mode entered at build and never left was popped in this mode's
+    # place, and this one stayed on: every draw of the trace after it was reseeded)
+    from torch.overrides import _get_current_function_mode_stack
+
+    path = write(
+        tmp_path,
+        "pushy.py",
+        """
+        import torch
+        from torch import nn
+
+        class Pushy(torch.overrides.TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+
+        def build():
+            Pushy().__enter__()  # (a library that enters a mode and never leaves it)
+            return nn.Linear(4, 4)
+        """,
+    )
+    before = len(_get_current_function_mode_stack())
+    build(f"{path}:build")
+    assert len(_get_current_function_mode_stack()) == before
