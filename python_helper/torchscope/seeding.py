@@ -75,6 +75,8 @@ class SeedByLine(TorchFunctionMode):
         self.users = False  # whether the user's code set it
         self.saved: list[tuple[Any, str, Any]] = []
         self.depth = 0  # modes on the stack below this one
+        self.seeds: dict[str, int] = {}
+        self.used: set[int] = set()
         # (kept after the build: a user's module may hold `from torch import manual_seed`)
         self.original = torch.manual_seed
 
@@ -115,8 +117,21 @@ class SeedByLine(TorchFunctionMode):
             key = f"{self.base}\0{line}\0{name}\0{_shape(args, kwargs)}"
             n = self.counts.get(key, 0)
             self.counts[key] = n + 1
-            _manual_seed(_seed(f"{key}\0{n}"))
+            _manual_seed(self._seed_of(f"{key}\0{n}"))
         return func(*args, **kwargs)
+
+    def _seed_of(self, key: str) -> int:
+        """The seed of a key: the CPU generator reads 32 bits of it, so two keys of one build
+        never share one (their draws would be the same numbers); one key, one seed."""
+        seed = self.seeds.get(key)
+        if seed is None:
+            seed, salt = _seed(key), 0
+            while seed in self.used:
+                salt += 1
+                seed = _seed(f"{key}\0{salt}")
+            self.seeds[key] = seed
+            self.used.add(seed)
+        return seed
 
 
 def _manual_seed(seed: int) -> None:
@@ -162,4 +177,4 @@ def _shape(args: tuple, kwargs: dict) -> str:
 
 
 def _seed(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "little")
