@@ -19,7 +19,7 @@ from .graph_file import (
     page_error,
     read_graph_file,
 )
-from .launch import exit_cli
+from .launch import exit_cli, launched_rank
 
 FORMATS = ("msgpack", "json", "html")
 
@@ -115,13 +115,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     page = page_error(args.target) if args.command == "summary" else None
     if page:
         return _fail(CliError(page))
-    from .launch import (
-        end_process_group,
-        launched_rank,
-        rank_file,
-        sigterm_as_before,
-        stop_on_sigterm,
-    )
+    from .launch import end_process_group, rank_file, sigterm_as_before, stop_on_sigterm
 
     launched = launched_rank()
     rank, size = launched if launched else (0, 1)
@@ -265,8 +259,6 @@ def run() -> NoReturn:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 128 + 13  # as the shell reports a writer stopped by SIGPIPE
     except KeyboardInterrupt:  # Ctrl-C: one line, as every other way this command ends
-        from .launch import launched_rank
-
         launched = launched_rank()  # under torchrun every rank says it: which one
         rank = f"rank {launched[0]}: " if launched else ""
         sys.stderr.write(f"torchscope: {rank}interrupted\n")  # one write: ranks share a terminal

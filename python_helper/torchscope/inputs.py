@@ -392,9 +392,10 @@ def _key_of(node: Any, name: str) -> Optional[str]:
     return None
 
 
-def key_inputs(model: nn.Module, name: str) -> dict[str, str]:
+def _own_inputs(model: nn.Module, name: str, first: Optional[str]) -> dict[str, str]:
     """For a key of the batch dict that a layer of the model reads first hand
-    (`self.enc(batch["meta"])`), the input that layer's first layer takes."""
+    (`self.enc(batch["meta"])`), the input that layer's first layer takes; only the keys
+    whose input is not the first layer's guess `first`."""
     import ast
 
     tree = _forward_tree(model)
@@ -415,26 +416,18 @@ def key_inputs(model: nn.Module, name: str) -> dict[str, str]:
             continue
         if expr:
             made[key] = expr
-    return made
-
-
-def _own_inputs(model: nn.Module, name: str, first: Optional[str]) -> dict[str, str]:
-    """key_inputs, but for the keys whose input is the first layer's guess `first`."""
-    return {k: v for k, v in key_inputs(model, name).items() if v != first}
+    return {k: v for k, v in made.items() if v != first}
 
 
 def _attribute_of_self(model: nn.Module, func: Any) -> Optional[nn.Module]:
     """The submodule `self.a.b` names, for a call's `func`; None for anything else."""
-    import ast
+    from .definitions import dotted
 
-    names: list[str] = []
-    while isinstance(func, ast.Attribute):
-        names.append(func.attr)
-        func = func.value
-    if not (isinstance(func, ast.Name) and func.id == "self" and names):
+    self_, *names = (dotted(func) or "").split(".")
+    if self_ != "self" or not names:
         return None
     found: Any = model
-    for attr in reversed(names):
+    for attr in names:
         found = getattr(found, attr, None)
     return found if isinstance(found, nn.Module) else None
 

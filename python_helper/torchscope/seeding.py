@@ -73,7 +73,7 @@ class SeedByLine(TorchFunctionMode):
         self.counts: dict[str, int] = {}
         self.base = 0  # the seed set before the build, or the one the user's code set since
         self.users = False  # whether the user's code set it
-        self.saved: list[tuple[Any, str, Any]] = []
+        self.saved: list[tuple[Any, Any]] = []  # (torch or torch.random, its manual_seed)
         self.depth = 0  # modes on the stack below this one
         self.seeds: dict[str, int] = {}
         self.used: set[int] = set()
@@ -85,13 +85,13 @@ class SeedByLine(TorchFunctionMode):
         self.base = torch.initial_seed()
         self.depth = torch._C._len_torch_function_stack()
         for owner in (torch, torch.random):
-            self.saved.append((owner, "manual_seed", owner.manual_seed))
+            self.saved.append((owner, owner.manual_seed))
             owner.manual_seed = self._users_seed  # type: ignore[assignment]
         return super().__enter__()  # type: ignore[return-value]
 
     def __exit__(self, *exc: Any) -> None:
-        for owner, name, value in self.saved:
-            setattr(owner, name, value)
+        for owner, manual_seed in self.saved:
+            owner.manual_seed = manual_seed
         self.saved.clear()
         # the function-mode stack as it was before the build: a mode the user's code entered
         # and never left would otherwise be popped in this one's place, and this one stay on
@@ -158,10 +158,10 @@ def _code(line: str) -> str:
     """A line's tokens without comments or spacing: a formatter's edit is no edit (a line
     that opens a bracket it does not close: its tokens up to the end)."""
     kept: list[str] = []
-    skip = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+    skip = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER)
     try:
         for t in tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline):
-            if t.type not in skip and t.type != tokenize.ENDMARKER:
+            if t.type not in skip:
                 kept.append(t.string)
     except (tokenize.TokenError, SyntaxError):
         pass  # (an open bracket at the end, a string going on below: what came before counts)

@@ -24,7 +24,7 @@ def write(folder: Path, name: str, text: str) -> Path:
     return path
 
 
-def same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], keys: list[str]) -> list[str]:
+def differing(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], keys: list[str]) -> list[str]:
     """The keys among `keys` whose tensors differ."""
     return [k for k in keys if not torch.equal(a[k], b[k])]
 
@@ -54,7 +54,7 @@ def test_a_formatter_s_or_a_comment_s_edit_draws_the_same_weights(tmp_path):
         .replace("nn.Linear(16, 4)", "nn.Linear(16, 4)  # the classifier"),
     )
     wa, wb = weights(a), weights(b)
-    assert same(wa, wb, list(wa)) == []
+    assert differing(wa, wb, list(wa)) == []
 
 
 def test_an_init_helper_line_keys_each_shape_apart(tmp_path):
@@ -76,7 +76,7 @@ def test_an_init_helper_line_keys_each_shape_apart(tmp_path):
     a = write(tmp_path / "a", "net.py", text.replace("EXTRA", "pass"))
     b = write(tmp_path / "b", "net.py", text.replace("EXTRA", "self.stem = conv_bn(16, 16)"))
     wa, wb = weights(a), weights(b)
-    assert same(wa, wb, [k for k in wa if k.startswith(("body.", "head."))]) == []
+    assert differing(wa, wb, [k for k in wa if k.startswith(("body.", "head."))]) == []
 
 
 def test_an_rng_state_put_back_inside_the_build_is_no_seed_of_the_user_s(tmp_path):
@@ -96,7 +96,7 @@ def test_an_rng_state_put_back_inside_the_build_is_no_seed_of_the_user_s(tmp_pat
     """
     a = write(tmp_path / "a", "net.py", text.replace("WIDTH", "4"))
     b = write(tmp_path / "b", "net.py", text.replace("WIDTH", "5"))
-    assert same(weights(a), weights(b), ["b.weight", "b.bias"]) == []
+    assert differing(weights(a), weights(b), ["b.weight", "b.bias"]) == []
 
 
 def test_a_build_that_seeds_again_for_an_identical_copy_gets_one(tmp_path):
@@ -155,7 +155,7 @@ def test_an_imported_file_saved_since_the_last_build_is_keyed_by_its_new_text(tm
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("seed_layers", None)
-    assert same(first, again, list(first)) == []
+    assert differing(first, again, list(first)) == []
 
 
 def test_a_mode_the_user_s_code_never_left_takes_this_one_out_with_it(tmp_path):
