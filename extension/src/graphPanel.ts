@@ -7,6 +7,7 @@ import * as crypto from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as vscode from "vscode";
 import {
+  distinctTails,
   isViewerMessage,
   targetKey,
   type HostMessage,
@@ -210,12 +211,14 @@ export class GraphPanel {
   }
 
   /** Each panel's title; panels of same-named models from different files add the file's
-   * name (`Forward pass: MLP · mlp2.py`), else two tabs can't be told apart. */
+   * name (`Forward pass: MLP · mlp2.py`), with as many of its folders as tell the files apart
+   * (`· a/mlp.py`), else two tabs can't be told apart. */
   private static showTitles(): void {
     const open = GraphPanel.all();
     for (const p of open) {
-      const files = new Set(open.filter((o) => o.shown.title === p.shown.title).map((o) => o.shown.uri));
-      const title = files.size > 1 ? `${p.shown.title} · ${vscode.Uri.parse(p.shown.uri).path.split("/").pop()}` : p.shown.title;
+      const files = [...new Set(open.filter((o) => o.shown.title === p.shown.title).map((o) => vscode.Uri.parse(o.shown.uri).path))];
+      const title =
+        files.length > 1 ? `${p.shown.title} · ${distinctTails(files)[files.indexOf(vscode.Uri.parse(p.shown.uri).path)]}` : p.shown.title;
       if (p.panel.title !== title) p.panel.title = title;
     }
   }

@@ -291,6 +291,19 @@ export function modelName(summary: Pick<TraceSummary, "model"> | null | undefine
   return m.includes("(") || m.includes("[") ? m : shortName(m);
 }
 
+/** Each path's shortest tail of folders that no other path of `paths` ends with (`mlp.py`,
+ * `a/mlp.py`): what tells apart the files of panels with the same title. */
+export function distinctTails(paths: string[]): string[] {
+  const parts = paths.map((p) => p.split("/").filter(Boolean));
+  return parts.map((mine, i) => {
+    for (let n = 1; n < mine.length; n++) {
+      const tail = mine.slice(-n).join("/");
+      if (parts.every((other, j) => j === i || paths[j] === paths[i] || other.slice(-n).join("/") !== tail)) return tail;
+    }
+    return mine.join("/");
+  });
+}
+
 export function panelTitle(summary: Pick<TraceSummary, "model" | "rank" | "worldSize"> | null | undefined, fallback: string): string {
   return `Forward pass: ${modelName(summary, fallback)}${rankSuffix(summary)}`;
 }

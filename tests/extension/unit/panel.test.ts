@@ -91,6 +91,17 @@ describe("GraphPanel", () => {
     assert.equal(vs.panels.length, 2);
   });
 
+  it("panels of same-named models of same-named files say which folder (review: both 'MLP · mlp.py')", () => {
+    const ev = events();
+    GraphPanel.createOrShow(viewerDir, { ...origin, uri: "file:///w/a/models/mlp.py" }, ev);
+    GraphPanel.createOrShow(viewerDir, { ...origin, uri: "file:///w/b/models/mlp.py" }, ev);
+    GraphPanel.createOrShow(viewerDir, { ...origin, uri: "file:///w/c/mlp.py" }, ev);
+    assert.deepEqual(
+      vs.panels.map((p) => p.title),
+      ["Forward pass: MLP · a/models/mlp.py", "Forward pass: MLP · b/models/mlp.py", "Forward pass: MLP · c/mlp.py"],
+    );
+  });
+
   it("panels of same-named models of two files say which file (QA: two tabs both 'Forward pass: MLP')", () => {
     const ev = events();
     const a = GraphPanel.createOrShow(viewerDir, origin, ev);
