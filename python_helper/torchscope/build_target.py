@@ -16,6 +16,7 @@ from torch import nn
 
 from .definitions import Skipped, definitions
 from .failure import a_or_an, joined_lines, message_of, one_line
+from .inputs import by_name
 from .seeding import SeedByLine
 from .usercode import lines_are, read_source
 
@@ -459,13 +460,15 @@ def call_arguments(
     built: Built, device: str = "cpu", input_expr: Optional[str] = None
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """`choose_input`'s value as call arguments (without a call found in the file)."""
-    return as_call(choose_input(built, device, input_expr).value)
+    return as_call(choose_input(built, device, input_expr).value, built.model)
 
 
-def as_call(value: Any) -> tuple[tuple, dict]:
-    """An example input to call arguments: a tensor, a tuple of positionals or a dict of keywords."""
+def as_call(value: Any, model: Optional[nn.Module] = None) -> tuple[tuple, dict]:
+    """An example input to call arguments: a tensor, a tuple of positionals or a dict of
+    keywords. A dict names `model`'s positional-only parameters too (`forward(self, x, /, *,
+    t)` takes no tuple and no keyword `x`): those it names are given by position."""
     if isinstance(value, dict):
-        return (), dict(value)
+        return by_name(value, model)
     if isinstance(value, tuple):
         return value, {}
     if isinstance(value, list) and not all(isinstance(v, (int, float)) for v in value):

@@ -200,7 +200,7 @@ def _trace(
         raise CliError(f"the input called sys.exit({exc.code!r})") from None
 
     def traced(chosen: ChosenInput) -> Any:
-        args, kwargs = as_call(chosen.value)
+        args, kwargs = as_call(chosen.value, built.model)
         try:
             return trace_call(
                 built.model,

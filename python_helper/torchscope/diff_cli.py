@@ -145,7 +145,9 @@ def run_diff(args: argparse.Namespace) -> int:
             # it (B's first layer wants another size)
             try:
                 with own_imports(args.a, args.b):
-                    again, _, again_suspects = load_side(args.a, args.device, b_guess, train_a, args)
+                    again, _, again_suspects = load_side(
+                        args.a, args.device, b_guess, train_a, args
+                    )
             except (SideError, GraphFileError):
                 pass  # A can't be traced with it (past the time budget): its own input stays
             else:

@@ -242,6 +242,21 @@ def _forward_parameters(model: nn.Module) -> list[Any]:
         return []
 
 
+def by_name(value: Mapping[str, Any], model: Optional[nn.Module]) -> tuple[tuple, dict]:
+    """Call arguments for a dict of the forward's parameter names: keywords, except those of
+    its positional-only parameters (`forward(self, x, /, *, t)`), which only take a position."""
+    kwargs = dict(value)
+    params = _forward_parameters(model) if model is not None else []
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return (), kwargs  # (`**kwargs` takes a key named as a positional-only parameter)
+    args = []
+    for p in params:
+        if p.kind is not p.POSITIONAL_ONLY or p.name not in kwargs:
+            break
+        args.append(kwargs.pop(p.name))
+    return tuple(args), kwargs
+
+
 def required_arguments(model: nn.Module) -> list[str]:
     """The forward's parameters a call must give (no default, not *args/**kwargs)."""
     import inspect
@@ -556,7 +571,7 @@ def fitting_value(
             and all(isinstance(key, str) and key in params for key in v)
             and any(isinstance(t, torch.Tensor) for t in v.values())
         ):
-            return (), dict(v), f"{k} (keywords {', '.join(v)})"
+            return (*by_name(v, model), f"{k} (keywords {', '.join(v)})")
     batch = keys_read(model)
     if batch is not None:  # the forward takes the whole dict, never a tensor out of it
         keys = batch[1]

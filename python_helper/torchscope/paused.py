@@ -162,7 +162,7 @@ def _choose_inputs(
                 f"the input {input_expr} failed: {one_line(exc)}",
                 traceback_text(exc),
             ) from exc
-        args, kwargs = as_call(value)
+        args, kwargs = as_call(value, model)
         return args, kwargs, input_expr, "typed", input_expr
     for call in calls:
         if call.module is model:

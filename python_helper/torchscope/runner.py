@@ -331,7 +331,7 @@ def _trace_chosen(
     remaining = None
     if budget:
         remaining = max(0.05, float(budget) - (time.monotonic() - started))
-    args, kwargs = tg.as_call(chosen.value)
+    args, kwargs = tg.as_call(chosen.value, built.model)
     try:
         with _mode(built.model, train):
             return trace_to_file(

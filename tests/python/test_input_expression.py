@@ -120,6 +120,51 @@ def test_a_positional_argument_and_a_keyword_only_one_are_asked_for_as_a_dict() 
     Tempered()(**eval(template, {"torch": torch}))  # a call that works
 
 
+def test_a_dict_names_positional_only_arguments_too(tmp_path) -> None:
+    # (review: `forward(self, x, /, *, t)` was asked for a dict, which its positional-only
+    # `x` refused: "got some positional-only arguments passed as keyword arguments"; a tuple
+    # failed as well. A dict's key naming a positional-only parameter gives it by position.)
+    import subprocess
+    import sys
+
+    import pytest
+
+    from torchscope.build_target import as_call
+    from torchscope.inputs import GuessError, guess
+
+    (tmp_path / "slashed.py").write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "class Slashed(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(6, 2)\n"
+        "    def forward(self, x, /, *, t):\n"
+        "        return self.fc(x) * t\n"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from slashed import Slashed  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(tmp_path))
+    model = Slashed()
+    with pytest.raises(GuessError) as raised:
+        guess(model)
+    template = raised.value.guess
+    args, kwargs = as_call(eval(template, {"torch": torch}), model)
+    assert len(args) == 1 and list(kwargs) == ["t"]
+    model(*args, **kwargs)  # the guessed template, given as the input box gives it, runs
+    run = subprocess.run(
+        [sys.executable, "-m", "torchscope", "summary", "slashed.py:Slashed", "--input", template],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "Linear" in run.stdout
+
+
 def test_each_key_of_a_batch_dict_gets_the_input_of_the_layer_that_reads_it() -> None:
     # (QA: `self.conv(batch["image"])` and `self.fc(batch["meta"])` both got the image
     # tensor the first layer takes, and the guess could never run)
