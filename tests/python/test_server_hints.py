@@ -362,6 +362,30 @@ def test_an_edit_undone_brings_every_hint_back(lsp, workspace, docs):
     assert hints(lsp, shapes, docs.texts[uri(shapes)]) == table
 
 
+def test_lines_swapped_keep_their_hints(lsp, workspace, docs):
+    """QA: Alt+Down on a hinted line above another (VS Code replaces both lines in one
+    change, the two texts swapped) lost both hints, though neither line's text changed."""
+    shapes = workspace / "shapes.py"
+    docs.open(shapes)
+    trace(lsp, shapes, "Net")
+    table = expected(shapes, SHAPES_HINTS)
+    chunk = line_of(shapes, "a, b = x.chunk(2, dim=-1)")
+    lines = docs.texts[uri(shapes)].split("\n")
+    assert lines[chunk + 1].lstrip().startswith("return self.head(")
+    docs.edit(
+        shapes, chunk, 0, chunk + 1, len(lines[chunk + 1]), f"{lines[chunk + 1]}\n{lines[chunk]}"
+    )
+    swapped = dict(table)
+    swapped[chunk], swapped[chunk + 1] = table[chunk + 1], table[chunk]
+    assert hints(lsp, shapes, docs.texts[uri(shapes)]) == swapped
+    # and back (Alt+Up): as traced
+    lines = docs.texts[uri(shapes)].split("\n")
+    docs.edit(
+        shapes, chunk, 0, chunk + 1, len(lines[chunk + 1]), f"{lines[chunk + 1]}\n{lines[chunk]}"
+    )
+    assert hints(lsp, shapes, docs.texts[uri(shapes)]) == table
+
+
 def test_edits_made_while_the_trace_runs(lsp, workspace, docs):
     shapes = workspace / "shapes.py"
     docs.open(shapes)

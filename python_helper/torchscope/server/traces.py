@@ -279,7 +279,9 @@ class LineTable:
                 for e in entries:
                     e.check = True
                 continue
-            shift = new.count("\n") + new.count("\r") - new.count("\r\n") - (end - start)
+            inserted = split_lines(new)
+            shift = len(inserted) - 1 - (end - start)
+            at: Optional[dict[str, list[int]]] = None  # a text → the lines it is inserted as
             for e in entries:
                 moved: list[int] = []
                 for c in e.candidates:
@@ -294,6 +296,13 @@ class LineTable:
                             moved.append(start)
                         if c == end and end + shift not in moved:
                             moved.append(end + shift)
+                        if e.block is not None:  # (lines moved, Alt+Up: the same text elsewhere)
+                            if at is None:
+                                at = _inserted_at(inserted, start)
+                            near = sorted(
+                                at.get(e.block[e.up].strip(), ()), key=lambda n: abs(n - c)
+                            )
+                            moved.extend(n for n in near if n not in moved)
                 e.candidates = moved
         doc = _lines(text)
         kept: dict[int, _Entry] = {}
@@ -313,6 +322,14 @@ class LineTable:
                 for c, e in kept.items()
                 if e.block is not None and len(e.block) > 1
             }
+
+
+def _inserted_at(inserted: Sequence[str], start: int) -> dict[str, list[int]]:
+    """Each text (stripped) of the lines a change inserts, and the lines it lands on."""
+    at: dict[str, list[int]] = {}
+    for k, text in enumerate(inserted):
+        at.setdefault(text.strip(), []).append(start + k)
+    return at
 
 
 @dataclass

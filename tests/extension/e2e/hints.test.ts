@@ -244,6 +244,18 @@ describe("shapes in the code", () => {
       assert.equal(await v.locator(".ts-match").count(), 0, "a line that made nothing marks nothing");
       await palette(page, "File: Revert File");
     });
+
+    // QA: a line moved with Alt+Down (VS Code replaces both lines in one change) lost its hint
+    // and its neighbour's, though neither line's text changed.
+    await step(page, "hints-move-line", async () => {
+      await editorLine(page, "h = torch.relu(h)").click();
+      await palette(page, "Move Line Down");
+      const lines = (await page.locator(".monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
+      assert.ok(lines.indexOf("return self.fc2(h)") < lines.indexOf("h = torch.relu(h)"), "the line moved down");
+      await waitForHint("return self.fc2(h).softmax(dim=-1)", /4×4/, 10_000);
+      await waitForHint("h = torch.relu(h)", /4×16/, 10_000);
+      await palette(page, "File: Revert File");
+    });
   });
 
   it("the project's .env reaches the trace (PYTHONPATH, a size the model reads); an edit to it is picked up", async () => {
