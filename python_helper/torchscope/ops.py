@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -43,6 +43,12 @@ class FuncInfo:
     # collectives.target_role: a torch.distributed op the collective watch records (1), or
     # the wrapper of a collective's result (2)
     distributed: int = 0
+    # where its `inplace` argument is among its positional ones (F.relu(x, inplace=True)
+    # writes x, as may_write says: only when asked); INPLACE_KEYWORD: a keyword only; -1: none
+    inplace_at: int = -1
+
+
+INPLACE_KEYWORD = 1 << 30
 
 
 _cache: dict[Any, FuncInfo] = {}
@@ -88,12 +94,42 @@ def _describe(func: Callable[..., Any]) -> FuncInfo:
         raw_name.endswith("_") and not raw_name.endswith("__") and not raw_name.startswith("_")
     )
     name = short.strip("_") if short.startswith("__") else short
+    names = _arg_names(func)
+    inplace_at = _inplace_at(func, names)
     may_write = (
         writes
         or (raw_name.startswith("_foreach_") and raw_name.endswith("_"))
         or raw_name in ("__set__", "numpy", "set_")
+        or inplace_at >= 0
     )
-    return FuncInfo(target, name or short, writes, _arg_names(func), may_write)
+    return FuncInfo(target, name or short, writes, names, may_write, inplace_at=inplace_at)
+
+
+def _inplace_at(func: Callable[..., Any], names: tuple[str, ...]) -> int:
+    """FuncInfo.inplace_at: where a Python function's `inplace` parameter is."""
+    if "inplace" in names:
+        return names.index("inplace")
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return -1
+    return INPLACE_KEYWORD if "inplace" in params else -1
+
+
+def written_argument(info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> Any:
+    """What a call that may write (`info.may_write`) writes: its first argument, given by
+    position or by name (`nn.init.normal_` hands torch its tensor as `tensor=`); None when
+    it writes nothing (`inplace=False`, the default, asked)."""
+    at = info.inplace_at
+    if at >= 0:
+        asked = args[at] if at < len(args) else (kwargs or {}).get("inplace", False)
+        if asked is not True and not (type(asked) is int and asked):
+            return None
+    if args:
+        return args[0]
+    if kwargs and info.arg_names:
+        return kwargs.get(info.arg_names[0])
+    return None
 
 
 def _op_schema(func: Any) -> Any:

@@ -147,8 +147,10 @@ class ModelState:
     def __init__(self, named: list[tuple[str, nn.Module]]) -> None:
         with _NO_TORCH_FUNCTION():
             self._snapshot(named)
-        # id → (tensor, its values and version before a call wrote it)
-        self.saved_params: dict[int, tuple[torch.Tensor, torch.Tensor, int]] = {}
+        # id → a tensor as it was before a call wrote it
+        self.saved_params: dict[int, _Saved] = {}
+        # the forward's tensor arguments that are leaves, and whether each needed grad
+        self.input_grads: list[tuple[torch.Tensor, bool]] = []
         self.rng = RngState()
         self.grad_enabled = torch.is_grad_enabled()
         self.settings = GlobalSettings()
@@ -224,6 +226,8 @@ class ModelState:
             self.rngs[id(obj)] = (obj, rng, state)
 
     def _keep_tensor(self, t: torch.Tensor) -> None:
+        if t.is_leaf:  # (`x.requires_grad_()`: a non-leaf can't be made not to need grad)
+            self.input_grads.append((t, t.requires_grad))
         key = _storage_key(t)
         if key:  # (meta tensors have none)
             memory = _memory(t)
@@ -340,7 +344,12 @@ class ModelState:
         with _NO_TORCH_FUNCTION():
             for p in self.by_storage.get(key, ()):
                 if id(p) not in self.saved_params:
-                    self.saved_params[id(p)] = (p, p.detach().clone(), _version(p))
+                    self.saved_params[id(p)] = _Saved(
+                        p,
+                        p.detach().clone(),
+                        _version(p),
+                        (p.shape, p.stride(), int(p.storage_offset())),
+                    )
 
     def restore(self) -> list[str]:
         """Put everything back; returns warnings about what could not be restored."""
@@ -382,9 +391,13 @@ class ModelState:
                 # (kernels like batch_norm update running stats without a version bump)
                 _put_values(b, copy, version)
             saved, params_kept = self.saved_params, self.params
-            for key, (t, copy, version) in saved.items():
+            for key, kept in saved.items():
                 if key not in params_kept:  # an argument of the forward a call wrote
-                    _copy_back(t, copy, version, warnings)
+                    _copy_back(kept, warnings)
+            for t, needed in self.input_grads:
+                if t.requires_grad != needed:
+                    with contextlib.suppress(Exception):
+                        t.requires_grad_(needed)
             for key, info in params_kept.items():
                 # `p.data = other` gave a parameter another storage: back to its own first,
                 # so that a copy kept before a write goes where the write went (a parameter
@@ -392,7 +405,7 @@ class ModelState:
                 kept = saved.get(key)
                 if kept is not None:
                     info.repoint()
-                    _copy_back(*kept, warnings)
+                    _copy_back(kept, warnings)
                 elif info.written():
                     warnings.append(
                         f"{info.name()} was written by the forward in a way torchscope could "
@@ -589,9 +602,23 @@ class _Lazy:
                 t.__class__ = cls
 
 
-def _copy_back(t: torch.Tensor, copy: torch.Tensor, version: int, warnings: list[str]) -> None:
-    """`t`'s values as copied before a call wrote them (and its version, see _put_values)."""
+class _Saved(NamedTuple):
+    """A tensor as it was before a call wrote it: its values, version and geometry."""
+
+    tensor: torch.Tensor
+    copy: torch.Tensor
+    version: int
+    geometry: tuple[torch.Size, tuple[int, ...], int]  # (shape, strides, storage offset)
+
+
+def _copy_back(saved: _Saved, warnings: list[str]) -> None:
+    """A tensor's values as copied before a call wrote them (and its version, see
+    _put_values), over its own memory seen as it was (`x.unsqueeze_(0)`, `x.t_()` change
+    how it is seen, not its memory: a view the caller holds still sees it)."""
+    t, copy, version, (shape, stride, offset) = saved
     try:
+        if t.shape != shape or t.stride() != stride or t.storage_offset() != offset:
+            t.as_strided_(shape, stride, offset)
         _put_values(t, copy, version)
     except Exception:  # an argument the forward gave other memory (`x.data = …`)
         try:

@@ -51,7 +51,7 @@ from .graph import (
     Site,
 )
 from .one_call import ONE_CALL, Call, plain_call, torch_hooks_only_ours
-from .ops import FuncInfo, func_info
+from .ops import FuncInfo, func_info, written_argument
 from .sites import (
     class_definition,
     frame_site,
@@ -570,15 +570,21 @@ class Recorder(TorchFunctionMode):
         self.count += 1
         if not self.count % CHECK_EVERY:
             self._check_budget()
-        if info.may_write and args:
-            if self.state is not None:
-                self.state.protect(args[0])
-            if (
-                self.values
-                and (info.writes_first_arg or info.name.startswith("_foreach_"))
-                and info.name not in _OVERWRITES
-            ):
-                self._read_before_write(args[0])
+        if info.may_write:
+            written = written_argument(info, args, kwargs)
+            if written is not None:
+                if self.state is not None:
+                    self.state.protect(written)
+                if (
+                    self.values
+                    and (
+                        info.writes_first_arg
+                        or info.inplace_at >= 0
+                        or info.name.startswith("_foreach_")
+                    )
+                    and info.name not in _OVERWRITES
+                ):
+                    self._read_before_write(written)
         if kwargs and self.state is not None:
             # (out= tensors are written, not read: their old values are no input of the call)
             if "out" in kwargs:
@@ -731,7 +737,14 @@ class Recorder(TorchFunctionMode):
         writes = info.writes_first_arg or (kwargs is not None and "out" in kwargs)
         # what a call writes in place (its first argument, or `out=`), once
         written: Sequence[Tensor] = (
-            _tensors_in((args[0] if info.writes_first_arg else kwargs["out"],), None)  # type: ignore[index]
+            _tensors_in(
+                (
+                    written_argument(info, args, kwargs)
+                    if info.writes_first_arg
+                    else kwargs["out"],  # type: ignore[index]
+                ),
+                None,
+            )
             if writes
             else ()
         )

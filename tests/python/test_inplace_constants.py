@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 import torchscope
 from torchscope.graph import Graph
@@ -253,3 +254,34 @@ def test_without_values_or_costs_the_graph_is_the_same() -> None:
         assert [(e.src, e.dst) for e in graph.edges] == [(e.src, e.dst) for e in full.edges]
         if values:
             assert graph.nodes[graph.nan_origin].name == "log_"
+
+
+class InitsItsBias(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, x):
+        with torch.no_grad():
+            nn.init.constant_(self.fc.bias, -1.0)
+            F.relu(self.fc.weight, inplace=True)
+        return self.fc(x)
+
+
+def test_a_write_given_its_tensor_by_name_or_asked_for_by_inplace_is_one_node_with_its_input() -> (
+    None
+):
+    # (QA: `nn.init.constant_` hands torch its tensor as `tensor=`: the call's record failed
+    # and left two nodes, neither reading the bias; an `inplace=True` write was not seen as a
+    # write at all, so the weight's edge read after it)
+    model = InitsItsBias()
+    weight = model.fc.weight.detach().clone()
+    graph = torchscope.trace(model, torch.ones(2), values=True)
+    init = only_op(graph, "constant_")
+    (edge,) = out_edges(graph, constant(graph, "bias").id)
+    assert edge.dst == init.id
+    relu = only_op(graph, "relu")
+    (edge,) = out_edges(graph, constant(graph, "weight").id)
+    assert edge.dst == relu.id
+    assert edge.stats["min"] == weight.min().item() < 0  # its values before the write
+    assert graph.warnings == []

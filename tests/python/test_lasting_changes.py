@@ -56,6 +56,15 @@ WRITES = {
     "mul_ then set .data": _write_then_set_data,
     "detach().zero_": lambda m: m.fc.weight.detach().zero_(),
     "copy_ (worked before)": lambda m: m.fc.weight.data.copy_(torch.ones(2, 3)),
+    # (QA: a write asked for by `inplace=True`, or through `nn.init`, whose tensor torch
+    # hands over as the keyword `tensor=`, was neither seen nor undone)
+    "F.relu(inplace=True)": lambda m: torch.nn.functional.relu(m.fc.weight.data, inplace=True),
+    "F.hardtanh(…, True)": lambda m: torch.nn.functional.hardtanh(m.fc.bias.data, 0.0, 0.1, True),
+    "nn.ReLU(inplace=True)": lambda m: nn.ReLU(inplace=True)(m.fc.weight.data),
+    "init.normal_": lambda m: nn.init.normal_(m.fc.bias),
+    "init.constant_": lambda m: nn.init.constant_(m.fc.bias, 3.0),
+    "init.uniform_": lambda m: nn.init.uniform_(m.fc.weight),
+    "reset_parameters": lambda m: m.fc.reset_parameters(),
 }
 
 

@@ -408,6 +408,48 @@ def test_an_input_written_in_place_gets_its_values_back():
     assert not torch.equal(x, x_before)  # (the test means something: a forward does write)
 
 
+_INPUT_WRITES = {
+    # (QA: a write asked for by `inplace=True` was not undone; `unsqueeze_` left the
+    # caller's tensor 1×2×4; `requires_grad_()` stayed; `nn.init.constant_` writes through
+    # the keyword `tensor=`)
+    "F.relu(inplace=True)": lambda x: torch.nn.functional.relu(x, inplace=True),
+    "F.dropout(…, inplace=True)": lambda x: torch.nn.functional.dropout(x, 0.5, True, True),
+    "nn.ReLU(inplace=True)": lambda x: nn.ReLU(inplace=True)(x),
+    "nn.LeakyReLU(…, True)": lambda x: nn.LeakyReLU(0.1, True)(x),
+    "unsqueeze_": lambda x: x.unsqueeze_(0),
+    "transpose_": lambda x: x.transpose_(0, 1),
+    "requires_grad_": lambda x: x.requires_grad_(),
+    "init.constant_": lambda x: nn.init.constant_(x, 7.0),
+}
+
+
+class _WritesItsInputHow(nn.Module):
+    def __init__(self, how) -> None:
+        super().__init__()
+        self.how = how
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        y = self.how(x)
+        return self.fc(x if y is None else y.reshape(-1, 4))
+
+
+@pytest.mark.parametrize("how", list(_INPUT_WRITES))
+def test_an_input_written_any_way_is_given_back_as_it_was(how):
+    x = torch.randn(2, 4)
+    view = x[1]
+    before, geometry = x.clone(), (x.shape, x.stride(), x.storage_offset())
+    g = torchscope.trace(_WritesItsInputHow(_INPUT_WRITES[how]), x)
+    assert g.error is None, g.error
+    assert (x.shape, x.stride(), x.storage_offset()) == geometry, how
+    assert torch.equal(x, before) and not x.requires_grad, how
+    assert view.data_ptr() == x[1].data_ptr(), "the caller's views still see its memory"
+    assert g.warnings == []
+    with torch.no_grad():
+        _INPUT_WRITES[how](x)
+    assert (x.shape, x.stride()) != geometry[:2] or not torch.equal(x, before) or x.requires_grad
+
+
 class _Cache:
     """A KV cache of the kind generation loops pass in: tensors rebound and lists appended."""
 
