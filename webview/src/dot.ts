@@ -4,7 +4,7 @@
 import type { GraphIndex } from "./model";
 import type { VisibleGraph, VNode } from "./visible";
 import { clusterLabel, edgeLabel, refTitle, vnodeLabel, type Label } from "./labels";
-import { boxSize, estimateWidth, type Measure, type Size } from "./metrics";
+import { boxSize, estimateWidth, headerWidth, type Measure, type Size } from "./metrics";
 
 export interface DotResult {
   dot: string;
@@ -19,6 +19,7 @@ export function quote(s: string): string {
 }
 
 const inches = (px: number): string => (px / 72).toFixed(3);
+const CLUSTER_FONT = 12; // (the graph's fontsize: its frames' labels)
 
 /** Labels of all drawn nodes and clusters, keyed by their visible key. */
 export function labelsOf(idx: GraphIndex, vg: VisibleGraph): Map<string, Label> {
@@ -50,7 +51,7 @@ export function toDot(idx: GraphIndex, vg: VisibleGraph, measure: Measure = esti
 
   const out: string[] = [
     "digraph G {",
-    'graph [rankdir=TB, nodesep=0.25, ranksep=0.32, fontname="Courier", fontsize=12, labeljust=l, labelloc=t, margin=0, pad=0.2, outputorder=edgesfirst];',
+    `graph [rankdir=TB, nodesep=0.25, ranksep=0.32, fontname="Courier", fontsize=${CLUSTER_FONT}, labeljust=l, labelloc=t, margin=0, pad=0.2, outputorder=edgesfirst];`,
     'node [shape=box, fixedsize=true, label=""];',
     'edge [fontname="Courier", fontsize=10, arrowsize=0.6];',
   ];
@@ -74,8 +75,9 @@ export function toDot(idx: GraphIndex, vg: VisibleGraph, measure: Measure = esti
     for (let i = inner.length - 1; i >= 0; i--) {
       const ck = inner[i]!;
       const l = labels.get(ck)!;
-      // Courier is wider than the fonts we draw with, so the reserved band always fits.
-      const text = `    ${l.title}  ${l.sub}`;
+      // dot sizes the frame to its label, in Courier (each glyph 0.6 em): padded to as many
+      // glyphs as the header we draw needs with its own fonts (a bold W is wider than 0.6 em)
+      const text = `${l.title}  ${l.sub}`.padStart(Math.ceil(headerWidth(l.title, l.sub, measure) / (CLUSTER_FONT * 0.6)));
       todo.push(`${indent}}`);
       todo.push({ cluster: ck, depth: t.depth + 1 });
       todo.push(`${indent}subgraph ${quote(`cluster_${ck}`)} {\n${indent}  label=${quote(text)}; margin=10;`);

@@ -6,7 +6,7 @@ import type { Layout, LCluster, LEdge, LNode } from "./layout";
 import type { Label } from "./labels";
 import { edgeLabel, isCollective } from "./labels";
 import type { VEdge, VisibleGraph, VNode, VCluster } from "./visible";
-import { FONT_TITLE, STACK, TOGGLE, type Measure } from "./metrics";
+import { FONT_TITLE, HEADER_GAP, HEADER_TITLE_X, STACK, TOGGLE, type Measure } from "./metrics";
 import { drawBadge, markEdge, markItem } from "./compareDraw";
 import type { ViewMarks } from "./compare";
 
@@ -69,7 +69,7 @@ export function drawClusterHeader(root: G, d: DrawInput, c: LCluster): SVGGEleme
   const g = root.append("g").attr("class", "ts-cluster-head").attr("data-head", c.key);
   const l = d.labels.get(c.key)!;
   toggle(g, c.x + 6, c.y + 5, c.key, true);
-  const tx = c.x + 6 + TOGGLE + 6;
+  const tx = c.x + HEADER_TITLE_X;
   g.append("text")
     .attr("class", "ts-title")
     .attr("x", tx)
@@ -78,7 +78,7 @@ export function drawClusterHeader(root: G, d: DrawInput, c: LCluster): SVGGEleme
   if (l.sub) {
     g.append("text")
       .attr("class", "ts-sub")
-      .attr("x", tx + d.measure(l.title, FONT_TITLE) + 8)
+      .attr("x", tx + d.measure(l.title, FONT_TITLE) + HEADER_GAP)
       .attr("y", c.y + 16)
       .text(l.sub);
   }

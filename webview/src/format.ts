@@ -268,8 +268,8 @@ function edge(v: unknown, i: number, n: number): GraphEdge {
   if (src < 0 || src >= n || dst < 0 || dst >= n) {
     throw new FormatError(`${where}: src/dst out of range`);
   }
-  let shape: number[] | null = null;
-  if (Array.isArray(v.shape)) shape = v.shape.map((d) => Number(d));
+  const shape = sizes(v.shape);
+  if (shape === undefined) throw new FormatError(`${where} has a bad shape`);
   const e: GraphEdge = { src, dst, shape, dtype: str(v, "dtype", where, "") };
   const stats = tensorStats(v.stats);
   if (stats) e.stats = stats;
@@ -277,14 +277,22 @@ function edge(v: unknown, i: number, n: number): GraphEdge {
   if (hist) e.hist = hist;
   // A DTensor's layout: a decoration, dropped rather than refused when malformed.
   if (Array.isArray(v.global_shape) && typeof v.placements === "string") {
-    const global = v.global_shape.map((d) => Number(d));
-    if (global.every((d) => Number.isFinite(d))) {
+    const global = sizes(v.global_shape);
+    if (global) {
       e.global_shape = global;
       e.placements = v.placements;
       if (typeof v.mesh === "string") e.mesh = v.mesh;
     }
   }
   return e;
+}
+
+/** A shape: a list of sizes (whole numbers, none negative) or nil; undefined: neither. */
+function sizes(v: unknown): number[] | null | undefined {
+  if (v === null || v === undefined) return null;
+  if (!Array.isArray(v)) return undefined;
+  const out = v.map((d) => (typeof d === "bigint" ? Number(d) : d));
+  return out.every((d) => typeof d === "number" && Number.isInteger(d) && d >= 0) ? (out as number[]) : undefined;
 }
 
 /** `rank` and `world_size` of a trace in one rank of a torch.distributed program. */
@@ -355,7 +363,9 @@ function graphError(v: unknown, n: number): GraphError | null {
   if (!isObj(v)) throw new FormatError("error should be a map or nil");
   let nodeId: number | null = null;
   if (typeof v.node === "number" && v.node >= 0 && v.node < n) nodeId = v.node;
-  const tb = Array.isArray(v.traceback) ? v.traceback : [];
+  for (const key of ["type", "message", "node", "traceback"]) if (!(key in v)) throw new FormatError(`error: no field "${key}"`);
+  if (!Array.isArray(v.traceback)) throw new FormatError('error: field "traceback" should be a list of sites');
+  const tb = v.traceback;
   return {
     type: str(v, "type", "error", "Error"),
     message: str(v, "message", "error", ""),

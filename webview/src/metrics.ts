@@ -27,6 +27,17 @@ export const TOGGLE = 14;
 export const STACK = 6;
 const PAD = 10;
 
+/** Where an open module's title starts in its frame's header (after the − toggle). */
+export const HEADER_TITLE_X = 6 + TOGGLE + 6;
+/** The gap between the title and the path after it. */
+export const HEADER_GAP = 8;
+
+/** The width an open module's frame needs for its header: toggle, title, path, margins. */
+export function headerWidth(title: string, sub: string, measure: Measure): number {
+  const tw = measure(title, FONT_TITLE);
+  return Math.ceil(HEADER_TITLE_X + tw + (sub ? HEADER_GAP + measure(sub, FONT_SUB) : 0) + PAD);
+}
+
 export interface Size {
   w: number;
   h: number;

@@ -125,3 +125,28 @@ test("the worker's pipeline: big graphs ask dot for less crossing work", async (
   const big = buildIndex(b.build());
   assert.match(computeView(big, { modules: new Set(modules), groups: new Set(), segments: new Set() }).dot, /mclimit=0\.2/);
 });
+
+test("an open module's frame is wide enough for its title and path, however wide their letters (QA: they ran past it)", async () => {
+  const { GraphBuilder } = await import("./builder");
+  const { headerWidth } = await import("../../../webview/src/metrics");
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const root = b.module("Net", "", null);
+  const wide = b.module("WWWWMMMMWWWWMMMMWWWWMMMMWWWWMMMMWWWWMMMMWWWWMMMMW", "a_really_long_attribute_name_of_the_model", root);
+  const op = b.op("relu", wide);
+  const op2 = b.op("tanh", wide);
+  b.edge(x, op, [2, 16]);
+  b.edge(op, op2, [2, 16]);
+  const out = b.add("output", "output");
+  b.edge(op2, out, [2, 16]);
+  const idx = buildIndex(b.build());
+  const vg = buildVisible(idx, expandAll(idx));
+  // (a measure of wide glyphs: a bold capital W is ~0.9 em, Courier's every glyph 0.6 em)
+  const measure = (text: string, f: { size: number }): number => [...text].length * f.size * 0.9;
+  const { dot, labels } = toDot(idx, vg, measure);
+  const l = await layout(dot);
+  const c = l.clusters.find((k) => labels.get(k.key)?.title.startsWith("WWWW"))!;
+  const label = labels.get(c.key)!;
+  assert.ok(label.title.startsWith("WWWW"));
+  assert.ok(c.w >= headerWidth(label.title, label.sub, measure), `frame ${c.w} px, header ${headerWidth(label.title, label.sub, measure)} px`);
+});
