@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, Optional
@@ -263,6 +264,15 @@ def run() -> NoReturn:
         rank = f"rank {launched[0]}: " if launched else ""
         sys.stderr.write(f"torchscope: {rank}interrupted\n")  # one write: ranks share a terminal
         code = 128 + 2  # as the shell reports a command stopped by SIGINT
+    except Exception:
+        # a bug of ours: its stack, for the report, and 2 as for any error (Python's own 1
+        # would tell `diff --check` the passes differ, and `trace` that the forward raised)
+        traceback.print_exc()
+        sys.stderr.write(
+            "torchscope: internal error (a bug: the stack above says where), exit 2; "
+            "please report it\n"
+        )
+        code = 2
     exit_cli(code)
 
 

@@ -46,6 +46,7 @@ class CompareView:
 
     def to_wire(self) -> dict[str, Any]:
         wire = self.graph.to_wire()
+        wire["stats"] = dict(self.b["stats"])  # b's own counts: the ghosts are a's nodes
         wire["compare"] = {
             "format": DIFF_FORMAT,
             "a": self.a,
@@ -79,7 +80,13 @@ def _compare_view(diff: Diff, a_source: str, b_source: str) -> CompareView:
     a_new: list[int] = [-1] * len(a.nodes)
     b_new: list[int] = [-1] * len(b.nodes)
 
-    def emit(side: str, old: int, parent: Optional[int]) -> None:
+    # each node after its parent, children in order: depth first, with a stack (modules
+    # nest as deep as a trace goes, deeper than Python's recursion limit)
+    todo: list[tuple[str, int, Optional[int]]] = [
+        (side, old, None) for side, old in reversed(list(_merged_children(diff, None, None)))
+    ]
+    while todo:
+        side, old, parent = todo.pop()
         node = (a if side == "a" else b).nodes[old]
         nid = len(nodes)
         nodes.append(dataclasses.replace(node, id=nid, parent=parent))
@@ -95,11 +102,7 @@ def _compare_view(diff: Diff, a_source: str, b_source: str) -> CompareView:
                 kids = _merged_children(diff, partner, old)
             else:
                 kids = (("b", j) for j in diff.children_b(old))
-        for kid_side, kid in kids:
-            emit(kid_side, kid, nid)
-
-    for side, old in _merged_children(diff, None, None):
-        emit(side, old, None)
+        todo.extend((kid_side, kid, nid) for kid_side, kid in reversed(list(kids)))
 
     status = [diff.status_a(i) if s == "a" else diff.status_b(i) for s, i in origin]
     details = [_details(diff, s, i, st) for (s, i), st in zip(origin, status)]

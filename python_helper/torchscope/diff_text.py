@@ -46,7 +46,8 @@ def render_text(view: CompareView) -> str:
             f": {text}" if text else ""
         )
 
-    def walk(m: Node) -> list[str]:
+    def module_lines(m: Node, below: dict[int, list[str]]) -> list[str]:
+        """m's lines; `below`: those of the modules inside it (taken out as used)."""
         st = status[m.id]
         if st in ("added", "removed"):
             size = _subtree_size(m, children) - 1
@@ -66,13 +67,19 @@ def render_text(view: CompareView) -> str:
             if st == "changed":
                 out.extend(f"      {d}" for d in view.details[m.id])
             out.extend(node_line(c, "    ") for c in loose)
-        out.extend(_once_per_run([(c, walk(c)) for c in kids if c.kind == "module"]))
+        out.extend(_once_per_run([(c, below.pop(c.id)) for c in kids if c.kind == "module"]))
         return out
 
+    # each module's lines after those of the modules inside it (nodes come parents first):
+    # no recursion, as modules nest deeper than Python's recursion limit
+    below: dict[int, list[str]] = {}
+    for n in reversed(nodes):
+        if n.kind == "module":
+            below[n.id] = module_lines(n, below)
     top = children.get(None, [])
     for n in top:
         if n.kind == "module":
-            lines.extend(walk(n))
+            lines.extend(below.pop(n.id))
         elif status[n.id] != "same":
             lines.append(node_line(n, ""))
     counts = {s: status.count(s) for s in ("added", "removed", "changed", "same")}
@@ -171,4 +178,8 @@ def _op_label(n: Node, children: dict[Optional[int], list[Node]], status: list[s
 
 
 def _subtree_size(m: Node, children: dict[Optional[int], list[Node]]) -> int:
-    return 1 + sum(_subtree_size(c, children) for c in children.get(m.id, []))
+    size, todo = 0, [m]
+    while todo:
+        size += 1
+        todo.extend(children.get(todo.pop().id, ()))
+    return size

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from .folding import group_name
 from .graph import Cost, Graph, Group, Node
@@ -159,7 +159,10 @@ def summarize(graph: Graph) -> str:
         f"{m.name} ({m.qualname})  params {format_count(m.params)}  device {m.device or '-'}  dtype {m.dtype or '-'}{rank}"
     ]
 
-    def walk(node: Node, prefix: str, last: bool) -> None:
+    def line_of(node: Node, prefix: str, last: bool) -> list[Any]:
+        """node's line; returns what comes below it, in order: lines of its errors, and
+        (module, prefix, last) for its modules (a stack, not recursion: modules nest
+        deeper than Python's recursion limit)."""
         ins, outs = shapes.get(node.id, ([], []))
         label = node.path or "(root)"
         group = folded.get(node.id)
@@ -185,19 +188,27 @@ def summarize(graph: Graph) -> str:
             if c.kind in ("module", "error") and c.id not in hidden
         ]
         if group is not None:
-            return
+            return []
         ext = "" if node.parent is None else ("   " if last else "│  ")
+        below: list[Any] = []
         for i, c in enumerate(subs):
             if c.kind == "error":
-                lines.append(
+                below.append(
                     f"{prefix}{ext}{'└─ ' if i == len(subs) - 1 else '├─ '}✗ {c.name}: {c.attrs.get('message', '')}"
                 )
             else:
-                walk(c, prefix + ext, i == len(subs) - 1)
+                below.append((c, prefix + ext, i == len(subs) - 1))
+        return below
 
-    for top in children.get(None, []):
-        if top.kind == "module":
-            walk(top, "", True)
+    todo: list[Any] = [
+        (top, "", True) for top in reversed(children.get(None, [])) if top.kind == "module"
+    ]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            lines.append(item)
+        else:
+            todo.extend(reversed(line_of(*item)))
     ins = [n.name for n in graph.nodes if n.kind == "input"]
     outs = [n.name for n in graph.nodes if n.kind == "output"]
     lines.append(f"inputs: {', '.join(ins) or '-'}   outputs: {', '.join(outs) or '-'}")

@@ -263,3 +263,24 @@ def test_diff_keeps_as_own_guess_when_bs_gets_it_less_far(tmp_path):
     run = _cli("diff", "a.py:Net", "b.py:Net", cwd=tmp_path)
     assert "(1x16 and 32x4)" in run.stderr, run.stderr  # A as far as its own input takes it
     assert "(1x4 and 8x16)" not in run.stderr
+
+
+def test_an_internal_error_is_exit_2_never_1_which_diff_check_reads_as_a_difference(
+    monkeypatch, capsys
+):
+    # (QA: a text diff that crashed exited 1, so `diff --check` in CI said "the passes
+    # differ" where torchscope had failed)
+    from torchscope import cli
+
+    def broken() -> int:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(cli, "main", broken)
+    with pytest.raises(SystemExit) as ended:
+        cli.run()
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert "RecursionError" in err
+    assert err.rstrip().splitlines()[-1] == (
+        "torchscope: internal error (a bug: the stack above says where), exit 2; please report it"
+    )

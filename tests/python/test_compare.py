@@ -84,6 +84,17 @@ def test_merged_graph_is_a_valid_graph_with_a_compare_field() -> None:
     assert all(c["details"][k] == [] for k, s in enumerate(c["status"]) if s == "same")
 
 
+def test_the_view_counts_b_s_ops_and_module_calls_not_the_ghosts() -> None:
+    # (QA: the compare page's status line said b's parameters beside op and module counts
+    # of b and a's removed nodes together: counts of neither pass)
+    d, v = net_view()
+    wire = msgpack.unpackb(v.to_msgpack(), raw=False, strict_map_key=False)
+    b = d.b.stats()
+    assert (wire["stats"]["ops"], wire["stats"]["modules"]) == (b["ops"], b["modules"])
+    assert wire["stats"] == wire["compare"]["b"]["stats"]
+    assert sum(1 for n in v.graph.nodes if n.kind == "module") > b["modules"]  # ghosts there
+
+
 def test_edges_of_removed_nodes_are_kept_as_removed_edges() -> None:
     d, v = net_view()
     g = v.graph
@@ -277,3 +288,21 @@ def test_text_diff_says_a_change_repeated_in_numbered_siblings_once() -> None:
     lines = render_text(compare_view(diff_graphs(before, other))).splitlines()
     assert "  the same change in h.1 … h.2 (2 more)" in lines
     assert "~ h.3.act: Tanh  (1 change inside)" in lines
+
+
+def test_passes_nested_as_deep_as_a_trace_goes_compare_and_read_as_text() -> None:
+    # (QA: a 700-deep nn.Sequential traced, but its text diff ended in a RecursionError
+    # stack, and `diff --check` said 1, "the passes differ")
+    from torch import nn
+
+    from torchscope.summary import summarize
+    from torchscope.tracer import MAX_NESTING
+
+    deep: nn.Module = nn.Linear(2, 2)
+    for _ in range(MAX_NESTING - 2):
+        deep = nn.Sequential(deep)
+    g = torchscope.trace(deep, torch.randn(1, 2))
+    assert g.error is None
+    text = render_text(compare_view(diff_graphs(g, g), "a", "b"))
+    assert text.endswith(f"no differences: {len(g.nodes)} nodes the same")
+    assert summarize(g).count(": Sequential ") == MAX_NESTING - 2
