@@ -316,11 +316,12 @@ def guess(model: nn.Module) -> Guess:
             f"cannot tell what input {type(model).__name__} takes: its first layer {where} is "
             f"lazy (its first forward sizes it); {how}"
         )
-    batch = keys_read(model)
+    tree = _forward_tree(model) if len(required) == 1 else None  # (read once: two uses)
+    batch = keys_read(model, tree)
     if batch is not None:
         name, keys = batch
         read = ", ".join(f"{name}[{k!r}]" for k in keys)
-        each = _own_inputs(model, name, one)
+        each = _own_inputs(model, tree, name, one)
         source = f"the layers that read {read}" if each else f"the first layer {where}, as {read}"
         return Guess(_as_batch(one, keys, each), source)
     return Guess(one, f"the first layer {where}")
@@ -356,17 +357,19 @@ def _where(model: nn.Module, layer: nn.Module) -> str:
     return f"{path} ({cls.__name__})" if path else cls.__name__
 
 
-def keys_read(model: nn.Module) -> Optional[tuple[str, list[str]]]:
+def keys_read(model: nn.Module, tree: Any = None) -> Optional[tuple[str, list[str]]]:
     """A forward that takes one batch dict: `(its argument's name, the string keys it reads by
     subscript)` — `batch["features"]`, never `batch.get("weight", …)`, which may be missing.
-    None for any other forward (or one whose source can't be read)."""
+    None for any other forward (or one whose source can't be read). `tree`: its syntax tree,
+    when read already (`_forward_tree`)."""
     import ast
 
     required = required_arguments(model)
     if len(required) != 1:
         return None
     name = required[0]
-    tree = _forward_tree(model)
+    if tree is None:
+        tree = _forward_tree(model)
     if tree is None:
         return None
     keys: list[str] = []
@@ -407,15 +410,14 @@ def _key_of(node: Any, name: str) -> Optional[str]:
     return None
 
 
-def _own_inputs(model: nn.Module, name: str, first: Optional[str]) -> dict[str, str]:
+def _own_inputs(model: nn.Module, tree: Any, name: str, first: Optional[str]) -> dict[str, str]:
     """For a key of the batch dict that a layer of the model reads first hand
     (`self.enc(batch["meta"])`), the input that layer's first layer takes; only the keys
-    whose input is not the first layer's guess `first`."""
+    whose input is not the first layer's guess `first`. `tree`: the forward's syntax tree."""
     import ast
 
-    tree = _forward_tree(model)
     made: dict[str, str] = {}
-    for node in ast.walk(tree) if tree is not None else ():
+    for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.args:
             continue
         key = _key_of(node.args[0], name)
@@ -469,11 +471,12 @@ def alternatives(model: nn.Module) -> list[str]:
     sizes = _sizes(layer)
     exprs = [(e, False) for e in sizes]
     exprs += [(two, True) for e in ([guessed] if guessed else []) + sizes if (two := _two(e)) != e]
-    batch = keys_read(model)
+    tree = _forward_tree(model)
+    batch = keys_read(model, tree)
     if batch is None:
         return [e for e, _ in exprs]
     # the keys other layers read keep their own inputs (a batch of two with the others)
-    own = _own_inputs(model, batch[0], guessed)
+    own = _own_inputs(model, tree, batch[0], guessed)
     return [
         _as_batch(e, batch[1], {k: _two(v) if two else v for k, v in own.items()})
         for e, two in exprs

@@ -18,13 +18,14 @@ from __future__ import annotations
 import hashlib
 import io
 import linecache
-import os
 import sys
 import tokenize
 from typing import Any, Optional
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from .sites import _PKG_DIR, _TORCH_DIR
 
 # torch calls that draw from the default generator (an nn.init function is one call: its
 # own draws run under its seed)
@@ -58,9 +59,6 @@ RANDOM = frozenset(
         "sparse_",
     }
 )
-
-_TORCH = os.path.dirname(torch.__file__) + os.sep
-_OURS = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class SeedByLine(TorchFunctionMode):
@@ -145,9 +143,9 @@ def _manual_seed(seed: int) -> None:
 def _line(frame: Optional[Any]) -> str:
     """The code of the innermost line outside torch on the stack; "" when torchscope's own
     code made the call (a model class of torch's built directly)."""
-    while frame is not None and frame.f_code.co_filename.startswith(_TORCH):
+    while frame is not None and frame.f_code.co_filename.startswith(_TORCH_DIR):
         frame = frame.f_back
-    if frame is None or frame.f_code.co_filename.startswith(_OURS):
+    if frame is None or frame.f_code.co_filename.startswith(_PKG_DIR):
         return ""
     file = frame.f_code.co_filename
     text = linecache.getline(file, frame.f_lineno, frame.f_globals)
