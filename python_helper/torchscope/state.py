@@ -348,6 +348,7 @@ class ModelState:
                         p,
                         p.detach().clone(),
                         _version(p),
+                        p.untyped_storage(),
                         (p.shape, p.stride(), int(p.storage_offset())),
                     )
 
@@ -603,22 +604,29 @@ class _Lazy:
 
 
 class _Saved(NamedTuple):
-    """A tensor as it was before a call wrote it: its values, version and geometry."""
+    """A tensor as it was before a call wrote it: its values, version, memory and geometry."""
 
     tensor: torch.Tensor
     copy: torch.Tensor
     version: int
+    storage: Any  # its untyped storage, held: the tensor goes back to it
     geometry: tuple[torch.Size, tuple[int, ...], int]  # (shape, strides, storage offset)
 
 
 def _copy_back(saved: _Saved, warnings: list[str]) -> None:
     """A tensor's values as copied before a call wrote them (and its version, see
-    _put_values), over its own memory seen as it was (`x.unsqueeze_(0)`, `x.t_()` change
-    how it is seen, not its memory: a view the caller holds still sees it)."""
-    t, copy, version, (shape, stride, offset) = saved
+    _put_values), in its own memory seen as it was: `x.unsqueeze_(0)`, `x.t_()` change how
+    it is seen, `x.data = w.data` which memory (the values go back to x's, never to w's);
+    a view the caller holds still sees it."""
+    t, copy, version, storage, (shape, stride, offset) = saved
     try:
-        if t.shape != shape or t.stride() != stride or t.storage_offset() != offset:
-            t.as_strided_(shape, stride, offset)
+        if (
+            t.untyped_storage()._cdata != storage._cdata
+            or t.shape != shape
+            or t.stride() != stride
+            or t.storage_offset() != offset
+        ):
+            t.set_(storage, offset, shape, stride)
         _put_values(t, copy, version)
     except Exception:  # an argument the forward gave other memory (`x.data = …`)
         try:

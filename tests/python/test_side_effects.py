@@ -450,6 +450,33 @@ def test_an_input_written_any_way_is_given_back_as_it_was(how):
     assert (x.shape, x.stride()) != geometry[:2] or not torch.equal(x, before) or x.requires_grad
 
 
+class _TakesTheWeightsMemory(nn.Module):
+    def __init__(self, rows: int, columns: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(columns, rows)
+
+    def forward(self, x):
+        x.data = self.fc.weight.data  # the argument now sees the weight's memory
+        return x.sum()
+
+
+@pytest.mark.parametrize("weight", [(4, 8), (2, 3)])
+def test_an_argument_pointed_at_a_weights_memory_gets_its_own_back_and_the_weight_is_kept(
+    weight,
+):
+    # (review: its values were put back through the memory it then had, the weight's: the
+    # weight came out full of the argument's values, the argument sharing its memory)
+    model = _TakesTheWeightsMemory(*weight)
+    w = model.fc.weight.detach().clone()
+    x = torch.full((2, 3), 7.0)
+    own, view = x.untyped_storage().data_ptr(), x[0]
+    g = torchscope.trace(model, x)
+    assert torch.equal(model.fc.weight, w)
+    assert x.untyped_storage().data_ptr() == own and torch.equal(x, torch.full((2, 3), 7.0))
+    assert view.data_ptr() == x[0].data_ptr()
+    assert g.warnings == []
+
+
 class _Cache:
     """A KV cache of the kind generation loops pass in: tensors rebound and lists appended."""
 
