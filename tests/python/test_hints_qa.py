@@ -356,6 +356,44 @@ def test_a_statements_lines_are_one_block_for_edits():
     assert sorted(t.lines) == [1]
 
 
+def test_lines_a_change_repeats_keep_no_hint_of_another_copy():
+    """A change that swaps two lines keeps both hints (test_server_hints); one that adds a
+    copy of a repeated line (`x = self.act(x)`) must not hand the copies' hints round
+    (review: the new act after conv0 got conv1's act, conv1's act got conv2's)."""
+    old = (
+        "class Net(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        x = self.conv1(x)\n"
+        "        x = self.act(x)\n"
+        "        x = self.conv2(x)\n"
+        "        x = self.act(x)\n"
+        "        return x\n"
+    )
+    body = (
+        "        x = self.conv0(x)\n"
+        "        x = self.act(x)\n"
+        "        x = self.conv1(x)\n"
+        "        x = self.act(x)\n"
+        "        x = self.conv2(x)\n"
+        "        x = self.act(x)\n"
+        "        return x"
+    )
+    lines = old.split("\n")
+    new = "\n".join(lines[:2] + body.split("\n") + lines[7:])
+    t = LineTable({n: hints_mod.LineInfo(n, []) for n in (2, 3, 4, 5)})
+    t.snapshot(old)
+    t.apply([(2, 6, body)], new)  # the body replaced in one change
+    doc = new.split("\n")
+    wrong = {n: doc[n] for n in t.lines if "act" in doc[n]}
+    assert wrong == {}, wrong  # (which act ran as which can't be told: none keeps a hint)
+    # two lines swapped in one change: each keeps its own
+    swapped = "\n".join(lines[:2] + [lines[3], lines[2]] + lines[4:])
+    t = LineTable({n: hints_mod.LineInfo(n, [n]) for n in (2, 3, 4, 5)})
+    t.snapshot(old)
+    t.apply([(2, 3, f"{lines[3]}\n{lines[2]}")], swapped)
+    assert {n: info.runs for n, info in t.lines.items()} == {2: [3], 3: [2], 4: [4], 5: [5]}
+
+
 # -- the line mapping ------------------------------------------------------------------------
 
 

@@ -274,14 +274,16 @@ class LineTable:
             up, down = extents.get(n, (0, 0))
             block = old[n - up : n + down + 1] if old is not None else None
             entries.append(_Entry(info, block, up, [n]))
-        for start, end, new in changes:
+        for k, (start, end, new) in enumerate(changes):
             if start is None or end is None:  # the whole text replaced: keep what is unchanged
                 for e in entries:
                     e.check = True
                 continue
             inserted = split_lines(new)
             shift = len(inserted) - 1 - (end - start)
-            at: Optional[dict[str, list[int]]] = None  # a text → the lines it is inserted as
+            # lines the change moves within its range (two lines swapped): known only in the
+            # text before the first change (no columns, no later texts are known)
+            moves = _moved_lines(old[start : end + 1], inserted, start) if k == 0 and old else {}
             for e in entries:
                 moved: list[int] = []
                 for c in e.candidates:
@@ -296,13 +298,9 @@ class LineTable:
                             moved.append(start)
                         if c == end and end + shift not in moved:
                             moved.append(end + shift)
-                        if e.block is not None:  # (lines moved, Alt+Up: the same text elsewhere)
-                            if at is None:
-                                at = _inserted_at(inserted, start)
-                            near = sorted(
-                                at.get(e.block[e.up].strip(), ()), key=lambda n: abs(n - c)
-                            )
-                            moved.extend(n for n in near if n not in moved)
+                        to = moves.get(c)
+                        if to is not None and to not in moved:
+                            moved.append(to)
                 e.candidates = moved
         doc = _lines(text)
         kept: dict[int, _Entry] = {}
@@ -324,12 +322,18 @@ class LineTable:
             }
 
 
-def _inserted_at(inserted: Sequence[str], start: int) -> dict[str, list[int]]:
-    """Each text (stripped) of the lines a change inserts, and the lines it lands on."""
-    at: dict[str, list[int]] = {}
-    for k, text in enumerate(inserted):
-        at.setdefault(text.strip(), []).append(start + k)
-    return at
+def _moved_lines(replaced: Sequence[str], inserted: Sequence[str], start: int) -> dict[int, int]:
+    """Where each of the `replaced` lines (from line `start`) is among the `inserted` ones,
+    for a text found as often in both (the k-th where it was → the k-th where it is: two
+    lines swapped); a text found more or fewer times is no move (which copy ran as which
+    can't be told)."""
+    where: dict[str, tuple[list[int], list[int]]] = {}
+    for n, text in enumerate(replaced):
+        where.setdefault(text.strip(), ([], []))[0].append(start + n)
+    for n, text in enumerate(inserted):
+        if text.strip() in where:
+            where[text.strip()][1].append(start + n)
+    return {a: b for was, now in where.values() if len(was) == len(now) for a, b in zip(was, now)}
 
 
 @dataclass
