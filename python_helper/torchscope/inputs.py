@@ -244,16 +244,29 @@ def _forward_parameters(model: nn.Module) -> list[Any]:
 
 def by_name(value: Mapping[str, Any], model: Optional[nn.Module]) -> tuple[tuple, dict]:
     """Call arguments for a dict of the forward's parameter names: keywords, except those of
-    its positional-only parameters (`forward(self, x, /, *, t)`), which only take a position."""
+    its positional-only parameters (`forward(self, x, /, *, t)`), which only take a position
+    (one left out before a named one: its default). Beside `**kwargs`, which takes any
+    name, a positional-only parameter with a default keeps its key as a keyword."""
     kwargs = dict(value)
     params = _forward_parameters(model) if model is not None else []
-    if any(p.kind is p.VAR_KEYWORD for p in params):
-        return (), kwargs  # (`**kwargs` takes a key named as a positional-only parameter)
+    anything = any(p.kind is p.VAR_KEYWORD for p in params)
+    given = [
+        p
+        for p in params
+        if p.kind is p.POSITIONAL_ONLY
+        and p.name in kwargs
+        and not (anything and p.default is not p.empty)
+    ]
+    if not given:
+        return (), kwargs
     args = []
-    for p in params:
-        if p.kind is not p.POSITIONAL_ONLY or p.name not in kwargs:
+    for p in params[: params.index(given[-1]) + 1]:
+        if p in given:
+            args.append(kwargs.pop(p.name))
+        elif p.default is not p.empty:
+            args.append(p.default)
+        else:  # (a required one not given: the call says so)
             break
-        args.append(kwargs.pop(p.name))
     return tuple(args), kwargs
 
 

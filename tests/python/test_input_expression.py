@@ -165,6 +165,30 @@ def test_a_dict_names_positional_only_arguments_too(tmp_path) -> None:
     assert "Linear" in run.stdout
 
 
+def test_positional_only_names_beside_kwargs_and_defaults() -> None:
+    # (review: with `**extra` beside them every key stayed a keyword, and `x` was missing;
+    # naming only `y` of `forward(self, x=None, y=None, /)` passed y as a keyword)
+    from torch import nn
+
+    from torchscope.build_target import as_call
+
+    class Extra(nn.Module):
+        def forward(self, x, /, *, t, **extra):
+            return x * t + len(extra)
+
+    class Defaults(nn.Module):
+        def forward(self, x=None, y=None, /, *, t=1):
+            return (y if x is None else x) * t
+
+    one = torch.ones(2)
+    args, kwargs = as_call({"x": one, "t": one, "other": 3}, Extra())
+    assert len(args) == 1 and args[0] is one and list(kwargs) == ["t", "other"]
+    assert torch.equal(Extra()(*args, **kwargs), one + 1)
+    args, kwargs = as_call({"y": one}, Defaults())
+    assert args == (None, one) and kwargs == {}
+    assert torch.equal(Defaults()(*args, **kwargs), one)
+
+
 def test_each_key_of_a_batch_dict_gets_the_input_of_the_layer_that_reads_it() -> None:
     # (QA: `self.conv(batch["image"])` and `self.fc(batch["meta"])` both got the image
     # tensor the first layer takes, and the guess could never run)
