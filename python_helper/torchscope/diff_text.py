@@ -36,6 +36,10 @@ def render_text(view: CompareView) -> str:
     children: dict[Optional[int], list[Node]] = {}
     for n in nodes:
         children.setdefault(n.parent, []).append(n)
+    sizes = [1] * len(nodes)  # each node's subtree, itself included (parents come first)
+    for n in reversed(nodes):
+        if n.parent is not None:
+            sizes[n.parent] += sizes[n.id]
     lines = [_side_line("---", "a", view.a), _side_line("+++", "b", view.b)]
     if graph.nan_origin is not None:
         lines.append(_origin_line(view, graph.nan_origin))
@@ -50,7 +54,7 @@ def render_text(view: CompareView) -> str:
         """m's lines; `below`: those of the modules inside it (taken out as used)."""
         st = status[m.id]
         if st in ("added", "removed"):
-            size = _subtree_size(m, children) - 1
+            size = sizes[m.id] - 1
             return [
                 f"{SIGNS[st]} {_module_label(m)}: {m.name}  {'; '.join(view.details[m.id])}"
                 + (f"  ({size} node{'s' if size != 1 else ''} inside)" if size else "")
@@ -175,11 +179,3 @@ def _op_label(n: Node, children: dict[Optional[int], list[Node]], status: list[s
         if c.kind == n.kind and c.name == n.name and status[c.id] != other
     ]
     return f"{n.name} #{same_name.index(n.id) + 1}" if len(same_name) > 1 else n.name
-
-
-def _subtree_size(m: Node, children: dict[Optional[int], list[Node]]) -> int:
-    size, todo = 0, [m]
-    while todo:
-        size += 1
-        todo.extend(children.get(todo.pop().id, ()))
-    return size
