@@ -151,6 +151,11 @@ class ModelState:
         self.saved_params: dict[int, _Saved] = {}
         # the forward's tensor arguments that are leaves, and whether each needed grad
         self.input_grads: list[tuple[torch.Tensor, bool]] = []
+        # the forward's plain tensor arguments, their memory (held) and geometry: `x.set_(…)`
+        # (which torch shows no function mode) is seen afterwards, and undone
+        self.input_memory: list[
+            tuple[torch.Tensor, Any, tuple[torch.Size, tuple[int, ...], int]]
+        ] = []
         self.rng = RngState()
         self.grad_enabled = torch.is_grad_enabled()
         self.settings = GlobalSettings()
@@ -234,6 +239,10 @@ class ModelState:
             self.by_storage.setdefault(key, []).append(memory)
             if memory is not t:
                 self.wrappers.append((t, _version(t)))
+            elif type(t) in _PLAIN:
+                with _NO_TORCH_FUNCTION():
+                    geometry = (t.shape, t.stride(), int(t.storage_offset()))
+                    self.input_memory.append((t, t.untyped_storage(), geometry))
 
     def lazy_modules(self) -> list[nn.Module]:
         """The lazy layers the forward may size (see `_Lazy`)."""
@@ -392,6 +401,15 @@ class ModelState:
                 # (kernels like batch_norm update running stats without a version bump)
                 _put_values(b, copy, version)
             saved, params_kept = self.saved_params, self.params
+            for t, storage, (shape, stride, offset) in self.input_memory:
+                if id(t) not in saved and (
+                    t.untyped_storage()._cdata != storage._cdata
+                    or (t.shape, t.stride(), t.storage_offset()) != (shape, stride, offset)
+                ):
+                    try:  # (no call wrote it: its own memory holds its values still)
+                        t.set_(storage, offset, shape, stride)
+                    except Exception as exc:
+                        warnings.append(f"an argument of the forward could not be put back: {exc}")
             for key, kept in saved.items():
                 if key not in params_kept:  # an argument of the forward a call wrote
                     _copy_back(kept, warnings)

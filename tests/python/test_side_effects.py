@@ -420,6 +420,9 @@ _INPUT_WRITES = {
     "transpose_": lambda x: x.transpose_(0, 1),
     "requires_grad_": lambda x: x.requires_grad_(),
     "init.constant_": lambda x: nn.init.constant_(x, 7.0),
+    # (torch hands `set_` to no function mode: seen only afterwards, by its memory)
+    "set_": lambda x: x.set_(torch.zeros(8)),
+    "set_ of its own memory": lambda x: x.set_(x.untyped_storage(), 4, (1, 4), (4, 1)),
 }
 
 
