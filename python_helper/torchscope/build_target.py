@@ -347,6 +347,7 @@ def choose_input(
         describe_input,
         first_that_runs,
         guess,
+        how_to,
         input_expression,
         nothing_said,
         takes_nothing,
@@ -394,9 +395,10 @@ def choose_input(
         with torch.device(device):
             value = eval(g.expr, {"torch": torch})  # noqa: S307 - our own expression
     except Exception as exc:  # a layer sized to nothing (`nn.Embedding(0, 4)`): no input fits
+        ids = g.expr.startswith("torch.randint")  # (token ids: an example of ids, no image)
         raise GuessError(
             f"the input guessed from {g.source}, {g.expr}, can't be made "
-            f"({one_line(exc)}); {HOW_TO}",
+            f"({one_line(exc)}); {how_to('torch.randint(0, 1000, (1, 16))') if ids else HOW_TO}",
             g.expr,
             g.source,
         ) from None

@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
             + ("writes the graph (to -o as given)" if name == "trace" else "prints")
             + "; the other ranks still run the forward, so its collectives complete "
             "(default: every rank"
-            + (" writes its own file, NAME.rankR.msgpack)" if name == "trace" else " prints)"),
+            + (" writes its own file, NAME.rankR.SUFFIX)" if name == "trace" else " prints)"),
         )
         c.add_argument(
             "--no-values",
@@ -187,6 +187,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if graph.error is not None:
         written = " (the graph up to the failing call was written)" if out is not None else ""
         say(f"{error_line(graph)}{written}")
+        if traced.guessed and not traced.timed_out:
+            say(
+                f"the input was a guess ({traced.guessed}) and may be what is wrong: give the "
+                "one the model takes with --input"
+            )
         if args.device != "meta" and ran_out_of_memory(graph):
             say("it does not fit in memory here: --device meta traces it without any")
         if traced.suspects:

@@ -86,6 +86,18 @@ class Traced:
     guessed: Optional[str] = None  # the guessed input's expression (None: not a guess)
 
 
+def torch_missing() -> Optional[str]:
+    """What to say when this interpreter has no torch (a trace needs it); None: it has."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return (
+            f"torch is not installed in this Python ({sys.executable}); "
+            "install it or pick an interpreter that has it"
+        )
+    return None
+
+
 def trace_target(
     spec: str,
     device: str = "cpu",
@@ -101,13 +113,9 @@ def trace_target(
     """Build `spec`, choose its input as the editor does, trace. CliError on every failure but
     a forward that raised (that is a graph with `error`) or ran out of time (code 3).
     `before_trace`: called once the model and its input are made, just before the trace."""
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        raise CliError(
-            f"torch is not installed in this Python ({sys.executable}); "
-            "install it or pick an interpreter that has it"
-        ) from None
+    missing = torch_missing()
+    if missing:
+        raise CliError(missing)
     from .tracer import OutOfTime
 
     try:

@@ -113,7 +113,12 @@ def run_diff(args: argparse.Namespace) -> int:
             return _fail(str(exc))
     args.format = args.format or "text"
     if not (is_graph_file(args.a) and is_graph_file(args.b)):
+        from .cli_trace import torch_missing
         from .launch import launched_rank
+
+        missing = torch_missing()
+        if missing:  # (a side to trace: before its file's imports)
+            return _fail(missing)
 
         if launched_rank() is not None:  # every rank would trace both sides, one -o file
             return _fail(
@@ -124,6 +129,11 @@ def run_diff(args: argparse.Namespace) -> int:
             )
     if is_graph_file(args.b) and (args.input_b or args.train_b):
         return _fail("--input-b and --train-b apply to a target B (FILE.py:NAME), not a graph file")
+    if is_graph_file(args.a) and args.train_b:
+        return _fail(
+            "--train-b traces A in eval mode and B in training mode: A must be a target "
+            "(FILE.py:NAME), not a graph file (traced in whatever mode it was)"
+        )
     if is_graph_file(args.a) and is_graph_file(args.b) and args.input_expr:
         return _fail("--input applies to targets (FILE.py:NAME); A and B are graph files")
     train_a = False if args.train_b else None

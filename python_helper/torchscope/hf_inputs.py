@@ -68,7 +68,7 @@ def hf_input(model: nn.Module) -> Optional[HfInput]:
     if not _takes(params, wanted):
         wanted = []
     name = type(model).__name__
-    if dummy is not None and all(w in dummy for w in wanted):
+    if dummy is not None and all(w in dummy for w in wanted) and _ids_fit(dummy, model.config):
         return _from_dummy(model, dummy)
     made = {w: _expression(w, model.config) for w in wanted}
     if made and all(made.values()):
@@ -84,6 +84,18 @@ def _from_dummy(model: nn.Module, dummy: dict[str, torch.Tensor]) -> Optional[Hf
     if expr is None:
         return None
     return HfInput(expr, f"{type(model).__name__}'s dummy_inputs", _device(model), dummy)
+
+
+def _ids_fit(dummy: dict[str, torch.Tensor], config: Any) -> bool:
+    """Whether dummy_inputs' token ids (transformers' fixed ones, up to 7) are all in the
+    config's vocabulary (a tiny `vocab_size=5` has no id 7)."""
+    text = _sub(config, "text_config") or config
+    vocab = _int(text, "vocab_size") or _int(config, "vocab_size")
+    for key in ("input_ids", "decoder_input_ids"):
+        ids = dummy.get(key)
+        if vocab and ids is not None and ids.numel() and int(ids.max()) >= vocab:
+            return False
+    return True
 
 
 def _dummy(model: nn.Module) -> Optional[dict[str, Any]]:

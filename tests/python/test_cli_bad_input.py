@@ -284,3 +284,78 @@ def test_an_internal_error_is_exit_2_never_1_which_diff_check_reads_as_a_differe
     assert err.rstrip().splitlines()[-1] == (
         "torchscope: internal error (a bug: the stack above says where), exit 2; please report it"
     )
+
+
+def test_a_forward_that_raises_on_a_guessed_input_says_the_input_was_a_guess(tmp_path):
+    # (QA: only "the forward raised RuntimeError: shape '[1, 8, 2, 4]' is invalid …": the
+    # README says the CLI then says how to pass --input, and the editor calls it a guess)
+    (tmp_path / "viewed.py").write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "class Viewed(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(8, 8)\n"
+        "    def forward(self, x):\n"
+        "        return self.fc(x).view(x.shape[0], x.shape[1], 2, 4)\n"
+    )
+    for command in ("trace", "summary"):
+        extra = ["-o", "g.msgpack"] if command == "trace" else []
+        run = subprocess.run(
+            [sys.executable, "-m", "torchscope", command, "viewed.py:Viewed", *extra],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 1, run.stderr
+        lines = run.stderr.strip().splitlines()
+        assert lines[0].startswith("torchscope: the forward raised RuntimeError")
+        assert lines[-1] == (
+            "torchscope: the input was a guess (torch.randn(1, 8)) and may be what is wrong: "
+            "give the one the model takes with --input"
+        )
+    typed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torchscope",
+            "summary",
+            "viewed.py:Viewed",
+            "--input",
+            "torch.randn(1, 8)",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert typed.returncode == 1 and "guess" not in typed.stderr
+
+
+def test_an_input_asked_for_token_ids_gives_an_example_of_ids(tmp_path):
+    # (QA: an Embedding sized by a vocabulary the skipped top-level code fills was asked
+    # for "e.g. --input 'torch.randn(1, 3, 224, 224)'", an image)
+    (tmp_path / "voc.py").write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "VOCAB = []\n"
+        "for w in 'a b c'.split():\n"
+        "    VOCAB.append(w)\n"
+        "class Voc(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.e = nn.Embedding(len(VOCAB), 4)\n"
+        "    def forward(self, ids):\n"
+        "        return self.e(ids)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "torchscope", "summary", "voc.py:Voc"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2
+    assert "e.g. --input 'torch.randint(0, 1000, (1, 16))'" in run.stderr
+    assert "224" not in run.stderr

@@ -235,6 +235,25 @@ def test_graph_files_need_no_torch(models, tmp_path, capsys) -> None:
     )
 
 
+def test_a_target_without_torch_is_one_line(models, tmp_path, capsys) -> None:
+    # (QA: a diff with a FILE.py:NAME side in an interpreter without torch printed a
+    # ModuleNotFoundError stack, where trace says the one documented line)
+    a, b = models
+    ga = tmp_path / "a.json"
+    run(["trace", f"{a}:Net", "-o", str(ga)], capsys)
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from torchscope.cli import run\n"
+        f"run_args = ['diff', {str(ga)!r}, {f'{b}:Net'!r}]\n"
+        "sys.argv = ['torchscope', *run_args]\n"
+        "run()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("torchscope: torch is not installed in this Python")
+
+
 @pytest.mark.parametrize(
     "content, message",
     [
@@ -289,6 +308,10 @@ def test_target_options_on_graph_files_are_refused(models, tmp_path, capsys) -> 
         assert rc == 2 and "apply to a target B" in err
     rc, _, err = run(["diff", str(saved), str(saved), "--input", "torch.randn(3, 16)"], capsys)
     assert rc == 2 and "A and B are graph files" in err
+    # (QA: A saved as traced, in whatever mode, was compared with B in training mode, and
+    # `--check` said 0: --train-b's eval-mode A can't be a graph file)
+    rc, _, err = run(["diff", str(saved), f"{a}:Net", "--train-b", "--check"], capsys)
+    assert rc == 2 and "--train-b traces A in eval mode" in err
     rc, out, _ = run(["diff", str(saved), f"{a}:Net", "--input", "torch.randn(3, 16)"], capsys)
     assert rc == 0 and "~ input x: output: [1, 16] → [3, 16]" in out
 

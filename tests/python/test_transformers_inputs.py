@@ -159,6 +159,19 @@ def test_a_text_model_keeps_its_dummy_inputs(models):
     assert "dummy_inputs" in chosen.described
 
 
+def test_dummy_inputs_past_a_small_vocabulary_give_way_to_the_config(tmp_path):
+    """QA: GPT2Config(vocab_size=5) kept transformers' fixed dummy ids (up to 7): the trace
+    ended in an IndexError in the embedding."""
+    from transformers import GPT2Config, GPT2Model
+
+    model = GPT2Model(GPT2Config(vocab_size=5, n_layer=1, n_embd=16, n_head=2))
+    assert int(model.dummy_inputs["input_ids"].max()) >= 5
+    expr = guess_expression(model)
+    assert expr is not None and "torch.randint(0, 5," in expr, expr
+    graph = trace_call(model, (), eval(expr, {"torch": torch}), raise_errors=False)
+    assert graph.error is None
+
+
 def test_the_editor_the_cli_and_the_paused_entry_agree(models, tmp_path):
     runner = RunnerProcess()
     try:
