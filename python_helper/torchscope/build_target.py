@@ -16,7 +16,7 @@ from torch import nn
 
 from .definitions import Skipped, definitions
 from .failure import a_or_an, joined_lines, message_of, one_line
-from .inputs import by_name
+from .inputs import by_name, fits_positionally
 from .seeding import SeedByLine
 from .usercode import lines_are, read_source
 
@@ -474,5 +474,7 @@ def as_call(value: Any, model: Optional[nn.Module] = None) -> tuple[tuple, dict]
     if isinstance(value, tuple):
         return value, {}
     if isinstance(value, list) and not all(isinstance(v, (int, float)) for v in value):
-        return tuple(value), {}
+        if model is None or fits_positionally(model, len(value)):
+            return tuple(value), {}  # (spread, as Lightning spreads an example_input_array)
+        return (value,), {}  # `forward(self, xs)` given [a, b]: the list is its one argument
     return (value,), {}

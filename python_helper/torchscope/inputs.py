@@ -270,6 +270,14 @@ def by_name(value: Mapping[str, Any], model: Optional[nn.Module]) -> tuple[tuple
     return tuple(args), kwargs
 
 
+def fits_positionally(model: nn.Module, count: int) -> bool:
+    """Whether the forward takes `count` positional arguments (True when it can't say)."""
+    params = _forward_parameters(model)
+    if not params or any(p.kind is p.VAR_POSITIONAL for p in params):
+        return True
+    return count <= sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+
 def required_arguments(model: nn.Module) -> list[str]:
     """The forward's parameters a call must give (no default, not *args/**kwargs)."""
     import inspect

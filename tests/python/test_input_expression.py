@@ -189,6 +189,33 @@ def test_positional_only_names_beside_kwargs_and_defaults() -> None:
     assert torch.equal(Defaults()(*args, **kwargs), one)
 
 
+def test_a_list_is_spread_only_over_as_many_arguments_as_the_forward_takes() -> None:
+    # (QA: `--input "[torch.randn(1, 4), torch.randn(1, 4)]"` for `forward(self, xs)` was
+    # spread: "takes 2 positional arguments but 3 were given"; `model([a, b])` works)
+    from torch import nn
+
+    from torchscope.build_target import as_call
+
+    class Sums(nn.Module):
+        def forward(self, xs):
+            return sum(xs)
+
+    class Two(nn.Module):
+        def forward(self, a, b):
+            return a + b
+
+    class Many(nn.Module):
+        def forward(self, *xs):
+            return sum(xs)
+
+    a, b = torch.ones(1, 4), torch.ones(1, 4)
+    args, kwargs = as_call([a, b], Sums())
+    assert len(args) == 1 and args[0] == [a, b] and kwargs == {}
+    assert torch.equal(Sums()(*args), a + b)
+    assert as_call([a, b], Two()) == ((a, b), {})  # (as example_input_array: spread)
+    assert as_call([a, b, a], Many()) == ((a, b, a), {})
+
+
 def test_each_key_of_a_batch_dict_gets_the_input_of_the_layer_that_reads_it() -> None:
     # (QA: `self.conv(batch["image"])` and `self.fc(batch["meta"])` both got the image
     # tensor the first layer takes, and the guess could never run)
