@@ -359,3 +359,38 @@ def test_an_input_asked_for_token_ids_gives_an_example_of_ids(tmp_path):
     assert run.returncode == 2
     assert "e.g. --input 'torch.randint(0, 1000, (1, 16))'" in run.stderr
     assert "224" not in run.stderr
+
+
+def test_a_class_the_file_imports_is_built_as_the_file_builds_it(tmp_path):
+    # (QA: README says a class that needs arguments is built as the file builds it
+    # (`encoder = Encoder(24, depth=3)` in main()); for a class the file imports (from the
+    # project's layers.py, or transformers' GPT2Model(GPT2Config(…))) it said "needs
+    # constructor arguments")
+    (tmp_path / "layers.py").write_text(
+        "from torch import nn\n"
+        "class Encoder(nn.Module):\n"
+        "    def __init__(self, width, depth=1):\n"
+        "        super().__init__()\n"
+        "        self.layers = nn.Sequential(*[nn.Linear(width, width) for _ in range(depth)])\n"
+        "    def forward(self, x):\n"
+        "        return self.layers(x)\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "from layers import Encoder\n"
+        "from transformers import GPT2Config, GPT2Model\n"
+        "def main():\n"
+        "    encoder = Encoder(24, depth=3)\n"
+        "    gpt = GPT2Model(GPT2Config(n_layer=1, n_embd=16, n_head=2))\n"
+        "if __name__ == '__main__':\n"
+        "    main()\n"
+    )
+    for target, made in (("Encoder", "layers.2: Linear"), ("GPT2Model", "h.0: GPT2Block")):
+        run = subprocess.run(
+            [sys.executable, "-m", "torchscope", "summary", f"train.py:{target}"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert run.returncode == 0, run.stderr
+        assert made in run.stdout, run.stdout

@@ -46,7 +46,10 @@ def input_call(project: Project, info: FileInfo, target: str) -> Optional[str]:
     """The input expression of a call of `target` with literal arguments in the file, such as
     `model(torch.randn(2, 64))`, `Net()(torch.zeros(1, 3, 32, 32))`, or `m = Net(); m(x)`."""
     importable = set(info.imports)
-    is_class = target in info.classes
+    # (a model class the file imports: `Encoder(24)` builds it, as one it defines)
+    is_class = target in info.classes or (
+        target in info.imports and project.refers_to_module_class(info, target)
+    )
     builds = is_class or target in info.functions  # `target(...)` makes a model
     callers: set[str] = set() if builds else {target}  # names that hold the model
     stand_ins = _StandIns.of(info)
@@ -104,8 +107,8 @@ def ctor_call(info: FileInfo, target: str) -> Optional[CtorCall]:
     `Net(Config(dim=8))` → "Config(dim=8)", `Net(args.dim)` with `add_argument("--dim",
     default=64)` → "64". Else the first call's arguments as written, not usable
     (`Net(len(vocab))`); None when the file never calls it with arguments."""
-    if target not in info.classes and target not in info.functions:
-        return None
+    if target not in info.classes and target not in info.functions and target not in info.imports:
+        return None  # (a class the file imports is built as the file builds it too)
     known = set(info.imports) | set(info.classes) | set(info.functions) | _plain_names(info)
     stand_ins = _StandIns.of(info)
     called = _called_constructions(info.tree)
