@@ -445,8 +445,8 @@ def ctor_call_in_file(path: Path, name: str, text: Optional[str] = None) -> Any:
     "12", line 41), or None (static analysis)."""
     from .server import calls_in_file
 
-    _, info = _parsed(path, text)
-    return calls_in_file.ctor_call(info, name) if info is not None else None
+    project, info = _parsed(path, text)
+    return calls_in_file.ctor_call(info, name, project) if info is not None else None
 
 
 def _parsed(path: Path, text: Optional[str]) -> tuple[Any, Any]:

@@ -394,3 +394,21 @@ def test_a_class_the_file_imports_is_built_as_the_file_builds_it(tmp_path):
         )
         assert run.returncode == 0, run.stderr
         assert made in run.stdout, run.stdout
+
+
+def test_an_imported_factory_is_not_traced_with_its_own_arguments(tmp_path):
+    # (review: `make_encoder(24)` in the file, the factory imported: built with 24, then
+    # traced with 24 as its input, "linear(): argument 'input' must be Tensor, not int")
+    (tmp_path / "enc.py").write_text(
+        "from torch import nn\ndef make_encoder(width):\n    return nn.Linear(width, width)\n"
+    )
+    (tmp_path / "train.py").write_text("from enc import make_encoder\nenc = make_encoder(24)\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "torchscope", "summary", "train.py:make_encoder"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2, run.stderr
+    assert "must be Tensor" not in run.stderr and "needs" in run.stderr, run.stderr

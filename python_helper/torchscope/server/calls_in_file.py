@@ -46,10 +46,7 @@ def input_call(project: Project, info: FileInfo, target: str) -> Optional[str]:
     """The input expression of a call of `target` with literal arguments in the file, such as
     `model(torch.randn(2, 64))`, `Net()(torch.zeros(1, 3, 32, 32))`, or `m = Net(); m(x)`."""
     importable = set(info.imports)
-    # (a model class the file imports: `Encoder(24)` builds it, as one it defines)
-    is_class = target in info.classes or (
-        target in info.imports and project.refers_to_module_class(info, target)
-    )
+    is_class = target in info.classes or imported_model_class(project, info, target)
     builds = is_class or target in info.functions  # `target(...)` makes a model
     callers: set[str] = set() if builds else {target}  # names that hold the model
     stand_ins = _StandIns.of(info)
@@ -100,15 +97,31 @@ class CtorCall(NamedTuple):
     usable: bool = True
 
 
-def ctor_call(info: FileInfo, target: str) -> Optional[CtorCall]:
+def imported_model_class(project: Optional[Project], info: FileInfo, target: str) -> bool:
+    """Whether `target` is a model class the file imports (`from layers import Encoder`,
+    transformers' `GPT2Model`): `Encoder(24)` builds it, as a class the file defines. An
+    imported name the project can't tell is a model class is not (a factory, an instance:
+    `make(24)` may be the model's call)."""
+    return (
+        project is not None
+        and target in info.imports
+        and project.refers_to_module_class(info, target)
+    )
+
+
+def ctor_call(info: FileInfo, target: str, project: Optional[Project] = None) -> Optional[CtorCall]:
     """How the file itself builds class `target`, or calls factory `target`: its first call
     with arguments (anywhere: in `main()`, under the main guard) whose arguments can be
     evaluated in the file's namespace (`_call_arguments`): `Wide(12)` → "12",
     `Net(Config(dim=8))` → "Config(dim=8)", `Net(args.dim)` with `add_argument("--dim",
     default=64)` → "64". Else the first call's arguments as written, not usable
     (`Net(len(vocab))`); None when the file never calls it with arguments."""
-    if target not in info.classes and target not in info.functions and target not in info.imports:
-        return None  # (a class the file imports is built as the file builds it too)
+    if not (
+        target in info.classes
+        or target in info.functions
+        or imported_model_class(project, info, target)
+    ):
+        return None
     known = set(info.imports) | set(info.classes) | set(info.functions) | _plain_names(info)
     stand_ins = _StandIns.of(info)
     called = _called_constructions(info.tree)
