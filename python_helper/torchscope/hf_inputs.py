@@ -93,8 +93,9 @@ def _ids_fit(dummy: dict[str, torch.Tensor], config: Any) -> bool:
     vocab = _int(text, "vocab_size") or _int(config, "vocab_size")
     for key in ("input_ids", "decoder_input_ids"):
         ids = dummy.get(key)
-        if vocab and ids is not None and ids.numel() and int(ids.max()) >= vocab:
-            return False
+        if vocab and ids is not None and ids.numel() and not ids.is_meta:
+            if int(ids.max()) >= vocab:  # (meta ids have no values: taken as they are)
+                return False
     return True
 
 

@@ -151,11 +151,9 @@ class ModelState:
         self.saved_params: dict[int, _Saved] = {}
         # the forward's tensor arguments that are leaves, and whether each needed grad
         self.input_grads: list[tuple[torch.Tensor, bool]] = []
-        # the forward's plain tensor arguments, their memory (held) and geometry: `x.set_(…)`
-        # (which torch shows no function mode) is seen afterwards, and undone
-        self.input_memory: list[
-            tuple[torch.Tensor, Any, tuple[torch.Size, tuple[int, ...], int]]
-        ] = []
+        # the forward's plain tensor arguments, how each sees its memory (held) and its
+        # version: `x.set_(…)` (which torch shows no function mode) is seen afterwards, undone
+        self.input_memory: list[tuple[torch.Tensor, _Seen, int]] = []
         self.rng = RngState()
         self.grad_enabled = torch.is_grad_enabled()
         self.settings = GlobalSettings()
@@ -239,10 +237,9 @@ class ModelState:
             self.by_storage.setdefault(key, []).append(memory)
             if memory is not t:
                 self.wrappers.append((t, _version(t)))
-            elif type(t) in _PLAIN:
+            elif type(t) in _PLAIN and t.layout is _STRIDED and not t.is_nested:
                 with _NO_TORCH_FUNCTION():
-                    geometry = (t.shape, t.stride(), int(t.storage_offset()))
-                    self.input_memory.append((t, t.untyped_storage(), geometry))
+                    self.input_memory.append((t, _Seen.of(t), _version(t)))
 
     def lazy_modules(self) -> list[nn.Module]:
         """The lazy layers the forward may size (see `_Lazy`)."""
@@ -354,11 +351,7 @@ class ModelState:
             for p in self.by_storage.get(key, ()):
                 if id(p) not in self.saved_params:
                     self.saved_params[id(p)] = _Saved(
-                        p,
-                        p.detach().clone(),
-                        _version(p),
-                        p.untyped_storage(),
-                        (p.shape, p.stride(), int(p.storage_offset())),
+                        p, p.detach().clone(), _version(p), _Seen.of(p)
                     )
 
     def restore(self) -> list[str]:
@@ -401,13 +394,12 @@ class ModelState:
                 # (kernels like batch_norm update running stats without a version bump)
                 _put_values(b, copy, version)
             saved, params_kept = self.saved_params, self.params
-            for t, storage, (shape, stride, offset) in self.input_memory:
-                if id(t) not in saved and (
-                    t.untyped_storage()._cdata != storage._cdata
-                    or (t.shape, t.stride(), t.storage_offset()) != (shape, stride, offset)
-                ):
+            for t, seen, version in self.input_memory:
+                if id(t) not in saved and not seen.same(t):
                     try:  # (no call wrote it: its own memory holds its values still)
-                        t.set_(storage, offset, shape, stride)
+                        seen.put_back(t)
+                        if version >= 0 and _set_versions is not None:
+                            _set_versions((t,), (version,))
                     except Exception as exc:
                         warnings.append(f"an argument of the forward could not be put back: {exc}")
             for key, kept in saved.items():
@@ -621,30 +613,54 @@ class _Lazy:
                 t.__class__ = cls
 
 
+class _Seen(NamedTuple):
+    """How a tensor sees its memory: the memory (its untyped storage, held: the tensor goes
+    back to it), the dtype it reads it as, its shape, strides and offset."""
+
+    storage: Any
+    dtype: torch.dtype
+    shape: torch.Size
+    stride: tuple[int, ...]
+    offset: int
+
+    @staticmethod
+    def of(t: torch.Tensor) -> _Seen:
+        return _Seen(t.untyped_storage(), t.dtype, t.shape, t.stride(), int(t.storage_offset()))
+
+    def same(self, t: torch.Tensor) -> bool:
+        return (
+            t.untyped_storage()._cdata == self.storage._cdata
+            and t.dtype == self.dtype
+            and t.shape == self.shape
+            and t.stride() == self.stride
+            and t.storage_offset() == self.offset
+        )
+
+    def put_back(self, t: torch.Tensor) -> None:
+        """`t` seeing its memory so again (`.data`: no version bump, any dtype)."""
+        t.data = torch.empty(0, dtype=self.dtype, device=self.storage.device).set_(
+            self.storage, self.offset, self.shape, self.stride
+        )
+
+
 class _Saved(NamedTuple):
-    """A tensor as it was before a call wrote it: its values, version, memory and geometry."""
+    """A tensor as it was before a call wrote it: its values, version, and its memory."""
 
     tensor: torch.Tensor
     copy: torch.Tensor
     version: int
-    storage: Any  # its untyped storage, held: the tensor goes back to it
-    geometry: tuple[torch.Size, tuple[int, ...], int]  # (shape, strides, storage offset)
+    seen: _Seen
 
 
 def _copy_back(saved: _Saved, warnings: list[str]) -> None:
     """A tensor's values as copied before a call wrote them (and its version, see
     _put_values), in its own memory seen as it was: `x.unsqueeze_(0)`, `x.t_()` change how
-    it is seen, `x.data = w.data` which memory (the values go back to x's, never to w's);
-    a view the caller holds still sees it."""
-    t, copy, version, storage, (shape, stride, offset) = saved
+    it is seen, `x.data = w.data` which memory (the values go back to x's, never to w's),
+    `x.data = x.data.half()` as what; a view the caller holds still sees it."""
+    t, copy, version, seen = saved
     try:
-        if (
-            t.untyped_storage()._cdata != storage._cdata
-            or t.shape != shape
-            or t.stride() != stride
-            or t.storage_offset() != offset
-        ):
-            t.set_(storage, offset, shape, stride)
+        if not seen.same(t):
+            seen.put_back(t)
         _put_values(t, copy, version)
     except Exception:  # an argument the forward gave other memory (`x.data = …`)
         try:

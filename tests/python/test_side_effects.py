@@ -480,6 +480,54 @@ def test_an_argument_pointed_at_a_weights_memory_gets_its_own_back_and_the_weigh
     assert g.warnings == []
 
 
+class _Padded(nn.Module):
+    def forward(self, nt):
+        return torch.nested.to_padded_tensor(nt, 0.0).sum(1)
+
+
+def test_a_nested_tensor_argument_is_traced():
+    # (review: its geometry, kept to undo `set_`, was read from `.shape`, which a nested
+    # tensor refuses: the trace raised before the forward)
+    nt = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    g = torchscope.trace(_Padded(), nt)
+    assert g.error is None and any(n.name == "nested_to_padded_tensor" for n in g.nodes)
+
+
+class _CastsItsArgument(nn.Module):
+    def forward(self, x):
+        x.data = x.data.half()
+        return x.float().sum()
+
+
+def test_an_argument_cast_in_place_gets_its_own_memory_and_values_back():
+    # (review: its memory was seen again as float16 and the saved values copied in as
+    # such: a view the caller held read [2.0037, 513.03, 3, 4])
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    view = x[:]
+    g = torchscope.trace(_CastsItsArgument(), x)
+    assert g.error is None
+    assert x.dtype == torch.float32 and torch.equal(x, torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    assert torch.equal(view, x) and view.data_ptr() == x.data_ptr()
+
+
+def test_an_argument_pointed_elsewhere_keeps_its_version_for_a_pending_backward():
+    # (review: after `x.set_(…)` was undone its version stayed bumped, and the backward
+    # pending over x failed "modified by an inplace operation")
+    w = torch.ones(3, requires_grad=True)
+    x = torch.full((3,), 2.0)
+    loss = (w * x).sum()  # saves x for w's gradient
+
+    class PointsElsewhere(nn.Module):
+        def forward(self, t):
+            t.set_(torch.zeros(3))
+            return t.sum()
+
+    g = torchscope.trace(PointsElsewhere(), x)
+    assert g.error is None and torch.equal(x, torch.full((3,), 2.0))
+    loss.backward()
+    assert torch.equal(w.grad, torch.full((3,), 2.0))
+
+
 class _Cache:
     """A KV cache of the kind generation loops pass in: tensors rebound and lists appended."""
 
