@@ -392,6 +392,15 @@ def test_lines_a_change_repeats_keep_no_hint_of_another_copy():
     t.snapshot(old)
     t.apply([(2, 3, f"{lines[3]}\n{lines[2]}")], swapped)
     assert {n: info.runs for n, info in t.lines.items()} == {2: [3], 3: [2], 4: [4], 5: [5]}
+    # two pairs swapped at once (multi-cursor Alt+Down: the changes come last first)
+    both = "\n".join(lines[:2] + [lines[3], lines[2], lines[5], lines[4]] + lines[6:])
+    t = LineTable({n: hints_mod.LineInfo(n, [n]) for n in (2, 3, 4, 5)})
+    t.snapshot(old)
+    t.apply(
+        [(4, 5, f"{lines[5]}\n{lines[4]}"), (2, 3, f"{lines[3]}\n{lines[2]}")],
+        both,
+    )
+    assert {n: info.runs for n, info in t.lines.items()} == {2: [3], 3: [2], 4: [5], 5: [4]}
 
 
 # -- the line mapping ------------------------------------------------------------------------

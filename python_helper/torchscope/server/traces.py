@@ -16,6 +16,7 @@ import ast
 import asyncio
 import functools
 import itertools
+import math
 import os
 import time
 from bisect import bisect_left, bisect_right
@@ -274,16 +275,22 @@ class LineTable:
             up, down = extents.get(n, (0, 0))
             block = old[n - up : n + down + 1] if old is not None else None
             entries.append(_Entry(info, block, up, [n]))
-        for k, (start, end, new) in enumerate(changes):
+        above = math.inf  # where the changes so far begin: the text above is as it was
+        for start, end, new in changes:
             if start is None or end is None:  # the whole text replaced: keep what is unchanged
                 for e in entries:
                     e.check = True
+                above = -1
                 continue
             inserted = split_lines(new)
             shift = len(inserted) - 1 - (end - start)
-            # lines the change moves within its range (two lines swapped): known only in the
-            # text before the first change (no columns, no later texts are known)
-            moves = _moved_lines(old[start : end + 1], inserted, start) if k == 0 and old else {}
+            # lines the change moves within its range (two lines swapped), where its lines are
+            # known: above every change before it in this notification (VS Code sends a
+            # multi-cursor edit's changes last first)
+            moves = (
+                _moved_lines(old[start : end + 1], inserted, start) if old and end < above else {}
+            )
+            above = min(above, start)
             for e in entries:
                 moved: list[int] = []
                 for c in e.candidates:
