@@ -301,13 +301,7 @@ def test_a_forward_that_raises_on_a_guessed_input_says_the_input_was_a_guess(tmp
     )
     for command in ("trace", "summary"):
         extra = ["-o", "g.msgpack"] if command == "trace" else []
-        run = subprocess.run(
-            [sys.executable, "-m", "torchscope", command, "viewed.py:Viewed", *extra],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        run = _cli(command, "viewed.py:Viewed", *extra, cwd=tmp_path)
         assert run.returncode == 1, run.stderr
         lines = run.stderr.strip().splitlines()
         assert lines[0].startswith("torchscope: the forward raised RuntimeError")
@@ -315,21 +309,7 @@ def test_a_forward_that_raises_on_a_guessed_input_says_the_input_was_a_guess(tmp
             "torchscope: the input was a guess (torch.randn(1, 8)) and may be what is wrong: "
             "give the one the model takes with --input"
         )
-    typed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torchscope",
-            "summary",
-            "viewed.py:Viewed",
-            "--input",
-            "torch.randn(1, 8)",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    typed = _cli("summary", "viewed.py:Viewed", "--input", "torch.randn(1, 8)", cwd=tmp_path)
     assert typed.returncode == 1 and "guess" not in typed.stderr
 
 
@@ -349,13 +329,7 @@ def test_an_input_asked_for_token_ids_gives_an_example_of_ids(tmp_path):
         "    def forward(self, ids):\n"
         "        return self.e(ids)\n"
     )
-    run = subprocess.run(
-        [sys.executable, "-m", "torchscope", "summary", "voc.py:Voc"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = _cli("summary", "voc.py:Voc", cwd=tmp_path)
     assert run.returncode == 2
     assert "e.g. --input 'torch.randint(0, 1000, (1, 16))'" in run.stderr
     assert "224" not in run.stderr
@@ -385,13 +359,7 @@ def test_a_class_the_file_imports_is_built_as_the_file_builds_it(tmp_path):
         "    main()\n"
     )
     for target, made in (("Encoder", "layers.2: Linear"), ("GPT2Model", "h.0: GPT2Block")):
-        run = subprocess.run(
-            [sys.executable, "-m", "torchscope", "summary", f"train.py:{target}"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        run = _cli("summary", f"train.py:{target}", cwd=tmp_path)
         assert run.returncode == 0, run.stderr
         assert made in run.stdout, run.stdout
 
@@ -403,12 +371,6 @@ def test_an_imported_factory_is_not_traced_with_its_own_arguments(tmp_path):
         "from torch import nn\ndef make_encoder(width):\n    return nn.Linear(width, width)\n"
     )
     (tmp_path / "train.py").write_text("from enc import make_encoder\nenc = make_encoder(24)\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "torchscope", "summary", "train.py:make_encoder"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = _cli("summary", "train.py:make_encoder", cwd=tmp_path)
     assert run.returncode == 2, run.stderr
     assert "must be Tensor" not in run.stderr and "needs" in run.stderr, run.stderr
