@@ -179,14 +179,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         )
     for warning in graph.warnings:
         say(f"warning: {warning}")
+    # every rank of a torchrun program writes and says: which one it is (they share a terminal)
+    who = f"rank {rank}: " if launched and size > 1 else ""
     if traced.timed_out:
         written = " (the graph up to there was written)" if out is not None else ""
         return _fail(
-            CliError(f"the trace ran past {args.time_budget:g} s and was stopped{written}", 3)
+            CliError(f"{who}the trace ran past {args.time_budget:g} s and was stopped{written}", 3)
         )
     if graph.error is not None:
         written = " (the graph up to the failing call was written)" if out is not None else ""
-        say(f"{error_line(graph)}{written}")
+        say(f"{who}{error_line(graph)}{written}")
         if traced.guessed and not traced.timed_out:
             say(
                 f"the input was a guess ({traced.guessed}) and may be what is wrong: give the "

@@ -405,7 +405,8 @@ def test_a_rank_waiting_for_a_failed_one_still_writes_its_graph(tmp_path: Path) 
     with pytest.raises(AssertionError) as failed:  # (torchrun: a rank exited 1)
         torchrun(["-m", "torchscope", "trace", "waits.py:build", "-o", "g.msgpack"], tmp_path)
     said = str(failed.value)
-    assert "torchscope: the forward raised ValueError: boom on rank 1" in said, said
+    # (each rank says which it is: QA, two ranks' lines in one terminal were alike)
+    assert "torchscope: rank 1: the forward raised ValueError: boom on rank 1" in said, said
     assert (tmp_path / "g.rank0.msgpack").exists(), said  # (what torchrun said, if not)
     rank0 = load(tmp_path / "g.rank0.msgpack")
     assert rank0.error is not None and rank0.model.rank == 0
