@@ -295,6 +295,7 @@ class Recorder(TorchFunctionMode):
         self.call_cost: tuple[int, int] = (0, 0)  # (flops, ns) of the call being recorded
         self.module_clock: dict[int, tuple[int, int]] = {}  # nid → (start ns, overhead then)
         self._const_stats: dict[int, Optional[TensorStats]] = {}
+        self._overwritten: set[int] = set()  # constants a call overwrote before any read them
         self.calls: dict[int, int] = {}
         self.state = state
         self.deadline = deadline
@@ -504,7 +505,7 @@ class Recorder(TorchFunctionMode):
                 self._const_stats[key] = self._weight_stats(t)
             st = self._const_stats[key]
             self._set_producer(t, nid, st)
-            if st is not None and path:
+            if st is not None and path and key not in self._overwritten:
                 # a parameter or buffer of the model holding NaN is where they come from
                 # (not a tensor from outside: FSDP2's gather buffer, read before the gather
                 # fills it); a buffer holding -inf is a mask, a parameter holding Inf is not
@@ -520,7 +521,7 @@ class Recorder(TorchFunctionMode):
         does): read once and kept between traces while its version stays the same."""
         return weight_stats.cached_read(t, self.reader)
 
-    def _read_before_write(self, written: Any) -> None:
+    def _read_before_write(self, written: Any, overwritten: bool = False) -> None:
         """Before a recorded call that writes `written` (a tensor, or a list of them) in
         place, values on: a tensor no recorded call made (a parameter or buffer, an outside
         tensor) gets its constant node only when the call is recorded, after the write, yet
@@ -533,17 +534,20 @@ class Recorder(TorchFunctionMode):
             return  # most calls: a tensor a recorded call made (an activation)
         try:
             with _NO_TORCH_FUNCTION():  # our reads (._base, ._version): no mode of the user's
-                self._read_unmade(written)
+                self._read_unmade(written, overwritten)
         except Exception:  # an exotic argument: read after the call, as before
             pass
 
-    def _read_unmade(self, written: Any) -> None:
+    def _read_unmade(self, written: Any, overwritten: bool = False) -> None:
         """_read_before_write's reads: the statistics of the tensors in `written` that have
-        none kept for their constant yet and that no recorded call made."""
+        none kept for their constant yet and that no recorded call made (`overwritten`:
+        values the call writes over unread, never a NaN origin)."""
         for t in _tensors_in((written,), None):
             key = id(t)
             if key in self._const_stats or self._source(t) is not None or self._is_own(t):
                 continue
+            if overwritten:
+                self._overwritten.add(key)
             # no version stamp: a write that leaves the version as it was (a _foreach_ op
             # under the FLOP counter) must not have these values stand for its own
             self._const_stats[key] = self.reader.read(t)
@@ -575,16 +579,14 @@ class Recorder(TorchFunctionMode):
             if written is not None:
                 if self.state is not None:
                     self.state.protect(written)
-                if (
-                    self.values
-                    and (
-                        info.writes_first_arg
-                        or info.inplace_at >= 0
-                        or info.name.startswith("_foreach_")
-                    )
-                    and info.name not in _OVERWRITES
+                if self.values and (
+                    info.writes_first_arg
+                    or info.inplace_at >= 0
+                    or info.name.startswith("_foreach_")
                 ):
-                    self._read_before_write(written)
+                    # (what a call overwrites whole is shown as it was passed, but is no
+                    # input of the call: a cache holding NaN until filled is no NaN origin)
+                    self._read_before_write(written, info.name in _OVERWRITES)
         if kwargs and self.state is not None:
             # (out= tensors are written, not read: their old values are no input of the call)
             if "out" in kwargs:

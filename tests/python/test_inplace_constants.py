@@ -285,3 +285,30 @@ def test_a_write_given_its_tensor_by_name_or_asked_for_by_inplace_is_one_node_wi
     assert edge.dst == relu.id
     assert edge.stats["min"] == weight.min().item() < 0  # its values before the write
     assert graph.warnings == []
+
+
+class FilledBuffer(nn.Module):
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+        self.register_buffer("scale", torch.full((4,), 3.0))
+
+    def forward(self, x):
+        if self.how == "fill_":
+            self.scale.fill_(5.0)
+        else:
+            self.scale.copy_(torch.full((4,), 5.0))
+        return x * self.scale
+
+
+@pytest.mark.parametrize("how", ["fill_", "copy_"])
+def test_a_buffer_a_call_overwrites_first_shows_its_values_before_the_write(how: str) -> None:
+    # (QA: the edge into fill_ said min = max = 5.0, the values after the write, where the
+    # buffer held 3.0 when passed; an overwritten NaN stays no origin: test above)
+    graph = torchscope.trace(FilledBuffer(how), torch.ones(4))
+    (edge,) = out_edges(graph, constant(graph, "scale").id)
+    assert graph.nodes[edge.dst].name == how
+    assert (edge.stats["min"], edge.stats["max"]) == (3.0, 3.0)
+    after = [e for e in graph.edges if e.src == edge.dst]
+    assert after and all(e.stats["min"] == 5.0 for e in after)
+    assert graph.nan_origin is None
