@@ -1510,7 +1510,11 @@ class Recorder(TorchFunctionMode):
                     checks.append(check)
                     break
         reaching = self._reaching_outputs(checks, later)
-        asked: set[int] = set()  # id() of the statistics of tensors holding asked-for Inf
+        # id() of the statistics of tensors holding asked-for Inf; and of what a call
+        # overwrote unread (a cache holding NaN until filled is no bad input of the fill)
+        asked: set[int] = {
+            id(st) for k in self._overwritten if (st := self._const_stats.get(k)) is not None
+        }
         for nid, ins, outs in checks:
             bad = [st for st in ins if st.nonfinite]
             if any(id(st) not in asked for st in bad):
@@ -1798,7 +1802,6 @@ _OVERWRITES = frozenset(
         "log_normal_",
         "cauchy_",
         "set_",
-        "resize_",
         "_foreach_copy_",
         "_foreach_zero_",
     )
