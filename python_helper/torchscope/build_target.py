@@ -159,7 +159,7 @@ def _build(
                 try:
                     model, example = _instantiate(obj, name)
                 except NeedsConstructorArgs as exc:
-                    found = ctor_call_in_file(path, name, source)
+                    found = ctor_call_in_file(path, name, source, is_model_class(obj))
                     if found is None:
                         raise
                     args, line = found.text, found.line
@@ -431,22 +431,34 @@ def another_guess(
     return ChosenInput(value, described, "guess", fits)
 
 
-def input_call_in_file(path: Path, name: str, text: Optional[str] = None) -> Optional[str]:
+def input_call_in_file(
+    path: Path, name: str, text: Optional[str] = None, model_class: bool = False
+) -> Optional[str]:
     """The input of a call of `name` with literal arguments in the file (static analysis:
-    `model(torch.randn(2, 64))`, or an example a factory returns beside the model)."""
+    `model(torch.randn(2, 64))`, or an example a factory returns beside the model).
+    `model_class`: `name` imported as an nn.Module class (`Net(8)` builds it)."""
     from .server import calls_in_file
 
     project, info = _parsed(path, text)
-    return calls_in_file.input_call(project, info, name) if info is not None else None
+    if info is None:
+        return None
+    return calls_in_file.input_call(project, info, name, model_class)
 
 
-def ctor_call_in_file(path: Path, name: str, text: Optional[str] = None) -> Any:
+def ctor_call_in_file(
+    path: Path, name: str, text: Optional[str] = None, model_class: bool = False
+) -> Any:
     """How the file itself builds `name` (a `calls_in_file.CtorCall`: `Wide(12)` in `main()` →
-    "12", line 41), or None (static analysis)."""
+    "12", line 41), or None (static analysis; `model_class`: as for input_call_in_file)."""
     from .server import calls_in_file
 
     project, info = _parsed(path, text)
-    return calls_in_file.ctor_call(info, name, project) if info is not None else None
+    return calls_in_file.ctor_call(info, name, project, model_class) if info is not None else None
+
+
+def is_model_class(obj: Any) -> bool:
+    """An nn.Module class (what a file imports can be told so only once it is imported)."""
+    return isinstance(obj, type) and issubclass(obj, nn.Module)
 
 
 def _parsed(path: Path, text: Optional[str]) -> tuple[Any, Any]:

@@ -166,6 +166,7 @@ def _trace(
         build,
         choose_input,
         input_call_in_file,
+        is_model_class,
         split_target,
     )
     from .definitions import defining, suspects
@@ -195,7 +196,8 @@ def _trace(
         built.model.train(train)
     try:
         path, name = split_target(spec)
-        call = None if input_expr else input_call_in_file(path, name)
+        imported_class = is_model_class(getattr(built.module, name, None))
+        call = None if input_expr else input_call_in_file(path, name, None, imported_class)
         if seed is not None:  # as the editor's runner does: the input from the seed too
             torch.manual_seed(seed)
         chosen = choose_input(built, device, input_expr, call)

@@ -270,6 +270,18 @@ def _same_random_numbers() -> None:
     torch.manual_seed(SEED)
 
 
+def _input_call(req: dict[str, Any], built: Any) -> Optional[str]:
+    """The input of a call of the model in its file, as the server read it before anything
+    was imported; read again for a class the file imports and the model was built as the
+    file builds it (`Net(8)`): the server could not tell that call builds it, not calls it."""
+    from . import build_target as tg
+
+    call = req.get("inputCall")
+    if call and built.built_as and tg.is_model_class(getattr(built.module, built.name, None)):
+        return tg.input_call_in_file(Path(req["file"]), built.name, req.get("text"), True)
+    return call
+
+
 def _trace_built(
     req: dict[str, Any], built: Any, started: float, progress: Callable[[str], None]
 ) -> dict[str, Any]:
@@ -284,7 +296,7 @@ def _trace_built(
     typed = req.get("input")
     _same_random_numbers()
     try:
-        chosen = tg.choose_input(built, device, typed, req.get("inputCall"))
+        chosen = tg.choose_input(built, device, typed, _input_call(req, built))
     except tg.TargetError as exc:
         cause = exc.__cause__ or exc
         message = f"the input {typed} failed: {one_line(cause)}"

@@ -374,3 +374,36 @@ def test_an_imported_factory_is_not_traced_with_its_own_arguments(tmp_path):
     run = _cli("summary", "train.py:make_encoder", cwd=tmp_path)
     assert run.returncode == 2, run.stderr
     assert "must be Tensor" not in run.stderr and "needs" in run.stderr, run.stderr
+
+
+def test_an_imported_model_class_from_a_package_elsewhere_is_built_as_the_file_builds_it(
+    tmp_path,
+):
+    # (review: `from pkg.net import Net` in scripts/train.py, pkg found on PYTHONPATH: the
+    # file's folder alone could not tell Net is a model class, "needs constructor arguments")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "net.py").write_text(
+        "from torch import nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self, width):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(width, 2)\n"
+        "    def forward(self, x):\n"
+        "        return self.fc(x)\n"
+    )
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.py").write_text(
+        "from pkg.net import Net\ndef main():\n    net = Net(8)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    run = subprocess.run(
+        [sys.executable, "-m", "torchscope", "summary", "scripts/train.py:Net"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "fc: Linear  [1, 8] → [1, 2]" in run.stdout, run.stdout

@@ -979,3 +979,48 @@ def test_a_typed_input_naming_what_left_out_code_makes_says_so(fresh_runner, tmp
         op="trace", file=str(path), target="Net", out=str(out), input="{0: torch.randn(2, 4)}"
     )
     assert not reply["ok"] and "keyword argument names" in reply["message"], reply
+
+
+def test_an_imported_model_class_built_from_the_file_is_not_given_its_arguments_as_input(
+    tmp_path: Path,
+) -> None:
+    """The server reads calls before the runner imports anything: `Net(8)` of a class it
+    could not resolve (a package outside the workspace) looked like a call of the model with
+    the input 8. Built from that very call, the model takes the file's call of it instead."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "net.py").write_text(
+        "from torch import nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self, width):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(width, 2)\n"
+        "    def forward(self, x):\n"
+        "        return self.fc(x)\n"
+    )
+    train = tmp_path / "train.py"
+    train.write_text(
+        "import sys, torch\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from pkg.net import Net\n"
+        "def main():\n"
+        "    net = Net(8)\n"
+        "    net(torch.randn(3, 8))\n"
+    )
+    runner = RunnerProcess()
+    try:
+        reply = runner.ask(
+            op="trace",
+            file=str(train),
+            target="Net",
+            out=str(tmp_path / "g.mp"),
+            inputCall="8",  # (what the server read)
+            runTopLevel=True,
+        )
+    finally:
+        runner.close()
+    assert reply.get("ok"), reply
+    graph = Graph.load(tmp_path / "g.mp")
+    assert graph.error is None
+    x = [e for e in graph.edges if graph.nodes[e.src].kind == "input"]
+    assert x and x[0].shape == [3, 8]

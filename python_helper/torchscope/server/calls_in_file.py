@@ -42,11 +42,14 @@ def _literal(expr: ast.expr, importable: set[str]) -> bool:
     return True
 
 
-def input_call(project: Project, info: FileInfo, target: str) -> Optional[str]:
+def input_call(
+    project: Project, info: FileInfo, target: str, model_class: bool = False
+) -> Optional[str]:
     """The input expression of a call of `target` with literal arguments in the file, such as
-    `model(torch.randn(2, 64))`, `Net()(torch.zeros(1, 3, 32, 32))`, or `m = Net(); m(x)`."""
+    `model(torch.randn(2, 64))`, `Net()(torch.zeros(1, 3, 32, 32))`, or `m = Net(); m(x)`
+    (`model_class`: the import found `target` a model class: `Net(8)` builds it)."""
     importable = set(info.imports)
-    is_class = target in info.classes or imported_model_class(project, info, target)
+    is_class = model_class or target in info.classes or imported_model_class(project, info, target)
     builds = is_class or target in info.functions  # `target(...)` makes a model
     callers: set[str] = set() if builds else {target}  # names that hold the model
     stand_ins = _StandIns.of(info)
@@ -109,15 +112,19 @@ def imported_model_class(project: Optional[Project], info: FileInfo, target: str
     )
 
 
-def ctor_call(info: FileInfo, target: str, project: Optional[Project] = None) -> Optional[CtorCall]:
-    """How the file itself builds class `target`, or calls factory `target`: its first call
+def ctor_call(
+    info: FileInfo, target: str, project: Optional[Project] = None, model_class: bool = False
+) -> Optional[CtorCall]:
+    """How the file itself builds class `target`, or calls factory `target` (`model_class`:
+    the import found it a model class, whatever the file alone tells): its first call
     with arguments (anywhere: in `main()`, under the main guard) whose arguments can be
     evaluated in the file's namespace (`_call_arguments`): `Wide(12)` → "12",
     `Net(Config(dim=8))` → "Config(dim=8)", `Net(args.dim)` with `add_argument("--dim",
     default=64)` → "64". Else the first call's arguments as written, not usable
     (`Net(len(vocab))`); None when the file never calls it with arguments."""
     if not (
-        target in info.classes
+        model_class
+        or target in info.classes
         or target in info.functions
         or imported_model_class(project, info, target)
     ):
