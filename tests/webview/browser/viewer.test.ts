@@ -786,6 +786,10 @@ describe("hub tensors (T5)", () => {
     await page.click("[data-action=fit]");
     await page.waitForSelector(".ts-node[data-kind=ref]");
     const refs = page.locator(".ts-node[data-kind=ref]");
+    // (scene.ts creates boxes in time-boxed chunks: under load the first was there alone)
+    await page
+      .waitForFunction(() => document.querySelectorAll(".ts-node[data-kind=ref]").length >= 5, undefined, { timeout: 10_000 })
+      .catch(() => undefined);
     assert.ok((await refs.count()) >= 5, "one reference per consumer");
     const ref = refs.filter({ hasText: "↳ encoder.dropout" }).last();
     const source = `n${await ref.getAttribute("data-ref")}`;
