@@ -452,8 +452,8 @@ def ctor_call_in_file(
     "12", line 41), or None (static analysis; `model_class`: as for input_call_in_file)."""
     from .server import calls_in_file
 
-    project, info = _parsed(path, text)
-    return calls_in_file.ctor_call(info, name, project, model_class) if info is not None else None
+    _, info = _parsed(path, text)
+    return calls_in_file.ctor_call(info, name, model_class) if info is not None else None
 
 
 def is_model_class(obj: Any) -> bool:

@@ -189,7 +189,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if graph.error is not None:
         written = " (the graph up to the failing call was written)" if out is not None else ""
         say(f"{who}{error_line(graph)}{written}")
-        if traced.guessed and not traced.timed_out:
+        if traced.guessed:
             say(
                 f"the input was a guess ({traced.guessed}) and may be what is wrong: give the "
                 "one the model takes with --input"

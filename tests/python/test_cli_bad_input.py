@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_runner import write_net_package  # (tests/python is on sys.path)
 
 from torchscope.graph_file import read_graph_file
 
@@ -381,17 +382,7 @@ def test_an_imported_model_class_from_a_package_elsewhere_is_built_as_the_file_b
 ):
     # (review: `from pkg.net import Net` in scripts/train.py, pkg found on PYTHONPATH: the
     # file's folder alone could not tell Net is a model class, "needs constructor arguments")
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "net.py").write_text(
-        "from torch import nn\n"
-        "class Net(nn.Module):\n"
-        "    def __init__(self, width):\n"
-        "        super().__init__()\n"
-        "        self.fc = nn.Linear(width, 2)\n"
-        "    def forward(self, x):\n"
-        "        return self.fc(x)\n"
-    )
+    write_net_package(tmp_path)
     (tmp_path / "scripts").mkdir()
     (tmp_path / "scripts" / "train.py").write_text(
         "from pkg.net import Net\ndef main():\n    net = Net(8)\n"

@@ -981,15 +981,11 @@ def test_a_typed_input_naming_what_left_out_code_makes_says_so(fresh_runner, tmp
     assert not reply["ok"] and "keyword argument names" in reply["message"], reply
 
 
-def test_an_imported_model_class_built_from_the_file_is_not_given_its_arguments_as_input(
-    tmp_path: Path,
-) -> None:
-    """The server reads calls before the runner imports anything: `Net(8)` of a class it
-    could not resolve (a package outside the workspace) looked like a call of the model with
-    the input 8. Built from that very call, the model takes the file's call of it instead."""
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "net.py").write_text(
+def write_net_package(root: Path) -> None:
+    """`root/pkg/net.py`: a model class `Net(width)` that needs its width, to import."""
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "net.py").write_text(
         "from torch import nn\n"
         "class Net(nn.Module):\n"
         "    def __init__(self, width):\n"
@@ -998,6 +994,15 @@ def test_an_imported_model_class_built_from_the_file_is_not_given_its_arguments_
         "    def forward(self, x):\n"
         "        return self.fc(x)\n"
     )
+
+
+def test_an_imported_model_class_built_from_the_file_is_not_given_its_arguments_as_input(
+    tmp_path: Path,
+) -> None:
+    """The server reads calls before the runner imports anything: `Net(8)` of a class it
+    could not resolve (a package outside the workspace) looked like a call of the model with
+    the input 8. Built from that very call, the model takes the file's call of it instead."""
+    write_net_package(tmp_path)
     train = tmp_path / "train.py"
     train.write_text(
         "import sys, torch\n"

@@ -100,21 +100,15 @@ class CtorCall(NamedTuple):
     usable: bool = True
 
 
-def imported_model_class(project: Optional[Project], info: FileInfo, target: str) -> bool:
+def imported_model_class(project: Project, info: FileInfo, target: str) -> bool:
     """Whether `target` is a model class the file imports (`from layers import Encoder`,
     transformers' `GPT2Model`): `Encoder(24)` builds it, as a class the file defines. An
     imported name the project can't tell is a model class is not (a factory, an instance:
     `make(24)` may be the model's call)."""
-    return (
-        project is not None
-        and target in info.imports
-        and project.refers_to_module_class(info, target)
-    )
+    return target in info.imports and project.refers_to_module_class(info, target)
 
 
-def ctor_call(
-    info: FileInfo, target: str, project: Optional[Project] = None, model_class: bool = False
-) -> Optional[CtorCall]:
+def ctor_call(info: FileInfo, target: str, model_class: bool = False) -> Optional[CtorCall]:
     """How the file itself builds class `target`, or calls factory `target` (`model_class`:
     the import found it a model class, whatever the file alone tells): its first call
     with arguments (anywhere: in `main()`, under the main guard) whose arguments can be
@@ -122,12 +116,7 @@ def ctor_call(
     `Net(Config(dim=8))` → "Config(dim=8)", `Net(args.dim)` with `add_argument("--dim",
     default=64)` → "64". Else the first call's arguments as written, not usable
     (`Net(len(vocab))`); None when the file never calls it with arguments."""
-    if not (
-        model_class
-        or target in info.classes
-        or target in info.functions
-        or imported_model_class(project, info, target)
-    ):
+    if not (model_class or target in info.classes or target in info.functions):
         return None
     known = set(info.imports) | set(info.classes) | set(info.functions) | _plain_names(info)
     stand_ins = _StandIns.of(info)

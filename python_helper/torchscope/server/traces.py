@@ -338,8 +338,9 @@ def _moved_lines(replaced: Sequence[str], inserted: Sequence[str], start: int) -
     for n, text in enumerate(replaced):
         where.setdefault(text.strip(), ([], []))[0].append(start + n)
     for n, text in enumerate(inserted):
-        if text.strip() in where:
-            where[text.strip()][1].append(start + n)
+        found = where.get(text.strip())
+        if found is not None:
+            found[1].append(start + n)
     return {a: b for was, now in where.values() if len(was) == len(now) for a, b in zip(was, now)}
 
 
