@@ -796,7 +796,9 @@ class _Param:
         self.path, self.attr = path, attr  # its name, joined only for a warning
         self.param = p
         self.requires_grad = p.requires_grad  # a forward may freeze or unfreeze it
-        p = self.memory = _memory(p)  # its values' tensor: a DTensor's shard
+        if type(p) is not nn.Parameter and type(p) is not torch.Tensor:
+            p = _memory(p)
+        self.memory = p  # its values' tensor: a DTensor's shard
         # not a dense CPU tensor: an alias to repoint to, a sample taken with torch calls
         self.alias: Optional[torch.Tensor] = None
         self.before: Optional[torch.Tensor] = None
@@ -812,7 +814,10 @@ class _Param:
         except Exception:
             return
         self.storage, self.storage_ptr = storage, ptr
-        layout = _known_layout(p, storage, ptr)
+        # (_known_layout inline: a snapshot takes one per parameter, 8,000 on a large model)
+        layout = _layouts.get(id(p))
+        if layout is None or not layout.fits(p, storage, ptr):
+            layout = _layout(p, storage, ptr)
         if layout is None:
             self.alias, self.before = p.detach(), _torch_sample(p)
             return

@@ -1351,11 +1351,52 @@ class Recorder(TorchFunctionMode):
         if not isinstance(result, Tensor):
             return
         try:
+            if (
+                self.counter is None
+                and not self.values
+                and type(result) is Tensor
+                and not info.writes_first_arg
+            ):
+                self._record_layer_op(info, args, kwargs, result, sites)
+                return
             self._record_call(info, args, kwargs, [result], sites)
         except Exception:  # as _after_call: a bare node rather than a failed trace
             self._add(
                 Node(len(self.nodes), "op", info.name, self._parent(), info.target, "", 0, sites[0])
             )
+
+    def _record_layer_op(
+        self, info: FuncInfo, args: tuple, kwargs: Optional[dict], result: Tensor, sites: Any
+    ) -> None:
+        """_record_call for a one-call layer's call in a structure-only trace: one plain tensor
+        made from `args[0]`, the layer's own weights and plain values beside it (one_call.py
+        builds no other call), nothing written. Records exactly what _record_call would, in
+        fewer steps: a model of many small layers makes thousands of these calls."""
+        x = args[0]
+        weights: list[Tensor] = []
+        count = 1
+        for a in args[1:] if not kwargs else (*args[1:], *kwargs.values()):
+            if isinstance(a, Tensor):
+                if a is x:  # (a layer called on its own weight: the general way)
+                    self._record_call(info, args, kwargs, [result], sites)
+                    return
+                weights.append(a)
+                count += 1
+        nodes = self.nodes
+        nid = len(nodes)
+        parent = self._parent()
+        node = Node(nid, "op", info.name, parent, info.target, "", 0, sites[0])
+        if sites[1] is not None:
+            node.inside = sites[1]
+        if count != len(args) or kwargs:
+            node.attrs = self._call_attrs(info, args, kwargs)
+        nodes.append(node)
+        self._wire_inputs(_unique([x, *weights]) if weights else [x], nid)
+        producer = self.producer
+        before = producer.get(id(result))
+        if before is not None and before[0]() is result and not node.attrs.get("inplace"):
+            self._passed_through(id(result), before, nid)  # (dropout in eval: x handed back)
+        producer[id(result)] = (weakref.ref(result), nid, None)
 
     def abandon_one_call(self) -> None:
         """A layer's call left the shortcut without its post hook (an exception that is not
