@@ -6,7 +6,7 @@ import type { VisibleGraph } from "./visible";
 import { clip } from "./labels";
 import { segmentCost, segmentRange, segmentSummary, segmentsOf } from "./segments";
 import { distinctTensors, type Tensor } from "./tensors";
-import { nodeWhere, sourceNames, tensorText } from "./hoverNames";
+import { nodeWhere, ownName, sourceNames, tensorText } from "./hoverNames";
 import { formatCount } from "./count";
 import { costRows, statsRows, valueDetails } from "./valueDetails";
 
@@ -49,10 +49,36 @@ function tensorsNoted(idx: GraphIndex, ids: number[]): [Tensor, string][] {
   ];
 }
 
+/** The name version a knew an op by that b changed (b's gelu was a's relu), from its
+ * before → after lines; null when b's name is a's too. */
+function nameInA(idx: GraphIndex, id: number): string | null {
+  const c = idx.graph.compare;
+  const node = idx.graph.nodes[id]!;
+  if (!c || c.status[id] !== "changed" || node.kind === "module") return null;
+  for (const line of c.details[id] ?? []) {
+    const m = /^(target|name): (.+?) → /.exec(line);
+    if (!m || m[2] === "-") continue;
+    const name = m[1] === "target" ? m[2]!.slice(m[2]!.lastIndexOf(".") + 1) : m[2]!;
+    return name && name !== node.name ? name : null;
+  }
+  return null;
+}
+
+/** Where each tensor is from, as hovers name it; a connection only version a had names a
+ * source b changed as a knew it: "relu (now gelu) in block". */
+function fromNames(idx: GraphIndex, noted: [Tensor, string][]): string[] {
+  const from = sourceNames(idx, noted);
+  return from.map((name, i) => {
+    const [t, note] = noted[i]!;
+    const before = note === REMOVED ? nameInA(idx, t.src) : null;
+    return before ? nodeWhere(idx, t.src, `${before} (now ${ownName(idx, t.src)})`) : name;
+  });
+}
+
 /** One row per tensor (not per edge): a tensor read twice inside a box is listed once. */
 function tensorRows(idx: GraphIndex, edgeIds: number[], end: "in" | "out"): [string, string][] {
   const noted = tensorsNoted(idx, edgeIds);
-  const from = sourceNames(idx, noted);
+  const from = fromNames(idx, noted);
   const texts = noted.map(([t, note], i) =>
     end === "in" ? `${tensorText(t)}  from ${from[i]}${usesText(t)}${note}` : `${tensorText(t)}  to ${consumers(idx, t.uses)}${usesText(t)}${note}`,
   );
@@ -90,7 +116,7 @@ export function describeEdge(idx: GraphIndex, vg: VisibleGraph, key: string): De
   if (!e) return null;
   const noted = tensorsNoted(idx, e.edges);
   const ts = noted.map(([t]) => t);
-  const from = sourceNames(idx, noted);
+  const from = fromNames(idx, noted);
   const rows: [string, string][] = [["tensors", ts.length === 1 ? "1" : `${ts.length}`]];
   for (const [i, [t, note]] of noted.slice(0, MAX_TENSORS).entries()) {
     rows.push([tensorText(t), `${from[i]} → ${consumers(idx, t.uses)}${usesText(t)}${note}`]);

@@ -269,6 +269,24 @@ test("a box's hover lists version a's connections apart, said to be removed", ()
   assert.ok(tensors(`n${ids.act}`).every(([, v]) => !v.includes("removed")));
 });
 
+test("a connection only a had names a source b changed as a knew it", () => {
+  // a: blocks.1's linear fed the dropout; b made it a matmul (one node, changed)
+  const { g, compare, ids } = compareGraph();
+  g.nodes[ids.l1]!.name = "matmul";
+  compare.status[ids.l1] = "changed";
+  compare.details[ids.l1] = ["target: torch.nn.functional.linear → torch.matmul"];
+  const graph = decodeGraph(encode({ ...g, compare }));
+  const idx = buildIndex(graph);
+  const vg = buildVisible(idx, expandAll(idx));
+  const ins = describe(idx, vg, `n${ids.ghost}`)!.rows.filter(([k]) => k === "in");
+  assert.deepEqual(ins, [["in", "1×4 float32  from linear (now matmul) in blocks.1  (removed: in a only)"]]);
+  const edge = vg.edges.find((e) => e.dst === `n${ids.ghost}`)!;
+  assert.match(describeEdge(idx, vg, edge.key)!.rows[1]![1], /^linear \(now matmul\) in blocks\.1 → /);
+  // b's own connection from it keeps b's name
+  const kept = vg.edges.find((e) => e.edges.includes(4))!; // l1 → gelu, added in b
+  assert.match(describeEdge(idx, vg, kept.key)!.rows[1]![1], /^matmul in blocks\.1 → /);
+});
+
 test("N and P step through changes; the toolbar's buttons do the same", () => {
   const press = (key: string) => keyAction({ key, ctrlKey: false, metaKey: false, altKey: false, inTextField: false });
   assert.deepEqual(press("n"), { type: "change-step", step: 1 });
