@@ -492,8 +492,9 @@ def alternatives(model: nn.Module) -> list[str]:
     sizes = _sizes(layer)
     exprs = [(e, False) for e in sizes]
     exprs += [(two, True) for e in ([guessed] if guessed else []) + sizes if (two := _two(e)) != e]
-    tree = _forward_tree(model)
-    batch = keys_read(model, tree)
+    # (a batch dict is one argument: a forward of several needs no reading of its source)
+    tree = _forward_tree(model) if len(required_arguments(model)) == 1 else None
+    batch = keys_read(model, tree) if tree is not None else None
     if batch is None:
         return [e for e, _ in exprs]
     # the keys other layers read keep their own inputs (a batch of two with the others)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from torchscope.inputs import input_expression
@@ -267,3 +268,26 @@ def test_the_other_inputs_tried_for_a_batch_dict_keep_each_key_s_own_input() -> 
         except RuntimeError:
             pass
     assert any("torch.randn(1, 3, 32, 32)" in e for e in ran), ran
+
+
+def test_the_other_inputs_for_a_forward_of_several_arguments_read_no_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # (a batch dict is one argument: the source of a forward of several was parsed for none)
+    from torch import nn
+
+    from torchscope import inputs
+
+    class Two(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3)
+
+        def forward(self, x, y):
+            return self.conv(x) + y
+
+    read = []
+    real = inputs._forward_tree
+    monkeypatch.setattr(inputs, "_forward_tree", lambda m: read.append(m) or real(m))
+    assert inputs.alternatives(Two())  # the image sizes to try
+    assert read == []
