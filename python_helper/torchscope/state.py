@@ -350,9 +350,40 @@ class ModelState:
         with _NO_TORCH_FUNCTION():
             for p in self.by_storage.get(key, ()):
                 if id(p) not in self.saved_params:
-                    self.saved_params[id(p)] = _Saved(
-                        p, p.detach().clone(), _version(p), _Seen.of(p)
-                    )
+                    self.saved_params[id(p)] = self._before_write(p, key)
+
+    def _before_write(self, p: torch.Tensor, key: int) -> _Saved:
+        """A copy of the memory a call is about to write (`key`: where it is), as `p` saw it
+        before the forward: `p.set_(…)` (which torch shows no function mode) may have pointed
+        p elsewhere since, and a view taken before still writes p's own memory."""
+        seen, version = _Seen.of(p), _version(p)
+        if seen.storage.data_ptr() != key:
+            before = self._seen_before(p)
+            if before is not None:
+                seen, version = before
+                memory = torch.empty(0, dtype=seen.dtype, device=seen.storage.device).set_(
+                    seen.storage, seen.offset, seen.shape, seen.stride
+                )
+                return _Saved(p, memory.clone(), version, seen)
+        return _Saved(p, p.detach().clone(), version, seen)
+
+    def _seen_before(self, p: torch.Tensor) -> Optional[tuple[_Seen, int]]:
+        """How `p` (an argument or a parameter) saw its memory before the forward, and its
+        version (a parameter's: as now); None when that was not kept."""
+        for t, seen, version in self.input_memory:
+            if t is p:
+                return seen, version
+        info = self.params.get(id(p))
+        if info is None or info.storage is None:
+            return None
+        layout, alias = info.layout, info.alias
+        if layout is not None:
+            seen = _Seen(info.storage, layout.dtype, layout.shape, layout.stride, layout.offset)
+        elif alias is not None:
+            seen = _Seen.of(alias)
+        else:
+            return None
+        return seen, _version(p)
 
     def restore(self) -> list[str]:
         """Put everything back; returns warnings about what could not be restored."""

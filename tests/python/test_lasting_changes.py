@@ -65,7 +65,15 @@ WRITES = {
     "init.constant_": lambda m: nn.init.constant_(m.fc.bias, 3.0),
     "init.uniform_": lambda m: nn.init.uniform_(m.fc.weight),
     "reset_parameters": lambda m: m.fc.reset_parameters(),
+    # (torch hands `set_` to no function mode; a view from before still writes its memory)
+    "set_, then a write through a view from before": lambda m: _set_then_write(m.fc.weight),
 }
+
+
+def _set_then_write(w: torch.Tensor) -> None:
+    view = w.detach()
+    w.set_(torch.zeros(2, 3))
+    view.add_(1)
 
 
 @pytest.mark.parametrize("how", list(WRITES))

@@ -423,7 +423,15 @@ _INPUT_WRITES = {
     # (torch hands `set_` to no function mode: seen only afterwards, by its memory)
     "set_": lambda x: x.set_(torch.zeros(8)),
     "set_ of its own memory": lambda x: x.set_(x.untyped_storage(), 4, (1, 4), (4, 1)),
+    # (review: a view taken before `set_` still writes the argument's own memory: the copy
+    # kept was of the memory it saw then, and it stayed pointed there)
+    "set_, then a write through a view from before": lambda x: _set_then_write(x, x.view(-1)),
 }
+
+
+def _set_then_write(x, view):
+    x.set_(torch.zeros(8))
+    return view.add_(1)
 
 
 class _WritesItsInputHow(nn.Module):
