@@ -10,6 +10,7 @@ import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import {
   ARTIFACTS,
+  ROOT,
   activeTab,
   chooseMenuItem,
   cleanup,
@@ -102,7 +103,9 @@ before(async () => {
   for (const n of ["gpt2", "mlp", "palette", "export", "codelens", "reload", "input", "import-error", "cancel", "no-torch"]) {
     rmSync(join(ARTIFACTS, `fail-${n}.png`), { force: true });
   }
-  cs = await startCodeServer();
+  // two files named alike in two folders, each with a model named alike (the tab titles)
+  const mlp = readFileSync(join(ROOT, "examples", "mlp.py"), "utf8");
+  cs = await startCodeServer({ files: { "a/mlp.py": mlp, "b/mlp.py": mlp } });
   browser = await launch();
   page = await openWorkbench(browser, cs);
 });
@@ -123,6 +126,19 @@ after(async () => {
   const merged = { ...earlier, ...timings };
   writeFileSync(file, `${JSON.stringify({ when: new Date().toISOString(), loadavg: load, timings: merged }, null, 2)}\n`);
 });
+
+/** Open `name` in the workspace's `folder` from the explorer (two files may share a name):
+ * the folder expanded, its file (a row one level down) opened, the folder collapsed again. */
+async function openIn(p: Page, folder: string, name: string): Promise<void> {
+  const row = p.locator(".explorer-folders-view .monaco-list-row", { has: p.getByText(folder, { exact: true }) }).first();
+  const inside = p.locator('.explorer-folders-view .monaco-list-row[aria-level="2"]', { hasText: name });
+  await row.click();
+  await inside.first().click();
+  await p.waitForSelector(`.tabs-container .tab.active[aria-label^="${name}"]`, { timeout: 20_000 });
+  await p.locator(".monaco-editor .view-lines").first().waitFor();
+  await row.click();
+  await inside.first().waitFor({ state: "detached", timeout: 10_000 });
+}
 
 describe("torchscope in VS Code", { timeout: 600_000 }, () => {
   it("right-click in a model factory → the graph beside the code (GPT-2, cold then warm)", () =>
@@ -198,6 +214,19 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
       await page.locator('.editor-actions .action-label[aria-label^="Re-trace forward pass"]').first().click();
       await waitForGraph(page);
       await timed("mlp_retrace_button_to_drawn", t1);
+    }));
+
+  it("two files named alike in two folders: each panel's title says which", () =>
+    step(page, "same-names", async () => {
+      await closeAll(page);
+      for (const folder of ["a", "b"]) {
+        await openIn(page, folder, "mlp.py");
+        await contextMenu(page, "def forward", "Visualize forward pass");
+        await waitForGraph(page);
+      }
+      const titles = await page.locator(".tabs-container .tab", { hasText: "Forward pass: MLP" }).allInnerTexts();
+      assert.deepEqual(titles.map((t) => t.trim().split("\n")[0]).sort(), ["Forward pass: MLP · a/mlp.py", "Forward pass: MLP · b/mlp.py"]);
+      await shot(page, "02b-same-names");
     }));
 
   it("from the command palette", () =>
