@@ -165,8 +165,21 @@ def _arg_names(func: Callable[..., Any]) -> tuple[str, ...]:
         return ()
     if not schemas:
         return ()
-    args = [a for a in schemas[0].arguments if not a.kwarg_only]
+    # the overload that names the most (`mean(self)` names no `dim, keepdim`: `mean.dim`'s do)
+    args = max(
+        ([a for a in schema.arguments if not a.kwarg_only] for schema in schemas),
+        key=len,
+    )
     names = [a.name for a in args]
-    if args and str(args[-1].type).endswith("[]"):
+    if _sizes_only(args):
         names[-1] = "*" + names[-1]
     return tuple(names)
+
+
+def _sizes_only(args: list[Any]) -> bool:
+    """A list of ints that is the call's only argument beside `self` (`view(self, size)`,
+    `zeros(size)`): Python also takes it spread out, `x.view(2, 4, 8)`."""
+    if not args or len(args) > 2 or (len(args) == 2 and args[0].name != "self"):
+        return False
+    kind = str(args[-1].type)  # "List[int]" (this torch), "SymInt[]", "int[]" (others)
+    return kind in ("List[int]", "List[SymInt]") or kind in ("int[]", "SymInt[]")

@@ -730,7 +730,7 @@ class Recorder(TorchFunctionMode):
         )
         if inside is not None:
             node.inside = inside
-        if len(inputs) != len(args) or kwargs:
+        if kwargs or len(inputs) != len(args) or not _only_tensors(args):
             node.attrs = self._call_attrs(info, args, kwargs)
         self.nodes.append(node)
         if len(inputs) > 1:
@@ -1330,7 +1330,9 @@ class Recorder(TorchFunctionMode):
         if same:
             inputs = _tensors_in(args, kwargs)
             expected = (
-                self._call_attrs(info, args, kwargs) if len(inputs) != len(args) or kwargs else {}
+                self._call_attrs(info, args, kwargs)
+                if kwargs or len(inputs) != len(args) or not _only_tensors(args)
+                else {}
             )
             same = node.attrs == expected
         sites = self._one_call[type(module)] = (node.site, node.inside) if same else None
@@ -1793,6 +1795,15 @@ def _tensors_in(args: Any, kwargs: Optional[dict]) -> list[Tensor]:
         elif isinstance(a, dict):
             out.extend(iter_tensors(a))
     return out
+
+
+def _only_tensors(args: tuple) -> bool:
+    """Every argument a tensor (as many tensors as arguments can also be a list of two
+    beside a dim: `torch.stack([x, y], 0)`, whose dim is an attr)."""
+    for a in args:
+        if type(a) is not Tensor and type(a) is not _Parameter and not isinstance(a, Tensor):
+            return False
+    return True
 
 
 def _not_among(outs: list[Tensor], inputs: list[Tensor]) -> list[Tensor]:

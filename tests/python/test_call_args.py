@@ -7,6 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+import torchscope
 from torchscope.tracer import _is_plain, _plain_key, _tensors_in
 
 
@@ -41,3 +42,45 @@ def test_a_one_int_shape_is_plain_and_keys_keep_each_value_s_type() -> None:
     assert _plain_key((x, (64,), 1e-5), None) != _plain_key((x, (64,), 1), None)
     assert _plain_key((x, (64,)), None) == _plain_key((torch.zeros(2), (64,)), None)
     assert _plain_key((x, (64.0,)), None) is None
+
+
+class _SpelledTwoWays(torch.nn.Module):
+    """The same calls, their arguments given one way (`one`) or another."""
+
+    def __init__(self, one: bool) -> None:
+        super().__init__()
+        self.one = one
+
+    def forward(self, x):
+        if self.one:
+            s = torch.stack([x, x * 2], 0)
+            c = torch.cat([x, x], 1)
+            v = x.view(2, 4, 8).permute(0, 2, 1).reshape(2, -1)
+            m = v.mean(-1, True)
+            r = m.repeat(1, 2)
+        else:
+            s = torch.stack([x, x * 2], dim=0)
+            c = torch.cat([x, x], dim=1)
+            v = x.view((2, 4, 8)).permute((0, 2, 1)).reshape((2, -1))
+            m = v.mean(-1, keepdim=True)
+            r = m.repeat((1, 2))
+        return s.sum() + c.sum() + r.sum()
+
+
+def test_arguments_given_by_position_or_by_name_record_the_same_attrs():
+    # (QA: `torch.stack([x, y], 0)` recorded no dim (its two tensors, in a list, counted as
+    # its two arguments); `x.view(2, 4, 8)` was `size: 2, arg2: 4, arg3: 8`; `x.mean(-1,
+    # True)` named keepdim `arg2`: `diff` saw changes where there were none, and none where
+    # the dim changed)
+    x = torch.randn(2, 32)
+    one = torchscope.trace(_SpelledTwoWays(True), x)
+    other = torchscope.trace(_SpelledTwoWays(False), x)
+    attrs = {n.name: n.attrs for n in one.nodes if n.kind == "op"}
+    assert attrs["stack"] == {"dim": 0}
+    assert attrs["cat"] == {"dim": 1}
+    assert attrs["view"] == {"size": [2, 4, 8]}
+    assert attrs["permute"] == {"dims": [0, 2, 1]}
+    assert attrs["reshape"] == {"shape": [2, -1]}
+    assert attrs["mean"] == {"dim": -1, "keepdim": True}
+    assert attrs["repeat"] == {"repeats": [1, 2]}
+    assert [n.attrs for n in one.nodes] == [n.attrs for n in other.nodes]
