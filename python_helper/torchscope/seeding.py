@@ -148,21 +148,53 @@ def _line(frame: Optional[Any]) -> str:
     if frame is None or frame.f_code.co_filename.startswith(_PKG_DIR):
         return ""
     file = frame.f_code.co_filename
-    text = linecache.getline(file, frame.f_lineno, frame.f_globals)
+    first, last = _call_lines(frame)
+    text = "\n".join(linecache.getline(file, n, frame.f_globals) for n in range(first, last + 1))
     return _code(text) if text.strip() else f"{file}:{frame.f_lineno}"
 
 
+_positions: dict[Any, list[Any]] = {}  # code → its instructions' source positions
+
+
+def _call_lines(frame: Any) -> tuple[int, int]:
+    """The lines of the call the frame is making: a call wrapped over lines (`nn.Linear(\n
+    8, 16\n)`, as a formatter writes a long one) is keyed by all of them, as on one line."""
+    line = frame.f_lineno
+    code = frame.f_code
+    positions = _positions.get(code)
+    if positions is None:
+        try:
+            positions = _positions[code] = list(code.co_positions())
+        except (AttributeError, ValueError):  # (Python 3.10 has none)
+            positions = _positions[code] = []
+    at = frame.f_lasti // 2
+    if at < len(positions):
+        first, last = positions[at][0], positions[at][1]
+        if first is not None and last is not None and first <= line <= last <= first + 50:
+            return first, last
+    return line, line
+
+
 def _code(line: str) -> str:
-    """A line's tokens without comments or spacing: a formatter's edit is no edit (a line
-    that opens a bracket it does not close: its tokens up to the end)."""
+    """A line's tokens without comments, spacing or a trailing comma: a formatter's edit is
+    no edit (a line that opens a bracket it does not close: its tokens up to the end)."""
     kept: list[str] = []
-    skip = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER)
+    skip = (
+        tokenize.COMMENT,
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.ENDMARKER,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+    )
     try:
         for t in tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline):
             if t.type not in skip:
                 kept.append(t.string)
     except (tokenize.TokenError, SyntaxError):
         pass  # (an open bracket at the end, a string going on below: what came before counts)
+    # (a trailing comma a formatter adds when it wraps a call: `16,\n)` is `16)`)
+    kept = [t for t, after in zip(kept, [*kept[1:], ""]) if t != "," or after not in ")]}"]
     return " ".join(kept) if kept else line.strip()
 
 

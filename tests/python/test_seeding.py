@@ -57,6 +57,21 @@ def test_a_formatter_s_or_a_comment_s_edit_draws_the_same_weights(tmp_path):
     assert differing(wa, wb, list(wa)) == []
 
 
+def test_a_layer_s_call_wrapped_over_lines_draws_the_weights_of_its_one_line(tmp_path):
+    # (QA: `nn.Linear(\n    8, 16\n)`, as black wraps a long line, was keyed by its first
+    # line alone, `nn.Linear(`: a formatter's edit, and other weights everywhere after it)
+    one_line = NET.replace("EXTRA", "pass")
+    wrapped = one_line.replace(
+        "self.fc1 = nn.Linear(8,16)",
+        "self.fc1 = nn.Linear(\n                8,\n                16,\n            )",
+    )
+    other = one_line.replace("nn.Linear(8,16)", "nn.Linear(\n                8, 16, bias=False)")
+    wa = weights(write(tmp_path / "a", "net.py", one_line))
+    assert differing(wa, weights(write(tmp_path / "b", "net.py", wrapped)), list(wa)) == []
+    wc = weights(write(tmp_path / "c", "net.py", other))
+    assert differing(wa, wc, ["fc1.weight"]) == ["fc1.weight"]  # (another call: other weights)
+
+
 def test_an_init_helper_line_keys_each_shape_apart(tmp_path):
     # (review: nn.init calls pass the tensor as a keyword: no shape in the key, so a layer
     # of another shape inserted before shifted the count of one shared key)
