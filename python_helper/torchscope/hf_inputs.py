@@ -43,7 +43,13 @@ class HfInput:
         """The input itself: made only when asked for (its random numbers are drawn then: a
         paused program's models are listed with the expression alone)."""
         if self.dummy is not None:
-            return {k: v.to(self.device) for k, v in self.dummy.items()}
+            made: dict[str, Any] = {}
+            for k, v in self.dummy.items():
+                t = v.to(self.device)
+                # one tensor under two names (T5's ids for its encoder and decoder): two
+                # inputs, as the expression makes them
+                made[k] = t.clone() if any(t is u for u in made.values()) else t
+            return made
         with torch.device(self.device):
             return eval(self.expr, {"torch": torch})  # noqa: S307 - our own expression
 
@@ -62,6 +68,11 @@ def hf_input(model: nn.Module) -> Optional[HfInput]:
     signature = _signature(model)
     params = _parameters(signature)
     dummy = _dummy(model)
+    if dummy is not None and params is None and signature is not None:
+        # a forward that also takes **kwargs (transformers' attention flags) is given only
+        # the dummy inputs it names: T5's encoder gets no decoder ids it never reads
+        named = {k: v for k, v in dummy.items() if k in signature}
+        dummy = named or dummy
     if dummy is not None and not _takes(params, dummy):
         dummy = None  # (a forward of the user's own: `forward(self, x)`)
     wanted = _wanted(model, params, _named(signature))

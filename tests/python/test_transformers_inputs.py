@@ -88,6 +88,10 @@ FACTORIES = {
     "bert": f"T.BertModel(T.BertConfig(**{TEXT}))",
     "t5": "T.T5Model(T.T5Config(d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=16, "
     "vocab_size=100))",
+    # (QA: its dummy_inputs hold one tensor under two names, and its encoder's the
+    # decoder's keys, which its forward takes through **kwargs and never reads)
+    "t5_encoder": "T.T5EncoderModel(T.T5Config(d_model=32, d_ff=64, num_layers=1, "
+    "num_heads=2, d_kv=16, vocab_size=100))",
     "bart": f"T.BartModel(T.BartConfig({SEQ2SEQ}, vocab_size=100))",
     # an encoder-decoder whose dummy_inputs lack the decoder's ids (Pegasus does not make
     # them from input_ids as BART does)
@@ -114,6 +118,9 @@ EXPECTED = {
     "clip": {"input_ids": [1, 16], "pixel_values": [1, 3, 32, 32]},
     "siglip": {"input_ids": [1, 16], "pixel_values": [1, 3, 32, 32]},
     "blip": {"input_ids": [1, 16], "pixel_values": [1, 3, 32, 32]},
+    # each name its own input, as the expression an input box starts with makes them
+    "t5": {"input_ids": [3, 5], "decoder_input_ids": [3, 5], "decoder_attention_mask": [3, 5]},
+    "t5_encoder": {"input_ids": [3, 5]},
 }
 
 
