@@ -379,11 +379,15 @@ class Recorder(TorchFunctionMode):
     def _stats(self, t: Tensor) -> Optional[TensorStats]:
         return self._read(t) if self.values else None
 
-    def _read(self, t: Tensor, wrapper_version: int = 0) -> Optional[TensorStats]:
+    def _read(
+        self, t: Tensor, wrapper_version: int = 0, fresh: bool = False
+    ) -> Optional[TensorStats]:
         """t's statistics: those read before for the same values (t itself, or a base it
         views whole, unchanged since: reshapes, permutes, a layer that returns its input),
         else read now. A third of a transformer's tensors are such views. A DTensor's are its
-        local shard's, this rank's values (as its edge's `shape` is the shard's)."""
+        local shard's, this rank's values (as its edge's `shape` is the shard's). `fresh`:
+        read now whatever its version says (a call just wrote it: a write into `out=`
+        tensors, as split_with_sizes_copy's, may leave their versions as they were)."""
         kind = type(t)
         if kind is not Tensor and kind is not _Parameter:
             inner = inner_tensor(t)
@@ -394,11 +398,16 @@ class Recorder(TorchFunctionMode):
                     outer = t._version << 32
                 except Exception:
                     outer = 0
-                return self._read(inner, outer)
+                return self._read(inner, outer, fresh)
         try:
             version = t._version + wrapper_version
         except Exception:  # inference tensors keep no version counter
             return self.reader.read(t)
+        if fresh:
+            st = self.reader.read(t)
+            if st is not None:
+                st.version = version
+            return st
         entry = self.producer.get(id(t))
         if entry is not None and entry[0]() is t:
             st = entry[2]
@@ -774,14 +783,14 @@ class Recorder(TorchFunctionMode):
         else:
             made: dict[int, Optional[TensorStats]] = {}  # one reading per tensor of this call
             for t in outs:
-                st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t)
+                st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t, fresh=writes)
                 producer[id(t)] = (weakref.ref(t), nid, st)
             for t in written:
-                st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t)
+                st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t, fresh=True)
                 producer[id(t)] = (weakref.ref(t), nid, st)
                 base = t._base
                 if base is not None:  # what it wrote, read through the base
-                    st = self._read(base)
+                    st = self._read(base, fresh=True)
                     self._set_producer(base, nid, st)
                     self._wrote_too(nid, st)
             if info.name not in UNINITIALIZED:  # whatever memory held before: no origin

@@ -47,3 +47,24 @@ def test_a_call_into_a_list_of_out_tensors_is_a_node_its_readers_read_from() -> 
     assert _producers_of(g, "mul") >= {"split_with_sizes_copy"}
     (x,) = [n for n in g.nodes if n.kind == "input"]
     assert any(e.src == x.id for e in g.edges), "the input is read"
+
+
+class IntoFilledList(nn.Module):
+    def forward(self, x):
+        outs = [torch.full((4, 3), 1000.0), torch.full((4, 5), 1000.0)]
+        torch.split_with_sizes_copy(x, [3, 5], dim=1, out=outs)
+        return outs[0] + 1, outs[1] * 2
+
+
+def test_what_reads_a_list_of_out_tensors_sees_the_values_the_call_wrote() -> None:
+    # (QA: split_with_sizes_copy leaves its out tensors' versions as they were: their
+    # statistics from before the write, 1000s, stood on the edges after it — in FSDP2, the
+    # empty gather buffer's garbage, NaN, on every unsharded weight)
+    x = torch.rand(4, 8)
+    g = torchscope.trace(IntoFilledList(), x)
+    assert g.error is None
+    by_id = {n.id: n for n in g.nodes}
+    after = [e for e in g.edges if by_id[e.src].name == "split_with_sizes_copy"]
+    assert len(after) == 2
+    for e in after:
+        assert e.stats is not None and 0.0 <= e.stats["min"] <= e.stats["max"] <= 1.0, e.stats
