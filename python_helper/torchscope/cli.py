@@ -150,6 +150,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             before_trace=stop_on_sigterm if launched else None,
         )
     except CliError as exc:
+        if launched:  # every rank says it: which one (`rank 1: the forward called sys.exit(3)`)
+            exc.message = f"rank {rank}: {exc.message}"
         return _fail(exc)
     finally:
         if launched:

@@ -91,6 +91,25 @@ def test_sys_exit_in_user_code_is_an_error_line(tmp_path, where, code):
     assert run.returncode == (1 if where == "forward" else 2)
 
 
+def test_sys_exit_in_a_rank_s_forward_says_which_rank(tmp_path):
+    # (QA: under torchrun every rank's other lines name it; this one did not)
+    import os
+
+    path = tmp_path / "quits.py"
+    path.write_text(
+        "import sys\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n"
+        "        sys.exit(3)\n"
+    )
+    env = {**os.environ, "RANK": "1", "WORLD_SIZE": "2"}  # (as torchrun tells a rank)
+    run = subprocess.run(
+        [sys.executable, "-m", "torchscope", "trace", f"{path}:Net", "--input", "torch.ones(1)"]
+        + ["-o", str(tmp_path / "g.msgpack")],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert _one_line(run) == "torchscope: rank 1: the forward called sys.exit(3)"
+    assert run.returncode == 1
+
+
 def test_sys_exit_in_the_input_expression(tmp_path):
     path = _write(
         tmp_path,
