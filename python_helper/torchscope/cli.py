@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -136,6 +137,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             out = _output(name, args.format)
         except CliError as exc:
             return _fail(exc)
+    watch = None
+    if launched:  # a rank may wait in C++ for good, where no signal handler runs (stuck.py)
+        from .cli_trace import GRACE
+        from .stuck import StuckWatch
+
+        budget = args.time_budget
+        deadline = time.monotonic() + budget + GRACE if budget else None
+        watch = StuckWatch(rank, budget, deadline)
+        watch.start()
     try:
         traced = trace_target(
             args.target,
@@ -154,6 +164,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             exc.message = f"rank {rank}: {exc.message}"
         return _fail(exc)
     finally:
+        if watch is not None:
+            watch.stop()
         if launched:
             sigterm_as_before()
         end_process_group()

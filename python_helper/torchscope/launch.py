@@ -41,8 +41,13 @@ def stop_on_sigterm() -> None:
     `sigterm_as_before`, ends the process at once."""
     import signal
 
+    global _interrupted
+    _interrupted = False
+
     def stop(signum: int, frame: Any) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if _interrupted:  # Ctrl-C first: torchrun's SIGTERM follows it, the interrupt says it
+            return
         tracer = sys.modules.get("torchscope.tracer")
         if tracer is not None and tracer.in_forward():
             raise RankStopped(
@@ -51,10 +56,20 @@ def stop_on_sigterm() -> None:
         if tracer is None or not tracer.forward_begun():
             os.kill(os.getpid(), signal.SIGTERM)  # the default now: ended as if never caught
 
+    def interrupt(signum: int, frame: Any) -> None:
+        global _interrupted
+        _interrupted = True
+        raise KeyboardInterrupt
+
     try:
         signal.signal(signal.SIGTERM, stop)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, interrupt)
     except ValueError:  # not the main thread: the launcher's default stays
         pass
+
+
+_interrupted = False  # Ctrl-C came while the rank traced (see stop_on_sigterm)
 
 
 def sigterm_as_before() -> None:
@@ -64,6 +79,8 @@ def sigterm_as_before() -> None:
 
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if getattr(signal.getsignal(signal.SIGINT), "__name__", "") == "interrupt":
+            signal.signal(signal.SIGINT, signal.default_int_handler)
     except ValueError:
         pass
 

@@ -6,6 +6,7 @@ Each torchrun gets its own free port, so these tests can run beside other test r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -925,3 +926,90 @@ print(repr(x.grad is not None))
 """
     )
     assert eval(one_rank(program, tmp_path)[-1]) is True
+
+
+# Rank 0 waits in an all_reduce, rank 1 in a recv rank 0 never sends (`stuck`), or in Python
+# (`loops`): C++ waits that never return to Python, where no signal handler runs.
+NEVER_MEETS = """
+import time
+from pathlib import Path
+import torch, torch.distributed as dist
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        Path(__file__).with_name(f"at{dist.get_rank()}").write_text("yes")
+        if dist.get_rank() == 0:
+            dist.all_reduce(h)
+        elif KIND == "stuck":
+            dist.recv(h, src=0)
+        else:
+            end = time.time() + 120
+            while time.time() < end:
+                h = h + 0
+        return h
+
+def build():
+    dist.init_process_group("gloo")
+    return Net(), torch.randn(2, 4)
+"""
+
+
+def test_a_rank_stuck_in_a_collective_past_its_budget_ends_and_says_so(tmp_path: Path) -> None:
+    """QA: `--time-budget 5` never stopped a rank waiting in a recv rank 0 never sent (the
+    budget's SIGALRM handler runs only in Python): it waited until killed, and said nothing."""
+    (tmp_path / "never.py").write_text(NEVER_MEETS.replace("KIND", "'stuck'"))
+    start = time.monotonic()
+    with pytest.raises(AssertionError) as failed:  # (torchrun: a rank exited 3)
+        torchrun(
+            ["-m", "torchscope", "trace", "never.py:build", "--time-budget", "3", "-o", "g.json"],
+            tmp_path,
+        )
+    said = str(failed.value)
+    assert time.monotonic() - start < 120, said
+    assert "torchscope: rank 1: the trace ran past 3 s while waiting in C++" in said, said
+
+
+@pytest.mark.parametrize("kind", ["stuck", "loops"])
+def test_ctrl_c_ends_every_rank_at_once_and_each_says_interrupted(
+    tmp_path: Path, kind: str
+) -> None:
+    """QA: Ctrl-C with both ranks waiting in C++ ended them only when torchrun killed them,
+    30 s later; with one rank in Python, the other (whose wait ended when it left) said
+    "the forward raised RankStopped … another rank failed": no rank had failed."""
+    (tmp_path / "never.py").write_text(NEVER_MEETS.replace("KIND", repr(kind)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(HERE.parent.parent / "python_helper"), env.get("PYTHONPATH", "")]
+    )
+    env["OMP_NUM_THREADS"] = "1"
+    cmd = [*TORCHRUN, "--nproc_per_node", "2", "--master_addr", "127.0.0.1"]
+    cmd += ["--master_port", str(free_port()), "-m", "torchscope", "trace", "never.py:build"]
+    cmd += ["-o", "g.json"]
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # (its own process group: the terminal's Ctrl-C reaches all)
+    )  # fmt: skip
+    try:
+        end = time.monotonic() + 120
+        while time.monotonic() < end and proc.poll() is None:
+            if (tmp_path / "at0").exists() and (tmp_path / "at1").exists():
+                break
+            time.sleep(0.1)
+        time.sleep(1)  # (into the collective)
+        os.killpg(proc.pid, signal.SIGINT)
+        sent = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert took < 20, (took, err)  # (torchrun's own wait for a rank that ignores it: 30 s)
+    for rank in (0, 1):
+        assert f"torchscope: rank {rank}: interrupted" in err, err
+    assert "RankStopped" not in err, err
