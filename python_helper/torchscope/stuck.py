@@ -54,7 +54,9 @@ class StuckWatch:
         except (ValueError, OSError):  # not the main thread, or no pipe: nothing watched
             return
         self._read, self._write = read, write
-        self._thread = threading.Thread(target=self._watch, name="torchscope-stuck", daemon=True)
+        self._thread = threading.Thread(
+            target=self._watch, args=(read,), name="torchscope-stuck", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -71,16 +73,16 @@ class StuckWatch:
                 os.close(fd)
         self._thread = None
 
-    def _watch(self) -> None:
+    def _watch(self, read: int) -> None:
         arrived: Optional[tuple[int, float]] = None  # the first SIGINT or SIGTERM, and when
         while not self._done.wait(0):
             try:
-                ready, _, _ = select.select([self._read], [], [], _POLL)
+                ready, _, _ = select.select([read], [], [], _POLL)
             except (OSError, ValueError):
                 return
             if ready:
                 try:
-                    got = os.read(self._read, 64)  # type: ignore[arg-type]
+                    got = os.read(read, 64)
                 except OSError:
                     got = b""
                 for signum in got:
