@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -972,7 +973,8 @@ def test_a_rank_stuck_in_a_collective_past_its_budget_ends_and_says_so(tmp_path:
         )
     said = str(failed.value)
     assert time.monotonic() - start < 120, said
-    assert "torchscope: rank 1: the trace ran past 3 s while waiting in C++" in said, said
+    # (the rank whose watch ends it first; the other's wait then fails, back in Python)
+    assert re.search(r"torchscope: rank [01]: the trace ran past 3 s while waiting in C\+\+", said)
 
 
 @pytest.mark.parametrize("kind", ["stuck", "loops"])

@@ -54,7 +54,7 @@ function tensorsNoted(idx: GraphIndex, ids: number[]): [Tensor, string][] {
 function nameInA(idx: GraphIndex, id: number): string | null {
   const c = idx.graph.compare;
   const node = idx.graph.nodes[id]!;
-  if (!c || c.status[id] !== "changed" || node.kind === "module") return null;
+  if (c?.status[id] !== "changed" || node.kind === "module") return null;
   for (const line of c.details[id] ?? []) {
     const m = /^(target|name): (.+?) → /.exec(line);
     if (!m || m[2] === "-") continue;
