@@ -165,11 +165,17 @@ def _arg_names(func: Callable[..., Any]) -> tuple[str, ...]:
         return ()
     if not schemas:
         return ()
-    # the overload that names the most (`mean(self)` names no `dim, keepdim`: `mean.dim`'s do)
-    args = max(
-        ([a for a in schema.arguments if not a.kwarg_only] for schema in schemas),
-        key=len,
-    )
+    # the first overload's names, taken further by one that names more after the same ones
+    # (`mean(self)` names no `dim, keepdim`: `mean.dim`'s do), never renamed by one that
+    # names another first (`arange.start_step`'s `start` is `arange(end)`'s one argument)
+    overloads = [[a for a in schema.arguments if not a.kwarg_only] for schema in schemas]
+    args = overloads[0]
+    for other in sorted(overloads[1:], key=len, reverse=True):
+        if len(other) > len(args) and [a.name for a in other[: len(args)]] == [
+            a.name for a in args
+        ]:
+            args = other
+            break
     names = [a.name for a in args]
     if _sizes_only(args):
         names[-1] = "*" + names[-1]

@@ -194,7 +194,9 @@ def _code(line: str) -> str:
     except (tokenize.TokenError, SyntaxError):
         pass  # (an open bracket at the end, a string going on below: what came before counts)
     # (a trailing comma a formatter adds when it wraps a call: `16,\n)` is `16)`)
-    kept = [t for t, after in zip(kept, [*kept[1:], ""]) if t != "," or after not in ")]}"]
+    kept = [
+        t for t, after in zip(kept, [*kept[1:], ""]) if t != "," or after not in (")", "]", "}")
+    ]
     return " ".join(kept) if kept else line.strip()
 
 

@@ -785,11 +785,13 @@ class Recorder(TorchFunctionMode):
             for t in outs:
                 st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t, fresh=writes)
                 producer[id(t)] = (weakref.ref(t), nid, st)
+            bases: set[int] = set()  # (views of one buffer written: the buffer read once)
             for t in written:
                 st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t, fresh=True)
                 producer[id(t)] = (weakref.ref(t), nid, st)
                 base = t._base
-                if base is not None:  # what it wrote, read through the base
+                if base is not None and id(base) not in bases:  # what it wrote, via the base
+                    bases.add(id(base))
                     st = self._read(base, fresh=True)
                     self._set_producer(base, nid, st)
                     self._wrote_too(nid, st)

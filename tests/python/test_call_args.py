@@ -84,3 +84,20 @@ def test_arguments_given_by_position_or_by_name_record_the_same_attrs():
     assert attrs["mean"] == {"dim": -1, "keepdim": True}
     assert attrs["repeat"] == {"repeats": [1, 2]}
     assert [n.attrs for n in one.nodes] == [n.attrs for n in other.nodes]
+
+
+class _FirstArgumentsNamed(torch.nn.Module):
+    def forward(self, x):
+        n = torch.arange(16)
+        r = torch.randint(10, (2,))
+        return x.var(False) + n.sum() + r.sum()
+
+
+def test_an_overload_that_names_more_does_not_rename_the_first_s_arguments():
+    # (review: the longest overload named `torch.arange(16)`'s one argument `start`,
+    # `torch.randint(10, (2,))`'s `low, high`, `x.var(False)`'s `dim`)
+    g = torchscope.trace(_FirstArgumentsNamed(), torch.randn(4))
+    attrs = {n.name: n.attrs for n in g.nodes if n.kind in ("op", "constant")}
+    assert attrs["arange"] == {"end": 16}
+    assert attrs["randint"] == {"high": 10, "size": [2]}
+    assert attrs["var"] == {"unbiased": False}

@@ -68,3 +68,28 @@ def test_what_reads_a_list_of_out_tensors_sees_the_values_the_call_wrote() -> No
     assert len(after) == 2
     for e in after:
         assert e.stats is not None and 0.0 <= e.stats["min"] <= e.stats["max"] <= 1.0, e.stats
+
+
+class IntoViewsOfOne(nn.Module):
+    def forward(self, x):
+        buffer = torch.empty(8, 100)
+        torch.split_with_sizes_copy(x, [1] * 8, dim=0, out=list(buffer.unbind(0)))
+        return buffer * 2
+
+
+def test_a_call_into_many_views_of_one_buffer_reads_the_buffer_once(monkeypatch) -> None:
+    # (review: FSDP2's gather writes each parameter into a view of one buffer: the buffer
+    # was read whole again for each view)
+    from torchscope.stats import Reader
+
+    sizes: list[int] = []
+    real = Reader.read
+
+    def counted(self, t):
+        sizes.append(t.numel())
+        return real(self, t)
+
+    monkeypatch.setattr(Reader, "read", counted)
+    g = torchscope.trace(IntoViewsOfOne(), torch.rand(8, 100))
+    assert g.error is None
+    assert sizes.count(800) <= 4, str(sizes)  # (x, the buffer made, written, doubled)

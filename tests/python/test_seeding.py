@@ -208,3 +208,13 @@ def test_two_keys_never_share_the_32_bits_the_generator_reads():
     seeds = {mode._seed_of(f"key {i}") for i in range(100_000)}
     assert len(seeds) == 100_000 and max(seeds) < 2**32
     assert mode._seed_of("key 7") == mode._seed_of("key 7")  # one key, one seed
+
+
+def test_a_line_that_ends_in_a_comma_keeps_its_key():
+    # (review: the rule that drops a formatter's trailing comma before a bracket dropped
+    # the comma ending a line too: every `nn.Linear(8, 16),` line of an nn.Sequential got
+    # other weights than before)
+    from torchscope.seeding import _code
+
+    assert _code("    nn.Linear(8, 16),\n") == "nn . Linear ( 8 , 16 ) ,"
+    assert _code("nn.Linear(\n 8,\n 16,\n)") == "nn . Linear ( 8 , 16 )"
