@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -139,12 +138,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _fail(exc)
     watch = None
     if launched:  # a rank may wait in C++ for good, where no signal handler runs (stuck.py)
-        from .cli_trace import GRACE
+        from .cli_trace import budget_end
         from .stuck import StuckWatch
 
-        budget = args.time_budget
-        deadline = time.monotonic() + budget + GRACE if budget else None
-        watch = StuckWatch(rank, budget, deadline)
+        watch = StuckWatch(rank, args.time_budget, budget_end)
         watch.start()
     try:
         traced = trace_target(

@@ -14,6 +14,7 @@ import contextlib
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType
@@ -67,13 +68,25 @@ def hard_budget(seconds: Optional[float]) -> Iterator[Callable[[], None]]:
         ended = True
         signal.setitimer(signal.ITIMER_REAL, 0)
 
+    global _budget_end
     old = signal.signal(signal.SIGALRM, ring)
     signal.setitimer(signal.ITIMER_REAL, float(seconds) + GRACE)  # type: ignore[arg-type]
+    _budget_end = time.monotonic() + float(seconds) + GRACE  # type: ignore[arg-type]
     try:
         yield over
     finally:
+        _budget_end = None
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+_budget_end: Optional[float] = None  # when hard_budget's timer rings (time.monotonic())
+
+
+def budget_end() -> Optional[float]:
+    """When the running trace's hard budget ends (None: no budget running): stuck.py's
+    watch ends a rank its timer cannot reach."""
+    return _budget_end
 
 
 @dataclass

@@ -15,10 +15,12 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Optional
 
 STUCK = 5.0  # seconds the main thread has to act on a signal or its budget itself
 _POLL = 0.25
+_COLLECTIVES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "collectives.py")
 
 # what each way of ending says, and its exit code (as the CLI's other ways of ending)
 _ENDS = {
@@ -34,10 +36,13 @@ class StuckWatch:
     """Ends the process when the trace stays in its forward STUCK seconds past a SIGINT or
     SIGTERM, or past `deadline` (time.monotonic(); the time budget's end with its grace)."""
 
-    def __init__(self, rank: int, budget: Optional[float], deadline: Optional[float]) -> None:
+    def __init__(
+        self, rank: int, budget: Optional[float], deadline: Callable[[], Optional[float]]
+    ) -> None:
         self.rank = rank
         self.budget = budget
-        self.deadline = deadline
+        self.deadline = deadline  # the budget's end as its timer set it (None: none yet)
+        self._main = threading.get_ident()
         self._done = threading.Event()
         self._read: Optional[int] = None
         self._write: Optional[int] = None
@@ -75,6 +80,7 @@ class StuckWatch:
 
     def _watch(self, read: int) -> None:
         arrived: Optional[tuple[int, float]] = None  # the first SIGINT or SIGTERM, and when
+        last: Optional[tuple[int, int]] = None  # where the main thread was at the last poll
         while not self._done.wait(0):
             try:
                 ready, _, _ = select.select([read], [], [], _POLL)
@@ -86,14 +92,23 @@ class StuckWatch:
                 except OSError:
                     got = b""
                 for signum in got:
-                    if arrived is None and signum in _ENDS:
+                    if arrived is None and signum in _ENDS and _ours(signum):
                         arrived = (signum, time.monotonic())
             now = time.monotonic()
-            if arrived is not None and now - arrived[1] > STUCK and _in_forward():
+            deadline = self.deadline()
+            late = deadline is not None and now > deadline + STUCK
+            if not (late or (arrived is not None and now - arrived[1] > STUCK)):
+                continue
+            # only a wait in a collective, the same at two polls (a long op of its own ends,
+            # and the program's own handler, or the budget's, acts then)
+            at = _waiting_at(self._main)
+            if at is None or at != last or not _in_forward():
+                last = at
+                continue
+            if arrived is not None and now - arrived[1] > STUCK:
                 what, code = _ENDS[signal.Signals(arrived[0])]
                 self._end(what, code)
-            if self.deadline is not None and now > self.deadline + STUCK and _in_forward():
-                self._end(f"the trace ran past {self.budget:g} s", 3)
+            self._end(f"the trace ran past {self.budget:g} s", 3)
 
     def _end(self, what: str, code: int) -> None:
         if self._done.is_set():
@@ -105,6 +120,30 @@ class StuckWatch:
         )
         sys.stderr.flush()
         os._exit(code)
+
+
+def _ours(signum: int) -> bool:
+    """The signal goes to torchscope's handler or Python's default one (a handler of the
+    program's own may let the forward go on: then it is the program's to act on)."""
+    handler = signal.getsignal(signum)
+    if handler is signal.default_int_handler or handler in (signal.SIG_DFL, None):
+        return True
+    return getattr(handler, "__module__", "") == "torchscope.launch"
+
+
+def _waiting_at(main: int) -> Optional[tuple[int, int]]:
+    """Where the main thread waits, when its innermost Python frame is in torch.distributed
+    or in the trace's own wait for a collective (collectives.py): (the frame, its
+    instruction); None anywhere else."""
+    frame = sys._current_frames().get(main)
+    torch_file = getattr(sys.modules.get("torch"), "__file__", None)
+    if frame is None or not torch_file:
+        return None
+    file = frame.f_code.co_filename
+    distributed = os.path.join(os.path.dirname(torch_file), "distributed") + os.sep
+    if file.startswith(distributed) or file == _COLLECTIVES:
+        return id(frame), frame.f_lasti
+    return None
 
 
 def _in_forward() -> bool:

@@ -1015,3 +1015,39 @@ def test_ctrl_c_ends_every_rank_at_once_and_each_says_interrupted(
     for rank in (0, 1):
         assert f"torchscope: rank {rank}: interrupted" in err, err
     assert "RankStopped" not in err, err
+
+
+def test_ctrl_c_a_program_handles_itself_is_left_to_it(tmp_path: Path) -> None:
+    """Review: the watch for ranks stuck in C++ also counted a Ctrl-C the program's own
+    handler took (to finish its step), and ended the rank 5 s later, its forward running
+    in Python: no graph. It acts only on a wait in a collective, and only on the signals
+    torchscope's or Python's own handlers take."""
+    (tmp_path / "graceful.py").write_text(
+        "import signal, time\nfrom pathlib import Path\nimport torch\nfrom torch import nn\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n"
+        "        signal.signal(signal.SIGINT, lambda *a: print('finishing', flush=True))\n\n"
+        "    def forward(self, x):\n        x = self.fc(x)\n"
+        "        Path(__file__).with_name('started').write_text('yes')\n"
+        "        end = time.time() + 8\n"
+        "        while time.time() < end:\n            x = x + 0\n"
+        "        return x\n\n"
+        "def build():\n    return Net(), torch.ones(2, 4)\n"
+    )
+    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "2"}  # (as torchrun tells a rank)
+    env["PYTHONPATH"] = str(HERE.parent.parent / "python_helper")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torchscope", "trace", "graceful.py:build", "-o", "g.msgpack"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        for _ in range(600):
+            if (tmp_path / "started").exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out + err
+    assert "finishing" in out and (tmp_path / "g.rank0.msgpack").exists(), out + err
