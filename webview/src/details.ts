@@ -58,7 +58,9 @@ function nameInA(idx: GraphIndex, id: number): string | null {
   for (const line of c.details[id] ?? []) {
     const m = /^(target|name): (.+?) → /.exec(line);
     if (!m || m[2] === "-") continue;
-    const name = m[1] === "target" ? m[2]!.slice(m[2]!.lastIndexOf(".") + 1) : m[2]!;
+    const last = m[1] === "target" ? m[2]!.slice(m[2]!.lastIndexOf(".") + 1) : m[2]!;
+    // (as ops are named: `Tensor.__getitem__` is getitem)
+    const name = last.startsWith("__") ? last.replace(/^_+|_+$/g, "") : last;
     return name && name !== node.name ? name : null;
   }
   return null;
@@ -71,7 +73,9 @@ function fromNames(idx: GraphIndex, noted: [Tensor, string][]): string[] {
   return from.map((name, i) => {
     const [t, note] = noted[i]!;
     const before = note === REMOVED ? nameInA(idx, t.src) : null;
-    return before ? nodeWhere(idx, t.src, `${before} (now ${ownName(idx, t.src)})`) : name;
+    // (b's name as sourceNames wrote it, told apart from others' — "(output 2)" — kept)
+    const now = ownName(idx, t.src);
+    return before && name.startsWith(now) ? `${before} (now ${now})${name.slice(now.length)}` : name;
   });
 }
 

@@ -100,7 +100,7 @@ let page: Page;
 
 before(async () => {
   // Screenshots of failures from an earlier run would mislead.
-  for (const n of ["gpt2", "mlp", "palette", "export", "codelens", "reload", "input", "import-error", "cancel", "no-torch"]) {
+  for (const n of ["gpt2", "mlp", "same-names", "palette", "export", "codelens", "reload", "input", "import-error", "cancel", "no-torch"]) {
     rmSync(join(ARTIFACTS, `fail-${n}.png`), { force: true });
   }
   // two files named alike in two folders, each with a model named alike (the tab titles)

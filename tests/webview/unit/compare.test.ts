@@ -283,6 +283,11 @@ test("a connection only a had names a source b changed as a knew it", () => {
   const edge = vg.edges.find((e) => e.dst === `n${ids.ghost}`)!;
   assert.match(describeEdge(idx, vg, edge.key)!.rows[1]![1], /^linear \(now matmul\) in blocks\.1 → /);
   // b's own connection from it keeps b's name
+  // a dunder target reads as its op's name: a's `x[:, :2]` was getitem
+  compare.details[ids.l1] = ["target: Tensor.__getitem__ → torch.matmul"];
+  const idx2 = buildIndex(decodeGraph(encode({ ...g, compare })));
+  const vg2 = buildVisible(idx2, expandAll(idx2));
+  assert.match(describe(idx2, vg2, `n${ids.ghost}`)!.rows.find(([k]) => k === "in")![1], /from getitem \(now matmul\) in blocks\.1/);
   const kept = vg.edges.find((e) => e.edges.includes(4))!; // l1 → gelu, added in b
   assert.match(describeEdge(idx, vg, kept.key)!.rows[1]![1], /^matmul in blocks\.1 → /);
 });
