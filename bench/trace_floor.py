@@ -100,13 +100,21 @@ def main() -> int:
     )
     rows.append(("  folding", best(lambda: fold_repeated_blocks(graph), a.runs)))
     record_call, module_node = tracer.Recorder._record_call, tracer.Recorder._module_node
+    layer_op = tracer.Recorder._record_layer_op
     try:
         tracer.Recorder._record_call = stub_op_records  # type: ignore[method-assign]
+        # (a one-call layer's op, in a structure-only trace, is recorded by its own path)
+        tracer.Recorder._record_layer_op = (  # type: ignore[method-assign]
+            lambda rec, info, args, kwargs, result, sites: stub_op_records(
+                rec, info, args, kwargs, [result], sites
+            )
+        )
         rows.append(("trace, op records stubbed", best(trace, a.runs)))
         tracer.Recorder._module_node = stub_module_records  # type: ignore[method-assign]
         rows.append(("trace, op and module records stubbed", best(trace, a.runs)))
     finally:
         tracer.Recorder._record_call, tracer.Recorder._module_node = record_call, module_node
+        tracer.Recorder._record_layer_op = layer_op  # type: ignore[method-assign]
     base = rows[0][1]
     print(
         f"{a.model}: {len(graph.nodes)} nodes, {len(graph.edges)} edges; CPU ms, best of {a.runs}"
