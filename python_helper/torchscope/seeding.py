@@ -20,6 +20,7 @@ import io
 import linecache
 import sys
 import tokenize
+import weakref
 from typing import Any, Optional
 
 import torch
@@ -153,7 +154,8 @@ def _line(frame: Optional[Any]) -> str:
     return _code(text) if text.strip() else f"{file}:{frame.f_lineno}"
 
 
-_positions: dict[Any, list[Any]] = {}  # code → its instructions' source positions
+# code → its instructions' source positions (weakly: a runner imports the user's files anew)
+_positions: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
 
 
 def _call_lines(frame: Any) -> tuple[int, int]:

@@ -25,10 +25,7 @@ _COLLECTIVES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "collect
 # what each way of ending says, and its exit code (as the CLI's other ways of ending)
 _ENDS = {
     signal.SIGINT: ("interrupted", 128 + 2),
-    signal.SIGTERM: (
-        "stopped by torchrun (SIGTERM), most likely because another rank failed",
-        128 + 15,
-    ),
+    signal.SIGTERM: ("stopped by torchrun (SIGTERM)", 128 + 15),
 }
 
 
