@@ -46,6 +46,9 @@ class FuncInfo:
     # where its `inplace` argument is among its positional ones (F.relu(x, inplace=True)
     # writes x, as may_write says: only when asked); INPLACE_KEYWORD: a keyword only; -1: none
     inplace_at: int = -1
+    # a builtin's overloads, in torch's order: each one's positional (names, schema types);
+    # a call's arguments are named after the first whose types they fit (overload_names)
+    overloads: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
 
 
 INPLACE_KEYWORD = 1 << 30
@@ -102,7 +105,15 @@ def _describe(func: Callable[..., Any]) -> FuncInfo:
         or raw_name in ("__set__", "numpy", "set_")
         or inplace_at >= 0
     )
-    return FuncInfo(target, name or short, writes, names, may_write, inplace_at=inplace_at)
+    return FuncInfo(
+        target,
+        name or short,
+        writes,
+        names,
+        may_write,
+        inplace_at=inplace_at,
+        overloads=_overloads(func),
+    )
 
 
 def _inplace_at(func: Callable[..., Any], names: tuple[str, ...]) -> int:
@@ -189,3 +200,68 @@ def _sizes_only(args: list[Any]) -> bool:
         return False
     kind = str(args[-1].type)  # "List[int]" (this torch), "SymInt[]", "int[]" (others)
     return kind in ("List[int]", "List[SymInt]") or kind in ("int[]", "SymInt[]")
+
+
+def _overloads(func: Callable[..., Any]) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
+    """A builtin's aten overloads (none for a Python function, or a single one): each one's
+    positional names (a spread list marked `*`, as _arg_names does) and schema types."""
+    try:
+        inspect.signature(func)
+        return ()  # (a Python function: its signature names its arguments)
+    except (TypeError, ValueError):
+        pass
+    name = getattr(func, "__name__", "")
+    if name.startswith("__") or not name:
+        return ()
+    try:
+        schemas = torch._C._jit_get_schemas_for_operator(f"aten::{name}")
+    except Exception:
+        return ()
+    out = []
+    for schema in schemas:
+        args = [a for a in schema.arguments if not a.kwarg_only]
+        names = [a.name for a in args]
+        if _sizes_only(args):
+            names[-1] = "*" + names[-1]
+        out.append((tuple(names), tuple(str(a.type) for a in args)))
+    return tuple(out) if len(out) > 1 else ()
+
+
+def overload_names(info: FuncInfo, args: tuple) -> tuple[str, ...]:
+    """The names of a call's positional arguments: the first overload whose schema types
+    they fit (`x.max(-1)` is max.dim's `dim`, not max.other's `other`), else `arg_names`."""
+    for names, kinds in info.overloads:
+        spread = bool(names) and names[-1].startswith("*")
+        if len(args) > len(names) and not spread:
+            continue
+        if all(
+            _fits(a, kinds[min(i, len(kinds) - 1)] if i < len(kinds) or not spread else "int")
+            for i, a in enumerate(args)
+        ):
+            return names
+    return info.arg_names
+
+
+def _fits(value: Any, kind: str) -> bool:
+    """Whether torch's argument parser takes `value` for a parameter of schema type `kind`."""
+    if kind.startswith("Optional["):
+        if value is None:
+            return True
+        kind = kind[len("Optional[") : -1]
+    if isinstance(value, torch.Tensor):
+        return kind.startswith("Tensor") or kind == "number"
+    if isinstance(value, bool):
+        return kind in ("bool", "number")
+    if isinstance(value, int):
+        return kind in ("int", "SymInt", "float", "number", "List[int]", "List[SymInt]")
+    if isinstance(value, float):
+        return kind in ("float", "number")
+    if isinstance(value, (list, tuple, torch.Size)):
+        return kind.startswith("List[")
+    if isinstance(value, str):
+        return kind == "str"
+    if isinstance(value, (torch.dtype, torch.layout, torch.memory_format)):
+        return kind == "int"  # (ScalarType, Layout, MemoryFormat read as int)
+    if isinstance(value, torch.device):
+        return kind == "Device"
+    return True

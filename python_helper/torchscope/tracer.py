@@ -51,7 +51,7 @@ from .graph import (
     Site,
 )
 from .one_call import ONE_CALL, Call, plain_call, torch_hooks_only_ours
-from .ops import FuncInfo, func_info, written_argument
+from .ops import FuncInfo, func_info, overload_names, written_argument
 from .sites import (
     class_definition,
     frame_site,
@@ -1914,7 +1914,7 @@ def _is_plain(a: Any) -> bool:
 
 def _call_attrs(info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
-    names = info.arg_names
+    names = overload_names(info, args) if info.overloads else info.arg_names
     if names and names[-1].startswith("*"):
         last = len(names) - 1
         names = names[:-1] + (names[-1][1:],)

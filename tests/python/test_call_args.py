@@ -101,3 +101,20 @@ def test_an_overload_that_names_more_does_not_rename_the_first_s_arguments():
     assert attrs["arange"] == {"end": 16}
     assert attrs["randint"] == {"high": 10, "size": [2]}
     assert attrs["var"] == {"unbiased": False}
+
+
+class _OverloadedByTypes(torch.nn.Module):
+    def forward(self, x):
+        a = x.max(-1).values + x.max(-1, True).values.squeeze(-1)
+        b = torch.arange(0, 4) + torch.arange(4)
+        return a.sum() + b.sum() + x.std(0).sum() + x.max(x).sum()
+
+
+def test_arguments_are_named_after_the_overload_the_call_s_types_pick():
+    # (`x.max(-1)` was `other: -1`, its first overload's name, though torch called max.dim)
+    g = torchscope.trace(_OverloadedByTypes(), torch.randn(3, 4))
+    attrs = [(n.name, n.attrs) for n in g.nodes if n.kind in ("op", "constant")]
+    maxes = [a for name, a in attrs if name == "max"]
+    assert maxes == [{"dim": -1}, {"dim": -1, "keepdim": True}, {}], maxes
+    assert [a for name, a in attrs if name == "arange"] == [{"start": 0, "end": 4}, {"end": 4}]
+    assert [a for name, a in attrs if name == "std"] == [{"dim": 0}]
