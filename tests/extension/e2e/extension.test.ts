@@ -18,6 +18,7 @@ import {
   closeAll,
   contextMenu,
   cursorLine,
+  editorLine,
   launch,
   markOld,
   notifications,
@@ -105,7 +106,8 @@ before(async () => {
   }
   // two files named alike in two folders, each with a model named alike (the tab titles)
   const mlp = readFileSync(join(ROOT, "examples", "mlp.py"), "utf8");
-  cs = await startCodeServer({ files: { "a/mlp.py": mlp, "b/mlp.py": mlp } });
+  // (a first line apart: which of the two an editor shows, where both tabs read "mlp.py")
+  cs = await startCodeServer({ files: { "a/mlp.py": `# the a copy\n${mlp}`, "b/mlp.py": `# the b copy\n${mlp}` } });
   browser = await launch();
   page = await openWorkbench(browser, cs);
 });
@@ -134,8 +136,8 @@ async function openIn(p: Page, folder: string, name: string): Promise<void> {
   const inside = p.locator('.explorer-folders-view .monaco-list-row[aria-level="2"]', { hasText: name });
   await row.click();
   await inside.first().click();
-  await p.waitForSelector(`.tabs-container .tab.active[aria-label^="${name}"]`, { timeout: 20_000 });
-  await p.locator(".monaco-editor .view-lines").first().waitFor();
+  // (the tab of the other folder's file reads the same: the file's own first line tells)
+  await editorLine(p, `# the ${folder} copy`).waitFor({ timeout: 20_000 });
   await row.click();
   await inside.first().waitFor({ state: "detached", timeout: 10_000 });
 }
