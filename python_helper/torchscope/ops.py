@@ -97,7 +97,7 @@ def _describe(func: Callable[..., Any]) -> FuncInfo:
         raw_name.endswith("_") and not raw_name.endswith("__") and not raw_name.startswith("_")
     )
     name = short.strip("_") if short.startswith("__") else short
-    names = _arg_names(func)
+    names, overloads = _arg_names(func)
     inplace_at = _inplace_at(func, names)
     may_write = (
         writes
@@ -112,7 +112,7 @@ def _describe(func: Callable[..., Any]) -> FuncInfo:
         names,
         may_write,
         inplace_at=inplace_at,
-        overloads=_overloads(func),
+        overloads=overloads,
     )
 
 
@@ -155,31 +155,33 @@ def _op_schema(func: Any) -> Any:
     return schema
 
 
-def _arg_names(func: Callable[..., Any]) -> tuple[str, ...]:
-    """Positional parameter names: from the Python signature, else from the aten schema.
-
-    A trailing list parameter (`view(self, size)`) also collects varargs (`x.view(1, 2, 3)`),
-    marked with a leading `*`."""
+def _arg_names(
+    func: Callable[..., Any],
+) -> tuple[tuple[str, ...], tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]]:
+    """Positional parameter names: from the Python signature, else from the aten schema;
+    and a builtin's overloads (FuncInfo.overloads: none for a Python function, or a single
+    one). A trailing list parameter (`view(self, size)`) also collects varargs
+    (`x.view(1, 2, 3)`), marked with a leading `*`."""
     try:
         params = inspect.signature(func).parameters.values()
         return tuple(
             p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        )
+        ), ()
     except (TypeError, ValueError):
         pass
     name = getattr(func, "__name__", "")
     if name.startswith("__") or not name:
-        return ()
+        return (), ()
     try:
         schemas = torch._C._jit_get_schemas_for_operator(f"aten::{name}")
     except Exception:
-        return ()
+        return (), ()
     if not schemas:
-        return ()
+        return (), ()
+    overloads = [[a for a in schema.arguments if not a.kwarg_only] for schema in schemas]
     # the first overload's names, taken further by one that names more after the same ones
     # (`mean(self)` names no `dim, keepdim`: `mean.dim`'s do), never renamed by one that
     # names another first (`arange.start_step`'s `start` is `arange(end)`'s one argument)
-    overloads = [[a for a in schema.arguments if not a.kwarg_only] for schema in schemas]
     args = overloads[0]
     for other in sorted(overloads[1:], key=len, reverse=True):
         if len(other) > len(args) and [a.name for a in other[: len(args)]] == [
@@ -187,6 +189,12 @@ def _arg_names(func: Callable[..., Any]) -> tuple[str, ...]:
         ]:
             args = other
             break
+    typed = tuple((_names(o), tuple(str(a.type) for a in o)) for o in overloads)
+    return _names(args), typed if len(typed) > 1 else ()
+
+
+def _names(args: list[Any]) -> tuple[str, ...]:
+    """An overload's positional names, a list Python also takes spread out marked `*`."""
     names = [a.name for a in args]
     if _sizes_only(args):
         names[-1] = "*" + names[-1]
@@ -202,31 +210,6 @@ def _sizes_only(args: list[Any]) -> bool:
     return kind in ("List[int]", "List[SymInt]") or kind in ("int[]", "SymInt[]")
 
 
-def _overloads(func: Callable[..., Any]) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
-    """A builtin's aten overloads (none for a Python function, or a single one): each one's
-    positional names (a spread list marked `*`, as _arg_names does) and schema types."""
-    try:
-        inspect.signature(func)
-        return ()  # (a Python function: its signature names its arguments)
-    except (TypeError, ValueError):
-        pass
-    name = getattr(func, "__name__", "")
-    if name.startswith("__") or not name:
-        return ()
-    try:
-        schemas = torch._C._jit_get_schemas_for_operator(f"aten::{name}")
-    except Exception:
-        return ()
-    out = []
-    for schema in schemas:
-        args = [a for a in schema.arguments if not a.kwarg_only]
-        names = [a.name for a in args]
-        if _sizes_only(args):
-            names[-1] = "*" + names[-1]
-        out.append((tuple(names), tuple(str(a.type) for a in args)))
-    return tuple(out) if len(out) > 1 else ()
-
-
 def overload_names(info: FuncInfo, args: tuple) -> tuple[str, ...]:
     """The names of a call's positional arguments: the first overload whose schema types
     they fit (`x.max(-1)` is max.dim's `dim`, not max.other's `other`), else `arg_names`."""
@@ -234,10 +217,8 @@ def overload_names(info: FuncInfo, args: tuple) -> tuple[str, ...]:
         spread = bool(names) and names[-1].startswith("*")
         if len(args) > len(names) and not spread:
             continue
-        if all(
-            _fits(a, kinds[min(i, len(kinds) - 1)] if i < len(kinds) or not spread else "int")
-            for i, a in enumerate(args)
-        ):
+        # (past the names only a spread list's further ints)
+        if all(_fits(a, kinds[i] if i < len(kinds) else "int") for i, a in enumerate(args)):
             return names
     return info.arg_names
 
