@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 from torch import nn
@@ -19,6 +19,9 @@ from .failure import a_or_an, joined_lines, message_of, one_line
 from .inputs import by_name, fits_positionally
 from .seeding import SeedByLine
 from .usercode import lines_are, read_source
+
+if TYPE_CHECKING:
+    from .server.calls_in_file import FoundInput
 
 
 class TargetError(Exception):
@@ -330,7 +333,7 @@ def choose_input(
     built: Built,
     device: str = "cpu",
     typed: Optional[str] = None,
-    call_in_file: Optional[str] = None,
+    call_in_file: Optional[FoundInput] = None,
 ) -> ChosenInput:
     """The input for a built target, the same for the editor and the CLI: the typed
     expression; else the example its factory returned; else `example_input_array`; else none
@@ -368,13 +371,14 @@ def choose_input(
     if takes_nothing(built.model):  # forward(self): its own signature says the input
         return ChosenInput((), nothing_said(built.model), "example", "()")
     if call_in_file:
+        expr, factory = call_in_file
+        said = f"as {factory}() returns it" if factory else "as the file calls it"
         try:
-            value = eval_input(call_in_file, built.module, device)
-            return ChosenInput(value, f"{call_in_file}, as the file calls it", "call", call_in_file)
+            value = eval_input(expr, built.module, device)
+            return ChosenInput(value, f"{expr}, {said}", "call", expr)
         except TargetError as exc:
             print(
-                f"torchscope: the input {call_in_file} found in the file failed: "
-                + joined_lines(str(exc)),
+                f"torchscope: the input {expr} found in the file failed: " + joined_lines(str(exc)),
                 file=sys.stderr,
             )
     made = hf_input(built.model)  # a transformers model: from its config
@@ -433,16 +437,17 @@ def another_guess(
 
 def input_call_in_file(
     path: Path, name: str, text: Optional[str] = None, model_class: bool = False
-) -> Optional[str]:
+) -> Optional[FoundInput]:
     """The input of a call of `name` with literal arguments in the file (static analysis:
-    `model(torch.randn(2, 64))`, or an example a factory returns beside the model).
-    `model_class`: `name` imported as an nn.Module class (`Net(8)` builds it)."""
+    `model(torch.randn(2, 64))`, or an example a factory returns beside the model, with the
+    factory's name). `model_class`: `name` imported as an nn.Module class (`Net(8)` builds
+    it)."""
     from .server import calls_in_file
 
     project, info = _parsed(path, text)
     if info is None:
         return None
-    return calls_in_file.input_call(project, info, name, model_class)
+    return calls_in_file.found_input(project, info, name, model_class)
 
 
 def ctor_call_in_file(

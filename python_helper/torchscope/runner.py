@@ -270,16 +270,18 @@ def _same_random_numbers() -> None:
     torch.manual_seed(SEED)
 
 
-def _input_call(req: dict[str, Any], built: Any) -> Optional[str]:
-    """The input of a call of the model in its file, as the server read it before anything
-    was imported; read again for a class the file imports and the model was built as the
-    file builds it (`Net(8)`): the server could not tell that call builds it, not calls it."""
+def _input_call(req: dict[str, Any], built: Any) -> Any:
+    """The input of a call of the model in its file (a `calls_in_file.FoundInput`), as the
+    server read it before anything was imported; read again for a class the file imports and
+    the model was built as the file builds it (`Net(8)`): the server could not tell that call
+    builds it, not calls it."""
     from . import build_target as tg
+    from .server.calls_in_file import FoundInput
 
     call = req.get("inputCall")
     if call and built.built_as and tg.is_model_class(getattr(built.module, built.name, None)):
         return tg.input_call_in_file(Path(req["file"]), built.name, req.get("text"), True)
-    return call
+    return FoundInput(call, req.get("inputCallFrom")) if call else None
 
 
 def _trace_built(

@@ -391,9 +391,15 @@ def test_an_example_returned_next_to_the_model_is_its_input(runner, tmp_path):
         target="ConvNet",
         out=str(out),
         inputCall="torch.randn(1, 3, 32, 32)",
+        inputCallFrom="build",
     )
     assert reply["ok"], reply
-    assert reply["result"]["summary"]["inputKind"] == "call"
+    s = reply["result"]["summary"]
+    # (said as where it comes from: the file never calls the model with it)
+    assert (s["inputKind"], s["input"]) == (
+        "call",
+        "torch.randn(1, 3, 32, 32), as build() returns it",
+    )
     g = Graph.load(out)
     assert [e.shape for e in g.edges if g.nodes[e.src].kind == "input"] == [[1, 3, 32, 32]]
 
@@ -402,7 +408,7 @@ def test_the_static_analysis_finds_the_returned_example():
     from torchscope.build_target import input_call_in_file
 
     path = Path(__file__).resolve().parents[2] / "examples" / "convnet.py"
-    assert input_call_in_file(path, "ConvNet") == "torch.randn(1, 3, 32, 32)"
+    assert input_call_in_file(path, "ConvNet") == ("torch.randn(1, 3, 32, 32)", "build")
 
 
 def test_a_forward_of_several_arguments_is_never_called_with_one_guess(runner, tmp_path):

@@ -419,6 +419,20 @@ def test_targets_of_a_file(lsp, workspace):
     assert lsp.request("torchscope/targets", {"uri": uri(workspace / "exits.py")}) == []
 
 
+def test_an_example_a_factory_returns_is_said_as_it_returns_it(lsp, workspace):
+    """`build()` returns the model and its example: the input is said as build() gives it,
+    not as a call the file makes (it makes none)."""
+    path = workspace / "factory.py"
+    path.write_text(
+        "import torch\nfrom torch import nn\n\n\nclass Tiny(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(5, 2)\n\n"
+        "    def forward(self, x):\n        return self.fc(x)\n\n\n"
+        "def build():\n    return Tiny(), torch.randn(3, 5)\n"
+    )
+    s = trace(lsp, path, "Tiny")["summary"]
+    assert (s["inputKind"], s["input"]) == ("call", "torch.randn(3, 5), as build() returns it")
+
+
 def test_targets_of_a_file_that_does_not_parse_say_where(lsp, workspace):
     """A model file with a syntax error listed no models, and the editor said "This file
     defines none": the error is where to look."""

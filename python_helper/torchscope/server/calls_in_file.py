@@ -42,12 +42,29 @@ def _literal(expr: ast.expr, importable: set[str]) -> bool:
     return True
 
 
+class FoundInput(NamedTuple):
+    """An input the file gives its model: the expression, and the function that returns it
+    beside the model (`build` for `return ConvNet(), torch.randn(…)`; None: a call of it)."""
+
+    text: str
+    factory: Optional[str] = None
+
+
 def input_call(
     project: Project, info: FileInfo, target: str, model_class: bool = False
 ) -> Optional[str]:
     """The input expression of a call of `target` with literal arguments in the file, such as
     `model(torch.randn(2, 64))`, `Net()(torch.zeros(1, 3, 32, 32))`, or `m = Net(); m(x)`
     (`model_class`: the import found `target` a model class: `Net(8)` builds it)."""
+    found = found_input(project, info, target, model_class)
+    return found.text if found is not None else None
+
+
+def found_input(
+    project: Project, info: FileInfo, target: str, model_class: bool = False
+) -> Optional[FoundInput]:
+    """input_call's expression, and where it comes from: a call of the model, or an example a
+    factory returns beside it."""
     importable = set(info.imports)
     is_class = model_class or target in info.classes or imported_model_class(project, info, target)
     builds = is_class or target in info.functions  # `target(...)` makes a model
@@ -77,12 +94,12 @@ def input_call(
         if seg and kw:
             continue  # positional and keyword arguments together cannot be one input expression
         if kw:
-            return "{" + ", ".join(f"{k!r}: {v}" for k, v in kw) + "}"
+            return FoundInput("{" + ", ".join(f"{k!r}: {v}" for k, v in kw) + "}")
         if len(seg) == 1:
             text, value = seg[0]
             # one dict, list or tuple is one argument, not keywords or several (`as_call`)
-            return f"({text},)" if _is_container(value) else text
-        return "(" + ", ".join(text for text, _ in seg) + ")"
+            return FoundInput(f"({text},)" if _is_container(value) else text)
+        return FoundInput("(" + ", ".join(text for text, _ in seg) + ")")
     if is_class:
         return _returned_example(info, target, importable)
     return None
@@ -496,10 +513,10 @@ def _plain_names(info: FileInfo) -> set[str]:
     return names
 
 
-def _returned_example(info: FileInfo, target: str, importable: set[str]) -> Optional[str]:
+def _returned_example(info: FileInfo, target: str, importable: set[str]) -> Optional[FoundInput]:
     """The example a factory in the file returns beside a `target(...)` model, when it is made
     of literals: `return ConvNet(), torch.randn(1, 3, 32, 32)`."""
-    for fn in info.functions.values():
+    for name, fn in info.functions.items():
         built = {
             t.id
             for node in ast.walk(fn)
@@ -520,5 +537,6 @@ def _returned_example(info: FileInfo, target: str, importable: set[str]) -> Opti
                 isinstance(model, ast.Name) and model.id in built
             )
             if makes and _literal(example, importable):
-                return ast.get_source_segment(info.text, example)
+                text = ast.get_source_segment(info.text, example)
+                return FoundInput(text, name) if text else None
     return None

@@ -351,9 +351,11 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         request["texts"] = p["texts"]
     if not p.get("input"):
         info = ls.project.load(path, text)
-        call = calls_in_file.input_call(ls.project, info, target) if info is not None else None
+        call = calls_in_file.found_input(ls.project, info, target) if info is not None else None
         if call:
-            request["inputCall"] = call
+            request["inputCall"] = call.text
+            if call.factory:  # (said as where it comes from: `as build() returns it`)
+                request["inputCallFrom"] = call.factory
     # the extension logs one line per trace (what was traced, how long, from which input);
     # the server's own lines about it are for debugging
     ls.log(
