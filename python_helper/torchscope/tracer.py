@@ -7,12 +7,14 @@ import dataclasses
 import functools
 import gc
 import inspect
+import math
+import numbers
 import re
 import sys
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -146,26 +148,35 @@ def forward_begun() -> bool:
     return _forwards_begun > 0
 
 
-_NON_FINITE_ATTRS = frozenset(("inf", "-inf", "nan"))  # how attrs hold such a float
-
-
 def _opaque(module: nn.Module) -> bool:
     """A module whose ops the trace can't see (torch.jit.script'ed or trace'd)."""
     return isinstance(module, torch.jit.ScriptModule)
 
 
-def _asks_for_non_finite(attrs: dict[str, Any]) -> bool:
+def _asks_for_non_finite(args: Iterable[Any], depth: int = 0) -> bool:
     """Whether a call was given a non-finite number (`masked_fill(mask, float('-inf'))`,
-    `x.new_tensor([0, -inf])`: in a list, nested as attr_value keeps it)."""
-    stack = list(attrs.values())
-    while stack:
-        v = stack.pop()
-        if type(v) is str:
-            if v in _NON_FINITE_ATTRS:
+    numpy's `np.float32(-np.inf)`, `x.new_tensor([0, …, -inf])`): read from the arguments
+    themselves, as a node's attrs show a list's first items only."""
+    for v in args:
+        kind = type(v)
+        if kind is float:
+            if not math.isfinite(v):
                 return True
-        elif type(v) is list or type(v) is tuple:
-            stack.extend(v)
+        elif kind is list or kind is tuple:
+            if depth < _LIST_DEPTH and _asks_for_non_finite(v, depth + 1):
+                return True
+        elif kind is int or kind is bool or kind is str or v is None or isinstance(v, Tensor):
+            continue
+        elif isinstance(v, numbers.Real):  # (numpy's scalars; a float subclass)
+            try:
+                if not math.isfinite(v):
+                    return True
+            except Exception:  # a number that won't say
+                continue
     return False
+
+
+_LIST_DEPTH = 4  # lists in lists looked into for a non-finite number (`[[0.0], [-inf]]`)
 
 
 def _count(st: TensorStats, key: str) -> int:
@@ -288,6 +299,8 @@ class Recorder(TorchFunctionMode):
         self.wrote: set[int] = set()
         self.wrote_later: list[tuple[int, TensorStats]] = []
         self.nan_origin: Optional[int] = None
+        # op nodes whose call was given a non-finite number: an Inf they make is asked for
+        self.non_finite_args: set[int] = set()
         # the statistics of the forward's outputs (add_outputs; None: it returned none, or raised)
         self.output_stats: Optional[list[Optional[TensorStats]]] = None
         self.counter: Optional[FlopCounter] = FlopCounter() if costs else None
@@ -739,7 +752,8 @@ class Recorder(TorchFunctionMode):
         )
         if inside is not None:
             node.inside = inside
-        if kwargs or len(inputs) != len(args) or not _only_tensors(args):
+        plain = kwargs or len(inputs) != len(args) or not _only_tensors(args)
+        if plain:
             node.attrs = self._call_attrs(info, args, kwargs)
         self.nodes.append(node)
         if len(inputs) > 1:
@@ -778,6 +792,8 @@ class Recorder(TorchFunctionMode):
             producer[id(t)] = (weakref.ref(t), nid, st)
             if info.name not in UNINITIALIZED:  # whatever memory held before: no origin
                 self.checks.append((nid, seen, [st] if st is not None else []))
+                if plain and _asks_for_non_finite((*args, *(kwargs or {}).values())):
+                    self.non_finite_args.add(nid)
                 if node.attrs.get("inplace") is True:  # (`F.relu(x, inplace=True)`)
                     self.wrote.add(nid)
         else:
@@ -797,6 +813,8 @@ class Recorder(TorchFunctionMode):
                     self._wrote_too(nid, st)
             if info.name not in UNINITIALIZED:  # whatever memory held before: no origin
                 self.checks.append((nid, seen, [st for st in made.values() if st is not None]))
+                if plain and _asks_for_non_finite((*args, *(kwargs or {}).values())):
+                    self.non_finite_args.add(nid)
                 if writes:
                     self.wrote.add(nid)
         for t in outs:
@@ -1578,7 +1596,7 @@ class Recorder(TorchFunctionMode):
             # (a buffer of -inf is a mask too; a weight holding NaN or Inf is an origin)
             asks = (
                 node.kind == "constant" and nid not in self.weight_constants
-            ) or _asks_for_non_finite(node.attrs)
+            ) or nid in self.non_finite_args
             also = later.get(nid, ())
             dies = reaching is not None and not any(id(st) in reaching for st in (*outs, *also))
             if not nan and (bad or asks or dies):

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -86,11 +87,16 @@ def test_a_torchscript_box_that_makes_nan_is_the_origin():
 
 
 def test_an_inf_given_in_a_list_is_asked_for():
-    for f in (
-        lambda x: x + x.new_tensor([0.0, float("-inf"), 0.0]),
-        lambda x: x + x.new_tensor([[0.0], [float("-inf")], [0.0]]),
+    for f, x in (
+        (lambda x: x + x.new_tensor([0.0, float("-inf"), 0.0]), torch.randn(3)),
+        (lambda x: x + x.new_tensor([[0.0], [float("-inf")], [0.0]]), torch.randn(3)),
+        # past the 16 items a node's attrs show (a mask as long as a vocabulary)
+        (lambda x: x + x.new_tensor([0.0] * 31 + [float("-inf")]), torch.randn(32)),
+        (lambda x: x + x.new_tensor([[0.0]] * 20 + [[float("-inf")]]), torch.randn(21, 1)),
+        # numpy's float32 is no Python float (attrs leave it out)
+        (lambda x: x.masked_fill(x > 0, np.float32(-np.inf)), torch.randn(3)),
     ):
-        graph = torchscope.trace(Fn(f), torch.randn(3))
+        graph = torchscope.trace(Fn(f), x)
         assert origin(graph) is None
     # a list of finite numbers asks for nothing: the overflow after it is the origin
     graph = torchscope.trace(
