@@ -111,6 +111,12 @@ def run_diff(args: argparse.Namespace) -> int:
             args.format = _output_format(Path(args.output), args.format)
         except SideError as exc:
             return _fail(str(exc))
+        side = _compared_file(Path(args.output), args.a, args.b)
+        if side:
+            return _fail(
+                f"-o {args.output} is the graph file {side} compares: the comparison would "
+                "replace it; give another name"
+            )
     args.format = args.format or "text"
     if not (is_graph_file(args.a) and is_graph_file(args.b)):
         from .cli_trace import torch_missing
@@ -197,9 +203,11 @@ def run_diff(args: argparse.Namespace) -> int:
 
         text = render_text(compare_view(diff, a_source, b_source))
     if args.output:
+        from .graph import write_atomic
+
         out = Path(args.output)
-        try:
-            out.write_text(text + "\n", encoding="utf-8")
+        try:  # (beside it, then renamed: a write that fails leaves what was there)
+            write_atomic(out, (text + "\n").encode("utf-8"))
         except OSError as exc:
             return _fail(f"cannot write {out}: {exc.strerror or exc}")
         print(
@@ -228,6 +236,18 @@ def _output_format(out: Path, fmt: Optional[str]) -> str:
     except OutputNameError as exc:
         raise SideError(str(exc)) from None
     return known
+
+
+def _compared_file(out: Path, a: str, b: str) -> Optional[str]:
+    """ "A" or "B" when `out` is that side's graph file (None: neither is)."""
+    for name, spec in (("A", a), ("B", b)):
+        if is_graph_file(spec):
+            try:
+                if out.resolve() == Path(spec).resolve():
+                    return name
+            except OSError:  # (a path that can't be resolved is no file of ours)
+                continue
+    return None
 
 
 def _without_values(graph: Graph) -> None:

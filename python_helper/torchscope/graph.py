@@ -513,8 +513,8 @@ def from_wire(data: Any) -> Graph:
                 e["dst"],
                 e["shape"],
                 e["dtype"],
-                _map(e.get("stats")),
-                _map(e.get("hist")),
+                _stats(e.get("stats")),
+                _hist(e.get("hist")),
                 _layout(e),
             )
             for e in data["edges"]
@@ -628,6 +628,45 @@ def _cost(d: Any) -> Optional[Cost]:
 
 def _map(d: Any) -> Optional[dict[str, Any]]:
     return d if isinstance(d, dict) else None
+
+
+def _stats(d: Any) -> Optional[dict[str, Any]]:
+    """An edge's statistics as the viewer reads them (format.ts): a field that is no finite
+    number is nil (min, max, mean, std, absmax) or left out (zeros, nan, inf); no numel, or
+    not a map: none. (A decoration: never refused, and never a number nothing can use.)"""
+    if not isinstance(d, dict) or _finite(d.get("numel")) is None:
+        return None
+    out: dict[str, Any] = {}
+    for key in _STAT_FIELDS:
+        if key in d:
+            v = _finite(d[key])
+            if v is not None or key in _NIL_STATS:
+                out[key] = v
+    return out
+
+
+def _hist(d: Any) -> Optional[dict[str, Any]]:
+    """An edge's histogram as the viewer reads it: lo and hi finite numbers, counts a list
+    (a count that is no number: 0); else none."""
+    if not isinstance(d, dict):
+        return None
+    lo, hi, counts = _finite(d.get("lo")), _finite(d.get("hi")), d.get("counts")
+    if lo is None or hi is None or not isinstance(counts, list) or not counts:
+        return None
+    return {"lo": lo, "hi": hi, "counts": [_finite(c) or 0 for c in counts]}
+
+
+def _finite(v: Any) -> Any:
+    """`v` if it is a finite number msgpack can write (an int of 64 bits), else None."""
+    if type(v) is float:
+        return v if math.isfinite(v) else None
+    if type(v) is int:
+        return v if -(2**63) <= v < 2**64 else None
+    return None
+
+
+_STAT_FIELDS = ("min", "max", "mean", "std", "absmax", "zeros", "nan", "inf", "numel")
+_NIL_STATS = frozenset(("min", "max", "mean", "std", "absmax"))  # nil: no finite value
 
 
 def _optional_int(v: Any) -> Optional[int]:

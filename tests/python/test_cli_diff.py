@@ -704,3 +704,41 @@ def test_a_seed_the_file_sets_still_decides_its_random_weights(tmp_path, capsys)
     assert rc == 0, out + err
     rc, out, err = run(["diff", spec("s1.py"), spec("s2.py")], capsys)
     assert "values:" in out, out
+
+
+def test_an_output_named_as_a_graph_it_compares_is_refused(models, tmp_path, capsys) -> None:
+    """`diff a.json b.json -o a.json` replaced the saved graph A with the comparison (a
+    baseline kept for `diff --check`, lost): refused before anything is read or written."""
+    a, b = models
+    saved = tmp_path / "a.json"
+    assert run(["trace", f"{a}:Net", "--no-values", "-o", str(saved)], capsys)[0] == 0
+    before = saved.read_bytes()
+    for argv in (
+        ["diff", str(saved), f"{b}:Net", "-o", str(saved)],
+        ["diff", f"{b}:Net", str(tmp_path / "." / "a.json"), "-o", str(saved)],
+    ):
+        rc, _, err = run(argv, capsys)
+        assert rc == 2 and f"-o {saved} is the graph file" in err, err
+        assert saved.read_bytes() == before
+
+
+def test_a_failed_write_leaves_the_page_that_was_there(models, tmp_path) -> None:
+    """The comparison was written in place: a write that failed part way (a full disk, a
+    quota) left half a page over the good one. Written beside it, then renamed, as trace does."""
+    import resource
+
+    a, b = models
+    page = tmp_path / "cmp.html"
+    argv = [sys.executable, "-m", "torchscope", "diff", f"{a}:Net", f"{b}:Net", "-o", str(page)]
+    subprocess.run(argv, check=True, capture_output=True, timeout=120)
+    good = page.read_bytes()
+
+    def small_files() -> None:  # (Python ignores SIGXFSZ: the write fails with EFBIG)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (len(good) // 3, len(good) // 3))
+
+    failed = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, preexec_fn=small_files
+    )
+    assert failed.returncode == 2 and "cannot write" in failed.stderr, failed.stderr
+    assert page.read_bytes() == good
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("cmp")] == ["cmp.html"]

@@ -140,3 +140,41 @@ def test_rejects_the_shared_malformed_cases(case: dict[str, Any]) -> None:
     Graph.from_wire(wire)  # the unchanged file is fine
     with pytest.raises(torchscope.GraphFormatError):
         Graph.from_wire(_mutate(wire, case))
+
+
+def test_malformed_values_are_dropped_as_the_viewer_drops_them() -> None:
+    """Values only decorate (docs/graph-format.md): a count of 1e999 in `stats` or of 10**30
+    in `hist` was kept as read, and `diff` then failed with an internal error (int() of
+    infinity, msgpack's integer range). Read as format.ts reads them: a field that is no
+    finite number is nil (min, max, mean, std, absmax) or absent (zeros, nan, inf), a count
+    that is none is 0, stats without a numel and a hist without lo, hi or counts are absent."""
+    from torchscope.diff import diff_graphs
+
+    wire = msgpack.unpackb(GOLDEN.read_bytes(), raw=False)
+    bad = copy.deepcopy(wire)
+    edge = next(e for e in bad["edges"] if "stats" in e and "hist" in e)
+    edge["stats"].update(min=float("inf"), mean="0.5", inf=float("inf"), nan=10**30, extra=1)
+    edge["hist"]["counts"][:3] = [10**30, "x", -(2**70)]
+    second = next(e for e in bad["edges"] if "stats" in e and e is not edge)
+    second["stats"].pop("numel")
+    second["hist"]["lo"] = None
+    g = Graph.from_wire(bad)
+    i = bad["edges"].index(edge)
+    st, hist = g.edges[i].stats, g.edges[i].hist
+    assert st is not None and hist is not None
+    assert (st["min"], st["mean"], "inf" in st, "nan" in st, "extra" in st) == (
+        None,
+        None,
+        False,
+        False,
+        False,
+    )
+    assert st["max"] == edge["stats"]["max"] and st["numel"] == edge["stats"]["numel"]
+    assert hist["counts"][:3] == [0, 0, 0] and hist["counts"][3:] == edge["hist"]["counts"][3:]
+    j = bad["edges"].index(second)
+    assert (g.edges[j].stats, g.edges[j].hist) == (None, None)
+    Graph.from_wire(msgpack.unpackb(g.to_msgpack(), raw=False))  # written again as read
+    diff = diff_graphs(Graph.from_wire(wire), g)  # (raised OverflowError)
+    assert msgpack.unpackb(msgpack.packb(diff.to_wire("a", "b")), raw=False)["format"] == (
+        "torchscope.diff"
+    )
