@@ -100,7 +100,7 @@ def import_file(
             spec.loader.exec_module(module)
         else:
             filename = str(path.resolve())
-            text = source if source is not None else read_source(path)
+            text = source if source is not None else _source_text(path)
             if keep is not None:
                 defs = definitions(text, keep, filename)
                 if skipped is not None:
@@ -115,6 +115,25 @@ def import_file(
     finally:
         sys.argv = old_argv
     return module
+
+
+def _source_text(path: Path) -> str:
+    """The file's text as Python reads it; TargetError naming the file and what is wrong
+    when it can't be read (torch's and importlib's words named neither)."""
+    try:
+        return read_source(path)
+    except OSError as exc:
+        raise TargetError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        data = exc.object if isinstance(exc.object, bytes) else b""
+        line = data[: exc.start].count(b"\n") + 1
+        byte = f"byte {data[exc.start]:#04x} on line {line}" if exc.start < len(data) else "a byte"
+        raise TargetError(
+            f"{path} is not UTF-8 text ({byte}) and names no other encoding: save it as UTF-8, "
+            "or name its encoding in a `# -*- coding: latin-1 -*-` line (PEP 263)"
+        ) from None
+    except SyntaxError as exc:  # (a coding line naming no codec; bytes that are no text)
+        raise TargetError(f"{path} is not Python source text: {exc.msg}") from None
 
 
 def build(

@@ -111,7 +111,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return run_diff(args)
     if args.command == "summary" and is_graph_file(args.target):
         return _summarize_file(args)
-    from .cli_trace import CliError, error_line, ran_out_of_memory, suspects_hint, trace_target
+    from .cli_trace import (
+        CliError,
+        error_line,
+        ran_out_of_memory,
+        read_values_on_meta,
+        suspects_hint,
+        trace_target,
+    )
 
     page = page_error(args.target) if args.command == "summary" else None
     if page:
@@ -200,7 +207,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if graph.error is not None:
         written = " (the graph up to the failing call was written)" if out is not None else ""
         say(f"{who}{error_line(graph)}{written}")
-        if traced.guessed:
+        if args.device == "meta" and read_values_on_meta(graph):  # (whatever the input)
+            say(
+                "the forward reads the tensors' values, which the meta device has none of: "
+                "trace it on cpu (without --device meta)"
+            )
+        elif traced.guessed:
             say(
                 f"the input was a guess ({traced.guessed}) and may be what is wrong: give the "
                 "one the model takes with --input"

@@ -296,6 +296,14 @@ def ran_out_of_memory(graph: Graph) -> bool:
 _ALLOCATOR_REFUSED = "can't allocate memory"  # (torch's CPU allocator's words)
 
 
+def read_values_on_meta(graph: Graph) -> bool:
+    """The forward raised reading a meta tensor's values (`.item()`, `if x.sum() > 0`,
+    `.tolist()`): torch says "… cannot be called on meta tensors", "Cannot copy out of meta
+    tensor; no data!"."""
+    e = graph.error
+    return e is not None and "meta tensor" in e.message
+
+
 def suspects_hint(suspects: list[Any]) -> str:
     """The line saying which left-out top-level code may make what a forward lacked (the
     first three, each once)."""

@@ -431,6 +431,10 @@ class GraphFormatError(ValueError):
     """The bytes are not a torchscope graph this version can read."""
 
 
+class NewerGraphError(GraphFormatError):
+    """A torchscope graph in a newer format than this version reads."""
+
+
 def pack_wire(wire: dict[str, Any]) -> bytes:
     """A wire map (`Graph.to_wire`, perhaps edited) as the msgpack bytes of a graph file."""
     packed = msgpack.packb(wire, use_bin_type=True)
@@ -472,7 +476,12 @@ def from_wire(data: Any) -> Graph:
     version = data.get("version")
     if version is None:
         raise GraphFormatError(f"malformed graph: no version (this reads version {VERSION})")
-    if type(version) is not int or version > VERSION or version < 1:
+    if type(version) is int and version > VERSION:
+        raise NewerGraphError(
+            f"graph format version {version} is newer than this torchscope reads (version "
+            f"{VERSION}): update torchscope (pip install -U torchscope)"
+        )
+    if type(version) is not int or version < 1:
         raise GraphFormatError(f"graph version {version!r} is not supported (this reads {VERSION})")
     for key, kind in (("model", dict), ("nodes", list), ("edges", list)):
         if not isinstance(data.get(key), kind):

@@ -40,7 +40,12 @@ def page_error(spec: str) -> Optional[str]:
 
 
 def read_graph_file(spec: str) -> Graph:
-    from .graph import GraphFormatError, from_wire, load_wire  # msgpack: once a file is read
+    from .graph import (  # msgpack: once a file is read
+        GraphFormatError,
+        NewerGraphError,
+        from_wire,
+        load_wire,
+    )
 
     try:
         data = load_wire(spec)
@@ -52,6 +57,8 @@ def read_graph_file(spec: str) -> Graph:
         return from_wire(data)
     except FileNotFoundError:
         raise GraphFileError(f"no such file: {spec}") from None
+    except NewerGraphError as exc:  # (a graph still: only this torchscope is too old)
+        raise GraphFileError(f"{spec}: {exc}") from None
     except GraphFormatError as exc:
         raise GraphFileError(f"{spec} is not a torchscope graph: {exc}") from None
     except (OSError, ValueError) as exc:  # a folder, no permission, broken JSON

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -338,6 +339,84 @@ def test_syntax_error_in_user_file(tmp_path: Path, capsys) -> None:
     bad = write(tmp_path, "bad_syntax.py", "import torch\ndef f(:\n")
     rc, _, err = run(["trace", f"{bad}:M", "-o", str(tmp_path / "x.msgpack")], capsys)
     assert rc == 2 and "syntax error" in err and ":2" in err
+
+
+@pytest.mark.parametrize(
+    "content, said",
+    [
+        # (Python itself: "Non-UTF-8 code starting with '\\xe9' … on line 4")
+        (
+            b"import torch\nclass Net(torch.nn.Module):\n    pass\n# caf\xe9\n",
+            "is not UTF-8 text (byte 0xe9 on line 4) and names no other encoding",
+        ),
+        (b"\xff\xfe garbage \x00\x00", "is not Python source text"),
+    ],
+)
+def test_a_file_that_is_no_text_says_so_and_where(tmp_path: Path, capsys, content, said) -> None:
+    """It said `syntax error in None:None` or a UnicodeDecodeError at an importlib frame."""
+    path = tmp_path / "model.py"
+    path.write_bytes(content)
+    rc, _, err = run(["trace", f"{path}:Net", "-o", str(tmp_path / "x.json")], capsys)
+    assert rc == 2 and err.startswith(f"torchscope: {path} {said}"), err
+    assert "None:None" not in err and "importlib" not in err
+
+
+def test_a_file_that_cannot_be_read_says_why(tmp_path: Path) -> None:
+    """It said `PermissionError … (…/torchscope/usercode.py:82)`: a place in torchscope."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp())  # (pytest's own folders are closed to other users)
+    try:
+        folder.chmod(0o777)
+        path = write(folder, "secret.py", MODELS)
+        path.chmod(0o600 if os.geteuid() == 0 else 0)
+
+        argv = [sys.executable, "-m", "torchscope", "trace", f"{path}:Tiny", "-o", "x.json"]
+        if os.geteuid() == 0:  # (root reads any file: as another user)
+            argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=folder,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "python_helper")},
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"torchscope: cannot read {path}: Permission denied")
+        assert "usercode.py" not in done.stderr
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_value_read_on_meta_is_not_blamed_on_the_guessed_input(tmp_path: Path, capsys) -> None:
+    """`.item()` on the meta device fails whatever the input: the hint said the guessed input
+    may be wrong (it traces on cpu); it says to trace on cpu."""
+    path = write(
+        tmp_path,
+        "reads.py",
+        """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                y = self.fc(x)
+                if y.sum().item() > 0:
+                    return y * 2
+                return y
+        """,
+    )
+    out = tmp_path / "g.json"
+    rc, _, err = run(["trace", f"{path}:Net", "--device", "meta", "-o", str(out)], capsys)
+    assert rc == 1 and "cannot be called on meta tensors" in err, err
+    assert "may be what is wrong" not in err, err
+    assert "reads the tensors' values, which the meta device has none of: trace it on cpu" in err
+    assert run(["trace", f"{path}:Net", "-o", str(out)], capsys)[0] == 0
 
 
 def test_model_that_raises_writes_partial_graph(tmp_path: Path, capsys) -> None:

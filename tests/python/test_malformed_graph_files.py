@@ -89,6 +89,21 @@ def test_a_broken_decoration_is_dropped_as_the_viewer_drops_it(tmp_path, where, 
     assert "GoldenMLP" in run.stdout
 
 
+def test_a_graph_from_a_newer_torchscope_says_to_update(tmp_path) -> None:
+    """It said "is not a torchscope graph: graph version 2 is not supported": a good file
+    called none, and no way out (the viewer says to update torchscope)."""
+    from torchscope.graph import VERSION
+
+    path = saved(tmp_path, changed(["version"], VERSION + 1))
+    for run in (cli("summary", str(path)), cli("diff", str(GOLDEN), str(path))):
+        line = refused(run)
+        assert "is not a torchscope graph" not in line, line
+        assert (
+            f"graph format version {VERSION + 1} is newer than this torchscope reads "
+            f"(version {VERSION}): update torchscope"
+        ) in line, line
+
+
 def test_json_nested_past_any_graph_is_refused(tmp_path) -> None:
     path = tmp_path / "deep.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
