@@ -429,6 +429,26 @@ def test_hover(lsp, workspace, docs):
     assert hover(lsp, workspace / "untraced.py", 3, 1) is None
 
 
+def test_two_models_of_one_file_both_have_hints(lsp, workspace, docs):
+    """Net and then Block of one file, each in its panel: only Block's lines had hints (the
+    last trace of the file's). Each line has the hints of the newest trace that ran it, and
+    its hover reveals the node in that trace's graph."""
+    shapes = workspace / "shapes.py"
+    docs.open(shapes)
+    net = trace(lsp, shapes, "Net")
+    block = trace(lsp, shapes, "Block")
+    assert block["summary"]["inputExpr"] == "torch.randn(1, 16)"
+    in_block = {"h = self.fc(x)": "1×16", "return x + h.relu()": "1×16"}
+    assert hints(lsp, shapes) == expected(shapes, {**SHAPES_HINTS, **in_block})
+    text = hover(lsp, shapes, line_of(shapes, "x = self.inp(x)"), 12)
+    assert text is not None and reveal_args(text)[0]["graph"] == net["path"]
+    text = hover(lsp, shapes, line_of(shapes, "h = self.fc(x)"), 12)
+    assert text is not None and reveal_args(text)[0]["graph"] == block["path"]
+    # Net traced again: its lines are the newest again, Block's among them
+    trace(lsp, shapes, "Net")
+    assert hints(lsp, shapes) == expected(shapes, SHAPES_HINTS)
+
+
 def paused_graph(workspace: Path, tmp_path: Path, values: bool) -> Path:
     """A graph traced outside the server, as the paused-debugger path writes one; with
     `values`, the per-tensor statistics and per-call costs the values issue adds."""

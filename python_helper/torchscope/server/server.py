@@ -399,7 +399,8 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
     if p.get("hints") is False:  # another text than the file's (HEAD's): its lines are not these
         ls.traces.end(mark)
     else:
-        ls.load_hints(uri, str(result.get("path")), mark)
+        # (one trace per model of the file: two models in two panels both have hints)
+        ls.load_hints(f"{uri}#{target}", str(result.get("path")), mark)
     return result
 
 
@@ -472,12 +473,13 @@ async def compare(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
 async def inlay_hint(ls: TorchscopeServer, params: types.InlayHintParams) -> list[types.InlayHint]:
     await ls.traces.settled()
     path = to_fs_path(params.text_document.uri)
-    found = ls.traces.table(path) if path and ls.settings.inlay_hints else None
-    if found is None:
+    found = ls.traces.hinted(path) if path and ls.settings.inlay_hints else None
+    if not found:
         return []
     doc = ls.workspace.get_text_document(params.text_document.uri)
     lines = hints.split_lines(doc.source)
-    return hints.inlay_hints(found[1].lines, lines, params.range.start.line, params.range.end.line)
+    infos = {line: info for line, (_, info) in found.items()}
+    return hints.inlay_hints(infos, lines, params.range.start.line, params.range.end.line)
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -500,15 +502,14 @@ def did_change_configuration(
 async def hover(ls: TorchscopeServer, params: types.HoverParams) -> Optional[types.Hover]:
     await ls.traces.settled()
     path = to_fs_path(params.text_document.uri)
-    found = ls.traces.table(path) if path else None
     line = params.position.line
-    info = found[1].lines.get(line) if found is not None else None
-    if found is None or info is None:
+    found = ls.traces.hinted(path).get(line) if path else None
+    if found is None:
         return None
+    trace, info = found
     doc = ls.workspace.get_text_document(params.text_document.uri)
     lines = hints.split_lines(doc.source)
     text = lines[line] if line < len(lines) else ""
-    trace = found[0]
     return hints.hover(info, trace.graph, trace.device, line, text, params.position.character)
 
 

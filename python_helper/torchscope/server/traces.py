@@ -478,6 +478,20 @@ class TraceStore:
         """Make a trace the newest (its graph is the one shown again)."""
         trace.order = next(self._order)
 
+    def hinted(self, path: Union[str, Path]) -> dict[int, tuple[Trace, LineInfo]]:
+        """Each hinted line of the file, with the newest kept trace that ran it: every model
+        traced (two of one file in two panels) has its lines' hints, and a line several ran
+        has the last one's."""
+        k = file_key(path)
+        found = sorted((t for t in self.traces.values() if k in t.files), key=lambda t: t.order)
+        if len(found) == 1:
+            return {line: (found[0], info) for line, info in found[0].files[k].lines.items()}
+        merged: dict[int, tuple[Trace, LineInfo]] = {}
+        for t in found:
+            for line, info in t.files[k].lines.items():
+                merged[line] = (t, info)
+        return merged
+
     def table(self, path: Union[str, Path]) -> Optional[tuple[Trace, LineTable]]:
         """The newest trace that ran through the file, and its lines there."""
         k = file_key(path)

@@ -97,6 +97,31 @@ if __name__ == "__main__":
     print(tuple(net(torch.randn(4, 8)).shape))
 `;
 
+// Two models of one file, each traced into its own panel: both keep their lines' hints.
+const TWO_MODELS = `import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(6, 12)
+        self.example_input_array = torch.randn(3, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x).tanh()
+
+
+class Decoder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.out = nn.Linear(12, 5)
+        self.example_input_array = torch.randn(2, 12)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.out(z).sigmoid()
+`;
+
 let browser: Browser;
 let cs: CodeServer | undefined;
 let page: Page;
@@ -112,6 +137,7 @@ before(async () => {
     files: {
       "hints_net.py": NET,
       "hints_paused.py": PAUSED,
+      "two_models.py": TWO_MODELS,
       "env_model.py": ENV_MODEL,
       "lib/env_layers.py": ENV_LAYERS,
       ".env": "# the project's environment\nPYTHONPATH=lib\nMODEL_WIDTH=24\n",
@@ -255,6 +281,22 @@ describe("shapes in the code", () => {
       await waitForHint("return self.fc2(h).softmax(dim=-1)", /4×4/, 10_000);
       await waitForHint("h = torch.relu(h)", /4×16/, 10_000);
       await palette(page, "File: Revert File");
+    });
+  });
+
+  it("two models of one file in two panels: both keep the hints of their lines", async () => {
+    await step(page, "hints-two-models", async () => {
+      await openFile(page, "two_models.py");
+      await contextMenu(page, "return self.proj(x).tanh()", "Visualize forward pass");
+      await waitForGraph(page);
+      await waitForHint("return self.proj(x).tanh()", /3×12/);
+      await markOld(page);
+      await contextMenu(page, "return self.out(z).sigmoid()", "Visualize forward pass");
+      await waitForGraph(page);
+      await waitForHint("return self.out(z).sigmoid()", /2×5/);
+      // (the encoder's hint went when the decoder was traced: a file had its last trace's)
+      await waitForHint("return self.proj(x).tanh()", /3×12/, 5_000);
+      await shot(page, "hints-two-models");
     });
   });
 
