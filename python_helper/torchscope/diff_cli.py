@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -243,7 +244,10 @@ def _compared_file(out: Path, a: str, b: str) -> Optional[str]:
     for name, spec in (("A", a), ("B", b)):
         if is_graph_file(spec):
             try:
-                if out.resolve() == Path(spec).resolve():
+                # (samefile: a hard link, a name in another case on a case-blind disk)
+                if out.resolve() == Path(spec).resolve() or (
+                    out.exists() and os.path.samefile(out, spec)
+                ):
                     return name
             except OSError:  # (a path that can't be resolved is no file of ours)
                 continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -374,12 +375,18 @@ def _json(raw: bytes) -> Any:
 
 def write_atomic(path: str | Path, data: bytes) -> None:
     """Write to `path.part`, then rename: a reader (the extension watching for a paused
-    program's graph, a panel reloading) never sees half a file."""
+    program's graph, a panel reloading) never sees half a file, and a write that fails
+    leaves what was there. A link is written through (the file it names is replaced, as an
+    in-place write would), and a file keeps its mode."""
     path = Path(path)
+    if path.is_symlink():
+        path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
     try:
         tmp.write_bytes(data)
+        if path.exists():
+            shutil.copymode(path, tmp)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

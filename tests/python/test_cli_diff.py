@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import subprocess
 import sys
@@ -742,3 +743,29 @@ def test_a_failed_write_leaves_the_page_that_was_there(models, tmp_path) -> None
     assert failed.returncode == 2 and "cannot write" in failed.stderr, failed.stderr
     assert page.read_bytes() == good
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("cmp")] == ["cmp.html"]
+
+
+def test_an_output_through_a_link_writes_the_file_it_names(models, tmp_path, capsys) -> None:
+    """Written beside the file and renamed (review): a link given as -o was replaced by a
+    new file and what it named stayed as it was, and the file's mode was reset."""
+    a, b = models
+    served = tmp_path / "pub"
+    served.mkdir()
+    real = served / "r.txt"
+    real.write_text("old\n")
+    real.chmod(0o664)
+    link = tmp_path / "r.txt"
+    link.symlink_to(real)
+    rc, _, err = run(["diff", f"{a}:Net", f"{b}:Net", "--no-values", "-o", str(link)], capsys)
+    assert rc == 0, err
+    assert link.is_symlink() and real.read_text().endswith(
+        "0 added, 0 removed, 7 changed, 3 same\n"
+    )
+    assert real.stat().st_mode & 0o777 == 0o664
+    assert sorted(p.name for p in served.iterdir()) == ["r.txt"]  # (no .part left)
+    # a hard link to a graph being compared is that graph too
+    saved = tmp_path / "a.json"
+    assert run(["trace", f"{a}:Net", "--no-values", "-o", str(saved)], capsys)[0] == 0
+    os.link(saved, tmp_path / "same.json")
+    rc, _, err = run(["diff", str(saved), f"{b}:Net", "-o", str(tmp_path / "same.json")], capsys)
+    assert rc == 2 and "is the graph file A compares" in err, err
