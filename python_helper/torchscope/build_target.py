@@ -97,6 +97,7 @@ def import_file(
     lines_are(str(path.resolve()), source)
     try:
         if source is None and keep is None:
+            _source_text(path)  # (the loader's own words name neither the file nor the byte)
             spec.loader.exec_module(module)
         else:
             filename = str(path.resolve())
@@ -128,9 +129,14 @@ def _source_text(path: Path) -> str:
         data = exc.object if isinstance(exc.object, bytes) else b""
         line = data[: exc.start].count(b"\n") + 1
         byte = f"byte {data[exc.start]:#04x} on line {line}" if exc.start < len(data) else "a byte"
+        if exc.encoding.replace("_", "-").lower() in ("utf-8", "utf8"):
+            raise TargetError(
+                f"{path} is not UTF-8 text ({byte}): save it as UTF-8, or name its encoding "
+                "in a `# -*- coding: latin-1 -*-` line (PEP 263)"
+            ) from None
         raise TargetError(
-            f"{path} is not UTF-8 text ({byte}) and names no other encoding: save it as UTF-8, "
-            "or name its encoding in a `# -*- coding: latin-1 -*-` line (PEP 263)"
+            f"{path} is not {exc.encoding} text, as its coding line says ({byte}): save it so, "
+            "or name the encoding it is in"
         ) from None
     except SyntaxError as exc:  # (a coding line naming no codec; bytes that are no text)
         raise TargetError(f"{path} is not Python source text: {exc.msg}") from None

@@ -11,6 +11,7 @@ in the forward is stopped by a timer signal where the platform has one (POSIX).
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import sys
 import threading
@@ -298,10 +299,14 @@ _ALLOCATOR_REFUSED = "can't allocate memory"  # (torch's CPU allocator's words)
 
 def read_values_on_meta(graph: Graph) -> bool:
     """The forward raised reading a meta tensor's values (`.item()`, `if x.sum() > 0`,
-    `.tolist()`): torch says "… cannot be called on meta tensors", "Cannot copy out of meta
-    tensor; no data!"."""
+    `.tolist()`, `.numpy()`, a mask `x[x > 0]`): torch says "… cannot be called on meta
+    tensors", "Cannot copy out of meta tensor; no data!", "can't convert meta device type
+    tensor", "… data-independent implementation does not exist", "… with Meta tensors"."""
     e = graph.error
-    return e is not None and "meta tensor" in e.message
+    return e is not None and _META_READ.search(e.message) is not None
+
+
+_META_READ = re.compile(r"meta (tensor|device)|data-independent", re.IGNORECASE)
 
 
 def suspects_hint(suspects: list[Any]) -> str:

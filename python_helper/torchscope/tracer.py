@@ -176,7 +176,9 @@ def _asks_for_non_finite(args: Iterable[Any], depth: int = 0) -> bool:
     return False
 
 
-_LIST_DEPTH = 4  # lists in lists looked into for a non-finite number (`[[0.0], [-inf]]`)
+# lists in lists looked into for a non-finite number (`[[0.0], [-inf]]`): as deep as a
+# tensor's dims go; the bound only stops a list that holds itself
+_LIST_DEPTH = 64
 
 
 def _count(st: TensorStats, key: str) -> int:

@@ -347,16 +347,25 @@ def test_syntax_error_in_user_file(tmp_path: Path, capsys) -> None:
         # (Python itself: "Non-UTF-8 code starting with '\\xe9' … on line 4")
         (
             b"import torch\nclass Net(torch.nn.Module):\n    pass\n# caf\xe9\n",
-            "is not UTF-8 text (byte 0xe9 on line 4) and names no other encoding",
+            "is not UTF-8 text (byte 0xe9 on line 4): save it as UTF-8",
         ),
         (b"\xff\xfe garbage \x00\x00", "is not Python source text"),
+        (
+            b"# -*- coding: ascii -*-\nimport torch\n# caf\xc3\xa9\n",
+            "is not ascii text, as its coding line says (byte 0xc3 on line 3)",
+        ),
     ],
 )
-def test_a_file_that_is_no_text_says_so_and_where(tmp_path: Path, capsys, content, said) -> None:
-    """It said `syntax error in None:None` or a UnicodeDecodeError at an importlib frame."""
+@pytest.mark.parametrize("top_level", [False, True])
+def test_a_file_that_is_no_text_says_so_and_where(
+    tmp_path: Path, capsys, content, said, top_level
+) -> None:
+    """It said `syntax error in None:None` or a UnicodeDecodeError at an importlib frame (and,
+    with --run-top-level, `syntax error in …:0`)."""
     path = tmp_path / "model.py"
     path.write_bytes(content)
-    rc, _, err = run(["trace", f"{path}:Net", "-o", str(tmp_path / "x.json")], capsys)
+    more = ["--run-top-level"] if top_level else []
+    rc, _, err = run(["trace", f"{path}:Net", "-o", str(tmp_path / "x.json"), *more], capsys)
     assert rc == 2 and err.startswith(f"torchscope: {path} {said}"), err
     assert "None:None" not in err and "importlib" not in err
 
@@ -371,20 +380,21 @@ def test_a_file_that_cannot_be_read_says_why(tmp_path: Path) -> None:
         path = write(folder, "secret.py", MODELS)
         path.chmod(0o600 if os.geteuid() == 0 else 0)
 
-        argv = [sys.executable, "-m", "torchscope", "trace", f"{path}:Tiny", "-o", "x.json"]
-        if os.geteuid() == 0:  # (root reads any file: as another user)
-            argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=folder,
-            env={**os.environ, "PYTHONPATH": str(ROOT / "python_helper")},
-        )
-        assert done.returncode == 2, done.stderr
-        assert done.stderr.startswith(f"torchscope: cannot read {path}: Permission denied")
-        assert "usercode.py" not in done.stderr
+        for more in ([], ["--run-top-level"]):
+            argv = [sys.executable, "-m", "torchscope", "trace", f"{path}:Tiny", "-o", "x.json"]
+            if os.geteuid() == 0:  # (root reads any file: as another user)
+                argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+            done = subprocess.run(
+                [*argv, *more],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                cwd=folder,
+                env={**os.environ, "PYTHONPATH": str(ROOT / "python_helper")},
+            )
+            assert done.returncode == 2, done.stderr
+            assert done.stderr.startswith(f"torchscope: cannot read {path}: Permission denied")
+            assert "usercode.py" not in done.stderr and "importlib" not in done.stderr
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -409,14 +419,23 @@ def test_a_value_read_on_meta_is_not_blamed_on_the_guessed_input(tmp_path: Path,
                 if y.sum().item() > 0:
                     return y * 2
                 return y
+
+        class Masked(Net):
+            def forward(self, x):
+                y = self.fc(x)
+                return y[y > 0].sum()  # (a shape that depends on the values)
         """,
     )
     out = tmp_path / "g.json"
-    rc, _, err = run(["trace", f"{path}:Net", "--device", "meta", "-o", str(out)], capsys)
-    assert rc == 1 and "cannot be called on meta tensors" in err, err
-    assert "may be what is wrong" not in err, err
-    assert "reads the tensors' values, which the meta device has none of: trace it on cpu" in err
-    assert run(["trace", f"{path}:Net", "-o", str(out)], capsys)[0] == 0
+    for name, said in (
+        ("Net", "cannot be called on meta tensors"),
+        ("Masked", "data-independent"),
+    ):
+        rc, _, err = run(["trace", f"{path}:{name}", "--device", "meta", "-o", str(out)], capsys)
+        assert rc == 1 and said in err, err
+        assert "may be what is wrong" not in err, err
+        assert "reads the tensors' values, which the meta device has none of: trace it on" in err
+        assert run(["trace", f"{path}:{name}", "-o", str(out)], capsys)[0] == 0
 
 
 def test_model_that_raises_writes_partial_graph(tmp_path: Path, capsys) -> None:

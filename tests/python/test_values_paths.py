@@ -93,6 +93,8 @@ def test_an_inf_given_in_a_list_is_asked_for():
         # past the 16 items a node's attrs show (a mask as long as a vocabulary)
         (lambda x: x + x.new_tensor([0.0] * 31 + [float("-inf")]), torch.randn(32)),
         (lambda x: x + x.new_tensor([[0.0]] * 20 + [[float("-inf")]]), torch.randn(21, 1)),
+        # (five lists deep: the attrs' walk went all the way down)
+        (lambda x: x + x.new_tensor([[[[[0.0], [float("-inf")]]]]]), torch.randn(2, 1)),
         # numpy's float32 is no Python float (attrs leave it out)
         (lambda x: x.masked_fill(x > 0, np.float32(-np.inf)), torch.randn(3)),
     ):
