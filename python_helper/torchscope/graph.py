@@ -652,6 +652,8 @@ def _stats(d: Any) -> Optional[dict[str, Any]]:
     not a map: none. (A decoration: never refused, and never a number nothing can use.)"""
     if not isinstance(d, dict) or _finite(d.get("numel")) is None:
         return None
+    if _as_written(d):
+        return d
     out: dict[str, Any] = {}
     for key in _STAT_FIELDS:
         if key in d:
@@ -669,7 +671,27 @@ def _hist(d: Any) -> Optional[dict[str, Any]]:
     lo, hi, counts = _finite(d.get("lo")), _finite(d.get("hi")), d.get("counts")
     if lo is None or hi is None or not isinstance(counts, list) or not counts:
         return None
+    if set(map(type, counts)) == {int} and -(2**63) <= min(counts) and max(counts) < 2**64:
+        return d if len(d) == 3 else {"lo": lo, "hi": hi, "counts": counts}
     return {"lo": lo, "hi": hi, "counts": [_finite(c) or 0 for c in counts]}
+
+
+def _as_written(d: dict[str, Any]) -> bool:
+    """Statistics as torchscope writes them (known fields, finite numbers of 64 bits, nil only
+    for min, max, mean, std, absmax): the common case, checked in few calls (a graph holds
+    one map per edge)."""
+    if not d.keys() <= _KNOWN_STATS or not set(map(type, d.values())) <= _STAT_TYPES:
+        return False
+    if (d.get("zeros", 0), d.get("nan", 0), d.get("inf", 0)).count(None):
+        return False
+    values = d.values()
+    numbers = [v for v in values if v is not None] if None in values else values
+    try:
+        return (
+            math.isfinite(math.fsum(numbers)) and -(2**63) <= min(numbers) and max(numbers) < 2**64
+        )
+    except (OverflowError, ValueError):  # (finite values too large to add; inf and -inf)
+        return False
 
 
 def _finite(v: Any) -> Any:
@@ -683,6 +705,8 @@ def _finite(v: Any) -> Any:
 
 _STAT_FIELDS = ("min", "max", "mean", "std", "absmax", "zeros", "nan", "inf", "numel")
 _NIL_STATS = frozenset(("min", "max", "mean", "std", "absmax"))  # nil: no finite value
+_KNOWN_STATS = frozenset(_STAT_FIELDS)
+_STAT_TYPES = frozenset((float, int, type(None)))
 
 
 def _optional_int(v: Any) -> Optional[int]:

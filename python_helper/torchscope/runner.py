@@ -33,6 +33,7 @@ from .usercode import is_user_file, module_files, texts_only
 
 if TYPE_CHECKING:
     from .process_defaults import ProcessDefaults  # (imports torch: loaded once torch is)
+    from .server.calls_in_file import FoundInput
 
 Reply = dict[str, Any]
 
@@ -270,7 +271,7 @@ def _same_random_numbers() -> None:
     torch.manual_seed(SEED)
 
 
-def _input_call(req: dict[str, Any], built: Any) -> Any:
+def _input_call(req: dict[str, Any], built: Any) -> Optional[FoundInput]:
     """The input of a call of the model in its file (a `calls_in_file.FoundInput`), as the
     server read it before anything was imported; read again for a class the file imports and
     the model was built as the file builds it (`Net(8)`): the server could not tell that call

@@ -1610,6 +1610,7 @@ class Recorder(TorchFunctionMode):
         self.checks.clear()
         self.wrote.clear()
         self.wrote_later.clear()
+        self.non_finite_args.clear()
 
     def _reaching_outputs(
         self,

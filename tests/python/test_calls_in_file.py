@@ -3,10 +3,18 @@ of the model and the arguments it builds it with, read statically."""
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
 import pytest
 from test_server_find_targets import line_of, load, write  # (tests/python is on sys.path)
 
 from torchscope.server import calls_in_file
+
+
+def input_call(*args: Any) -> Optional[str]:
+    """The expression `found_input` finds (its source aside)."""
+    found = calls_in_file.found_input(*args)
+    return found.text if found is not None else None
 
 
 @pytest.mark.parametrize(
@@ -59,7 +67,7 @@ def test_input_call(tmp_path, source, target, expected):
     )
     path = write(tmp_path, "m.py", header + source)
     project, info = load(path)
-    assert calls_in_file.input_call(project, info, target) == expected
+    assert input_call(project, info, target) == expected
 
 
 @pytest.mark.parametrize(
@@ -163,7 +171,7 @@ class Net(nn.Module):
 def test_names_resolve_in_the_scope_of_the_call(tmp_path, source, input_expected, ctor_expected):
     path = write(tmp_path, "m.py", SCOPED_HEADER + source)
     project, info = load(path)
-    assert calls_in_file.input_call(project, info, "Net") == input_expected
+    assert input_call(project, info, "Net") == input_expected
     found = calls_in_file.ctor_call(info, "Net")
     assert (found.text if found and found.usable else None) == ctor_expected
 
@@ -230,7 +238,7 @@ def test_input_call_with_argparse_defaults(tmp_path):
     call = "model = Net(args.hidden_size)\n    model(torch.randn(args.depth, args.hidden_size))"
     path = write(tmp_path, "train.py", ARGPARSE.format(call=call))
     project, info = load(path)
-    assert calls_in_file.input_call(project, info, "Net") == "torch.randn(3, 64)"
+    assert input_call(project, info, "Net") == "torch.randn(3, 64)"
 
 
 def test_calls_inside_methods_and_nested_functions_resolve_their_names(tmp_path):
@@ -250,7 +258,7 @@ def test_calls_inside_methods_and_nested_functions_resolve_their_names(tmp_path)
     project, info = load(path)
     found = calls_in_file.ctor_call(info, "Net")
     assert found is not None and found.usable and found.text == "Config(dim=8)"
-    assert calls_in_file.input_call(project, info, "Net") == "torch.zeros(3, 8)"
+    assert input_call(project, info, "Net") == "torch.zeros(3, 8)"
 
 
 @pytest.mark.parametrize(
@@ -284,6 +292,4 @@ def test_the_construction_used_is_the_one_whose_instance_the_file_calls(tmp_path
     path = write(tmp_path, "m.py", header + source)
     project, info = load(path)
     found = calls_in_file.ctor_call(info, "Encoder")
-    assert (found.text if found else None, calls_in_file.input_call(project, info, "Encoder")) == (
-        expected
-    )
+    assert (found.text if found else None, input_call(project, info, "Encoder")) == (expected)

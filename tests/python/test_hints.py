@@ -338,3 +338,28 @@ def test_load_reads_and_indexes_a_graph_file(tmp_path, loop):
 
     loop.run_until_complete(bad())
     assert seen[1].startswith("cannot read the graph") and "k2" not in store.traces
+
+
+def test_each_model_gives_the_hints_of_its_newest_trace_and_many_models_keep_a_file():
+    """(Review of the per-model traces.) A model's older trace under another key (a panel's
+    graph indexed again after a restart) gave hints on lines its newer trace no longer ran;
+    and eight models traced in one file pushed every other file's hints out."""
+
+    def doc(model: str, lines: list[int]) -> hints.Indexed:
+        return hints.Indexed(model, "cpu", {"/w/net.py": {n: hints.LineInfo(n, []) for n in lines}})
+
+    store = TraceStore()
+    store.add("torchscope/panel:1", "/old.msgpack", doc("Net", [1, 3]), None, {"/w/net.py": DOC})
+    store.add("/w/net.py#Net", "/new.msgpack", doc("Net", [1]), None, {"/w/net.py": DOC})
+    store.add("/w/net.py#Block", "/block.msgpack", doc("Block", [2]), None, {"/w/net.py": DOC})
+    assert {n: t.graph for n, (t, _) in store.hinted("/w/net.py").items()} == {
+        1: "/new.msgpack",
+        2: "/block.msgpack",
+    }
+    zoo = {
+        f"Z{i}": hints.Indexed(f"Z{i}", "cpu", {"/w/zoo.py": {1: hints.LineInfo(1, [])}})
+        for i in range(12)
+    }
+    for name, indexed in zoo.items():
+        store.add(f"/w/zoo.py#{name}", f"/{name}.msgpack", indexed, None, {})
+    assert sorted(store.hinted("/w/net.py")) == [1, 2]

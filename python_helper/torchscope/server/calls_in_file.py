@@ -50,21 +50,13 @@ class FoundInput(NamedTuple):
     factory: Optional[str] = None
 
 
-def input_call(
-    project: Project, info: FileInfo, target: str, model_class: bool = False
-) -> Optional[str]:
-    """The input expression of a call of `target` with literal arguments in the file, such as
-    `model(torch.randn(2, 64))`, `Net()(torch.zeros(1, 3, 32, 32))`, or `m = Net(); m(x)`
-    (`model_class`: the import found `target` a model class: `Net(8)` builds it)."""
-    found = found_input(project, info, target, model_class)
-    return found.text if found is not None else None
-
-
 def found_input(
     project: Project, info: FileInfo, target: str, model_class: bool = False
 ) -> Optional[FoundInput]:
-    """input_call's expression, and where it comes from: a call of the model, or an example a
-    factory returns beside it."""
+    """The input of a call of `target` with literal arguments in the file, such as
+    `model(torch.randn(2, 64))`, `Net()(torch.zeros(1, 3, 32, 32))`, or `m = Net(); m(x)`, or
+    the example a factory returns beside it (`model_class`: the import found `target` a model
+    class: `Net(8)` builds it)."""
     importable = set(info.imports)
     is_class = model_class or target in info.classes or imported_model_class(project, info, target)
     builds = is_class or target in info.functions  # `target(...)` makes a model

@@ -27,10 +27,10 @@ from importlib.util import decode_source
 from pathlib import Path
 from typing import Any, Optional, Union, cast
 
-from ..graph import FORMAT, VERSION, GraphFormatError, unpack
+from ..graph import FORMAT, VERSION, GraphFormatError, from_wire, unpack
 from .hints import Indexed, LineInfo, index_graph, split_lines
 
-KEEP_TRACES = 8
+KEEP_TRACES = 32  # traces kept, each of one model (a file of many models keeps others')
 
 # one content change of textDocument/didChange: (start line, end line, new text), or
 # (None, None, text) for a whole-document replacement
@@ -369,8 +369,9 @@ class Mark:
 @dataclass
 class TraceStore:
     traces: dict[str, Trace] = field(default_factory=dict)
-    # traces a newer one of their key replaced (another model of the same file), by graph
-    # file: no hints come from them, but their panels still ask where their lines are now
+    # traces a newer one of their key replaced (another model under a paused or a panel's
+    # key), or pushed out, by graph file: no hints come from them, but their panels still
+    # ask where their lines are now
     older: dict[str, Trace] = field(default_factory=dict)
     _order: Any = field(default_factory=itertools.count)
     _seq: int = 0
@@ -480,16 +481,19 @@ class TraceStore:
 
     def hinted(self, path: Union[str, Path]) -> dict[int, tuple[Trace, LineInfo]]:
         """Each hinted line of the file, with the newest kept trace that ran it: every model
-        traced (two of one file in two panels) has its lines' hints, and a line several ran
-        has the last one's."""
+        traced (two of one file in two panels) has its lines' hints, a line several ran has
+        the last one's, and a model's older trace under another key (a panel's graph indexed
+        again after a restart, a paused trace) gives none."""
         k = file_key(path)
-        found = sorted((t for t in self.traces.values() if k in t.files), key=lambda t: t.order)
-        if len(found) == 1:
-            return {line: (found[0], info) for line, info in found[0].files[k].lines.items()}
+        found = sorted((t for t in self.traces.values() if k in t.files), key=lambda t: -t.order)
         merged: dict[int, tuple[Trace, LineInfo]] = {}
-        for t in found:
+        models: set[str] = set()
+        for t in found:  # newest first
+            if t.model in models:
+                continue
+            models.add(t.model)
             for line, info in t.files[k].lines.items():
-                merged[line] = (t, info)
+                merged.setdefault(line, (t, info))
         return merged
 
     def table(self, path: Union[str, Path]) -> Optional[tuple[Trace, LineTable]]:
@@ -591,6 +595,8 @@ def read_graph(path: str) -> Indexed:
     if not isinstance(wire, dict) or wire.get("format") != FORMAT:
         raise GraphFormatError("not a torchscope graph")
     version = wire.get("version")
+    if isinstance(version, int) and version > VERSION:
+        from_wire(wire)  # (raises NewerGraphError: says to update torchscope)
     if not isinstance(version, int) or not 1 <= version <= VERSION:
         raise GraphFormatError(f"graph version {version!r} is not supported")
     return index_graph(wire)
