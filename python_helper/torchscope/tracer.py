@@ -163,6 +163,13 @@ def _asks_for_non_finite(args: Iterable[Any], depth: int = 0) -> bool:
             if not math.isfinite(v):
                 return True
         elif kind is list or kind is tuple:
+            if set(map(type, v)) <= _PLAIN_NUMBERS:  # (a list of a million: a few C calls)
+                try:
+                    if not math.isfinite(math.fsum(v)):
+                        return True
+                    continue
+                except (OverflowError, ValueError):  # (too large to add; inf and -inf)
+                    pass
             if depth < _LIST_DEPTH and _asks_for_non_finite(v, depth + 1):
                 return True
         elif kind is int or kind is bool or kind is str or v is None or isinstance(v, Tensor):
@@ -179,6 +186,7 @@ def _asks_for_non_finite(args: Iterable[Any], depth: int = 0) -> bool:
 # lists in lists looked into for a non-finite number (`[[0.0], [-inf]]`): as deep as a
 # tensor's dims go; the bound only stops a list that holds itself
 _LIST_DEPTH = 64
+_PLAIN_NUMBERS = frozenset((float, int, bool))
 
 
 def _count(st: TensorStats, key: str) -> int:
