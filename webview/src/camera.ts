@@ -201,3 +201,32 @@ export function showsAll(r: Rect, graph: GraphSize): boolean {
 export function detailLevel(k: number): { low: boolean; mid: boolean } {
   return { low: k < 0.3, mid: k < 0.55 };
 }
+
+/**
+ * Where a card of size `card` goes beside `box` (both in view px) so that the box stays in
+ * sight: below it, else above, else right, else left of it — the first side where the
+ * whole card fits in `view`; when none does, the side with the most room, kept inside.
+ */
+export function besideBox(box: Rect, card: ViewSize, view: ViewSize, gap = 8): { x: number; y: number } {
+  const clampX = (x: number): number => Math.max(0, Math.min(x, view.w - card.w - 4));
+  const clampY = (y: number): number => Math.max(0, Math.min(y, view.h - card.h - 4));
+  const room = {
+    below: view.h - (box.y + box.h + gap),
+    above: box.y - gap,
+    right: view.w - (box.x + box.w + gap),
+    left: box.x - gap,
+  };
+  const at = {
+    below: { x: clampX(box.x), y: box.y + box.h + gap },
+    above: { x: clampX(box.x), y: box.y - gap - card.h },
+    right: { x: box.x + box.w + gap, y: clampY(box.y) },
+    left: { x: box.x - gap - card.w, y: clampY(box.y) },
+  };
+  const need = { below: card.h, above: card.h, right: card.w, left: card.w };
+  const sides = ["below", "above", "right", "left"] as const;
+  const fits = sides.find((s) => room[s] >= need[s]);
+  if (fits) return at[fits];
+  // (the share of the card each side has room for: the largest wins)
+  const best = sides.reduce((a, s) => (room[s] / need[s] > room[a] / need[a] ? s : a), sides[0]);
+  return { x: clampX(at[best].x), y: clampY(at[best].y) };
+}

@@ -42,6 +42,7 @@ import {
   pinTransform,
   revealTransform,
   showsAll,
+  besideBox,
   toScreen,
   visibleRect,
   zoomToBox,
@@ -77,6 +78,8 @@ interface Drawn {
 const BUSY_NOTE_AFTER_MS = 150;
 /** A click hides the hover card until the pointer moves this far (px). */
 const TIP_MOVE_PX = 6;
+/** Layout px of an opened frame's header: what of it must show (its card goes below it). */
+const FRAME_HEAD = 40;
 
 /** Text widths in the fonts the page really uses (a VS Code theme sets its own). */
 function canvasMeasure(root: HTMLElement): Measure {
@@ -761,11 +764,11 @@ export class Viewer {
     this.select(key);
     const b = boundsOf(this.drawn!.layout, key)!;
     const r = visibleRect(this.transform(), this.size());
-    const head = Math.min(b.h, 40); // (an opened frame: its header is what must show)
+    const head = Math.min(b.h, FRAME_HEAD); // (an opened frame: its header is what must show)
     if (b.x < r.x || b.y < r.y || b.x + Math.min(b.w, r.w) > r.x + r.w || b.y + head > r.y + r.h) {
       this.centerOn(b.x + Math.min(b.w, r.w) / 2, b.y + Math.min(b.h, r.h) / 2);
     }
-    this.showTooltip(key, this.cardPoint(b));
+    this.showTooltip(key, null, false, this.cardPoint(b).box);
     this.cardKey = key;
     const title = this.ui.tooltip.querySelector(".ts-tip-title")?.textContent ?? key;
     // (only what works: an input or output pill has no line, a leaf nothing to open)
@@ -836,15 +839,15 @@ export class Viewer {
     this.cardKey = null;
   }
 
-  /** Where the keyboard's card of a box (layout bounds `b`) goes: by its lower left, in
-   * client px, and whether that point is in the window. */
-  private cardPoint(b: Rect): { clientX: number; clientY: number; inView: boolean } {
+  /** Where the keyboard's card of a box (layout bounds `b`) goes: beside the box (an opened
+   * frame: its header), in view px, and whether the box's corner is in the window. */
+  private cardPoint(b: Rect): { box: Rect; inView: boolean } {
     const t = this.transform();
     const size = this.size();
-    const at = toScreen(t, { x: b.x, y: b.y + Math.min(b.h, size.h / t.k / 2) });
-    const stage = this.ui.stage.getBoundingClientRect();
-    const inView = at.x >= 0 && at.y >= 0 && at.x <= size.w && at.y <= size.h;
-    return { clientX: stage.left + at.x, clientY: stage.top + at.y, inView };
+    const at = toScreen(t, { x: b.x, y: b.y });
+    const box = { x: at.x, y: at.y, w: b.w * t.k, h: Math.min(b.h, FRAME_HEAD) * t.k };
+    const inView = at.x + box.w >= 0 && at.y + box.h >= 0 && at.x <= size.w && at.y <= size.h;
+    return { box, inView };
   }
 
   /**
@@ -866,15 +869,23 @@ export class Viewer {
       return;
     }
     if (relaid) {
-      this.showTooltip(key, at);
+      this.showTooltip(key, null, false, at.box);
       this.cardKey = key;
     } else {
       this.ui.tooltip.hidden = false;
-      this.placeTooltip(at);
+      this.placeCard(at.box);
     }
   }
 
-  private showTooltip(key: string, ev: { clientX: number; clientY: number }, edge = false): void {
+  /** A box's card beside it, the box left in sight (`box`: in view px). */
+  private placeCard(box: Rect): void {
+    const tip = this.ui.tooltip;
+    const at = besideBox(box, { w: tip.offsetWidth, h: tip.offsetHeight }, this.size());
+    tip.style.transform = `translate(${at.x}px, ${at.y}px)`;
+  }
+
+  /** The details of `key` by the pointer (`ev`), or beside box `beside` (the keyboard's). */
+  private showTooltip(key: string, ev: { clientX: number; clientY: number } | null, edge = false, beside?: Rect): void {
     if (!this.drawn) return;
     this.cardKey = null;
     const d = edge ? describeEdge(this.idx, this.drawn.vg, key) : describe(this.idx, this.drawn.vg, key);
@@ -884,7 +895,8 @@ export class Viewer {
     if (this.comparison && marks && !edge) d.rows.unshift(...this.comparison.rows(this.drawn.vg, marks, key));
     fillTooltip(this.ui.tooltip, d.title, d.rows, d.hist ? histogramChart(d.hist) : undefined);
     this.ui.tooltip.hidden = false;
-    this.placeTooltip(ev);
+    if (beside) this.placeCard(beside);
+    else if (ev) this.placeTooltip(ev);
   }
 
   private placeTooltip(ev: { clientX: number; clientY: number }): void {

@@ -377,6 +377,34 @@ describe("the graph without a mouse", () => {
     await page.context().close();
   });
 
+  test("walking the boxes, each box's card leaves the box it describes in sight", async () => {
+    // QA: near the window's bottom the card went above its anchor, the box's lower left
+    // corner, and hid half the selected box (GPT2Block ×12, Dropout, LayerNorm)
+    const o = await open(browser, "gpt2");
+    const { page } = o;
+    await page.locator(".ts-svg").focus();
+    const tip = page.locator(".ts-tooltip");
+    let checked = 0;
+    for (let i = 0; i < 30; i++) {
+      await page.keyboard.press("ArrowDown");
+      const node = page.locator('.ts-node[data-selected="true"] > .ts-box');
+      if ((await node.count()) === 0 || !(await tip.isVisible())) continue; // (an opened frame)
+      const [b, c] = [await box(node.first()), await box(tip)];
+      const w = Math.max(0, Math.min(b.x + b.width, c.x + c.width) - Math.max(b.x, c.x));
+      const h = Math.max(0, Math.min(b.y + b.height, c.y + c.height) - Math.max(b.y, c.y));
+      const key = await page.locator('.ts-node[data-selected="true"]').getAttribute("data-key");
+      assert.ok(
+        w * h <= 0.05 * b.width * b.height,
+        `step ${i}: the card ${JSON.stringify(c)} covers ${Math.round((100 * w * h) / (b.width * b.height))}% of box ${key} ${JSON.stringify(b)}`,
+      );
+      checked++;
+    }
+    assert.ok(checked >= 10, `${checked} boxes checked`);
+    await shot(page, "keyboard-card-beside");
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+
   test("the keyboard hint offers Enter only for a box with a line (not the input and output pills)", async () => {
     const o = await open(browser, "gpt2");
     const { page } = o;

@@ -1,9 +1,10 @@
 // The viewer's camera math (webview/src/camera.ts): first view, fit, center, zoom to a box,
 // a box kept still across a re-layout, an opened frame brought into view, what a transform shows.
-import { test } from "node:test";
+import { describe, it, test } from "node:test";
 import assert from "node:assert/strict";
 import {
   READABLE_ZOOM,
+  besideBox,
   busiestX,
   centerTransform,
   clearArea,
@@ -163,4 +164,34 @@ test("text is left out when too small to read", () => {
   assert.deepEqual(detailLevel(1), { low: false, mid: false });
   assert.deepEqual(detailLevel(0.5), { low: false, mid: true });
   assert.deepEqual(detailLevel(0.2), { low: true, mid: true });
+});
+
+describe("besideBox: a card next to the box it describes", () => {
+  const view = { w: 1000, h: 600 };
+  const card = { w: 300, h: 200 };
+  const overlaps = (box: { x: number; y: number; w: number; h: number }, at: { x: number; y: number }): boolean =>
+    at.x < box.x + box.w && box.x < at.x + card.w && at.y < box.y + box.h && box.y < at.y + card.h;
+  it("goes below a box with room under it, from its left edge", () => {
+    const box = { x: 100, y: 50, w: 80, h: 30 };
+    assert.deepEqual(besideBox(box, card, view), { x: 100, y: 88 });
+  });
+  it("goes above a box near the bottom (QA: it covered half of it)", () => {
+    const box = { x: 600, y: 500, w: 40, h: 26 };
+    const at = besideBox(box, card, view);
+    assert.equal(at.y, 500 - 8 - 200);
+    assert.ok(!overlaps(box, at));
+  });
+  it("goes beside a box with no room above or below, and stays in the view", () => {
+    const box = { x: 100, y: 150, w: 60, h: 300 };
+    const at = besideBox(box, card, view);
+    assert.deepEqual(at, { x: 168, y: 150 });
+    const right = { x: 800, y: 150, w: 60, h: 300 };
+    const left = besideBox(right, card, view);
+    assert.ok(!overlaps(right, left) && left.x >= 0, JSON.stringify(left));
+  });
+  it("with room nowhere, takes the side with the most and keeps inside the view", () => {
+    const box = { x: 0, y: 0, w: 1000, h: 560 };
+    const at = besideBox(box, card, view);
+    assert.ok(at.x >= 0 && at.y >= 0 && at.x + card.w <= view.w && at.y + card.h <= view.h);
+  });
 });
