@@ -91,6 +91,8 @@ class Edge:
     hist: Optional[dict[str, Any]] = None  # {lo, hi, counts: [16 ints]}
     # a DTensor's layout beside its local `shape`; on the wire only for DTensor edges
     layout: Optional[Layout] = None
+    # which of `src`'s output tensors this is (0-based), when `src` made several; else None
+    output: Optional[int] = None
 
     def to_wire(self) -> dict[str, Any]:
         wire = {"src": self.src, "dst": self.dst, "shape": self.shape, "dtype": self.dtype}
@@ -100,6 +102,8 @@ class Edge:
             wire["hist"] = self.hist
         if self.layout is not None:
             wire.update(self.layout.to_wire())
+        if self.output is not None:
+            wire["output"] = self.output
         return wire
 
 
@@ -532,6 +536,7 @@ def from_wire(data: Any) -> Graph:
                 _stats(e.get("stats")),
                 _hist(e.get("hist")),
                 _layout(e),
+                _output_index(e.get("output")),
             )
             for e in data["edges"]
         ]
@@ -711,6 +716,11 @@ _STAT_TYPES = frozenset((float, int, type(None)))
 
 def _optional_int(v: Any) -> Optional[int]:
     return v if type(v) is int else None
+
+
+def _output_index(v: Any) -> Optional[int]:
+    """An edge's `output` (a decoration: anything but a whole number of 0 or more is dropped)."""
+    return v if type(v) is int and v >= 0 else None
 
 
 def _layout(e: dict[str, Any]) -> Optional[Layout]:

@@ -513,6 +513,9 @@ class Recorder(TorchFunctionMode):
         except Exception:
             shape = None
         edge = Edge(src, dst, shape, dtype_name(t), layout=layout)
+        entry = self.producer.get(id(t))
+        if entry is not None and len(entry) > 3 and entry[1] == src and entry[0]() is t:
+            edge.output = entry[3]  # (one of several outputs of its call)
         self.edges.append(edge)
         if st is not None:
             self.edge_values.append((edge, st))  # filled in by finish_values
@@ -789,9 +792,13 @@ class Recorder(TorchFunctionMode):
                 before = producer.get(id(t))
                 if before is not None and before[0]() is t and not node.attrs.get("inplace"):
                     self._passed_through(id(t), before, nid)
+        several = len(outs) > 1
         if not self.values:
-            for t in outs:
-                producer[id(t)] = (weakref.ref(t), nid, None)
+            for i, t in enumerate(outs):
+                # (a call of several outputs: which one, for the edges of each; see _edge_from)
+                producer[id(t)] = (
+                    (weakref.ref(t), nid, None, i) if several else (weakref.ref(t), nid, None)
+                )
             for t in written:
                 producer[id(t)] = (weakref.ref(t), nid, None)
                 if t._base is not None:
@@ -808,9 +815,13 @@ class Recorder(TorchFunctionMode):
                     self.wrote.add(nid)
         else:
             made: dict[int, Optional[TensorStats]] = {}  # one reading per tensor of this call
-            for t in outs:
-                st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t, fresh=writes)
-                producer[id(t)] = (weakref.ref(t), nid, st)
+            for i, t in enumerate(outs):
+                if id(t) in made:  # (one tensor returned twice: the first place it has)
+                    continue
+                st = made[id(t)] = self._read(t, fresh=writes)
+                producer[id(t)] = (
+                    (weakref.ref(t), nid, st, i) if several else (weakref.ref(t), nid, st)
+                )
             bases: set[int] = set()  # (views of one buffer written: the buffer read once)
             for t in written:
                 st = made[id(t)] = made[id(t)] if id(t) in made else self._read(t, fresh=True)
@@ -946,6 +957,8 @@ class Recorder(TorchFunctionMode):
                     dt = _DTYPE_NAMES.get(t.dtype)
                     if dt is not None:
                         edge = Edge(entry[1], nid, list(t.shape), dt)
+                        if len(entry) > 3:  # (one of several outputs of its call)
+                            edge.output = entry[3]
                         edges.append(edge)
                         st = entry[2]
                         if st is not None:

@@ -88,6 +88,8 @@ export interface GraphEdge {
   global_shape?: number[];
   placements?: string;
   mesh?: string;
+  /** Which of `src`'s output tensors (0-based), when it made several (q, k, v of a split). */
+  output?: number;
 }
 
 export interface Group {
@@ -284,6 +286,8 @@ function edge(v: unknown, i: number, n: number): GraphEdge {
       if (typeof v.mesh === "string") e.mesh = v.mesh;
     }
   }
+  // Which output of its producer: a decoration too (anything but a whole number ≥ 0: none).
+  if (typeof v.output === "number" && Number.isInteger(v.output) && v.output >= 0) e.output = v.output;
   return e;
 }
 

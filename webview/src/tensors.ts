@@ -16,9 +16,10 @@ export interface Tensor {
 }
 
 /**
- * Distinct tensors among `ids`. The file names no tensor identity, so a tensor is its
- * producer, shape and dtype; one consumer reading two such (q and k of one `chunk`) gets
- * two edges by contract, so the k-th of them at each consumer is the k-th tensor.
+ * Distinct tensors among `ids`. An edge's `output` names which of its producer's outputs it
+ * carries (a call of several); without it (a call of one output, an older file) a tensor is
+ * its producer, shape and dtype, and one consumer reading two such (q and k of one `chunk`)
+ * gets two edges by contract, so the k-th of them at each consumer is the k-th tensor.
  */
 export function distinctTensors(edges: GraphEdge[], ids: readonly number[]): Tensor[] {
   const out: Tensor[] = [];
@@ -27,10 +28,14 @@ export function distinctTensors(edges: GraphEdge[], ids: readonly number[]): Ten
   for (const i of ids) {
     const e = edges[i];
     if (!e) continue;
-    const base = `${e.src}|${e.shape?.join(",") ?? "?"}|${e.dtype}`;
-    const nth = seenAtDst.get(`${base}|${e.dst}`) ?? 0;
-    seenAtDst.set(`${base}|${e.dst}`, nth + 1);
-    const key = `${base}|${nth}`;
+    let key: string;
+    if (e.output !== undefined) key = `${e.src}|out ${e.output}`;
+    else {
+      const base = `${e.src}|${e.shape?.join(",") ?? "?"}|${e.dtype}`;
+      const nth = seenAtDst.get(`${base}|${e.dst}`) ?? 0;
+      seenAtDst.set(`${base}|${e.dst}`, nth + 1);
+      key = `${base}|${nth}`;
+    }
     let t = byKey.get(key);
     if (!t) {
       t = { src: e.src, shape: e.shape, dtype: e.dtype, uses: [] };

@@ -35,7 +35,9 @@ export function statsRows(s: TensorStats): [string, string][] {
 /** The tensor a box stands for: its first output (an output node: the tensor it receives). */
 function tensorOf(idx: GraphIndex, id: number, inIds: number[], outIds: number[]): GraphEdge | undefined {
   const edges = idx.graph.edges;
-  const own = outIds.map((i) => edges[i]!).find((e) => e.stats);
+  const read = outIds.map((i) => edges[i]!).filter((e) => e.stats);
+  // (a call of several outputs, q, k, v of a split: the first of them)
+  const own = read.reduce<GraphEdge | undefined>((a, e) => (a === undefined || (e.output ?? 0) < (a.output ?? 0) ? e : a), undefined);
   if (own) return own;
   if (idx.graph.nodes[id]?.kind === "output") return inIds.map((i) => edges[i]!).find((e) => e.stats);
   return undefined;
@@ -52,6 +54,7 @@ export function valueDetails(idx: GraphIndex, id: number, inIds: number[], outId
   rows.push(...costRows(cost));
   const e = group ? outIds.map((i) => idx.graph.edges[i]!).find((x) => x.stats) : tensorOf(idx, id, inIds, outIds);
   if (!e?.stats) return { rows };
+  if (e.output !== undefined) rows.push(["values of", `output ${e.output + 1}`]); // (one of several)
   rows.push(...statsRows(e.stats));
   return e.hist ? { rows, hist: e.hist } : { rows };
 }

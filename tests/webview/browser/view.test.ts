@@ -194,6 +194,29 @@ describe("what flows on edges", () => {
     assert.deepEqual(o.errors, []);
     await page.context().close();
   });
+
+  test("the split's hover lists q, k and v as three tensors, each with its own values", async () => {
+    // QA: "out 1×16×2304 … (×3 uses)": three outputs of one shape read as one tensor
+    const o = await open(browser, "gpt2");
+    const page = o.page;
+    await page.fill("[data-role=search]", "split");
+    await page.press("[data-role=search]", "Enter");
+    await ready(page);
+    await page.press("[data-role=search]", "Escape");
+    const split = page.locator(".ts-node[data-kind=op]", { hasText: /^split$/ }).first();
+    await split.hover();
+    const tip = page.locator(".ts-tooltip");
+    await tip.waitFor({ state: "visible" });
+    const outs = await tip
+      .locator("tr")
+      .evaluateAll((rows) => rows.filter((r) => r.querySelector("th")?.textContent === "out").map((r) => r.textContent ?? ""));
+    assert.equal(outs.length, 3, outs.join("\n"));
+    assert.ok(!outs.some((t) => t.includes("uses")), outs.join("\n"));
+    assert.match((await tip.textContent()) ?? "", /values ofoutput 1/, "its values are q's, said so");
+    await shot(page, "gpt2-split-hover");
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
 });
 
 describe("a selection the view no longer draws", () => {

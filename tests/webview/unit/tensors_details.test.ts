@@ -220,3 +220,50 @@ test("the error node's hover says its error once", () => {
     ["error", `RuntimeError: ${message}`],
   );
 });
+
+test("outputs of one call are told apart by the edge's output, even of one shape (q, k, v of a split)", () => {
+  // QA: the split's card said "out 2×4 float32 to mul, relu +1 more (×3 uses)": one tensor
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const root = b.module("Net", "", null);
+  const split = b.op("split", root);
+  const mul = b.op("mul", root);
+  const relu = b.op("relu", root);
+  const sin = b.op("sin", root);
+  const add = b.op("add", root);
+  const out = b.add("output", "output");
+  b.edge(x, split, [2, 12]);
+  for (const [dst, output] of [
+    [mul, 0],
+    [relu, 1],
+    [sin, 2],
+    [add, 0],
+  ] as const) {
+    b.edge(split, dst, [2, 4]);
+    b.edges[b.edges.length - 1]!.output = output;
+  }
+  b.edge(sin, out, [2, 4]);
+  for (const e of b.edges) if (e.src === split) e.stats = { min: e.output!, max: 1, mean: 0.5, numel: 8 };
+  const idx = buildIndex(b.build());
+  const ids = idx.graph.edges.flatMap((e, i) => (e.src === split ? [i] : []));
+  const ts = distinctTensors(idx.graph.edges, ids);
+  assert.deepEqual(
+    ts.map((t) => t.uses.length),
+    [2, 1, 1],
+    "three tensors; the first read by two calls",
+  );
+  const vg = buildVisible(idx, initialExpansion(idx));
+  const outs = describe(idx, vg, `n${split}`)!.rows.filter(([k]) => k === "out");
+  assert.equal(outs.length, 3, JSON.stringify(outs));
+  assert.ok(!outs.some(([, v]) => v.includes("×3 uses")), JSON.stringify(outs));
+  // its values are its first output's, said so
+  const rows = describe(idx, vg, `n${split}`)!.rows;
+  const at = rows.findIndex(([k]) => k === "values of");
+  assert.deepEqual(rows.slice(at, at + 2), [
+    ["values of", "output 1"],
+    ["min … max", "0 … 1"],
+  ]);
+  // without the field (an older file), one shape at three consumers reads as one tensor
+  for (const e of idx.graph.edges) delete e.output;
+  assert.equal(distinctTensors(idx.graph.edges, ids).length, 1);
+});
