@@ -16,7 +16,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import torch
 from torch import nn
@@ -271,6 +271,14 @@ class _PendingError:
     inputs: list[Tensor]
 
 
+# a producer entry: (the tensor, weakly; the node that made it; its statistics) and, for one
+# of several outputs of a call, which one
+_Produced = Union[
+    tuple["weakref.ref[Tensor]", int, Optional[TensorStats]],
+    tuple["weakref.ref[Tensor]", int, Optional[TensorStats], int],
+]
+
+
 class Recorder(TorchFunctionMode):
     """Builds the Graph while a forward runs; a TorchFunctionMode plus global module hooks.
 
@@ -297,7 +305,8 @@ class Recorder(TorchFunctionMode):
         self.module_stack: list[nn.Module] = []
         self.with_children: set[int] = set()
         # id(tensor) → (weak ref, producer node id, its statistics when values are on)
-        self.producer: dict[int, tuple[weakref.ref[Tensor], int, Optional[TensorStats]]] = {}
+        # (and which of its call's outputs it is, 4th, when the call made several)
+        self.producer: dict[int, _Produced] = {}
         self.values = values
         self.reader = Reader()  # reads in batches: statistics are complete after finish_values
         self.edge_values: list[tuple[Edge, TensorStats]] = []
