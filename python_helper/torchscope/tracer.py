@@ -2199,7 +2199,7 @@ def _trace(
         and rec.watch is None
         and torch_hooks_only_ours(len(handles))
     )
-    error: Optional[Exception] = None
+    error: Optional[BaseException] = None
     outputs: list[tuple[str, Tensor]] = []
     warnings: list[str] = []
     try:
@@ -2231,6 +2231,10 @@ def _trace(
         rec.time_open_calls()
         error = TraceTimeout(str(exc) or "the trace ran past its time budget")
         error.__traceback__ = exc.__traceback__  # (where it was stopped: the error's site)
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise  # (the program is stopping: nothing to draw)
+    except BaseException as exc:  # noqa: BLE001 - the program's own (`class Stop(BaseException)`)
+        error = exc  # drawn as any error, re-raised below
     finally:
         elapsed = (time.perf_counter() - start) * 1000
         rec.abandon_one_call()

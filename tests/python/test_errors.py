@@ -390,3 +390,41 @@ def test_cancel_is_polled_during_module_calls_too():
         torchscope.trace_call(model, (torch.randn(2),), {}, cancel=lambda: True)
     g = info.value.torchscope_graph
     assert sum(n.kind == "module" for n in g.nodes) < 301
+
+
+class Custom(BaseException):
+    """A program's own BaseException (not an Exception): raised by its forward."""
+
+
+class RaisesCustom(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.fc(x)  # (a call before the raise: in the graph)
+        raise Custom("stopped on purpose")
+
+
+def test_a_base_exception_of_the_programs_own_is_shown_as_an_error():
+    """QA: the editor said torchscope failed (`internal`, a torchscope bug) and drew no graph;
+    the API raised it without the partial graph. KeyboardInterrupt and SystemExit still
+    pass through untouched."""
+    model = RaisesCustom()
+    with pytest.raises(Custom) as info:
+        torchscope.trace(model, torch.randn(3, 4))
+    g = info.value.torchscope_graph  # type: ignore[attr-defined]
+    assert g.error is not None and (g.error.type, g.error.message) == (
+        "Custom",
+        "stopped on purpose",
+    )
+    assert any(n.kind == "op" and n.name == "linear" for n in g.nodes)
+    assert g.nodes[g.error.node].kind == "error"
+
+    class Interrupts(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        torchscope.trace(Interrupts(), torch.randn(3, 4))
+    assert not hasattr(stopped.value, "torchscope_graph")

@@ -147,6 +147,38 @@ def runner():
     r.close()
 
 
+def test_a_forward_raising_a_base_exception_of_its_own_is_a_result(runner, tmp_path):
+    """QA: `class Custom(BaseException)` raised in forward came back as `internal`
+    ("torchscope failed"): the forward raising is the result, its graph up to the raise."""
+    path = _file(
+        tmp_path,
+        """
+        import torch
+        from torch import nn
+
+        class Custom(BaseException):
+            pass
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 2)
+
+            def forward(self, x):
+                y = self.fc(x)
+                raise Custom("custom base exception")
+        """,
+    )
+    out = tmp_path / "net.msgpack"
+    reply = runner.ask(
+        op="trace", file=str(path), target="Net", out=str(out), input="torch.randn(1, 4)"
+    )
+    assert reply["ok"], reply
+    error = reply["result"]["summary"]["error"]
+    assert (error["type"], error["message"]) == ("Custom", "custom base exception")
+    assert Graph.load(out).error is not None
+
+
 def test_a_training_script_is_traced_without_training(runner, tmp_path):
     path = _file(tmp_path, TRAIN)
     for target in ("Net", "model"):

@@ -297,6 +297,30 @@ def test_a_function_with_arguments_is_a_factory_only_when_it_returns_a_model(tmp
     assert got == [("Net", "class"), ("build_model", "factory"), ("pair", "factory")]
 
 
+def test_a_function_returning_a_model_class_of_its_own_is_a_factory(tmp_path):
+    """QA: `def outer(): class Inner(nn.Module): …; return Inner()` traced, but was no
+    target (the editor said the file has no model) and a line inside it named none."""
+    source = (
+        "import torch\nfrom torch import nn\n"
+        "def outer():\n"
+        "    class Inner(nn.Module):\n"
+        "        def forward(self, x):\n            return x * 2\n"
+        "    return Inner()\n"
+        "def pair():\n"
+        "    class Local(nn.Module):\n"
+        "        def forward(self, x):\n            return x + 1\n"
+        "    m = Local()\n    return m, torch.randn(2)\n"
+        "def helper():\n    class Plain:\n        pass\n    return Plain()\n"
+    )
+    path = write(tmp_path, "m.py", source)
+    project, info = load(path)
+    got = [(t.target, t.kind) for t in targets.targets_in(project, info)]
+    assert got == [("outer", "factory"), ("pair", "factory")]
+    line = source.splitlines().index("            return x * 2")
+    found = targets.target_at(project, info, line, 12)
+    assert found is not None and (found.target, found.kind) == ("outer", "factory")
+
+
 def test_targets_in_a_file_without_models(tmp_path):
     path = write(tmp_path, "m.py", "import torch\nx = torch.zeros(3)\ndef f(a):\n    return a\n")
     project, info = load(path)

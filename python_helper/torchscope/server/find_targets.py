@@ -385,15 +385,31 @@ def _is_factory(
         w in fn.name.lower() for w in ("model", "build", "make", "create")
     ):
         return True
+    # model classes the function defines itself (`class Inner(nn.Module)` in its body)
+    own = {
+        c.name
+        for c in ast.walk(fn)
+        if isinstance(c, ast.ClassDef) and project.is_module_class(info, c)
+    }
+
+    def builds(value: ast.expr) -> bool:
+        if _is_module_call(project, info, value):
+            return True
+        return (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id in own
+        )
+
     built: set[str] = set()
     for node in ast.walk(fn):
-        if isinstance(node, ast.Assign) and _is_module_call(project, info, node.value):
+        if isinstance(node, ast.Assign) and builds(node.value):
             built.update(t.id for t in node.targets if isinstance(t, ast.Name))
         if isinstance(node, ast.Return) and node.value is not None:
             value = node.value
             if isinstance(value, ast.Tuple) and len(value.elts) == 2:
                 value = value.elts[0]
-            if _is_module_call(project, info, value):
+            if builds(value):
                 return True
             if isinstance(value, ast.Name) and value.id in built:
                 return True
