@@ -244,10 +244,9 @@ def _compared_file(out: Path, a: str, b: str) -> Optional[str]:
     for name, spec in (("A", a), ("B", b)):
         if is_graph_file(spec):
             try:
-                # (samefile: a hard link, a name in another case on a case-blind disk)
-                if out.resolve() == Path(spec).resolve() or (
-                    out.exists() and os.path.samefile(out, spec)
-                ):
+                # (the same file however named: `./a.json`, a link, another case on a
+                # case-blind disk)
+                if out.exists() and os.path.samefile(out, spec):
                     return name
             except OSError:  # (a path that can't be resolved is no file of ours)
                 continue

@@ -478,13 +478,9 @@ def _site(d: Any) -> Optional[Site]:
     return Site(str(d["file"]), int(d["line"]), str(d.get("func", "")))
 
 
-def from_wire(data: Any) -> Graph:
-    """Validate and decode a wire map; raises GraphFormatError with one clear line."""
-    if not isinstance(data, dict):
-        raise GraphFormatError("a torchscope graph is a map at the top level")
-    if data.get("format") != FORMAT:
-        raise GraphFormatError(f"format is {data.get('format')!r}, expected {FORMAT!r}")
-    version = data.get("version")
+def check_version(version: Any) -> None:
+    """A graph file's `version`, as this torchscope reads it: NewerGraphError for a newer
+    format (update torchscope), GraphFormatError for none or one that never was."""
     if version is None:
         raise GraphFormatError(f"malformed graph: no version (this reads version {VERSION})")
     if type(version) is int and version > VERSION:
@@ -494,6 +490,15 @@ def from_wire(data: Any) -> Graph:
         )
     if type(version) is not int or version < 1:
         raise GraphFormatError(f"graph version {version!r} is not supported (this reads {VERSION})")
+
+
+def from_wire(data: Any) -> Graph:
+    """Validate and decode a wire map; raises GraphFormatError with one clear line."""
+    if not isinstance(data, dict):
+        raise GraphFormatError("a torchscope graph is a map at the top level")
+    if data.get("format") != FORMAT:
+        raise GraphFormatError(f"format is {data.get('format')!r}, expected {FORMAT!r}")
+    check_version(data.get("version"))
     for key, kind in (("model", dict), ("nodes", list), ("edges", list)):
         if not isinstance(data.get(key), kind):
             what = "missing" if key not in data else f"a {type(data[key]).__name__}"
@@ -676,7 +681,7 @@ def _hist(d: Any) -> Optional[dict[str, Any]]:
     lo, hi, counts = _finite(d.get("lo")), _finite(d.get("hi")), d.get("counts")
     if lo is None or hi is None or not isinstance(counts, list) or not counts:
         return None
-    if set(map(type, counts)) == {int} and -(2**63) <= min(counts) and max(counts) < 2**64:
+    if set(map(type, counts)) == {int} and _INT_MIN <= min(counts) and max(counts) < _INT_END:
         return d if len(d) == 3 else {"lo": lo, "hi": hi, "counts": counts}
     return {"lo": lo, "hi": hi, "counts": [_finite(c) or 0 for c in counts]}
 
@@ -693,7 +698,9 @@ def _as_written(d: dict[str, Any]) -> bool:
     numbers = [v for v in values if v is not None] if None in values else values
     try:
         return (
-            math.isfinite(math.fsum(numbers)) and -(2**63) <= min(numbers) and max(numbers) < 2**64
+            math.isfinite(math.fsum(numbers))
+            and _INT_MIN <= min(numbers)
+            and max(numbers) < _INT_END
         )
     except (OverflowError, ValueError):  # (finite values too large to add; inf and -inf)
         return False
@@ -704,8 +711,11 @@ def _finite(v: Any) -> Any:
     if type(v) is float:
         return v if math.isfinite(v) else None
     if type(v) is int:
-        return v if -(2**63) <= v < 2**64 else None
+        return v if _INT_MIN <= v < _INT_END else None
     return None
+
+
+_INT_MIN, _INT_END = -(2**63), 2**64  # the ints msgpack writes: int64's least to uint64's most
 
 
 _STAT_FIELDS = ("min", "max", "mean", "std", "absmax", "zeros", "nan", "inf", "numel")

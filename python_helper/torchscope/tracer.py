@@ -818,8 +818,6 @@ class Recorder(TorchFunctionMode):
             producer[id(t)] = (weakref.ref(t), nid, st)
             if info.name not in UNINITIALIZED:  # whatever memory held before: no origin
                 self.checks.append((nid, seen, [st] if st is not None else []))
-                if plain and _asks_for_non_finite((*args, *(kwargs or {}).values())):
-                    self.non_finite_args.add(nid)
                 if node.attrs.get("inplace") is True:  # (`F.relu(x, inplace=True)`)
                     self.wrote.add(nid)
         else:
@@ -843,10 +841,15 @@ class Recorder(TorchFunctionMode):
                     self._wrote_too(nid, st)
             if info.name not in UNINITIALIZED:  # whatever memory held before: no origin
                 self.checks.append((nid, seen, [st for st in made.values() if st is not None]))
-                if plain and _asks_for_non_finite((*args, *(kwargs or {}).values())):
-                    self.non_finite_args.add(nid)
                 if writes:
                     self.wrote.add(nid)
+        if (
+            plain
+            and self.values
+            and info.name not in UNINITIALIZED
+            and _asks_for_non_finite((*args, *(kwargs or {}).values()))
+        ):
+            self.non_finite_args.add(nid)  # (an Inf it makes is asked for: no NaN origin)
         for t in outs:
             if type(t) is not Tensor:
                 inner = inner_tensor(t)  # a DTensor's shard: read on its own by collectives

@@ -27,7 +27,7 @@ from importlib.util import decode_source
 from pathlib import Path
 from typing import Any, Optional, Union, cast
 
-from ..graph import FORMAT, VERSION, GraphFormatError, from_wire, unpack
+from ..graph import FORMAT, GraphFormatError, check_version, unpack
 from .hints import Indexed, LineInfo, index_graph, split_lines
 
 KEEP_TRACES = 32  # traces kept, each of one model (a file of many models keeps others')
@@ -594,9 +594,5 @@ def read_graph(path: str) -> Indexed:
     wire = unpack(Path(path).read_bytes())
     if not isinstance(wire, dict) or wire.get("format") != FORMAT:
         raise GraphFormatError("not a torchscope graph")
-    version = wire.get("version")
-    if isinstance(version, int) and version > VERSION:
-        from_wire(wire)  # (raises NewerGraphError: says to update torchscope)
-    if not isinstance(version, int) or not 1 <= version <= VERSION:
-        raise GraphFormatError(f"graph version {version!r} is not supported")
+    check_version(wire.get("version"))  # (a newer one: says to update torchscope)
     return index_graph(wire)
