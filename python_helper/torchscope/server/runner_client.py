@@ -183,15 +183,21 @@ class _AdoptedProcess:
         self.stdin = stdin
         self.stdout = stdout
         self.stderr = stderr
+        self.pipes: list[asyncio.BaseTransport] = []
 
     @classmethod
     async def adopt(cls, popen: subprocess.Popen[bytes], limit: int) -> _AdoptedProcess:
         assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
         loop = asyncio.get_running_loop()
 
+        pipes: list[asyncio.BaseTransport] = []
+
         async def reader(pipe: Any, limit: int) -> asyncio.StreamReader:
             stream = asyncio.StreamReader(limit=limit)
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), pipe)
+            transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(stream), pipe
+            )
+            pipes.append(transport)
             return stream
 
         stdout = await reader(popen.stdout, limit)
@@ -200,8 +206,11 @@ class _AdoptedProcess:
             asyncio.streams.FlowControlMixin,  # pyright: ignore[reportAttributeAccessIssue]
             popen.stdin,
         )
+        pipes.append(transport)
         stdin = asyncio.StreamWriter(transport, protocol, None, loop)  # pyright: ignore[reportArgumentType]
-        return cls(popen, stdin, stdout, stderr)
+        adopted = cls(popen, stdin, stdout, stderr)
+        adopted.pipes = pipes
+        return adopted
 
     @property
     def pid(self) -> int:
@@ -216,6 +225,10 @@ class _AdoptedProcess:
 
     def kill(self) -> None:
         self.popen.kill()
+
+    def close_pipes(self) -> None:
+        for pipe in self.pipes:
+            pipe.close()
 
 
 class LineSplitter:
@@ -251,6 +264,9 @@ class LineSplitter:
         return line if len(line) <= self.limit else line[: self.limit] + " …(cut)"
 
 
+_QUIET = 0.2  # seconds without output after which a dead runner's stderr is taken as read
+
+
 class _Process:
     """One runner process and the tasks reading its pipes."""
 
@@ -260,6 +276,7 @@ class _Process:
         self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.progress: dict[int, Progress] = {}
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self.stderr_read_at = 0.0  # the loop's time of the last chunk read from stderr
         self.stderr_task = asyncio.ensure_future(self._read_stderr())
         self.stdout_task = asyncio.ensure_future(self._read_stdout())
         self.torch: Optional[str] = None
@@ -282,6 +299,7 @@ class _Process:
         lines = LineSplitter(STDERR_LINE_CHARS)
         while True:
             chunk = await self.proc.stderr.read(2**16)
+            self.stderr_read_at = asyncio.get_running_loop().time()
             for line in lines.feed(chunk) if chunk else lines.end():
                 self.stderr_tail.append(line)
                 self.log("debug", f"runner: {line}")
@@ -319,10 +337,8 @@ class _Process:
         """The runner closed its stdout: it died. Fail what it still owed, with its stderr."""
         if not self.pending:
             return
-        with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
-            await asyncio.wait_for(self.proc.wait(), 5)
-        with contextlib.suppress(Exception):  # (a timeout; the reader's own failure)
-            await asyncio.wait_for(asyncio.shield(self.stderr_task), 2)
+        await self._exited(5)
+        await self._stderr_read(2)
         code = self.proc.returncode
         how = describe_exit(code)
         tail = "\n".join(self.stderr_tail)
@@ -338,11 +354,41 @@ class _Process:
     async def kill(self) -> None:
         if self.proc.returncode is None:
             _kill_group(self.proc)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self.proc.wait(), 5)
+        await self._exited(5)
+        await self._stderr_read(2)
         for task in (self.stdout_task, self.stderr_task):
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(task, 2)
+                await asyncio.wait_for(task, 0.5)
+        # a process the user's code started outside the runner's group may still hold the
+        # pipes: let them go (asyncio closes its transport's pipes and readers with it)
+        if isinstance(self.proc, _AdoptedProcess):
+            self.proc.close_pipes()
+        else:
+            transport = getattr(self.proc, "_transport", None)
+            if transport is not None:
+                transport.close()
+
+    async def _exited(self, limit: float) -> None:
+        """Until the runner has exited, `limit` seconds at most. Its exit, not the end of
+        its pipes, which asyncio's `Process.wait` waits for too (Python 3.11): a process the
+        user's code started in a session of its own, which the kill does not reach, may hold
+        them open for as long as it runs."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + limit
+        while self.proc.returncode is None and loop.time() < end:
+            await asyncio.sleep(0.02)
+
+    async def _stderr_read(self, limit: float) -> None:
+        """Until what the runner wrote to stderr before it ended is read (its last words: a
+        traceback, a fatal error), `limit` seconds at most: the end of the pipe, or a pipe
+        quiet for a moment (a process of the user's may hold it open)."""
+        loop = asyncio.get_running_loop()
+        begun = loop.time()
+        while not self.stderr_task.done():
+            now = loop.time()
+            if now - begun >= limit or now - max(self.stderr_read_at, begun) >= _QUIET:
+                return
+            await asyncio.sleep(0.02)
 
 
 def _fresh_may_help(process: _Process, message: dict[str, Any], reply: dict[str, Any]) -> bool:
