@@ -78,7 +78,7 @@ def import_file(
     (an editor's unsaved buffer). With `keep` (the names the caller needs), only the file's
     definitions run (`definitions.definitions`): its top-level work is left out and listed
     in `skipped`; without, the whole file runs."""
-    if not path.exists():
+    if source is None and not path.exists():  # (with its text: a buffer whose file is gone)
         raise TargetError(f"no such file: {path}")
     if path.is_dir():
         raise TargetError(f"{path} is a folder: give FILE.py:NAME")

@@ -105,3 +105,34 @@ def test_only_workspace_files_or_open_documents_are_traced(lsp, tmp_path):
     )
     lsp.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=doc))
     assert lsp.request("torchscope/trace", params)["summary"]["model"] == "Net"
+
+
+@pytest.mark.parametrize(
+    ("method", "field", "value"),
+    [
+        ("torchscope/targets", "text", 5),
+        ("torchscope/targetAt", "text", ["x"]),
+        ("torchscope/trace", "text", 5),
+        ("torchscope/trace", "target", 5),
+        ("torchscope/trace", "uri", 5),
+        ("torchscope/trace", "input", 5),
+        ("torchscope/trace", "ctorArgs", {"a": 1}),
+        ("torchscope/trace", "device", 5),
+        ("torchscope/lines", "path", 5),
+        ("torchscope/compare", "a", 5),
+    ],
+)
+def test_a_field_of_the_wrong_type_is_a_bad_request(lsp, workspace, method, field, value):
+    """A string field given another type said "compile() arg 1 must be a string" (an
+    internal error with torchscope's traceback), "ok.py has no name '5'", or traced an
+    untitled document: the field and what it must be."""
+    params: dict = {
+        "uri": uri(workspace / "net.py"),
+        "target": "Net",
+        "input": "torch.ones(1, 2)",
+        "position": {"line": 0, "character": 0},
+        field: value,
+    }
+    e = lsp.error(method, params)
+    assert e.code == -32001 and e.data["kind"] == "bad-request", (e.message, e.data)
+    assert e.message == f"{field} must be a string, got {type(value).__name__}"

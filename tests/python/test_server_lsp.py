@@ -442,6 +442,34 @@ def test_targets_of_a_file_that_does_not_parse_say_where(lsp, workspace):
     assert "models.py does not parse: line 4:" in err.message
 
 
+def test_targets_of_a_saved_file_that_does_not_parse_say_where(lsp, workspace):
+    """As with the editor's text: the file on disk, not open, that does not parse listed no
+    models (the editor said the file defines none)."""
+    path = workspace / "unparsed.py"
+    path.write_text("from torch import nn\n\nclass Bad(nn.Module):\n    def forward(self, x)\n")
+    err = lsp.error("torchscope/targets", {"uri": uri(path)})
+    assert err.data["kind"] == "syntax-error" and err.data["line"] == 4
+    assert "unparsed.py does not parse: line 4:" in err.message
+
+
+def test_a_document_whose_file_is_gone_is_traced_from_its_text(lsp, workspace):
+    """A document the editor holds whose file was deleted or moved on disk meanwhile: its
+    text is what is traced, as for any unsaved buffer (it said "no such file")."""
+    gone = workspace / "gone.py"
+    text = (workspace / "models.py").read_text()
+    params = {"uri": uri(gone), "target": "Net", "input": "torch.ones(2, 64)"}
+    assert lsp.request("torchscope/trace", {**params, "text": text})["summary"]["model"] == "Net"
+    doc = types.TextDocumentItem(uri=uri(gone), language_id="python", version=1, text=text)
+    lsp.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=doc))
+    try:
+        assert lsp.request("torchscope/trace", params)["summary"]["model"] == "Net"
+    finally:
+        lsp.client.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri(gone)))
+        )
+    assert not gone.exists()  # (nothing written in its place)
+
+
 def test_trace_with_progress(lsp, workspace):
     lsp.progress.clear()
     result = trace(lsp, workspace / "models.py", "Net", workDoneToken="trace-1")

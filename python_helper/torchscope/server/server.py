@@ -27,6 +27,7 @@ from .. import __version__
 from ..failure import Failure
 from ..file_texts import check_texts
 from ..runner import PRELOADABLE
+from ..usercode import read_source
 from . import calls_in_file, hints
 from . import find_targets as targets
 from .compare_request import CompareError, compare_files
@@ -107,8 +108,21 @@ def plain(value: Any) -> Any:
 
 
 def params_dict(params: Any) -> dict[str, Any]:
+    """A request's params as a dict; `bad-request` when a string field has another type
+    (the extension always sends strings: another client's mistake, said as such)."""
     value = plain(params)
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
+    p = cast(dict[str, Any], value) if isinstance(value, dict) else {}
+    for key in _STRING_FIELDS.intersection(p):
+        if p[key] is not None and not isinstance(p[key], str):
+            raise _error("bad-request", f"{key} must be a string, got {type(p[key]).__name__}")
+    return p
+
+
+# the string fields of docs/protocol.md's requests (null: as if absent)
+_STRING_FIELDS = frozenset(
+    ("uri", "text", "target", "input", "ctorArgs", "device", "path", "file", "key")
+    + ("a", "b", "out", "aSource", "bSource")  # (torchscope/compare's)
+)
 
 
 class TorchscopeServer(LanguageServer):
@@ -293,6 +307,11 @@ def targets_of_file(ls: TorchscopeServer, params: Any) -> list[dict[str, Any]]:
     info = ls.file_info(uri, p.get("text"))
     if info is None:
         path, text = ls.source(uri, p.get("text"))
+        if text is None and path is not None:
+            try:  # (not open in the editor: the file as saved)
+                text = read_source(path)
+            except (OSError, UnicodeDecodeError, SyntaxError):
+                return []
         if text is not None:
             _raise_syntax_error(path.name if path else "the file", text)
         return []
