@@ -442,18 +442,26 @@ class _Compare:
                         self._pair(xs[x], ys[y])
 
     def _match_edges(self) -> tuple[list[int], list[int]]:
+        """Edges by their matched ends, and by which output of their source they carry
+        (q, k and v of one split are three edges between the same two nodes); then, by
+        their ends alone, those one side does not say it of (a file from before
+        `Edge.output`)."""
         edge_a_to_b = [-1] * len(self.a.edges)
         edge_b_to_a = [-1] * len(self.b.edges)
-        waiting: dict[tuple[int, int], list[int]] = {}
-        for k, e in enumerate(self.b.edges):
-            waiting.setdefault((e.src, e.dst), []).append(k)
-        for k, e in enumerate(self.a.edges):
-            ends = (self.a_to_b[e.src], self.a_to_b[e.dst])
-            queue = waiting.get(ends) if ends[0] >= 0 and ends[1] >= 0 else None
-            if queue:
-                other = queue.pop(0)
-                edge_a_to_b[k] = other
-                edge_b_to_a[other] = k
+        for exact in (True, False):
+            waiting: dict[tuple[int, int, Optional[int]], list[int]] = {}
+            for k, e in enumerate(self.b.edges):
+                if edge_b_to_a[k] < 0:
+                    waiting.setdefault((e.src, e.dst, e.output if exact else None), []).append(k)
+            for k, e in enumerate(self.a.edges):
+                if edge_a_to_b[k] >= 0:
+                    continue
+                ends = (self.a_to_b[e.src], self.a_to_b[e.dst], e.output if exact else None)
+                queue = waiting.get(ends) if ends[0] >= 0 and ends[1] >= 0 else None
+                if queue:
+                    other = queue.pop(0)
+                    edge_a_to_b[k] = other
+                    edge_b_to_a[other] = k
         return edge_a_to_b, edge_b_to_a
 
     # -- what changed ----------------------------------------------------------------
@@ -510,15 +518,22 @@ class _Compare:
 
     def _rewired(self, i: int, j: int) -> Optional[str]:
         """The producers of a node's inputs, when they are matched nodes on both sides and
-        differ (an argument swapped or taken from another node). An input from an added or
-        removed node is that node's change, not this one's."""
-        src_a = [self.a.edges[k].src for k in self.fa.in_edges[i]]
-        src_b = [self.b.edges[k].src for k in self.fb.in_edges[j]]
-        mapped = [self.a_to_b[s] for s in src_a]
-        if -1 in mapped or any(self.b_to_a[s] < 0 for s in src_b) or mapped == src_b:
+        differ (an argument swapped or taken from another node, or another of one call's
+        outputs: k for q). An input from an added or removed node is that node's change,
+        not this one's."""
+        edges_a, edges_b = self.a.edges, self.b.edges
+        src_a = [(edges_a[k].src, edges_a[k].output) for k in self.fa.in_edges[i]]
+        src_b = [(edges_b[k].src, edges_b[k].output) for k in self.fb.in_edges[j]]
+        mapped = [(self.a_to_b[s], output) for s, output in src_a]
+        if any(s < 0 for s, _ in mapped) or any(self.b_to_a[s] < 0 for s, _ in src_b):
             return None
-        before = ", ".join(_label(self.b, s) for s in mapped) or "-"
-        after = ", ".join(_label(self.b, s) for s in src_b) or "-"
+        if len(mapped) == len(src_b) and all(
+            x == y and (o is None or p is None or o == p)  # (a file from before Edge.output)
+            for (x, o), (y, p) in zip(mapped, src_b)
+        ):
+            return None
+        before = ", ".join(_source_label(self.b, s, output) for s, output in mapped) or "-"
+        after = ", ".join(_source_label(self.b, s, output) for s, output in src_b) or "-"
         return f"inputs from: {before} → {after}"
 
     def _compare_values(self, edge_a_to_b: list[int], details: dict[int, list[str]]) -> None:
@@ -702,6 +717,11 @@ def _label(graph: Graph, i: int) -> str:
         return n.path or "(root)"
     where = graph.nodes[n.parent].path if n.parent is not None else ""
     return f"{where}/{n.name}" if where else n.name
+
+
+def _source_label(graph: Graph, i: int, output: Optional[int]) -> str:
+    """An input's producer, and which of its outputs the input is when it made several."""
+    return _label(graph, i) if output is None else f"{_label(graph, i)} (output {output})"
 
 
 def _where(graph: Graph, i: int) -> tuple[str, int]:

@@ -251,6 +251,37 @@ def test_swapped_arguments_are_a_rewired_op() -> None:
     assert c.name == "sub" and c.details == ["inputs from: exp, cos → cos, exp"]
 
 
+class Split(nn.Module):
+    """q, k, v of one split, of one shape: which is which only `Edge.output` tells."""
+
+    def __init__(self, swapped: bool = False) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(16, 24)
+        self.swapped = swapped
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).split(8, dim=-1)
+        if self.swapped:
+            q, k = k, q
+        return torch.sub(q, k) * v
+
+
+def test_swapped_outputs_of_one_call_are_a_rewired_op() -> None:
+    x = x16()
+    d = diff_graphs(trace(Split(), x), trace(Split(swapped=True), x))
+    check_partition(d)
+    assert d.added() == [] and d.removed() == []
+    [c] = d.changed()
+    assert c.name == "sub"
+    assert c.details == [
+        "inputs from: split (output 0), split (output 1) → split (output 1), split (output 0)"
+    ]
+    # edges are matched output to output: each of a's is b's edge of the same tensor
+    for k, other in enumerate(d.edge_a_to_b):
+        ea, eb = d.a.edges[k], d.b.edges[other]
+        assert other >= 0 and ea.output == eb.output and d.a_to_b[ea.src] == eb.src
+
+
 def test_an_input_from_an_added_node_is_not_a_change_of_the_consumer() -> None:
     x = x16()
     d = diff_graphs(trace(Net(extra=True), x), trace(Net(), x))  # the other way round
