@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from torchscope.server.runner_client import Failure, RunnerClient
+from torchscope.server.runner_client import Failure, RunnerClient, start_early
 
 MODEL = """
     import os
@@ -42,7 +42,7 @@ MODEL = """
 PROMPT = 3.0
 
 
-def _run(tmp_path: Path, how: str, timeout: float) -> tuple[Failure, float]:
+def _run(tmp_path: Path, how: str, timeout: float, early: bool) -> tuple[Failure, float]:
     pidfile = tmp_path / "child.pid"
     model = tmp_path / "leaves.py"
     source = textwrap.dedent(MODEL).replace("PIDFILE", repr(str(pidfile)))
@@ -58,7 +58,9 @@ def _run(tmp_path: Path, how: str, timeout: float) -> tuple[Failure, float]:
     }
 
     async def main() -> tuple[Failure, float]:
-        client = RunnerClient(sys.executable, cwd=str(tmp_path))
+        if early:  # as the server starts its first runner, before its event loop runs
+            start_early(sys.executable)
+        client = RunnerClient(sys.executable, cwd=None if early else str(tmp_path))
         await client.start()  # (a cold start does not count)
         started = time.monotonic()
         try:
@@ -80,16 +82,18 @@ def _run(tmp_path: Path, how: str, timeout: float) -> tuple[Failure, float]:
 
 
 @pytest.mark.skipif(os.name != "posix", reason="process groups and sessions are POSIX's")
-def test_a_crash_is_reported_while_a_detached_child_holds_stderr(tmp_path):
-    failure, took = _run(tmp_path, "crash", timeout=60)
+@pytest.mark.parametrize("early", [False, True], ids=["started", "started-with-the-server"])
+def test_a_crash_is_reported_while_a_detached_child_holds_stderr(tmp_path, early):
+    failure, took = _run(tmp_path, "crash", timeout=60, early=early)
     assert failure.kind == "runner-crashed", failure
     assert "exited with code 3" in failure.message
     assert took < PROMPT, f"the crash was reported {took:.1f} s after the trace began"
 
 
 @pytest.mark.skipif(os.name != "posix", reason="process groups and sessions are POSIX's")
-def test_a_timeout_is_reported_while_a_detached_child_holds_stderr(tmp_path):
-    failure, took = _run(tmp_path, "spin", timeout=1.0)
+@pytest.mark.parametrize("early", [False, True], ids=["started", "started-with-the-server"])
+def test_a_timeout_is_reported_while_a_detached_child_holds_stderr(tmp_path, early):
+    failure, took = _run(tmp_path, "spin", timeout=1.0, early=early)
     assert failure.kind == "timeout", failure
     assert "ran past 1 s" in failure.message
     assert took < 1.0 + PROMPT, f"the timeout was reported {took:.1f} s after the trace began"
