@@ -30,7 +30,8 @@ class ProcessDefaults:
         self.sys_path = list(sys.path)  # (the runner then puts the traced file's folder first)
 
     def restore(self) -> None:
-        self.torch.restore()
+        for warning in self.torch.restore():  # (the server's log: no trace to say it in)
+            print(f"torchscope: {warning}", file=sys.stderr)
         torch.set_grad_enabled(self.grad)
         sys.setrecursionlimit(self.recursion_limit)
         if warnings.filters != self.warning_filters:

@@ -63,13 +63,6 @@ def rng_kept() -> Iterator[None]:
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction  # our own ops: no mode sees them
 
 
-def _setting(get: Callable[[], Any], put: Callable[[Any], None]) -> Optional[tuple[Any, Any]]:
-    try:
-        return put, get()
-    except Exception:  # a backend this build lacks
-        return None
-
-
 class GlobalSettings:
     """torch's process-wide settings a forward may change: the default dtype and device, the
     matmul precision, deterministic algorithms, the backends' flags, the thread count (unless
@@ -77,52 +70,70 @@ class GlobalSettings:
 
     def __init__(self, threads: bool = True) -> None:
         b = torch.backends
-        pairs: list[tuple[Callable[[], Any], Callable[[Any], None]]] = [
-            (torch.get_default_dtype, torch.set_default_dtype),
-            (torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
+        settings: list[tuple[str, Callable[[], Any], Callable[[Any], None]]] = [
+            ("default dtype", torch.get_default_dtype, torch.set_default_dtype),
             (
+                "float32 matmul precision",
+                torch.get_float32_matmul_precision,
+                torch.set_float32_matmul_precision,
+            ),
+            (
+                "deterministic algorithms",
                 lambda: (
                     torch.are_deterministic_algorithms_enabled(),
                     torch.is_deterministic_algorithms_warn_only_enabled(),
                 ),
                 lambda v: torch.use_deterministic_algorithms(v[0], warn_only=v[1]),
             ),
-            (torch.is_anomaly_enabled, torch.set_anomaly_enabled),
+            ("anomaly detection", torch.is_anomaly_enabled, torch.set_anomaly_enabled),
         ]
         if threads:
-            pairs.append((torch.get_num_threads, torch.set_num_threads))
-        for obj, names in (
-            (b.cudnn, ("enabled", "benchmark", "deterministic", "allow_tf32")),
+            settings.append(("thread count", torch.get_num_threads, torch.set_num_threads))
+        for obj, where, names in (
+            (b.cudnn, "cudnn", ("enabled", "benchmark", "deterministic", "allow_tf32")),
             (
                 b.cuda.matmul,
+                "cuda.matmul",
                 (
                     "allow_tf32",
                     "allow_fp16_reduced_precision_reduction",
                     "allow_bf16_reduced_precision_reduction",
                 ),
             ),
-            (b.mkldnn, ("enabled",)),
+            (b.mkldnn, "mkldnn", ("enabled",)),
         ):
             for name in names:
-                pairs.append(
+                settings.append(
                     (
+                        f"torch.backends.{where}.{name}",
                         lambda o=obj, n=name: getattr(o, n),
                         lambda v, o=obj, n=name: setattr(o, n, v),
                     )
                 )
         default_device = getattr(torch, "get_default_device", None)
         if default_device is not None:
-            pairs.append((default_device, torch.set_default_device))
-        self.saved = [s for s in (_setting(g, p) for g, p in pairs) if s is not None]
-        self.getters = pairs
+            settings.append(("default device", default_device, torch.set_default_device))
+        # (name, get, put, value) of each setting this build can read
+        self.saved: list[tuple[str, Callable[[], Any], Callable[[Any], None], Any]] = []
+        for name, get, put in settings:
+            try:
+                self.saved.append((name, get, put, get()))
+            except Exception:  # a backend this build lacks: nothing to put back
+                pass
 
-    def restore(self) -> None:
-        for (put, value), (get, _put) in zip(self.saved, self.getters):
+    def restore(self) -> list[str]:
+        """Every setting as it was; returns a warning for each that would not go back."""
+        warnings: list[str] = []
+        for name, get, put, value in self.saved:
             try:
                 if get() != value:
                     put(value)
-            except Exception:
-                pass
+            except Exception as exc:
+                warnings.append(
+                    f"torch's {name} could not be put back as it was ({value!r}): "
+                    f"{type(exc).__name__}: {exc}"
+                )
+        return warnings
 
 
 class ModelState:
@@ -484,7 +495,7 @@ class ModelState:
         # (last: a global generator kept as one the forward named, `generator=
         # torch.default_generator`, was kept part way through; the state before it is this)
         self.rng.restore()
-        self.settings.restore()
+        warnings.extend(self.settings.restore())
         torch.set_grad_enabled(self.grad_enabled)
         return warnings
 
