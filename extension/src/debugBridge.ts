@@ -52,7 +52,30 @@ export function requestExpression(request: DebugRequest, debugPy: string): strin
 
 /** `debug.NOT_SHIPPED` and `debug.SHIPPED_MSGPACK`: the package's modules a paused trace
  * doesn't need (every other top-level module is sent), and msgpack's pure-Python files. */
-export const NOT_SHIPPED = ["__main__.py", "cli.py", "html.py", "notebook.py", "runner.py", "summary.py"];
+export const NOT_SHIPPED = [
+  "__main__.py",
+  "align.py",
+  "cli.py",
+  "cli_args.py",
+  "cli_say.py",
+  "cli_trace.py",
+  "compare.py",
+  "diff.py",
+  "diff_cli.py",
+  "diff_text.py",
+  "entry_path.py",
+  "file_texts.py",
+  "html.py",
+  "launch.py",
+  "notebook.py",
+  "op_libraries.py",
+  "output_file.py",
+  "process_defaults.py",
+  "runner.py",
+  "side_imports.py",
+  "stuck.py",
+  "summary.py",
+];
 export const SHIPPED_MSGPACK = ["__init__.py", "exceptions.py", "ext.py", "fallback.py"];
 
 /** `debug.shipped_files`: the package files sent to a remote debuggee, sorted. */
@@ -337,7 +360,7 @@ export class DebugBridge {
     return parseReply(body?.result);
   }
 
-  /** Load the helper into the debuggee from its sources, sent in one evaluate (~150 KB). */
+  /** Load the helper into the debuggee from its sources, sent in one evaluate (~0.5 MB). */
   private async ship(): Promise<{ ok: true; [k: string]: unknown } | ErrorReply> {
     let expression: string;
     try {

@@ -75,9 +75,33 @@ SHIP_TEMPLATE = (
     "(__import__('types').ModuleType('" + MODULE_NAME + "'))"
 )
 
-# The package's modules a paused trace does not need (every other top-level module is sent);
-# msgpack's pure-Python files.
-NOT_SHIPPED = ("__main__.py", "cli.py", "html.py", "notebook.py", "runner.py", "summary.py")
+# The package's modules a paused trace does not need (every other top-level module is sent:
+# the command line's, the runner's, the comparison's, the notebook's; test_debug_shipped.py
+# checks no sent module imports one of them); msgpack's pure-Python files.
+NOT_SHIPPED = (
+    "__main__.py",
+    "align.py",
+    "cli.py",
+    "cli_args.py",
+    "cli_say.py",
+    "cli_trace.py",
+    "compare.py",
+    "diff.py",
+    "diff_cli.py",
+    "diff_text.py",
+    "entry_path.py",
+    "file_texts.py",
+    "html.py",
+    "launch.py",
+    "notebook.py",
+    "op_libraries.py",
+    "output_file.py",
+    "process_defaults.py",
+    "runner.py",
+    "side_imports.py",
+    "stuck.py",
+    "summary.py",
+)
 SHIPPED_MSGPACK = ("__init__.py", "exceptions.py", "ext.py", "fallback.py")
 
 
