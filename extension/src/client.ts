@@ -86,8 +86,8 @@ export function describeInterpreter(i: Interpreter): string {
 }
 
 /** The line a progress notification shows for an LSP progress value: the server's stage
- * ("Starting Python (importing torch)", "Importing train.py", "Tracing"), never the begin's
- * title, which only repeats what the notification's own title says. */
+ * ("Starting Python", "Importing", "Building input", "Tracing"), never the begin's title,
+ * which only repeats what the notification's own title says. */
 export function progressText(v: { kind: string; message?: string | undefined }): string | undefined {
   return v.kind === "end" ? undefined : v.message || undefined;
 }

@@ -193,7 +193,18 @@ export interface CompareResult {
   summary: CompareSummary;
 }
 
-export type ErrorKind = "no-torch" | "import-error" | "target-error" | "needs-input" | "timeout" | "runner-crashed" | "runs-code" | "bad-graph";
+export type ErrorKind =
+  | "no-torch"
+  | "import-error"
+  | "target-error"
+  | "needs-input"
+  | "timeout"
+  | "runner-crashed"
+  | "runs-code"
+  | "syntax-error"
+  | "bad-request"
+  | "bad-graph"
+  | "internal";
 
 /** A top-level statement that runs when the file is imported (`runs-code`). */
 export interface TopLevelStatement {
