@@ -216,7 +216,7 @@ export class ServerClient implements Server, vscode.Disposable {
   }
 
   private async start(): Promise<LanguageClient> {
-    this.interpreter = await resolveInterpreter(vscode.window.activeTextEditor?.document.uri);
+    this.interpreter = await resolveInterpreter(vscode.window.activeTextEditor?.document.uri, (m) => this.log.warn(m));
     // (the client would say "couldn't create connection to server" in a message of its own,
     // beside the one the commands show)
     const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;

@@ -318,8 +318,9 @@ export class CompareSources implements SourceKind {
     let doc: vscode.TextDocument;
     try {
       doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(origin.uri));
-    } catch {
-      if (!quiet) void vscode.window.showWarningMessage(`torchscope: ${origin.uri} can't be opened any more.`);
+    } catch (e) {
+      if (!quiet)
+        void vscode.window.showWarningMessage(`torchscope: ${origin.uri} can't be opened any more: ${e instanceof Error ? e.message : String(e)}`);
       return undefined;
     }
     return this.source(c.kind, doc, c.target, quiet);

@@ -386,8 +386,8 @@ export class EditorSources implements SourceKind {
     let doc: vscode.TextDocument;
     try {
       doc = await vscode.workspace.openTextDocument(uri);
-    } catch {
-      void vscode.window.showWarningMessage(`torchscope: ${origin.uri} can't be opened any more.`);
+    } catch (e) {
+      void vscode.window.showWarningMessage(`torchscope: ${origin.uri} can't be opened any more: ${e instanceof Error ? e.message : String(e)}`);
       return undefined;
     }
     if (doc.languageId !== "python") {

@@ -40,35 +40,47 @@ interface PythonExtensionApi {
   environments?: PythonEnvironmentsApi;
 }
 
-async function pythonExtensionApi(): Promise<PythonEnvironmentsApi | undefined> {
+/** Where a failure of the Python extension goes (the log): the interpreter falls back then,
+ * and the user must be able to read why theirs was not used. */
+type Warn = (message: string) => void;
+
+async function pythonExtensionApi(warn?: Warn): Promise<PythonEnvironmentsApi | undefined> {
   const ext = vscode.extensions.getExtension<PythonExtensionApi>("ms-python.python");
   if (!ext) return undefined;
   try {
     const api = ext.isActive ? ext.exports : await ext.activate();
     return api?.environments;
-  } catch {
+  } catch (e) {
+    warn?.(`the Python extension did not start (${errorText(e)}): its selected interpreter is not used`);
     return undefined;
   }
 }
 
-async function fromPythonExtension(resource: vscode.Uri | undefined): Promise<string | undefined> {
-  const api = await pythonExtensionApi();
+async function fromPythonExtension(resource: vscode.Uri | undefined, warn?: Warn): Promise<string | undefined> {
+  const api = await pythonExtensionApi(warn);
   if (!api) return undefined;
   try {
     const active = api.getActiveEnvironmentPath(resource);
     const env = await api.resolveEnvironment(active);
     return env?.executable.uri?.fsPath ?? active.path;
-  } catch {
+  } catch (e) {
+    warn?.(`the Python extension could not say its selected interpreter (${errorText(e)}): it is not used`);
     return undefined;
   }
 }
 
-export async function resolveInterpreter(resource?: vscode.Uri): Promise<Interpreter> {
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** The interpreter to run: torchscope.pythonPath, else the Python extension's, else
+ * python.defaultInterpreterPath, else python3; `warn`: told when the Python extension fails. */
+export async function resolveInterpreter(resource?: vscode.Uri, warn?: Warn): Promise<Interpreter> {
   const folder = resource ? vscode.workspace.getWorkspaceFolder(resource) : vscode.workspace.workspaceFolders?.[0];
   const setting = vscode.workspace.getConfiguration("torchscope", resource).get<string>("pythonPath", "");
   // The setting wins: then the Python extension (which may take seconds to activate) isn't asked.
   if (setting.trim()) return chooseInterpreter(expandPath(setting, folder?.uri.fsPath), undefined);
-  const fromExtension = await fromPythonExtension(resource);
+  const fromExtension = await fromPythonExtension(resource, warn);
   if (fromExtension) return chooseInterpreter("", fromExtension);
   const pythonSetting = vscode.workspace.getConfiguration("python", resource).get<string>("defaultInterpreterPath", "");
   return chooseInterpreter("", undefined, pythonSetting ? expandPath(pythonSetting, folder?.uri.fsPath) : "");

@@ -306,5 +306,5 @@ def run() -> NoReturn:
     exit_cli(code)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # (`python -m torchscope.cli`: as `python -m torchscope`)
+    run()

@@ -67,11 +67,6 @@ def is_under(file: str, roots: list[str]) -> bool:
     return _norm(file).startswith(tuple(roots))
 
 
-def folder_key(folder: str) -> str:
-    """A folder as `is_under` compares it."""
-    return _norm(folder).rstrip(os.sep) + os.sep
-
-
 def read_source(path: str | os.PathLike[str]) -> str:
     """A Python file's text as Python reads it: its coding cookie (PEP 263) or UTF-8 byte-order
     mark honoured, newlines made `\\n` (a plain UTF-8 read fails on a latin-1 file, and

@@ -115,9 +115,6 @@ class Indexed:
     device: str
     files: dict[str, dict[int, LineInfo]]
 
-    def line_count(self) -> int:
-        return sum(len(lines) for lines in self.files.values())
-
 
 def shape_text(shape: Optional[Sequence[int]]) -> str:
     """As the viewer writes edge labels (webview/src/labels.ts `shapeText`)."""

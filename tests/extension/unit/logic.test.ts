@@ -85,6 +85,33 @@ describe("interpreter", () => {
     vs.settings.set("torchscope.pythonPath", "/opt/other/python");
     assert.deepEqual(await resolveInterpreter(), { path: "/opt/other/python", source: "setting" });
   });
+  it("says why the Python extension's interpreter was not used when that extension fails", async () => {
+    // (the fallback was silent: a user whose selected interpreter was ignored had no clue why)
+    const warned: string[] = [];
+    vs.installedExtensions.set("ms-python.python", {
+      isActive: false,
+      activate: async () => {
+        throw new Error("activation failed");
+      },
+    });
+    assert.deepEqual(await resolveInterpreter(undefined, (m) => warned.push(m)), { path: "python3", source: "default" });
+    assert.deepEqual(warned, ["the Python extension did not start (activation failed): its selected interpreter is not used"]);
+    vs.installedExtensions.set("ms-python.python", {
+      isActive: true,
+      exports: {
+        environments: {
+          getActiveEnvironmentPath: () => {
+            throw new Error("no environment");
+          },
+          resolveEnvironment: async () => undefined,
+          onDidChangeActiveEnvironmentPath: () => new vs.Disposable(),
+        },
+      },
+    });
+    warned.length = 0;
+    assert.equal((await resolveInterpreter(undefined, (m) => warned.push(m))).source, "default");
+    assert.deepEqual(warned, ["the Python extension could not say its selected interpreter (no environment): it is not used"]);
+  });
   it("falls back to python3 without the Python extension or a setting", async () => {
     assert.deepEqual(await resolveInterpreter(), { path: "python3", source: "default" });
   });
