@@ -7,7 +7,7 @@
 # Read before make/extension.mk and make/webview.mk, which set these too (prerequisites
 # are expanded as they are read).
 NODE_STAMP ?= node_modules/.torchscope-installed
-WEBVIEW_OUT ?= python_helper/torchscope/static/viewer.js
+WEBVIEW_OUT ?= python_helper/torchscope/static/viewer-page.js
 CHROMIUM ?= /usr/bin/chromium
 VSIX ?= build/torchscope-$(shell node -p "require('./package.json').version").vsix
 

@@ -6,7 +6,7 @@
 # Defined by make/webview.mk too, which is read after this file: prerequisites are
 # expanded as they are read, so set them here as well.
 NODE_STAMP ?= node_modules/.torchscope-installed
-WEBVIEW_OUT ?= python_helper/torchscope/static/viewer.js
+WEBVIEW_OUT ?= python_helper/torchscope/static/viewer-page.js
 CHROMIUM ?= /usr/bin/chromium
 
 CODE_SERVER_VERSION := 4.100.3

@@ -3,7 +3,7 @@
 
 NODE_STAMP := node_modules/.torchscope-installed
 WEBVIEW_SRC := $(wildcard webview/src/*) webview/build.mjs
-WEBVIEW_OUT := python_helper/torchscope/static/viewer.js
+WEBVIEW_OUT := python_helper/torchscope/static/viewer-page.js
 FIXTURES := tests/artifacts/fixtures
 CHROMIUM ?= /usr/bin/chromium
 

@@ -41,7 +41,7 @@ def main() -> int:
     from torchscope.tracer import trace_call
 
     OUT.mkdir(exist_ok=True)
-    viewer = (ROOT / "python_helper/torchscope/static/viewer.js").exists()
+    viewer = (ROOT / "python_helper/torchscope/static/viewer-page.js").exists()
     suffixes = [".msgpack", ".json"] + ([".html"] if viewer else [])
     failures = 0
     for target, device, raises in EXAMPLES:

@@ -1,11 +1,11 @@
 // Builds the viewer: the layout worker first (its code becomes a string the page turns
 // into a Blob URL, since workers can't load from file:// or webview resources), then the
-// page bundles (viewer-page.js without the worker, viewer.js with it; viewer.css). Copies
+// page bundle (viewer-page.js, without the worker; viewer.css). Copies
 // them and the standalone page's template (src/page.html) into the Python package's
 // static/ folder, where render_html() (torchscope/html.py) and the extension's HTML export
 // (extension/src/export.ts) fill the template into one self-contained HTML file.
 import { build } from "esbuild";
-import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -40,24 +40,21 @@ const workerPlugin = (contents) => ({
 // viewer-page.js leaves the worker out: the VS Code webview fetches layout.worker.js
 // beside it, and the standalone page carries the worker in its own inert
 // <script type="text/plain"> and starts it before the main bundle is even parsed.
-// viewer.js carries the worker inside it (a page with only the one file still works).
-await build({
-  ...common,
-  entryPoints: { viewer: join(here, "src/main.ts") },
-  outdir: dist,
-  plugins: [workerPlugin(workerJs)],
-});
 await build({
   ...common,
   entryPoints: { "viewer-page": join(here, "src/main.ts") },
   outdir: dist,
   plugins: [workerPlugin("")],
 });
+renameSync(join(dist, "viewer-page.css"), join(dist, "viewer.css")); // (the page's one style sheet)
 
 copyFileSync(join(here, "src/page.html"), join(dist, "page.html"));
 
 mkdirSync(staticDir, { recursive: true });
-for (const f of ["viewer.js", "viewer.css", "viewer-page.js", "layout.worker.js", "page.html"]) {
+for (const f of ["viewer.css", "viewer-page.js", "layout.worker.js", "page.html"]) {
   copyFileSync(join(dist, f), join(staticDir, f));
 }
+// (the one-file bundle of earlier builds, the worker inside it: nothing reads it now, and the
+// package would ship its 2 MB)
+for (const dir of [dist, staticDir]) rmSync(join(dir, "viewer.js"), { force: true });
 console.log(`webview built in ${Date.now() - t0} ms → webview/dist, python_helper/torchscope/static`);

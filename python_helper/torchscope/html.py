@@ -66,13 +66,8 @@ def render_html(graph_bytes: bytes, title: str, nonce: Optional[str] = None) -> 
     `nonce`: its scripts' and styles' (a new one by default)."""
     template = _read_static("page.html")
     css = _read_static("viewer.css")
-    try:
-        worker = _read_static("layout.worker.js")
-        viewer = _read_static("viewer-page.js")
-    except BundleNotBuiltError:
-        # A build without the split bundles: the one-file bundle carries its worker inside.
-        template = re.sub(r"^.*\{\{worker\}\}.*\n", "", template, flags=re.MULTILINE)
-        worker, viewer = "", _read_static("viewer.js")
+    worker = _read_static("layout.worker.js")
+    viewer = _read_static("viewer-page.js")
     return fill_page(
         template,
         {

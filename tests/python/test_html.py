@@ -29,7 +29,7 @@ STATIC = ROOT / "python_helper" / "torchscope" / "static"
 TEMPLATE = (ROOT / "webview" / "src" / "page.html").read_text(encoding="utf-8")
 
 needs_bundle = pytest.mark.skipif(
-    not (STATIC / "viewer.js").exists(), reason="viewer bundle not built (make build-webview)"
+    not (STATIC / "viewer-page.js").exists(), reason="viewer bundle not built (make build-webview)"
 )
 
 
@@ -37,7 +37,6 @@ needs_bundle = pytest.mark.skipif(
 def fake_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A tiny stand-in bundle, so these tests don't depend on the JS build."""
     files = {
-        "viewer.js": "console.log('viewer'); var s = '</script><!-- x';",
         "viewer-page.js": "console.log('page'); var s = '</script><!-- x';",
         "layout.worker.js": "onmessage = () => postMessage('</script>');",
         "viewer.css": ".ts-root{color:red} /* </style> */",
@@ -105,7 +104,7 @@ def test_missing_bundle_says_how_to_build(monkeypatch: pytest.MonkeyPatch) -> No
             return self
 
         def read_text(self, encoding: str = "utf-8") -> str:
-            raise FileNotFoundError("viewer.js")
+            raise FileNotFoundError("viewer-page.js")
 
     monkeypatch.setattr(tshtml.resources, "files", lambda pkg: Missing())
     with pytest.raises(tshtml.BundleNotBuiltError, match="make build-webview"):
@@ -122,21 +121,6 @@ def test_real_bundle_page_has_no_external_urls() -> None:
     assert len(scripts) == 4
     assert 'id="torchscope-graph"' in scripts[0] and 'id="torchscope-worker"' in scripts[1]
     assert all("nonce=" in s for s in scripts[2:])
-
-
-def test_page_without_the_split_build_uses_the_one_file_bundle(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    files = {"viewer.js": "console.log('one file');", "viewer.css": "", "page.html": TEMPLATE}
-
-    def read(name: str) -> str:
-        if name not in files:
-            raise tshtml.BundleNotBuiltError(name)
-        return files[name]
-
-    monkeypatch.setattr(tshtml, "_read_static", read)
-    page = tshtml.render_html(b"x", "t")
-    assert "one file" in page and 'id="torchscope-worker"' not in page
 
 
 class TinyNet(nn.Module):
