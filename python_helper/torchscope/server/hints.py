@@ -28,6 +28,8 @@ from urllib.parse import quote
 
 from lsprotocol import types
 
+from ..summary import human_bytes, human_flops, human_time  # (as the summary and the viewer)
+
 REVEAL_COMMAND = "torchscope.revealNode"
 MAX_SHAPES = 3  # a hint names at most this many distinct shapes, then "(+k)"
 MAX_TENSORS = 6  # a hover details at most this many tensors
@@ -537,11 +539,11 @@ def _cost_text(costs: list[Optional[dict[str, Any]]], calls: int) -> str:
     total = {k: sum(float(c.get(k) or 0) for c in known) for k in ("flops", "bytes", "time_ns")}
     bits = []
     if any("flops" in c for c in known):
-        bits.append(f"{_si(total['flops'])}FLOPs")
+        bits.append(human_flops(int(total["flops"])))
     if any("bytes" in c for c in known):
-        bits.append(_bytes(total["bytes"]))
+        bits.append(human_bytes(int(total["bytes"])))
     if any("time_ns" in c for c in known):
-        bits.append(_duration(total["time_ns"]))
+        bits.append(human_time(int(total["time_ns"])))
     return " · ".join(bits) + (f" (total of {calls} calls)" if calls > 1 else "")
 
 
@@ -551,30 +553,6 @@ def _number(v: Any) -> str:
     if isinstance(v, float) and not math.isfinite(v):
         return str(v)
     return f"{v:.4g}"
-
-
-def _si(v: float) -> str:
-    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if v >= scale:
-            return f"{v / scale:.3g} {unit}"
-    return f"{v:.3g} "
-
-
-def _bytes(v: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if v >= scale:
-            return f"{v / scale:.3g} {unit}"
-    return f"{v:.0f} B"
-
-
-def _duration(ns: float) -> str:
-    if ns >= 1e9:
-        return f"{ns / 1e9:.3g} s"
-    if ns >= 1e6:
-        return f"{ns / 1e6:.3g} ms"
-    if ns >= 1e3:
-        return f"{ns / 1e3:.3g} µs"
-    return f"{ns:.0f} ns"
 
 
 def _escape(text: str) -> str:
