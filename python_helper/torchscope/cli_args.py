@@ -1,4 +1,6 @@
-"""Command-line options that `trace`, `summary` and `diff` share, declared once."""
+"""Command-line options that `trace`, `summary` and `diff` declare alike (a time budget and
+its check, running the file's top-level code), declared once; the options whose help says
+what they do in each command (`--input`, `--device`, `--no-values` …) are each command's."""
 
 from __future__ import annotations
 

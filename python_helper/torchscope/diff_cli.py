@@ -45,7 +45,12 @@ def add_diff_parser(sub: Any) -> None:
     c.add_argument(
         "--input-b", dest="input_b", metavar="EXPR", help="another input expression for B"
     )
-    c.add_argument("--device", choices=("cpu", "meta"), default="cpu")
+    c.add_argument(
+        "--device",
+        choices=("cpu", "meta"),
+        default="cpu",
+        help="trace targets on the meta device (shapes only: no values are compared)",
+    )
     c.add_argument(
         "--train-b",
         action="store_true",
