@@ -27,8 +27,6 @@ export interface View {
 /** Throws TooManyToDraw (visible.ts) for a view beyond DRAW_LIMITS. */
 export function computeView(idx: GraphIndex, exp: Expansion, measure?: Measure): View {
   const vg = replaceHubEdges(buildVisible(idx, exp, DRAW_LIMITS));
-  const { dot, labels } = toDot(idx, vg, measure);
-  const tuned =
-    vg.nodes.length > BIG_GRAPH ? dot.replace("outputorder=edgesfirst", "outputorder=edgesfirst, mclimit=0.2, nslimit=1, nslimit1=1") : dot;
-  return { vg, labels, dot: tuned };
+  const { dot, labels } = toDot(idx, vg, measure, vg.nodes.length > BIG_GRAPH);
+  return { vg, labels, dot };
 }
