@@ -178,18 +178,18 @@ class _AdoptedProcess:
         stdin: asyncio.StreamWriter,
         stdout: asyncio.StreamReader,
         stderr: asyncio.StreamReader,
+        pipes: list[asyncio.BaseTransport],
     ) -> None:
         self.popen = popen
         self.stdin = stdin
         self.stdout = stdout
         self.stderr = stderr
-        self.pipes: list[asyncio.BaseTransport] = []
+        self.pipes = pipes  # the transports on its pipes: closed after a kill
 
     @classmethod
     async def adopt(cls, popen: subprocess.Popen[bytes], limit: int) -> _AdoptedProcess:
         assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
         loop = asyncio.get_running_loop()
-
         pipes: list[asyncio.BaseTransport] = []
 
         async def reader(pipe: Any, limit: int) -> asyncio.StreamReader:
@@ -208,9 +208,7 @@ class _AdoptedProcess:
         )
         pipes.append(transport)
         stdin = asyncio.StreamWriter(transport, protocol, None, loop)  # pyright: ignore[reportArgumentType]
-        adopted = cls(popen, stdin, stdout, stderr)
-        adopted.pipes = pipes
-        return adopted
+        return cls(popen, stdin, stdout, stderr, pipes)
 
     @property
     def pid(self) -> int:
