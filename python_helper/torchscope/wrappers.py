@@ -20,7 +20,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from torch import nn
 
@@ -213,17 +213,102 @@ def fsdp_state_kept(named: list[tuple[str, nn.Module]]) -> Iterator[None]:
     after (never the root): FSDP's own state says which. Putting the sharded parameters back
     behind FSDP's back (as the trace does for any module whose parameters a forward rebinds)
     would leave FSDP believing the module unsharded, and the program's next forward would
-    mix full and sharded tensors; so a module the trace unsharded is resharded through FSDP."""
+    mix full and sharded tensors; so a module the trace unsharded is resharded through FSDP.
+
+    A module gathered when the block begins (between micro-batches of gradient accumulation,
+    after `unshard()`) stays gathered through it: resharding would free the memory of the
+    parameters the program holds. And FSDP's one-time set-up at a model's first forward
+    (`_lazy_init`: which module is the root, hooks, names), done by the trace's forward, is
+    undone: the program's own first forward does it, through the root it has (a block
+    traced first would have become the root, and the program's model fail)."""
     fsdp2 = _loaded(*_FSDP2)
     modules = [m for _, m in named if fsdp2 is not None and isinstance(m, fsdp2)]
     before = [(m, _own_tables(m, fsdp2)) for m in modules]  # type: ignore[arg-type]
+    states = _fsdp_states(modules)
+    unborn = [_Unborn(s) for s in states if getattr(s, "_is_root", False) is None]
+    gathered = [
+        (g, g.post_forward_mesh_info)
+        for s in states
+        for g in getattr(s, "_fsdp_param_groups", ())
+        if getattr(g, "is_unsharded", False)
+    ]
+    for group, _ in gathered:
+        group.post_forward_mesh_info = None  # (FSDP's own "don't reshard after forward")
     try:
         yield
     finally:
+        for group, mesh_info in gathered:
+            group.post_forward_mesh_info = mesh_info
         for m, tables in before:
             if any(_changed(sub, table) for sub, table in tables):
                 with contextlib.suppress(Exception):
                     m.reshard()  # type: ignore[operator]
+        for state in unborn:
+            state.restore()
+
+
+def _fsdp_states(modules: list[nn.Module]) -> list[Any]:
+    """The FSDP2 states of `modules`, each once (one state may serve several modules)."""
+    found: dict[int, Any] = {}
+    for m in modules:
+        try:
+            state = m._get_fsdp_state()  # type: ignore[operator]
+        except Exception:
+            continue
+        found.setdefault(id(state), state)
+    return list(found.values())
+
+
+_NONE: Any = object()
+
+
+class _Unborn:
+    """An FSDP2 state before its first forward, as it was: what FSDP's `_lazy_init` sets on
+    it, its parameter groups and their parameters (the root, the shared contexts, the
+    groups' indexes, names and state-dict hooks), put back after the trace's forward. The
+    hooks the lazy init registered are taken off the modules by the trace's restore (as any
+    hook a forward registers): the groups forget them too, and the next lazy init adds them."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+        self.attrs = dict(state.__dict__)
+        ctx = getattr(state, "_state_ctx", None)
+        self.all_states = list(getattr(ctx, "all_states", ()))
+        self.groups = [
+            (
+                g,
+                dict(g.__dict__),
+                dict(getattr(g, "_module_to_pre_save_state_dict_hook_handle", {})),
+                dict(getattr(g, "_module_to_pre_load_state_dict_hook_handle", {})),
+            )
+            for g in getattr(state, "_fsdp_param_groups", ())
+        ]
+        self.names = [
+            (p, p.__dict__.get("_param_fqn", _NONE))
+            for g, *_ in self.groups
+            for p in getattr(g, "fsdp_params", ())
+        ]
+
+    def restore(self) -> None:
+        with contextlib.suppress(Exception):
+            _refill(self.state.__dict__, self.attrs)
+            ctx = getattr(self.state, "_state_ctx", None)
+            if ctx is not None and isinstance(getattr(ctx, "all_states", None), list):
+                ctx.all_states[:] = self.all_states
+            for group, attrs, saves, loads in self.groups:
+                _refill(group.__dict__, attrs)
+                _refill(getattr(group, "_module_to_pre_save_state_dict_hook_handle", {}), saves)
+                _refill(getattr(group, "_module_to_pre_load_state_dict_hook_handle", {}), loads)
+            for param, name in self.names:
+                if name is _NONE:
+                    param.__dict__.pop("_param_fqn", None)
+                else:
+                    param._param_fqn = name
+
+
+def _refill(now: dict[Any, Any], before: dict[Any, Any]) -> None:
+    now.clear()
+    now.update(before)
 
 
 def _own_tables(

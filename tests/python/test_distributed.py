@@ -1051,3 +1051,37 @@ def test_ctrl_c_a_program_handles_itself_is_left_to_it(tmp_path: Path) -> None:
         proc.kill()
     assert proc.returncode == 0, out + err
     assert "finishing" in out and (tmp_path / "g.rank0.msgpack").exists(), out + err
+
+
+def _lifecycle(when: str, out: Path, traced: bool) -> list[dict]:
+    out.mkdir(parents=True, exist_ok=True)
+    args = [str(PROGRAMS / "fsdp_lifecycle.py"), when, str(out)]
+    torchrun(args + ([] if traced else ["--no-trace"]), out)
+    return [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+
+
+@pytest.mark.parametrize("when", ["block-first", "model-first"])
+def test_a_trace_before_the_first_forward_leaves_fsdp_its_set_up(tmp_path, when):
+    """One fully_shard block traced before the program's first forward became FSDP's root:
+    the program's own first forward then failed ("FSDP state has already been lazily
+    initialized for blocks.0"). The model traced first kept FSDP's set-up, less the
+    state-dict hooks the trace's restore took off: a state dict then held gathered tensors."""
+    traced = _lifecycle(when, tmp_path / "traced", True)
+    plain = _lifecycle(when, tmp_path / "plain", False)
+    for t, p in zip(traced, plain):
+        assert t["warnings"] == []
+        assert t["losses"] == pytest.approx(p["losses"], abs=1e-6)
+        assert t["state_dict"] == p["state_dict"] == ["DTensor"] * 10
+
+
+def test_a_trace_between_accumulated_micro_batches_leaves_the_parameters_gathered(tmp_path):
+    """Between micro-batches (no reshard after backward), the trace's forward resharded the
+    gathered parameters and the restore put back tensors over freed memory (their values
+    garbage), with a false warning of a write torchscope could not see."""
+    traced = _lifecycle("accumulating", tmp_path / "traced", True)
+    plain = _lifecycle("accumulating", tmp_path / "plain", False)
+    for t, p in zip(traced, plain):
+        assert t["warnings"] == []
+        assert t["after"] == t["before"] == p["before"]
+        assert t["before"]["type"] == "Parameter"  # (gathered, not the DTensor shard)
+        assert t["losses"] == pytest.approx(p["losses"], abs=1e-6)
