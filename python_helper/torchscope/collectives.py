@@ -208,7 +208,7 @@ def describe(func: Any, args: tuple, kwargs: dict, result: Any) -> CollectiveCal
         if pg is not None:
             attrs["group_size"] = int(pg.size())
             desc = getattr(pg, "group_desc", "")
-            if desc:
+            if desc and desc != "undefined":  # (torch's word for a group made without one)
                 attrs["group"] = str(desc)
     if "group_size" not in attrs and isinstance(named.get("group_size"), int):
         attrs["group_size"] = named["group_size"]
@@ -287,6 +287,12 @@ def _async_op(func: Any, args: tuple, kwargs: dict) -> bool:
 class CollectiveWatch(TorchDispatchMode):
     """Records every collective the traced forward runs into the Recorder (see the module
     docstring); with `local`, runs none of them."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # else torch wraps __torch_dispatch__ in torch._dynamo.disable, which imports dynamo
+        # (~1 s) in the forward's first op: charged to that op's time and the time budget
+        return False
 
     def __init__(self, recorder: Recorder, call_code: CodeType, local: bool = False) -> None:
         super().__init__()

@@ -1085,3 +1085,41 @@ def test_a_trace_between_accumulated_micro_batches_leaves_the_parameters_gathere
         assert t["after"] == t["before"] == p["before"]
         assert t["before"]["type"] == "Parameter"  # (gathered, not the DTensor shard)
         assert t["losses"] == pytest.approx(p["losses"], abs=1e-6)
+
+
+def test_a_trace_in_a_process_group_does_not_import_dynamo(tmp_path: Path) -> None:
+    """The trace's collective watch (a dispatch mode) made torch import torch._dynamo inside
+    the forward's first op: ~1 s charged to that op's time, and to a time budget."""
+    lines = one_rank(
+        "import sys, torch, torchscope\n"
+        "from torch import nn\n"
+        "m = nn.Linear(16, 16)\n"
+        "m(torch.randn(4, 16))\n"
+        "before = 'torch._dynamo' in sys.modules\n"
+        "torchscope.trace(m, torch.randn(4, 16))\n"
+        "print(before, 'torch._dynamo' in sys.modules)\n",
+        tmp_path,
+    )
+    assert lines[-1] == "False False"
+
+
+def test_a_group_made_without_a_name_has_none_in_the_graph(tmp_path: Path) -> None:
+    """`dist.new_group([0])` has no description: torch says "undefined", which the graph
+    showed as the group's name."""
+    lines = one_rank(
+        "import torch, torchscope\n"
+        "from torch import nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.sub = dist.new_group([0])\n"
+        "        self.named = dist.new_group([0], group_desc='experts')\n"
+        "    def forward(self, x):\n"
+        "        dist.all_reduce(x, group=self.sub)\n"
+        "        dist.all_reduce(x, group=self.named)\n"
+        "        return x + 1\n"
+        "g = torchscope.trace(Net(), torch.ones(2))\n"
+        "print([n.attrs.get('group') for n in g.collectives()])\n",
+        tmp_path,
+    )
+    assert lines[-1] == "[None, 'experts']"
