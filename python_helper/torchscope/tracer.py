@@ -320,6 +320,8 @@ class Recorder(TorchFunctionMode):
         self.nan_origin: Optional[int] = None
         # op nodes whose call was given a non-finite number: an Inf they make is asked for
         self.non_finite_args: set[int] = set()
+        # id(tensor an `empty` call made) → (it, its version then): its memory unwritten
+        self.unwritten: dict[int, tuple[weakref.ref[Tensor], int]] = {}
         # the statistics of the forward's outputs (add_outputs; None: it returned none, or raised)
         self.output_stats: Optional[list[Optional[TensorStats]]] = None
         self.counter: Optional[FlopCounter] = FlopCounter() if costs else None
@@ -440,6 +442,8 @@ class Recorder(TorchFunctionMode):
             if st is not None:
                 st.version = version
             return st
+        if self.unwritten and self._is_unwritten(t):
+            return None
         entry = self.producer.get(id(t))
         if entry is not None and entry[0]() is t:
             st = entry[2]
@@ -456,6 +460,34 @@ class Recorder(TorchFunctionMode):
         if st is not None:
             st.version = version
         return st
+
+    def _track_unwritten(
+        self, info: FuncInfo, outs: list[Tensor], written: Sequence[Tensor]
+    ) -> None:
+        """Memory an `empty` call handed out holds whatever was there before: no values are
+        read of it, nor of views of it, until a call writes it (FSDP2's all-gather buffers
+        showed absmax 1e38 and NaN counts, different in every run)."""
+        unwritten = self.unwritten
+        for t in written:  # (the version of an `out=` write may stay as it was)
+            unwritten.pop(id(t._base if t._base is not None else t), None)
+        if info.name in UNINITIALIZED:
+            for t in outs:
+                with contextlib.suppress(Exception):
+                    unwritten[id(t)] = (weakref.ref(t), t._version)
+
+    def _is_unwritten(self, t: Tensor) -> bool:
+        """`t` is memory of an `empty` call (itself or a view of it) nothing wrote since."""
+        base = t._base if t._base is not None else t
+        entry = self.unwritten.get(id(base))
+        if entry is None:
+            return False
+        if entry[0]() is not base:
+            del self.unwritten[id(base)]  # (freed: its id is another tensor's now)
+            return False
+        try:
+            return base._version == entry[1]
+        except Exception:  # inference tensors keep no version counter
+            return True
 
     def _wrote_too(self, nid: int, st: Optional[TensorStats]) -> None:
         """Statistics of values call `nid` wrote (if it wrote in place), read through
@@ -802,6 +834,8 @@ class Recorder(TorchFunctionMode):
                 if before is not None and before[0]() is t and not node.attrs.get("inplace"):
                     self._passed_through(id(t), before, nid)
         several = len(outs) > 1
+        if self.values and (info.name in UNINITIALIZED or self.unwritten):
+            self._track_unwritten(info, outs, written)
         if not self.values:
             for i, t in enumerate(outs):
                 # (a call of several outputs: which one, for the edges of each; see _edge_from)
@@ -1644,6 +1678,7 @@ class Recorder(TorchFunctionMode):
         self.wrote.clear()
         self.wrote_later.clear()
         self.non_finite_args.clear()
+        self.unwritten.clear()
 
     def _reaching_outputs(
         self,

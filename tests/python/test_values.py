@@ -960,3 +960,32 @@ def test_uninitialized_memory_is_not_a_nan_origin() -> None:
         del junk
         g = torchscope.trace(FillsUninitialized(), x)
         assert g.nan_origin is None, g.nodes[g.nan_origin].name
+
+
+class GathersIntoABuffer(nn.Module):
+    """As FSDP2's all-gather: an empty buffer, a view of it filled, the whole read after."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        buf = torch.empty(8)
+        part = buf.narrow(0, 0, 4)  # (FSDP2: this rank's slot, before its shard is copied in)
+        part.copy_(x)
+        buf.narrow(0, 4, 4).copy_(x * 2)
+        return buf + 1
+
+
+def test_uninitialized_memory_has_no_values() -> None:
+    """An empty buffer and views of it before anything wrote it showed the statistics of
+    whatever the memory held (FSDP2's all-gather buffers: absmax 1e38, NaN counts; two
+    traces of one program then differed): none, until a call writes it."""
+    g = torchscope.trace(GathersIntoABuffer(), torch.ones(4))
+    by_name = {n.name: n.id for n in g.nodes if n.kind == "op"}
+    out_of = {}
+    for e in g.edges:
+        out_of.setdefault(g.nodes[e.src].name, []).append(e)
+    assert all(e.stats is None for e in out_of["empty"])
+    first_narrow = min(n.id for n in g.nodes if n.name == "narrow")
+    assert all(e.stats is None for e in g.edges if e.src == first_narrow)
+    # once written, the buffer's values are read: 1 1 1 1 2 2 2 2, plus one
+    [into_add] = [e for e in g.edges if e.dst == by_name["add"] and e.shape == [8]]
+    assert into_add.stats is not None and into_add.stats["mean"] == pytest.approx(1.5)
+    assert g.nan_origin is None
