@@ -606,10 +606,14 @@ def test_the_values_of_uninitialised_memory_are_not_compared() -> None:
     """Two traces of one MoE model differed by the garbage `empty_like` read (`mean 1.956e+13
     → 4.431e+17`), so `diff --check` of a model against itself failed."""
     g = torchscope.trace(_Buffered(), torch.randn(4, 8), costs=False)
+    [made] = [n.id for n in g.nodes if n.name == "empty_like"]
+    assert all(e.stats is None for e in g.edges if e.src == made)  # (none read now)
+    # graph files of an earlier torchscope hold what it read there
+    for e in g.edges:
+        if e.src == made:
+            e.stats = {"mean": 1.9e13, "max": 2.1e14, "absmax": 2.1e14, "nan": 0, "inf": 0}
     other = copy.deepcopy(g)
-    [made] = [n.id for n in other.nodes if n.name == "empty_like"]
     garbage = [e for e in other.edges if e.src == made]
-    assert garbage and all(isinstance(e.stats, dict) for e in garbage)
     for e in garbage:
         e.stats = {**e.stats, "mean": 4.4e17, "max": 6.3e18, "absmax": 6.3e18}
     assert diff_graphs(g, other).identical
