@@ -537,6 +537,7 @@ def first_that_runs(model: nn.Module, exprs: list[str], device: str = "cpu") -> 
     named = list(model.named_modules())
     for expr in exprs:
         state = ModelState(named)
+        state.keep_held()
         try:
             with torch.no_grad(), torch.device(device):
                 x = eval(expr, {"torch": torch})  # noqa: S307 - our own expression

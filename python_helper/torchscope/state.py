@@ -268,6 +268,7 @@ class ModelState:
         # themselves) and the contents of its parameter, buffer and submodule tables
         self.modules: list[tuple[nn.Module, dict[str, Any], _Table, _Table, _Table]] = []
         self.buffers: list[tuple[torch.Tensor, torch.Tensor, int]] = []  # (it, copy, version)
+        self.buffer_ids: set[int] = set()
         self.params: dict[int, _Param] = {}
         self.by_storage: dict[int, list[torch.Tensor]] = {}
         # a user attribute holding a dict, list or set (a cache, a log): its contents, one
@@ -276,6 +277,9 @@ class ModelState:
         # an object among the forward's arguments, and its attributes as they were
         self.objects: list[tuple[Any, dict[str, Any]]] = []
         self.lazy: list[_Lazy] = []
+        self._held: list[Any] = []
+        # storage key → a tensor from outside the forward as it was before a call wrote it
+        self.outside: dict[int, _Saved] = {}
         # a DTensor parameter or argument, and its own version counter (a write through it
         # bumps its own, not its shard's: a backward pending over it checks this one)
         self.wrappers: list[tuple[torch.Tensor, int]] = []
@@ -292,6 +296,7 @@ class ModelState:
         # them not in _MODULE_KEYS: comparing a dict's keys with a set costs less than
         # taking the difference again
         user_keys: dict[type, tuple[frozenset[str], tuple[str, ...]]] = {}
+        held: list[Any] = []  # objects the modules hold (a cache, a helper): kept below
         for path, m in named:
             attrs = m.__dict__
             if isinstance(m, LazyModuleMixin) and unsized_layer(m):
@@ -319,6 +324,8 @@ class ModelState:
                     rng = rng_kind(kind)
                     if rng is not None:
                         keep_rng(v, rng)
+                    elif not isinstance(v, _NOT_STATE):
+                        held.append(v)
             ps = attrs.get("_parameters")
             bs = attrs.get("_buffers")
             ms = attrs.get("_modules")
@@ -335,6 +342,7 @@ class ModelState:
                 for b in bs.values():
                     if b is not None and not b.is_meta and not _unsized(b):
                         self.buffers.append((b, b.detach().clone(), _version(b)))
+                        self.buffer_ids.add(id(b))
             if ps:
                 for name, p in ps.items():
                     if p is None or id(p) in params or _unsized(p):
@@ -345,6 +353,33 @@ class ModelState:
                         self.by_storage.setdefault(info.storage_ptr, []).append(info.memory)
                     if info.memory is not p:
                         self.wrappers.append((p, _version(p)))
+        if held:
+            # (after the loop: the input tables keep_inputs fills are made by then)
+            self._held = held
+
+    def keep_held(self) -> None:
+        """The objects the modules hold as attributes — a KV cache, a helper counting calls,
+        a plain tensor — kept as the forward's arguments are (`keep_inputs`): their
+        attributes and contents a few levels deep, their tensors' values if a call writes
+        them. Called after ModelState is made, with keep_inputs."""
+        held, self._held = self._held, []
+        if held:
+            self.keep_inputs(tuple(held), {})
+
+    def keep_outside(self, t: torch.Tensor) -> None:
+        """A tensor a call is about to write that no call of the forward made (a model's
+        plain tensor attribute, one in a dict it holds, a global): a copy of it, put back
+        after the forward. Parameters, buffers and the forward's arguments are kept
+        otherwise (protect, the up-front copies)."""
+        key = _storage_key(t)
+        if not key or key in self.by_storage or key in self.outside or id(t) in self.buffer_ids:
+            return
+        with _NO_TORCH_FUNCTION():
+            try:
+                if type(t) in _PLAIN and _in_its_memory(t):  # (FSDP's freed gather targets)
+                    self.outside[key] = _Saved(t, t.detach().clone(), _version(t), _Seen.of(t))
+            except Exception:  # (a tensor that can't be copied: left as the forward leaves it)
+                pass
 
     def protect(self, t: Any) -> None:
         """Called before a call that may write `t` (a tensor, or a list of them): keep a copy
@@ -447,6 +482,12 @@ class ModelState:
             for key, kept in saved.items():
                 if key not in params_kept:  # an argument of the forward a call wrote
                     _copy_back(kept, warnings)
+            for kept in self.outside.values():  # a tensor from outside the forward it wrote
+                # values only, into the memory it had: one its owner pointed elsewhere or freed
+                # since (FSDP's gather buffers) is the owner's business
+                t = kept.tensor
+                if kept.seen.same(t) and _in_its_memory(t):
+                    _put_values(t, kept.copy, kept.version)
             for t, needed in self.input_grads:
                 if t.requires_grad != needed:
                     with contextlib.suppress(Exception):
@@ -743,6 +784,20 @@ def _global(g: torch.Generator) -> bool:
         return True
     cuda = getattr(torch.cuda, "default_generators", ())
     return any(g is d for d in cuda)
+
+
+def _in_its_memory(t: torch.Tensor) -> bool:
+    """Whether all of t's elements lie in its storage: a storage resized to nothing under the
+    tensor (FSDP frees its gathered parameters so) holds none of them, and reading them,
+    or writing, would touch freed memory."""
+    try:
+        if t.numel() == 0:
+            return True
+        extent = 1 + sum((size - 1) * abs(step) for size, step in zip(t.shape, t.stride()))
+        needed = (int(t.storage_offset()) + extent) * t.element_size()
+        return t.untyped_storage().nbytes() >= needed
+    except Exception:
+        return False
 
 
 def _storage_key(t: torch.Tensor) -> int:

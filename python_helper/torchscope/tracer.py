@@ -461,6 +461,20 @@ class Recorder(TorchFunctionMode):
             st.version = version
         return st
 
+    def _keep_unmade(self, written: Any) -> None:
+        """Before a call writes `written` in place: each tensor among it whose memory no call
+        of the forward made (a model's plain tensor attribute, a global; one the forward
+        only read so far is a constant) is copied, to be put back (ModelState.keep_outside)."""
+        state = self.state
+        if state is None:
+            return
+        with _NO_TORCH_FUNCTION():
+            for t in _tensors_in((written,), None):
+                base = t._base if t._base is not None else t
+                entry = self.producer.get(id(base))
+                if entry is None or entry[0]() is not base or entry[1] in self.constants:
+                    state.keep_outside(base)
+
     def _track_unwritten(
         self, info: FuncInfo, outs: list[Tensor], written: Sequence[Tensor]
     ) -> None:
@@ -655,6 +669,7 @@ class Recorder(TorchFunctionMode):
             if written is not None:
                 if self.state is not None:
                     self.state.protect(written)
+                    self._keep_unmade(written)
                 if self.values and (
                     info.writes_first_arg
                     or info.inplace_at >= 0
@@ -667,6 +682,7 @@ class Recorder(TorchFunctionMode):
             # (out= tensors are written, not read: their old values are no input of the call)
             if "out" in kwargs:
                 self.state.protect(kwargs["out"])
+                self._keep_unmade(kwargs["out"])
             if "generator" in kwargs:  # (keyword-only in every torch call that takes one)
                 self.state.keep_generator(kwargs["generator"])
         if counter is None:
@@ -2215,6 +2231,7 @@ def _trace(
     start = time.perf_counter()
     state = ModelState(named)
     state.keep_inputs(args, kwargs)
+    state.keep_held()
     deadline = start + time_budget if time_budget else None
     rec = Recorder(model, named, state, deadline, cancel, values, costs, find_wrappers(named))
     wrapped, _ = unwrap(model)  # inputs are named after the wrapped model's forward
