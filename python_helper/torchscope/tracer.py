@@ -335,6 +335,7 @@ class Recorder(TorchFunctionMode):
         self.deadline = deadline
         self.cancel = cancel
         self.count = 0
+        self.stopped: Optional[TraceCancelled] = None  # the budget's or cancel's stop, once raised
         self.pending: Optional[_PendingError] = None
         self._funcs: dict[Any, tuple[FuncInfo, int]] = {}  # func → (info, how FLOPs count)
         self._module_infos: dict[int, _ModuleInfo] = {}
@@ -1115,12 +1116,24 @@ class Recorder(TorchFunctionMode):
             self.nodes[nid].cost = Cost(0, output_bytes(outs), ns)
 
     def _check_budget(self) -> None:
-        if self.deadline is not None and time.perf_counter() > self.deadline:
-            global _stopped
-            _stopped = True
-            raise TraceTimeout("the trace ran past its time budget")
-        if self.cancel is not None and self.cancel():
-            raise TraceCancelled("the trace was cancelled")
+        stop = self.stopped
+        if stop is None:
+            if self.deadline is not None and time.perf_counter() > self.deadline:
+                global _stopped
+                _stopped = True
+                stop = TraceTimeout("the trace ran past its time budget")
+            elif self.cancel is not None and self.cancel():
+                stop = TraceCancelled("the trace was cancelled")
+            else:
+                return
+            self.stopped = stop
+        else:
+            stop = type(stop)(str(stop))
+        # A forward that catches the stop (`except Exception`, to re-raise its own error or
+        # take a fallback) goes on: its next call stops too (the count set to check again),
+        # and the trace ends as stopped whatever the forward does then (_trace).
+        self.count = (self.count // CHECK_EVERY + 1) * CHECK_EVERY - 1
+        raise stop
 
     def _note_failed_call(
         self, exc: BaseException, info: FuncInfo, args: tuple, kwargs: dict, site: Any = _UNSEEN
@@ -2301,6 +2314,8 @@ def _trace(
             # torch's handle forgets this registry (torch 2.13): clean it ourselves
             nn.modules.module._global_forward_hooks_with_kwargs.pop(h.id, None)
         warnings = state.restore()
+    if rec.stopped is not None and not isinstance(error, TraceCancelled):
+        error = rec.stopped  # (the forward caught the stop: re-raised as its own, or swallowed)
     if isinstance(error, TraceCancelled) and rank is not None and rank[1] > 1:
         if not local_collectives:
             error = _among_ranks(error)

@@ -275,3 +275,41 @@ def test_a_dict_argument_filled_and_returned_keeps_its_new_outputs() -> None:
     g = torchscope.trace(_FillsItsBatch(), batch)
     assert [n.name for n in g.nodes if n.kind == "output"] == ["x", "out"]
     assert list(batch) == ["x"], "the argument is as it was"
+
+
+class _Long(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        for _ in range(200_000):
+            x = torch.tanh(self.lin(x))
+        return x
+
+
+class _Wraps(_Long):
+    def forward(self, x):
+        try:
+            return super().forward(x)
+        except Exception as e:  # a library's re-raise with its own words
+            raise RuntimeError(f"layer stack failed ({type(e).__name__})") from e
+
+
+class _Swallows(_Long):
+    def forward(self, x):
+        try:
+            return super().forward(x)
+        except Exception:
+            return torch.zeros_like(x)  # a fallback path
+
+
+@pytest.mark.parametrize("model", [_Wraps, _Swallows])
+def test_a_forward_that_catches_the_stop_is_still_stopped(model):
+    """A forward catching `Exception` took the time budget's stop for its own error: a
+    re-raise was reported as the model raising, a fallback as a whole trace."""
+    with pytest.raises(torchscope.TraceTimeout) as caught:
+        torchscope.trace_call(model(), (torch.randn(2, 8),), time_budget=0.3)
+    graph = caught.value.torchscope_graph  # type: ignore[attr-defined]
+    assert graph.error is not None and graph.error.type == "TraceTimeout"
+    assert not any(n.name == "zeros_like" for n in graph.nodes)
