@@ -353,9 +353,7 @@ class ModelState:
                         self.by_storage.setdefault(info.storage_ptr, []).append(info.memory)
                     if info.memory is not p:
                         self.wrappers.append((p, _version(p)))
-        if held:
-            # (after the loop: the input tables keep_inputs fills are made by then)
-            self._held = held
+        self._held = held  # (walked by keep_held, as the forward's arguments are)
 
     def keep_held(self) -> None:
         """The objects the modules hold as attributes — a KV cache, a helper counting calls,
