@@ -12,6 +12,7 @@ import { compareTarget, compareTitle, parseCompareTarget, SIDES, type CompareKin
 import type { AnswerStore, EditorSource, EditorSources } from "./editorSource";
 import { type HeadDocuments, type HeadFile, headText, headTexts, NoHeadError } from "./gitHead";
 import { GraphPanel } from "./graphPanel";
+import { errorText } from "./logChannel";
 import { DEBUG_URI } from "./pausedSource";
 import { modelName, type CompareResult, type PanelOrigin, type TraceSummary } from "./protocol";
 import type { Answer, Ask, SourceKind, TraceOutcome, TraceSource, Traced } from "./traceFlow";
@@ -95,7 +96,7 @@ async function compareFiles(
   try {
     r = await deps.server.compare({ a, b, aSource: sides.a, bSource: sides.b, ...tolerance });
   } catch (e) {
-    const message = e instanceof Error ? e.message : String(e);
+    const message = errorText(e);
     deps.log.error(`compare ${model}: ${message}`);
     void vscode.window.showErrorMessage(`torchscope: comparing ${model} failed: ${message}`);
     return { ok: false, kind: "reported", said: `comparing failed: ${message}` };
@@ -319,8 +320,7 @@ export class CompareSources implements SourceKind {
     try {
       doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(origin.uri));
     } catch (e) {
-      if (!quiet)
-        void vscode.window.showWarningMessage(`torchscope: ${origin.uri} can't be opened any more: ${e instanceof Error ? e.message : String(e)}`);
+      if (!quiet) void vscode.window.showWarningMessage(`torchscope: ${origin.uri} can't be opened any more: ${errorText(e)}`);
       return undefined;
     }
     return this.source(c.kind, doc, c.target, quiet);

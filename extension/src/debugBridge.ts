@@ -7,6 +7,7 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import type * as vscode from "vscode";
 import { formatCount } from "../../webview/src/count";
+import { errorText } from "./logChannel";
 import type { TraceSummary } from "./protocol";
 
 // ---- the evaluate expression ---------------------------------------------------------
@@ -353,7 +354,7 @@ export class DebugBridge {
     try {
       body = (await this.frame.session.customRequest("evaluate", args)) as { result?: unknown };
     } catch (e) {
-      const msg = e instanceof Error ? e.message : String(e);
+      const msg = errorText(e);
       this.log?.warn(`debug ${op}: evaluate failed: ${msg}`);
       return { ok: false, kind: "evaluate-failed", error: msg };
     }

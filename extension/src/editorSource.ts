@@ -7,7 +7,7 @@
 import * as vscode from "vscode";
 import { REQUEST_CANCELLED, type Server } from "./client";
 import type { HeadFile } from "./gitHead";
-import { tracedLine } from "./logChannel";
+import { errorText, tracedLine } from "./logChannel";
 import { userFrame } from "./openGuard";
 import {
   TORCHSCOPE_ERROR,
@@ -387,7 +387,7 @@ export class EditorSources implements SourceKind {
     try {
       doc = await vscode.workspace.openTextDocument(uri);
     } catch (e) {
-      void vscode.window.showWarningMessage(`torchscope: ${origin.uri} can't be opened any more: ${e instanceof Error ? e.message : String(e)}`);
+      void vscode.window.showWarningMessage(`torchscope: ${origin.uri} can't be opened any more: ${errorText(e)}`);
       return undefined;
     }
     if (doc.languageId !== "python") {

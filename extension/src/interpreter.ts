@@ -5,6 +5,7 @@
 // template: it is the one choice the user made for torchscope alone.
 import * as os from "node:os";
 import * as vscode from "vscode";
+import { errorText } from "./logChannel";
 import { openSettingInUse } from "./settingsScope";
 
 export interface Interpreter {
@@ -67,10 +68,6 @@ async function fromPythonExtension(resource: vscode.Uri | undefined, warn?: Warn
     warn?.(`the Python extension could not say its selected interpreter (${errorText(e)}): it is not used`);
     return undefined;
   }
-}
-
-function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }
 
 /** The interpreter to run: torchscope.pythonPath, else the Python extension's, else

@@ -10,6 +10,11 @@ import type { TraceSummary } from "./protocol";
 
 export type Level = "error" | "warn" | "info" | "debug" | "trace";
 
+/** What a caught error says, for a log line or a message. */
+export function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
 /** A line the language client wrote: its level and message, without the client's stamp. */
 export interface ClientLine {
   level: Level;

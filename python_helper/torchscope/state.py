@@ -512,10 +512,10 @@ class ModelState:
                 with contextlib.suppress(Exception):
                     _set_versions((t,), (version,))
         for now, before in self.containers:
-            _refill(now, before)
+            refill(now, before)
         for obj, before in self.objects:
             try:
-                _refill(obj.__dict__, before)
+                refill(obj.__dict__, before)
             except Exception as exc:  # an object that won't take its attributes back
                 warnings.append(
                     f"an argument of the forward (a {type(obj).__name__}) could not be put back "
@@ -687,7 +687,7 @@ class _Lazy:
         if type(m) is not self.cls:
             m.__class__ = self.cls
         for table, before in self.hooks:
-            _refill(table, before)
+            refill(table, before)
         for t, cls, dtype, device in self.tensors:
             if type(t) is not cls:
                 t.data = torch.empty(0, dtype=dtype, device=device)
@@ -817,7 +817,7 @@ def _memory(t: torch.Tensor) -> torch.Tensor:
     return t if inner is None else inner
 
 
-def _refill(now: Any, before: Any) -> None:
+def refill(now: Any, before: Any) -> None:
     """`now` (a dict, list or set) holding exactly the objects of `before` again, by identity."""
     if len(now) == len(before):
         if isinstance(now, dict):

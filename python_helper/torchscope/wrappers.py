@@ -24,6 +24,8 @@ from typing import Any, Optional
 
 from torch import nn
 
+from .state import refill
+
 # (module, class, attribute holding the wrapped module)
 _WRAPPERS = (
     ("torch._dynamo.eval_frame", "OptimizedModule", "_orig_mod"),
@@ -291,24 +293,19 @@ class _Unborn:
 
     def restore(self) -> None:
         with contextlib.suppress(Exception):
-            _refill(self.state.__dict__, self.attrs)
+            refill(self.state.__dict__, self.attrs)
             ctx = getattr(self.state, "_state_ctx", None)
             if ctx is not None and isinstance(getattr(ctx, "all_states", None), list):
                 ctx.all_states[:] = self.all_states
             for group, attrs, saves, loads in self.groups:
-                _refill(group.__dict__, attrs)
-                _refill(getattr(group, "_module_to_pre_save_state_dict_hook_handle", {}), saves)
-                _refill(getattr(group, "_module_to_pre_load_state_dict_hook_handle", {}), loads)
+                refill(group.__dict__, attrs)
+                refill(getattr(group, "_module_to_pre_save_state_dict_hook_handle", {}), saves)
+                refill(getattr(group, "_module_to_pre_load_state_dict_hook_handle", {}), loads)
             for param, name in self.names:
                 if name is _NONE:
                     param.__dict__.pop("_param_fqn", None)
                 else:
                     param._param_fqn = name
-
-
-def _refill(now: dict[Any, Any], before: dict[Any, Any]) -> None:
-    now.clear()
-    now.update(before)
 
 
 def _own_tables(

@@ -27,12 +27,11 @@ from .. import __version__
 from ..failure import Failure
 from ..file_texts import check_texts
 from ..runner import PRELOADABLE
-from ..usercode import read_source
 from . import calls_in_file, hints
 from . import find_targets as targets
 from .compare_request import CompareError, compare_files
 from .runner_client import RunnerClient, stop_early
-from .traces import Change, Mark, Trace, TraceStore, file_key
+from .traces import Change, Mark, Trace, TraceStore, file_key, read_source
 
 TARGET_AT = "torchscope/targetAt"
 TARGETS = "torchscope/targets"
@@ -308,10 +307,7 @@ def targets_of_file(ls: TorchscopeServer, params: Any) -> list[dict[str, Any]]:
     if info is None:
         path, text = ls.source(uri, p.get("text"))
         if text is None and path is not None:
-            try:  # (not open in the editor: the file as saved)
-                text = read_source(path)
-            except (OSError, UnicodeDecodeError, SyntaxError):
-                return []
+            text = read_source(path)  # (not open in the editor: the file as saved, if readable)
         if text is not None:
             _raise_syntax_error(path.name if path else "the file", text)
         return []
