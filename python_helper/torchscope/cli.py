@@ -145,7 +145,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _fail(exc)
     watch = None
     if launched:  # a rank may wait in C++ for good, where no signal handler runs (stuck.py)
-        from .cli_trace import budget_end
+        from .hard_stop import budget_end
         from .stuck import StuckWatch
 
         watch = StuckWatch(rank, args.time_budget, budget_end)

@@ -10,23 +10,17 @@ in the forward is stopped by a timer signal where the platform has one (POSIX).
 
 from __future__ import annotations
 
-import contextlib
 import re
-import signal
 import sys
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import TYPE_CHECKING, Any, Optional
 
 from .failure import exit_text, message_of, one_line
+from .hard_stop import hard_stop
 
 if TYPE_CHECKING:  # the graph module needs msgpack: imported once torch is known to be there
     from .graph import Graph
-
-GRACE = 0.5  # the tracer stops a forward of torch ops itself; the timer only past that
 
 
 class CliError(Exception):
@@ -34,60 +28,6 @@ class CliError(Exception):
         super().__init__(message)
         self.message = message
         self.code = code
-
-
-@contextlib.contextmanager
-def hard_budget(seconds: Optional[float]) -> Iterator[Callable[[], None]]:
-    """Stop whatever runs in the block after `seconds` (plus a little grace): SIGALRM in the
-    main thread on POSIX; elsewhere the tracer's own cooperative budget is all there is.
-    Yields `over()`, called once no user code runs any more (the graph is made): the timer
-    is off from then on."""
-    usable = (
-        seconds is not None
-        and seconds > 0
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-    )
-    if not usable:
-        yield lambda: None
-        return
-
-    from .tracer import OutOfTime, finishing, stopped_at_budget  # (torch is there)
-
-    ended = False
-
-    def ring(_signum: int, _frame: Optional[FrameType]) -> None:
-        if ended:
-            return
-        if finishing() or stopped_at_budget():  # a graph is being made, or is made: ours alone
-            signal.setitimer(signal.ITIMER_REAL, GRACE)
-            return
-        raise OutOfTime(f"the trace ran past {seconds:g} s")
-
-    def over() -> None:
-        nonlocal ended
-        ended = True
-        signal.setitimer(signal.ITIMER_REAL, 0)
-
-    global _budget_end
-    old = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, float(seconds) + GRACE)  # type: ignore[arg-type]
-    _budget_end = time.monotonic() + float(seconds) + GRACE  # type: ignore[arg-type]
-    try:
-        yield over
-    finally:
-        _budget_end = None
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
-_budget_end: Optional[float] = None  # when hard_budget's timer rings (time.monotonic())
-
-
-def budget_end() -> Optional[float]:
-    """When the running trace's hard budget ends (None: no budget running): stuck.py's
-    watch ends a rank its timer cannot reach."""
-    return _budget_end
 
 
 @dataclass
@@ -133,7 +73,7 @@ def trace_target(
     from .tracer import OutOfTime
 
     try:
-        with hard_budget(time_budget) as over:
+        with hard_stop(time_budget, outside_forward=True) as over:
             return _trace(
                 spec,
                 device,

@@ -28,6 +28,7 @@ from torch import nn
 from . import frames, inputs
 from .build_target import as_call
 from .failure import Failure, one_line, traceback_text
+from .hard_stop import hard_stop
 from .state import rng_kept
 from .threads import core_spared
 
@@ -247,7 +248,9 @@ def _run(
     args, kwargs, copied = _private_copy(model, args, kwargs)
     was_active, _active[0] = _active[0], True
     try:
-        with _quiet() as printed, core_spared():
+        # (a forward looping in pure Python makes no torch call, where the tracer looks at
+        # its budget and the cancel: the timer stops it, or the paused session would hang)
+        with _quiet() as printed, core_spared(), hard_stop(time_budget, cancel):
             result = trace_to_file(
                 model,
                 args,

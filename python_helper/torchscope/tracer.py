@@ -107,11 +107,40 @@ class TraceTimeout(TraceCancelled):
     """The trace ran past its time budget."""
 
 
-class OutOfTime(BaseException):
-    """Raised into whatever runs from outside it (the command line's timer signal), where the
-    tracer's own budget can't stop it: a loop of pure Python. A BaseException, so that the
+class StoppedOutside(BaseException):
+    """Raised into whatever runs from outside it (a timer signal: hard_stop.py), where the
+    tracer's own checks can't stop it: a loop of pure Python. A BaseException, so that the
     user's `except Exception` does not swallow it; raised inside a forward being traced, the
-    trace ends there as at its own budget (a TraceTimeout error, the graph up to there)."""
+    trace ends there as at its own budget or cancel (the graph up to there)."""
+
+
+class OutOfTime(StoppedOutside):
+    """The time budget ran out: a TraceTimeout error when raised inside a forward."""
+
+
+class CancelledOutside(StoppedOutside):
+    """The caller's cancel: a TraceCancelled error when raised inside a forward."""
+
+
+_outside: list[Optional[StoppedOutside]] = [None]  # the last stop raised into a forward
+
+
+def stopping_from_outside(stop: StoppedOutside) -> StoppedOutside:
+    """`stop`, noted as about to be raised into the running forward: the trace ends as stopped
+    even when the forward catches it (as the tracer's own stop, Recorder._check_budget)."""
+    _outside[0] = stop
+    return stop
+
+
+def _from_outside(stop: StoppedOutside) -> TraceCancelled:
+    global _stopped
+    if isinstance(stop, CancelledOutside):
+        error = TraceCancelled(str(stop) or "the trace was cancelled")
+    else:
+        _stopped = True
+        error = TraceTimeout(str(stop) or "the trace ran past its time budget")
+    error.__traceback__ = stop.__traceback__  # (where it was stopped: the error's site)
+    return error
 
 
 _forwards = 0  # traced forwards running now (in_forward)
@@ -2283,6 +2312,7 @@ def _trace(
             _forwards += 1
             _forwards_begun += 1
             _stopped = False
+            _outside[0] = None
             try:
                 result = model(*args, **kwargs)
             finally:
@@ -2294,11 +2324,9 @@ def _trace(
             outputs = list(output_tensors(result))
     except Exception as exc:  # noqa: BLE001 - the graph shows it; re-raised below
         error = exc
-    except OutOfTime as exc:
-        _stopped = True
+    except StoppedOutside as exc:
         rec.time_open_calls()
-        error = TraceTimeout(str(exc) or "the trace ran past its time budget")
-        error.__traceback__ = exc.__traceback__  # (where it was stopped: the error's site)
+        error = _from_outside(exc)
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
         raise  # (the program is stopping: nothing to draw)
     except BaseException as exc:  # noqa: BLE001 - the program's own (`class Stop(BaseException)`)
@@ -2314,8 +2342,13 @@ def _trace(
             # torch's handle forgets this registry (torch 2.13): clean it ourselves
             nn.modules.module._global_forward_hooks_with_kwargs.pop(h.id, None)
         warnings = state.restore()
-    if rec.stopped is not None and not isinstance(error, TraceCancelled):
-        error = rec.stopped  # (the forward caught the stop: re-raised as its own, or swallowed)
+    if not isinstance(error, TraceCancelled):
+        # (the forward caught the stop: re-raised as its own, or swallowed)
+        if rec.stopped is not None:
+            error = rec.stopped
+        elif _outside[0] is not None:
+            error = _from_outside(_outside[0])
+    _outside[0] = None
     if isinstance(error, TraceCancelled) and rank is not None and rank[1] > 1:
         if not local_collectives:
             error = _among_ranks(error)

@@ -622,6 +622,54 @@ def test_cancel_file_and_time_budget(trainer):
     assert not (trainer.out / "c.msgpack").exists() and not (trainer.out / "t.msgpack").exists()
 
 
+def test_a_forward_looping_in_python_stops_at_its_budget_and_on_cancel(trainer):
+    """A loop of pure Python makes no torch call, where the tracer checks its budget and the
+    cancel file: a timer stops it (the main thread paused), and the program is as before."""
+    before = trainer.s.evaluate("spin.lin.weight.sum().item()", trainer.frame_id)
+    reply = trainer.call(
+        "trace",
+        expr="spin",
+        input="torch.randn(2, 4)",
+        out=str(trainer.out / "spin.msgpack"),
+        timeBudget=1,
+        timeout=60,
+    )
+    assert (reply["ok"], reply["kind"]) == (False, "timeout"), reply
+
+    cancel = trainer.out / "cancel-spin"
+    request = {
+        "op": "trace",
+        "expr": "spin",
+        "input": "torch.randn(2, 4)",
+        "out": str(trainer.out / "spin.msgpack"),
+        "cancelFile": str(cancel),
+    }
+    seq = trainer.s.send(
+        "evaluate",
+        {
+            "expression": request_expression(request),
+            "frameId": trainer.frame_id,
+            "context": "clipboard",
+            "format": {"rawString": True},
+        },
+    )
+    time.sleep(0.5)
+    cancel.write_text("")
+    reply = json.loads(trainer.s.response(seq, timeout=60)["result"])
+    assert (reply["ok"], reply["kind"]) == (False, "cancelled"), reply
+
+    assert not (trainer.out / "spin.msgpack").exists()
+    after = {
+        "weight": trainer.s.evaluate("spin.lin.weight.sum().item()", trainer.frame_id),
+        "calls": trainer.s.evaluate("spin.calls", trainer.frame_id),
+        "handler": trainer.s.evaluate(
+            "signal.getsignal(signal.SIGALRM).__name__", trainer.frame_id
+        ),
+        "timer": trainer.s.evaluate("signal.getitimer(signal.ITIMER_REAL)", trainer.frame_id),
+    }
+    assert after == {"weight": before, "calls": "0", "handler": "on_alarm", "timer": "(0.0, 0.0)"}
+
+
 def test_training_goes_on_as_without_a_debugger(trainer):
     trainer.cont()
     trainer.s.wait_end(trainer.since, timeout=60)

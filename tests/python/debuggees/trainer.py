@@ -1,8 +1,10 @@
 """Debuggee: a training loop in a plain Trainer class (not a module) that holds the model as
-`self.model`; and `deep`, a model of thousands of small blocks (never run by the program)
-whose graph is well over 20 MB."""
+`self.model`; `deep`, a model of thousands of small blocks (never run by the program)
+whose graph is well over 20 MB; and `spin`, a model whose forward loops in Python without
+a torch call (never run by the program). The program has its own SIGALRM handler."""
 
 import random
+import signal
 import sys
 
 import torch
@@ -48,6 +50,25 @@ class Deep(nn.Module):
         return x
 
 
+class Spin(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.calls = 0
+
+    def forward(self, x):
+        h = self.lin(x)
+        self.calls += 1
+        n = 0
+        while n >= 0:  # a runaway loop, no torch call in it
+            n += 1
+        return h
+
+
+def on_alarm(signum, frame):
+    print("the program's own alarm")
+
+
 class Trainer:
     def __init__(self, model: nn.Module) -> None:
         self.model = model
@@ -70,7 +91,9 @@ class Trainer:
             print("step", step, f"{loss.item():.6f}")
 
 
+signal.signal(signal.SIGALRM, on_alarm)
 deep = Deep(BLOCKS)
+spin = Spin()
 trainer = Trainer(MLP())
 trainer.fit(2)
 print("rng", f"{torch.rand(1).item():.6f}", f"{random.random():.6f}")
