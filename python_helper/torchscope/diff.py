@@ -686,7 +686,15 @@ def _stats_change(sa: dict[str, Any], sb: dict[str, Any], tolerance: float) -> O
         v = s.get(key)
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
-    scales = [abs(v) for v in (num(sa, "absmax"), num(sb, "absmax")) if v is not None]
+    def magnitude(s: dict[str, Any]) -> Optional[float]:
+        """The tensor's largest magnitude: absmax (floats), else its min or max (integers)."""
+        v = num(s, "absmax")
+        if v is not None:
+            return abs(v)
+        ends = [abs(v) for v in (num(s, "min"), num(s, "max")) if v is not None]
+        return max(ends) if ends else None
+
+    scales = [v for v in (magnitude(sa), magnitude(sb)) if v is not None]
     scale = max(scales) if scales and all(math.isfinite(s) for s in scales) else None
     parts = []
     for key in STAT_FIELDS:

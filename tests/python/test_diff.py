@@ -413,6 +413,25 @@ def test_statistics_within_the_tolerance_or_on_one_side_only_change_nothing() ->
     assert diff_graphs(with_stats(g, 2.0), g).identical
 
 
+def test_integer_statistics_are_compared_at_the_tensors_magnitude_as_float_ones() -> None:
+    # integer tensors have no absmax: the tolerance is still a fraction of the tensor's
+    # largest magnitude (its min or max), not of a mean near 0
+    class Same(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + 0
+
+    def pair(dtype: torch.dtype) -> tuple[Graph, Graph]:
+        x = torch.arange(-2048, 2048).to(dtype)
+        y = x.clone()
+        y[0] += 10  # one value of 4,096: the mean moves by 0.0024, 0.0001% of 2,048
+        return torchscope.trace(Same(), x), torchscope.trace(Same(), y)
+
+    assert diff_graphs(*pair(torch.float32)).identical
+    assert diff_graphs(*pair(torch.int64)).identical
+    a, b = pair(torch.int64)
+    assert not diff_graphs(a, b, stats_tolerance=1e-7).identical  # still compared
+
+
 # -- the wire document ------------------------------------------------------------------
 
 
