@@ -205,6 +205,38 @@ def test_a_hover_on_a_name_picks_the_call_written_there_not_its_namesakes():
     assert plain.startswith("**add**") and "ran" not in plain.split("\n")[0], plain
 
 
+class NanLater(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Linear(8, 8) for _ in range(4))
+        with torch.no_grad():
+            self.blocks[2].weight[0, 0] = float("nan")
+
+    def forward(self, x):
+        a, b = x.abs() * 2, torch.log(-x.abs() - 5)  # nan-later-pair
+        for blk in self.blocks:
+            x = blk(x)  # nan-later-loop
+        return x, a, b
+
+
+def test_a_hover_shows_the_nans_of_every_tensor_the_line_made_not_the_firsts():
+    """A loop over blocks showed block 0's statistics alone (a NaN from block 2 hidden), and
+    `a, b = …, torch.log(…)` only `a`'s, on the NaN origin's own line: tensors alike in shape
+    and dtype are one line of statistics over them all."""
+    lines = indexed(NanLater(), torch.randn(2, 8))
+    loop = hints.hover_markdown(lines[here("# nan-later-loop")], "/g.msgpack", "cpu")
+    assert "4 tensors" in loop and "**nan 18**" in loop, loop  # 2 from block 2, 16 from 3
+    pair = hints.hover_markdown(lines[here("# nan-later-pair")], "/g.msgpack", "cpu")
+    assert "2 tensors" in pair and "**nan 16**" in pair, pair  # all of b, none of a
+
+
+def test_a_share_of_zeros_short_of_all_is_not_written_as_all():
+    out = hints.TensorOut(0, (4096,), "float32", {"zeros": 4095 / 4096, "numel": 4096})
+    assert "zeros 4,095 (>99.9%)" in hints._tensor_text([out], "")
+    out = hints.TensorOut(0, (4096,), "float32", {"zeros": 1.0, "numel": 4096})
+    assert "zeros 4,096 (100%)" in hints._tensor_text([out], "")
+
+
 def test_positions_in_utf16():
     line = "    y = f(x)  # 🙂 ünïcode"
     assert hints.utf16_len(line) == len(line) + 1  # the emoji is two UTF-16 units

@@ -68,5 +68,8 @@ export function formatRange(lo: number | null | undefined, hi: number | null | u
 export function formatShare(f: number): string {
   if (f <= 0) return "0%";
   if (f < 0.001) return "<0.1%";
-  return `${(f * 100).toFixed(f < 0.1 ? 1 : 0)}%`;
+  if (f >= 1) return "100%";
+  // short of all is never written as all: 4,095 zeros of 4,096 is not a dead layer
+  if (f >= 0.9995) return ">99.9%";
+  return `${(f * 100).toFixed(f < 0.1 || f >= 0.9 ? 1 : 0)}%`;
 }

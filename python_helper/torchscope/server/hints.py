@@ -426,14 +426,14 @@ def hover_markdown(
     parts: list[str] = []
     if picked:
         calls = picked
-        tensors = _distinct(t for m in picked for t in m.outputs)
+        tensors = _alike(t for m in picked for t in m.outputs)
         first = picked[0]
         parts.append(f"{_call_name(first)}" + (f" · ran {len(picked)}×" if len(picked) > 1 else ""))
     else:
         calls = list(info.made())
-        tensors = _distinct(t for run in info.runs for t in run.outputs)
+        tensors = _alike(t for run in info.runs for t in run.outputs)
         if not tensors and info.error:  # what the line made before the call that raised
-            tensors = _distinct(t for m in calls for t in m.outputs)
+            tensors = _alike(t for m in calls for t in m.outputs)
         kinds = {tuple(m.name for m in run.made): run for run in info.runs}
         if len(kinds) == 1:
             names = " → ".join(_call_name(m) for m in info.runs[0].made[:4])
@@ -449,8 +449,8 @@ def hover_markdown(
             paths = [m.path for m in (info.runs[0].made[0], info.runs[-1].made[0]) if m.path]
             if len(paths) == 2 and paths[0] != paths[1]:
                 parts[-1] += f" (`{paths[0]}` … `{paths[1]}`)"
-    for t in tensors[:MAX_TENSORS]:
-        parts.append(_tensor_text(t, device))
+    for group in tensors[:MAX_TENSORS]:
+        parts.append(_tensor_text(group, device))
     if len(tensors) > MAX_TENSORS:
         parts.append(f"… {len(tensors) - MAX_TENSORS} more")
     cost = _cost_text([m.cost for m in calls], len(calls))
@@ -496,11 +496,13 @@ def _calls_named(info: LineInfo, word: str, owner: str) -> list[Made]:
     return kind or named
 
 
-def _distinct(tensors: Iterable[TensorOut]) -> list[TensorOut]:
-    seen: dict[tuple[Any, str], TensorOut] = {}
+def _alike(tensors: Iterable[TensorOut]) -> list[list[TensorOut]]:
+    """The tensors grouped by shape and dtype (a loop's layers, `a, b = f(x), g(x)`): one
+    line each in the hover, its statistics over them all."""
+    groups: dict[tuple[Any, str], list[TensorOut]] = {}
     for t in tensors:
-        seen.setdefault((t.shape, t.dtype), t)
-    return list(seen.values())
+        groups.setdefault((t.shape, t.dtype), []).append(t)
+    return list(groups.values())
 
 
 def _call_name(m: Made) -> str:
@@ -509,27 +511,53 @@ def _call_name(m: Made) -> str:
     return f"**{_escape(m.name or m.target)}**"
 
 
-def _tensor_text(t: TensorOut, device: str) -> str:
+def _tensor_text(group: list[TensorOut], device: str) -> str:
+    """A group of tensors alike (`_alike`): its shape and dtype, and the statistics of its
+    one tensor, or over them all — min, max, the zeros, NaN and Inf counts (a NaN made by a
+    later layer of a loop is not hidden by the first one's numbers)."""
+    t = group[0]
     head = f"`{shape_text(t.shape)}` {_escape(t.dtype)}" + (
         f" · {_escape(device)}" if device else ""
     )
-    s = t.stats
-    if not s:
+    stats = [t.stats for t in group if t.stats]
+    if not stats:
         return head
-    bits = [f"{k} {_number(s[k])}" for k in ("min", "max", "mean", "std") if k in s]
-    numel = s.get("numel")
-    zeros = s.get("zeros")
-    if isinstance(zeros, (int, float)):
-        # `zeros` is the fraction of the values that are 0 (docs/graph-format.md).
-        if isinstance(numel, int) and numel:
-            bits.append(f"zeros {round(zeros * numel):,} ({100 * zeros:.3g}%)")
-        else:
-            bits.append(f"zeros {100 * zeros:.3g}%")
+    if len(group) > 1:
+        head += f" · {len(group)} tensors"
+    if len(stats) == 1:
+        bits = [
+            f"{k} {_number(stats[0][k])}" for k in ("min", "max", "mean", "std") if k in stats[0]
+        ]
+    else:
+        bits = []
+        for k, pick in (("min", min), ("max", max)):
+            ends = [s[k] for s in stats if _is_number(s.get(k))]
+            if ends:
+                bits.append(f"{k} {_number(pick(ends))}")
+    # `zeros` is the fraction of the values that are 0 (docs/graph-format.md)
+    zeros = [float(s["zeros"]) for s in stats if _is_number(s.get("zeros"))]
+    sizes = [s["numel"] for s in stats if isinstance(s.get("numel"), int) and s["numel"]]
+    if len(zeros) == len(sizes) == len(stats):
+        count = sum(round(z * n) for z, n in zip(zeros, sizes))
+        bits.append(f"zeros {count:,} ({_percent(count / sum(sizes))})")
+    elif len(zeros) == len(stats) == 1:
+        bits.append(f"zeros {_percent(zeros[0])}")
     for k in ("nan", "inf"):
-        v = s.get(k)
-        if isinstance(v, (int, float)) and v:
+        v = sum(s[k] for s in stats if _is_number(s.get(k)))
+        if v:
             bits.append(f"**{k} {v:,}**")
     return head + "  \n" + " · ".join(bits) if bits else head
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _percent(f: float) -> str:
+    """A fraction as the viewer writes it (units.ts formatShare): short of all is not all."""
+    if 0.9995 <= f < 1:
+        return ">99.9%"
+    return f"{100 * f:.3g}%"
 
 
 def _cost_text(costs: list[Optional[dict[str, Any]]], calls: int) -> str:

@@ -30,6 +30,15 @@ test("numbers for people", () => {
   assert.equal(formatShare(0.0004), "<0.1%");
 });
 
+test("a share short of all is never written as all (QA: 4,095 zeros of 4,096 read 100%)", () => {
+  assert.equal(formatShare(4095 / 4096), ">99.9%");
+  assert.equal(formatShare(0.9996), ">99.9%");
+  assert.equal(formatShare(0.996), "99.6%");
+  assert.equal(formatShare(0.95), "95.0%");
+  assert.equal(formatShare(1), "100%");
+  assert.equal(formatShare(0.5), "50%");
+});
+
 test("a range's ends get the digits it takes to tell them apart (QA: 20000 … 20000)", () => {
   assert.deepEqual(formatRange(19999.6, 20000.4), ["19999.6", "20000.4"]);
   assert.deepEqual(formatRange(-0.5, 0.25), ["-0.5", "0.25"], "told apart already: as formatValue");
