@@ -219,7 +219,13 @@ function candidates(idx: GraphIndex, m: Measure): GraphNode[] {
   if (m === "params") {
     return nodes.filter((n) => n.kind === "module" && !idx.children[n.id]!.some((c) => nodes[c]!.kind === "module"));
   }
-  return nodes.filter((n) => n.kind === "op" || (n.kind === "module" && idx.children[n.id]!.length === 0));
+  // a constant with a cost is a tensor a factory call made (`torch.randn(…)`): an op's kin
+  return nodes.filter(
+    (n) =>
+      n.kind === "op" ||
+      (n.kind === "constant" && n.cost !== undefined && n.cost !== null) ||
+      (n.kind === "module" && idx.children[n.id]!.length === 0),
+  );
 }
 
 /** Whether the nodes the table ranks have values, all of them 0 (so it has no rows). */

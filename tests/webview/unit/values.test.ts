@@ -243,6 +243,32 @@ test("table rows: heaviest ops first with their share; parameters rank innermost
   assert.equal(topRows(idx, "absmax")[0]!.share, null, "not additive: no share");
 });
 
+test("a tensor a factory call made ranks among the heaviest (QA: torch.randn(2000, 2000) left out)", () => {
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const root = b.module("Net", "", null);
+  const made = b.add("constant", "randn", root, { cost: { flops: 0, bytes: 16_000_000, time_ns: 26_000_000 } });
+  const lin = b.op("linear", root, "torch.nn.functional.linear");
+  b.nodes[lin]!.cost = { flops: 128, bytes: 256, time_ns: 900_000 };
+  const weight = b.add("constant", "fc.weight", root); // an outside tensor: no cost, never ranked
+  b.edge(x, lin, [1, 64]);
+  b.edge(weight, lin, [2, 64]);
+  b.edge(made, lin, [2000, 2000]);
+  b.nodes[root]!.cost = { flops: 128, bytes: 16_000_256, time_ns: 27_000_000 };
+  const g = b.build();
+  g.values = { stats: false, costs: true };
+  const idx = buildIndex(g);
+  assert.deepEqual(
+    topRows(idx, "time").map((r) => [r.id, r.name]),
+    [
+      [made, "randn"],
+      [lin, "linear"],
+    ],
+  );
+  assert.ok(topRows(idx, "bytes")[0]!.share! > 0.99);
+  assert.ok(!topRows(idx, "flops").some((r) => r.id === weight));
+});
+
 test("hover rows: cost, statistics, histogram", () => {
   const { g, ids } = withValues();
   const idx = buildIndex(g);
