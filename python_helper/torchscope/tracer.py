@@ -396,6 +396,9 @@ class Recorder(TorchFunctionMode):
         # module call → tensors a call inside it handed back as they were (`x.to(float32)` of
         # a float32 x, dropout in eval mode): (tensor id, its producer before, the call's node)
         self.passed: dict[int, list[tuple[int, Any, int]]] = {}
+        # (node id, tensor id) → the tensor's producer entry before that node handed it back
+        # unchanged: a view taken before is not the hand-back's output (_unhanded)
+        self.handed: dict[tuple[int, int], _Produced] = {}
         # every module of the tree described before the forward, in one loop: the same work
         # done call by call inside the forward costs twice as much (its data is cold there)
         for _, m in named:
@@ -433,6 +436,8 @@ class Recorder(TorchFunctionMode):
         base = t._base
         if base is not None:
             b = self.producer.get(id(base))
+            if b is not None and self.handed:
+                b = self._unhanded(b, id(base))
             if b is not None and b[0]() is base and (nid is None or b[1] > nid):
                 nid = b[1]  # the base was written in place after this view was made
                 st = self._stats(t)
@@ -545,10 +550,19 @@ class Recorder(TorchFunctionMode):
         except TypeError:
             pass
 
+    def _unhanded(self, entry: _Produced, key: int) -> _Produced:
+        """Tensor `key`'s producer entry before the calls that handed it back unchanged: the
+        call that last wrote it (a view taken before a dropout in eval is not its output)."""
+        handed = self.handed
+        while (entry[1], key) in handed:
+            entry = handed[(entry[1], key)]
+        return entry
+
     def _passed_through(self, key: int, before: Any, nid: int) -> None:
         """Node `nid` handed back tensor `key` unchanged: it is the producer while the module
         call that made it is open (its code's name for the result is the call's), and the
         one before again once that call returns something else (see `_end_passed`)."""
+        self.handed[(nid, key)] = before
         if self.stack:
             self.passed.setdefault(self.stack[-1], []).append((key, before, nid))
 

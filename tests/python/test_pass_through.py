@@ -102,3 +102,38 @@ def test_what_the_model_returns_through_a_last_dropout_comes_from_the_dropout() 
         g = torchscope.trace(nn.Sequential(*layers).eval(), torch.randn(2, 4), values=False)
         [output] = [n for n in g.nodes if n.kind == "output"]
         assert _sources(g, output) == ["dropout@1" if tail else "linear@2"], tail
+
+
+class ViewBefore(nn.Module):
+    """A view taken before a call hands its base back: the view is the view op's output,
+    not the dropout's (QA: drawn `dropout -> output[0] [6]`, the view left without edges)."""
+
+    def __init__(self, written: bool = False) -> None:
+        super().__init__()
+        self.drop = nn.Dropout(0.5)
+        self.written = written
+
+    def forward(self, x):
+        a = x * 2
+        b = a.view(-1)
+        if self.written:
+            a.add_(1)  # written after the view: the view's values are the add_'s
+        e = self.drop(a)  # eval: `a` itself handed back
+        return b, e
+
+
+def _into_outputs(g: Graph) -> list[tuple[str, list[int]]]:
+    return sorted(
+        (g.nodes[e.src].name, list(e.shape or []))
+        for e in g.edges
+        if g.nodes[e.dst].kind == "output"
+    )
+
+
+def test_a_view_taken_before_a_handed_back_base_is_the_views_own():
+    g = torchscope.trace(ViewBefore().eval(), torch.randn(2, 3))
+    assert _into_outputs(g) == [("dropout", [2, 3]), ("view", [6])]
+    assert "[2, 3] → [2, 3]" in g.summary(), g.summary()
+    # written in place after the view (then handed back): the view is the write's
+    g = torchscope.trace(ViewBefore(written=True).eval(), torch.randn(2, 3))
+    assert _into_outputs(g) == [("add_", [6]), ("dropout", [2, 3])]
