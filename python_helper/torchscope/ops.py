@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -246,3 +247,16 @@ def _fits(value: Any, kind: str) -> bool:
     if isinstance(value, torch.device):
         return kind == "Device"
     return True
+
+
+@functools.lru_cache(maxsize=None)
+def pointwise(name: str) -> bool:
+    """Whether the op called `name` (`log`, `add_`, `where`) is pointwise: each output value
+    made of the inputs' values at its own place (an aten overload of that name tagged so)."""
+    packet = getattr(torch.ops.aten, name, None) if name.isidentifier() else None
+    if packet is None:
+        return False
+    try:
+        return any(torch.Tag.pointwise in getattr(packet, o).tags for o in packet.overloads())
+    except Exception:  # (an op namespace entry that is no overload packet)
+        return False

@@ -53,7 +53,7 @@ from .graph import (
     Site,
 )
 from .one_call import ONE_CALL, Call, plain_call, torch_hooks_only_ours
-from .ops import FuncInfo, func_info, overload_names, written_argument
+from .ops import FuncInfo, func_info, overload_names, pointwise, written_argument
 from .sites import (
     class_definition,
     frame_site,
@@ -1730,7 +1730,7 @@ class Recorder(TorchFunctionMode):
         }
         for nid, ins, outs in checks:
             bad = [st for st in ins if st.nonfinite]
-            if any(id(st) not in asked for st in bad):
+            if any(id(st) not in asked for st in bad) and not self._made_nan_too(nid, bad, outs):
                 continue  # made from non-finite values: their origin came first
             nan = any(_count(st, "nan") for st in outs)
             node = self.nodes[nid]
@@ -1751,6 +1751,19 @@ class Recorder(TorchFunctionMode):
         self.wrote_later.clear()
         self.non_finite_args.clear()
         self.unwritten.clear()
+
+    def _made_nan_too(self, nid: int, bad: list[TensorStats], outs: list[TensorStats]) -> bool:
+        """Whether op `nid`, given non-finite values, made NaN of finite ones too: a pointwise
+        op (each value from one place of each input, none broadcast) whose output holds more
+        NaN than its inputs held NaN and Inf (log of a batch where one sample was NaN)."""
+        node = self.nodes[nid]
+        if node.kind != "op" or len(outs) != 1 or not pointwise(node.name):
+            return False
+        size = _count(outs[0], "numel")
+        if not size or any(_count(st, "numel") != size for st in bad):
+            return False
+        carried = sum(_count(st, "nan") + _count(st, "inf") for st in bad)
+        return _count(outs[0], "nan") > carried
 
     def _reaching_outputs(
         self,

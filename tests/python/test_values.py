@@ -760,6 +760,26 @@ def test_inf_in_the_input_has_no_origin_inside():
     assert graph.to_wire()["nan_origin"] is None
 
 
+class LogOf(nn.Module):
+    def forward(self, x, y):
+        z = x @ y  # a NaN in x spreads over its row: no new NaN made here
+        return torch.log(x) * 2, z.sum()
+
+
+def test_one_nan_in_the_input_does_not_hide_a_nan_the_model_makes():
+    """log of 5 negative values makes 5 NaN beside the input's one (1 in, 6 out): the origin
+    is log, though its input was not finite (QA: one bad sample hid a real bug). An op that
+    mixes values (matmul) spreads a NaN over many: no origin."""
+    x = torch.linspace(-1, 1, 12).reshape(3, 4)
+    x[2, 3] = float("nan")  # (not a negative: log of it would be NaN anyway)
+    graph = torchscope.trace(LogOf(), x, torch.ones(4, 4))
+    assert graph.nan_origin is not None and graph.nodes[graph.nan_origin].name == "log"
+    spread = torch.ones(3, 4)
+    spread[0, 0] = float("nan")
+    graph = torchscope.trace(LogOf(), spread, torch.ones(4, 4))
+    assert graph.nan_origin is None  # log of ones; matmul spreads one NaN over a row: 4 out
+
+
 def test_nan_origin_in_a_submodule_names_the_op_inside_it():
     graph = torchscope.trace(HalfOverflow(), torch.tensor([1.0, 2.0, -3.0]))
     origin = graph.nodes[graph.nan_origin]
