@@ -249,7 +249,7 @@ def _fits(value: Any, kind: str) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def pointwise(name: str) -> bool:
     """Whether the op called `name` (`log`, `add_`, `where`) is pointwise: each output value
     made of the inputs' values at its own place (an aten overload of that name tagged so)."""
