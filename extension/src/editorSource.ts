@@ -334,7 +334,7 @@ export class EditorSource implements TraceSource {
         log.warn(`${this.target}: ${f.message}`);
         void vscode.window
           .showErrorMessage(`torchscope: ${f.message}`, "Change Time Limit")
-          .then((c) => c && openSettingInUse("torchscope.traceTimeoutSeconds", this.doc.uri));
+          .then((c) => c && openSettingInUse("torchscope.traceTimeoutSeconds"));
         return;
       case "target-error":
         log.error(f.details ? `${f.message}\n${f.details}` : f.message);

@@ -363,7 +363,7 @@ export class TraceFlow {
       return "retry";
     }
     if (choice === "Go to Line" && what.line) void revealLine(what.line.file, what.line.line, GraphPanel.find(source.uri, source.target));
-    if (choice === "Change Time Limit") void openSettingInUse("torchscope.traceTimeoutSeconds", vscode.Uri.parse(source.uri));
+    if (choice === "Change Time Limit") void openSettingInUse("torchscope.traceTimeoutSeconds");
     return undefined;
   }
 

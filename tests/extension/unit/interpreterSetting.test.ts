@@ -6,13 +6,13 @@
 import "./debug-fake";
 import { strict as assert } from "node:assert";
 import { afterEach, beforeEach, describe, it } from "node:test";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as vs from "./vscode-stub";
 import { pythonInterpreterChanged, settingsChanged } from "../../../extension/src/extension";
 import { interpreterSettings, pickInterpreter, type Interpreter } from "../../../extension/src/interpreter";
-import { scopeInUse } from "../../../extension/src/settingsScope";
+import { PER_FOLDER, scopeInUse } from "../../../extension/src/settingsScope";
 import type { Server } from "../../../extension/src/client";
 import { TORCHSCOPE_ERROR } from "../../../extension/src/protocol";
 import { fakeServer as tracingServer, wiredExtension } from "./wiring";
@@ -129,6 +129,16 @@ describe("where a setting's value in use is set", () => {
     assert.equal(scopeInUse({ workspaceValue: "/w/py", workspaceFolderValue: "/w/py" }, false), "workspace");
     assert.equal(scopeInUse({ workspaceValue: "/w/py", workspaceFolderValue: "/f/py" }, true), "workspace-folder");
     assert.equal(scopeInUse({ workspaceValue: "/w/py" }, true), "workspace");
+  });
+
+  it("a window's setting (the time limit) ignores a folder's value: VS Code does not use it", () => {
+    assert.equal(scopeInUse({ globalValue: 60, workspaceFolderValue: 5 }, true, false), "user");
+    assert.equal(scopeInUse({ workspaceValue: 30, workspaceFolderValue: 5 }, true, false), "workspace");
+    assert.equal(scopeInUse({ workspaceValue: 30, workspaceFolderValue: 30 }, false, false), "workspace");
+    const settings = JSON.parse(readFileSync(join(__dirname, "..", "..", "..", "package.json"), "utf8")).contributes.configuration
+      .properties as Record<string, { scope?: string }>;
+    const perFolder = Object.keys(settings).filter((k) => settings[k]!.scope === "resource");
+    assert.deepEqual([...PER_FOLDER].sort(), perFolder.sort(), "as package.json declares them");
   });
 });
 
