@@ -115,7 +115,6 @@ export function reveal(idx: GraphIndex, e: Expansion, id: number): Expansion {
   return { modules, groups, segments };
 }
 
-/** Deepest level currently shown (opened modules and unfolded groups), for the depth control. */
 /** The depth control's value for a depth asked for: past the deepest level anything still
  * opens at (the `9` key, or Depth + where the deepest boxes each wrap one op and stay
  * closed), the depth that opens the same boxes, as Expand all shows it. */
@@ -124,12 +123,22 @@ export function depthFor(idx: GraphIndex, asked: number): number {
   return depth > 0 ? Math.min(depth, currentDepth(idx, toDepth(idx, depth))) : 0;
 }
 
+/** Deepest level currently shown (opened modules and unfolded groups that are drawn: a box
+ * opened inside one closed or folded since stays open, unseen), for the depth control. */
 export function currentDepth(idx: GraphIndex, e: Expansion): number {
+  const drawn = (id: number): boolean => {
+    for (const x of [id, ...ancestors(idx, id)]) {
+      const gi = idx.groupOf[x]!;
+      if (gi >= 0 && !e.groups.has(gi)) return false; // (a folded group: one box for them all)
+      if (x !== id && !e.modules.has(x)) return false;
+    }
+    return true;
+  };
   let d = 0;
-  for (const id of e.modules) d = Math.max(d, idx.depth[id]! + 1);
+  for (const id of e.modules) if (drawn(id)) d = Math.max(d, idx.depth[id]! + 1);
   for (const gi of e.groups) {
     const first = idx.graph.groups[gi]?.members[0];
-    if (first !== undefined) d = Math.max(d, idx.depth[first]! + 1);
+    if (first !== undefined && drawn(first)) d = Math.max(d, idx.depth[first]! + 1);
   }
   return d;
 }

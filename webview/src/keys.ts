@@ -81,7 +81,10 @@ export type GraphKeyAction =
   /** The box's own click: select it and go to its line. */
   | { type: "activate" }
   /** Open or close the box (a module, a ×N group, a folded run). */
-  | { type: "toggle" };
+  | { type: "toggle" }
+  /** Open the box (+), close it (−); a box already so stays. */
+  | { type: "open" }
+  | { type: "close" };
 
 /** A key pressed while the graph has the focus (null: the page's own keys apply). */
 export function graphKeyAction(p: KeyPress): GraphKeyAction | null {
@@ -96,16 +99,31 @@ export function graphKeyAction(p: KeyPress): GraphKeyAction | null {
     case "Enter":
       return { type: "activate" };
     case " ":
-    case "+":
-    case "-":
       return { type: "toggle" };
+    case "+":
+    case "=": // (+ without Shift on most layouts)
+      return { type: "open" };
+    case "-":
+      return { type: "close" };
   }
   return null;
 }
 
-/** Drawn items (boxes and opened frames) by key and top-left corner, in reading order. */
-export function readingOrder(items: readonly { key: string; x: number; y: number }[]): string[] {
-  return [...items].sort((a, b) => a.y - b.y || a.x - b.x).map((i) => i.key);
+/** A drawn item by its left edge, top and height; a frame (an opened module) is read at its
+ * top, before what it holds. */
+export interface ReadItem {
+  key: string;
+  x: number;
+  y: number;
+  h?: number;
+  frame?: boolean;
+}
+
+/** Drawn items (boxes and opened frames) in reading order: top to bottom, left to right.
+ * A box is read at its middle: the boxes of a row share it, not their tops. */
+export function readingOrder(items: readonly ReadItem[]): string[] {
+  const at = (i: ReadItem): number => (i.frame ? i.y : i.y + (i.h ?? 0) / 2);
+  return [...items].sort((a, b) => at(a) - at(b) || a.x - b.x).map((i) => i.key);
 }
 
 /** The key `step` away from `current` in `order`, wrapping; the first (or last) when none. */

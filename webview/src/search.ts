@@ -25,3 +25,10 @@ export function nodesAtLine(idx: GraphIndex, file: string, line: number): number
   for (const n of idx.graph.nodes) if (n.site && n.site.line === line && n.site.file === file) out.push(n.id);
   return out;
 }
+
+/** The match one step from position `pos` of `n` (-1: none shown yet): Enter shows the
+ * first, Shift+Enter the last, as Next and Previous change do. */
+export function stepMatch(pos: number, step: 1 | -1, n: number): number {
+  if (pos < 0 || pos >= n) return step === 1 ? 0 : n - 1;
+  return (pos + step + n) % n;
+}

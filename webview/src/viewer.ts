@@ -51,7 +51,7 @@ import {
 import { buttonAction, graphKeyAction, keyAction, readingOrder, searchKeyAction, stepIn, type GraphKeyAction, type ViewerAction } from "./keys";
 import { describe, describeEdge } from "./details";
 import { formatCount } from "./count";
-import { highlightKeys, nodesAtLine, searchNodes } from "./search";
+import { highlightKeys, nodesAtLine, searchNodes, stepMatch } from "./search";
 import { Minimap } from "./minimap";
 import { CANVAS_MAX_AREA, CANVAS_MAX_SIDE, exportSize, exportSvg, pngScale, svgToPng } from "./export";
 import { buildUi, fillTooltip, type Ui } from "./ui";
@@ -577,7 +577,7 @@ export class Viewer {
   async nextMatch(step: 1 | -1): Promise<void> {
     if (this.matches.length === 0) return;
     const n = this.matches.length;
-    this.matchPos = (this.matchPos + step + n) % n;
+    this.matchPos = stepMatch(this.matchPos, step, n);
     this.ui.searchCount.textContent = `${this.matchPos + 1} / ${n}`;
     // Each step opens just the path to this match on top of the view the search started from.
     this.searchBase ??= this.exp;
@@ -746,8 +746,8 @@ export class Viewer {
     const { layout } = this.drawn;
     if (a.type === "move") {
       const items = [
-        ...layout.nodes.map((n) => ({ key: n.key, x: n.x - n.w / 2, y: n.y - n.h / 2 })),
-        ...layout.clusters.map((c) => ({ key: c.key, x: c.x, y: c.y })),
+        ...layout.nodes.map((n) => ({ key: n.key, x: n.x - n.w / 2, y: n.y - n.h / 2, h: n.h })),
+        ...layout.clusters.map((c) => ({ key: c.key, x: c.x, y: c.y, frame: true })),
       ];
       const key = stepIn(readingOrder(items), this.selected, a.step);
       if (key) this.focusBox(key);
@@ -756,7 +756,15 @@ export class Viewer {
     const key = this.selected;
     if (!key) return;
     if (a.type === "activate") this.clickItem(key);
-    else if (this.isExpandable(key)) this.toggle(key);
+    else if (this.isExpandable(key) && (a.type === "toggle" || (a.type === "open") !== this.isOpen(key))) this.toggle(key);
+  }
+
+  /** Whether a module, group or folded run is open now. */
+  private isOpen(key: string): boolean {
+    const n = Number(key.slice(1));
+    if (key.startsWith("g")) return this.exp.groups.has(n);
+    if (key.startsWith("s")) return this.exp.segments.has(n);
+    return this.exp.modules.has(n);
   }
 
   /** Select a box from the keyboard: in view, its details shown beside it as a hover would. */

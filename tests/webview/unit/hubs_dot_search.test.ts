@@ -5,7 +5,7 @@ import { buildVisible } from "../../../webview/src/visible";
 import { expandAll, initialExpansion } from "../../../webview/src/expansion";
 import { replaceHubEdges } from "../../../webview/src/hubs";
 import { quote, toDot } from "../../../webview/src/dot";
-import { highlightKeys, nodesAtLine, searchNodes } from "../../../webview/src/search";
+import { highlightKeys, nodesAtLine, searchNodes, stepMatch } from "../../../webview/src/search";
 import { edgeLabel, shapeText } from "../../../webview/src/labels";
 import { GraphBuilder, mlpWithBlocks } from "./builder";
 
@@ -101,4 +101,13 @@ test("nodes made on a source line (the editor's cursor)", () => {
   const c = b.add("op", "mul", null, { site: { ...site } });
   b.add("op", "other", null, { site: { ...site, file: "/w/x.py" } });
   assert.deepEqual(nodesAtLine(buildIndex(b.build()), "/w/m.py", 7), [a, c]);
+});
+
+test("Shift+Enter first shows the last match, Enter the first (QA: 11 / 12)", () => {
+  assert.equal(stepMatch(-1, -1, 12), 11);
+  assert.equal(stepMatch(-1, 1, 12), 0);
+  assert.equal(stepMatch(0, -1, 12), 11);
+  assert.equal(stepMatch(11, 1, 12), 0);
+  assert.equal(stepMatch(4, 1, 12), 5);
+  assert.equal(stepMatch(-1, -1, 1), 0);
 });

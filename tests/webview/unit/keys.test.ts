@@ -62,7 +62,10 @@ test("with the graph focused, arrows walk its boxes, Enter is a click, Space / +
   assert.deepEqual(on("ArrowUp"), { type: "move", step: -1 });
   assert.deepEqual(on("ArrowLeft"), { type: "move", step: -1 });
   assert.deepEqual(on("Enter"), { type: "activate" });
-  for (const k of [" ", "+", "-"]) assert.deepEqual(on(k), { type: "toggle" });
+  assert.deepEqual(on(" "), { type: "toggle" });
+  // (QA: + closed an open frame, − opened a closed box)
+  for (const k of ["+", "="]) assert.deepEqual(on(k), { type: "open" });
+  assert.deepEqual(on("-"), { type: "close" });
   assert.equal(on("e"), null, "the page's own keys still apply");
   assert.equal(on("ArrowDown", { altKey: true }), null);
 });
@@ -82,4 +85,15 @@ test("reading order runs top to bottom, then left to right, and steps wrap", () 
   assert.equal(stepIn(order, "n1", -1), "n5");
   assert.equal(stepIn(order, "gone", 1), "n1", "a selection no longer drawn starts again");
   assert.equal(stepIn([], "n1", 1), null);
+});
+
+test("a row reads left to right whatever the heights of its boxes (QA: wpe before view)", () => {
+  // boxes of one row share their middle; a taller box's top is higher: it came first
+  const order = readingOrder([
+    { key: "tall", x: 600, y: 90, h: 60 },
+    { key: "short", x: 500, y: 105, h: 30 },
+    { key: "frame", x: 0, y: 20, h: 400, frame: true }, // a frame: read at its top, before its boxes
+    { key: "below", x: 0, y: 200, h: 30 },
+  ]);
+  assert.deepEqual(order, ["frame", "short", "tall", "below"]);
 });

@@ -132,6 +132,31 @@ test("Depth + never shows a depth that opens nothing new (QA: MLP 1 → 2 → 1 
   assert.equal(depthFor(idx, 2), 1);
 });
 
+test("the depth shown counts only open boxes that are drawn (QA: a closed block's open insides)", () => {
+  // a search opened Net > a > a.fc; closing `a` by hand leaves a.fc open but hidden: the
+  // readout said 3 and the first Depth − closed only that hidden box
+  const b = new GraphBuilder();
+  const root = b.module("Net", "", null);
+  const a = b.module("Block", "a", root);
+  const a1 = b.module("Linear", "a.fc", a);
+  const deep = b.op("linear", a1);
+  b.op("relu", a);
+  const other = b.module("Block", "b", root);
+  b.op("relu", other);
+  b.op("relu", other);
+  const idx = buildIndex(b.build());
+  const found = reveal(idx, toDepth(idx, 1), deep);
+  assert.equal(currentDepth(idx, found), 3);
+  const closed = toggleModule(found, a);
+  assert.equal(currentDepth(idx, closed), 1, "only the root is open and drawn");
+  // the same inside a folded group: a member's open insides are not drawn
+  const { g, ids } = mlpWithBlocks();
+  const gidx = buildIndex(g);
+  const opened = reveal(gidx, toDepth(gidx, 1), ids.l0); // Net > blocks.0, the group unfolded
+  assert.equal(currentDepth(gidx, opened), 2);
+  assert.equal(currentDepth(gidx, toggleGroup(opened, 0)), 1);
+});
+
 test("Depth − only closes: a level less of what is open, never a box that was closed", () => {
   // Search opened one deep box; "−" then opened every block (it was "expand to depth N−1")
   const b = new GraphBuilder();
