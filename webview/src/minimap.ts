@@ -16,6 +16,9 @@ export class Minimap {
   readonly canvas: HTMLCanvasElement;
   private base: HTMLCanvasElement | null = null;
   private layout: Layout | null = null;
+  private colors: { node: string; cluster: string } | null = null;
+  /** The largest size the stage allowed when drawn (its share of the stage). */
+  private room = { w: 0, h: 0 };
   private sx = 1;
   private sy = 1;
   private dragging = false;
@@ -44,10 +47,8 @@ export class Minimap {
   /** Draw `layout` in miniature; again with new colours when the theme changes. */
   setLayout(layout: Layout, colors: { node: string; cluster: string }): void {
     this.layout = layout;
-    // At most a quarter of the stage, so small notebook views stay usable.
-    const stage = this.canvas.parentElement!;
-    const maxW = Math.min(180, Math.max(60, stage.clientWidth * 0.25));
-    const maxH = Math.min(200, Math.max(60, stage.clientHeight * 0.3));
+    this.colors = colors;
+    const { w: maxW, h: maxH } = (this.room = this.roomNow());
     const lw = Math.max(layout.width, 1);
     const lh = Math.max(layout.height, 1);
     this.sy = Math.min(maxW / lw, maxH / lh);
@@ -72,6 +73,24 @@ export class Minimap {
     this.canvas.height = base.height;
     this.canvas.style.width = `${w}px`;
     this.canvas.style.height = `${h}px`;
+  }
+
+  /** The stage was resized: drawn again at the size it allows now (it kept the size of the
+   * stage it was first drawn in, and covered the graph of a window made smaller). */
+  resized(): void {
+    if (!this.layout || !this.colors) return;
+    const room = this.roomNow();
+    if (room.w !== this.room.w || room.h !== this.room.h) this.setLayout(this.layout, this.colors);
+  }
+
+  /** At most a quarter of the stage's width and 30% of its height, so small notebook views
+   * stay usable. */
+  private roomNow(): { w: number; h: number } {
+    const stage = this.canvas.parentElement!;
+    return {
+      w: Math.min(180, Math.max(60, stage.clientWidth * 0.25)),
+      h: Math.min(200, Math.max(60, stage.clientHeight * 0.3)),
+    };
   }
 
   /** Screen space the overview takes in the stage's bottom-right corner (with its inset). */

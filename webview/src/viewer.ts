@@ -19,7 +19,7 @@ import {
   toggleSegment,
   type Expansion,
 } from "./expansion";
-import { buildVisible, TooManyToDraw, type VisibleGraph } from "./visible";
+import { buildVisible, shownAs, TooManyToDraw, type VisibleGraph } from "./visible";
 import { errorText } from "./errorText";
 import { clip, isCollective, rankText } from "./labels";
 import { segmentRange, segmentsOf } from "./segments";
@@ -229,6 +229,8 @@ export class Viewer {
     const marks = this.comparison?.marks(vg);
     this.scene.set({ idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow!, marks });
     this.drawn = { key, exp, vg, layout, labels, marks };
+    // a selection inside a box closed since: that box is the place the keys go on from
+    if (this.selected) this.selected = shownAs(this.idx, vg, this.selected);
     this.minimap.setLayout(layout, this.colors());
     if (restore) {
       this.setTransform(restore);
@@ -649,16 +651,15 @@ export class Viewer {
     ui.svg.addEventListener("pointermove", (ev) => {
       if (this.tipHeld(ev)) return;
       if (ui.tooltip.hidden) hover(ev);
-      else {
-        this.cardKey = null; // (the pointer has the card now)
-        this.placeTooltip(ev);
-      }
+      // (the keyboard's card stays beside its box: a box the pointer enters takes it over)
+      else if (this.cardKey === null) this.placeTooltip(ev);
     });
     ui.svg.addEventListener("pointerleave", () => this.hideTooltip());
 
     // Document-level listeners go away with the viewer (VS Code mounts a new one per trace).
     ui.root.ownerDocument.addEventListener("keydown", (ev) => this.onKey(ev), { signal: this.disposer.signal });
     const resize = new ResizeObserver(() => {
+      this.minimap.resized();
       // A view the page chose fits the new size (a VS Code panel settles its size after
       // the graph is drawn); one the user set stays as it is.
       if (this.autoView === "initial") this.initialView();

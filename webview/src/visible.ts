@@ -47,6 +47,14 @@ export const nodeKey = (id: number): string => `n${id}`;
 export const groupKey = (gi: number): string => `g${gi}`;
 export const segmentKey = (si: number): string => `s${si}`;
 
+/** The drawn item that shows `key` (a node's or a group's) in `vg`: itself when drawn, else
+ * the closed box that holds it now (the selection after its module was closed); null: none. */
+export function shownAs(idx: GraphIndex, vg: VisibleGraph, key: string): string | null {
+  if (vg.nodes.some((n) => n.key === key) || vg.clusters.some((c) => c.key === key)) return key;
+  const id = key.startsWith("n") ? Number(key.slice(1)) : key.startsWith("g") ? idx.graph.groups[Number(key.slice(1))]?.members[0] : undefined;
+  return id === undefined || Number.isNaN(id) ? null : (vg.rep[id] ?? null);
+}
+
 /** How much one view may hold (what Graphviz can lay out). */
 export interface Limits {
   /** Boxes and frames. */

@@ -375,7 +375,8 @@ describe("the graph without a mouse", () => {
     await page.keyboard.press("e");
     await page.waitForTimeout(50);
     await ready(page);
-    assert.equal(await page.locator('.ts-nodes > g[data-selected="true"]').count(), 0);
+    // (the selection is the closed Dropout box that holds the op now)
+    assert.equal(await page.locator('.ts-nodes > g[data-selected="true"]').getAttribute("data-path"), "drop");
     assert.ok(await tip.isHidden(), "the card of a box no longer drawn is away");
     await shot(page, "keyboard-card-after-expand-all");
     // A box still drawn after a re-layout (E) and the view moved (Fit): its card is beside it.
@@ -428,6 +429,69 @@ describe("the graph without a mouse", () => {
     await page.context().close();
   });
 
+  test("the keyboard's card stays beside its box while the pointer moves over empty canvas and the view zooms (QA)", async () => {
+    // the pointer, resting on the canvas, took the card over when it moved: the card jumped to
+    // the pointer and stayed there after a zoom
+    const o = await open(browser, "gpt2");
+    const { page } = o;
+    // a point of the stage no box, frame or edge is under: the pointer rests there first
+    const empty = await page.evaluate(() => {
+      const s = document.querySelector(".ts-svg")!.getBoundingClientRect();
+      for (let y = s.bottom - 40; y > s.top + 10; y -= 15) {
+        for (let x = s.left + 20; x < s.right - 20; x += 15) {
+          const el = document.elementFromPoint(x, y);
+          if (el && el.classList.contains("ts-svg")) return { x, y };
+        }
+      }
+      return null;
+    });
+    assert.ok(empty, "the stage has empty canvas");
+    await page.mouse.move(empty.x, empty.y);
+    await page.locator(".ts-svg").focus();
+    const node = page.locator('.ts-node[data-selected="true"]');
+    for (let i = 0; i < 5 && (await node.count()) === 0; i++) await page.keyboard.press("ArrowDown");
+    const tip = page.locator(".ts-tooltip");
+    assert.ok(await tip.isVisible());
+    const key = await node.first().getAttribute("data-key");
+    const title = await tip.locator(".ts-tip-title").textContent();
+    const near = async (what: string): Promise<void> => {
+      const [b, c] = [await box(page.locator(`.ts-node[data-key="${key}"] > .ts-box`)), await box(tip)];
+      const gap = Math.max(c.x - (b.x + b.width), b.x - (c.x + c.width), c.y - (b.y + b.height), b.y - (c.y + c.height), 0);
+      assert.ok(gap <= 40, `${what}: the card ${JSON.stringify(c)} is ${gap} px from its box ${JSON.stringify(b)}`);
+      assert.equal(await tip.locator(".ts-tip-title").textContent(), title, "still the selected box's card");
+    };
+    await page.mouse.move(empty.x + 8, empty.y - 4, { steps: 3 }); // (on the canvas still)
+    assert.ok(await tip.isVisible(), "the card stays");
+    await near("after the pointer moved");
+    await page.mouse.wheel(0, -150);
+    await page.waitForTimeout(200);
+    if (await tip.isVisible()) await near("after a zoom"); // (hidden: its box left the window)
+    await shot(page, "keyboard-card-pointer-away");
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+
+  test("closing the module that holds the selection selects the closed box; the arrows go on from it (QA)", async () => {
+    const o = await open(browser, "gpt2");
+    const { page } = o;
+    await page.fill("[data-role=search]", "h.2.mlp.c_fc");
+    await page.press("[data-role=search]", "Enter");
+    await ready(page);
+    const selected = page.locator('[data-selected="true"]').first();
+    assert.match((await selected.getAttribute("data-path")) ?? "", /^h\.2\.mlp\.c_fc$/);
+    const block = await page.locator('.ts-cluster[data-path="h.2"]').first().getAttribute("data-key");
+    await page.locator(`[data-toggle="${block}"]`).first().click();
+    await page.waitForTimeout(50);
+    await ready(page);
+    assert.equal(await selected.getAttribute("data-path"), "h.2", "the closed block holds the selection");
+    await page.locator(".ts-svg").focus();
+    await page.keyboard.press("ArrowDown");
+    const next = await selected.getAttribute("data-path");
+    assert.ok(next !== "" && next !== "h.2", `the next box after h.2, not the root: ${next}`);
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+
   test("the keyboard hint offers Enter only for a box with a line (not the input and output pills)", async () => {
     const o = await open(browser, "gpt2");
     const { page } = o;
@@ -447,6 +511,26 @@ describe("the graph without a mouse", () => {
     const module = hints.get("module");
     assert.ok(module !== undefined, `a module box is reached: ${[...hints.keys()].join(", ")}`);
     assert.match(module, /Enter goes to its line/);
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+});
+
+describe("the overview after the window changed size", () => {
+  test("it takes its share of the smaller stage, as on a page opened at that size (QA: 202 px over 235)", async () => {
+    const o = await open(browser, "gpt2", { width: 1280, height: 800 });
+    const { page } = o;
+    await page.keyboard.press("3");
+    await page.waitForTimeout(50);
+    await ready(page);
+    await page.setViewportSize({ width: 480, height: 360 });
+    await page.waitForTimeout(300);
+    const stage = await box(page.locator(".ts-svg"));
+    const mini = await box(page.locator("canvas.ts-minimap"));
+    // (its box has a 1 px border and a canvas of whole pixels)
+    assert.ok(mini.height <= Math.max(60, stage.height * 0.3) + 3, `overview ${mini.height} px in a ${stage.height} px stage`);
+    assert.ok(mini.width <= Math.max(60, stage.width * 0.25) + 3, `overview ${mini.width} px in a ${stage.width} px stage`);
+    await shot(page, "overview-after-shrink");
     assert.deepEqual(o.errors, []);
     await page.context().close();
   });

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { buildIndex } from "../../../webview/src/model";
-import { buildVisible } from "../../../webview/src/visible";
+import { buildVisible, shownAs } from "../../../webview/src/visible";
 import {
   closeFrom,
   collapseAll,
@@ -187,4 +187,16 @@ test("expansion keys are order independent", () => {
   const b = toggleModule(toggleModule(initialExpansion(idx), ids.b0), ids.fc1);
   assert.equal(expansionKey(a), expansionKey(b));
   assert.notEqual(expansionKey(a), expansionKey(initialExpansion(idx)));
+});
+
+test("a selection inside a box closed since is shown by that box (QA: collapse lost the place)", () => {
+  const { g, ids } = mlpWithBlocks();
+  const idx = buildIndex(g);
+  const open = reveal(idx, toDepth(idx, 1), ids.l0);
+  const key = `n${ids.l0}`;
+  assert.equal(shownAs(idx, buildVisible(idx, open), key), key, "drawn: itself");
+  assert.equal(shownAs(idx, buildVisible(idx, toggleModule(open, ids.b0)), key), `n${ids.b0}`);
+  assert.equal(shownAs(idx, buildVisible(idx, toggleGroup(open, 0)), key), "g0");
+  assert.equal(shownAs(idx, buildVisible(idx, toggleGroup(open, 0)), `n${ids.b1}`), "g0");
+  assert.equal(shownAs(idx, buildVisible(idx, open), "x9"), null);
 });
