@@ -48,7 +48,8 @@ export class Minimap {
   setLayout(layout: Layout, colors: { node: string; cluster: string }): void {
     this.layout = layout;
     this.colors = colors;
-    const { w: maxW, h: maxH } = (this.room = this.roomNow());
+    this.room = this.roomNow();
+    const { w: maxW, h: maxH } = this.room;
     const lw = Math.max(layout.width, 1);
     const lh = Math.max(layout.height, 1);
     this.sy = Math.min(maxW / lw, maxH / lh);

@@ -440,7 +440,7 @@ describe("the graph without a mouse", () => {
       for (let y = s.bottom - 40; y > s.top + 10; y -= 15) {
         for (let x = s.left + 20; x < s.right - 20; x += 15) {
           const el = document.elementFromPoint(x, y);
-          if (el && el.classList.contains("ts-svg")) return { x, y };
+          if (el?.classList.contains("ts-svg")) return { x, y };
         }
       }
       return null;
