@@ -1417,7 +1417,9 @@ class Recorder(TorchFunctionMode):
         if call is None:
             return PASS
         count = self.count + 1  # (the module call; its op is the next)
-        if not count % CHECK_EVERY:
+        if (
+            count + 1
+        ) % CHECK_EVERY < 2:  # (either count a multiple: a loop may put each on the op's)
             self._check_budget()
         top = _pop_mode()
         if top is not self:  # a mode of the user's above ours: it must see the call

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 from torch import nn
@@ -313,3 +316,38 @@ def test_a_forward_that_catches_the_stop_is_still_stopped(model):
     graph = caught.value.torchscope_graph  # type: ignore[attr-defined]
     assert graph.error is not None and graph.error.type == "TraceTimeout"
     assert not any(n.name == "zeros_like" for n in graph.nodes)
+
+
+BUDGET_LOOP = """
+import sys, time, torch, torchscope
+from torch import nn
+
+class Loop(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.fc = nn.Linear(4, 4)
+        s.register_buffer("steps", torch.zeros(1))
+
+    def forward(s, x):
+        while True:  # 4 counts an iteration: every 32nd fell on the layer's op, never checked
+            s.steps += 1
+            x = s.fc(x).tanh()
+
+started = time.monotonic()
+try:
+    torchscope.trace_call(Loop(), (torch.randn(2, 4),), time_budget=float(sys.argv[1]))
+except torchscope.TraceTimeout:
+    print("stopped", round(time.monotonic() - started, 1))
+"""
+
+
+def test_a_loop_of_layer_calls_stops_at_the_budget(tmp_path) -> None:
+    """The budget is looked at every CHECK_EVERY counts; a torch.nn layer's call counts two
+    (the module, its op) and a loop could put every multiple on the op's, where nothing
+    looked (QA: still running at 30 s of a 2 s budget). Through the API: no timer signal."""
+    script = tmp_path / "loop.py"
+    script.write_text(BUDGET_LOOP)
+    done = subprocess.run(
+        [sys.executable, str(script), "0.5"], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.startswith("stopped"), (done.stdout, done.stderr[-2000:])
