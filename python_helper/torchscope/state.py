@@ -267,7 +267,7 @@ class ModelState:
         # per module: its attribute dict (training flag, plain attributes, the tables
         # themselves) and the contents of its parameter, buffer and submodule tables
         self.modules: list[tuple[nn.Module, dict[str, Any], _Table, _Table, _Table]] = []
-        self.buffers: list[tuple[torch.Tensor, torch.Tensor, int]] = []  # (it, copy, version)
+        self.buffers: list[_Saved] = []  # (it, its values, version, how it saw its memory)
         self.buffer_ids: set[int] = set()
         self.params: dict[int, _Param] = {}
         self.by_storage: dict[int, list[torch.Tensor]] = {}
@@ -341,7 +341,7 @@ class ModelState:
             if bs:
                 for b in bs.values():
                     if b is not None and not b.is_meta and not _unsized(b):
-                        self.buffers.append((b, b.detach().clone(), _version(b)))
+                        self.buffers.append(_Saved(b, b.detach().clone(), _version(b), _Seen.of(b)))
                         self.buffer_ids.add(id(b))
             if ps:
                 for name, p in ps.items():
@@ -465,9 +465,10 @@ class ModelState:
                         f"a {type(m).__name__}'s parameters, buffers or submodules could not "
                         f"be checked after the forward: {type(exc).__name__}: {exc}"
                     )
-            for b, copy, version in self.buffers:
-                # (kernels like batch_norm update running stats without a version bump)
-                _put_values(b, copy, version)
+            for kept in self.buffers:
+                # (kernels like batch_norm update running stats without a version bump;
+                # `resize_`, `unsqueeze_` change how the buffer sees its memory)
+                _copy_back(kept, warnings, "a buffer")
             saved, params_kept = self.saved_params, self.params
             for t, seen, version in self.input_memory:
                 if id(t) not in saved and not seen.same(t):
@@ -483,8 +484,12 @@ class ModelState:
             for kept in self.outside.values():  # a tensor from outside the forward it wrote
                 # values only, into the memory it had: one its owner pointed elsewhere or freed
                 # since (FSDP's gather buffers) is the owner's business
-                t = kept.tensor
-                if kept.seen.same(t) and _in_its_memory(t):
+                t, seen = kept.tensor, kept.seen
+                if not seen.same(t) and t.untyped_storage()._cdata == seen.storage._cdata:
+                    # the forward changed how it sees its own memory (`resize_`, `t_`)
+                    with contextlib.suppress(Exception):
+                        seen.put_back(t)
+                if seen.same(t) and _in_its_memory(t):
                     _put_values(t, kept.copy, kept.version)
             for t, needed in self.input_grads:
                 if t.requires_grad != needed:
@@ -733,11 +738,14 @@ class _Saved(NamedTuple):
     seen: _Seen
 
 
-def _copy_back(saved: _Saved, warnings: list[str]) -> None:
+def _copy_back(
+    saved: _Saved, warnings: list[str], what: str = "an argument of the forward"
+) -> None:
     """A tensor's values as copied before a call wrote them (and its version, see
-    _put_values), in its own memory seen as it was: `x.unsqueeze_(0)`, `x.t_()` change how
-    it is seen, `x.data = w.data` which memory (the values go back to x's, never to w's),
-    `x.data = x.data.half()` as what; a view the caller holds still sees it."""
+    _put_values), in its own memory seen as it was: `x.unsqueeze_(0)`, `x.t_()`,
+    `x.resize_(2)` change how it is seen, `x.data = w.data` which memory (the values go back
+    to x's, never to w's), `x.data = x.data.half()` as what; a view the caller holds still
+    sees it."""
     t, copy, version, seen = saved
     try:
         if not seen.same(t):
@@ -747,7 +755,7 @@ def _copy_back(saved: _Saved, warnings: list[str]) -> None:
         try:
             t.data = copy
         except Exception as exc:
-            warnings.append(f"an argument of the forward could not be put back: {exc}")
+            warnings.append(f"{what} could not be put back: {exc}")
 
 
 _set_versions = getattr(getattr(torch._C, "_autograd", None), "_unsafe_set_version_counter", None)

@@ -372,3 +372,40 @@ def test_an_outer_user_mode_sees_the_forward_but_not_torchscopes_own_ops():
     assert "batch_norm" in outer.names
     # no snapshot (clone, detach) or restore (copy_) of torchscope's
     assert not {"clone", "copy_", "detach"} & set(outer.names), outer.names
+
+
+class ReshapesItsOwn(nn.Module):
+    """A forward that changes how a buffer, or a plain tensor it holds, sees its memory."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.register_buffer("b", torch.arange(4.0))
+        self.t = torch.arange(4.0)
+        self.how = how
+
+    def forward(self, x):
+        for own in (self.b, self.t):
+            if self.how == "resize_ smaller":
+                own.resize_(2)  # (a cache trimmed in place)
+            elif self.how == "resize_ larger":
+                own.resize_(64).fill_(7)
+            elif self.how == "unsqueeze_":
+                own.unsqueeze_(0)
+            elif self.how == "t_ of a view":
+                own.resize_(2, 2).t_()
+        return x + self.b.sum() + self.t.sum()
+
+
+@pytest.mark.parametrize("how", ["resize_ smaller", "resize_ larger", "unsqueeze_", "t_ of a view"])
+def test_a_buffer_or_tensor_attribute_reshaped_in_place_is_put_back(how):
+    """QA: `self.b.resize_(2)` made the restore raise (the graph lost, the buffer left
+    shrunk); `unsqueeze_` left it (1, 4); a plain tensor attribute kept its new shape."""
+    m = ReshapesItsOwn(how)
+    b, t = m.b, m.t
+    graph = trace_call(m, (torch.ones(1),), raise_errors=False)
+    assert graph.error is None, graph.error
+    assert m.b is b and m.t is t
+    assert torch.equal(m.b, torch.arange(4.0)), m.b
+    assert torch.equal(m.t, torch.arange(4.0)), m.t
+    assert m.b.stride() == (1,) and m.t.stride() == (1,)
+    assert graph.warnings == []
