@@ -50,6 +50,9 @@ class FuncInfo:
     # a builtin's overloads, in torch's order: each one's positional (names, schema types);
     # a call's arguments are named after the first whose types they fit (overload_names)
     overloads: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
+    # writes the parameters' `.grad`: a backward (`loss.backward()` inside a forward, test-
+    # time adaptation) or the `.grad` setter (`p.grad = …`, `zero_grad`); may_write too
+    grads: bool = False
 
 
 INPLACE_KEYWORD = 1 << 30
@@ -100,11 +103,15 @@ def _describe(func: Callable[..., Any]) -> FuncInfo:
     name = short.strip("_") if short.startswith("__") else short
     names, overloads = _arg_names(func)
     inplace_at = _inplace_at(func, names)
+    grads = raw_name == "backward" or (
+        raw_name == "__set__" and getattr(getattr(func, "__self__", None), "__name__", "") == "grad"
+    )
     may_write = (
         writes
         or (raw_name.startswith("_foreach_") and raw_name.endswith("_"))
         or raw_name in ("__set__", "numpy", "set_")
         or inplace_at >= 0
+        or grads
     )
     return FuncInfo(
         target,
@@ -114,6 +121,7 @@ def _describe(func: Callable[..., Any]) -> FuncInfo:
         may_write,
         inplace_at=inplace_at,
         overloads=overloads,
+        grads=grads,
     )
 
 

@@ -280,6 +280,8 @@ class ModelState:
         self._held: list[Any] = []
         # storage key → a tensor from outside the forward as it was before a call wrote it
         self.outside: dict[int, _Saved] = {}
+        # each parameter's `.grad` and its values, once a call may write them (keep_grads)
+        self.grads: Optional[list[tuple[torch.Tensor, Any, Optional[torch.Tensor]]]] = None
         # a DTensor parameter or argument, and its own version counter (a write through it
         # bumps its own, not its shard's: a backward pending over it checks this one)
         self.wrappers: list[tuple[torch.Tensor, int]] = []
@@ -378,6 +380,21 @@ class ModelState:
                     self.outside[key] = _Saved(t, t.detach().clone(), _version(t), _Seen.of(t))
             except Exception:  # (a tensor that can't be copied: left as the forward leaves it)
                 pass
+
+    def keep_grads(self) -> None:
+        """Before the forward's first call that may write the parameters' `.grad` (a
+        backward, `p.grad = …`, `zero_grad`): each one's grad and a copy of its values, put
+        back after — a program paused between its backward and `optimizer.step()` steps with
+        the grads it had. Taken only then: most forwards never touch them."""
+        if self.grads is not None:
+            return
+        kept = self.grads = []
+        with _NO_TORCH_FUNCTION():
+            for info in self.params.values():
+                p = info.param
+                with contextlib.suppress(Exception):  # (a parameter that won't say)
+                    g = p.grad
+                    kept.append((p, g, None if g is None else g.detach().clone()))
 
     def protect(self, t: Any) -> None:
         """Called before a call that may write `t` (a tensor, or a list of them): keep a copy
@@ -491,6 +508,14 @@ class ModelState:
                         seen.put_back(t)
                 if seen.same(t) and _in_its_memory(t):
                     _put_values(t, kept.copy, kept.version)
+            for p, grad, values in self.grads or ():
+                try:
+                    if p.grad is not grad:
+                        p.grad = grad
+                    if grad is not None and values is not None:
+                        _put_values(grad, values, -1)
+                except Exception as exc:
+                    warnings.append(f"the .grad of a parameter could not be put back: {exc}")
             for t, needed in self.input_grads:
                 if t.requires_grad != needed:
                     with contextlib.suppress(Exception):

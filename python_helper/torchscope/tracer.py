@@ -709,6 +709,8 @@ class Recorder(TorchFunctionMode):
         if not self.count % CHECK_EVERY:
             self._check_budget()
         if info.may_write:
+            if info.grads and self.state is not None:
+                self.state.keep_grads()
             written = written_argument(info, args, kwargs)
             if written is not None:
                 if self.state is not None:

@@ -409,3 +409,44 @@ def test_a_buffer_or_tensor_attribute_reshaped_in_place_is_put_back(how):
     assert torch.equal(m.t, torch.arange(4.0)), m.t
     assert m.b.stride() == (1,) and m.t.stride() == (1,)
     assert graph.warnings == []
+
+
+class Adapts(nn.Module):
+    """Test-time adaptation: a backward inside the forward; or `.grad` set, or cleared."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.how = how
+
+    def forward(self, x):
+        if self.how == "backward":
+            with torch.enable_grad():
+                self.fc(x).pow(2).mean().backward()
+        elif self.how == "autograd.backward":
+            with torch.enable_grad():
+                torch.autograd.backward([self.fc(x).sum()])
+        elif self.how == "set":
+            self.fc.bias.grad = torch.ones(4)
+        elif self.how == "zero_grad":
+            self.zero_grad(set_to_none=True)
+        return self.fc(x)
+
+
+@pytest.mark.parametrize("how", ["backward", "autograd.backward", "set", "zero_grad"])
+@pytest.mark.parametrize("had", [False, True])
+def test_the_parameters_grads_are_as_before_the_trace(how, had):
+    """QA: a forward calling backward left `.grad` set (or added to the grads a program
+    paused between backward and optimizer.step() had: its next step would differ)."""
+    m = Adapts(how)
+    x = torch.randn(3, 4)
+    if had:
+        m.fc(x).sum().backward()
+    before = {n: (p.grad, None if p.grad is None else p.grad.clone()) for n, p in m.named_parameters()}
+    graph = trace_call(m, (x,), raise_errors=False)
+    assert graph.error is None, graph.error
+    for n, p in m.named_parameters():
+        grad, values = before[n]
+        assert p.grad is grad, n
+        if values is not None:
+            assert torch.equal(p.grad, values), n
