@@ -442,7 +442,9 @@ def test_the_parameters_grads_are_as_before_the_trace(how, had):
     x = torch.randn(3, 4)
     if had:
         m.fc(x).sum().backward()
-    before = {n: (p.grad, None if p.grad is None else p.grad.clone()) for n, p in m.named_parameters()}
+    before = {
+        n: (p.grad, None if p.grad is None else p.grad.clone()) for n, p in m.named_parameters()
+    }
     graph = trace_call(m, (x,), raise_errors=False)
     assert graph.error is None, graph.error
     for n, p in m.named_parameters():
