@@ -83,19 +83,21 @@ def boundary_shapes(graph: Graph) -> dict[int, tuple[list, list]]:
     result: dict[int, tuple[list, list]] = {
         n.id: ([], []) for n in graph.nodes if n.kind == "module"
     }
-    # Edges carry no tensor identity, so a tensor here is (producer, shape, dtype, k): one
-    # tensor feeding several consumers counts once, and an op making several (split, sort,
-    # pack_padded_sequence) shows each that differs in shape or dtype. Alike ones tell apart
-    # only where one consumer reads them: a call gets one edge per distinct tensor, so its k-th
-    # edge from a producer with that shape and dtype is the k-th such tensor. Two alike
-    # outputs of one op that separate consumers read (chunk → two ops) show once.
+    # A tensor is (producer, which of its outputs) where the edge says (`output`: a call
+    # that made several, split or chunk); one tensor feeding several consumers counts once.
+    # A file from before `output` had only (producer, shape, dtype, k): a call gets one edge
+    # per distinct tensor, so its k-th edge from a producer with that shape and dtype is the
+    # k-th such tensor (alike outputs read by separate consumers show once there).
     alike: dict[tuple, int] = {}
     seen: set[tuple] = set()
     for e in graph.edges:
         shape = tuple(e.shape) if e.shape is not None else None
-        k = alike.get((e.src, e.dst, shape, e.dtype), 0)
-        alike[(e.src, e.dst, shape, e.dtype)] = k + 1
-        tensor = (e.src, shape, e.dtype, k)
+        if e.output is not None:
+            tensor: tuple = (e.src, e.output)
+        else:
+            k = alike.get((e.src, e.dst, shape, e.dtype), 0)
+            alike[(e.src, e.dst, shape, e.dtype)] = k + 1
+            tensor = (e.src, shape, e.dtype, k)
         src, dst = ancestors[e.src], ancestors[e.dst]
         for m in dst - src:
             if (m, 0, tensor) not in seen:

@@ -165,13 +165,41 @@ class UnbindNet(nn.Module):
         return self.sum(*self.unbind(x))
 
 
-def test_same_shaped_outputs_read_by_separate_ops_show_once() -> None:
-    """Edges carry no tensor identity: three same-shaped outputs of one op, each read by
-    its own op, look like one tensor read three times. They show once (never too many)."""
+def test_same_shaped_outputs_read_by_separate_ops_show_each() -> None:
+    """Three same-shaped outputs of one op, each read by its own op: the edges say which
+    output each is (`output`), so they are three tensors (QA: `chunk` into two layers
+    showed one output)."""
     graph = torchscope.trace(UnbindNet(), torch.randn(3, 4))
     shapes = _by_path(graph)
-    assert shapes["unbind"] == ([[3, 4]], [[4]])
-    assert shapes["sum"] == ([[4]], [[]])
+    assert shapes["unbind"] == ([[3, 4]], [[4], [4], [4]])
+    assert shapes["sum"] == ([[4], [4], [4]], [[]])
+
+
+class Chunks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x).chunk(2, -1)
+
+
+class TwoHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.split = Chunks()
+        self.a = nn.Linear(4, 3)
+        self.b = nn.Linear(4, 5)
+
+    def forward(self, x):
+        p, q = self.split(x)
+        return self.a(p), self.b(q)
+
+
+def test_a_modules_two_same_shaped_outputs_read_by_two_layers_show_both() -> None:
+    graph = torchscope.trace(TwoHeads(), torch.randn(2, 8))
+    assert _by_path(graph)["split"] == ([[2, 8]], [[2, 4], [2, 4]])
+    assert "split: Chunks  [2, 8] → [2, 4], [2, 4]" in graph.summary(), graph.summary()
 
 
 class Twice(nn.Module):
