@@ -438,13 +438,14 @@ def _own_inputs(model: nn.Module, tree: Any, name: str, first: Optional[str]) ->
     import ast
 
     made: dict[str, str] = {}
+    self_name = _self_name(tree)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.args:
             continue
         key = _key_of(node.args[0], name)
         if key is None or key in made:
             continue
-        layer = _attribute_of_self(model, node.func)
+        layer = _attribute_of_self(model, node.func, self_name)
         found = first_layer(layer) if layer is not None else None
         if found is None or found[1] is LAZY:
             continue
@@ -457,12 +458,23 @@ def _own_inputs(model: nn.Module, tree: Any, name: str, first: Optional[str]) ->
     return {k: v for k, v in made.items() if v != first}
 
 
-def _attribute_of_self(model: nn.Module, func: Any) -> Optional[nn.Module]:
-    """The submodule `self.a.b` names, for a call's `func`; None for anything else."""
+def _self_name(tree: Any) -> str:
+    """What the forward calls its module (`def forward(s, batch)`: `s`), from its syntax tree."""
+    import ast
+
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args:
+            return node.args.args[0].arg
+    return "self"
+
+
+def _attribute_of_self(model: nn.Module, func: Any, self_name: str) -> Optional[nn.Module]:
+    """The submodule `self.a.b` names (`self`: the forward's own name for it), for a call's
+    `func`; None for anything else."""
     from .definitions import dotted
 
     self_, *names = (dotted(func) or "").split(".")
-    if self_ != "self" or not names:
+    if self_ != self_name or not names:
         return None
     found: Any = model
     for attr in names:

@@ -241,6 +241,28 @@ def test_each_key_of_a_batch_dict_gets_the_input_of_the_layer_that_reads_it() ->
     DictNet()(batch)  # a guess that runs
 
 
+def test_a_batch_dict_key_gets_its_layers_input_whatever_the_forward_calls_self() -> None:
+    # (QA: `def forward(s, batch)` and `s.emb(batch["ids"])`: `ids` got the first layer's
+    # float input and the Embedding raised; written with `self` it traced)
+    from torch import nn
+
+    from torchscope.inputs import guess
+
+    class WithS(nn.Module):
+        def __init__(s) -> None:  # noqa: N805 - as some code is written
+            super().__init__()
+            s.fc = nn.Linear(8, 8)
+            s.emb = nn.Embedding(10, 8)
+
+        def forward(s, batch):  # noqa: N805
+            return s.fc(batch["x"]) + s.emb(batch["ids"])
+
+    g = guess(WithS())
+    assert "'ids': torch.randint(" in g.expr, g.expr
+    (batch,) = eval(g.expr, {"torch": torch})
+    WithS()(batch)
+
+
 def test_the_other_inputs_tried_for_a_batch_dict_keep_each_key_s_own_input() -> None:
     # (review: when the guess failed, every alternative gave every key the first layer's
     # other sizes: `'meta': torch.randn(1, 3, 32, 32)`, none could run)
