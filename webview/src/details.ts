@@ -6,7 +6,7 @@ import type { VisibleGraph } from "./visible";
 import { clip } from "./labels";
 import { segmentCost, segmentRange, segmentSummary, segmentsOf } from "./segments";
 import { distinctTensors, type Tensor } from "./tensors";
-import { nodeWhere, ownName, sourceNames, tensorText } from "./hoverNames";
+import { nodeWhere, ownName, sourceNames, tensorText, WHOLE } from "./hoverNames";
 import { formatCount } from "./count";
 import { costRows, statsRows, valueDetails } from "./valueDetails";
 
@@ -86,12 +86,16 @@ function tensorRows(idx: GraphIndex, edgeIds: number[], end: "in" | "out"): [str
   const texts = noted.map(([t, note], i) =>
     end === "in" ? `${tensorText(t)}  from ${from[i]}${usesText(t)}${note}` : `${tensorText(t)}  to ${consumers(idx, t.uses)}${usesText(t)}${note}`,
   );
-  // Two outputs that read alike (cos and sin to the same layers): each says where it is from.
+  // Two outputs that read alike (cos and sin to the same layers): each says where it is from;
+  // then so does every output named apart from its producer's others (chunk's output 1
+  // read apart by its uses still says it is output 1 when outputs 2 to 4 say theirs).
   const count = new Map<string, number>();
   for (const x of texts) count.set(x, (count.get(x) ?? 0) + 1);
+  const someLong = texts.some((x) => count.get(x)! > 1);
   const rows = texts.map((x, i): [string, string] => {
     const [t, note] = noted[i]!;
-    if (count.get(x)! < 2) return [end, x];
+    const namedApart = end === "out" && someLong && from[i] !== nodeWhere(idx, t.src);
+    if (count.get(x)! < 2 && !namedApart) return [end, x];
     return [end, `${tensorText(t)}  from ${from[i]}  to ${consumers(idx, t.uses)}${usesText(t)}${note}`];
   });
   if (rows.length > MAX_TENSORS) return [...rows.slice(0, MAX_TENSORS), [end, `… ${rows.length - MAX_TENSORS} more`]];
@@ -106,12 +110,12 @@ function keyName(idx: GraphIndex, vg: VisibleGraph, key: string): string {
   if (v.kind === "segment") return segmentRange(segmentsOf(idx).list[v.id]!);
   if (v.kind === "ref") return `↳ ${keyName(idx, vg, v.refOf ?? "")}`;
   const node = idx.graph.nodes[v.id]!;
-  return clip(node.kind === "module" ? node.path || node.name : node.name, 40);
+  return clip(node.kind === "module" ? node.path || node.name : node.name, WHOLE);
 }
 
 function groupName(idx: GraphIndex, gi: number): string {
   const g = idx.graph.groups[gi]!;
-  return clip(g.name || `${idx.graph.nodes[g.members[0]!]!.name} ×${g.members.length}`, 40);
+  return clip(g.name || `${idx.graph.nodes[g.members[0]!]!.name} ×${g.members.length}`, WHOLE);
 }
 
 /** Hover of a drawn edge: each tensor it carries, its shape and dtype, from → to. */
@@ -147,6 +151,9 @@ export function describe(idx: GraphIndex, vg: VisibleGraph, key: string): Detail
   const refs = new Set(vg.nodes.filter((n) => n.refOf === key).map((n) => n.key));
   const inIds = vg.edges.filter((e) => e.dst === key).flatMap((e) => e.edges);
   const outIds = vg.edges.filter((e) => e.src === key || refs.has(e.src)).flatMap((e) => e.edges);
+  // A compare page: values of b's boxes are b's; a tensor only a had (a ghost's, drawn from
+  // the closed box that holds it) is listed, said to be removed, but its values are a's.
+  const own = (ids: number[], ghost = false): number[] => (idx.graph.compare && !ghost ? ids.filter((i) => !isRemoved(idx, i)) : ids);
   const addTensors = (): void => {
     rows.push(...tensorRows(idx, inIds, "in"), ...tensorRows(idx, outIds, "out"));
   };
@@ -174,7 +181,7 @@ export function describe(idx: GraphIndex, vg: VisibleGraph, key: string): Detail
     const g = idx.graph.groups[id]!;
     const first = idx.graph.nodes[g.members[0]!]!;
     const last = idx.graph.nodes[g.members[g.members.length - 1]!]!;
-    rows.push(["kind", `${g.members.length} repeated blocks`]);
+    rows.push(["kind", `${g.members.length.toLocaleString("en-US")} repeated blocks`]);
     rows.push(["target", first.target]);
     // one module called again and again folds too: its path once, its parameters once
     rows.push(["blocks", first.path === last.path ? `${first.path} (called ${g.members.length} times)` : `${first.path} … ${last.path}`]);
@@ -182,7 +189,7 @@ export function describe(idx: GraphIndex, vg: VisibleGraph, key: string): Detail
     const params = [...byPath.values()].reduce((s, p) => s + p, 0);
     if (params) rows.push(["params", formatCount(params)]);
     addTensors();
-    const values = valueDetails(idx, id, inIds, outIds, true);
+    const values = valueDetails(idx, id, own(inIds), own(outIds), true);
     rows.push(...values.rows);
     if (first.site) rows.push(["site", siteText(first.site)]);
     return { title: g.name || `${first.name} ×${g.members.length}`, rows, ...(values.hist ? { hist: values.hist } : {}) };
@@ -209,13 +216,17 @@ export function describe(idx: GraphIndex, vg: VisibleGraph, key: string): Detail
     if (failed && k === "message") continue; // (the error row below says it, whole)
     rows.push([k, attrText(val)]);
   }
-  const values = valueDetails(idx, id, inIds, outIds);
+  const ghost = idx.graph.compare?.status[id] === "removed";
+  const values = valueDetails(idx, id, own(inIds, ghost), own(outIds, ghost));
   rows.push(...values.rows);
   if (node.site) rows.push(["site", siteText(node.site)]);
   // The library frame behind the user's line, one right-click away ("Go to Library Frame").
   if (node.inside) rows.push(["inside", `${siteText(node.inside)}${node.inside.func ? ` (${node.inside.func})` : ""}`]);
   if (node.defn) rows.push(["defined", siteText(node.defn)]);
   if (failed) rows.push(["error", `${failed.type}: ${failed.message}`]);
-  if (idx.graph.nan_origin === node.id) rows.push(["NaN/Inf", "first made here: its inputs are finite"]);
+  if (idx.graph.nan_origin === node.id) {
+    // (a weight or buffer holds them; an op or a box turned finite values non-finite)
+    rows.push(["NaN/Inf", node.kind === "constant" ? "first here: this tensor holds them" : "first made here, from finite values"]);
+  }
   return { title: node.name, rows, ...(values.hist ? { hist: values.hist } : {}) };
 }

@@ -14,8 +14,12 @@ export const tensorText = (t: Tensor): string => {
   return `${local} (local) of ${shapeText(t.global_shape ?? null)} ${t.placements}${mesh}`;
 };
 
+/** How long a name or path a hover line shows whole (the drawing cuts at 60; the hover
+ * has the whole text, as long as a hover line may be). */
+export const WHOLE = 200;
+
 /** What a node goes by in a hover: a module its path, anything else its name. */
-export function ownName(idx: GraphIndex, id: number, max = 40): string {
+export function ownName(idx: GraphIndex, id: number, max = WHOLE): string {
   const node = idx.graph.nodes[id]!;
   return clip(node.kind === "module" ? node.path || node.name : node.name, max);
 }
@@ -24,7 +28,7 @@ export function ownName(idx: GraphIndex, id: number, max = 40): string {
 export function nodeWhere(idx: GraphIndex, id: number, name = ownName(idx, id)): string {
   const node = idx.graph.nodes[id]!;
   const p = node.parent === null ? null : idx.graph.nodes[node.parent]!;
-  return p?.path ? `${name} in ${clip(p.path, 40)}` : name;
+  return p?.path ? `${name} in ${clip(p.path, WHOLE)}` : name;
 }
 
 /** Each node's first input's producer (-1: none), by graph, made on the first need. */
@@ -42,7 +46,7 @@ function firstInput(idx: GraphIndex, id: number): number {
 /** "to(mul(cos))": a node and `depth` producers back along first inputs. */
 function lineage(idx: GraphIndex, id: number, depth: number): string {
   const names: string[] = [];
-  for (let at = id; at >= 0 && names.length <= depth; at = firstInput(idx, at)) names.push(ownName(idx, at, names.length ? 24 : 40));
+  for (let at = id; at >= 0 && names.length <= depth; at = firstInput(idx, at)) names.push(ownName(idx, at, names.length ? 24 : WHOLE));
   return names.reduceRight((inner, n) => (inner ? `${n}(${inner})` : n), "");
 }
 

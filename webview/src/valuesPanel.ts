@@ -263,5 +263,5 @@ export function nanBannerText(node: Pick<GraphNode, "kind" | "name" | "target" |
   const where = node.site ? ` (${node.site.file.split(/[\\/]/).pop()}:${node.site.line})` : "";
   const head = `Non-finite values (NaN/Inf) appeared${live ? " in the live model" : ""}: `;
   if (node.kind === "constant") return `${head}they come from ${node.target || node.name}, which holds them${where}.`;
-  return `${head}the first op that made them from finite inputs is ${node.name}${where}.`;
+  return `${head}the first op that made them from finite values is ${node.name}${where}.`;
 }

@@ -269,6 +269,48 @@ test("a box's hover lists version a's connections apart, said to be removed", ()
   assert.ok(tensors(`n${ids.act}`).every(([, v]) => !v.includes("removed")));
 });
 
+test("a box of b that raised shows no values of a's removed tensors (QA: fc2's hover had a's numbers)", () => {
+  // b's fc2 raised: its linear is a ghost of a's, and the only tensor out of the closed
+  // fc2 box is a's (removed): its statistics are a's, not b's
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const root = b.module("Net", "", null);
+  const fc2 = b.module("Linear", "fc2", root);
+  const ghost = b.op("linear", fc2, "torch.nn.functional.linear");
+  const out = b.add("output", "output");
+  b.edge(x, ghost).edge(ghost, out);
+  const g = b.build();
+  const stats = { min: -0.45, max: 0.46, mean: 0.12, std: 0.36, absmax: 0.46, zeros: 0, nan: 0, inf: 0, numel: 4 };
+  g.edges[1]!.stats = stats;
+  g.values = { stats: true, costs: false };
+  const n = g.nodes.length;
+  const status: NodeStatus[] = new Array<NodeStatus>(n).fill("same");
+  status[fc2] = "changed";
+  status[ghost] = "removed";
+  status[out] = "removed";
+  const compare = {
+    format: "torchscope.diff",
+    a: { source: "a", model: { name: "Net", qualname: "m.Net", params: 1 }, stats: {}, error: null },
+    b: { source: "b", model: { name: "Net", qualname: "m.Net", params: 1 }, stats: {}, error: { type: "RuntimeError", message: "boom" } },
+    status,
+    side: status.map((st) => (st === "removed" ? "a" : "b")),
+    a_ids: status.map((_, i) => i),
+    b_ids: status.map((st, i) => (st === "removed" ? null : i)),
+    details: Array.from({ length: n }, () => []),
+    inside: new Array<number>(n).fill(0),
+    edges: ["same", "removed"],
+    changes: [fc2, ghost, out],
+  };
+  const graph = decodeGraph(encode({ ...g, compare }));
+  const idx = buildIndex(graph);
+  const vg = buildVisible(idx, initialExpansion(idx));
+  const rows = describe(idx, vg, `n${fc2}`)!.rows.map(([k]) => k);
+  assert.ok(!rows.some((k) => k.startsWith("min")), `no statistics of a's: ${rows.join(", ")}`);
+  // the ghost itself still shows its (a's) values: it is a's
+  const opened = buildVisible(idx, reveal(idx, initialExpansion(idx), ghost));
+  assert.ok(describe(idx, opened, `n${ghost}`)!.rows.some(([k]) => k.startsWith("min")));
+});
+
 test("a connection only a had names a source b changed as a knew it", () => {
   // a: blocks.1's linear fed the dropout; b made it a matmul (one node, changed)
   const { g, compare, ids } = compareGraph();

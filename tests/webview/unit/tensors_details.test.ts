@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { buildIndex } from "../../../webview/src/model";
 import { buildVisible } from "../../../webview/src/visible";
-import { initialExpansion } from "../../../webview/src/expansion";
+import { initialExpansion, reveal } from "../../../webview/src/expansion";
 import { distinctTensors } from "../../../webview/src/tensors";
 import { clip, edgeLabel, LABEL_MAX } from "../../../webview/src/labels";
 import { describe, describeEdge } from "../../../webview/src/details";
@@ -141,6 +141,30 @@ test("two same-shaped outputs of one call are its output 1 and output 2", () => 
   );
 });
 
+test("outputs of one call read alike say which output each is, the first too (QA: a Split's output 1 unnamed)", () => {
+  // output 1 went to two ops (its row read apart: "×2 uses"); 2–4 each to one: only they
+  // were named "chunk (output N)"
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const split = b.module("Split", "split", null);
+  const chunk = b.op("chunk", split);
+  const join = b.module("Join", "join", null);
+  const mul1 = b.op("mul", join);
+  const mul2 = b.op("mul", join);
+  const add = b.op("add", join);
+  b.edge(x, chunk, [2, 8]).edge(chunk, mul1, [2, 2]).edge(chunk, add, [2, 2]);
+  b.edge(chunk, mul1, [2, 2]).edge(chunk, mul2, [2, 2]).edge(chunk, mul2, [2, 2]);
+  const g = b.build();
+  g.edges.forEach((e, i) => {
+    if (i > 0) e.output = [0, 0, 1, 2, 3][i - 1];
+  });
+  const idx = buildIndex(g);
+  const vg = buildVisible(idx, initialExpansion(idx));
+  const outs = describe(idx, vg, `n${split}`)!.rows.filter(([k]) => k === "out");
+  assert.equal(outs.length, 4, JSON.stringify(outs));
+  for (const [i, [, text]] of outs.entries()) assert.match(text, new RegExp(`from chunk \\(output ${i + 1}\\) in split`), text);
+});
+
 test("a hub's reference boxes count as its outputs in its hover", () => {
   const b = new GraphBuilder();
   const x = b.add("input", "x");
@@ -266,4 +290,18 @@ test("outputs of one call are told apart by the edge's output, even of one shape
   // without the field (an older file), one shape at three consumers reads as one tensor
   for (const e of idx.graph.edges) delete e.output;
   assert.equal(distinctTensors(idx.graph.edges, ids).length, 1);
+});
+
+test("a hover's in and out rows name modules whole (QA: paths cut at 40 characters)", () => {
+  const long = "a_very_long_module_name_that_goes_on_and_on.0.and_then_some_more_while_indeed";
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const m = b.module("Block", long, null);
+  const op = b.op("linear", m);
+  const out = b.add("output", "output");
+  b.edge(x, op, [2, 4]).edge(op, out, [2, 4]);
+  const idx = buildIndex(b.build());
+  const vg = buildVisible(idx, reveal(idx, initialExpansion(idx), op));
+  const rows = describe(idx, vg, `n${out}`)!.rows.filter(([k]) => k === "in");
+  assert.deepEqual(rows, [["in", `2×4 float32  from linear in ${long}`]]);
 });

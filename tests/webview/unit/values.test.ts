@@ -303,7 +303,7 @@ test("the NaN banner names the op that made NaN/Inf, or the parameter that holds
   const site = { file: "/w/model.py", line: 12, func: "forward" };
   assert.equal(
     nanBannerText({ kind: "op", name: "log", target: "torch.log", site }, false),
-    "Non-finite values (NaN/Inf) appeared: the first op that made them from finite inputs is log (model.py:12).",
+    "Non-finite values (NaN/Inf) appeared: the first op that made them from finite values is log (model.py:12).",
   );
   assert.equal(
     nanBannerText({ kind: "constant", name: "gate", target: "blocks.0.gate", site }, true),
