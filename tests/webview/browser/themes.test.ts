@@ -107,7 +107,11 @@ async function contrasts(page: Page): Promise<Pair[]> {
     const rgba = (css: string): number[] => {
       probe.style.color = "";
       probe.style.color = css;
-      const m = /rgba?\(([^)]+)\)/.exec(getComputedStyle(probe).color)!;
+      const color = getComputedStyle(probe).color;
+      // (a color-mix() fill, a heat colour, computes to `color(srgb r g b [/ a])`, 0..1)
+      const mixed = /color\(srgb ([\d.e-]+) ([\d.e-]+) ([\d.e-]+)(?: \/ ([\d.e-]+))?\)/.exec(color);
+      if (mixed) return [Number(mixed[1]) * 255, Number(mixed[2]) * 255, Number(mixed[3]) * 255, mixed[4] === undefined ? 1 : Number(mixed[4])];
+      const m = /rgba?\(([^)]+)\)/.exec(color)!;
       const p = m[1]!.split(",").map(Number);
       return [p[0]!, p[1]!, p[2]!, p[3] ?? 1];
     };
@@ -133,7 +137,8 @@ async function contrasts(page: Page): Promise<Pair[]> {
       out.push({ what, ratio: ratio(t, back), text: `rgb(${t.slice(0, 3).join(",")})`, back: `rgb(${back.slice(0, 3).join(",")})` });
     };
     for (const g of Array.from(document.querySelectorAll(".ts-nodes > g.ts-node"))) {
-      const kind = (g as HTMLElement).dataset.kind!;
+      const heat = Number((g as HTMLElement).dataset.heat ?? "0");
+      const kind = (g as HTMLElement).dataset.kind! + (heat >= 0.9 ? " (hottest)" : "");
       const boxFill = over(fillOf(g.querySelector(".ts-box")!), bg);
       for (const t of Array.from(g.querySelectorAll("text"))) add(`${kind} ${t.getAttribute("class")}`, t, boxFill);
     }
@@ -224,6 +229,31 @@ describe("VS Code themes", () => {
     assertReadable(await contrasts(page), "after switching to high contrast");
     await shot(page, "theme-vscode-switched-to-hc");
     await page.context().close();
+  });
+});
+
+/** Colour by time: the hottest boxes' text against their heat colour (QA: 4.16 light). */
+async function hottest(page: Page, where: string): Promise<void> {
+  await page.selectOption("[data-role=overlay]", "time");
+  await page.waitForFunction(() => document.querySelectorAll(".ts-nodes > g.ts-node[data-heat]").length > 0);
+  const pairs = (await contrasts(page)).filter((p) => p.what.includes("(hottest)"));
+  assert.ok(pairs.length > 0, `${where}: a box at the hot end`);
+  for (const p of pairs) assert.ok(p.ratio >= 4.5, `${where}: ${p.what}: ${p.text} on ${p.back} has contrast ${p.ratio.toFixed(2)} < 4.5`);
+}
+
+describe("text on the hottest colour", () => {
+  test("readable in the standalone palettes and every VS Code theme", async () => {
+    for (const dark of [false, true]) {
+      const o = await open(browser, "gpt2", { dark, width: 1100, height: 560 });
+      await hottest(o.page, dark ? "standalone dark" : "standalone light");
+      await shot(o.page, `theme-heat-standalone-${dark ? "dark" : "light"}`);
+      await o.page.context().close();
+    }
+    for (const kind of KINDS) {
+      const page = await vscodePage(kind, "gpt2");
+      await hottest(page, THEMES[kind]!.theme);
+      await page.context().close();
+    }
   });
 });
 
