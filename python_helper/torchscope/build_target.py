@@ -16,6 +16,7 @@ from torch import nn
 
 from .definitions import Skipped, definitions
 from .failure import a_or_an, joined_lines, message_of, one_line
+from .hard_stop import StoppedOutside
 from .inputs import by_name, fits_positionally
 from .seeding import SeedByLine
 from .usercode import lines_are, read_source
@@ -206,7 +207,8 @@ def _build(
     except (NeedsConstructorArgs, SyntaxError):
         raise
     except BaseException as exc:
-        if not skipped or isinstance(exc, KeyboardInterrupt):
+        # (the time budget's stop is no fault of the left-out code)
+        if not skipped or isinstance(exc, (KeyboardInterrupt, StoppedOutside)):
             raise
         said = message_of(exc)
         raise RunsCode(
@@ -379,10 +381,20 @@ def choose_input(
         input_expression,
         nothing_said,
         takes_nothing,
+        unknown_names,
     )
 
     if typed:
-        return ChosenInput(eval_input(typed, built.module, device), typed, "typed", typed)
+        value = eval_input(typed, built.module, device)
+        if isinstance(value, dict):
+            unknown, takes = unknown_names(built.model, value)
+            if unknown:
+                raise TargetError(
+                    f"--input {typed!r} is a dict with the key {unknown[0]!r}: the forward takes "
+                    f"no argument of that name (it takes: {', '.join(takes) or 'none'}); a "
+                    "dict's keys are its keyword argument names"
+                )
+        return ChosenInput(value, typed, "typed", typed)
     # an input given as a value: said with what it is; an expression of its kind and shape
     # is the input box's placeholder (not its start: it would trace other values)
     if built.example is not None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from .failure import exit_text, message_of, one_line
-from .hard_stop import hard_stop
+from .hard_stop import OutOfTime, hard_stop
 
 if TYPE_CHECKING:  # the graph module needs msgpack: imported once torch is known to be there
     from .graph import Graph
@@ -70,7 +70,6 @@ def trace_target(
     missing = torch_missing()
     if missing:
         raise CliError(missing)
-    from .tracer import OutOfTime
 
     try:
         with hard_stop(time_budget, outside_forward=True) as over:

@@ -146,8 +146,24 @@ def run_diff(args: argparse.Namespace) -> int:
             "--train-b traces A in eval mode and B in training mode: A must be a target "
             "(FILE.py:NAME), not a graph file (traced in whatever mode it was)"
         )
-    if is_graph_file(args.a) and is_graph_file(args.b) and args.input_expr:
-        return _fail("--input applies to targets (FILE.py:NAME); A and B are graph files")
+    if is_graph_file(args.a) and is_graph_file(args.b):
+        # (options that shape a trace: refused rather than ignored, as summary does)
+        given = [
+            flag
+            for flag, on in (
+                ("--input", args.input_expr is not None),
+                ("--device", args.device != "cpu"),
+                ("--run-top-level", args.run_top_level),
+                ("--time-budget", args.time_budget is not None),
+                ("--no-costs", not args.costs),
+            )
+            if on
+        ]
+        if given:
+            return _fail(
+                f"{', '.join(given)} {'apply' if len(given) > 1 else 'applies'} to targets "
+                "(FILE.py:NAME); A and B are graph files"
+            )
     train_a = False if args.train_b else None
     try:
         with own_imports(args.a, args.b):

@@ -25,6 +25,21 @@ _AGAIN = 0.02  # the timer rang in torchscope's own code: it rings again that so
 _budget_end: Optional[float] = None  # when the timer first stops a trace (time.monotonic())
 
 
+class StoppedOutside(BaseException):
+    """Raised into whatever runs from outside it (the timer signal), where the tracer's own
+    checks can't stop it: a loop of pure Python. A BaseException, so that the user's
+    `except Exception` does not swallow it; raised inside a forward being traced, the trace
+    ends there as at its own budget or cancel (the graph up to there)."""
+
+
+class OutOfTime(StoppedOutside):
+    """The time budget ran out: a TraceTimeout error when raised inside a forward."""
+
+
+class CancelledOutside(StoppedOutside):
+    """The caller's cancel: a TraceCancelled error when raised inside a forward."""
+
+
 def budget_end() -> Optional[float]:
     """When the running trace's hard budget ends (None: no budget running): stuck.py's
     watch ends a rank its timer cannot reach."""
@@ -63,14 +78,7 @@ def hard_stop(
         yield lambda: None
         return
 
-    from .tracer import (
-        CancelledOutside,
-        OutOfTime,
-        finishing,
-        in_forward,
-        stopped_at_budget,
-        stopping_from_outside,
-    )
+    from .tracer import finishing, in_forward, stopped_at_budget, stopping_from_outside
 
     ended = False
     end = time.monotonic() + budget + GRACE if budget is not None else None

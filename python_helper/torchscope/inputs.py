@@ -242,6 +242,16 @@ def _forward_parameters(model: nn.Module) -> list[Any]:
         return []
 
 
+def unknown_names(model: nn.Module, names: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The names among `names` the forward takes no argument of, and the names it takes;
+    none unknown when it takes `**kwargs` or its signature can't be read."""
+    params = _forward_parameters(model)
+    if not params or any(p.kind is p.VAR_KEYWORD for p in params):
+        return [], []
+    takes = [p.name for p in params if p.kind is not p.VAR_POSITIONAL]
+    return [n for n in names if n not in takes], takes
+
+
 def by_name(value: Mapping[str, Any], model: Optional[nn.Module]) -> tuple[tuple, dict]:
     """Call arguments for a dict of the forward's parameter names: keywords, except those of
     its positional-only parameters (`forward(self, x, /, *, t)`), which only take a position

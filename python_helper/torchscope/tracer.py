@@ -52,6 +52,7 @@ from .graph import (
     Recorded,
     Site,
 )
+from .hard_stop import CancelledOutside, StoppedOutside
 from .one_call import ONE_CALL, Call, plain_call, torch_hooks_only_ours
 from .ops import FuncInfo, func_info, overload_names, pointwise, written_argument
 from .sites import (
@@ -105,21 +106,6 @@ class TraceCancelled(Exception):
 
 class TraceTimeout(TraceCancelled):
     """The trace ran past its time budget."""
-
-
-class StoppedOutside(BaseException):
-    """Raised into whatever runs from outside it (a timer signal: hard_stop.py), where the
-    tracer's own checks can't stop it: a loop of pure Python. A BaseException, so that the
-    user's `except Exception` does not swallow it; raised inside a forward being traced, the
-    trace ends there as at its own budget or cancel (the graph up to there)."""
-
-
-class OutOfTime(StoppedOutside):
-    """The time budget ran out: a TraceTimeout error when raised inside a forward."""
-
-
-class CancelledOutside(StoppedOutside):
-    """The caller's cancel: a TraceCancelled error when raised inside a forward."""
 
 
 _outside: list[Optional[StoppedOutside]] = [None]  # the last stop raised into a forward

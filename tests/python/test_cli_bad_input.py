@@ -92,6 +92,21 @@ def test_an_input_dict_with_keys_that_are_no_names(tmp_path):
     assert not list(tmp_path.glob("*.msgpack"))
 
 
+@pytest.mark.parametrize("key", ["1a", "y"])
+def test_an_input_dict_with_a_key_the_forward_takes_no_argument_of(tmp_path, key):
+    # (QA: exit 1, "the forward raised TypeError … unexpected keyword argument", and a
+    # graph of no ops written)
+    _write(tmp_path, "net.py", NET)
+    run = _cli(
+        "trace", "-o", "g.msgpack", "net.py:Net", "--input", f"{{{key!r}: torch.randn(1, 4)}}",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    line = _one_line(run)
+    assert f"dict with the key {key!r}" in line and "it takes: x" in line, line
+    assert not list(tmp_path.glob("*.msgpack"))
+
+
 def test_an_input_naming_what_the_files_top_level_code_makes(tmp_path):
     _write(tmp_path, "net.py", NET)
     run = _cli("summary", "net.py:Net", "--input", "EXAMPLE", cwd=tmp_path)

@@ -309,6 +309,15 @@ def test_target_options_on_graph_files_are_refused(models, tmp_path, capsys) -> 
         assert rc == 2 and "apply to a target B" in err
     rc, _, err = run(["diff", str(saved), str(saved), "--input", "torch.randn(3, 16)"], capsys)
     assert rc == 2 and "A and B are graph files" in err
+    # (QA: accepted and ignored, exit 0; summary of a saved graph refuses them)
+    for extra in (
+        ["--device", "meta"],
+        ["--no-costs"],
+        ["--run-top-level"],
+        ["--time-budget", "5"],
+    ):
+        rc, _, err = run(["diff", str(saved), str(saved), *extra], capsys)
+        assert rc == 2 and extra[0] in err and "A and B are graph files" in err, (extra, err)
     # (QA: A saved as traced, in whatever mode, was compared with B in training mode, and
     # `--check` said 0: --train-b's eval-mode A can't be a graph file)
     rc, _, err = run(["diff", str(saved), f"{a}:Net", "--train-b", "--check"], capsys)

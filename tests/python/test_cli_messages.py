@@ -57,9 +57,25 @@ SPIN_AT_IMPORT = """
             self.fc = nn.Linear(2, WIDTH)
 """
 
+SPIN_IN_BUILD = """
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+            while True:
+                pass
+
+    print("hello")  # top-level code left out: the budget's stop is not its fault
+"""
+
 
 @pytest.mark.parametrize(
-    "text, target", [(SPIN_IN_FORWARD, "Spins"), (SPIN_AT_IMPORT, "Net")], ids=["forward", "import"]
+    "text, target",
+    [(SPIN_IN_FORWARD, "Spins"), (SPIN_AT_IMPORT, "Net"), (SPIN_IN_BUILD, "Net")],
+    ids=["forward", "import", "build"],
 )
 def test_the_time_budget_stops_pure_python_loops(tmp_path, text, target):
     path = _write(tmp_path, text)
@@ -69,6 +85,7 @@ def test_the_time_budget_stops_pure_python_loops(tmp_path, text, target):
     )  # fmt: skip
     assert run.returncode == 3, run.stderr
     assert "ran past 2 s" in _one_line(run)
+    assert "top-level" not in run.stderr, run.stderr  # (QA: blamed the left-out print)
 
 
 @pytest.mark.parametrize(
