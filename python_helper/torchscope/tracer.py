@@ -1405,9 +1405,8 @@ class Recorder(TorchFunctionMode):
         if call is None:
             return PASS
         count = self.count + 1  # (the module call; its op is the next)
-        if (
-            count + 1
-        ) % CHECK_EVERY < 2:  # (either count a multiple: a loop may put each on the op's)
+        # (either of its counts a multiple: a loop may put every one on the layer's op)
+        if (count + 1) % CHECK_EVERY < 2:
             self._check_budget()
         top = _pop_mode()
         if top is not self:  # a mode of the user's above ours: it must see the call
