@@ -65,6 +65,24 @@ class Paused:
         )
         return json.loads(text)
 
+    def cancelled(self, after: float, timeout: float = 120, **args: Any) -> dict[str, Any]:
+        """A trace whose cancel file is written `after` seconds into its evaluate (no DAP
+        cancel exists: the extension writes the file while the evaluate runs); its reply."""
+        cancel = self.out / f"cancel-{args['expr']}"
+        request = {"op": "trace", **args, "cancelFile": str(cancel)}
+        seq = self.s.send(
+            "evaluate",
+            {
+                "expression": request_expression(request),
+                "frameId": self.frame_id,
+                "context": "clipboard",
+                "format": {"rawString": True},
+            },
+        )
+        time.sleep(after)
+        cancel.write_text("")
+        return json.loads(self.s.response(seq, timeout=timeout)["result"])
+
     def cont(self) -> None:
         self.since = max(self.since, self.s.cont(self.thread))
 
@@ -589,26 +607,9 @@ def test_graph_over_20_mb_arrives_through_the_file(trainer):
 
 def test_cancel_file_and_time_budget(trainer):
     """No DAP cancel exists: the extension writes the cancel file while the evaluate runs."""
-    cancel = trainer.out / "cancel"
-    request = {
-        "op": "trace",
-        "expr": "deep",
-        "input": "torch.randn(2, 4)",
-        "out": str(trainer.out / "c.msgpack"),
-        "cancelFile": str(cancel),
-    }
-    seq = trainer.s.send(
-        "evaluate",
-        {
-            "expression": request_expression(request),
-            "frameId": trainer.frame_id,
-            "context": "clipboard",
-            "format": {"rawString": True},
-        },
+    reply = trainer.cancelled(
+        0.3, expr="deep", input="torch.randn(2, 4)", out=str(trainer.out / "c.msgpack")
     )
-    time.sleep(0.3)
-    cancel.write_text("")
-    reply = json.loads(trainer.s.response(seq, timeout=120)["result"])
     assert (reply["ok"], reply["kind"]) == (False, "cancelled"), reply
 
     reply = trainer.call(
@@ -636,26 +637,9 @@ def test_a_forward_looping_in_python_stops_at_its_budget_and_on_cancel(trainer):
     )
     assert (reply["ok"], reply["kind"]) == (False, "timeout"), reply
 
-    cancel = trainer.out / "cancel-spin"
-    request = {
-        "op": "trace",
-        "expr": "spin",
-        "input": "torch.randn(2, 4)",
-        "out": str(trainer.out / "spin.msgpack"),
-        "cancelFile": str(cancel),
-    }
-    seq = trainer.s.send(
-        "evaluate",
-        {
-            "expression": request_expression(request),
-            "frameId": trainer.frame_id,
-            "context": "clipboard",
-            "format": {"rawString": True},
-        },
+    reply = trainer.cancelled(
+        0.5, 60, expr="spin", input="torch.randn(2, 4)", out=str(trainer.out / "spin.msgpack")
     )
-    time.sleep(0.5)
-    cancel.write_text("")
-    reply = json.loads(trainer.s.response(seq, timeout=60)["result"])
     assert (reply["ok"], reply["kind"]) == (False, "cancelled"), reply
 
     assert not (trainer.out / "spin.msgpack").exists()
