@@ -95,8 +95,8 @@ def hard_stop(
             stop = OutOfTime(f"the trace ran past {budget:g} s")
         else:
             return
-        user_code = not finishing() if outside_forward else in_forward()
-        if user_code and not _ours(frame):
+        # (not finishing, as returned above: outside a forward only the user's code runs)
+        if (outside_forward or in_forward()) and not _ours(frame):
             raise stopping_from_outside(stop)
         signal.setitimer(signal.ITIMER_REAL, _AGAIN)
 
