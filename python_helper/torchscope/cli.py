@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, Optional
 
+from . import cli_args
 from .cli_args import add_run_top_level, add_time_budget
 from .cli_say import say
 from .diff_cli import add_diff_parser, run_diff
@@ -248,21 +249,9 @@ def _fail(exc: Any) -> int:
     return int(exc.code)
 
 
-# what `summary` of a saved graph can't do: these options shape a trace
-_TRACE_ONLY = (
-    ("input_expr", None, "--input"),
-    ("device", "cpu", "--device"),
-    ("time_budget", None, "--time-budget"),
-    ("run_top_level", False, "--run-top-level"),
-    ("rank", None, "--rank"),
-    ("values", True, "--no-values"),
-    ("costs", True, "--no-costs"),
-)
-
-
 def _summarize_file(args: argparse.Namespace) -> int:
     """`summary` of a saved graph: no torch needed."""
-    given = [flag for attr, default, flag in _TRACE_ONLY if getattr(args, attr) != default]
+    given = cli_args.given(args, cli_args.TRACE_ONLY)
     if given:
         say(
             f"{', '.join(given)}: {args.target} is a saved graph; "

@@ -1,11 +1,13 @@
 """Command-line options that `trace`, `summary` and `diff` declare alike (a time budget and
 its check, running the file's top-level code), declared once; the options whose help says
-what they do in each command (`--input`, `--device`, `--no-values` …) are each command's."""
+what they do in each command (`--input`, `--device`, `--no-values` …) are each command's.
+Which of those shape a trace, for the commands that refuse them on saved graphs."""
 
 from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Sequence
 from typing import Any
 
 LONGEST_BUDGET = 1e7  # seconds (~4 months): beyond it the platform's timer overflows
@@ -37,3 +39,21 @@ def add_run_top_level(parser: Any) -> None:
         help="run the file's top-level code too (by default only its definitions are "
         "loaded: a training loop at top level does not run)",
     )
+
+
+# the options that shape a trace, as (attribute, default, flag): `summary` of a saved graph
+# and `diff` of two refuse them rather than ignore them
+TRACE_ONLY: tuple[tuple[str, Any, str], ...] = (
+    ("input_expr", None, "--input"),
+    ("device", "cpu", "--device"),
+    ("time_budget", None, "--time-budget"),
+    ("run_top_level", False, "--run-top-level"),
+    ("rank", None, "--rank"),
+    ("values", True, "--no-values"),
+    ("costs", True, "--no-costs"),
+)
+
+
+def given(args: argparse.Namespace, options: Sequence[tuple[str, Any, str]]) -> list[str]:
+    """The flags among `options` given other than as their defaults."""
+    return [flag for attr, default, flag in options if getattr(args, attr, default) != default]

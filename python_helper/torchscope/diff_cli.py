@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from . import cli_args
 from .cli_args import add_run_top_level, add_time_budget
 from .cli_say import say
 from .diff import STATS_TOLERANCE, Diff, diff_graphs
@@ -147,18 +148,9 @@ def run_diff(args: argparse.Namespace) -> int:
             "(FILE.py:NAME), not a graph file (traced in whatever mode it was)"
         )
     if is_graph_file(args.a) and is_graph_file(args.b):
-        # (options that shape a trace: refused rather than ignored, as summary does)
-        given = [
-            flag
-            for flag, on in (
-                ("--input", args.input_expr is not None),
-                ("--device", args.device != "cpu"),
-                ("--run-top-level", args.run_top_level),
-                ("--time-budget", args.time_budget is not None),
-                ("--no-costs", not args.costs),
-            )
-            if on
-        ]
+        # (options that shape a trace: refused rather than ignored, as summary does; but
+        # --no-values leaves saved graphs' statistics uncompared)
+        given = cli_args.given(args, [o for o in cli_args.TRACE_ONLY if o[2] != "--no-values"])
         if given:
             return _fail(
                 f"{', '.join(given)} {'apply' if len(given) > 1 else 'applies'} to targets "
