@@ -171,6 +171,22 @@ def _cell_names() -> Optional[Callable[[str], Optional[str]]]:
     return name_of
 
 
+def file_names() -> Callable[[str], str]:
+    """A file name → how people should read it here: a notebook cell's as IPython's tracebacks
+    name it (`Cell In[11]`), any other file as it is (and every file so outside IPython)."""
+    name_of = _cell_names()
+    if name_of is None:
+        return str
+    names: dict[str, str] = {}
+
+    def named(file: str) -> str:
+        if file not in names:
+            names[file] = name_of(file) or file
+        return names[file]
+
+    return named
+
+
 def _rename_sites(wire: dict[str, Any], name_of: Callable[[str], Optional[str]]) -> None:
     """Every site of a wire graph (nodes' site, defn and inside; the error's traceback)
     whose file `name_of` names, renamed (sites may be shared between nodes: each once)."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Optional
 
 from .folding import group_name
-from .graph import Cost, Graph, Group, Node
+from .graph import Cost, Graph, Group, Node, Site
+from .notebook import file_names
 
 _UNITS = (("K", 10**3), ("M", 10**6), ("B", 10**9), ("T", 10**12))
 
@@ -219,14 +221,13 @@ def summarize(graph: Graph) -> str:
     collectives = graph.collectives()
     if collectives:
         lines.append(collectives_line(collectives))
-    origin = nan_origin_line(graph)
+    named = file_names()  # (printed in a notebook: its cells as IPython names them)
+    origin = nan_origin_line(graph, named)
     if origin:
         lines.append(origin)
     if graph.error is not None:
         e = graph.error
-        where = graph.nodes[e.node].site
-        at = f" at {where.file}:{where.line}" if where else ""
-        lines.append(f"ERROR {e.type}: {e.message}{at}")
+        lines.append(f"ERROR {e.type}: {e.message}{at(graph.nodes[e.node].site, named)}")
     return "\n".join(lines)
 
 
@@ -240,17 +241,18 @@ def _ops_inside(graph: Graph) -> list[int]:
     return inside
 
 
-def nan_origin_line(graph: Graph) -> str:
-    """Where non-finite values first appeared, for people; "" when they did not."""
+def nan_origin_line(graph: Graph, named: Callable[[str], str] = str) -> str:
+    """Where non-finite values first appeared, for people; "" when they did not. `named`:
+    how a file is named to them (see at)."""
     i = graph.nan_origin
     if i is None or not 0 <= i < len(graph.nodes):
         return ""
     node = graph.nodes[i]
-    where = f" at {node.site.file}:{node.site.line}" if node.site else ""
-    return f"NaN/Inf origin: {node.name} (node {i}, {node.target}){in_module(graph, node)}{where}"
+    where = at(node.site, named)
+    return f"NaN/Inf origin: {node.name} (node {i}, {node.target}){in_module(graph, node, named)}{where}"
 
 
-def in_module(graph: Graph, node: Node) -> str:
+def in_module(graph: Graph, node: Node, named: Callable[[str], str] = str) -> str:
     """` in encoder.conv1 (Conv1d)`: the module call a node is in; where a library called
     it, that line too (the node's own line is then inside torch's layer)."""
     if node.parent is None:
@@ -259,8 +261,14 @@ def in_module(graph: Graph, node: Node) -> str:
     if not module.path:  # the model itself: its line is the node's
         return ""
     call = module.site
-    called = f", called at {call.file}:{call.line}" if call and call != node.site else ""
+    called = f", called{at(call, named)}" if call and call != node.site else ""
     return f" in {module.path} ({module.name}{called})"
+
+
+def at(site: Optional[Site], named: Callable[[str], str] = str) -> str:
+    """` at model.py:12`, its file as `named` names it (a notebook cell: `Cell In[3]`); ""
+    for no site."""
+    return f" at {named(site.file)}:{site.line}" if site else ""
 
 
 def group_params(graph: Graph, group: Group) -> int:

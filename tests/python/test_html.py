@@ -305,3 +305,46 @@ def test_a_notebook_view_names_cells_as_ipython_does(tmp_path: Path) -> None:
     assert (site["file"], site["line"]) == ("Cell In[1]", 6)
     assert (defn["file"], defn["line"]) == ("Cell In[1]", 4)
     assert "Cell" not in kept  # (ipykernel: a .py file; a plain shell: <ipython-input-1-…>)
+
+
+def test_a_summary_printed_in_a_notebook_names_cells_as_ipython_does(tmp_path: Path) -> None:
+    """`graph.summary()` printed in a notebook names the cells' lines as IPython's tracebacks
+    do (`Cell In[1]:7`), not by the kernel's temporary files: the NaN origin, the layer it is
+    in and the error's line; the graph keeps its files."""
+    pytest.importorskip("IPython")
+    script = tmp_path / "kernel.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import json
+            from IPython.core.interactiveshell import InteractiveShell
+
+            shell = InteractiveShell.instance()
+            cells = [
+                "import torch\\nfrom torch import nn\\n\\nclass Inner(nn.Module):\\n"
+                "    def forward(self, x):\\n        y = torch.log(-x)\\n"
+                "        return y + self.missing\\n\\n"
+                "class Net(nn.Module):\\n    def __init__(self):\\n        super().__init__()\\n"
+                "        self.inner = Inner()\\n    def forward(self, x):\\n"
+                "        return self.inner(x)\\n",
+                "import torchscope\\ntry:\\n    torchscope.trace(Net(), torch.ones(2))\\n"
+                "except AttributeError as e:\\n    g = e.torchscope_graph\\n",
+            ]
+            for cell in cells:
+                shell.run_cell(cell, store_history=True).raise_error()
+            g = shell.user_ns["g"]
+            print(json.dumps([g.summary(), g.nodes[g.nan_origin].site.file]))
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(torchscope.__file__).parents[1])}
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    text, kept = json.loads(proc.stdout.strip().splitlines()[-1])
+    origin = next(line for line in text.splitlines() if line.startswith("NaN/Inf origin"))
+    assert origin.endswith("in inner (Inner, called at Cell In[1]:14) at Cell In[1]:6"), origin
+    error = next(line for line in text.splitlines() if line.startswith("ERROR"))
+    assert error.endswith("at Cell In[1]:7"), error
+    assert "Cell" not in kept
