@@ -23,11 +23,11 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
-from importlib.util import decode_source
 from pathlib import Path
 from typing import Any, Optional, Union, cast
 
 from ..graph import FORMAT, GraphFormatError, check_version, unpack
+from ..usercode import read_source as _read_source
 from .hints import Indexed, LineInfo, index_graph, split_lines
 
 KEEP_TRACES = 32  # traces kept, each of one model (a file of many models keeps others')
@@ -46,7 +46,7 @@ def read_source(path: Union[str, Path]) -> Optional[str]:
     """A Python file's text as the interpreter reads it (its coding cookie); None when it
     can't be read."""
     try:
-        return decode_source(Path(path).read_bytes())
+        return _read_source(path)
     except (OSError, SyntaxError, UnicodeDecodeError, LookupError, ValueError):
         return None
 
