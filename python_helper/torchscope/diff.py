@@ -203,6 +203,14 @@ class Diff:
 def diff_graphs(a: Graph, b: Graph, *, stats_tolerance: float = STATS_TOLERANCE) -> Diff:
     """Compare the forward pass `a` (before) with `b` (after). `stats_tolerance`: statistics
     further apart than this fraction of the tensor's largest |value| differ (0 or more)."""
+    from .graph import Graph  # (graphs exist, so it loads: see the import above)
+
+    for side in (a, b):
+        if not isinstance(side, Graph):
+            raise TypeError(
+                "diff_graphs compares two torchscope Graphs (torchscope.trace's results; "
+                f"Graph.load(path) reads a graph file), not a {type(side).__name__}"
+            )
     if not (math.isfinite(stats_tolerance) and stats_tolerance >= 0):
         raise ValueError(f"stats_tolerance must be a fraction of 0 or more, not {stats_tolerance}")
     with no_gc():

@@ -154,12 +154,15 @@ def _side_line(mark: str, name: str, side: dict[str, Any]) -> str:
 
 def _origin_line(view: CompareView, origin: int) -> str:
     """Where b first makes NaN/Inf (`added`: an op the edit brought in)."""
-    from .summary import in_module
+    from .notebook import file_names
+    from .summary import at, in_module
 
     n = view.graph.nodes[origin]
     new = " (added)" if view.status[origin] == "added" else ""
-    where = f" at {n.site.file}:{n.site.line}" if n.site else ""
-    return f"! NaN/Inf origin in b: {n.name}{new}{in_module(view.graph, n)}{where}"
+    named = file_names()  # (printed in a notebook: its cells as IPython names them)
+    return (
+        f"! NaN/Inf origin in b: {n.name}{new}{in_module(view.graph, n, named)}{at(n.site, named)}"
+    )
 
 
 def _module_label(m: Node) -> str:

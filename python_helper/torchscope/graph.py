@@ -374,7 +374,7 @@ def _json(raw: bytes) -> Any:
     except ValueError as exc:  # (UnicodeDecodeError too)
         if raw[:1] and (0x80 <= raw[0] <= 0x8F or raw[0] in (0xDE, 0xDF)):  # a msgpack map
             raise GraphFormatError("not JSON: it is msgpack: name it .msgpack") from exc
-        raise
+        raise GraphFormatError(f"not JSON: {exc}") from exc
 
 
 def write_atomic(path: str | Path, data: bytes) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import base64
 import gzip
 import html
+import math
+import numbers
 import os
 import re
 import secrets
@@ -134,6 +136,17 @@ def show_graph(graph: Any, height: int = DEFAULT_HEIGHT) -> None:
     360: the viewer's toolbar and status line need it). Outside a
     notebook the page is written to a temporary file, whose path is printed. Returns
     nothing, so a cell ending with it draws once (``graph.save("g.html")`` keeps a page)."""
+    from .graph import Graph
+
+    if not isinstance(graph, Graph):
+        raise TypeError(
+            f"show_graph draws a traced Graph (torchscope.trace's result), not a "
+            f"{type(graph).__name__}: torchscope.show(model, *inputs) traces a model and draws it"
+        )
+    if isinstance(height, bool) or not isinstance(height, numbers.Real):
+        raise TypeError(f"height is a number of pixels, not a {type(height).__name__}")
+    if not math.isfinite(height):
+        raise ValueError(f"height is a number of pixels, not {height}")
     _display(GraphView(view_bytes(graph), graph.model.title(), height))
 
 

@@ -14,7 +14,7 @@ import sys
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -2221,6 +2221,22 @@ def trace_call(
         # (a tensor would be unpacked row by row into the forward's arguments)
         raise TypeError(
             f"args is a tuple of the forward's arguments: (x,), not a {type(args).__name__}"
+        )
+    if kwargs is not None and not isinstance(kwargs, Mapping):
+        raise TypeError(
+            f"kwargs is a dict of the forward's keyword arguments, not a {type(kwargs).__name__}"
+        )
+    if time_budget is not None and (
+        isinstance(time_budget, bool) or not isinstance(time_budget, numbers.Real)
+    ):
+        raise TypeError(
+            "time_budget is a number of seconds (None: no budget), not a "
+            f"{type(time_budget).__name__}"
+        )
+    if cancel is not None and not callable(cancel):
+        raise TypeError(
+            "cancel must be a function that says whether to stop (None: none), not a "
+            f"{type(cancel).__name__}"
         )
     if time_budget is not None and not time_budget > 0:  # (nan is not > 0 either)
         raise ValueError(

@@ -308,9 +308,9 @@ def test_a_notebook_view_names_cells_as_ipython_does(tmp_path: Path) -> None:
 
 
 def test_a_summary_printed_in_a_notebook_names_cells_as_ipython_does(tmp_path: Path) -> None:
-    """`graph.summary()` printed in a notebook names the cells' lines as IPython's tracebacks
-    do (`Cell In[1]:7`), not by the kernel's temporary files: the NaN origin, the layer it is
-    in and the error's line; the graph keeps its files."""
+    """`graph.summary()` (and a diff's text) printed in a notebook names the cells' lines as
+    IPython's tracebacks do (`Cell In[1]:7`), not by the kernel's temporary files: the NaN
+    origin, the layer it is in and the error's line; the graph keeps its files."""
     pytest.importorskip("IPython")
     script = tmp_path / "kernel.py"
     script.write_text(
@@ -332,8 +332,17 @@ def test_a_summary_printed_in_a_notebook_names_cells_as_ipython_does(tmp_path: P
             ]
             for cell in cells:
                 shell.run_cell(cell, store_history=True).raise_error()
+            shell.run_cell(
+                "from torchscope.compare import compare_view\\n"
+                "from torchscope.diff import diff_graphs\\n"
+                "from torchscope.diff_text import render_text\\n"
+                "a = torchscope.trace_call(Net(), (-torch.ones(2),), raise_errors=False)\\n"
+                "text = render_text(compare_view(diff_graphs(a, g)))",
+                store_history=True,
+            ).raise_error()
             g = shell.user_ns["g"]
-            print(json.dumps([g.summary(), g.nodes[g.nan_origin].site.file]))
+            diff = shell.user_ns["text"]
+            print(json.dumps([g.summary(), g.nodes[g.nan_origin].site.file, diff]))
             """
         )
     )
@@ -342,8 +351,10 @@ def test_a_summary_printed_in_a_notebook_names_cells_as_ipython_does(tmp_path: P
         [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
     )
     assert proc.returncode == 0, proc.stderr
-    text, kept = json.loads(proc.stdout.strip().splitlines()[-1])
+    text, kept, diff = json.loads(proc.stdout.strip().splitlines()[-1])
     origin = next(line for line in text.splitlines() if line.startswith("NaN/Inf origin"))
+    changed = next(line for line in diff.splitlines() if line.startswith("! NaN/Inf origin"))
+    assert changed.endswith("at Cell In[1]:6"), changed
     assert origin.endswith("in inner (Inner, called at Cell In[1]:14) at Cell In[1]:6"), origin
     error = next(line for line in text.splitlines() if line.startswith("ERROR"))
     assert error.endswith("at Cell In[1]:7"), error
