@@ -112,14 +112,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return run_diff(args)
     if args.command == "summary" and is_graph_file(args.target):
         return _summarize_file(args)
-    from .cli_trace import (
-        CliError,
-        error_line,
-        ran_out_of_memory,
-        read_values_on_meta,
-        suspects_hint,
-        trace_target,
-    )
+    from .cli_trace import CliError, trace_target
 
     page = page_error(args.target) if args.command == "summary" else None
     if page:
@@ -152,32 +145,57 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         watch = StuckWatch(rank, args.time_budget, budget_end)
         watch.start()
     try:
-        traced = trace_target(
-            args.target,
-            args.device,
-            args.input_expr,
-            args.time_budget,
-            run_top_level=args.run_top_level,
-            values=args.values,
-            costs=args.costs,
-            # (not before: building, joining the group, a rank waits in C++, where a Python
-            # handler can't run and torchrun's SIGTERM would wait for its SIGKILL)
-            before_trace=stop_on_sigterm if launched else None,
-        )
-    except CliError as exc:
-        if launched:  # every rank says it: which one (`rank 1: the forward called sys.exit(3)`)
-            exc.message = f"rank {rank}: {exc.message}"
-        return _fail(exc)
+        try:
+            traced = trace_target(
+                args.target,
+                args.device,
+                args.input_expr,
+                args.time_budget,
+                run_top_level=args.run_top_level,
+                values=args.values,
+                costs=args.costs,
+                # (not before: building, joining the group, a rank waits in C++, where a
+                # Python handler can't run and torchrun's SIGTERM would wait for its SIGKILL)
+                before_trace=stop_on_sigterm if launched else None,
+            )
+        except CliError as exc:
+            if launched:  # every rank says it: which one (`rank 1: the forward called sys.exit(3)`)
+                exc.message = f"rank {rank}: {exc.message}"
+            return _fail(exc)
+        finally:
+            if watch is not None:
+                watch.stop()
+        # every rank of a torchrun program writes and says: which one it is (one terminal)
+        who = f"rank {rank}: " if launched and size > 1 else ""
+        return _report(args, traced, out, shows, who)
     finally:
-        if watch is not None:
-            watch.stop()
+        # Only now, the graph written and the failure said: the other ranks may be waiting
+        # for this one in a collective, which ending the group fails at once; torchrun then
+        # ends this rank (until here, the trace's SIGTERM handler lets it finish: a big
+        # graph takes seconds to write)
         if launched:
             sigterm_as_before()
         end_process_group()
+
+
+def _report(
+    args: argparse.Namespace, traced: Any, out: Optional[Path], shows: bool, who: str
+) -> int:
+    """Write or print a traced graph (`out`: where; None: print it) and say how the trace
+    went; the exit code. `shows`: this rank reports (not another, `--rank`); `who`: which
+    rank says it ("rank 1: ", "" outside torchrun)."""
+    from .cli_trace import (
+        CliError,
+        error_line,
+        ran_out_of_memory,
+        read_values_on_meta,
+        suspects_hint,
+    )
+
     graph = traced.graph
     if not shows:  # another rank reports (--rank); this one still says why it failed
         if graph.error is not None and not traced.timed_out:
-            say(f"rank {rank}: {error_line(graph)}")
+            say(f"{who}{error_line(graph)}")
         return 3 if traced.timed_out else (1 if graph.error is not None else 0)
     if out is None:
         print(graph.summary())
@@ -198,8 +216,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         )
     for warning in graph.warnings:
         say(f"warning: {warning}")
-    # every rank of a torchrun program writes and says: which one it is (they share a terminal)
-    who = f"rank {rank}: " if launched and size > 1 else ""
     if traced.timed_out:
         written = " (the graph up to there was written)" if out is not None else ""
         return _fail(

@@ -416,6 +416,41 @@ def test_a_rank_waiting_for_a_failed_one_still_writes_its_graph(tmp_path: Path) 
     assert load(tmp_path / "g.rank1.msgpack").error.type == "ValueError"
 
 
+SLOW_TO_WRITE_ON_RANK_1 = """
+import os
+import time
+import torchscope.graph
+
+_save = torchscope.graph.Graph.save
+
+def slow_save(self, *args, **kwargs):
+    # (a big graph takes seconds to write: 100,000 ops, QA)
+    if os.environ["RANK"] == "1":
+        time.sleep(4)
+    return _save(self, *args, **kwargs)
+
+torchscope.graph.Graph.save = slow_save
+"""
+
+
+def test_a_failed_rank_writes_its_graph_and_says_why_before_the_others_are_let_go(
+    tmp_path: Path,
+) -> None:
+    """Rank 1 raises while rank 0 waits for it in an all_reduce, and its graph is slow to
+    write: the process group was ended before the write, so rank 0 failed at once, torchrun
+    ended rank 1 mid-write, and rank 1's error line and graph were lost (only rank 0's
+    "Connection closed by peer" was said). The group ends after the rank has written and
+    said it."""
+    (tmp_path / "waits.py").write_text(RAISES_BEFORE_A_COLLECTIVE + SLOW_TO_WRITE_ON_RANK_1)
+    with pytest.raises(AssertionError) as failed:  # (torchrun: a rank exited 1)
+        torchrun(["-m", "torchscope", "trace", "waits.py:build", "-o", "g.msgpack"], tmp_path)
+    said = str(failed.value)
+    assert "torchscope: rank 1: the forward raised ValueError: boom on rank 1" in said, said
+    assert load(tmp_path / "g.rank1.msgpack").error.type == "ValueError"
+    rank0 = load(tmp_path / "g.rank0.msgpack")
+    assert [n.name for n in rank0.nodes if n.kind == "op"] == ["linear", "all_reduce"]
+
+
 def _terminated_rank(
     tmp_path: Path, target: str, marker: str, timeout: float
 ) -> tuple[int, str, str]:
