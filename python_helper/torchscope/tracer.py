@@ -82,6 +82,7 @@ from .wrappers import (
     compiled_run_eagerly,
     compiler_loaded,
     find_wrappers,
+    fsdp2_shards,
     fsdp_state_kept,
     unwrap,
 )
@@ -366,6 +367,7 @@ class Recorder(TorchFunctionMode):
         self.root = model
         self._named = named
         self._tensor_names: Optional[dict[int, str]] = None  # built on the first constant
+        self._shards: set[int] = set()  # ids of FSDP2's parameter shards among those names
         self.late_close: dict[int, Any] = {}  # module id → handle of our own forward hook
         # id(t) → (t, its alias group: (id, t) of the tensors holding its memory that are no
         # views of one another, t among them: see _alias)
@@ -630,7 +632,7 @@ class Recorder(TorchFunctionMode):
                 # (not a tensor from outside: FSDP2's gather buffer, read before the gather
                 # fills it); a buffer holding -inf is a mask, a parameter holding Inf is not
                 self.checks.append((nid, [], [st]))
-                if isinstance(t, nn.Parameter):
+                if isinstance(t, nn.Parameter) or key in self._shards:
                     self.weight_constants.add(nid)
         else:
             self._set_producer(t, nid)
@@ -638,7 +640,12 @@ class Recorder(TorchFunctionMode):
 
     def _weight_stats(self, t: Tensor) -> Optional[TensorStats]:
         """A tensor from outside the forward (a weight used directly, as GPT-2's Conv1D
-        does): read once and kept between traces while its version stays the same."""
+        does): read once and kept between traces while its version stays the same. A
+        DTensor's: its local shard's (as its edge's `shape`), read every trace (a write
+        through the DTensor need not bump its shard's version)."""
+        inner = inner_tensor(t) if type(t) is not Tensor and type(t) is not _Parameter else None
+        if inner is not None:
+            return self.reader.read(inner)
         return weight_stats.cached_read(t, self.reader)
 
     def _read_before_write(self, written: Any, overwritten: bool = False) -> None:
@@ -670,7 +677,8 @@ class Recorder(TorchFunctionMode):
                 self._overwritten.add(key)
             # no version stamp: a write that leaves the version as it was (a _foreach_ op
             # under the FLOP counter) must not have these values stand for its own
-            self._const_stats[key] = self.reader.read(t)
+            inner = inner_tensor(t) if type(t) is not Tensor and type(t) is not _Parameter else None
+            self._const_stats[key] = self.reader.read(t if inner is None else inner)
 
     def _parent(self) -> Optional[int]:
         if not self.stack:
@@ -1200,6 +1208,13 @@ class Recorder(TorchFunctionMode):
                             inner = inner_tensor(t) if type(t) is not _Parameter else None
                             if inner is not None:  # a DTensor parameter's shard (FSDP2, TP)
                                 names[id(inner)] = dot + name
+            # FSDP2's flat view of a parameter's shard, which its all-gather reads: the
+            # parameter's values on this rank (a NaN there is the weight's)
+            for data, param in fsdp2_shards(self._named):
+                name = names.get(id(param))
+                if name is not None and id(data) not in names:
+                    names[id(data)] = name
+                    self._shards.add(id(data))
             self._tensor_names = names
         return self._tensor_names
 

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+import torch
 from torch import nn
 
 from .state import refill
@@ -247,6 +248,23 @@ def fsdp_state_kept(named: list[tuple[str, nn.Module]]) -> Iterator[None]:
                     m.reshard()  # type: ignore[operator]
         for state in unborn:
             state.restore()
+
+
+def fsdp2_shards(named: list[tuple[str, nn.Module]]) -> list[tuple[torch.Tensor, Any]]:
+    """(the tensor FSDP2 all-gathers for a parameter, the sharded parameter) of every
+    `fully_shard` module's parameters: the flat view of this rank's shard its all-gather
+    reads (not the DTensor's local tensor), which stands for the parameter's values."""
+    fsdp2 = _loaded(*_FSDP2)
+    if fsdp2 is None:
+        return []
+    found = []
+    for state in _fsdp_states([m for _, m in named if isinstance(m, fsdp2)]):
+        for group in getattr(state, "_fsdp_param_groups", ()):
+            for p in getattr(group, "fsdp_params", ()):
+                data = p.__dict__.get("_sharded_param_data")
+                if isinstance(data, torch.Tensor):
+                    found.append((data, p.__dict__.get("sharded_param")))
+    return found
 
 
 def _fsdp_states(modules: list[nn.Module]) -> list[Any]:

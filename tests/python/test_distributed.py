@@ -230,6 +230,43 @@ def test_tensor_parallel_dtensor_edges(runs) -> None:
     assert sums[0]["mean"] == pytest.approx(sums[1]["mean"]) and sums[0]["std"] > 0
 
 
+def origin_of(g: Graph) -> Optional[Any]:
+    return None if g.nan_origin is None else g.nodes[g.nan_origin]
+
+
+def test_a_sharded_weight_used_directly_has_statistics_and_is_the_nan_origin(runs) -> None:
+    """A DTensor parameter used directly (`h * self.gate`) had no statistics on its edge, so
+    the NaN its shard holds was blamed on the op that read it (`mul`). Its edge has its
+    shard's statistics now, and the rank whose shard holds the NaN names it the origin."""
+    run = runs("dtensor_weight_nan")
+    for rank, g in enumerate(run.graphs):
+        weights = {n.target: n for n in g.nodes if n.kind == "constant"}
+        assert set(weights) == {"gate", "scale"}, weights
+        for name, node in weights.items():
+            [edge] = [e for e in g.edges if e.src == node.id]
+            assert edge.stats is not None, (rank, name)
+            assert edge.stats["numel"] == (4 if name == "gate" else 8), (rank, name, edge.stats)
+        gate = weights["gate"]
+        [edge] = [e for e in g.edges if e.src == gate.id]
+        assert edge.stats["nan"] == (1 if rank == 0 else 0)
+        origin = origin_of(g)
+        if rank == 0:
+            assert origin is gate, origin
+        else:  # (rank 1's shard and input are finite: it makes no NaN)
+            assert origin is None, origin
+
+
+def test_a_nan_in_a_ranks_fsdp2_shard_is_the_shard(runs) -> None:
+    """FSDP2: a NaN in rank 1's shard of `up.weight` was blamed on FSDP's internal
+    split_with_sizes_copy (the gathered buffer's views had no statistics). The rank that holds
+    it names its shard of the weight; the other names the all-gather that brought it in."""
+    run = runs("fsdp2_weight_nan")
+    origins = [origin_of(g) for g in run.graphs]
+    assert origins[1] is not None and origins[1].kind == "constant", origins[1]
+    assert origins[1].target == "up.weight", origins[1]
+    assert origins[0] is not None and origins[0].name == "all_gather_into_tensor", origins[0]
+
+
 def test_async_work_and_functional_collectives_keep_the_edges(runs) -> None:
     run = runs("explicit")
     assert_output_unchanged(run)

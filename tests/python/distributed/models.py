@@ -158,3 +158,42 @@ def point_to_point():
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=20))
     rank = _join()
     return PointToPoint(), _input(rank)
+
+
+class Gated(nn.Module):
+    """A sharded weight used directly (`h * self.gate`), holding a NaN in rank 0's shard, beside
+    a replicated one without: as tensor parallel leaves a model's own parameters."""
+
+    def __init__(self, mesh: object) -> None:
+        super().__init__()
+        from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+        gate = torch.arange(8.0)
+        gate[1] = float("nan")  # rank 0's half: elements 0-3
+        self.gate = nn.Parameter(distribute_tensor(gate, mesh, [Shard(0)]))
+        self.scale = nn.Parameter(distribute_tensor(torch.ones(8), mesh, [Replicate()]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x * 2) * self.gate * self.scale
+
+
+def dtensor_weight_nan():
+    _join()
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    mesh = init_device_mesh("cpu", (int(os.environ["WORLD_SIZE"]),))
+    return Gated(mesh), distribute_tensor(torch.ones(3, 8), mesh, [Shard(1)])
+
+
+def fsdp2_weight_nan():
+    """FSDP2 over an MLP whose first weight holds a NaN in rank 1's shard (its rows 32-63)."""
+    rank = _join()
+    from torch.distributed.fsdp import fully_shard
+
+    model = MLP()
+    with torch.no_grad():
+        model.up.weight[40, 3] = float("nan")
+    fully_shard(model.up)
+    fully_shard(model)
+    return model, _input(rank)
