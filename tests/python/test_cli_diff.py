@@ -291,7 +291,7 @@ def test_missing_and_broken_inputs_are_one_line(tmp_path, capsys) -> None:
     bad_import.write_text("import torch\nimport not_a_real_module_xyz\n")
     cases = [
         ([str(tmp_path / "none.msgpack"), str(broken_json)], "no such file"),
-        ([str(broken_json), str(broken_json)], "cannot read"),
+        ([str(broken_json), str(broken_json)], "not JSON"),
         ([f"{bad_import}:M", str(broken_json)], "ModuleNotFoundError"),
         (["no_colon", str(broken_json)], "FILE.py:NAME"),
     ]

@@ -154,27 +154,37 @@ export function zoomToBox(box: Rect, currentK: number, view: ViewSize, graph?: G
 const CLEAR_MIN = { w: 120, h: 80 };
 
 /**
- * The part of the view a panel over it (`cover`, view px: the heaviest-nodes table) leaves
- * free: the biggest of the bands beside it (left, right, above, below), or the whole view
- * when nothing covers it or no band is big enough to show a box in.
+ * The part of the view the panels over it (`covers`, view px: the heaviest-nodes table, the
+ * legend) leave free: the biggest rectangle clear of them all made of the bands beside each
+ * (left, right, above, below; where they cross), or the whole view when nothing covers it
+ * or no such part is big enough to show a box in.
  */
-export function clearArea(view: ViewSize, cover: Rect | null): Rect {
+export function clearArea(view: ViewSize, covers: readonly Rect[]): Rect {
   const whole = { x: 0, y: 0, w: view.w, h: view.h };
-  if (!cover || cover.w <= 0 || cover.h <= 0) return whole;
-  const right = cover.x + cover.w;
-  const bottom = cover.y + cover.h;
-  const bands: Rect[] = [
-    { x: 0, y: 0, w: cover.x, h: view.h },
-    { x: right, y: 0, w: view.w - right, h: view.h },
-    { x: 0, y: 0, w: view.w, h: cover.y },
-    { x: 0, y: bottom, w: view.w, h: view.h - bottom },
-  ];
-  let best: Rect | null = null;
-  for (const b of bands) {
-    if (b.w < CLEAR_MIN.w || b.h < CLEAR_MIN.h) continue;
-    if (!best || b.w * b.h > best.w * best.h) best = b;
+  let free: Rect[] = [whole];
+  for (const c of covers) {
+    if (c.w <= 0 || c.h <= 0) continue;
+    const right = c.x + c.w;
+    const bottom = c.y + c.h;
+    const bands: Rect[] = [
+      { x: 0, y: 0, w: c.x, h: view.h },
+      { x: right, y: 0, w: view.w - right, h: view.h },
+      { x: 0, y: 0, w: view.w, h: c.y },
+      { x: 0, y: bottom, w: view.w, h: view.h - bottom },
+    ];
+    // each part clear of the covers so far, cut to each band clear of this one
+    free = free.flatMap((f) => bands.map((b) => crossing(f, b))).filter((r) => r.w >= CLEAR_MIN.w && r.h >= CLEAR_MIN.h);
   }
+  let best: Rect | null = null;
+  for (const r of free) if (!best || r.w * r.h > best.w * best.h) best = r;
   return best ?? whole;
+}
+
+/** Where two rectangles overlap (w or h 0 or less when they don't). */
+function crossing(a: Rect, b: Rect): Rect {
+  const x = Math.max(a.x, b.x);
+  const y = Math.max(a.y, b.y);
+  return { x, y, w: Math.min(a.x + a.w, b.x + b.w) - x, h: Math.min(a.y + a.h, b.y + b.h) - y };
 }
 
 /** The transform at zoom k that puts layout point `at` on screen point `screen`. */

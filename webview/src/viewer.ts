@@ -459,13 +459,16 @@ export class Viewer {
     this.setTransform(zoomToBox(b, this.transform().k, size, this.drawn!.layout, clearArea(size, this.covered())));
   }
 
-  /** What the heaviest-nodes table covers of the graph (view px), when it shows. */
-  private covered(): Rect | null {
-    const t = this.values.table;
-    if (t.hidden) return null;
-    const r = t.getBoundingClientRect();
+  /** What the heaviest-nodes table and the legend cover of the graph (view px), those that show. */
+  private covered(): Rect[] {
     const s = this.ui.svg.getBoundingClientRect();
-    return r.width > 0 && r.height > 0 ? { x: r.left - s.left, y: r.top - s.top, w: r.width, h: r.height } : null;
+    const out: Rect[] = [];
+    for (const panel of [this.values.table, this.values.legend]) {
+      if (panel.hidden) continue;
+      const r = panel.getBoundingClientRect();
+      if (r.width > 0 && r.height > 0) out.push({ x: r.left - s.left, y: r.top - s.top, w: r.width, h: r.height });
+    }
+    return out;
   }
 
   /** After any zoom or pan: draw what came into view, update the overview and detail level. */

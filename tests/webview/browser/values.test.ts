@@ -339,31 +339,40 @@ describe("the heaviest-nodes table", () => {
     await page.context().close();
   });
 
-  test("a narrow page: a row's node is centred clear of the table, not under it", async () => {
-    // at 480 px the table covers most of the graph: the node was centred under it
-    const o = await open(browser, "gpt2", { width: 480, height: 760 });
-    const { page } = o;
-    await choose(page, "absmax");
-    await page.waitForSelector("[data-role=table] tbody tr[data-id]");
-    const row = page.locator("[data-role=table] tbody tr[data-id]").nth(2);
-    const id = await row.getAttribute("data-id");
-    await row.click();
-    const el = page.locator(`.ts-nodes > g[data-id="${id}"][data-selected="true"]`);
-    await el.waitFor({ timeout: 15_000 });
-    await ready(page);
-    const [b, t, s] = await Promise.all([
-      el.locator(":scope > .ts-box").boundingBox(),
-      page.locator("[data-role=table]").boundingBox(),
-      page.locator(".ts-svg").boundingBox(),
-    ]);
-    assert.ok(b && t && s);
-    const under = b.x < t.x + t.width && t.x < b.x + b.width && b.y < t.y + t.height && t.y < b.y + b.height;
-    assert.ok(!under, `the node ${JSON.stringify(b)} is under the table ${JSON.stringify(t)}`);
-    assert.ok(b.x >= s.x && b.y >= s.y && b.x + b.width <= s.x + s.width && b.y + b.height <= s.y + s.height, "in the stage");
-    await shot(page, "values-table-row-narrow");
-    assertClean(o);
-    await page.context().close();
-  });
+  for (const [width, height] of [
+    [480, 760],
+    [360, 600],
+  ]) {
+    test(`a narrow page (${width} px): a row's node is centred clear of the table and the legend, not under them`, async () => {
+      // at 480 px the table covers most of the graph: the node was centred under it; at 360 px
+      // the band below the table reached down over the legend, and the node landed under that
+      const o = await open(browser, "gpt2", { width, height });
+      const { page } = o;
+      await choose(page, "absmax");
+      await page.waitForSelector("[data-role=table] tbody tr[data-id]");
+      const row = page.locator("[data-role=table] tbody tr[data-id]").nth(2);
+      const id = await row.getAttribute("data-id");
+      await row.click();
+      const el = page.locator(`.ts-nodes > g[data-id="${id}"][data-selected="true"]`);
+      await el.waitFor({ timeout: 15_000 });
+      await ready(page);
+      const [b, t, l, s] = await Promise.all([
+        el.locator(":scope > .ts-box").boundingBox(),
+        page.locator("[data-role=table]").boundingBox(),
+        page.locator("[data-role=legend]").boundingBox(),
+        page.locator(".ts-svg").boundingBox(),
+      ]);
+      assert.ok(b && t && l && s);
+      type Box = { x: number; y: number; width: number; height: number };
+      const under = (c: Box) => b.x < c.x + c.width && c.x < b.x + b.width && b.y < c.y + c.height && c.y < b.y + b.height;
+      assert.ok(!under(t), `the node ${JSON.stringify(b)} is under the table ${JSON.stringify(t)}`);
+      assert.ok(!under(l), `the node ${JSON.stringify(b)} is under the legend ${JSON.stringify(l)}`);
+      assert.ok(b.x >= s.x && b.y >= s.y && b.x + b.width <= s.x + s.width && b.y + b.height <= s.y + s.height, "in the stage");
+      await shot(page, `values-table-row-narrow-${width}`);
+      assertClean(o);
+      await page.context().close();
+    });
+  }
 
   test("a narrow page: the numbers show whole, the node's name gives way", async () => {
     // at 500 px only # and node showed; the values were cut off

@@ -130,21 +130,47 @@ test("a box gone to while a panel covers part of the view: centred in the part t
   // was centred under the table itself.
   const narrow = { w: 480, h: 640 };
   const table = { x: 138, y: 10, w: 332, h: 402 };
-  const below = clearArea(narrow, table);
+  const below = clearArea(narrow, [table]);
   assert.deepEqual(below, { x: 0, y: 412, w: 480, h: 228 }, "the band below it is the biggest part left");
   const t = zoomToBox({ x: 1000, y: 2000, w: 60, h: 30 }, 1, narrow, undefined, below);
   assert.deepEqual(toScreen(t, { x: 1030, y: 2015 }), { x: 240, y: 526 }, "in the middle of that band");
   // A wide page: the part beside the table.
-  assert.deepEqual(clearArea({ w: 1280, h: 700 }, { x: 930, y: 10, w: 340, h: 500 }), { x: 0, y: 0, w: 930, h: 700 });
+  assert.deepEqual(clearArea({ w: 1280, h: 700 }, [{ x: 930, y: 10, w: 340, h: 500 }]), { x: 0, y: 0, w: 930, h: 700 });
   // Nothing over the view, or too little left beside it: the whole view.
-  assert.deepEqual(clearArea(narrow, null), { x: 0, y: 0, w: 480, h: 640 });
-  assert.deepEqual(clearArea(narrow, { x: 5, y: 5, w: 470, h: 630 }), { x: 0, y: 0, w: 480, h: 640 });
+  assert.deepEqual(clearArea(narrow, []), { x: 0, y: 0, w: 480, h: 640 });
+  assert.deepEqual(clearArea(narrow, [{ x: 5, y: 5, w: 470, h: 630 }]), { x: 0, y: 0, w: 480, h: 640 });
   // A graph that fits the free part stays whole in it (clear of the table), the box as central as that allows.
   const graph = { width: 300, height: 150 };
   const small = zoomToBox({ x: 100, y: 0, w: 100, h: 40 }, 1, narrow, graph, below);
   const r = visibleRect(small, narrow);
   assert.ok(toScreen(small, { x: 0, y: 0 }).y >= below.y, "the graph's top below the table");
   assert.ok(showsAll({ ...r, y: r.y + below.y / small.k, h: below.h / small.k }, graph), "every box in the free part");
+});
+
+test("a box gone to while the table and the legend cover the view: centred clear of both", () => {
+  // A 360 px wide page: the table over the top, the legend at the bottom left. The band
+  // below the table reached down over the legend, and a change step's box landed under it.
+  const narrow = { w: 360, h: 640 };
+  const table = { x: 10, y: 10, w: 340, h: 300 };
+  const legend = { x: 10, y: 570, w: 198, h: 60 };
+  const free = clearArea(narrow, [table, legend]);
+  assert.deepEqual(free, { x: 0, y: 310, w: 360, h: 260 }, "between the table and the legend");
+  const t = zoomToBox({ x: 1000, y: 2000, w: 60, h: 30 }, 1, narrow, undefined, free);
+  const at = toScreen(t, { x: 1030, y: 2015 });
+  assert.ok(at.y + 15 <= legend.y && at.y - 15 >= table.y + table.h, `the box clear of both: ${at.y}`);
+  // Covers that leave no free part big enough between them: the whole view.
+  assert.deepEqual(
+    clearArea(narrow, [
+      { x: 0, y: 0, w: 360, h: 300 },
+      { x: 0, y: 320, w: 360, h: 320 },
+    ]),
+    {
+      x: 0,
+      y: 0,
+      w: 360,
+      h: 640,
+    },
+  );
 });
 
 test("a box pinned to where it was on screen", () => {
