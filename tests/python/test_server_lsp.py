@@ -556,6 +556,18 @@ def test_error_kinds(lsp, workspace):
     assert result["summary"]["error"]["type"] == "RuntimeError"
 
 
+@pytest.mark.parametrize("token", [{}, [1], 2.5, True])
+def test_a_progress_token_of_the_wrong_kind_is_a_bad_request(lsp, workspace, token):
+    """A workDoneToken that is neither a string nor an integer (LSP's ProgressToken) raised
+    inside pygls (-32603, unhashable) after the trace was counted as under way, which then
+    never ended: every later edit's whole text was kept. A bad request now, before it."""
+    path = workspace / "models.py"
+    e = lsp.error("torchscope/trace", {"uri": uri(path), "target": "Net", "workDoneToken": token})
+    assert e.code == -32001 and e.data["kind"] == "bad-request", (e.code, e.message)
+    assert "workDoneToken" in e.message
+    assert trace(lsp, path, "Net", workDoneToken=7)["summary"]["model"] == "Net"
+
+
 def test_sys_exit_at_import_is_an_error_not_a_dead_server(lsp, workspace):
     params = {"uri": uri(workspace / "exits.py"), "target": "Net", "runTopLevel": True}
     e = lsp.error("torchscope/trace", params)

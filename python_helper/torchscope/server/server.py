@@ -349,6 +349,11 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
     except ValueError as exc:
         raise _error("bad-request", str(exc)) from None
     token = p.get("workDoneToken")
+    if token is not None and (isinstance(token, bool) or not isinstance(token, (int, str))):
+        raise _error(
+            "bad-request",
+            f"workDoneToken must be a string or an integer, not {type(token).__name__}",
+        )
     progress = _Progress(ls, token, f"Visualize {target}")
     request: dict[str, Any] = {
         "op": "trace",
@@ -382,8 +387,8 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
     # imports them from disk), mapped onto the open documents, replaying edits made meanwhile
     traced = (file_key(path), text) if text is not None else None
     mark = ls.traces.begin(ls.open_texts(), traced, hints=p.get("hints") is not False)
-    progress.begin("")
-    try:
+    try:  # (from here on, whatever raises ends the trace's mark: it keeps every edit's text)
+        progress.begin("")
         result = await ls.runner.request(
             request,
             timeout=ls.settings.trace_timeout,
