@@ -249,24 +249,26 @@ CALLED_HERE = "called on this line"
 
 def _modules_on_line(frame: types.FrameType) -> list[tuple[str, nn.Module, str]]:
     """The modules the paused line is about to call (`self.lm(input_ids=…)`: a submodule no
-    name in the frame reaches)."""
+    name in the frame reaches), whatever their arguments (`head(torch.randn(2, 16))`: only
+    its input is not read from the line)."""
     return [
         (call.func, callee, CALLED_HERE)
-        for call, _node, callee, _ns in _line_calls(frame)
+        for call, _node, callee, _ns in _line_calls(frame, safe_arguments=False)
         if isinstance(callee, nn.Module)
     ]
 
 
 def _line_calls(
-    frame: types.FrameType,
+    frame: types.FrameType, safe_arguments: bool = True
 ) -> Iterator[tuple[LineCall, ast.Call, Any, dict[str, Any]]]:
     """`(call, its syntax, its callee, the namespace)` for each call on the paused line whose
-    callee reads without running the program's code (safe_read); the namespace is a copy."""
+    callee reads without running the program's code (safe_read), and whose arguments do
+    too unless not `safe_arguments`; the namespace is a copy."""
     source = "".join(linecache.getlines(frame.f_code.co_filename, frame.f_globals))
     if not source:
         return
     ns = namespace(frame)  # (a copy: the frame's names stay as they are)
-    for call in calls_on_line(source, frame.f_lineno):
+    for call in calls_on_line(source, frame.f_lineno, safe_arguments):
         try:
             node = ast.parse(call.text, mode="eval").body
             assert isinstance(node, ast.Call)

@@ -56,9 +56,10 @@ class LineCall:
 
 
 @functools.lru_cache(maxsize=8)  # (every candidate of a paused frame asks about one line)
-def calls_on_line(source: str, line: int) -> tuple[LineCall, ...]:
+def calls_on_line(source: str, line: int, safe_arguments: bool = True) -> tuple[LineCall, ...]:
     """The calls in the statement running at `line` (innermost statement; a compound
-    statement's header only) whose callee and arguments are all safe, outermost first."""
+    statement's header only) whose callee and arguments are all safe, outermost first
+    (`safe_arguments=False`: whatever their arguments, for what the line calls)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -68,7 +69,11 @@ def calls_on_line(source: str, line: int) -> tuple[LineCall, ...]:
         return ()
     found: list[LineCall] = []
     for node in _header_nodes(stmt):
-        if isinstance(node, ast.Call) and _reads(node.func) and _safe_arguments(node):
+        if (
+            isinstance(node, ast.Call)
+            and _reads(node.func)
+            and (not safe_arguments or _safe_arguments(node))
+        ):
             found.append(_line_call(node))
     return tuple(found)
 

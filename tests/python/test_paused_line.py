@@ -130,6 +130,20 @@ def test_a_smaller_model_called_on_the_line_comes_before_a_bigger_one(tmp_path):
     assert backbone is not None
 
 
+def test_a_model_the_line_calls_on_a_call_is_still_called_on_this_line(tmp_path):
+    """Paused on `logits = head(torch.randn(2, 16))` (an argument that is a call, never
+    evaluated): the head was listed as a local after the bigger backbone, as if the line did
+    not call it. Only its input falls to the next rule; the model is the line's."""
+    backbone = nn.Sequential(nn.Linear(48, 8), nn.ReLU(), nn.Linear(8, 16))
+    head = nn.Linear(16, 10)
+    listed = _here({"op": "candidates"}) or head(torch.randn(2, 16))
+    exprs = [c["expr"] for c in listed["modules"]]
+    assert exprs.index("head") < exprs.index("backbone"), exprs
+    first = next(c for c in listed["modules"] if c["expr"] == "head")
+    assert first["reason"] == "called on this line", first
+    assert backbone is not None
+
+
 def test_a_value_that_is_no_model_is_named_with_its_article(tmp_path):
     """ "a is a int, not an nn.Module" (Visualize on a variable in the Variables view)."""
     a, h = 3, torch.ones(1)
