@@ -14,6 +14,10 @@ MAX_LINE = 500
 # The runner's progress message while it imports the file and builds the model: a request
 # stopped for its time then fails with `stage: "build"` (docs/protocol.md)
 IMPORTING = "Importing"
+# ... while it traces (the forward: stopped at the budget by the runner itself), and once the
+# trace is over and it writes the graph (torchscope's own work: the server waits for it)
+TRACING = "Tracing"
+WRITING = "Writing the graph"
 
 
 def a_or_an(word: str) -> str:

@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from .entry_path import bundled_libraries_last
-from .failure import IMPORTING, Failure, exit_text, one_line
+from .failure import IMPORTING, TRACING, WRITING, Failure, exit_text, one_line
 from .file_texts import check_texts, texts_in_place
 from .usercode import is_user_file, module_files, texts_only
 
@@ -313,15 +313,15 @@ def _trace_built(
         extra = {"guess": exc.guess} if exc.guess else {}
         raise Failure("needs-input", str(exc), **extra) from exc
 
-    progress("Tracing")
-    result = _trace_chosen(req, built, chosen, started, budget)
+    progress(TRACING)
+    result = _trace_chosen(req, built, chosen, started, budget, progress)
     if chosen.kind == "guess" and result["summary"]["error"] is not None:
         # the guess may be what's wrong: a later layer may want another size
         other = tg.another_guess(built, chosen, device, SEED)  # drawn as a first input is
         if other is not None:
-            progress("Tracing again with another guess")
+            progress(f"{TRACING} again with another guess")
             chosen = other
-            result = _trace_chosen(req, built, chosen, started, budget)
+            result = _trace_chosen(req, built, chosen, started, budget, progress)
     summary = result["summary"]
     summary["skipped"] = [s.to_wire() for s in built.skipped]
     if built.built_as:
@@ -334,9 +334,15 @@ def _trace_built(
 
 
 def _trace_chosen(
-    req: dict[str, Any], built: Any, chosen: Any, started: float, budget: Any
+    req: dict[str, Any],
+    built: Any,
+    chosen: Any,
+    started: float,
+    budget: Any,
+    progress: Callable[[str], None],
 ) -> dict[str, Any]:
     from . import build_target as tg
+    from .hard_stop import hard_stop
     from .tracefile import trace_to_file
 
     train = req.get("train")
@@ -348,7 +354,14 @@ def _trace_chosen(
         remaining = max(0.05, float(budget) - (time.monotonic() - started))
     args, kwargs = tg.as_call(chosen.value, built.model)
     try:
-        with _mode(built.model, train):
+        # (a forward looping in pure Python makes no torch call where the tracer's budget is
+        # checked: the timer stops it, and the runner stays warm for the next trace)
+        with _mode(built.model, train), hard_stop(remaining) as over:
+
+            def traced() -> None:  # the user's code is done: the server waits for the writing
+                over()
+                progress(WRITING)
+
             return trace_to_file(
                 built.model,
                 args,
@@ -359,6 +372,7 @@ def _trace_chosen(
                 input_expr=chosen.expr,
                 input_template=chosen.template,
                 time_budget=remaining,
+                traced=traced,
             )
     except Failure as exc:
         if exc.kind == "timeout" and budget:  # the request's budget, not what was left of it

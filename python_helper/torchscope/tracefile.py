@@ -30,12 +30,15 @@ def trace_to_file(
     time_budget: Optional[float] = None,
     cancel: Optional[Callable[[], bool]] = None,
     local_collectives: bool = False,
+    traced: Optional[Callable[[], None]] = None,
 ) -> TraceResult:
     """Trace `model(*args, **kwargs)`, write the msgpack graph to `out` (atomically), and return
     `{path, size, summary}`. A forward that raises is a result (the partial graph, with
     `summary.error` at the user's line); a trace stopped by its budget or its cancel check is
     a Failure (`timeout`, `cancelled`) and writes nothing. With local_collectives, the
-    forward's collectives are recorded and done on this rank alone (collectives.py)."""
+    forward's collectives are recorded and done on this rank alone (collectives.py).
+    `traced`: called once the trace is over (no user code runs after it) and its graph is to
+    be written, before it is packed and written, which takes seconds for a big one."""
     try:
         graph = trace_call(
             model,
@@ -54,6 +57,8 @@ def trace_to_file(
         raise Failure("timeout", f"the trace ran past {budget} and was stopped")
     if error is not None and error.type == "TraceCancelled":
         raise Failure("cancelled", "the trace was cancelled")
+    if traced is not None:
+        traced()
     data = graph.to_msgpack()
     write_atomic(out, data)
     summary = graph.result_summary(described, is_user_file)

@@ -148,7 +148,7 @@ def test_trace_writes_msgpack_and_summary(runner, tmp_path):
         and s["input"] == "torch.randn(2, 64), as the file calls it"
     )
     assert s["nodes"] == len(graph.nodes) and s["edges"] == len(graph.edges) and s["error"] is None
-    assert runner.progress == ["Importing", "Building input", "Tracing"]
+    assert runner.progress == ["Importing", "Building input", "Tracing", "Writing the graph"]
 
 
 def test_unsaved_text_and_reimport(runner, tmp_path):
@@ -294,7 +294,7 @@ def test_same_text_reuses_the_build(runner, tmp_path):
     assert runner.progress[0] == "Importing"
     # another input, same text: no import, no build
     assert runner.ask(**ask, input="torch.randn(5, 64)")["ok"]
-    assert runner.progress == ["Building input", "Tracing"]
+    assert runner.progress == ["Building input", "Tracing", "Writing the graph"]
     # edited text: import and build again
     edited = text.replace("nn.Linear(64, 8)", "nn.Linear(64, 9)")
     reply = runner.ask(**{**ask, "text": edited}, input="torch.randn(5, 64)")

@@ -611,14 +611,19 @@ def test_a_forward_that_prints_long_lines_is_traced(lsp, workspace):
 
 @pytest.mark.parametrize("where", ["import", "build", "forward"])
 def test_infinite_loop_times_out(lsp, workspace, where):
-    """A loop that never calls torch: only killing the runner stops it. (A loop of torch ops
-    is stopped by the tracer's own time budget: test_runner.py.) Stopped while importing or
-    building, the error says so (`stage: "build"`): the extension offers the meta device."""
+    """A loop that never calls torch: at import or build only killing the runner stops it; in
+    the forward the runner's timer does, and the runner stays (test_runner_deadline.py). (A
+    loop of torch ops is stopped by the tracer's own time budget: test_runner.py.) Stopped
+    while importing or building, the error says so (`stage: "build"`): the extension offers
+    the meta device."""
     path, target = {
         "import": (workspace / "loops.py", "Net"),
         "build": (workspace / "hangs.py", "SlowToBuild"),
         "forward": (workspace / "hangs.py", "Spin"),
     }[where]
+    trace(lsp, workspace / "models.py", "Net")  # (a warm runner, to tell whether it stays)
+    pid = lsp.runner_pid()
+    assert pid is not None and alive(pid)
     lsp.logs.clear()
     started = time.monotonic()
     # (the loop at import runs only with the user's consent: runTopLevel)
@@ -633,7 +638,9 @@ def test_infinite_loop_times_out(lsp, workspace, where):
         assert e.message.startswith(f"importing and building {target} ran past"), e.message
     # the timer starts once the runner is ready: a cold start does not count
     assert time.monotonic() - started < TIMEOUT + 30
-    assert any("killing the runner" in line for line in lsp.logs)
+    killed = any("killing the runner" in line for line in lsp.logs)
+    assert killed == (where != "forward"), lsp.logs
+    lsp.wait_for(lambda: alive(pid) == (where == "forward"))  # (a kill takes a moment)
     assert (
         lsp.request(
             "torchscope/targetAt", {"uri": uri(path), "position": {"line": 0, "character": 0}}

@@ -23,7 +23,7 @@ from typing import Any, Optional
 import torchscope
 
 from ..entry_path import RUNNER_LIBS
-from ..failure import IMPORTING, Failure
+from ..failure import IMPORTING, TRACING, WRITING, Failure
 
 Log = Callable[[str, str], None]  # (level, message): "error" | "warning" | "info" | "debug"
 Progress = Callable[[str], None]
@@ -88,6 +88,43 @@ def _bundled_libs(pythonpath: list[str]) -> Optional[str]:
         return None
     folder = Path(origin).parent.parent.resolve()
     return next((p for p in pythonpath if Path(p).resolve() == folder), None)
+
+
+# How long past its budget a runner is waited for once it has said it traces: it stops the
+# forward itself (the tracer's check at torch calls, its timer for pure Python) and makes the
+# partial graph, seconds for a big one; only a call stuck in C code keeps it past this. And
+# once it writes the graph (no user code runs any more): as long as that takes, to this.
+TRACE_GRACE = 10.0
+WRITE_GRACE = 120.0
+
+
+def _grace(stage: str, grace: float) -> float:
+    """How long past the budget a runner in `stage` (its last progress message) is waited for."""
+    if stage == WRITING:
+        return max(grace, WRITE_GRACE)
+    if stage.startswith(TRACING):
+        return max(grace, TRACE_GRACE)
+    return grace
+
+
+async def _reply_in_time(
+    future: asyncio.Future[dict[str, Any]], timeout: Optional[float], grace: Callable[[], float]
+) -> dict[str, Any]:
+    """`future`'s result, or asyncio.TimeoutError once `timeout` + `grace()` seconds have
+    passed since the call; `grace()` is asked again when that moment comes (the runner's
+    stage may have moved on meanwhile)."""
+    if timeout is None:
+        return await future
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    while True:
+        left = start + timeout + grace() - loop.time()
+        if left <= 0:
+            raise asyncio.TimeoutError
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), left)
+        except asyncio.TimeoutError:
+            continue  # (asked again: a later stage may wait longer)
 
 
 def _runner_command(python: str) -> list[str]:
@@ -510,7 +547,10 @@ class RunnerClient:
     ) -> dict[str, Any]:
         """Send one request; the reply's `result`, or Failure. Past `timeout` (+ `grace`,
         for the runner to stop by itself) seconds the runner is killed (Failure "timeout");
-        a cancelled request kills it too. Starting the runner does not count."""
+        a cancelled request kills it too. Starting the runner does not count. Once the runner
+        says it traces, it stops the forward itself at the budget, and makes the partial
+        graph: it is killed only TRACE_GRACE past it (stuck in C code); once it writes the
+        graph (the user's code done), WRITE_GRACE past it."""
         async with self._lock:
             if progress is not None and not self.warm:
                 progress("Starting Python")
@@ -557,7 +597,7 @@ class RunnerClient:
         process.progress[rid] = seen
         try:
             process.send({**message, "id": rid})
-            reply = await asyncio.wait_for(future, None if timeout is None else timeout + grace)
+            reply = await _reply_in_time(future, timeout, lambda: _grace(stage[0], grace))
         except asyncio.TimeoutError:
             self.log("warning", f"request {rid} ran past {timeout:g} s: killing the runner")
             await self._kill(process)
