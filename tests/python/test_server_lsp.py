@@ -52,6 +52,7 @@ class Session:
         self.loop = asyncio.new_event_loop()
         self.client = LanguageClient("torchscope-tests", "1")
         self.logs: list[str] = []
+        self.ready_pid: Optional[int] = None  # the last runner the server said is ready
         self.progress: list[tuple[Any, dict[str, Any]]] = []
         self.stderr: list[str] = []
         self.workspace = workspace
@@ -61,6 +62,9 @@ class Session:
         @self.client.feature(types.WINDOW_LOG_MESSAGE)
         def on_log(ls: Any, params: types.LogMessageParams) -> None:
             self.logs.append(params.message)
+            ready = re.search(r"runner ready: .*\(pid (\d+)\)", params.message)
+            if ready:  # (kept apart from the logs a test clears)
+                self.ready_pid = int(ready.group(1))
 
         @self.client.feature(types.PROGRESS)
         def on_progress(ls: Any, params: types.ProgressParams) -> None:
@@ -135,10 +139,7 @@ class Session:
         return out
 
     def runner_pid(self) -> Optional[int]:
-        pids = [
-            int(m) for line in self.logs for m in re.findall(r"runner ready: .*\(pid (\d+)\)", line)
-        ]
-        return pids[-1] if pids else None
+        return self.ready_pid
 
     def wait_for(self, predicate: Any, timeout: float = 60) -> None:
         async def poll() -> None:
