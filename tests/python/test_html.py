@@ -264,44 +264,47 @@ def test_show_graph_from_the_package_draws_once_at_its_height(shown: list[object
     assert "height:900px" in view._repr_html_()
 
 
-def test_a_notebook_view_names_cells_as_ipython_does(tmp_path: Path) -> None:
-    """In a notebook, code lives in the kernel's temporary files (`/tmp/ipykernel_10677/
-    3936723156.py`): the view names them as IPython's tracebacks do, `Cell In[1]`; the
-    graph the user holds keeps its files."""
+def _in_ipython(tmp_path: Path, cells: list[str], answer: str) -> Any:
+    """Run `cells` in a real IPython shell (as a notebook's kernel runs them, each its own
+    `Cell In[n]`), then `answer`, code that prints one JSON line: what it printed."""
     pytest.importorskip("IPython")
     script = tmp_path / "kernel.py"
     script.write_text(
-        textwrap.dedent(
-            """
-            import json
-            from IPython.core.interactiveshell import InteractiveShell
-
-            shell = InteractiveShell.instance()
-            cells = [
-                "import torch\\nfrom torch import nn\\n\\nclass Net(nn.Module):\\n"
-                "    def forward(self, x):\\n        return torch.relu(x)\\n",
-                "import torchscope\\ng = torchscope.trace(Net(), torch.randn(2))",
-            ]
-            for cell in cells:
-                shell.run_cell(cell, store_history=True).raise_error()
-            from torchscope import notebook
-            from torchscope.graph import unpack
-
-            g = shell.user_ns["g"]
-            wire = unpack(notebook.view_bytes(g))
-            relu = next(n for n in wire["nodes"] if n["name"] == "relu")
-            net = next(n for n in wire["nodes"] if n["name"] == "Net")
-            kept = next(n for n in g.nodes if n.name == "relu").site.file
-            print(json.dumps([relu["site"], net["defn"], kept]))
-            """
-        )
+        "import json\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "shell = InteractiveShell.instance()\n"
+        f"for cell in {cells!r}:\n"
+        "    shell.run_cell(cell, store_history=True).raise_error()\n" + textwrap.dedent(answer)
     )
     env = {**os.environ, "PYTHONPATH": str(Path(torchscope.__file__).parents[1])}
     proc = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
     )
     assert proc.returncode == 0, proc.stderr
-    site, defn, kept = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_notebook_view_names_cells_as_ipython_does(tmp_path: Path) -> None:
+    """In a notebook, code lives in the kernel's temporary files (`/tmp/ipykernel_10677/
+    3936723156.py`): the view names them as IPython's tracebacks do, `Cell In[1]`; the
+    graph the user holds keeps its files."""
+    cells = [
+        "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        return torch.relu(x)\n",
+        "import torchscope\ng = torchscope.trace(Net(), torch.randn(2))",
+    ]
+    answer = """
+        from torchscope import notebook
+        from torchscope.graph import unpack
+
+        g = shell.user_ns["g"]
+        wire = unpack(notebook.view_bytes(g))
+        relu = next(n for n in wire["nodes"] if n["name"] == "relu")
+        net = next(n for n in wire["nodes"] if n["name"] == "Net")
+        kept = next(n for n in g.nodes if n.name == "relu").site.file
+        print(json.dumps([relu["site"], net["defn"], kept]))
+        """
+    site, defn, kept = _in_ipython(tmp_path, cells, answer)
     assert (site["file"], site["line"]) == ("Cell In[1]", 6)
     assert (defn["file"], defn["line"]) == ("Cell In[1]", 4)
     assert "Cell" not in kept  # (ipykernel: a .py file; a plain shell: <ipython-input-1-…>)
@@ -311,51 +314,30 @@ def test_a_summary_printed_in_a_notebook_names_cells_as_ipython_does(tmp_path: P
     """`graph.summary()` (and a diff's text) printed in a notebook names the cells' lines as
     IPython's tracebacks do (`Cell In[1]:7`), not by the kernel's temporary files: the NaN
     origin, the layer it is in and the error's line; the graph keeps its files."""
-    pytest.importorskip("IPython")
-    script = tmp_path / "kernel.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import json
-            from IPython.core.interactiveshell import InteractiveShell
-
-            shell = InteractiveShell.instance()
-            cells = [
-                "import torch\\nfrom torch import nn\\n\\nclass Inner(nn.Module):\\n"
-                "    def forward(self, x):\\n        y = torch.log(-x)\\n"
-                "        return y + self.missing\\n\\n"
-                "class Net(nn.Module):\\n    def __init__(self):\\n        super().__init__()\\n"
-                "        self.inner = Inner()\\n    def forward(self, x):\\n"
-                "        return self.inner(x)\\n",
-                "import torchscope\\ntry:\\n    torchscope.trace(Net(), torch.ones(2))\\n"
-                "except AttributeError as e:\\n    g = e.torchscope_graph\\n",
-            ]
-            for cell in cells:
-                shell.run_cell(cell, store_history=True).raise_error()
-            shell.run_cell(
-                "from torchscope.compare import compare_view\\n"
-                "from torchscope.diff import diff_graphs\\n"
-                "from torchscope.diff_text import render_text\\n"
-                "a = torchscope.trace_call(Net(), (-torch.ones(2),), raise_errors=False)\\n"
-                "text = render_text(compare_view(diff_graphs(a, g)))",
-                store_history=True,
-            ).raise_error()
-            g = shell.user_ns["g"]
-            diff = shell.user_ns["text"]
-            print(json.dumps([g.summary(), g.nodes[g.nan_origin].site.file, diff]))
-            """
-        )
-    )
-    env = {**os.environ, "PYTHONPATH": str(Path(torchscope.__file__).parents[1])}
-    proc = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
-    )
-    assert proc.returncode == 0, proc.stderr
-    text, kept, diff = json.loads(proc.stdout.strip().splitlines()[-1])
+    cells = [
+        "import torch\nfrom torch import nn\n\nclass Inner(nn.Module):\n"
+        "    def forward(self, x):\n        y = torch.log(-x)\n"
+        "        return y + self.missing\n\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.inner = Inner()\n    def forward(self, x):\n"
+        "        return self.inner(x)\n",
+        "import torchscope\ntry:\n    torchscope.trace(Net(), torch.ones(2))\n"
+        "except AttributeError as e:\n    g = e.torchscope_graph\n",
+        "from torchscope.compare import compare_view\n"
+        "from torchscope.diff import diff_graphs\n"
+        "from torchscope.diff_text import render_text\n"
+        "a = torchscope.trace_call(Net(), (-torch.ones(2),), raise_errors=False)\n"
+        "text = render_text(compare_view(diff_graphs(a, g)))",
+    ]
+    answer = """
+        g, diff = shell.user_ns["g"], shell.user_ns["text"]
+        print(json.dumps([g.summary(), g.nodes[g.nan_origin].site.file, diff]))
+        """
+    text, kept, diff = _in_ipython(tmp_path, cells, answer)
     origin = next(line for line in text.splitlines() if line.startswith("NaN/Inf origin"))
-    changed = next(line for line in diff.splitlines() if line.startswith("! NaN/Inf origin"))
-    assert changed.endswith("at Cell In[1]:6"), changed
     assert origin.endswith("in inner (Inner, called at Cell In[1]:14) at Cell In[1]:6"), origin
     error = next(line for line in text.splitlines() if line.startswith("ERROR"))
     assert error.endswith("at Cell In[1]:7"), error
+    changed = next(line for line in diff.splitlines() if line.startswith("! NaN/Inf origin"))
+    assert changed.endswith("at Cell In[1]:6"), changed
     assert "Cell" not in kept
