@@ -437,9 +437,39 @@ export class TraceFlow {
     return source ? this.run(source, { askFirst: true }) : undefined;
   }
 
-  private reopen(panel: GraphPanel, quiet: boolean): Promise<TraceSource | undefined> {
+  private async reopen(panel: GraphPanel, quiet: boolean): Promise<TraceSource | undefined> {
     const kind = this.kinds.find((k) => k.owns(panel.origin));
-    if (!kind) this.log.warn(`no source for the panel of ${panel.origin.uri}`);
-    return kind ? kind.reopen(panel.origin, quiet) : Promise.resolve(undefined);
+    if (!kind) {
+      this.log.warn(`no source for the panel of ${panel.origin.uri}`);
+      return undefined;
+    }
+    const gone = await fileGone(panel.origin.uri);
+    if (gone) {
+      // (renamed or deleted since its trace: the graph stays, said to be of the file as it was)
+      const why = `${gone} is not there any more (renamed or deleted?)`;
+      panel.markStale(why); // (the banner adds that the graph is the last trace's that worked)
+      if (!quiet) void vscode.window.showWarningMessage(`torchscope: ${why}: the panel keeps its last graph`);
+      return undefined;
+    }
+    return kind.reopen(panel.origin, quiet);
+  }
+}
+
+/** The file's name when `uri` is a file on disk that is gone and no editor holds it open
+ * (an open document is traced from its text); undefined otherwise. */
+async function fileGone(uri: string): Promise<string | undefined> {
+  let parsed: vscode.Uri;
+  try {
+    parsed = vscode.Uri.parse(uri, true);
+  } catch {
+    return undefined;
+  }
+  if (parsed.scheme !== "file" || vscode.workspace.textDocuments.some((d) => d.uri.toString() === parsed.toString())) return undefined;
+  try {
+    await vscode.workspace.fs.stat(parsed);
+    return undefined;
+  } catch (e) {
+    // (FileSystemError's code; any other failure: let the source say what it is)
+    return (e as { code?: unknown } | undefined)?.code === "FileNotFound" ? parsed.path.split("/").pop() : undefined;
   }
 }

@@ -193,14 +193,15 @@ def _build(
                         raise
                     args, line = found.text, found.line
                     if not found.usable:  # (`Net(len(vocab))`): the user edits it
-                        raise NeedsConstructorArgs(str(exc), args, exc.params) from exc
+                        raise NeedsConstructorArgs(exc.said, args, exc.params, exc.hint) from exc
                     try:
                         model, example = _construct(obj, name, args, module)
                     except TargetError as failed:
                         raise NeedsConstructorArgs(
-                            f"{exc}; the file's own {name}({args}) at line {line}: {failed}",
+                            f"{exc.said}; the file's own {name}({args}) at line {line}: {failed}",
                             args,
                             exc.params,
+                            exc.hint,
                         ) from failed
                     defaults = " with its argparse defaults" if found.argparse_defaults else ""
                     built_as = f"{name}({args}), as line {line} builds it{defaults}"
@@ -237,8 +238,11 @@ def _construct(
     try:
         out = eval(f"_make({ctor_args})", scope)  # noqa: S307 - the user's own arguments
     except Exception as exc:
-        raise TargetError(
-            f"{name}({ctor_args}) failed: {type(exc).__name__}: {message_of(exc)}"
+        # (asked again, with these to edit: arguments the user gave are remembered)
+        raise NeedsConstructorArgs(
+            f"{name}({ctor_args}) failed: {type(exc).__name__}: {message_of(exc)}",
+            ctor_args,
+            parameters_text(make),
         ) from exc
     if isinstance(out, nn.Module):
         return out, None
@@ -248,13 +252,21 @@ def _construct(
 
 
 class NeedsConstructorArgs(TargetError):
-    """The class's constructor (or the factory) has required parameters; `guess`: the
-    arguments the file itself passes, as written, for the user to start from."""
+    """The class's constructor (or the factory) has required parameters, or the arguments
+    given failed; `guess`: the arguments to start from (the file's own, as written, or the
+    ones that failed). `hint`: what the command line, which takes no arguments, can do
+    instead (the message ends with it; `said` is the message without it: the editor asks)."""
 
     def __init__(
-        self, message: str, guess: Optional[str] = None, params: Optional[str] = None
+        self,
+        message: str,
+        guess: Optional[str] = None,
+        params: Optional[str] = None,
+        hint: str = "",
     ) -> None:
-        super().__init__(message)
+        super().__init__(f"{message}; {hint}" if hint else message)
+        self.said = message
+        self.hint = hint
         self.guess = guess
         self.params = params  # what it takes, `d_in, d_hidden, n_layers=2`: the box's hint
 
@@ -290,9 +302,9 @@ def _instantiate(obj: Any, name: str) -> tuple[nn.Module, Optional[Any]]:
             inspect.signature(obj).bind()
         except TypeError as exc:
             raise NeedsConstructorArgs(
-                f"{name}() needs constructor arguments ({exc}); "
-                "point at a factory function that builds it instead",
+                f"{name}() needs constructor arguments ({exc})",
                 params=parameters_text(obj),
+                hint="point at a factory function that builds it instead",
             ) from exc
         return obj(), None
     if callable(obj):
@@ -300,8 +312,9 @@ def _instantiate(obj: Any, name: str) -> tuple[nn.Module, Optional[Any]]:
             inspect.signature(obj).bind()
         except (TypeError, ValueError) as exc:
             raise NeedsConstructorArgs(
-                f"{name}() needs arguments ({exc}); point at a function that needs none instead",
+                f"{name}() needs arguments ({exc})",
                 params=parameters_text(obj),
+                hint="point at a function that needs none instead",
             ) from exc
         out = obj()
         if isinstance(out, nn.Module):

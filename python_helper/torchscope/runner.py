@@ -231,7 +231,8 @@ def _build(
         extra = {"guess": exc.guess} if exc.guess else {}
         if exc.params:
             extra["ctorParams"] = exc.params
-        raise Failure("target-error", str(exc), needsCtorArgs=True, **extra) from exc
+        # (the editor asks for them: not the command line's hint)
+        raise Failure("target-error", exc.said, needsCtorArgs=True, **extra) from exc
     except tg.TargetError as exc:
         raise Failure("target-error", str(exc), _user_traceback(exc)) from exc
     except SyntaxError as exc:

@@ -540,6 +540,20 @@ def test_a_class_that_needs_arguments_is_built_as_the_file_builds_it(runner, tmp
     assert reply["guess"] == "Config(dim=-1), 3"
     reply = runner.ask(op="trace", file=str(path), target="Odd", out=out, ctorArgs="Config(), 2")
     assert reply["ok"] and "builtAs" not in reply["result"]["summary"]
+    # arguments the user gave that fail (names only the program has): asked again, with them
+    # to edit and why they failed (it said so once, and every later trace failed alike with
+    # no box: the editor remembers them, QA)
+    given = "len(vocab), hidden=3"
+    reply = runner.ask(op="trace", file=str(path), target="Local", out=out, ctorArgs=given)
+    assert reply["kind"] == "target-error" and reply["needsCtorArgs"] is True, reply
+    assert reply["guess"] == given and reply["ctorParams"] == "cfg, hidden"
+    assert reply["message"] == (
+        "Local(len(vocab), hidden=3) failed: NameError: name 'vocab' is not defined"
+    )
+    # the editor's box asks for arguments: no command line's "point at a factory" in it
+    reply = runner.ask(op="trace", file=str(path), target="Local", out=out)
+    assert "needs constructor arguments" in reply["message"], reply
+    assert "factory" not in reply["message"], reply["message"]
 
 
 def test_a_factory_that_needs_arguments_is_called_as_the_file_calls_it(runner, tmp_path):

@@ -180,6 +180,11 @@ export function clearArea(view: ViewSize, covers: readonly Rect[]): Rect {
   return best ?? whole;
 }
 
+/** A transform made for a view of `area`'s size, moved to where `area` is in the view. */
+export function inArea(t: Transform, area: Rect): Transform {
+  return { x: t.x + area.x, y: t.y + area.y, k: t.k };
+}
+
 /** Where two rectangles overlap (w or h 0 or less when they don't). */
 function crossing(a: Rect, b: Rect): Rect {
   const x = Math.max(a.x, b.x);

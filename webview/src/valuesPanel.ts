@@ -14,6 +14,8 @@ export interface ValuesHooks {
   reveal(id: number): void;
   /** Colour the drawn boxes: key → 0..1. */
   setHeat(heat: ReadonlyMap<string, number>): void;
+  /** The table or the legend showed, went, or changed size: what they cover of the graph. */
+  covered(): void;
 }
 
 type SortKey = "value" | "name" | "where" | "share";
@@ -113,6 +115,7 @@ export class ValuesPanel {
     this.sort = { key: "value", desc: true };
     this.paint();
     this.renderTable();
+    this.hooks.covered();
   }
 
   private paint(): void {
@@ -228,6 +231,7 @@ export class ValuesPanel {
       this.folded = !this.folded;
       this.renderTable();
       this.table.querySelector<HTMLElement>("[data-action=table-fold]")?.focus();
+      this.hooks.covered();
       return;
     }
     const th = target.closest<HTMLElement>("th[data-sort]");

@@ -36,6 +36,7 @@ import {
   MIN_ZOOM,
   centerTransform,
   clearArea,
+  inArea,
   detailLevel,
   fitTransform,
   initialTransform,
@@ -179,7 +180,7 @@ export class Viewer {
     this.values = new ValuesPanel(
       this.ui,
       this.idx,
-      { reveal: (id) => void this.revealAndOpen(id), setHeat: (h) => this.scene.setHeat(h) },
+      { reveal: (id) => void this.revealAndOpen(id), setHeat: (h) => this.scene.setHeat(h), covered: () => this.followView() },
       host.live?.() ?? false,
     );
     this.wireControls();
@@ -425,17 +426,27 @@ export class Viewer {
     if (a) this.setTransform(pinTransform(a, screen, this.transform().k));
   }
 
-  /** The opening view (also after E, C and 0): see camera.ts initialTransform. */
+  /** The opening view (also after E, C and 0): see camera.ts initialTransform; in the part
+   * of the view the table and the legend leave free. */
   initialView(): void {
     if (!this.drawn) return;
     this.autoView = "initial";
-    this.setTransform(initialTransform(this.drawn.layout, this.size(), this.drawn.layout.nodes));
+    const a = clearArea(this.size(), this.covered());
+    this.setTransform(inArea(initialTransform(this.drawn.layout, a, this.drawn.layout.nodes), a));
   }
 
+  /** The whole graph, as large as the view allows (clear of the table and the legend). */
   fit(): void {
     if (!this.drawn) return;
     this.autoView = "fit";
-    this.setTransform(fitTransform(this.drawn.layout, this.size()));
+    const a = clearArea(this.size(), this.covered());
+    this.setTransform(inArea(fitTransform(this.drawn.layout, a), a));
+  }
+
+  /** A view the page chose follows what covers the graph; one the user moved stays. */
+  private followView(): void {
+    if (this.autoView === "initial") this.initialView();
+    else if (this.autoView === "fit") this.fit();
   }
 
   /** After opening `key`: its frame in view, clear of the overview (camera.ts revealTransform). */
@@ -665,8 +676,7 @@ export class Viewer {
       this.minimap.resized();
       // A view the page chose fits the new size (a VS Code panel settles its size after
       // the graph is drawn); one the user set stays as it is.
-      if (this.autoView === "initial") this.initialView();
-      else if (this.autoView === "fit") this.fit();
+      if (this.autoView) this.followView();
       else this.onViewChange();
     });
     resize.observe(ui.stage);

@@ -101,7 +101,21 @@ let page: Page;
 
 before(async () => {
   // Screenshots of failures from an earlier run would mislead.
-  for (const n of ["gpt2", "mlp", "same-names", "palette", "export", "codelens", "reload", "input", "import-error", "cancel", "no-torch"]) {
+  for (const n of [
+    "gpt2",
+    "mlp",
+    "same-names",
+    "palette",
+    "export",
+    "codelens",
+    "reload",
+    "input",
+    "ctor-args",
+    "renamed",
+    "import-error",
+    "cancel",
+    "no-torch",
+  ]) {
     rmSync(join(ARTIFACTS, `fail-${n}.png`), { force: true });
   }
   // two files named alike in two folders, each with a model named alike (the tab titles)
@@ -348,6 +362,58 @@ describe("inputs and cancelling", { timeout: 300_000 }, () => {
       await page.locator(".output-view, .panel .monaco-editor", { hasText: "Traceback" }).first().waitFor({ timeout: 15_000 });
       await shot(page, "08-import-error-details");
       assert.equal(await page.locator(".tabs-container .tab", { hasText: "Forward pass: NeedsMissing" }).count(), 0);
+    }));
+
+  // QA: Enter on the constructor arguments the box starts with (the file's own, which name a
+  // local of the program): they failed once, then every trace failed at once with them,
+  // remembered, and no box ever came back.
+  it("constructor arguments that fail are asked for again, with why", () =>
+    step(page, "ctor-args", async () => {
+      await closeAll(page);
+      await openFile(page, "encoder_args.py");
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      const input = page.locator(".quick-input-widget input");
+      await page.locator(".quick-input-widget", { hasText: "Arguments to build Encoder" }).waitFor({ timeout: 60_000 });
+      assert.equal(await input.inputValue(), "len(vocab), 32", "the box starts with the file's own arguments");
+      await input.press("Enter");
+      await page.locator(".quick-input-widget", { hasText: "NameError" }).waitFor({ timeout: 60_000 });
+      assert.equal(await input.inputValue(), "len(vocab), 32", "asked again, with the arguments that failed");
+      await shot(page, "08b-ctor-args-again");
+      await input.fill("3, 32");
+      await input.press("Enter");
+      await waitForGraph(page);
+      assert.equal(await viewer(page).locator(".ts-model").innerText(), "Encoder");
+    }));
+
+  // QA: Re-trace of a panel whose file was renamed said "file:///… can't be opened any more:
+  // cannot open vscode-remote://… Unable to resolve nonexistent file …", and the graph was
+  // not marked out of date.
+  it("a file renamed since its trace: Re-trace says so and marks the graph out of date", () =>
+    step(page, "renamed", async () => {
+      await closeAll(page);
+      writeFileSync(join(cs!.workspace, "renamed_later.py"), readFileSync(join(ROOT, "examples", "mlp.py"), "utf8"));
+      const row = (name: string) => page.locator(".explorer-folders-view .monaco-list-row", { hasText: name }).first();
+      await row("renamed_later.py").waitFor({ timeout: 30_000 });
+      await openFile(page, "renamed_later.py");
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      await waitForGraph(page);
+      // renamed in the explorer, as a user does (F2): the editor follows, the panel does not
+      await row("renamed_later.py").click();
+      await page.keyboard.press("F2");
+      const name = page.locator(".explorer-folders-view .monaco-inputbox input");
+      await name.waitFor({ timeout: 10_000 });
+      await name.fill("renamed_now.py");
+      await name.press("Enter");
+      await row("renamed_now.py").waitFor({ timeout: 30_000 });
+      await page.locator(".tabs-container .tab", { hasText: "Forward pass: MLP" }).first().click(); // (its group's actions)
+      await page.locator('.editor-actions .action-label[aria-label^="Re-trace forward pass"]').first().click();
+      const stale = viewer(page).locator('[data-role="stale"]');
+      await stale.waitFor({ state: "visible", timeout: 60_000 });
+      assert.match(await stale.innerText(), /renamed_later\.py is not there any more \(renamed or deleted\?\)/);
+      const said = (await notifications(page)).join("\n");
+      assert.match(said, /torchscope: renamed_later\.py is not there any more/);
+      assert.doesNotMatch(said, /vscode-remote|Unable to resolve/);
+      await shot(page, "08c-renamed-retrace");
     }));
 
   it("cancels a trace that doesn't end; the next trace works", () =>

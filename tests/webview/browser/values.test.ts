@@ -481,3 +481,56 @@ function assertClean(o: Opened): void {
     [],
   );
 }
+
+describe("the table over a small graph", () => {
+  type Box = { x: number; y: number; width: number; height: number };
+  const over = (a: Box, b: Box) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+  async function drawn(page: Page): Promise<Box[]> {
+    return page.$$eval(".ts-nodes > g > .ts-box", (els) =>
+      els.map((e) => {
+        const r = e.getBoundingClientRect();
+        return { x: r.x, y: r.y, width: r.width, height: r.height };
+      }),
+    );
+  }
+
+  test("Colour by on: a view the page chose moves clear of the table and legend; one the user moved stays", async () => {
+    // QA: at a VS Code panel's width the table opened over the MLP's input and its edge label
+    const o = await open(browser, "mlp", { width: 560, height: 720 });
+    const { page } = o;
+    await choose(page, "flops");
+    await page.waitForSelector("[data-role=table] tbody tr[data-id]");
+    await ready(page);
+    const [t, l] = await Promise.all([page.locator("[data-role=table]").boundingBox(), page.locator("[data-role=legend]").boundingBox()]);
+    assert.ok(t && l);
+    const boxes = await drawn(page);
+    assert.ok(boxes.length >= 5, `${boxes.length} boxes drawn`);
+    const under = boxes.filter((b) => over(b, t) || over(b, l));
+    assert.deepEqual(under, [], "no box under the table or the legend");
+    await shot(page, "values-table-small-graph");
+    // the table folded to its caption: the view takes the room back
+    const folded = await page.locator("[data-role=table]").boundingBox();
+    await page.locator("[data-action=table-fold]").click();
+    await ready(page);
+    const after = await page.locator("[data-role=table]").boundingBox();
+    assert.ok(folded && after && after.height < folded.height);
+    assert.deepEqual(
+      (await drawn(page)).filter((b) => over(b, after)),
+      [],
+      "none under the folded table",
+    );
+    // a view the user moved stays where it is when the table opens
+    await choose(page, "none");
+    await ready(page);
+    await page.mouse.move(200, 400);
+    await page.mouse.down();
+    await page.mouse.move(260, 430, { steps: 5 });
+    await page.mouse.up();
+    const moved = await drawn(page);
+    await choose(page, "time");
+    await ready(page);
+    assert.deepEqual(await drawn(page), moved, "the user's view stays");
+    assertClean(o);
+    await page.context().close();
+  });
+});
