@@ -265,9 +265,10 @@ def error_line(graph: Graph) -> str:
     e = graph.error
     if e is None:
         return ""
-    from .summary import in_module  # (msgpack's importers: not before torch is found)
+    from .summary import at, in_module  # (msgpack's importers: not before torch is found)
 
     node = graph.nodes[e.node]
-    at = f" at {node.site.file}:{node.site.line}" if node.site else ""
     inside = f" (inside {node.inside.file}:{node.inside.line})" if node.inside else ""
-    return f"the forward raised {e.type}: {e.message}{in_module(graph, node)}{at}{inside}"
+    return (
+        f"the forward raised {e.type}: {e.message}{in_module(graph, node)}{at(node.site)}{inside}"
+    )

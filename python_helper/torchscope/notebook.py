@@ -157,9 +157,9 @@ def view_bytes(graph: Any) -> bytes:
     from .graph import pack_wire
 
     wire = graph.to_wire()
-    name_of = _cell_names()
-    if name_of is not None:
-        _rename_sites(wire, name_of)
+    named = file_names()
+    if named is not str:  # (in IPython)
+        _rename_sites(wire, named)
     return pack_wire(wire)
 
 
@@ -200,22 +200,16 @@ def file_names() -> Callable[[str], str]:
     return named
 
 
-def _rename_sites(wire: dict[str, Any], name_of: Callable[[str], Optional[str]]) -> None:
-    """Every site of a wire graph (nodes' site, defn and inside; the error's traceback)
-    whose file `name_of` names, renamed (sites may be shared between nodes: each once)."""
-    names: dict[str, Optional[str]] = {}
+def _rename_sites(wire: dict[str, Any], named: Callable[[str], str]) -> None:
+    """Every site of a wire graph (nodes' site, defn and inside; the error's traceback) with
+    its file as `named` names it (file_names: each file looked up once)."""
     sites = [s for n in wire["nodes"] for s in (n.get("site"), n.get("defn"), n.get("inside"))]
     error = wire.get("error")
     if error:
         sites.extend(error.get("traceback") or ())
     for site in sites:
-        if not isinstance(site, dict) or not isinstance(site.get("file"), str):
-            continue
-        file = site["file"]
-        if file not in names:
-            names[file] = name_of(file)
-        if names[file] is not None:
-            site["file"] = names[file]
+        if isinstance(site, dict) and isinstance(site.get("file"), str):
+            site["file"] = named(site["file"])
 
 
 def show(model: Any, *args: Any, **kwargs: Any) -> None:

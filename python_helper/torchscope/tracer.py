@@ -205,6 +205,15 @@ _LIST_DEPTH = 64
 _PLAIN_NUMBERS = frozenset((float, int, bool))
 
 
+def _local_values(t: Tensor) -> Tensor:
+    """The tensor whose values `t` stands for on this rank: a DTensor's local shard; `t`
+    itself for any other (a plain tensor or parameter without a lookup)."""
+    if type(t) is Tensor or type(t) is _Parameter:
+        return t
+    inner = inner_tensor(t)
+    return t if inner is None else inner
+
+
 def _count(st: TensorStats, key: str) -> int:
     stats = st.stats
     return int(stats.get(key) or 0) if stats else 0
@@ -643,9 +652,9 @@ class Recorder(TorchFunctionMode):
         does): read once and kept between traces while its version stays the same. A
         DTensor's: its local shard's (as its edge's `shape`), read every trace (a write
         through the DTensor need not bump its shard's version)."""
-        inner = inner_tensor(t) if type(t) is not Tensor and type(t) is not _Parameter else None
-        if inner is not None:
-            return self.reader.read(inner)
+        local = _local_values(t)
+        if local is not t:
+            return self.reader.read(local)
         return weight_stats.cached_read(t, self.reader)
 
     def _read_before_write(self, written: Any, overwritten: bool = False) -> None:
@@ -677,8 +686,7 @@ class Recorder(TorchFunctionMode):
                 self._overwritten.add(key)
             # no version stamp: a write that leaves the version as it was (a _foreach_ op
             # under the FLOP counter) must not have these values stand for its own
-            inner = inner_tensor(t) if type(t) is not Tensor and type(t) is not _Parameter else None
-            self._const_stats[key] = self.reader.read(t if inner is None else inner)
+            self._const_stats[key] = self.reader.read(_local_values(t))
 
     def _parent(self) -> Optional[int]:
         if not self.stack:
