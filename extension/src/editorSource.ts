@@ -21,6 +21,7 @@ import {
   type TraceSummary,
 } from "./protocol";
 import { revealLine } from "./reveal";
+import { afterRenames, type Renamed } from "./renames";
 import { openSettingInUse } from "./settingsScope";
 import { inputBox, type Answer, type Ask, type SourceKind, type TraceOutcome, type TraceSource } from "./traceFlow";
 
@@ -146,6 +147,23 @@ export class AnswerStore {
     for (const k of Object.keys(merged) as (keyof Answers)[]) if (!merged[k]) delete merged[k];
     all[targetKey(uri, target)] = merged;
     await this.memento.update(AnswerStore.KEY, all);
+  }
+
+  /** Files renamed in the editor: what was remembered for them is theirs under the new name. */
+  async follow(renames: readonly Renamed[]): Promise<void> {
+    const all = this.memento.get<Record<string, Answers>>(AnswerStore.KEY, {});
+    const moved: Record<string, Answers> = {};
+    let changed = false;
+    for (const [key, answers] of Object.entries(all)) {
+      const cut = key.indexOf("#"); // (a URI's own # is escaped: the first is targetKey's)
+      const uri = cut < 0 ? undefined : afterRenames(key.slice(0, cut), renames);
+      if (uri) changed = true;
+      moved[uri ? targetKey(uri, key.slice(cut + 1)) : key] = answers;
+    }
+    if (changed) await this.memento.update(AnswerStore.KEY, moved);
+    const run = this.memento.get<string[]>(AnswerStore.RUN_KEY, []);
+    const runMoved = run.map((uri) => afterRenames(uri, renames) ?? uri);
+    if (runMoved.some((uri, i) => uri !== run[i])) await this.memento.update(AnswerStore.RUN_KEY, runMoved);
   }
 
   /** The user let this file's top-level code run ("Run It"): remembered per file for the workspace. */
@@ -369,6 +387,10 @@ export class EditorSources implements SourceKind {
 
   source(doc: vscode.TextDocument, target: string, variant?: Variant): EditorSource {
     return new EditorSource(this.deps, doc, target, variant);
+  }
+
+  renamed(renames: readonly Renamed[]): Promise<void> {
+    return this.deps.answers.follow(renames);
   }
 
   /** Every panel another kind does not own: list this kind last. */

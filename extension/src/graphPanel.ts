@@ -311,6 +311,17 @@ export class GraphPanel {
     GraphPanel.showTitles();
   }
 
+  /** Its file was renamed (or a folder holding it): the panel is that file's now, found and
+   * titled by its new name. A panel of the new name already (its file overwritten) closes. */
+  moveTo(uri: string): void {
+    GraphPanel.panels.delete(this.key);
+    this.shown = { ...this.shown, uri };
+    const there = GraphPanel.panels.get(this.key);
+    if (there && there !== this) there.dispose();
+    GraphPanel.panels.set(this.key, this);
+    GraphPanel.showTitles();
+  }
+
   /** What the next graph was traced with: its input (shown in the viewer's toolbar; none: a
    * graph file shown as it is) and whether on the meta device (a re-trace keeps it). */
   setTracedWith(input: InputUsed | undefined, meta: boolean): void {

@@ -13,6 +13,7 @@ import { saveAs } from "./export";
 import { GraphPanel, type PanelEvents } from "./graphPanel";
 import { metaKind, panelTitle, modelName, type InputUsed, type PanelOrigin, type TopLevelStatement, type TraceSummary } from "./protocol";
 import { revealLine, revealSite, type LinesNow } from "./reveal";
+import { afterRenames, type Renamed } from "./renames";
 import { openSettingInUse } from "./settingsScope";
 
 /** A graph file written on this machine, and what its trace said (absent for a graph whose
@@ -198,6 +199,8 @@ export function metaQuestion(what: Ask, label: string, meta: "can" | "tried" | "
 /** The sources of one kind: who owns a panel, and its source again for a re-trace. */
 export interface SourceKind {
   owns(origin: PanelOrigin): boolean;
+  /** Files renamed in the editor: what the kind remembers of them follows. */
+  renamed?(renames: readonly Renamed[]): Promise<void>;
   /** The panel's source now, or undefined after telling the user why not (quietly: no questions). */
   reopen(origin: PanelOrigin, quiet: boolean): Promise<TraceSource | undefined>;
 }
@@ -254,7 +257,24 @@ export class TraceFlow {
       vscode.window.registerWebviewPanelSerializer(GraphPanel.viewType, {
         deserializeWebviewPanel: async (panel, state) => void (await GraphPanel.revive(panel, state, this.viewerDir, this.events)),
       }),
+      vscode.workspace.onDidRenameFiles((e) => void this.followRenames(e.files.map((f) => ({ from: f.oldUri.toString(), to: f.newUri.toString() })))),
     ];
+  }
+
+  /** Files renamed in the editor (F2, a refactoring): their panels follow, then trace the file
+   * under its new name quietly, so that their nodes' lines name it (a graph file's panel
+   * only follows: it has no code to trace). A file renamed outside the editor: see reopen. */
+  async followRenames(renames: readonly Renamed[]): Promise<void> {
+    const moved: GraphPanel[] = [];
+    for (const panel of GraphPanel.all()) {
+      const uri = afterRenames(panel.origin.uri, renames);
+      if (!uri) continue;
+      this.log.info(`${panel.origin.target}: its file is ${uri} now`);
+      panel.moveTo(uri);
+      moved.push(panel);
+    }
+    await Promise.all(this.kinds.map((k) => k.renamed?.(renames))); // (the answers remembered: before a trace asks)
+    for (const panel of moved) if (!/\.msgpack$/i.test(vscode.Uri.parse(panel.origin.uri).path)) await this.retrace(panel, true);
   }
 
   /** The panel of `origin`, brought forward, or a new one beside the editor. */

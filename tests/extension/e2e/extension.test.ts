@@ -387,17 +387,23 @@ describe("inputs and cancelling", { timeout: 300_000 }, () => {
 
   // QA: Re-trace of a panel whose file was renamed said "file:///… can't be opened any more:
   // cannot open vscode-remote://… Unable to resolve nonexistent file …", and the graph was
-  // not marked out of date.
-  it("a file renamed since its trace: Re-trace says so and marks the graph out of date", () =>
+  // not marked out of date; then (QA again) the panel kept the old name: Re-trace could only
+  // say the file was gone, and its nodes opened a file no longer there.
+  it("a file renamed in the explorer: its panel follows; deleted: Re-trace says so, the graph out of date", () =>
     step(page, "renamed", async () => {
       await closeAll(page);
       writeFileSync(join(cs!.workspace, "renamed_later.py"), readFileSync(join(ROOT, "examples", "mlp.py"), "utf8"));
       const row = (name: string) => page.locator(".explorer-folders-view .monaco-list-row", { hasText: name }).first();
+      // (code-server's explorer may miss a file written beside it: refreshed if it does)
+      await row("renamed_later.py")
+        .waitFor({ timeout: 10_000 })
+        .catch(() => palette(page, "File: Refresh Explorer"));
       await row("renamed_later.py").waitFor({ timeout: 30_000 });
       await openFile(page, "renamed_later.py");
       await contextMenu(page, "def forward", "Visualize forward pass");
       await waitForGraph(page);
-      // renamed in the explorer, as a user does (F2): the editor follows, the panel does not
+      await markOld(page);
+      // renamed in the explorer, as a user does (F2): the editor follows, and the panel
       await row("renamed_later.py").click();
       await page.keyboard.press("F2");
       const name = page.locator(".explorer-folders-view .monaco-inputbox input");
@@ -405,15 +411,29 @@ describe("inputs and cancelling", { timeout: 300_000 }, () => {
       await name.fill("renamed_now.py");
       await name.press("Enter");
       await row("renamed_now.py").waitFor({ timeout: 30_000 });
+      await waitForGraph(page, 60_000); // traced again, under its new name
+      // (the file's editor is still at `def forward`, line 16: the node moves its cursor)
+      await viewer(page).locator('g[data-kind="op"]', { hasText: "softmax" }).first().click();
+      await page.waitForFunction(() => /Ln 18,/.test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""), null, {
+        timeout: 15_000,
+      });
+      assert.match(await activeTab(page), /^renamed_now\.py/, "the node's line, in the file under its new name");
+      assert.doesNotMatch((await notifications(page)).join("\n"), /not there any more|can't be opened/);
+      await shot(page, "08c-renamed-followed");
+      // deleted outside the editor (its editor closed first: an open document is traced from its text)
+      const tab = page.locator(".tabs-container .tab", { hasText: "renamed_now.py" }).first();
+      await tab.locator(".codicon-close").click();
+      await tab.waitFor({ state: "detached", timeout: 10_000 });
+      rmSync(join(cs!.workspace, "renamed_now.py"));
       await page.locator(".tabs-container .tab", { hasText: "Forward pass: MLP" }).first().click(); // (its group's actions)
       await page.locator('.editor-actions .action-label[aria-label^="Re-trace forward pass"]').first().click();
       const stale = viewer(page).locator('[data-role="stale"]');
       await stale.waitFor({ state: "visible", timeout: 60_000 });
-      assert.match(await stale.innerText(), /renamed_later\.py is not there any more \(renamed or deleted\?\)/);
+      assert.match(await stale.innerText(), /renamed_now\.py is not there any more \(renamed or deleted\?\)/);
       const said = (await notifications(page)).join("\n");
-      assert.match(said, /torchscope: renamed_later\.py is not there any more/);
+      assert.match(said, /torchscope: renamed_now\.py is not there any more/);
       assert.doesNotMatch(said, /vscode-remote|Unable to resolve/);
-      await shot(page, "08c-renamed-retrace");
+      await shot(page, "08d-deleted-retrace");
     }));
 
   it("cancels a trace that doesn't end; the next trace works", () =>

@@ -17,6 +17,7 @@ import type { TraceSummary } from "../../../extension/src/protocol";
 import { opensIn } from "../../../extension/src/export";
 import { editorLine, sameFile } from "../../../extension/src/reveal";
 import { standaloneHtml } from "../../../extension/src/export";
+import { afterRenames, renamedUri } from "../../../extension/src/renames";
 
 const PYTHON = process.env.TORCHSCOPE_PYTHON ?? path.join(__dirname, "..", "..", "..", ".venv", "bin", "python");
 
@@ -54,6 +55,21 @@ describe("protocol helpers", () => {
     assert.ok(!isViewerMessage({ type: "graph" }));
     assert.ok(!isViewerMessage(null));
     assert.ok(!isViewerMessage("ready"));
+  });
+});
+
+describe("files renamed in the editor", () => {
+  const r = (from: string, to: string) => ({ from, to });
+  it("a file, a file in a folder renamed, nothing else", () => {
+    assert.equal(renamedUri("file:///w/a.py", r("file:///w/a.py", "file:///w/b.py")), "file:///w/b.py");
+    assert.equal(renamedUri("file:///w/pkg/a.py", r("file:///w/pkg", "file:///w/lib")), "file:///w/lib/a.py");
+    assert.equal(renamedUri("file:///w/pkg2/a.py", r("file:///w/pkg", "file:///w/lib")), undefined, "not a folder holding it");
+    assert.equal(renamedUri("file:///w/a.py", r("file:///w/b.py", "file:///w/c.py")), undefined);
+  });
+  it("several renames in turn; undefined when none moved it", () => {
+    const both = [r("file:///w/a.py", "file:///w/b.py"), r("file:///w", "file:///v")];
+    assert.equal(afterRenames("file:///w/a.py", both), "file:///v/b.py");
+    assert.equal(afterRenames("file:///x/a.py", both), undefined);
   });
 });
 

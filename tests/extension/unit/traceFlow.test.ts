@@ -291,6 +291,57 @@ describe("the editor's source", () => {
     assert.equal(x.sent.length, 0);
   });
 
+  // QA: a panel whose file was renamed (F2) kept the old name: Re-trace could only say the
+  // file was gone, and its nodes' lines named a file no longer there.
+  it("a file renamed in the editor: its panel follows, traces the file under its new name, with its answers", async () => {
+    pyDoc("/w/net.py", "v1");
+    const reply = () => ({ path: graphFile, size: 4, summary });
+    const x = extension([fail("needs-input"), reply, reply]);
+    vs.answers.push("torch.randn(1, 8)");
+    await x.commands.visualize({ uri: uri(), target: "Net" });
+    const panel = GraphPanel.all()[0]!;
+    vs.workspace.documents.delete(uri());
+    pyDoc("/w/models/net.py", "v1 renamed");
+    const moved = vs.Uri.file("/w/models/net.py").toString();
+    await x.flow.followRenames([{ from: uri(), to: moved }]);
+    assert.equal(panel.origin.uri, moved);
+    assert.equal(GraphPanel.find(moved, "Net"), panel, "found by its new name");
+    assert.equal(GraphPanel.find(uri(), "Net"), undefined);
+    assert.deepEqual(
+      x.sent.map((p) => [p.uri, p.text, p.input ?? null]),
+      [
+        [uri(), "v1", null],
+        [uri(), "v1", "torch.randn(1, 8)"],
+        [moved, "v1 renamed", "torch.randn(1, 8)"],
+      ],
+      "traced quietly under the new name, with the input remembered for the old one",
+    );
+    assert.equal(vs.panels.length, 1);
+    assert.equal(calls("showInputBox").length, 1, "not asked again");
+    assert.equal(messages("showWarningMessage").length, 0);
+  });
+
+  it("a folder renamed: the panels of files in it follow; others stay", async () => {
+    pyDoc("/w/a/net.py", "a");
+    pyDoc("/w/b/net.py", "b");
+    const reply = () => ({ path: graphFile, size: 4, summary });
+    const x = extension([reply, reply, reply]);
+    const a = vs.Uri.file("/w/a/net.py").toString();
+    const b = vs.Uri.file("/w/b/net.py").toString();
+    await x.commands.visualize({ uri: a, target: "Net" });
+    await x.commands.visualize({ uri: b, target: "Net" });
+    pyDoc("/w/c/net.py", "a moved");
+    await x.flow.followRenames([{ from: vs.Uri.file("/w/a").toString(), to: vs.Uri.file("/w/c").toString() }]);
+    assert.deepEqual(
+      GraphPanel.all()
+        .map((p) => p.origin.uri)
+        .sort(),
+      [b, vs.Uri.file("/w/c/net.py").toString()],
+    );
+    assert.deepEqual(x.sent.at(-1)!.text, "a moved");
+    assert.equal(x.sent.length, 3);
+  });
+
   it("writes its graphs to its own folder, apart from the paused frame's", () => {
     const x = extension();
     const f = graphFolders(x.storage);
