@@ -25,7 +25,7 @@ import msgpack
 from .diff import FORMAT as DIFF_FORMAT
 from .diff import Diff, no_gc, side_summary
 from .folding import fold_repeated_blocks, group_name
-from .graph import Edge, Graph, Group, Node, Recorded
+from .graph import TEXT_ERRORS, Edge, Graph, Group, Node, Recorded
 
 ADDED_OR_REMOVED = ("added", "removed")
 
@@ -63,7 +63,7 @@ class CompareView:
         return wire
 
     def to_msgpack(self) -> bytes:
-        packed = msgpack.packb(self.to_wire(), use_bin_type=True)
+        packed = msgpack.packb(self.to_wire(), use_bin_type=True, unicode_errors=TEXT_ERRORS)
         assert isinstance(packed, bytes)
         return packed
 

@@ -109,6 +109,8 @@ def linear_flops(args: tuple[Any, ...], kwargs: Optional[dict[str, Any]]) -> Opt
         return None
     if type(x) not in _PLAIN or type(w) not in _PLAIN or w.dim() != 2:  # subclasses: own rules
         return None
+    if x.is_nested:  # (rows of other lengths: it has no one shape)
+        return None
     n_out, k = w.shape
     if x.dim() == 0 or x.shape[-1] != k:
         return None
@@ -192,7 +194,10 @@ class FlopCounter(TorchDispatchMode):
                     return out
             return self._run(func, args, kwargs)
         out = self._run(func, args, kwargs)
-        self.flops += int(formula(*args, **kwargs, out_val=out))
+        try:
+            self.flops += int(formula(*args, **kwargs, out_val=out))
+        except Exception:  # (shapes the formula can't read, a nested tensor's: not counted)
+            pass
         return out
 
     def _run(self, func: Any, args: Any, kwargs: dict[str, Any]) -> Any:

@@ -448,9 +448,14 @@ class NewerGraphError(GraphFormatError):
 
 def pack_wire(wire: dict[str, Any]) -> bytes:
     """A wire map (`Graph.to_wire`, perhaps edited) as the msgpack bytes of a graph file."""
-    packed = msgpack.packb(wire, use_bin_type=True)
+    packed = msgpack.packb(wire, use_bin_type=True, unicode_errors=TEXT_ERRORS)
     assert isinstance(packed, bytes)
     return packed
+
+
+# Text no UTF-8 can hold (a lone surrogate: os.fsdecode of a name in another encoding, in an
+# error message or a layer's description) written as its escape, `\udce9`, not refused
+TEXT_ERRORS = "backslashreplace"
 
 
 def unpack(raw: bytes) -> Any:

@@ -10,7 +10,6 @@ import operator
 import random
 import sys
 import types
-import weakref
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple, Optional
@@ -243,6 +242,8 @@ class ModelState:
         if t.is_leaf:  # (`x.requires_grad_()`: a non-leaf can't be made not to need grad)
             self.input_grads.append((t, t.requires_grad))
         key = _storage_key(t)
+        if not key and type(t) in _PLAIN and t.layout is not _STRIDED:
+            self._keep_unstrided(t)  # (a sparse tensor: no storage to key its writes by)
         if key:  # (meta tensors have none)
             memory = _memory(t)
             self.by_storage.setdefault(key, []).append(memory)
@@ -251,6 +252,12 @@ class ModelState:
             elif type(t) in _PLAIN and t.layout is _STRIDED and not t.is_nested:
                 with _NO_TORCH_FUNCTION():
                     self.input_memory.append((t, _Seen.of(t), _version(t)))
+
+    def _keep_unstrided(self, t: torch.Tensor) -> None:
+        """A sparse argument or parameter: copied now, put back after the forward if a call
+        wrote it (its version moved): a write to it can't be told by its memory."""
+        with _NO_TORCH_FUNCTION(), contextlib.suppress(Exception):  # (one that can't be copied)
+            self.unstrided.append(_Saved(t, t.detach().clone(), _version(t), None))
 
     def lazy_modules(self) -> list[nn.Module]:
         """The lazy layers the forward may size (see `_Lazy`)."""
@@ -277,6 +284,8 @@ class ModelState:
         # an object among the forward's arguments, and its attributes as they were
         self.objects: list[tuple[Any, dict[str, Any]]] = []
         self.lazy: list[_Lazy] = []
+        # sparse parameters and arguments, copied up front (see _keep_unstrided)
+        self.unstrided: list[_Saved] = []
         self._held: list[Any] = []
         # storage key → a tensor from outside the forward as it was before a call wrote it
         self.outside: dict[int, _Saved] = {}
@@ -343,7 +352,7 @@ class ModelState:
             if bs:
                 for b in bs.values():
                     if b is not None and not b.is_meta and not _unsized(b):
-                        self.buffers.append(_Saved(b, b.detach().clone(), _version(b), _Seen.of(b)))
+                        self.buffers.append(_Saved(b, b.detach().clone(), _version(b), _seen_of(b)))
                         self.buffer_ids.add(id(b))
             if ps:
                 for name, p in ps.items():
@@ -351,11 +360,14 @@ class ModelState:
                         continue
                     info = _Param(path, name, p)
                     params[id(info.memory)] = info  # (a DTensor's: its shard's)
+                    if p.layout is not _STRIDED and type(p) in _PLAIN:
+                        self._keep_unstrided(p)
                     if info.storage_ptr:
                         self.by_storage.setdefault(info.storage_ptr, []).append(info.memory)
                     if info.memory is not p:
                         self.wrappers.append((p, _version(p)))
         self._held = held  # (walked by keep_held, as the forward's arguments are)
+        _keep_layouts(params)
 
     def keep_held(self) -> None:
         """The objects the modules hold as attributes — a KV cache, a helper counting calls,
@@ -396,6 +408,32 @@ class ModelState:
                     g = p.grad
                     kept.append((p, g, None if g is None else g.detach().clone()))
 
+    @contextlib.contextmanager
+    def frees_watched(self) -> Iterator[None]:
+        """While the forward runs: a parameter's memory made smaller (offloading code frees a
+        weight after use, `untyped_storage().resize_(0)`) is copied first, as before a write,
+        and put back after (torch shows function modes no storage call). The buffers and the
+        forward's arguments are copied up front; the restore grows their memory back."""
+        if not self.by_storage:
+            yield
+            return
+        cls = torch.UntypedStorage
+        original = cls.resize_
+        by_storage, protect = self.by_storage, self.protect
+
+        def resize_(storage: Any, size: int) -> Any:
+            with contextlib.suppress(Exception):
+                if size < storage.nbytes():
+                    for p in by_storage.get(storage.data_ptr(), ()):
+                        protect(p)
+            return original(storage, size)
+
+        cls.resize_ = resize_  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            cls.resize_ = original  # type: ignore[method-assign]
+
     def protect(self, t: Any) -> None:
         """Called before a call that may write `t` (a tensor, or a list of them): keep a copy
         of every parameter whose storage it shares."""
@@ -417,8 +455,8 @@ class ModelState:
         """A copy of the memory a call is about to write (`key`: where it is), as `p` saw it
         before the forward: `p.set_(…)` (which torch shows no function mode) may have pointed
         p elsewhere since, and a view taken before still writes p's own memory."""
-        seen, version = _Seen.of(p), _version(p)
-        if seen.storage.data_ptr() != key:
+        seen, version = _seen_of(p), _version(p)
+        if seen is not None and seen.storage.data_ptr() != key:
             before = self._seen_before(p)
             if before is not None:
                 seen, version = before
@@ -486,6 +524,9 @@ class ModelState:
                 # (kernels like batch_norm update running stats without a version bump;
                 # `resize_`, `unsqueeze_` change how the buffer sees its memory)
                 _copy_back(kept, warnings, "a buffer")
+            for kept in self.unstrided:
+                if _version(kept.tensor) != kept.version:
+                    _copy_back(kept, warnings, "a sparse tensor")
             saved, params_kept = self.saved_params, self.params
             for t, seen, version in self.input_memory:
                 if id(t) not in saved and not seen.same(t):
@@ -502,6 +543,8 @@ class ModelState:
                 # values only, into the memory it had: one its owner pointed elsewhere or freed
                 # since (FSDP's gather buffers) is the owner's business
                 t, seen = kept.tensor, kept.seen
+                if seen is None:  # (never: keep_outside keeps dense tensors only)
+                    continue
                 if not seen.same(t) and t.untyped_storage()._cdata == seen.storage._cdata:
                     # the forward changed how it sees its own memory (`resize_`, `t_`)
                     with contextlib.suppress(Exception):
@@ -754,13 +797,22 @@ class _Seen(NamedTuple):
         )
 
 
+def _seen_of(t: torch.Tensor) -> Optional[_Seen]:
+    """How t sees its memory; None for a tensor that has no one strided view of it (sparse,
+    nested): its values are put back with `copy_` alone."""
+    if t.layout is not _STRIDED or t.is_nested:
+        return None
+    return _Seen.of(t)
+
+
 class _Saved(NamedTuple):
-    """A tensor as it was before a call wrote it: its values, version, and its memory."""
+    """A tensor as it was before a call wrote it: its values, version, and its memory (None:
+    a sparse or nested tensor, see _seen_of)."""
 
     tensor: torch.Tensor
     copy: torch.Tensor
     version: int
-    seen: _Seen
+    seen: Optional[_Seen]
 
 
 def _copy_back(
@@ -773,7 +825,7 @@ def _copy_back(
     sees it."""
     t, copy, version, seen = saved
     try:
-        if not seen.same(t):
+        if seen is not None and not seen.same(t):
             seen.put_back(t)
         _put_values(t, copy, version)
     except Exception:  # an argument the forward gave other memory (`x.data = …`)
@@ -800,10 +852,14 @@ def _put_values(t: torch.Tensor, copy: torch.Tensor, version: int) -> None:
     `loss.backward()`) saved t at that version, and its values are those it saved. Written
     through `.data`, which bumps no counter; a `copy_` made the program's backward fail
     ("modified by an inplace operation")."""
-    try:
-        t.data.copy_(copy)
-    except Exception:  # (a tensor subclass without a plain `.data`)
+    _regrow(t)
+    if t.layout is not _STRIDED:  # (a sparse tensor's `.data.copy_` leaves it as it is)
         t.copy_(copy)
+    else:
+        try:
+            t.data.copy_(copy)
+        except Exception:  # (a tensor subclass without a plain `.data`)
+            t.copy_(copy)
     if version >= 0 and _set_versions is not None and _version(t) != version:
         with contextlib.suppress(Exception):
             _set_versions((t,), (version,))
@@ -822,13 +878,30 @@ def _in_its_memory(t: torch.Tensor) -> bool:
     tensor (FSDP frees its gathered parameters so) holds none of them, and reading them,
     or writing, would touch freed memory."""
     try:
-        if t.numel() == 0:
-            return True
-        extent = 1 + sum((size - 1) * abs(step) for size, step in zip(t.shape, t.stride()))
-        needed = (int(t.storage_offset()) + extent) * t.element_size()
-        return t.untyped_storage().nbytes() >= needed
+        return t.untyped_storage().nbytes() >= _bytes_needed(t)
     except Exception:
         return False
+
+
+def _bytes_needed(t: torch.Tensor) -> int:
+    """The bytes of storage t's elements reach to."""
+    if t.numel() == 0:
+        return 0
+    extent = 1 + sum((size - 1) * abs(step) for size, step in zip(t.shape, t.stride()))
+    return (int(t.storage_offset()) + extent) * t.element_size()
+
+
+def _regrow(t: torch.Tensor) -> None:
+    """t's storage made large enough for its elements again, if the forward freed it
+    (`untyped_storage().resize_(0)`, as offloading code frees a tensor after use): a copy
+    into freed memory crashes the process. (A plain dense tensor only: others keep theirs.)"""
+    if type(t) not in _PLAIN or t.layout is not _STRIDED:
+        return
+    with contextlib.suppress(Exception):
+        storage = t.untyped_storage()
+        needed = _bytes_needed(t)
+        if storage.nbytes() < needed:
+            storage.resize_(needed)
 
 
 def _storage_key(t: torch.Tensor) -> int:
@@ -1064,11 +1137,13 @@ def _torch_sample(p: torch.Tensor) -> Optional[torch.Tensor]:
 class _Layout:
     """Where a dense CPU parameter's memory is and a view of its sampled bytes there. Kept
     between traces (a model is traced again and again, and taking the view costs more than
-    the rest of a snapshot): holds the parameter weakly and never its storage, so it keeps no
-    memory alive; used only while `fits` says the parameter still lies exactly there."""
+    the rest of a snapshot): holds neither the parameter (not even weakly: a weak reference
+    makes torch.utils.swap_tensors refuse it, as `model.double()` does with torch's
+    swap_module_params_on_conversion) nor its storage, so it keeps no memory alive; used
+    only while `fits` says the tensor asked about lies exactly there, in a storage that
+    holds it — whichever tensor that is, the view reads its memory."""
 
     __slots__ = (
-        "ref",
         "storage_ptr",
         "ptr",
         "end",
@@ -1081,7 +1156,6 @@ class _Layout:
     )
 
     def __init__(self, p: torch.Tensor, storage_ptr: int, ptr: int, end: int, view: Any) -> None:
-        self.ref = weakref.ref(p, _forget_layout(id(p)))
         self.storage_ptr, self.ptr, self.end, self.view = storage_ptr, ptr, end, view
         self.dtype, self.shape, self.stride = p.dtype, p.shape, p.stride()
         self.offset = int(p.storage_offset())
@@ -1091,8 +1165,7 @@ class _Layout:
         """Whether `p` is still the parameter laid out here, its memory all in `storage`."""
         try:
             return (
-                self.ref() is p
-                and storage_ptr == self.storage_ptr
+                storage_ptr == self.storage_ptr
                 and (p.data_ptr(), p.dtype, p.shape, p.stride()) == self.where
                 and storage.nbytes() >= self.end
             )
@@ -1100,16 +1173,14 @@ class _Layout:
             return False
 
 
-_layouts: dict[int, _Layout] = {}  # id(parameter) → its layout, while the parameter lives
+_layouts: dict[int, _Layout] = {}  # id(parameter) → its layout, for the last model traced
 
 
-def _forget_layout(key: int) -> Callable[[Any], None]:
-    def forget(ref: Any) -> None:
-        known = _layouts.get(key)
-        if known is not None and known.ref is ref:  # not a newer parameter with the same id
+def _keep_layouts(ids: Mapping[int, Any]) -> None:
+    """Only the layouts of these tensors (a snapshot's parameters) kept for the next trace."""
+    if len(_layouts) > len(ids):
+        for key in [key for key in _layouts if key not in ids]:
             del _layouts[key]
-
-    return forget
 
 
 def _known_layout(p: torch.Tensor, storage: Any, storage_ptr: int) -> Optional[_Layout]:

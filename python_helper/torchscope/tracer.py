@@ -786,6 +786,12 @@ class Recorder(TorchFunctionMode):
         counter = self.counter
         assert counter is not None
         counter.flops = counter.ns = 0
+        if _any_nested(args, kwargs):
+            # (a jagged nested tensor's own dispatch recurses under the counter; a strided
+            # one's shapes are not the formulas'): run as it is, uncounted
+            start = _ns()
+            result = func(*args, **kwargs) if kwargs else func(*args)
+            return result, 0, _ns() - start
         try:
             with counter:
                 result = func(*args, **kwargs) if kwargs else func(*args)
@@ -1066,7 +1072,11 @@ class Recorder(TorchFunctionMode):
                 ):
                     dt = _DTYPE_NAMES.get(t.dtype)
                     if dt is not None:
-                        edge = Edge(entry[1], nid, list(t.shape), dt)
+                        try:
+                            shape: Optional[list[int]] = list(t.shape)
+                        except RuntimeError:  # (a nested tensor of rows of other lengths)
+                            shape = None
+                        edge = Edge(entry[1], nid, shape, dt)
                         if len(entry) > 3:  # (one of several outputs of its call)
                             edge.output = entry[3]
                         edges.append(edge)
@@ -1965,6 +1975,12 @@ _HASHABLE = frozenset(
 _ALIASING = frozenset(("Tensor.detach", "torch.detach", "Tensor.data"))
 
 
+def _any_nested(args: Any, kwargs: Optional[dict]) -> bool:
+    """Whether a nested tensor is among a call's arguments."""
+    with _NO_TORCH_FUNCTION():
+        return any(t.is_nested for t in _tensors_in(args, kwargs))
+
+
 def _tensors_in(args: Any, kwargs: Optional[dict]) -> list[Tensor]:
     """Tensors among call arguments: flat, in lists/tuples, or nested deeper (rare)."""
     out: list[Tensor] = []
@@ -2359,6 +2375,7 @@ def _trace(
             torch.no_grad() if no_grad else contextlib.nullcontext(),
             compiled_run_eagerly(named),
             fsdp_state_kept(named),
+            state.frees_watched(),
             collectives.watching(rec.watch),
             lean_calls(rec.pre_hook, rec.post_hook, len(handles), rec.layer_call, rec.layers),
         ):

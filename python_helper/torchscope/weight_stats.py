@@ -5,13 +5,15 @@ is a constant of the graph, and its edges carry its statistics. Weights outweigh
 activations at small batches, and a model is traced again and again, so each weight is read
 once and its statistics kept while it holds what it held then: the same version, memory,
 dtype and shape, and the same sampled values (`p.data = …`, `model.half()` and writes
-through `p.data` leave the version as it was). Held weakly: a deleted model leaves no entry.
+through `p.data` leave the version as it was). The weights are not held, not even weakly (a
+weak reference makes torch.utils.swap_tensors refuse a tensor, as `model.double()` does with
+torch's swap_module_params_on_conversion): an entry is used for whichever tensor holds the same
+memory, version, layout and values, whose statistics are those; entries past _MAX_KNOWN go.
 """
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Optional
 
 import torch
@@ -23,8 +25,9 @@ Tensor = torch.Tensor
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 _Held = tuple[int, int, torch.dtype, torch.Size, tuple[int, ...], Optional[bytes]]
 
-# id(weight) → (weak ref, what it held when read (see _held), statistics)
-_KNOWN: dict[int, tuple[weakref.ref[Tensor], _Held, TensorStats]] = {}
+# id(weight) → (what it held when read (see _held), statistics)
+_KNOWN: dict[int, tuple[_Held, TensorStats]] = {}
+_MAX_KNOWN = 50_000  # entries (about 1 KB each) before all go: weights of models deleted since
 
 
 def cached_read(t: Tensor, reader: Reader) -> Optional[TensorStats]:
@@ -48,10 +51,9 @@ def _read(t: Tensor, held: _Held, reader: Reader) -> Optional[TensorStats]:
         st.version = held[0]
         if not _keepable(t, held):
             return st
-        try:
-            _KNOWN[id(t)] = (weakref.ref(t, _forget(id(t))), held, st)
-        except TypeError:
-            pass
+        if len(_KNOWN) >= _MAX_KNOWN:
+            _KNOWN.clear()
+        _KNOWN[id(t)] = (held, st)
     return st
 
 
@@ -104,15 +106,6 @@ def _kept(t: Tensor, held: _Held) -> Optional[TensorStats]:
     """The statistics kept for `t` while it held `held`, if complete (a trace that died
     before it finished left them unread: read again)."""
     known = _KNOWN.get(id(t))
-    if known is not None and known[0]() is t and known[1] == held and known[2].stats is not None:
-        return known[2]
+    if known is not None and known[0] == held and known[1].stats is not None:
+        return known[1]
     return None
-
-
-def _forget(key: int) -> Callable[[weakref.ref[Tensor]], None]:
-    def forget(ref: weakref.ref[Tensor]) -> None:
-        known = _KNOWN.get(key)
-        if known is not None and known[0] is ref:  # not a newer tensor with the same id
-            del _KNOWN[key]
-
-    return forget

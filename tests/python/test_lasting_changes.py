@@ -243,19 +243,23 @@ def test_an_unseen_write_is_said_after_the_parameter_moved_between_traces():
 
 
 def test_what_a_trace_remembers_of_parameters_keeps_none_alive():
-    """The layouts kept between traces hold parameters weakly and never their memory: a model
-    deleted after its trace is gone, and so are its entries."""
+    """The layouts kept between traces hold no parameter, not even weakly (a weak reference
+    makes torch.utils.swap_tensors refuse it), and never its memory: a model deleted after
+    its trace is gone, and the next trace keeps only its own model's entries."""
     from torchscope import state
 
     model = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 64))
     torchscope.trace(model, torch.randn(1, 64))
     keys = [id(p) for p in model.parameters()]
     assert all(k in state._layouts for k in keys)
+    assert [weakref.getweakrefcount(p) for p in model.parameters()] == [0] * 4
     gone = weakref.ref(model[0].weight)
     del model
     gc.collect()
     assert gone() is None
-    assert not any(k in state._layouts and state._layouts[k].ref() is not None for k in keys)
+    other = nn.Linear(8, 8)
+    torchscope.trace(other, torch.randn(1, 8))
+    assert set(state._layouts) == {id(p) for p in other.parameters()}
 
 
 def test_a_write_that_cannot_be_undone_is_said_in_the_graph():
