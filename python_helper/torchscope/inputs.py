@@ -316,7 +316,7 @@ def guess(model: nn.Module) -> Guess:
     one = None
     if found is not None:
         layer, entry = found
-        one = entry.make(layer, getattr(model, "config", None))
+        one = _in_dtype(entry.make(layer, getattr(model, "config", None)), layer)
     required = required_arguments(model)
     if len(required) > 1:
         # keyword-only ones (`forward(self, x, *, t)`) can only be given as keywords: a dict
@@ -354,8 +354,27 @@ def guess(model: nn.Module) -> Guess:
         read = ", ".join(f"{name}[{k!r}]" for k in keys)
         each = _own_inputs(model, tree, name, one)
         source = f"the layers that read {read}" if each else f"the first layer {where}, as {read}"
-        return Guess(_as_batch(one, keys, each), source)
-    return Guess(one, f"the first layer {where}")
+        return _keyword_if_must(model, required, Guess(_as_batch(one, keys, each), source))
+    return _keyword_if_must(model, required, Guess(one, f"the first layer {where}"))
+
+
+def _in_dtype(expr: Optional[str], layer: nn.Module) -> Optional[str]:
+    """A `torch.randn(…)` guess in the dtype of the layer's weights when that is not float32
+    (a model made `.half()`): a float32 input fails its first call."""
+    if expr is None or not expr.startswith("torch.randn("):
+        return expr
+    weight = next((p for p in layer.parameters(recurse=False) if p.is_floating_point()), None)
+    if weight is None or weight.dtype is torch.float32:
+        return expr
+    return f"{expr[:-1]}, dtype={weight.dtype})"
+
+
+def _keyword_if_must(model: nn.Module, required: list[str], made: Guess) -> Guess:
+    """The guess for a forward whose one argument is keyword-only (`forward(self, *, x)`)
+    given by its name: a dict of keywords."""
+    if len(required) == 1 and required[0] in _keyword_only(model):
+        return Guess(f"{{{required[0]!r}: {made.expr}}}", made.source)
+    return made
 
 
 # names of a diffusion model's timestep argument: ids of a step, not the input's shape (not

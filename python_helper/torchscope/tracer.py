@@ -1975,6 +1975,21 @@ _HASHABLE = frozenset(
 _ALIASING = frozenset(("Tensor.detach", "torch.detach", "Tensor.data"))
 
 
+# what torch says when a forward differentiates, or hooks a tensor, under no_grad
+_NEEDS_AUTOGRAD = (
+    "does not require grad",
+    "doesn't require grad",
+    "that doesn't require gradient",
+    "does not have a grad_fn",
+)
+
+
+def _needs_autograd(error: BaseException) -> bool:
+    """Whether the forward raised for want of autograd (see _NEEDS_AUTOGRAD)."""
+    text = str(error)
+    return isinstance(error, RuntimeError) and any(s in text for s in _NEEDS_AUTOGRAD)
+
+
 def _any_nested(args: Any, kwargs: Optional[dict]) -> bool:
     """Whether a nested tensor is among a call's arguments."""
     with _NO_TORCH_FUNCTION():
@@ -2432,6 +2447,12 @@ def _trace(
         described = rec._info(wrapped)
         info.name, info.qualname = described.name, described.target
     warnings.extend(_scripted_warning(rec))
+    if no_grad and error is not None and _needs_autograd(error):
+        warnings.append(
+            "the forward needs autograd, and torchscope traces it under torch.no_grad(): "
+            "wrap the part that differentiates (torch.autograd.grad, a tensor hook) in "
+            "`with torch.enable_grad():` to trace it"
+        )
     if rank is not None:
         info.rank, info.world_size = rank
     if rec.watch is not None and local_collectives and rec.watch.count:

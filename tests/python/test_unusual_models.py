@@ -101,3 +101,70 @@ def test_text_no_utf8_holds_is_saved_in_every_format(tmp_path) -> None:
         g.save(tmp_path / name)
     back = torchscope.Graph.load(tmp_path / "g.msgpack")
     assert "caf" in back.error.message and "lookup table" in back.error.message
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x)
+
+
+class KeywordOnly(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, *, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x)
+
+
+@pytest.mark.parametrize(
+    ("build", "want"),
+    [
+        (lambda: Net().half(), "torch.randn(1, 8, dtype=torch.float16)"),
+        (lambda: nn.Sequential(nn.Conv2d(3, 8, 3)).to(torch.bfloat16), "dtype=torch.bfloat16"),
+        (lambda: Net().double(), "torch.randn(1, 8, dtype=torch.float64)"),
+        (lambda: Net(), "torch.randn(1, 8)"),
+        (KeywordOnly, "{'x': torch.randn(1, 8)}"),
+    ],
+    ids=["half", "bf16-conv", "double", "float32", "keyword-only"],
+)
+def test_a_guessed_input_is_one_the_first_layer_takes(build, want) -> None:
+    # QA: a half or bfloat16 model got a float32 guess and raised "mat1 and mat2 must have
+    # the same dtype"; `forward(self, *, x)` got it positionally: "takes 1 positional argument"
+    from torchscope.inputs import guess
+
+    model = build()
+    made = guess(model)
+    assert want in made.expr
+    value = eval(made.expr, {"torch": torch})  # noqa: S307 - the guess is an expression
+    out = model(**value) if isinstance(value, dict) else model(value)
+    assert out.dtype == next(model.parameters()).dtype
+
+
+class Differentiates(nn.Module):
+    """A physics-informed model: the forward takes a derivative of its own output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Linear(1, 1)
+
+    def forward(self, t: torch.Tensor) -> torch.Tensor:
+        t = t.requires_grad_()
+        u = self.net(t)
+        (du,) = torch.autograd.grad(u.sum(), t, create_graph=True)
+        return du
+
+
+def test_a_forward_that_needs_autograd_says_how_to_trace_it() -> None:
+    # QA: it failed only under torchscope, with torch's own "does not require grad" and no
+    # word that the trace runs under no_grad
+    g = torchscope.trace_call(Differentiates(), (torch.rand(5, 1),), {}, raise_errors=False)
+    assert g.error is not None and "require grad" in g.error.message
+    (said,) = [w for w in g.warnings if "no_grad" in w]
+    assert "torch.enable_grad()" in said
+    clean = torchscope.trace_call(Net(), (torch.randn(1, 8),), {}, raise_errors=False)
+    assert not clean.warnings
