@@ -53,6 +53,12 @@ class FuncInfo:
     # writes the parameters' `.grad`: a backward (`loss.backward()` inside a forward, test-
     # time adaptation) or the `.grad` setter (`p.grad = …`, `zero_grad`); may_write too
     grads: bool = False
+    # the positions of what it writes when that is not (only) its first argument: a custom
+    # op's `mutates_args` (its schema's `Tensor(a!)`), F.embedding's weight under max_norm,
+    # F.batch_norm's running statistics in training; given by name too (arg_names)
+    written_at: tuple[int, ...] = ()
+    # the argument that must be asked for the write to happen (`max_norm`, `training`)
+    written_if: str = ""
 
 
 INPLACE_KEYWORD = 1 << 30
@@ -82,8 +88,16 @@ def _describe(func: Callable[..., Any]) -> FuncInfo:
         ns, _, op = schema.name.partition("::")
         target, short = f"torch.ops.{ns}.{op}", op
         names = tuple(a.name for a in schema.arguments if not a.kwarg_only)
+        mutated = tuple(i for i, a in enumerate(schema.arguments) if _written(a))
+        writes = op.endswith("_") or bool(mutated)
         return FuncInfo(
-            target, short, op.endswith("_"), names, op.endswith("_"), target_role(target)
+            target,
+            short,
+            writes,
+            names,
+            writes,
+            target_role(target),
+            written_at=mutated if mutated not in ((), (0,)) else (),
         )
     if raw_name == "__get__" and objclass is not None:
         # a Tensor property such as `.T` or `.data`: `__get__` of a getset descriptor
@@ -106,12 +120,14 @@ def _describe(func: Callable[..., Any]) -> FuncInfo:
     grads = raw_name == "backward" or (
         raw_name == "__set__" and getattr(getattr(func, "__self__", None), "__name__", "") == "grad"
     )
+    written_at, written_if = _WRITES_BESIDE.get(target, ((), ""))
     may_write = (
         writes
         or (raw_name.startswith("_foreach_") and raw_name.endswith("_"))
         or raw_name in ("__set__", "numpy", "set_")
         or inplace_at >= 0
         or grads
+        or bool(written_at)
     )
     return FuncInfo(
         target,
@@ -122,6 +138,8 @@ def _describe(func: Callable[..., Any]) -> FuncInfo:
         inplace_at=inplace_at,
         overloads=overloads,
         grads=grads,
+        written_at=written_at,
+        written_if=written_if,
     )
 
 
@@ -136,10 +154,29 @@ def _inplace_at(func: Callable[..., Any], names: tuple[str, ...]) -> int:
     return INPLACE_KEYWORD if "inplace" in params else -1
 
 
+# torch functions whose kernel writes an argument besides its result, when asked: its
+# position(s) and the argument that asks (embedding_renorm_ under max_norm; the running
+# statistics in training)
+_WRITES_BESIDE: dict[str, tuple[tuple[int, ...], str]] = {
+    "torch.nn.functional.embedding": ((1,), "max_norm"),
+    "torch.nn.functional.embedding_bag": ((1,), "max_norm"),
+    "torch.nn.functional.batch_norm": ((1, 2), "training"),
+}
+
+
+def _written(argument: Any) -> bool:
+    """Whether a schema argument is written by its op (`Tensor(a!)`)."""
+    alias = getattr(argument, "alias_info", None)
+    return alias is not None and bool(getattr(alias, "is_write", False))
+
+
 def written_argument(info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> Any:
     """What a call that may write (`info.may_write`) writes: its first argument, given by
-    position or by name (`nn.init.normal_` hands torch its tensor as `tensor=`); None when
-    it writes nothing (`inplace=False`, the default, asked)."""
+    position or by name (`nn.init.normal_` hands torch its tensor as `tensor=`), or a list
+    of those at `info.written_at`; None when it writes nothing (`inplace=False`, the
+    default, asked)."""
+    if info.written_at:
+        return _written_beside(info, args, kwargs)
     at = info.inplace_at
     if at >= 0:
         asked = args[at] if at < len(args) else (kwargs or {}).get("inplace", False)
@@ -150,6 +187,19 @@ def written_argument(info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> Any
     if kwargs and info.arg_names:
         return kwargs.get(info.arg_names[0])
     return None
+
+
+def _written_beside(info: FuncInfo, args: tuple, kwargs: Optional[dict]) -> Optional[list[Any]]:
+    """The arguments at `info.written_at` (None when `info.written_if` was not asked)."""
+    names = info.arg_names
+    named = dict(zip(names, args))
+    if kwargs:
+        named.update(kwargs)
+    if info.written_if:
+        asked = named.get(info.written_if)
+        if asked is None or asked is False:
+            return None
+    return [named.get(names[i]) for i in info.written_at if i < len(names)]
 
 
 def _op_schema(func: Any) -> Any:

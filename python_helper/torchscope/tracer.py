@@ -356,6 +356,7 @@ class Recorder(TorchFunctionMode):
         self._const_stats: dict[int, Optional[TensorStats]] = {}
         self._overwritten: set[int] = set()  # constants a call overwrote before any read them
         self.calls: dict[int, int] = {}
+        self.outside_calls: dict[str, int] = {}  # calls of modules outside the tree, by path
         self.state = state
         self.deadline = deadline
         self.cancel = cancel
@@ -435,7 +436,11 @@ class Recorder(TorchFunctionMode):
             b = self.producer.get(id(base))
             if b is not None and self.handed:
                 b = self._unhanded(b, id(base))
-            if b is not None and b[0]() is base and (nid is None or b[1] > nid):
+            if (
+                b is not None
+                and b[0]() is base
+                and (nid is None or (b[1] > nid and self.nodes[b[1]].kind != "input"))
+            ):
                 nid = b[1]  # the base was written in place after this view was made
                 st = self._stats(t)
                 self._set_producer(t, nid, st)
@@ -1332,6 +1337,11 @@ class Recorder(TorchFunctionMode):
             info = self._module_infos[id(shown)] = self._describe(shown)
         call = self.calls.get(key, 0)
         self.calls[key] = call + 1
+        if info.path.startswith("<"):
+            # modules outside the tree (a plain list's) share their path, `<Linear>`: their
+            # calls are numbered under it, so that a comparison tells them apart
+            call = self.outside_calls.get(info.path, 0)
+            self.outside_calls[info.path] = call + 1
         nid = len(self.nodes)
         stack = self.stack
         parent = stack[-1] if stack else None
@@ -1809,7 +1819,10 @@ class Recorder(TorchFunctionMode):
 
     def add_inputs(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
         for name, t in argument_tensors(fn, args, kwargs):
-            if self._source(t) is None:
+            entry = self.producer.get(id(t))
+            # (its own node: an argument that views another, `model(x, x[0])`, is an input
+            # of its own; the same tensor given twice is one)
+            if entry is None or entry[0]() is not t:
                 nid = self._add(Node(len(self.nodes), "input", name))
                 self._set_producer(t, nid, self._stats(t))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 import torchscope
@@ -142,3 +143,79 @@ def test_nothing_of_the_trace_stays_on_the_parameters() -> None:
         finally:
             torch.__future__.set_swap_module_params_on_conversion(swap)
         assert m.w.dtype is torch.float64 and m.l.weight.dtype is torch.float64
+
+
+@torch.library.custom_op("torchscope_test::clamp_in_place", mutates_args=("x",))
+def clamp_in_place(x: torch.Tensor, low: float) -> None:
+    x.clamp_(min=low)
+
+
+@torch.library.custom_op("torchscope_test::fill_second", mutates_args=("out",))
+def fill_second(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    out.fill_(7.0)
+    return x * 2
+
+
+class UsesCustomOps(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(4, 4)
+        self.scratch = torch.zeros(3)  # a plain tensor attribute the second op writes
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        clamp_in_place(x, 0.0)  # writes the forward's input
+        z = self.l(x)
+        clamp_in_place(z, 0.0)
+        return fill_second(z, self.scratch)
+
+
+def test_custom_ops_that_write_their_arguments() -> None:
+    # QA: a custom op declaring `mutates_args` got no node when it returned None, the edges
+    # after it carried the values from before the write, and what it wrote (the forward's
+    # input, a plain tensor attribute, a parameter) stayed written
+    m = UsesCustomOps()
+    x = torch.randn(3, 4)
+    x0 = x.clone()
+    want = m(x.clone())
+    m.scratch.zero_()  # (the plain forward wrote it)
+    g = torchscope.trace(m, x)
+    assert torch.equal(x, x0), "the input written by the op is put back"
+    assert torch.equal(m.scratch, torch.zeros(3))
+    ops = [n.name for n in g.nodes if n.kind == "op"]
+    assert ops.count("clamp_in_place") == 2 and "fill_second" in ops, ops
+    (out,) = [e for e in g.edges if g.nodes[e.dst].kind == "output"]
+    assert out.stats["min"] == want.min().item() >= 0.0
+
+
+class Renormalises(nn.Module):
+    """Layers whose kernels write a tensor other than their first argument."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(10, 4, max_norm=0.5)
+        self.bag = nn.EmbeddingBag(10, 4, max_norm=0.5)
+        self.running_mean = torch.zeros(4)  # plain tensor attributes, not buffers
+        self.running_var = torch.ones(4)
+
+    def forward(self, ids: torch.Tensor, table: torch.Tensor, mean: torch.Tensor) -> torch.Tensor:
+        h = self.emb(ids).sum(1) + self.bag(ids) + F.embedding(ids, table, max_norm=0.5).sum(1)
+        h = F.batch_norm(h + 3, self.running_mean, self.running_var, training=True)
+        return h + F.batch_norm(h, mean, torch.ones(4), training=True)
+
+
+def test_writes_a_layer_makes_beside_its_first_argument_are_undone() -> None:
+    # QA: an Embedding with max_norm kept its renormalised rows (with a warning blaming a
+    # numpy view); F.batch_norm's running statistics given as plain tensors or arguments,
+    # and an F.embedding table given as an argument, stayed written with no warning
+    torch.manual_seed(0)
+    m = Renormalises()
+    ids = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    table = torch.randn(10, 4) * 3
+    mean = torch.zeros(4)
+    before = [t.detach().clone() for t in (m.emb.weight, m.bag.weight, table, mean)]
+    g = torchscope.trace(m, ids, table, mean)
+    assert g.error is None, g.error
+    after = (m.emb.weight, m.bag.weight, table, mean)
+    assert [torch.equal(a, b) for a, b in zip(after, before)] == [True] * 4
+    assert torch.equal(m.running_mean, torch.zeros(4)) and torch.equal(m.running_var, torch.ones(4))
+    assert not g.warnings, g.warnings
