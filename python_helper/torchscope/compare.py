@@ -25,7 +25,7 @@ import msgpack
 from .diff import FORMAT as DIFF_FORMAT
 from .diff import Diff, no_gc, side_summary
 from .folding import fold_repeated_blocks, group_name
-from .graph import TEXT_ERRORS, Edge, Graph, Group, Node, Recorded
+from .graph import TEXT_ERRORS, Edge, Graph, Group, Node, Recorded, group_costs
 
 ADDED_OR_REMOVED = ("added", "removed")
 
@@ -197,6 +197,9 @@ def _unchanged_groups(graph: Graph, status: list[str], inside: list[int]) -> lis
                 run.append(m)
                 continue
             if len(run) >= 2:
-                out.append(Group(g.parent, run, group_name(graph.nodes[run[0]].name, len(run))))
+                group = Group(g.parent, run, group_name(graph.nodes[run[0]].name, len(run)))
+                out.append(group)
             run = []
+    graph.groups = out
+    group_costs(graph)  # (as a trace's folds: what their members cost together)
     return out

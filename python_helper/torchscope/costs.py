@@ -26,7 +26,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
 from .distributed import inner_tensor
-from .graph import Cost, Graph, Node
+from .graph import Node
 
 _ns = time.perf_counter_ns
 
@@ -253,22 +253,3 @@ def roll_up(nodes: list[Node]) -> None:
         if parent is not None:
             parent.flops += cost.flops
             parent.bytes += cost.bytes
-
-
-def group_costs(graph: Graph) -> None:
-    """A ×N group costs what its members cost together."""
-    for g in graph.groups:
-        g.cost = _sum(graph.nodes[m].cost for m in g.members)
-
-
-def _sum(costs: Iterable[Optional[Cost]]) -> Optional[Cost]:
-    total: Optional[Cost] = None
-    for c in costs:
-        if c is None:
-            continue
-        if total is None:
-            total = Cost(0, 0, 0)
-        total.flops += c.flops
-        total.bytes += c.bytes
-        total.time_ns += c.time_ns
-    return total

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from .align import common_pairs
 
 if TYPE_CHECKING:  # the CLI's parser imports this module where msgpack may be missing
-    from .graph import Graph
+    from .graph import Graph, Node
 
 FORMAT = "torchscope.diff"
 VERSION = 1
@@ -324,14 +324,22 @@ class _Compare:
             xs, ys = sorted(mine), sorted(theirs)
             if xs != list(range(len(xs))) or ys != list(range(len(ys))):
                 continue  # items called in part (LayerDrop, experts): each keeps its index
-            keys_a = [self._target(mine[k]) for k in xs]
-            keys_b = [self._target(theirs[k]) for k in ys]
+            keys_a = [self._target(mine[k][0]) for k in xs]
+            keys_b = [self._target(theirs[k][0]) for k in ys]
             if keys_a == keys_b:
                 continue  # the same classes at the same indices: matched by path as ever
-            pairs = common_pairs(keys_a, keys_b)
+            # layers the same in every way first (a Linear(32, 32) inserted before a
+            # Linear(32, 8) leaves that one matched), then by class between them
+            pairs = common_pairs(
+                [(k, mine[x][1]) for k, x in zip(keys_a, xs)],
+                [(k, theirs[y][1]) for k, y in zip(keys_b, ys)],
+            )
+            for (x0, x1), (y0, y1) in _gaps(sorted(pairs), len(xs), len(ys)):
+                inner = common_pairs(keys_a[x0:x1], keys_b[y0:y1])
+                pairs.extend((x0 + x, y0 + y) for x, y in inner)
             # between aligned items, as many on both sides: the same places, other classes
             # (ReLU → GELU), paired in order as changed layers
-            for (x0, x1), (y0, y1) in _gaps(pairs, len(xs), len(ys)):
+            for (x0, x1), (y0, y1) in _gaps(sorted(pairs), len(xs), len(ys)):
                 if x1 - x0 == y1 - y0:
                     pairs.extend(zip(range(x0, x1), range(y0, y1)))
             aligned = dict(pairs)
@@ -494,9 +502,12 @@ class _Compare:
         if na.kind == "module":
             out.extend(self._position(j))
         if na.kind == "module" and na.params != nb.params:
-            # a count that moved only with the modules it called is their change, not its own
-            inner = self.fb.child_params[j] - self.fa.child_params[i]
-            if nb.params - na.params != inner:
+            # a count that moved only with the modules it called is their change, not its own;
+            # so when they share weights (tied embeddings: they count one weight twice, more
+            # than the module's own count), whose changes are theirs
+            inner_a, inner_b = self.fa.child_params[i], self.fb.child_params[j]
+            shared = inner_a > na.params and inner_b > nb.params
+            if nb.params - na.params != inner_b - inner_a and not shared:
                 out.append(f"params: {na.params:,} → {nb.params:,}")
         out.extend(_tensor_changes("input", self.fa.ins[i], self.fb.ins[j]))
         outs_a, outs_b = self.fa.outs[i], self.fb.outs[j]
@@ -540,8 +551,8 @@ class _Compare:
             for (x, o), (y, p) in zip(mapped, src_b)
         ):
             return None
-        before = ", ".join(_source_label(self.b, s, output) for s, output in mapped) or "-"
-        after = ", ".join(_source_label(self.b, s, output) for s, output in src_b) or "-"
+        before = ", ".join(_source_label(self.fb, s, output) for s, output in mapped) or "-"
+        after = ", ".join(_source_label(self.fb, s, output) for s, output in src_b) or "-"
         return f"inputs from: {before} → {after}"
 
     def _compare_values(self, edge_a_to_b: list[int], details: dict[int, list[str]]) -> None:
@@ -585,16 +596,18 @@ _NOWHERE = "\0"  # a module path no node has: an item of a aligned with none of 
 _ITEM = re.compile(r"^(?:(.*)\.)?(\d+)$")
 
 
-def _items(graph: Graph) -> dict[str, dict[int, str]]:
-    """Each container's numbered items (`body.` → index → class), by the module calls made."""
-    found: dict[str, dict[int, str]] = {}
+def _items(graph: Graph) -> dict[str, dict[int, tuple[str, Any]]]:
+    """Each container's numbered items (`body.` → index → (class, what its description
+    and parameter count say)), by the module calls made."""
+    found: dict[str, dict[int, tuple[str, Any]]] = {}
     for n in graph.nodes:
         if n.kind != "module":
             continue
         m = _ITEM.match(n.path)
         if m is not None:
             prefix = m.group(1) + "." if m.group(1) is not None else ""
-            found.setdefault(prefix, {}).setdefault(int(m.group(2)), n.target)
+            made = (repr(sorted(n.attrs.items())), n.params)
+            found.setdefault(prefix, {}).setdefault(int(m.group(2)), (n.target, made))
     return found
 
 
@@ -725,19 +738,31 @@ def _stats_change(sa: dict[str, Any], sb: dict[str, Any], tolerance: float) -> O
     return "values: " + ", ".join(parts) if parts else None
 
 
-def _label(graph: Graph, i: int) -> str:
-    """A node as a reader finds it: a module by its path, anything else by its name inside
-    its module (`fc1/linear`)."""
+def _label(facts: _Facts, i: int) -> str:
+    """A node as a reader finds it, told apart from its like: a module by its path and call
+    (`shared (call 2)`), anything else by its name inside its module call, numbered when
+    that call has several of the name (`fc1/linear`, `relu #2`)."""
+    graph = facts.graph
     n = graph.nodes[i]
     if n.kind == "module":
-        return n.path or "(root)"
-    where = graph.nodes[n.parent].path if n.parent is not None else ""
-    return f"{where}/{n.name}" if where else n.name
+        return _call_label(n)
+    if n.parent is None:
+        return n.name
+    same = [k for k in facts.children.get(n.parent, ()) if graph.nodes[k].name == n.name]
+    name = f"{n.name} #{same.index(i) + 1}" if len(same) > 1 else n.name
+    parent = graph.nodes[n.parent]
+    return f"{_call_label(parent)}/{name}" if parent.path else name
 
 
-def _source_label(graph: Graph, i: int, output: Optional[int]) -> str:
+def _call_label(m: Node) -> str:
+    label = m.path or "(root)"
+    return f"{label} (call {m.call + 1})" if m.call else label
+
+
+def _source_label(facts: _Facts, i: int, output: Optional[int]) -> str:
     """An input's producer, and which of its outputs the input is when it made several."""
-    return _label(graph, i) if output is None else f"{_label(graph, i)} (output {output})"
+    label = _label(facts, i)
+    return label if output is None else f"{label} (output {output})"
 
 
 def _where(graph: Graph, i: int) -> tuple[str, int]:

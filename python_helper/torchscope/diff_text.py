@@ -120,8 +120,8 @@ def _once_per_run(blocks: list[tuple[Node, list[str]]]) -> list[str]:
         if len(run) > 1:
             others = [_module_label(m) for m in run[1:]]
             where = others[0] if len(others) == 1 else f"{others[0]} … {others[-1]}"
-            if len(others) > 2 and not _consecutive(run[1:]):
-                where = ", ".join(others)
+            if len(others) > 1 and not _consecutive(run[1:]):
+                where = ", ".join(others)  # (a range would name blocks that did not run)
             out.append(f"  the same change in {where} ({len(others)} more)")
         k += len(run)
     return out

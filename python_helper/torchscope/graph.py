@@ -6,7 +6,7 @@ import json
 import math
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -48,6 +48,25 @@ class Cost:
 
     def to_wire(self) -> dict[str, Any]:
         return {"flops": self.flops, "bytes": self.bytes, "time_ns": self.time_ns}
+
+
+def group_costs(graph: Graph) -> None:
+    """A ×N group costs what its members cost together (a trace's folds, a comparison's)."""
+    for g in graph.groups:
+        g.cost = _sum(graph.nodes[m].cost for m in g.members)
+
+
+def _sum(costs: Iterable[Optional[Cost]]) -> Optional[Cost]:
+    total: Optional[Cost] = None
+    for c in costs:
+        if c is None:
+            continue
+        if total is None:
+            total = Cost(0, 0, 0)
+        total.flops += c.flops
+        total.bytes += c.bytes
+        total.time_ns += c.time_ns
+    return total
 
 
 @dataclass(slots=True)

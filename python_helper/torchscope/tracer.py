@@ -30,7 +30,6 @@ from .costs import (
     LINEAR,
     MATMUL,
     FlopCounter,
-    group_costs,
     linear_flops,
     matmul_flops,
     output_bytes,
@@ -51,6 +50,7 @@ from .graph import (
     Node,
     Recorded,
     Site,
+    group_costs,
 )
 from .hard_stop import CancelledOutside, StoppedOutside
 from .one_call import ONE_CALL, Call, plain_call, torch_hooks_only_ours
@@ -1999,8 +1999,10 @@ _NEEDS_AUTOGRAD = (
 
 def _needs_autograd(error: BaseException) -> bool:
     """Whether the forward raised for want of autograd (see _NEEDS_AUTOGRAD)."""
-    text = str(error)
-    return isinstance(error, RuntimeError) and any(s in text for s in _NEEDS_AUTOGRAD)
+    if not isinstance(error, RuntimeError):
+        return False
+    text = message_of(error)  # (safe: an exception whose str() raises says so)
+    return any(s in text for s in _NEEDS_AUTOGRAD)
 
 
 def _any_nested(args: Any, kwargs: Optional[dict]) -> bool:
@@ -2188,10 +2190,15 @@ def parameter_counts(model: nn.Module, modules: list[nn.Module]) -> dict[int, in
             if children:
                 for child in children.values():
                     if child is not None:
-                        total += counts.get(id(child), 0)
+                        known = counts.get(id(child))
+                        if known is None:  # registered earlier elsewhere: not counted yet
+                            shared = True
+                        else:
+                            total += known
             counts[id(m)] = total
         if shared or counts[id(model)] != everything:
-            # tied weights or a module registered twice: count each subtree exactly
+            # tied weights or a module registered twice (`self.seq = Sequential(self.fc, …)`):
+            # count each subtree exactly
             counts = _counts_of_sets(modules)
         return counts
 

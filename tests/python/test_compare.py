@@ -147,6 +147,24 @@ def test_one_changed_block_of_twelve_splits_the_fold_around_it() -> None:
     assert v.inside[root] == 4
 
 
+def test_a_fold_around_a_change_costs_what_its_members_cost() -> None:
+    # QA: the compare page's ×N boxes had no FLOPs, bytes or time in their hover, and a
+    # long run's segment summed only the loose blocks beside them
+    x = torch.randn(2, 8)
+    torch.manual_seed(0)
+    a = torchscope.trace(Tower(12, gelu_at=7).eval(), x)
+    torch.manual_seed(0)
+    b = torchscope.trace(Tower(12, gelu_at=5).eval(), x)
+    v = compare_view(diff_graphs(a, b))
+    nodes = v.graph.nodes
+    folds = [g for g in v.graph.groups if g.name.startswith("Block")]
+    assert folds  # (blocks 0-4; those after the change differ in their values too)
+    for g in folds:
+        assert g.cost is not None
+        assert g.cost.flops == sum(nodes[m].cost.flops for m in g.members) > 0
+        assert g.cost.time_ns == sum(nodes[m].cost.time_ns for m in g.members)
+
+
 def test_text_diff() -> None:
     _, v = net_view()
     assert render_text(v) == "\n".join(
@@ -306,3 +324,99 @@ def test_passes_nested_as_deep_as_a_trace_goes_compare_and_read_as_text() -> Non
     text = render_text(compare_view(diff_graphs(g, g), "a", "b"))
     assert text.endswith(f"no differences: {len(g.nodes)} nodes the same")
     assert summarize(g).count(": Sequential ") == MAX_NESTING - 2
+
+
+class _Skips(torch.nn.Module):
+    """Runs only blocks 0, 2 and 5 of six."""
+
+    def __init__(self, act: type) -> None:
+        super().__init__()
+        self.h = torch.nn.ModuleList(_Block(act) for _ in range(6))
+
+    def forward(self, x):
+        for i in (0, 2, 5):
+            x = self.h[i](x)
+        return x
+
+
+def test_text_diff_names_the_blocks_that_ran_not_a_range() -> None:
+    # QA: "the same change in h.2 … h.5 (2 more)" read as blocks 2 to 5; 3 and 4 never ran
+    x = x16()
+    lines = render_text(
+        compare_view(diff_graphs(trace(_Skips(torch.nn.GELU), x), trace(_Skips(torch.nn.ReLU), x)))
+    ).splitlines()
+    assert "  the same change in h.2, h.5 (2 more)" in lines, lines
+
+
+class _Swaps(torch.nn.Module):
+    """Two inputs of one call from producers of one name: two relus, two calls of a layer."""
+
+    def __init__(self, swapped: bool) -> None:
+        super().__init__()
+        self.swapped = swapped
+        self.shared = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        a, b = torch.relu(x), torch.relu(-x)
+        y1, y2 = self.shared(x), self.shared(-x)
+        if self.swapped:
+            return torch.cat([b, a]), y2 - y1
+        return torch.cat([a, b]), y1 - y2
+
+
+def test_inputs_swapped_between_producers_of_one_name_are_told_apart() -> None:
+    # QA: "inputs from: relu, relu → relu, relu" and "shared/linear, shared/linear → …":
+    # the node was changed and the line showed no difference
+    x = x16()
+    text = render_text(compare_view(diff_graphs(trace(_Swaps(False), x), trace(_Swaps(True), x))))
+    assert "inputs from: relu #1, relu #2 → relu #2, relu #1" in text, text
+    assert (
+        "inputs from: shared/linear, shared (call 2)/linear → shared (call 2)/linear, shared/linear"
+        in text
+    ), text
+
+
+class _Tied(torch.nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(100, width)
+        self.fc = torch.nn.Linear(width, width)
+        self.head = torch.nn.Linear(width, 100, bias=False)
+        self.head.weight = self.emb.weight  # tied, as GPT-2's
+
+    def forward(self, ids):
+        return self.head(self.fc(self.emb(ids)))
+
+
+def test_tied_weights_widened_are_the_layers_change_not_the_roots() -> None:
+    # QA: "~ (root): Net (6 changes inside) / params: 4,256 → 7,152", though the layers
+    # accounted for it all (their counts hold the tied weight twice)
+    ids = torch.randint(0, 100, (1, 8))
+    view = compare_view(diff_graphs(trace(_Tied(32), ids), trace(_Tied(48), ids)))
+    text = render_text(view)
+    assert "~ (root)" not in text, text
+    assert "~ emb: Embedding" in text and "~ head: Linear" in text, text
+
+
+class _Body(torch.nn.Module):
+    def __init__(self, *layers: torch.nn.Module) -> None:
+        super().__init__()
+        self.body = torch.nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def test_a_layer_inserted_in_a_sequential_is_the_one_added() -> None:
+    # QA: Linear(32, 32) inserted before the last Linear(32, 8) was read as body.2 changed
+    # (out_features 8 → 32) and body.3 added; the docs say the inserted one is added and
+    # those after it, renumbered, stay matched
+    relu = torch.nn.ReLU
+    torch.manual_seed(0)
+    before = _Body(torch.nn.Linear(16, 32), relu(), torch.nn.Linear(32, 8))
+    torch.manual_seed(0)
+    after = _Body(torch.nn.Linear(16, 32), relu(), torch.nn.Linear(32, 32), torch.nn.Linear(32, 8))
+    x = x16()
+    lines = render_text(compare_view(diff_graphs(trace(before, x), trace(after, x)))).splitlines()
+    assert any(line.startswith("+ body.2: Linear") for line in lines), lines
+    assert not any(line.startswith(("~ body.2", "+ body.3", "~ body.3")) for line in lines), lines

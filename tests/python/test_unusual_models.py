@@ -230,3 +230,21 @@ def test_an_argument_that_views_another_is_its_own_input() -> None:
     g = torchscope.trace(NextToken(), tokens[:, :-1], tokens[:, 1:])
     assert _inputs_read(g, "ids") == ["embedding"]
     assert _inputs_read(g, "targets") == ["flatten"]
+
+
+class WrapsItsOwnLayer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+        self.seq = nn.Sequential(self.fc, nn.ReLU())  # holds a layer registered before
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.seq(x)
+
+
+def test_a_module_holding_a_layer_registered_before_counts_its_parameters() -> None:
+    # QA (comparison): `seq` had 0 parameters, in its box and in a diff; torch says 272
+    m = WrapsItsOwnLayer()
+    g = torchscope.trace(m, torch.randn(2, 16))
+    params = {n.path: n.params for n in g.nodes if n.kind == "module"}
+    assert params == {"": 272, "seq": 272, "fc": 272, "seq.1": 0}, params
