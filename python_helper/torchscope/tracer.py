@@ -11,10 +11,11 @@ import math
 import numbers
 import re
 import sys
+import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -391,6 +392,7 @@ class Recorder(TorchFunctionMode):
         self._constant_at: dict[tuple[int, Optional[int]], int] = {}
         self._attrs_at: dict[tuple[int, tuple], tuple[FuncInfo, dict[str, Any]]] = {}
         self.scripted: list[nn.Module] = []  # TorchScript modules: their ops can't be seen
+        self.scripted_functions: dict[str, None] = {}  # the TorchScript functions called
         # module call → tensors a call inside it handed back as they were (`x.to(float32)` of
         # a float32 x, dropout in eval mode): (tensor id, its producer before, the call's node)
         self.passed: dict[int, list[tuple[int, Any, int]]] = {}
@@ -2411,6 +2413,7 @@ def _trace(
             compiled_run_eagerly(named),
             fsdp_state_kept(named),
             state.frees_watched(),
+            scripted_functions_recorded(rec),
             collectives.watching(rec.watch),
             lean_calls(rec.pre_hook, rec.post_hook, len(handles), rec.layer_call, rec.layers),
         ):
@@ -2524,19 +2527,75 @@ def _among_ranks(error: TraceCancelled) -> TraceCancelled:
 
 
 def _scripted_warning(rec: Recorder) -> list[str]:
-    """Why a TorchScript module's box is empty, when the forward called one."""
+    """Why a TorchScript module's box is empty, or a scripted function is one op, when the
+    forward called one."""
+    said: list[str] = []
     called = [m for m in rec.scripted if rec.calls.get(id(m))]
-    if not called:
-        return []
-    named = [f"{rec.paths.get(id(m)) or 'the model'} ({rec._info(m).name})" for m in called[:3]]
-    more = f" and {len(called) - 3} more" if len(called) > 3 else ""
-    one = len(called) == 1
-    return [
-        f"{', '.join(named)}{more} ran as TorchScript (torch.jit.script or torch.jit.trace), "
-        f"whose ops torchscope can't see: drawn as {'a box' if one else 'boxes'} data flows "
-        f"through; trace the Python module{'' if one else 's'} "
-        f"{'it was' if one else 'they were'} made from to see inside"
-    ]
+    if called:
+        named = [f"{rec.paths.get(id(m)) or 'the model'} ({rec._info(m).name})" for m in called[:3]]
+        more = f" and {len(called) - 3} more" if len(called) > 3 else ""
+        one = len(called) == 1
+        said.append(
+            f"{', '.join(named)}{more} ran as TorchScript (torch.jit.script or torch.jit.trace), "
+            f"whose ops torchscope can't see: drawn as {'a box' if one else 'boxes'} data flows "
+            f"through; trace the Python module{'' if one else 's'} "
+            f"{'it was' if one else 'they were'} made from to see inside"
+        )
+    functions = list(rec.scripted_functions)
+    if functions:
+        one = len(functions) == 1
+        said.append(
+            f"{', '.join(functions)} {'is a' if one else 'are'} TorchScript function"
+            f"{'' if one else 's'} (@torch.jit.script), whose ops torchscope can't see: drawn as "
+            f"{'one op' if one else 'one op each'}"
+        )
+    return said
+
+
+class _ScriptCall:
+    """A TorchScript function as the recorder calls it: named after the user's function,
+    calling it as it was before the trace hooked its calls."""
+
+    def __init__(self, function: Any, call: Callable[..., Any]) -> None:
+        self.function, self._call = function, call
+        qualified = str(getattr(function, "qualified_name", "") or function.name)
+        module, _, name = qualified.removeprefix("__torch__.").rpartition(".")
+        self.__name__ = self.__qualname__ = name or function.name
+        self.__module__ = module or "torch.jit"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with _NO_TORCH_FUNCTION():  # (as torch takes a mode off while its handler calls)
+            return self._call(self.function, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def scripted_functions_recorded(rec: Recorder) -> Iterator[None]:
+    """TorchScript functions (`@torch.jit.script def fused_gelu`) the forward calls, each
+    recorded as one op: they run in TorchScript's interpreter, where no function mode sees
+    their ops, and their results would come from nowhere. (Other threads' calls, and calls
+    while the mode is off, run as they are.)"""
+    kind = getattr(torch.jit, "ScriptFunction", None)
+    if kind is None:
+        yield
+        return
+    original = kind.__call__
+    thread = threading.get_ident()
+    made: dict[int, _ScriptCall] = {}
+
+    def call(function: Any, *args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() != thread or not torch._C._is_torch_function_mode_enabled():
+            return original(function, *args, **kwargs)
+        wrapped = made.get(id(function))
+        if wrapped is None:
+            wrapped = made[id(function)] = _ScriptCall(function, original)
+            rec.scripted_functions[wrapped.__name__] = None
+        return rec.__torch_function__(wrapped, (), args, kwargs)
+
+    kind.__call__ = call
+    try:
+        yield
+    finally:
+        kind.__call__ = original
 
 
 def _remove_mode(mode: TorchFunctionMode) -> None:

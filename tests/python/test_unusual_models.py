@@ -248,3 +248,38 @@ def test_a_module_holding_a_layer_registered_before_counts_its_parameters() -> N
     g = torchscope.trace(m, torch.randn(2, 16))
     params = {n.path: n.params for n in g.nodes if n.kind == "module"}
     assert params == {"": 272, "seq": 272, "fc": 272, "seq.1": 0}, params
+
+
+@torch.jit.script
+def fused_gelu(x: torch.Tensor) -> torch.Tensor:
+    return x * 0.5 * (1.0 + torch.erf(x / 1.41421))
+
+
+@torch.jit.script
+def scripted_log(x: torch.Tensor) -> torch.Tensor:
+    return torch.log(x)
+
+
+class CallsScriptedFunctions(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(scripted_log(fused_gelu(self.a(x)) - 1.0))
+
+
+def test_a_scripted_function_is_one_node_data_flows_through() -> None:
+    # QA: a @torch.jit.script function (a fused GELU) left no node and no warning, and the
+    # next layer was fed by a made-up constant; a NaN it made had no origin
+    g = torchscope.trace(CallsScriptedFunctions(), torch.randn(3, 4))
+    names = [n.name for n in g.nodes if n.kind == "op"]
+    assert names[:2] == ["linear", "fused_gelu"] and "scripted_log" in names, names
+    assert not [n for n in g.nodes if n.kind == "constant"]
+    fused = next(n for n in g.nodes if n.name == "fused_gelu")
+    assert [g.nodes[e.src].name for e in g.edges if e.dst == fused.id] == ["linear"]
+    assert [e.shape for e in g.edges if e.src == fused.id] == [[3, 4]]
+    (said,) = [w for w in g.warnings if "TorchScript" in w]
+    assert "fused_gelu" in said and "scripted_log" in said
+    assert g.nan_origin is not None and g.nodes[g.nan_origin].name == "scripted_log"
