@@ -230,3 +230,48 @@ export function describe(idx: GraphIndex, vg: VisibleGraph, key: string): Detail
   }
   return { title: node.name, rows, ...(values.hist ? { hist: values.hist } : {}) };
 }
+
+/** Rows a card in a short window can do without, in the order they go (a statistics row may
+ * end in " (finite)"): details before the structure they describe. */
+const SPARE = [
+  "defined",
+  "zeros",
+  "|max|",
+  "mean",
+  "mean ± std",
+  "time",
+  "out bytes",
+  "FLOPs",
+  "values of",
+  "min … max",
+  "call",
+  "params",
+  "path",
+  "target",
+];
+/** Rows a card always keeps: what the box is, its tensors' shapes, its lines, what went wrong. */
+const KEEP = new Set([
+  "kind",
+  "in",
+  "out",
+  "site",
+  "inside",
+  "error",
+  "NaN / Inf",
+  "NaN/Inf",
+  "compare",
+  "before → after",
+  "is",
+  "changes inside",
+  "tensors",
+]);
+
+/** Indexes of `rows` in the order a card too tall for its window leaves them out: the known
+ * spare rows (SPARE's order), then the others but KEEP's from the last one up. */
+export function spareOrder(rows: [string, string][]): number[] {
+  const label = (i: number): string => rows[i]![0].replace(/ \(finite\)$/, "");
+  const ids = rows.map((_, i) => i);
+  const known = ids.filter((i) => SPARE.includes(label(i))).sort((a, b) => SPARE.indexOf(label(a)) - SPARE.indexOf(label(b)));
+  const others = ids.filter((i) => !SPARE.includes(label(i)) && !KEEP.has(label(i))).reverse();
+  return [...known, ...others];
+}

@@ -150,10 +150,12 @@ function str(o: Obj, key: string, where: string, fallback?: string): string {
   const v = o[key];
   if (typeof v === "string") return v;
   if ((v === undefined || v === null) && fallback !== undefined) return fallback;
+  if (!(key in o)) throw new FormatError(`${where}: no field "${key}"`);
   throw new FormatError(`${where}: field "${key}" should be a string`);
 }
 
-function int(o: Obj, key: string, where: string, fallback?: number): number {
+/** A count, a time, a line: any finite number. */
+function number(o: Obj, key: string, where: string, fallback?: number): number {
   const v = o[key];
   if (typeof v === "number" && Number.isFinite(v)) return v;
   if (typeof v === "bigint") return Number(v);
@@ -161,10 +163,20 @@ function int(o: Obj, key: string, where: string, fallback?: number): number {
   throw new FormatError(`${where}: field "${key}" should be a number`);
 }
 
+/** A node id or a call index: a whole number (a fractional id names no node: the drawing
+ * would fail on it far from here). */
+function int(o: Obj, key: string, where: string, fallback?: number): number {
+  const v = o[key];
+  if (typeof v === "number" && Number.isInteger(v)) return v;
+  if (typeof v === "bigint") return Number(v);
+  if ((v === undefined || v === null) && fallback !== undefined) return fallback;
+  throw new FormatError(`${where}: field "${key}" should be a whole number`);
+}
+
 function site(v: unknown, where: string): Site | null {
   if (v === null || v === undefined) return null;
   if (!isObj(v)) throw new FormatError(`${where}: site should be a map or nil`);
-  const s: Site = { file: str(v, "file", where, ""), line: int(v, "line", where, 0) };
+  const s: Site = { file: str(v, "file", where, ""), line: number(v, "line", where, 0) };
   if (typeof v.func === "string") s.func = v.func;
   return s;
 }
@@ -245,14 +257,14 @@ function node(v: unknown, i: number): GraphNode {
   const n: GraphNode = {
     id,
     kind: kind as NodeKind,
-    name: str(v, "name", where, ""),
+    name: str(v, "name", where),
     parent,
     target: str(v, "target", where, ""),
     path: str(v, "path", where, ""),
     call: int(v, "call", where, 0),
     site: site(v.site, where),
     defn: site(v.defn, where),
-    params: int(v, "params", where, 0),
+    params: number(v, "params", where, 0),
     attrs: attrs(v.attrs),
   };
   const c = cost(v.cost);
@@ -365,11 +377,12 @@ function group(v: unknown, i: number, nodes: GraphNode[], pos: Int32Array, group
 function graphError(v: unknown, n: number): GraphError | null {
   if (v === null || v === undefined) return null;
   if (!isObj(v)) throw new FormatError("error should be a map or nil");
-  let nodeId: number | null = null;
-  if (typeof v.node === "number" && v.node >= 0 && v.node < n) nodeId = v.node;
   for (const key of ["type", "message", "node", "traceback"]) if (!(key in v)) throw new FormatError(`error: no field "${key}"`);
   if (!Array.isArray(v.traceback)) throw new FormatError('error: field "traceback" should be a list of sites');
   const tb = v.traceback;
+  // nil: no node of this graph raised (a comparison's other side did); else the banner's target
+  const nodeId = v.node === null ? null : int(v, "node", "error");
+  if (nodeId !== null && !(nodeId >= 0 && nodeId < n)) throw new FormatError(`error names missing node ${nodeId}`);
   return {
     type: str(v, "type", "error", "Error"),
     message: str(v, "message", "error", ""),
@@ -400,7 +413,7 @@ export function* fromObjectSteps(raw: unknown): Generator<void, Graph, void> {
   if (raw.format !== FORMAT) {
     throw new FormatError(`not a torchscope graph: format is ${JSON.stringify(raw.format ?? null)}`);
   }
-  const version = int(raw, "version", "graph");
+  const version = number(raw, "version", "graph");
   if (!Number.isInteger(version) || version < 1) {
     throw new FormatError(`graph format version ${version} is not a valid version (versions start at 1)`);
   }
@@ -436,7 +449,7 @@ export function* fromObjectSteps(raw: unknown): Generator<void, Graph, void> {
     model: {
       name: str(m, "name", "model", ""),
       qualname: str(m, "qualname", "model", ""),
-      params: int(m, "params", "model", 0),
+      params: number(m, "params", "model", 0),
       device: str(m, "device", "model", ""),
       dtype: str(m, "dtype", "model", ""),
       ...rankOf(m),
@@ -446,9 +459,9 @@ export function* fromObjectSteps(raw: unknown): Generator<void, Graph, void> {
     groups,
     error: graphError(raw.error, nodes.length),
     stats: {
-      trace_ms: int(s, "trace_ms", "stats", 0),
-      ops: int(s, "ops", "stats", 0),
-      modules: int(s, "modules", "stats", 0),
+      trace_ms: number(s, "trace_ms", "stats", 0),
+      ops: number(s, "ops", "stats", 0),
+      modules: number(s, "modules", "stats", 0),
     },
     values: { stats: v.stats === true, costs: v.costs === true },
     nan_origin: origin !== null && Number.isInteger(origin) && origin >= 0 && origin < nodes.length ? origin : null,

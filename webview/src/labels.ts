@@ -20,20 +20,44 @@ export function shapeText(shape: number[] | null): string {
 /** Longest text drawn in a box, a cluster header or on an edge; the hover has the rest. */
 export const LABEL_MAX = 60;
 
-/** `text` cut to `max` characters with "…" in the middle (a path keeps its head and tail). */
+/** Characters as people see them: an accented letter, a flag, a family emoji is one. */
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+/** Whether `text` has more than `max` characters (counts no further: a label may be
+ * megabytes long). */
+function longer(text: string, max: number): boolean {
+  // UTF-16 length ≥ characters: short text is never counted
+  if (text.length <= max) return false;
+  let n = 0;
+  for (const _ of graphemes.segment(text)) if (++n > max) return true;
+  return false;
+}
+
+/** The first `n` characters of `text`. */
+function head(text: string, n: number): string {
+  let end = 0;
+  let k = 0;
+  for (const s of graphemes.segment(text)) {
+    if (k++ === n) break;
+    end = s.index + s.segment.length;
+  }
+  return text.slice(0, end);
+}
+
+/** The last `n` characters of `text`, found from its end (never reading the middle). */
+function tail(text: string, n: number): string {
+  const segs = graphemes.segment(text);
+  let start = text.length;
+  for (let k = 0; k < n && start > 0; k++) start = segs.containing(start - 1)!.index;
+  return text.slice(start);
+}
+
+/** `text` cut to `max` characters with "…" in the middle (a path keeps its head and tail),
+ * never inside a character. */
 export function clip(text: string, max = LABEL_MAX): string {
-  // UTF-16 length ≥ characters: short text is never cut, and a long one is read only at its
-  // ends (a label may be megabytes long).
-  if (text.length <= max || (text.length <= 2 * max && Array.from(text).length <= max)) return text;
-  const head = Math.ceil((max - 1) * 0.6);
-  const tail = max - 1 - head;
-  const start = Array.from(text.slice(0, head * 2))
-    .slice(0, head)
-    .join("");
-  const end = Array.from(text.slice(-tail * 2))
-    .slice(-tail)
-    .join("");
-  return `${start}…${end}`;
+  if (!longer(text, max)) return text;
+  const first = Math.ceil((max - 1) * 0.6);
+  return `${head(text, first)}…${tail(text, max - 1 - first)}`;
 }
 
 /**

@@ -195,9 +195,12 @@ function tipText(s: string): string {
 
 export function fillTooltip(tip: HTMLElement, title: string, rows: [string, string][], chart?: HTMLElement): void {
   tip.replaceChildren();
+  tip.classList.remove("ts-tip-2col");
   const h = el("div", "ts-tip-title", tip);
   h.textContent = tipText(title);
-  const table = el("table", "", tip);
+  // (the rows and the chart: what flows into two columns in a short window)
+  const body = el("div", "ts-tip-body", tip);
+  const table = el("table", "", body);
   for (const [k, v] of rows) {
     const tr = el("tr", "", table as unknown as HTMLElement);
     const th = el("th", "", tr);
@@ -205,5 +208,41 @@ export function fillTooltip(tip: HTMLElement, title: string, rows: [string, stri
     const td = el("td", "", tr);
     td.textContent = tipText(v);
   }
-  if (chart) tip.appendChild(chart);
+  if (chart) body.appendChild(chart);
+}
+
+/** A stage at least this wide (px) lays a card too tall for it out in two columns. */
+const TWO_COLUMNS_MIN_PX = 640;
+
+/** "… 3 more rows and the histogram: a taller window shows them". */
+function moreText(rows: number, hist: boolean): string {
+  const what = [rows ? `${rows} more row${rows === 1 ? "" : "s"}` : "", hist ? "the histogram" : ""].filter(Boolean).join(" and ");
+  return `… ${what}: a taller window shows ${rows + (hist ? 1 : 0) > 1 ? "them" : "it"}`;
+}
+
+/**
+ * A shown card taller than its max-height (a short window) made to fit, nothing cut off
+ * unsaid: on a wide stage its rows go into two columns; then the histogram and the rows in
+ * `spare` order (details.ts spareOrder) give way, and a last line says how many did.
+ */
+export function fitTooltip(tip: HTMLElement, spare: number[]): void {
+  const tooTall = (): boolean => tip.scrollHeight > tip.clientHeight + 1;
+  if (!tooTall()) return;
+  if ((tip.parentElement?.clientWidth ?? 0) >= TWO_COLUMNS_MIN_PX) {
+    tip.classList.add("ts-tip-2col");
+    if (!tooTall()) return;
+  }
+  const chart = tip.querySelector<HTMLElement>(".ts-hist");
+  if (!chart && spare.length === 0) return; // (nothing it can do without)
+  const trs = tip.querySelectorAll("tr");
+  const more = el("div", "ts-tip-more", tip);
+  more.dataset.role = "tip-more";
+  let left = 0;
+  chart?.remove();
+  more.textContent = moreText(0, !!chart);
+  for (const i of spare) {
+    if (!tooTall()) return;
+    trs[i]!.hidden = true;
+    more.textContent = moreText(++left, !!chart);
+  }
 }

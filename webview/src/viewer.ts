@@ -50,12 +50,12 @@ import {
   type Transform,
 } from "./camera";
 import { buttonAction, graphKeyAction, keyAction, readingOrder, searchKeyAction, stepIn, type GraphKeyAction, type ViewerAction } from "./keys";
-import { describe, describeEdge } from "./details";
+import { describe, describeEdge, spareOrder } from "./details";
 import { formatCount } from "./count";
 import { highlightKeys, nodesAtLine, searchNodes, stepMatch } from "./search";
 import { Minimap } from "./minimap";
 import { CANVAS_MAX_AREA, CANVAS_MAX_SIDE, exportSize, exportSvg, pngScale, svgToPng } from "./export";
-import { buildUi, fillTooltip, type Ui } from "./ui";
+import { buildUi, fillTooltip, fitTooltip, type Ui } from "./ui";
 import { MONO, SANS, fontCss, type Font, type Measure } from "./metrics";
 import type { Host } from "./host";
 import type { ViewState } from "./messages";
@@ -77,6 +77,10 @@ interface Drawn {
 }
 
 const BUSY_NOTE_AFTER_MS = 150;
+/** Longest model name the toolbar shows (its title attribute has it whole). */
+const MODEL_NAME_MAX = 60;
+/** Longest model name the status line shows: its counts must fit beside it at 360 px. */
+const STATUS_NAME_MAX = 40;
 /** A click hides the hover card until the pointer moves this far (px). */
 const TIP_MOVE_PX = 6;
 /** Layout px of an opened frame's header: what of it must show (its card goes below it). */
@@ -175,7 +179,7 @@ export class Viewer {
     select(this.ui.svg).call(this.zoomer).on("dblclick.zoom", null);
     this.minimap = new Minimap(this.ui.stage, (x, y) => this.centerOn(x, y));
 
-    this.ui.title.textContent = clip(graph.model.name || "model", 60) + rankText(graph.model);
+    this.ui.title.textContent = clip(graph.model.name || "model", MODEL_NAME_MAX) + rankText(graph.model);
     this.ui.title.title = graph.model.qualname;
     this.values = new ValuesPanel(
       this.ui,
@@ -917,6 +921,7 @@ export class Viewer {
     if (this.comparison && marks && !edge) d.rows.unshift(...this.comparison.rows(this.drawn.vg, marks, key));
     fillTooltip(this.ui.tooltip, d.title, d.rows, d.hist ? histogramChart(d.hist) : undefined);
     this.ui.tooltip.hidden = false;
+    fitTooltip(this.ui.tooltip, spareOrder(d.rows));
     if (beside) this.placeCard(beside);
     else if (ev) this.placeTooltip(ev);
   }
@@ -1059,7 +1064,14 @@ export class Viewer {
 
   private summary(): string {
     const g = this.idx.graph;
-    const parts = [g.model.name, `${formatCount(g.model.params)} params`, `${g.stats.ops} ops`, `${g.stats.modules} module calls`];
+    // the name cut as the toolbar cuts it, shorter: a long one pushed the counts out of the
+    // line's three lines on a narrow page
+    const parts = [
+      clip(g.model.name, STATUS_NAME_MAX),
+      `${formatCount(g.model.params)} params`,
+      `${g.stats.ops} ops`,
+      `${g.stats.modules} module calls`,
+    ];
     const collectives = g.nodes.filter(isCollective).length;
     if (collectives) parts.push(`${collectives} collective${collectives === 1 ? "" : "s"}`);
     if (this.drawn) parts.push(`${this.drawn.vg.nodes.length} drawn`, `layout ${Math.round(this.lastLayoutMs)} ms`);

@@ -26,6 +26,17 @@ async function fit(page: Page): Promise<void> {
   await page.waitForTimeout(300); // drawing near the window catches up in chunks
 }
 
+/** A standalone page of graph `data` (the hostile fixture's page with other bytes). */
+function pageFile(name: string, data: Uint8Array): string {
+  const html = readFileSync(join(FIXTURES, "hostile.html"), "utf8").replace(
+    /(id="torchscope-graph">)[^<]*/,
+    (_m, tag: string) => tag + Buffer.from(data).toString("base64"),
+  );
+  const file = join(FIXTURES, `${name}.html`);
+  writeFileSync(file, html);
+  return file;
+}
+
 describe("long runs of ops at one level", () => {
   test("5,000 ops (`x = x + 1` in a loop) draw as 50 segments that open", async () => {
     const o = await open(browser, "flat5000", { width: 1000, height: 800 });
@@ -157,16 +168,42 @@ describe("files that are broken", () => {
   }[];
 
   async function pageFor(name: string, data: Uint8Array): Promise<Page> {
-    const html = readFileSync(join(FIXTURES, "hostile.html"), "utf8").replace(
-      /(id="torchscope-graph">)[^<]*/,
-      (_m, tag: string) => tag + Buffer.from(data).toString("base64"),
-    );
-    const file = join(FIXTURES, `${name}.html`);
-    writeFileSync(file, html);
     const page = await (await browser.newContext()).newPage();
-    await page.goto(pathToFileURL(file).href);
-    await page.waitForSelector("#torchscope[data-state=error]");
+    await page.goto(pathToFileURL(pageFile(name, data)).href);
+    await page.waitForSelector("#torchscope[data-state=error]", { timeout: 10_000 });
     return page;
+  }
+
+  /** The golden graph after `change`, decoded as the Python reader would take it. */
+  function golden(change: (raw: Record<string, any>) => void): Uint8Array {
+    const raw = decode(readFileSync(GOLDEN)) as Record<string, any>;
+    change(raw);
+    return encode(raw);
+  }
+
+  // QA: a fractional id crashed the layout, the start-up or the banner's click with a raw
+  // TypeError; a nameless node was a blank box; an error at node 99 a banner that did nothing
+  for (const [which, change, pattern] of [
+    ["edge src 1.5", (g) => (g.edges[0].src = 1.5), /edge 0: field "src" should be a whole number/],
+    ["edge dst 2.9999", (g) => (g.edges[0].dst = 2.9999), /edge 0: field "dst" should be a whole number/],
+    ["node parent 1.5", (g) => (g.nodes[3].parent = 1.5), /node 3: field "parent" should be a whole number/],
+    [
+      "error at node 4.5",
+      (g) => (g.error = { type: "X", message: "boom", node: 4.5, traceback: [] }),
+      /error: field "node" should be a whole number/,
+    ],
+    ["node without a name", (g) => delete g.nodes[5].name, /node 5: no field "name"/],
+    ["node named nil", (g) => (g.nodes[5].name = null), /node 5: field "name" should be a string/],
+    ["error at a missing node", (g) => (g.error = { type: "X", message: "boom", node: 99, traceback: [] }), /error names missing node 99/],
+  ] as [string, (g: Record<string, any>) => void, RegExp][]) {
+    test(`refused with one line, never a TypeError: ${which}`, async () => {
+      const page = await pageFor(`bad-${which.replace(/\W+/g, "-")}`, golden(change));
+      const text = (await page.locator(".ts-fatal").textContent())!;
+      assert.match(text, /This file can't be shown/);
+      assert.match(text, pattern);
+      assert.doesNotMatch(text, /TypeError/);
+      await page.context().close();
+    });
   }
 
   for (const [which, pattern] of [
@@ -210,5 +247,31 @@ describe("files that are broken", () => {
     await shot(page, "hugelabel");
     assert.deepEqual(o.errors, []);
     await page.context().close();
+  });
+
+  test("a 330-character model name is cut in the status line as in the toolbar; the counts stay in sight (QA)", async () => {
+    const raw = decode(readFileSync(join(ROOT, "tests", "golden", "mlp.graph.msgpack"))) as Record<string, any>;
+    const name = `Model${"VeryLongClassName".repeat(20)}End`;
+    raw.model.name = name;
+    const ctx = await browser.newContext({ viewport: { width: 360, height: 700 } });
+    const page = await ctx.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(pathToFileURL(pageFile("longname", encode(raw))).href);
+    await ready(page);
+    const line = page.locator("[data-role=status]");
+    await page.waitForFunction(() => /drawn/.test(document.querySelector("[data-role=status]")?.textContent ?? ""));
+    const text = (await line.textContent())!;
+    assert.match(text, / · \d+ ops · \d+ module calls · \d+ drawn · layout \d+ ms$/);
+    const shown = text.split(" · ")[0]!;
+    assert.ok(shown.startsWith("ModelVeryLong") && shown.endsWith("End") && shown.includes("…"), shown);
+    assert.ok([...shown].length <= 60, `cut in the middle as the toolbar cuts it: ${shown}`);
+    const fits = await line.evaluate((el) => el.scrollHeight <= el.clientHeight + 1);
+    assert.ok(fits, "every line of the status is in its box");
+    const b = (await line.boundingBox())!;
+    assert.ok(b.y + b.height <= 700 + 1, "and the box is in the window");
+    await shot(page, "longname-status-360");
+    assert.deepEqual(errors, []);
+    await ctx.close();
   });
 });

@@ -516,6 +516,73 @@ describe("the graph without a mouse", () => {
   });
 });
 
+describe("the hover card in a short window", () => {
+  /** GPT-2's block 3 c_attn (a card of 15 rows and a histogram) found by search, hovered,
+   * in a window of w×h. */
+  async function hoverCAttn(w: number, h: number): Promise<Opened> {
+    const o = await open(browser, "gpt2", { width: w, height: h });
+    await o.page.fill("[data-role=search]", "h.3.attn.c_attn");
+    await o.page.press("[data-role=search]", "Enter");
+    await ready(o.page);
+    await o.page.waitForTimeout(400);
+    const b = await box(o.page.locator(".ts-node[data-selected=true]"));
+    await o.page.mouse.move(b.x + b.width / 2, b.y + b.height / 2);
+    await o.page.locator(".ts-tooltip").waitFor({ state: "visible" });
+    return o;
+  }
+
+  /** What the card shows whole: its rows' labels, the histogram, the … line, and what of it
+   * is cut (a row, the histogram, the card out of the stage). */
+  async function cardShows(page: Page): Promise<{ rows: string[]; cut: string[]; hist: boolean; more: string | null }> {
+    // (plain data out of the page: tsx's helpers for named functions do not exist there)
+    const m = await page.locator(".ts-tooltip").evaluate((tip) => ({
+      card: tip.getBoundingClientRect().toJSON() as Box & { top: number; bottom: number; left: number; right: number },
+      stage: tip.parentElement!.getBoundingClientRect().toJSON() as Box & { top: number; bottom: number; left: number; right: number },
+      overflows: tip.scrollHeight > tip.clientHeight + 1,
+      // what is drawn (a row left out is not)
+      parts: Array.from(tip.querySelectorAll("tr, [data-role=histogram], [data-role=tip-more]"))
+        .filter((e) => e.getClientRects().length > 0)
+        .map((e) => ({
+          label: e.tagName === "TR" ? (e.querySelector("th")?.textContent ?? "") : (e as HTMLElement).dataset.role!,
+          text: e.textContent ?? "",
+          r: e.getBoundingClientRect().toJSON() as { top: number; bottom: number; left: number; right: number },
+        })),
+    }));
+    const within = (r: { top: number; bottom: number; left: number; right: number }, o: typeof r): boolean =>
+      r.top >= o.top - 1 && r.bottom <= o.bottom + 1 && r.left >= o.left - 1 && r.right <= o.right + 1;
+    const cut = m.parts.filter((p) => !within(p.r, m.card)).map((p) => p.label);
+    if (m.overflows) cut.push("(content taller than the card)");
+    if (!within(m.card, m.stage)) cut.push("(the card leaves the stage)");
+    const rows = m.parts.filter((p) => p.label !== "histogram" && p.label !== "tip-more").map((p) => p.label);
+    const more = m.parts.find((p) => p.label === "tip-more")?.text ?? null;
+    return { rows, cut, hist: m.parts.some((p) => p.label === "histogram"), more };
+  }
+
+  test("a wide, short window shows every row and the histogram (QA: 1000×400 cut the last six rows)", async () => {
+    const o = await hoverCAttn(1000, 400);
+    const card = await cardShows(o.page);
+    await shot(o.page, "tip-short-wide");
+    assert.deepEqual(card.cut, []);
+    for (const label of ["kind", "in", "out", "FLOPs", "min … max", "zeros", "site", "defined"]) assert.ok(card.rows.includes(label), label);
+    assert.ok(card.hist, "the histogram");
+    assert.equal(card.more, null, "nothing left out");
+    assert.deepEqual(o.errors, []);
+    await o.page.context().close();
+  });
+
+  test("a narrow, short window: the least needed rows give way with a … line; title, shapes and site stay whole", async () => {
+    const o = await hoverCAttn(480, 400);
+    const card = await cardShows(o.page);
+    await shot(o.page, "tip-short-narrow");
+    assert.deepEqual(card.cut, []);
+    for (const label of ["kind", "in", "out", "site"]) assert.ok(card.rows.includes(label), label);
+    assert.match(card.more ?? "", /^… \d+ more rows?( and the histogram)?: a taller window shows them$/);
+    assert.equal(await o.page.locator(".ts-tooltip .ts-tip-title").textContent(), "Conv1D");
+    assert.deepEqual(o.errors, []);
+    await o.page.context().close();
+  });
+});
+
 describe("the overview after the window changed size", () => {
   test("it takes its share of the smaller stage, as on a page opened at that size (QA: 202 px over 235)", async () => {
     const o = await open(browser, "gpt2", { width: 1280, height: 800 });

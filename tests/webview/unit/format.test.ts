@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { encode } from "@msgpack/msgpack";
-import { decodeGraph, FORMAT, FormatError, VERSION } from "../../../webview/src/format";
+import { decodeGraph, FORMAT, FormatError, VERSION, type Graph } from "../../../webview/src/format";
 import { mlpWithBlocks } from "./builder";
 
 const GOLDEN = new URL("../../golden/mlp.graph.msgpack", import.meta.url);
@@ -118,4 +118,47 @@ test("says what is wrong with a malformed group or parent", () => {
   assert.match(msg({ ...g, groups: [{ parent: 1, members: [], name: "" }] }), /group 0: .*at least 2 members/);
   const twice = { ...g, groups: [...g.groups, { ...g.groups[0]! }] };
   assert.match(msg(twice), /group 1: node \d+ is already a member of group 0/);
+});
+
+/** The FormatError message `raw` is refused with ("" when it is accepted). */
+function refusal(raw: unknown): string {
+  try {
+    decodeGraph(encode(raw));
+  } catch (e) {
+    assert.ok(e instanceof FormatError, String(e));
+    return e.message;
+  }
+  return "";
+}
+
+test("refuses a fractional number where a node id goes, as it refuses other bad fields", () => {
+  // QA: src 1.5 crashed the layout, parent 1.5 the start-up, error.node 4.5 the banner's click
+  const { g } = mlpWithBlocks();
+  const edges = (e: Partial<Graph["edges"][number]>) => ({ ...g, edges: g.edges.map((x, i) => (i === 0 ? { ...x, ...e } : x)) });
+  assert.equal(refusal(edges({ src: 1.5 })), 'edge 0: field "src" should be a whole number');
+  assert.equal(refusal(edges({ dst: 2.9999 })), 'edge 0: field "dst" should be a whole number');
+  const parent = { ...g, nodes: g.nodes.map((n) => (n.id === 3 ? { ...n, parent: 1.5 } : n)) };
+  assert.equal(refusal(parent), 'node 3: field "parent" should be a whole number');
+  const call = { ...g, nodes: g.nodes.map((n) => (n.id === 3 ? { ...n, call: 0.5 } : n)) };
+  assert.equal(refusal(call), 'node 3: field "call" should be a whole number');
+  const error = (node: unknown) => ({ ...g, error: { type: "X", message: "boom", node, traceback: [] } });
+  assert.equal(refusal(error(4.5)), 'error: field "node" should be a whole number');
+  assert.equal(refusal(error("4")), 'error: field "node" should be a whole number');
+  // a fractional time, parameter count or source line is no id: still read
+  const { g: fine } = mlpWithBlocks();
+  assert.equal(refusal({ ...fine, stats: { trace_ms: 1.5, ops: 1, modules: 2 }, error: error(4).error }), "");
+});
+
+test("refuses a node without a name and an error naming a node that is not there", () => {
+  // QA: a node without a name was a blank box; error.node 99 a banner whose click did nothing
+  const { g } = mlpWithBlocks();
+  const { name: _, ...nameless } = g.nodes[5]!;
+  assert.equal(refusal({ ...g, nodes: g.nodes.map((n) => (n.id === 5 ? nameless : n)) }), 'node 5: no field "name"');
+  const nullName = { ...g, nodes: g.nodes.map((n) => (n.id === 5 ? { ...n, name: null } : n)) };
+  assert.equal(refusal(nullName), 'node 5: field "name" should be a string');
+  const error = (node: unknown) => ({ ...g, error: { type: "X", message: "boom", node, traceback: [] } });
+  assert.equal(refusal(error(99)), "error names missing node 99");
+  assert.equal(refusal(error(-1)), "error names missing node -1");
+  // an error at no node (a comparison's other side raised) is still read
+  assert.equal(refusal(error(null)), "");
 });

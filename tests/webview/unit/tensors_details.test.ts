@@ -7,7 +7,7 @@ import { buildVisible } from "../../../webview/src/visible";
 import { initialExpansion, reveal } from "../../../webview/src/expansion";
 import { distinctTensors } from "../../../webview/src/tensors";
 import { clip, edgeLabel, LABEL_MAX } from "../../../webview/src/labels";
-import { describe, describeEdge } from "../../../webview/src/details";
+import { describe, describeEdge, spareOrder } from "../../../webview/src/details";
 import { computeView } from "../../../webview/src/compute";
 import { GraphBuilder } from "./builder";
 
@@ -178,6 +178,28 @@ test("a hub's reference boxes count as its outputs in its hover", () => {
   assert.deepEqual(outs, [["out", "16 float32  to use0, use1 +6 more  (×8 uses)"]]);
 });
 
+test("long labels are cut between characters as people see them, never inside one", () => {
+  // QA: Array.from cut code points: accents left without their letter, flags and families split
+  const accent = "e\u0301"; // é as e + a combining acute
+  assert.equal(clip(accent.repeat(100)), `${accent.repeat(36)}…${accent.repeat(23)}`);
+  const flag = "🇩🇪";
+  assert.equal(clip(flag.repeat(100)), `${flag.repeat(36)}…${flag.repeat(23)}`);
+  const family = "👩‍👩‍👧";
+  assert.equal(clip(`layers.${family.repeat(80)}`), `layers.${family.repeat(29)}…${family.repeat(23)}`);
+  // 50 flags are 50 characters (200 UTF-16 units): short enough to stay whole
+  assert.equal(clip(flag.repeat(50)), flag.repeat(50));
+  const mixed = `${"a\u0301b".repeat(40)}🇯🇵${"x👍🏽".repeat(30)}`;
+  const cut = clip(mixed, 31);
+  const seg = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+  const pieces = Array.from(seg.segment(cut), (s) => s.segment);
+  assert.equal(pieces.length, 31);
+  const whole = new Set(Array.from(seg.segment(mixed), (s) => s.segment));
+  assert.ok(
+    pieces.every((p) => p === "…" || whole.has(p)),
+    cut,
+  );
+});
+
 test("long labels are cut in the middle; the hover keeps the full name", () => {
   assert.equal(clip("short"), "short");
   const path = "encoder.layers.12.self_attention.query_key_value.lora_adapter.down_projection";
@@ -304,4 +326,54 @@ test("a hover's in and out rows name modules whole (QA: paths cut at 40 characte
   const vg = buildVisible(idx, reveal(idx, initialExpansion(idx), op));
   const rows = describe(idx, vg, `n${out}`)!.rows.filter(([k]) => k === "in");
   assert.deepEqual(rows, [["in", `2×4 float32  from linear in ${long}`]]);
+});
+
+test("a card too tall for a short window gives up its least needed rows first, never its shapes or line", () => {
+  // QA: the card was cut at its bottom, which is where the line (site) and the histogram are
+  const labels = [
+    "kind",
+    "target",
+    "path",
+    "params",
+    "in",
+    "out",
+    "out",
+    "FLOPs",
+    "out bytes",
+    "time",
+    "min … max (finite)",
+    "mean ± std",
+    "|max| (finite)",
+    "zeros",
+    "NaN / Inf",
+    "site",
+    "inside",
+    "defined",
+    "error",
+  ];
+  const order = spareOrder(labels.map((k): [string, string] => [k, "v"]));
+  const gone = order.map((i) => labels[i]);
+  assert.deepEqual(gone, [
+    "defined",
+    "zeros",
+    "|max| (finite)",
+    "mean ± std",
+    "time",
+    "out bytes",
+    "FLOPs",
+    "min … max (finite)",
+    "params",
+    "path",
+    "target",
+  ]);
+  // rows it knows nothing of (a module's attributes, a hint) go after those, from the last one up
+  const more = spareOrder([
+    ["kind", "module"],
+    ["in_features", "8"],
+    ["bias", "true"],
+    ["zeros", "0 %"],
+    ["", "open it with + to see the calls"],
+    ["site", "a.py:3"],
+  ]);
+  assert.deepEqual(more, [3, 4, 2, 1]);
 });
