@@ -38,6 +38,10 @@ _MACHINERY = tuple(
         "_dynamo/",
         "_ops.py",
         "_C/",
+        # a reentrant checkpoint runs the layer from an autograd Function's forward: the
+        # layer is the user's line that asked for the checkpoint
+        "utils/checkpoint.py",
+        "autograd/function.py",
     )
 )
 

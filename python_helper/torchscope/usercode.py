@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import sysconfig
 from typing import Any, Optional
@@ -82,6 +83,16 @@ def read_source(path: str | os.PathLike[str]) -> str:
 _texts_given: set[str] = set()
 
 
+# a line ends where Python and the editor end it: str.splitlines also breaks at a form feed
+# (a ^L page break, which PEP 8 allows), \v, \x1c-\x1e, \x85, \u2028 and \u2029
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def source_lines(text: str) -> list[str]:
+    """`text`'s lines with their line breaks, as Python and the LSP count lines."""
+    return _LINE.findall(text)
+
+
 def lines_are(filename: str, text: Optional[str]) -> None:
     """What linecache (so inspect, tracebacks, warnings and torchscope's sites) reads as
     `filename`'s lines: `text`, the editor's buffer or HEAD's version being run in its place,
@@ -93,7 +104,7 @@ def lines_are(filename: str, text: Optional[str]) -> None:
         if filename in _texts_given:
             _forget(filename)
         return
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     # (no modification time: linecache.checkcache keeps it, never reads the disk over it)

@@ -395,3 +395,19 @@ def test_each_model_gives_the_hints_of_its_newest_trace_and_many_models_keep_a_f
     for name, indexed in zoo.items():
         store.add(f"/w/zoo.py#{name}", f"/{name}.msgpack", indexed, None, {})
     assert sorted(store.hinted("/w/net.py")) == [1, 2]
+
+
+class Split(nn.Module):
+    def forward(self, x):
+        h = torch.cat([x * 0, x * 0 + 5, x * float("nan")], dim=-1)
+        q, k, v = h.chunk(3, dim=-1)  # three of one shape
+        return q + 1, k + 1, v + 1
+
+
+def test_the_hover_of_a_line_making_several_of_one_shape_reads_them_all():
+    # QA: `q, k, v = h.chunk(3, -1)` hovered with q's statistics alone ("min 0 · max 0 ·
+    # zeros 8 (100%)"), hiding the NaNs of v: one call's outputs of one shape were one tensor
+    info = indexed(Split(), torch.randn(2, 4))[here("q, k, v = h.chunk")]
+    assert info.label() == "2×4"
+    text = hints.hover_markdown(info, "/g.msgpack", "cpu")
+    assert "3 tensors" in text and "max 5" in text and "nan 8" in text, text

@@ -540,3 +540,26 @@ def test_inlay_hints_turned_on_and_off_without_a_restart(hints_off):
         types.DidChangeConfigurationParams(settings=None)
     )
     assert hints(session, shapes) == {}
+
+
+PAGED = "import torch\nfrom torch import nn\n\n\x0c\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 6)\n        self.out = nn.Linear(6, 3)\n\n    def forward(self, x):\n        h = self.fc(x)\n        return self.out(h)\n"
+
+
+def test_a_form_feed_line_does_not_shift_what_follows(lsp, workspace, docs):
+    # QA: a ^L page break (PEP 8 allows it) is a line break to str.splitlines, not to the
+    # editor nor to Python: the server applied every edit below it one line off (a stale hint
+    # mid-line, then none at all after a re-trace), and the class's line was one off
+    paged = workspace / "paged.py"
+    paged.write_text(PAGED)
+    docs.open(paged)
+    reply = trace(lsp, paged, "Net", input="torch.randn(2, 4)", text=PAGED)
+    lines = PAGED.split("\n")
+    h, ret = lines.index("        h = self.fc(x)"), lines.index("        return self.out(h)")
+    assert hints(lsp, paged, PAGED) == {h: "2×6", ret: "2×3"}
+    net = Graph.load(reply["path"]).nodes[1]
+    assert net.defn is not None and lines[net.defn.line - 1].startswith("class Net")
+    docs.edit(paged, ret, len(lines[ret]), ret, len(lines[ret]), ".relu()")
+    text = docs.texts[uri(paged)]
+    assert hints(lsp, paged, text) == {h: "2×6"}
+    trace(lsp, paged, "Net", input="torch.randn(2, 4)", text=text)
+    assert hints(lsp, paged, text) == {h: "2×6", ret: "2×3"}

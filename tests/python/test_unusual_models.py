@@ -283,3 +283,34 @@ def test_a_scripted_function_is_one_node_data_flows_through() -> None:
     (said,) = [w for w in g.warnings if "TorchScript" in w]
     assert "fused_gelu" in said and "scripted_log" in said
     assert g.nan_origin is not None and g.nodes[g.nan_origin].name == "scripted_log"
+
+
+class Checkpointed(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 16)
+        self.b = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from torch.utils.checkpoint import checkpoint
+
+        h = checkpoint(self.a, x, use_reentrant=False)
+        return checkpoint(self.b, h, use_reentrant=True)  # the line of `b`
+
+
+def test_a_checkpointed_layer_is_at_the_users_line_either_way() -> None:
+    # QA (shapes in the code): with use_reentrant=True the layer's node sat in torch's
+    # checkpoint.py (its click opened torch's file; the user's line had no hint)
+    import inspect
+
+    g = torchscope.trace(Checkpointed(), torch.randn(2, 4))
+    lines, first = inspect.getsourcelines(Checkpointed.forward)
+    want = {
+        name: first + i
+        for i, text in enumerate(lines)
+        for name in ("a", "b")
+        if f"self.{name}," in text
+    }
+    for n in g.nodes:
+        if n.kind == "module" and n.path in want:
+            assert (n.site.file, n.site.line) == (__file__, want[n.path]), (n.path, n.site)

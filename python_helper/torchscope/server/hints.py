@@ -220,7 +220,12 @@ def index_graph(wire: dict[str, Any]) -> Indexed:
         if outer[0] in inner:
             continue  # made and used inside one call
         shape = e["shape"]
-        ident = (src, tuple(shape) if isinstance(shape, list) else None, e["dtype"])
+        ident = (
+            src,
+            tuple(shape) if isinstance(shape, list) else None,
+            e["dtype"],
+            e.get("output"),
+        )
         known = tensors.get(ident)
         if known is None:
             stats = e.get("stats")

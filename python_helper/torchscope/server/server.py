@@ -22,16 +22,24 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
+from pygls.workspace.text_document import TextDocument
 
 from .. import __version__
 from ..failure import Failure
 from ..file_texts import check_texts
 from ..runner import PRELOADABLE
+from ..usercode import source_lines
 from . import calls_in_file, hints
 from . import find_targets as targets
 from .compare_request import CompareError, compare_files
 from .runner_client import RunnerClient, stop_early
 from .traces import Change, Mark, Trace, TraceStore, file_key, read_source
+
+# pygls reads a document's lines with str.splitlines, which also breaks at a form feed (a ^L
+# page break, which PEP 8 allows) and other characters the editor does not: every edit
+# below one would be applied a line off. Its lines as the LSP counts them instead.
+TextDocument.lines = property(lambda doc: tuple(source_lines(doc.source)))  # type: ignore[assignment]
+
 
 TARGET_AT = "torchscope/targetAt"
 TARGETS = "torchscope/targets"
