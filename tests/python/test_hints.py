@@ -298,6 +298,21 @@ def test_after_a_range_deletion():
     assert {n: i.line for n, i in t.lines.items()} == {0: 1, 1: 2}
 
 
+def test_a_line_split_from_text_typed_at_its_start_gets_its_hint_back():
+    # QA: Home, `y = 1` typed, Enter: the hinted line, unchanged on the next line, lost its
+    # hint for good at the first keystroke (only an undo to the traced text brought it back)
+    a = "    x = self.a(x)"
+    t = table()
+    typed = ""
+    for ch in "y = 1":  # typed at column 4, a keystroke a notification
+        typed += ch
+        t.apply([(1, 1, ch)], DOC.replace(a, "    " + typed + a[4:]))
+        assert sorted(t.lines) == [2]
+    # Enter after what was typed (VS Code indents the new line as the one it came from)
+    t.apply([(1, 1, "\n    ")], DOC.replace(a, "    y = 1\n" + a))
+    assert {n: i.line for n, i in t.lines.items()} == {2: 1, 3: 2}
+
+
 @pytest.fixture
 def loop():
     loop = asyncio.new_event_loop()

@@ -216,6 +216,9 @@ class LineTable:
     # the text the trace ran and its lines there: a document edited back to exactly that
     # text (an undo) gets every line back, whatever the edits in between lost
     ran: Optional[tuple[str, dict[int, LineInfo]]] = None
+    # hinted lines an edit changed, their places still followed: one that reads as it was
+    # again (text typed at its start, then Enter before it) gets its hint back
+    lost: list[_Entry] = field(default_factory=list)
 
     def snapshot(self, text: str) -> None:
         """Take the lines' texts from the text the trace ran (lines past its end go)."""
@@ -224,6 +227,7 @@ class LineTable:
         self.text = text
         self.extents = None
         self.ran = (text, dict(self.lines))
+        self.lost = []
 
     @property
     def texts(self) -> Optional[dict[int, str]]:
@@ -258,12 +262,14 @@ class LineTable:
                     kept[c] = (info, (up, down))
             self.lines = {c: info for c, (info, _) in sorted(kept.items())}
             self.extents = {c: ext for c, (_, ext) in kept.items() if ext != (0, 0)}
+            self.lost = []
         self.text = text
 
     def apply(self, changes: Sequence[Change], text: str) -> None:
         """Follow one didChange notification (`changes` in order; `text`: the document after)."""
         if self.ran is not None and text == self.ran[0]:
             self.lines, self.text, self.extents = dict(self.ran[1]), text, None
+            self.lost = []
             return
         if not self.lines:
             return
@@ -275,6 +281,7 @@ class LineTable:
             up, down = extents.get(n, (0, 0))
             block = old[n - up : n + down + 1] if old is not None else None
             entries.append(_Entry(info, block, up, [n]))
+        entries.extend(self.lost)  # (checked: back only where they read as they did)
         above = math.inf  # where the changes so far begin: the text above is as it was
         for start, end, new in changes:
             if start is None or end is None:  # the whole text replaced: keep what is unchanged
@@ -308,7 +315,7 @@ class LineTable:
                         to = moves.get(c)
                         if to is not None and to not in moved:
                             moved.append(to)
-                e.candidates = moved
+                e.candidates = moved[:_CANDIDATES]
         doc = _lines(text)
         kept: dict[int, _Entry] = {}
         for e in sorted(entries, key=lambda e: e.check):  # untouched lines claim theirs first
@@ -319,6 +326,10 @@ class LineTable:
                     continue
                 kept[c] = e
                 break
+        placed = {id(e) for e in kept.values()}
+        self.lost = [e for e in entries if id(e) not in placed and e.block is not None][:_LOST_KEPT]
+        for e in self.lost:
+            e.check = True
         self.lines = {c: e.info for c, e in sorted(kept.items())}
         if self.text is not None:
             self.text = text
@@ -327,6 +338,10 @@ class LineTable:
                 for c, e in kept.items()
                 if e.block is not None and len(e.block) > 1
             }
+
+
+_CANDIDATES = 4  # places followed for one hinted line (each change may add two)
+_LOST_KEPT = 1000  # hinted lines an edit changed, still followed
 
 
 def _moved_lines(replaced: Sequence[str], inserted: Sequence[str], start: int) -> dict[int, int]:
