@@ -1177,10 +1177,15 @@ _layouts: dict[int, _Layout] = {}  # id(parameter) → its layout, for the last 
 
 
 def _keep_layouts(ids: Mapping[int, Any]) -> None:
-    """Only the layouts of these tensors (a snapshot's parameters) kept for the next trace."""
-    if len(_layouts) > len(ids):
+    """The layouts kept bounded: past twice these tensors' (a snapshot's parameters) and
+    _LAYOUTS_SPARE more, only theirs stay (two models traced in turn, as a comparison does,
+    keep both; the parameters of models gone since go)."""
+    if len(_layouts) > 2 * len(ids) + _LAYOUTS_SPARE:
         for key in [key for key in _layouts if key not in ids]:
             del _layouts[key]
+
+
+_LAYOUTS_SPARE = 1000
 
 
 def _known_layout(p: torch.Tensor, storage: Any, storage_ptr: int) -> Optional[_Layout]:
