@@ -2562,6 +2562,15 @@ class _ScriptCall:
         module, _, name = qualified.removeprefix("__torch__.").rpartition(".")
         self.__name__ = self.__qualname__ = name or function.name
         self.__module__ = module or "torch.jit"
+        self._key = qualified
+
+    # one of a name, whichever trace made it: ops.func_info keeps what it learns of a
+    # callable by the callable, and each trace makes these anew (as the runner imports anew)
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ScriptCall) and other._key == self._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         with _NO_TORCH_FUNCTION():  # (as torch takes a mode off while its handler calls)
