@@ -311,6 +311,13 @@ def test_a_line_split_from_text_typed_at_its_start_gets_its_hint_back():
     # Enter after what was typed (VS Code indents the new line as the one it came from)
     t.apply([(1, 1, "\n    ")], DOC.replace(a, "    y = 1\n" + a))
     assert {n: i.line for n, i in t.lines.items()} == {2: 1, 3: 2}
+    # the same with the file's only hinted line
+    t = LineTable({1: hints.LineInfo(1, [])})
+    t.snapshot(DOC)
+    t.apply([(1, 1, "y")], DOC.replace(a, "    y" + a[4:]))
+    assert not t.lines
+    t.apply([(1, 1, " = 1\n    ")], DOC.replace(a, "    y = 1\n" + a))
+    assert {n: i.line for n, i in t.lines.items()} == {2: 1}
 
 
 @pytest.fixture

@@ -271,7 +271,7 @@ class LineTable:
             self.lines, self.text, self.extents = dict(self.ran[1]), text, None
             self.lost = []
             return
-        if not self.lines:
+        if not self.lines and not self.lost:
             return
         self.edited = True
         old = _lines(self.text) if self.text is not None else None
