@@ -745,16 +745,17 @@ def _label(facts: _Facts, i: int) -> str:
     graph = facts.graph
     n = graph.nodes[i]
     if n.kind == "module":
-        return _call_label(n)
+        return call_label(n)
     if n.parent is None:
         return n.name
     same = [k for k in facts.children.get(n.parent, ()) if graph.nodes[k].name == n.name]
     name = f"{n.name} #{same.index(i) + 1}" if len(same) > 1 else n.name
     parent = graph.nodes[n.parent]
-    return f"{_call_label(parent)}/{name}" if parent.path else name
+    return f"{call_label(parent)}/{name}" if parent.path else name
 
 
-def _call_label(m: Node) -> str:
+def call_label(m: Node) -> str:
+    """A module call by its path, and which call of it when not the first (`h.0 (call 2)`)."""
     label = m.path or "(root)"
     return f"{label} (call {m.call + 1})" if m.call else label
 

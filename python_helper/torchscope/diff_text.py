@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .compare import CompareView
+from .diff import call_label
 from .graph import Node
 
 SIGNS = {"added": "+", "removed": "-", "changed": "~", "same": " "}
@@ -56,7 +57,7 @@ def render_text(view: CompareView) -> str:
         if st in ("added", "removed"):
             size = sizes[m.id] - 1
             return [
-                f"{SIGNS[st]} {_module_label(m)}: {m.name}  {'; '.join(view.details[m.id])}"
+                f"{SIGNS[st]} {call_label(m)}: {m.name}  {'; '.join(view.details[m.id])}"
                 + (f"  ({size} node{'s' if size != 1 else ''} inside)" if size else "")
             ]
         out: list[str] = []
@@ -65,7 +66,7 @@ def render_text(view: CompareView) -> str:
         if st == "changed" or loose:
             count = view.inside[m.id]
             out.append(
-                f"{SIGNS[st]} {_module_label(m)}: {m.name}"
+                f"{SIGNS[st]} {call_label(m)}: {m.name}"
                 + (f"  ({count} change{'s' if count != 1 else ''} inside)" if count else "")
             )
             if st == "changed":
@@ -118,7 +119,7 @@ def _once_per_run(blocks: list[tuple[Node, list[str]]]) -> list[str]:
                 run.append(nxt)
         out.extend(lines)
         if len(run) > 1:
-            others = [_module_label(m) for m in run[1:]]
+            others = [call_label(m) for m in run[1:]]
             where = others[0] if len(others) == 1 else f"{others[0]} … {others[-1]}"
             if len(others) > 1 and not _consecutive(run[1:]):
                 where = ", ".join(others)  # (a range would name blocks that did not run)
@@ -163,11 +164,6 @@ def _origin_line(view: CompareView, origin: int) -> str:
     return (
         f"! NaN/Inf origin in b: {n.name}{new}{in_module(view.graph, n, named)}{at(n.site, named)}"
     )
-
-
-def _module_label(m: Node) -> str:
-    label = m.path or "(root)"
-    return f"{label} (call {m.call + 1})" if m.call else label
 
 
 def _op_label(n: Node, children: dict[Optional[int], list[Node]], status: list[str]) -> str:
