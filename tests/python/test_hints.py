@@ -320,6 +320,16 @@ def test_a_line_split_from_text_typed_at_its_start_gets_its_hint_back():
     assert {n: i.line for n, i in t.lines.items()} == {2: 1}
 
 
+def test_the_first_of_two_like_lines_deleted_leaves_the_second_its_hint():
+    # QA: Ctrl+Shift+K on the first of two `x = self.pool(x)` lines: the one left showed
+    # the deleted line's shape, and a click on the second call opened the line after it
+    doc = "def forward(self, x):\n    x = self.pool(x)\n    x = self.pool(x)\n    return x\n"
+    t = LineTable({1: hints.LineInfo(1, []), 2: hints.LineInfo(2, [])})
+    t.snapshot(doc)
+    t.apply([(1, 2, "")], doc.replace("    x = self.pool(x)\n", "", 1))  # (1,0)-(2,0)
+    assert {n: i.line for n, i in t.lines.items()} == {1: 2}
+
+
 @pytest.fixture
 def loop():
     loop = asyncio.new_event_loop()

@@ -188,6 +188,9 @@ class _Entry:
     up: int  # how many of them are above the hinted line
     candidates: list[int]
     check: bool = False  # an edit touched the statement: keep it only where it is unchanged
+    # it was the last line of a change's range: what follows that range's end is its own
+    # (of two like lines, the first deleted whole, the one left is the second)
+    continues: bool = False
 
     def touched(self, c: int, start: int, end: int) -> bool:
         first = c - self.up
@@ -312,13 +315,15 @@ class LineTable:
                             moved.append(start)
                         if c == end and end + shift not in moved:
                             moved.append(end + shift)
+                            e.continues = end > start
                         to = moves.get(c)
                         if to is not None and to not in moved:
                             moved.append(to)
                 e.candidates = moved[:_CANDIDATES]
         doc = _lines(text)
         kept: dict[int, _Entry] = {}
-        for e in sorted(entries, key=lambda e: e.check):  # untouched lines claim theirs first
+        # untouched lines claim theirs first, then those a range ended on
+        for e in sorted(entries, key=lambda e: (e.check, not e.continues)):
             for c in e.candidates:
                 if c in kept or not 0 <= c < len(doc):
                     continue
@@ -330,6 +335,8 @@ class LineTable:
         self.lost = [e for e in entries if id(e) not in placed and e.block is not None][:_LOST_KEPT]
         for e in self.lost:
             e.check = True
+        for e in entries:
+            e.continues = False
         self.lines = {c: e.info for c, e in sorted(kept.items())}
         if self.text is not None:
             self.text = text
