@@ -189,6 +189,24 @@ def compare_page() -> bytes:
     return compare_view(diff_graphs(a, b), "cmp.py:Cmp (HEAD)", "cmp.py:Cmp").to_msgpack()
 
 
+def compare_inner_page() -> bytes:
+    """A comparison whose edit stays inside: block 1 of three got a GELU, so the input and
+    the output are the same on both sides."""
+    from torchscope.compare import compare_view
+    from torchscope.diff import diff_graphs
+
+    x = torch.randn(2, 16)
+    a, b = (
+        torchscope.trace(
+            nn.Sequential(*[CmpBlock(gelu=after and i == 1) for i in range(3)]).eval(),
+            x,
+            values=False,
+        )
+        for after in (False, True)
+    )
+    return compare_view(diff_graphs(a, b), "inner.py:Net (HEAD)", "inner.py:Net").to_msgpack()
+
+
 class Hub(nn.Module):
     """One tensor (m) read by many calls: drawn once, the other reads as reference boxes."""
 
@@ -400,6 +418,7 @@ def main() -> None:
         write(out, "compare", compare_page())
         write(out, "compare_raised", compare_raised_page())
         write(out, "compare_a_raised", compare_raised_page(a_raised=True))
+        write(out, "compare_inner", compare_inner_page())
         write(out, "hub", torchscope.trace(Hub().eval(), torch.randn(2, 8)))
         sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
         from mlp import MLP  # the project's own example: Linear layers wrap one op each

@@ -167,8 +167,9 @@ export function paintHeat(el: SVGGElement, h: number | undefined): void {
   }
 }
 
-/** Draw the whole layout at once (export). The live view draws through Scene instead. */
-export function drawAll(scene: SVGGElement, d: DrawInput): void {
+/** Draw the whole layout (export), awaiting `pause` between items: thousands of boxes are
+ * drawn over many short tasks. The live view draws through Scene instead. */
+export async function drawAll(scene: SVGGElement, d: DrawInput, pause: () => Promise<void>): Promise<void> {
   const root = select(scene);
   const vnodes = new Map(d.vg.nodes.map((v) => [v.key, v]));
   const vclusters = new Map(d.vg.clusters.map((c) => [c.key, c]));
@@ -177,18 +178,24 @@ export function drawAll(scene: SVGGElement, d: DrawInput): void {
   for (const c of d.layout.clusters) {
     const vc = vclusters.get(c.key);
     if (vc) drawCluster(gc, d, c, vc);
+    await pause();
   }
   const ge = root.append("g").attr("class", "ts-edges");
   for (const e of d.layout.edges) {
     const ve = vedges.get(e.key);
     if (ve) drawEdge(ge, d, e, ve);
+    await pause();
   }
   const gh = root.append("g").attr("class", "ts-cluster-heads");
-  for (const c of d.layout.clusters) if (vclusters.has(c.key)) drawClusterHeader(gh, d, c);
+  for (const c of d.layout.clusters) {
+    if (vclusters.has(c.key)) drawClusterHeader(gh, d, c);
+    await pause();
+  }
   const gn = root.append("g").attr("class", "ts-nodes");
   for (const n of d.layout.nodes) {
     const v = vnodes.get(n.key);
     if (v) drawNode(gn, d, n, v);
+    await pause();
   }
 }
 

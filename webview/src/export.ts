@@ -3,10 +3,16 @@
 // of the page's layout) go in with every theme variable (var(--ts-*) set on the root)
 // replaced by its current value, so the export looks like the screen in any theme; a box's
 // own (--ts-heat, "Colour by") is set on the box, as on screen. Colours the page mixes
-// (color-mix()) are written out as plain colours on each element.
+// (color-mix()) are written out as plain colours on each element. The work is done in short
+// tasks (a big graph's export was one task of up to a second): drawing and styling in slices,
+// the PNG rasterised and encoded off the page's thread.
 import { drawAll, paintHeat, type DrawInput } from "./draw";
+import { slicer } from "./tasks";
 
 const SVGNS = "http://www.w3.org/2000/svg";
+
+/** Most work an export does in one task before it lets the page go on (ms). */
+const SLICE_MS = 16;
 
 /** A selector list split at its top-level commas (not those inside `:not(…)`). */
 export function selectorItems(list: string): string[] {
@@ -46,7 +52,7 @@ export function drawingDeclarations(block: string): string[] {
  * SVG editors and older renderers don't read: the export paints those on each element), and
  * `mixing`, the selectors of the rules that had them.
  */
-function graphCss(root: Element, svg: SVGSVGElement): { all: string; plain: string; mixing: string[] } {
+async function graphCss(root: Element, svg: SVGSVGElement, pause: () => Promise<void>): Promise<{ all: string; plain: string; mixing: string[] }> {
   const cs = getComputedStyle(root);
   const resolve = (text: string) => text.replace(/var\((--ts-[\w-]+)[^)]*\)/g, (m, name: string) => cs.getPropertyValue(name).trim() || m);
   const drawn = (selector: string): boolean => {
@@ -67,6 +73,7 @@ function graphCss(root: Element, svg: SVGSVGElement): { all: string; plain: stri
       continue;
     }
     for (const r of Array.from(rules)) {
+      await pause(); // (each selector is matched against the whole drawing)
       if (!(r instanceof CSSStyleRule) || !r.selectorText.includes(".ts-")) continue;
       const selector = selectorItems(r.selectorText).filter(drawn).join(", ");
       if (!selector) continue;
@@ -98,7 +105,7 @@ export function plainColor(computed: string): { rgb: string; alpha: number } | n
  * computed while `svg` lies in the page under `root` (off screen), where the page's own rules
  * and theme variables apply to it; its `<style>` is out meanwhile (the page's content policy
  * refuses a style element it did not make). */
-function paintMixed(svg: SVGSVGElement, style: SVGStyleElement, root: Element, mixing: string[]): void {
+async function paintMixed(svg: SVGSVGElement, style: SVGStyleElement, root: Element, mixing: string[], pause: () => Promise<void>): Promise<void> {
   // (matched while apart from the page: most exports have none, and a big graph in the page
   // costs a style pass over all of it)
   const painted = mixing.length ? Array.from(svg.querySelectorAll<SVGElement>(mixing.join(","))) : [];
@@ -110,6 +117,7 @@ function paintMixed(svg: SVGSVGElement, style: SVGStyleElement, root: Element, m
   root.appendChild(svg);
   try {
     for (const el of painted) {
+      await pause();
       const cs = getComputedStyle(el);
       for (const prop of ["fill", "stroke"]) {
         const c = plainColor(cs.getPropertyValue(prop));
@@ -136,14 +144,15 @@ export function exportSize(layout: { width: number; height: number }): [number, 
 
 /** `heat`: the overlay's colours by drawn key ("Colour by"), as the screen shows them;
  * `hasError`: the drawn key of the box that hides the failing call (outlined as on screen). */
-export function exportSvg(
+export async function exportSvg(
   d: DrawInput,
   defs: SVGDefsElement,
   root: Element,
   background: string,
   heat: ReadonlyMap<string, number>,
   hasError: string | null = null,
-): string {
+): Promise<string> {
+  const pause = slicer(SLICE_MS);
   const [w, h] = exportSize(d.layout);
   const svg = document.createElementNS(SVGNS, "svg");
   svg.setAttribute("xmlns", SVGNS);
@@ -159,18 +168,55 @@ export function exportSvg(
   svg.appendChild(defs.cloneNode(true));
   const g = document.createElementNS(SVGNS, "g");
   svg.appendChild(g);
-  drawAll(g, d);
+  await drawAll(g, d, pause);
   for (const box of Array.from(g.querySelectorAll<SVGGElement>(".ts-nodes > [data-key]"))) {
     paintHeat(box, heat.get(box.dataset.key!));
     if (box.dataset.key === hasError) box.classList.add("ts-has-error");
+    await pause();
   }
-  for (const hit of Array.from(g.querySelectorAll(".ts-edge-hit"))) hit.remove(); // hover targets only
+  for (const hit of Array.from(g.querySelectorAll(".ts-edge-hit"))) {
+    hit.remove(); // hover targets only
+    await pause();
+  }
   // (the rules for what was drawn: chosen once the drawing is complete)
-  const css = graphCss(root, svg);
+  const css = await graphCss(root, svg, pause);
   style.textContent = css.all;
-  paintMixed(svg, style, root, css.mixing);
+  await paintMixed(svg, style, root, css.mixing, pause);
   style.textContent = css.plain;
-  return new XMLSerializer().serializeToString(svg);
+  return serialize(svg, g, pause);
+}
+
+const XMLNS_DECL = ` xmlns="${SVGNS}"`;
+
+/**
+ * The SVG's text as one XMLSerializer call writes it, made an item at a time (that one call
+ * over a 4,000-box drawing is a long task): a copy of the file without its layers' items, a
+ * marker in each one's place, then each item, which serialised alone declares the namespace
+ * its place in the file gives it.
+ */
+async function serialize(svg: SVGSVGElement, scene: SVGGElement, pause: () => Promise<void>): Promise<string> {
+  const ser = new XMLSerializer();
+  const frame = svg.cloneNode(false);
+  const sceneFrame = scene.cloneNode(false);
+  for (const child of Array.from(svg.childNodes)) frame.appendChild(child === scene ? sceneFrame : child.cloneNode(true));
+  const layers: string[] = [];
+  for (const layer of Array.from(scene.children)) {
+    const copy = sceneFrame.appendChild(layer.cloneNode(false));
+    if (!layer.hasChildNodes()) continue;
+    // (a comment: a label's or an attribute's "<" is written escaped, never as one)
+    copy.appendChild(document.createComment(`ts-layer-${layers.length}`));
+    const parts: string[] = [];
+    for (const item of Array.from(layer.childNodes)) {
+      const text = ser.serializeToString(item);
+      const head = `<${item.nodeName}`;
+      if (!text.startsWith(head + XMLNS_DECL)) return ser.serializeToString(svg); // (not as expected: in one go)
+      parts.push(head + text.slice(head.length + XMLNS_DECL.length));
+      await pause();
+    }
+    layers.push(parts.join(""));
+  }
+  const text = ser.serializeToString(frame);
+  return layers.reduce((t, items, i) => t.replace(`<!--ts-layer-${i}-->`, () => items), text);
 }
 
 /** What a browser's canvas holds (Chromium's limits: 32,767 px a side, 16,384² px in all). */
@@ -204,32 +250,60 @@ export async function svgToPng(svgText: string, width: number, height: number, s
     });
     img.src = url;
     await loaded;
-    const canvas = document.createElement("canvas");
     // (floor: a scale at the limit never rounds past it)
-    canvas.width = Math.floor(width * scale);
-    canvas.height = Math.floor(height * scale);
-    const ctx = canvas.getContext("2d");
-    if (!ctx) throw new Error(`the browser could not make a ${canvas.width}×${canvas.height} px canvas`);
-    ctx.scale(canvas.width / width, canvas.height / height);
-    ctx.drawImage(img, 0, 0, width, height);
-    return await encodePng(canvas);
+    const w = Math.floor(width * scale);
+    const h = Math.floor(height * scale);
+    try {
+      // Drawn and encoded off the page's thread: on a canvas here, reading the pixels draws the
+      // SVG in one task (0.3 s and more for a tall graph), and toDataURL encodes in another.
+      return await encodeInWorker(await createImageBitmap(img, { resizeWidth: w, resizeHeight: h }));
+    } catch {
+      return await encodeHere(img, w, h); // (a browser without one or the other: the same picture)
+    }
   } finally {
     URL.revokeObjectURL(url);
   }
 }
 
-/** Up to this many pixels a PNG is encoded at once (0.2 s at most); toBlob waits for the page
- * to be idle first, up to a second (Chromium) after a click. */
-const ENCODE_NOW_MAX_AREA = 32e6;
-
-async function encodePng(canvas: HTMLCanvasElement): Promise<Blob> {
-  if (canvas.width * canvas.height > ENCODE_NOW_MAX_AREA) {
-    return new Promise<Blob>((res, rej) => canvas.toBlob((b) => (b ? res(b) : rej(new Error("PNG encoding failed"))), "image/png"));
+/** The PNG encoder's code: a worker's canvas, encoded there (the page's canvas.toBlob encodes in
+ * the page's idle time: a second more for a tall graph). */
+const ENCODER = `onmessage = async (e) => {
+  try {
+    const c = new OffscreenCanvas(e.data.width, e.data.height);
+    c.getContext("bitmaprenderer").transferFromImageBitmap(e.data);
+    postMessage(await c.convertToBlob({ type: "image/png" }));
+  } catch (err) {
+    postMessage(String(err));
   }
-  const url = canvas.toDataURL("image/png");
-  if (!url.startsWith("data:image/png;base64,")) throw new Error("PNG encoding failed");
-  const bin = atob(url.slice(url.indexOf(",") + 1));
-  const bytes = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-  return new Blob([bytes], { type: "image/png" });
+};`;
+
+/** A PNG of the picture, encoded in a worker (the picture is handed over). */
+async function encodeInWorker(picture: ImageBitmap): Promise<Blob> {
+  const url = URL.createObjectURL(new Blob([ENCODER], { type: "text/javascript" }));
+  try {
+    const worker = new Worker(url, { name: "torchscope-png" });
+    try {
+      return await new Promise<Blob>((res, rej) => {
+        worker.onmessage = (e: MessageEvent<Blob | string>) =>
+          e.data instanceof Blob ? res(e.data) : rej(new Error(`PNG encoding failed (${e.data})`));
+        worker.onerror = () => rej(new Error("PNG encoding failed"));
+        worker.postMessage(picture, [picture]);
+      });
+    } finally {
+      worker.terminate();
+    }
+  } finally {
+    URL.revokeObjectURL(url);
+  }
+}
+
+/** A PNG of the image drawn at `w`×`h` px on the page (encoded asynchronously: toBlob). */
+async function encodeHere(img: HTMLImageElement, w: number, h: number): Promise<Blob> {
+  const canvas = document.createElement("canvas");
+  canvas.width = w;
+  canvas.height = h;
+  const ctx = canvas.getContext("2d");
+  if (!ctx) throw new Error(`the browser could not make a ${w}×${h} px canvas`);
+  ctx.drawImage(img, 0, 0, w, h);
+  return new Promise<Blob>((res, rej) => canvas.toBlob((b) => (b ? res(b) : rej(new Error("PNG encoding failed"))), "image/png"));
 }

@@ -20,7 +20,8 @@ export interface Segment {
   parent: number;
   /** What it shows when opened: nodes and groups, or segments of a lower level. */
   items: Item[];
-  /** Positions (0-based, inclusive) in the container's run of items, and the run's length. */
+  /** Its first and last call (0-based, inclusive) in the container's run, and the run's
+   * number of calls: a ×N group counts N. */
   from: number;
   to: number;
   total: number;
@@ -83,9 +84,17 @@ function build(idx: GraphIndex): Segments {
     // A group's own cluster holds its members one by one; elsewhere a group is one item.
     const items: Item[] = container?.startsWith("g") ? ids.map((id) => ({ kind: "node", id })) : rawItems(idx, ids);
     if (items.length <= SEGMENT_LIMIT) continue;
-    top.set(container, split(items, 0, items.length, -1, container, items.length, list, ofNode, ofGroup));
+    top.set(container, split(items, 0, items.length, -1, container, callStarts(idx, items), list, ofNode, ofGroup));
   }
   return { list, top, ofNode, ofGroup };
+}
+
+/** Where each item's calls start in its run (one more entry: the run's calls), a ×N group
+ * counting N: a segment's label counts calls, not boxes. */
+function callStarts(idx: GraphIndex, items: readonly Item[]): number[] {
+  const starts = [0];
+  for (const it of items) starts.push(starts[starts.length - 1]! + (it.kind === "group" ? idx.graph.groups[it.id]!.members.length : 1));
+  return starts;
 }
 
 /**
@@ -98,7 +107,7 @@ function split(
   to: number,
   parent: number,
   container: string | null,
-  total: number,
+  starts: readonly number[],
   list: Segment[],
   ofNode: Int32Array,
   ofGroup: Int32Array,
@@ -112,11 +121,11 @@ function split(
   for (let a = from; a < to; a += size) {
     const b = Math.min(a + size, to);
     const si = list.length;
-    const seg: Segment = { container, parent, items: [], from: a, to: b - 1, total };
+    const seg: Segment = { container, parent, items: [], from: starts[a]!, to: starts[b]! - 1, total: starts[items.length]! };
     list.push(seg);
     out.push({ kind: "segment", id: si });
     if (b - a > SEGMENT_LIMIT) {
-      seg.items = split(items, a, b, si, container, total, list, ofNode, ofGroup);
+      seg.items = split(items, a, b, si, container, starts, list, ofNode, ofGroup);
     } else {
       seg.items = items.slice(a, b);
       for (const it of seg.items) (it.kind === "group" ? ofGroup : ofNode)[it.id] = si;
@@ -147,8 +156,10 @@ export function segmentSummary(idx: GraphIndex, segs: Segments, si: number): str
       todo.push(...[...segs.list[it.id]!.items].reverse());
       continue;
     }
-    const name = it.kind === "group" ? idx.graph.nodes[idx.graph.groups[it.id]!.members[0]!]!.name : idx.graph.nodes[it.id]!.name;
-    counts.set(name, (counts.get(name) ?? 0) + 1);
+    // A ×N group is N calls of its members' name.
+    const members = it.kind === "group" ? idx.graph.groups[it.id]!.members : [it.id];
+    const name = idx.graph.nodes[members[0]!]!.name;
+    counts.set(name, (counts.get(name) ?? 0) + members.length);
   }
   const top = [...counts].sort((a, b) => b[1] - a[1]);
   text =

@@ -14,3 +14,17 @@ export function nextTask(): Promise<void> {
     c.port2.postMessage(null);
   });
 }
+
+/**
+ * A pause for a long loop on the page (an export): await it between steps. It goes on at once
+ * until `budgetMs` of work since the last new task, then waits for a new task, so no task of
+ * the loop is much longer than the budget.
+ */
+export function slicer(budgetMs: number): () => Promise<void> {
+  let start = performance.now();
+  return async () => {
+    if (performance.now() - start < budgetMs) return;
+    await nextTask();
+    start = performance.now();
+  };
+}

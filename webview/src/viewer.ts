@@ -1002,7 +1002,7 @@ export class Viewer {
     const svg = () => exportSvg(input, this.ui.defs, this.ui.root, this.css("--ts-bg", "#ffffff"), this.scene.heatMap(), this.hidingError(vg));
     const base = (this.idx.graph.model.name || "graph").replace(/[^\w.-]+/g, "_");
     if (kind === "svg") {
-      this.host.saveFile(`${base}.svg`, "image/svg+xml", new Blob([svg()], { type: "image/svg+xml" }));
+      this.host.saveFile(`${base}.svg`, "image/svg+xml", new Blob([await svg()], { type: "image/svg+xml" }));
       return;
     }
     const [w, h] = exportSize(layout);
@@ -1021,13 +1021,8 @@ export class Viewer {
     this.exporting = true;
     this.status(busy);
     try {
-      // A big picture takes up to a second on this thread: the status line is painted first
-      // (after the next frame; a page that draws no frames goes on after 100 ms).
-      await new Promise<void>((r) => {
-        requestAnimationFrame(() => setTimeout(r, 0));
-        setTimeout(r, 100);
-      });
-      const png = await svgToPng(svg(), w, h, scale);
+      // (made in short tasks: the status line is painted meanwhile)
+      const png = await svgToPng(await svg(), w, h, scale);
       this.host.saveFile(`${base}.png`, "image/png", png);
       if (this.ui.status.textContent === busy) this.status(this.summary());
     } catch (e) {

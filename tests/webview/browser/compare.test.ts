@@ -349,6 +349,50 @@ describe("compare page marks (QA)", () => {
     await page.context().close();
   });
 
+  test("an unchanged input and output look like every other unchanged box, on the page and exported; changed ones keep their colour", async () => {
+    // QA: on every compare page the unchanged input was the green of "added", the output an
+    // orange close to the amber of "changed" (the input / output pills' own colours)
+    for (const dark of [false, true]) {
+      const o = await open(browser, "compare_inner", { dark });
+      const { page } = o;
+      const io = page.locator(".ts-node[data-kind=input], .ts-node[data-kind=output]");
+      assert.equal(await io.count(), 2);
+      assert.deepEqual(await io.evaluateAll((els) => els.map((e) => e.getAttribute("data-status"))), ["same", "same"]);
+      const neutral = { fill: await themeColor(page, "--ts-node"), stroke: await themeColor(page, "--ts-node-border") };
+      const paint = (els: Element[]) =>
+        els.map((e) => {
+          const cs = getComputedStyle(e.querySelector(".ts-box")!);
+          return { fill: cs.fill, stroke: cs.stroke };
+        });
+      assert.deepEqual(await io.evaluateAll(paint), [neutral, neutral], dark ? "dark" : "light");
+      await shot(page, `compare-same-io${dark ? "-dark" : ""}`);
+      // The exported picture draws them so too.
+      const [download] = await Promise.all([page.waitForEvent("download"), page.click("[data-action=export-svg]")]);
+      const alone = await page.context().newPage();
+      await alone.setContent(readFileSync((await download.path())!, "utf8"));
+      assert.deepEqual(
+        await alone.locator(".ts-node[data-kind=input], .ts-node[data-kind=output]").evaluateAll(paint),
+        [neutral, neutral],
+        "exported",
+      );
+      assertClean(o);
+      await page.context().close();
+    }
+    // An output that changed or was added keeps its status colour.
+    for (const [name, st] of [
+      ["compare", "changed"],
+      ["compare_a_raised", "added"],
+    ] as const) {
+      const o = await open(browser, name);
+      const out = o.page.locator(".ts-node[data-kind=output]");
+      assert.equal(await out.getAttribute("data-status"), st);
+      const stroke = await out.locator(":scope > .ts-box").evaluate((b) => getComputedStyle(b).stroke);
+      assert.equal(stroke, await themeColor(o.page, `--ts-${st}`), `${name}: the ${st} output`);
+      assertClean(o);
+      await o.page.context().close();
+    }
+  });
+
   test("HEAD alone raised: the banner says so, and is no button (nothing of a's to show)", async () => {
     const o = await open(browser, "compare_a_raised");
     const { page } = o;

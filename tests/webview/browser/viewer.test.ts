@@ -456,6 +456,98 @@ describe("PNG export of an expanded graph", () => {
   });
 });
 
+/**
+ * One export (the button's click to the download) with the page's long tasks (50 ms or more)
+ * recorded: the file, those tasks and the export's whole time (ms, the page's clock).
+ */
+async function exportTimed(page: Page, format: "svg" | "png"): Promise<{ file: Buffer; long: number[]; total: number }> {
+  const t0 = await page.evaluate(() => {
+    const w = window as unknown as { __long: number[] };
+    w.__long = [];
+    new PerformanceObserver((l) => {
+      for (const e of l.getEntries()) w.__long.push(Math.round(e.duration));
+    }).observe({ type: "longtask" });
+    return performance.now();
+  });
+  const [dl] = await Promise.all([page.waitForEvent("download", { timeout: 60_000 }), page.click(`[data-action=export-${format}]`)]);
+  const file = readFileSync((await dl.path())!);
+  const total = Math.round((await page.evaluate(() => performance.now())) - t0);
+  await page.waitForTimeout(300); // (the browser reports a long task a little after it)
+  return { file, long: await page.evaluate(() => (window as unknown as { __long: number[] }).__long), total };
+}
+
+/** No task of the export holds a third of its time: it was one long task, now it is made in
+ * short ones (a share, not a time: the machine running the tests may be loaded). */
+function assertSliced(what: string, t: { long: number[]; total: number }): void {
+  const longest = Math.max(0, ...t.long);
+  assert.ok(longest < t.total / 3, `${what}: long tasks ${JSON.stringify(t.long)} ms in an export of ${t.total} ms`);
+}
+
+describe("export keeps the page responsive", () => {
+  // QA: a PNG was drawn and encoded in one task (canvas.toDataURL: 330–1,500 ms for
+  // 2268×10970 px), and an SVG of an expanded 2,500-box graph was drawn in one of 0.2–1.1 s
+  test("PNG of GPT-2 expanded (722×30,866 px and more): in short tasks, at its size", async () => {
+    const o = await open(browser, "gpt2");
+    const page = o.page;
+    await clickAndWait(page, "[data-action=expand-all]");
+    const [svgDl] = await Promise.all([page.waitForEvent("download"), page.click("[data-action=export-svg]")]);
+    const [, w, h] = /^<svg[^>]* width="(\d+)" height="(\d+)"/.exec(readFileSync((await svgDl.path())!, "utf8"))!.map(Number);
+    await page.waitForTimeout(500);
+    const png = await exportTimed(page, "png");
+    // as pngScale gives it: 32,767 px down, the width in proportion
+    const scale = 32_767 / h!;
+    assert.deepEqual(pngSize(png.file), { w: Math.floor(w! * scale), h: Math.floor(h! * scale) });
+    assertSliced("PNG", png);
+    assertNoErrors(o);
+    await page.context().close();
+  });
+
+  test("a browser that can't draw an SVG into an ImageBitmap or encode in a worker: the same PNG, made on the page", async () => {
+    const o = await open(browser, "gpt2");
+    const page = o.page;
+    const png = async () => {
+      const [dl] = await Promise.all([page.waitForEvent("download"), page.click("[data-action=export-png]")]);
+      return readFileSync((await dl.path())!);
+    };
+    const offThread = await png();
+    await page.evaluate(() => {
+      const w = window as unknown as { __cib: unknown };
+      w.__cib = window.createImageBitmap;
+      window.createImageBitmap = () => Promise.reject(new Error("not for an SVG image"));
+    });
+    const onPage = await png();
+    assert.ok(offThread.equals(onPage), `${offThread.length} and ${onPage.length} bytes`);
+    await page.evaluate(() => {
+      window.createImageBitmap = (window as unknown as { __cib: typeof createImageBitmap }).__cib;
+      (window as unknown as { Worker: unknown }).Worker = class {
+        constructor() {
+          throw new Error("refused by the page's policy");
+        }
+      };
+    });
+    assert.ok(offThread.equals(await png()), "without workers");
+    assertNoErrors(o);
+    await page.context().close();
+  });
+
+  test("SVG of T5 expanded on a CPU 6× slower: drawn in short tasks, the same file", async () => {
+    const o = await open(browser, "t5");
+    const page = o.page;
+    await clickAndWait(page, "[data-action=expand-all]");
+    const [before] = await Promise.all([page.waitForEvent("download"), page.click("[data-action=export-svg]")]);
+    const expected = readFileSync((await before.path())!, "utf8");
+    await page.waitForTimeout(500);
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send("Emulation.setCPUThrottlingRate", { rate: 6 });
+    const svg = await exportTimed(page, "svg");
+    await cdp.send("Emulation.setCPUThrottlingRate", { rate: 1 });
+    assertSliced("SVG", svg);
+    assert.equal(svg.file.toString("utf8"), expected, "the same file");
+    assertNoErrors(o);
+    await page.context().close();
+  });
+});
+
 describe("ResNet-50", () => {
   test("renders, expands the encoder, dark palette", async () => {
     const o = await open(browser, "resnet50", { dark: true });
@@ -748,6 +840,38 @@ describe("VS Code host", () => {
     await err.click();
     const reveal = await page.evaluate(() => (window as any).__posted.filter((m: any) => m.type === "reveal").at(-1));
     assert.deepEqual(reveal.site, errNode.site, "a click opens the node's site");
+    assert.deepEqual(errors, []);
+    await close();
+  });
+
+  test("the extension's export request: the SVG and PNG come back as save messages with their bytes", async () => {
+    const { page, errors, close } = await vscodePage(browser, { workerDelayMs: 0, width: 1000, height: 700 });
+    await postGraph(page, readFileSync(join(FIXTURES, "gpt2.msgpack")).toString("base64"));
+    await ready(page);
+    const saved = async (format: "svg" | "png") => {
+      await page.evaluate((f) => window.postMessage({ type: "export", format: f }, "*"), format);
+      await page.waitForFunction((f) => (window as any).__posted.some((m: any) => m.type === "save" && m.name.endsWith(`.${f}`)), format);
+      return page.evaluate((f) => {
+        const m = (window as any).__posted.find((x: any) => x.type === "save" && x.name.endsWith(`.${f}`));
+        return {
+          name: m.name,
+          mime: m.mime,
+          buffer: m.data instanceof ArrayBuffer,
+          head: [...new Uint8Array(m.data).subarray(0, 5)],
+          size: m.data.byteLength,
+        };
+      }, format);
+    };
+    const svg = await saved("svg");
+    assert.deepEqual(
+      { ...svg, size: svg.size > 1000 },
+      { name: "GPT2Model.svg", mime: "image/svg+xml", buffer: true, head: [...Buffer.from("<svg ")], size: true },
+    );
+    const png = await saved("png");
+    assert.deepEqual(
+      { ...png, size: png.size > 1000 },
+      { name: "GPT2Model.png", mime: "image/png", buffer: true, head: [0x89, 0x50, 0x4e, 0x47, 0x0d], size: true },
+    );
     assert.deepEqual(errors, []);
     await close();
   });

@@ -175,3 +175,41 @@ test("a folded run's hover sums the FLOPs, bytes and time of the calls it holds"
   assert.equal(rows.get("out bytes"), formatBytes(sum((c) => c.bytes)));
   assert.equal(rows.get("time"), formatTime(sum((c) => c.time_ns)));
 });
+
+test("a ×N fold in a long run counts N calls: the segments' labels, summary and hover say calls (QA: 2,000 blocks read 'calls 1–98 of 976')", () => {
+  // a compare page cuts a fold around each changed block: Block ×1,000 then 200 loose blocks
+  const b = new GraphBuilder();
+  const x = b.add("input", "x");
+  const root = b.module("Net", "", null);
+  let prev = x;
+  const blocks: number[] = [];
+  for (let i = 0; i < 1200; i++) {
+    const m = b.module("Block", `blocks.${i}`, root);
+    const op = b.op("linear", m, "torch.nn.functional.linear");
+    b.nodes[op]!.cost = b.nodes[m]!.cost = { flops: 128, bytes: 32, time_ns: 1000 };
+    b.edge(prev, op);
+    prev = op;
+    blocks.push(m);
+  }
+  const out = b.add("output", "output");
+  b.edge(prev, out);
+  b.groups.push({ parent: root, members: blocks.slice(0, 1000), name: "Block ×1,000", cost: { flops: 128_000, bytes: 32_000, time_ns: 1_000_000 } });
+  const idx = buildIndex(b.build());
+  idx.graph.values = { stats: false, costs: true };
+  const { vg, labels } = computeView(idx, initialExpansion(idx));
+  const segs = vg.nodes.filter((v) => v.kind === "segment");
+  assert.equal(segs.length, 3, "201 items: the fold and 200 blocks");
+  assert.deepEqual(
+    segs.map((v) => labels.get(v.key)),
+    [
+      { title: "calls 1–1,066 of 1,200", sub: "Block ×1,066" },
+      { title: "calls 1,067–1,133 of 1,200", sub: "Block ×67" },
+      { title: "calls 1,134–1,200 of 1,200", sub: "Block ×67" },
+    ],
+  );
+  const rows = new Map(describe(idx, vg, segs[0]!.key)!.rows);
+  assert.equal(describe(idx, vg, segs[0]!.key)!.title, "calls 1–1,066 of 1,200");
+  assert.equal(rows.get("holds"), "Block ×1,066");
+  assert.equal(rows.get("FLOPs"), formatFlops(1066 * 128), "the fold's cost and its 66 loose blocks'");
+  assert.equal(rows.get("time"), formatTime(1066 * 1000));
+});
