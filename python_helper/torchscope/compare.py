@@ -138,6 +138,7 @@ def _compare_view(diff: Diff, a_source: str, b_source: str) -> CompareView:
     if b.nan_origin is not None:  # the version the page is of: b, its ghosts beside it
         graph.nan_origin = b_new[b.nan_origin]
     graph.groups = _unchanged_groups(graph, status, inside)
+    group_costs(graph)  # (as a trace's folds: what their members cost together)
     return CompareView(
         graph=graph,
         status=status,
@@ -197,9 +198,6 @@ def _unchanged_groups(graph: Graph, status: list[str], inside: list[int]) -> lis
                 run.append(m)
                 continue
             if len(run) >= 2:
-                group = Group(g.parent, run, group_name(graph.nodes[run[0]].name, len(run)))
-                out.append(group)
+                out.append(Group(g.parent, run, group_name(graph.nodes[run[0]].name, len(run))))
             run = []
-    graph.groups = out
-    group_costs(graph)  # (as a trace's folds: what their members cost together)
     return out

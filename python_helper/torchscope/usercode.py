@@ -86,11 +86,17 @@ _texts_given: set[str] = set()
 # a line ends where Python and the editor end it: str.splitlines also breaks at a form feed
 # (a ^L page break, which PEP 8 allows), \v, \x1c-\x1e, \x85, \u2028 and \u2029
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def source_lines(text: str) -> list[str]:
     """`text`'s lines with their line breaks, as Python and the LSP count lines."""
     return _LINE.findall(text)
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as Python and the LSP count them (\\n, \\r\\n or \\r), without their line breaks."""
+    return _LINE_BREAK.split(text)
 
 
 def lines_are(filename: str, text: Optional[str]) -> None:

@@ -17,6 +17,7 @@ import torchscope
 from torchscope.server import hints
 from torchscope.server.traces import LineTable, TraceStore
 from torchscope.tracer import trace_call
+from torchscope.usercode import split_lines
 
 
 def here(needle: str) -> int:
@@ -243,7 +244,7 @@ def test_positions_in_utf16():
     assert hints.word_at(line, 4) == ("y", 4, 5) and hints.word_at(line, 10) == ("x", 10, 11)
     assert hints.word_at(line, 2) is None
     assert hints.word_at("🙂 relu", 3) == ("relu", 3, 7)  # after the emoji (2 units) and a space
-    assert hints.split_lines("a\r\nb\rc\nd") == ["a", "b", "c", "d"]
+    assert split_lines("a\r\nb\rc\nd") == ["a", "b", "c", "d"]
 
 
 DOC = textwrap.dedent(

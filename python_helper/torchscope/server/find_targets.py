@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from ..definitions import dotted, is_main_guard
-from ..usercode import read_source, source_lines
+from ..usercode import read_source, split_lines
 
 # -- what counts as a model class outside the project ---------------------------------------
 
@@ -440,8 +440,7 @@ def _assigned_class(info: FileInfo, name: str) -> Optional[str]:
 
 def target_at(project: Project, info: FileInfo, line: int, character: int) -> Optional[Target]:
     """The target at an LSP position (0-based line, UTF-16 character)."""
-    # (as the editor counts lines: not at a form feed)
-    lines = [text.rstrip("\r\n") for text in source_lines(info.text)]
+    lines = split_lines(info.text)  # (as the editor counts lines: not at a form feed)
     if line < 0 or line >= len(lines):
         return None
     row = line + 1

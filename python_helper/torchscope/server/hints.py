@@ -34,7 +34,6 @@ REVEAL_COMMAND = "torchscope.revealNode"
 MAX_SHAPES = 3  # a hint names at most this many distinct shapes, then "(+k)"
 MAX_TENSORS = 6  # a hover details at most this many tensors
 MAX_REVEAL = 64  # node ids a reveal link carries
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _KINDS = ("op", "module", "constant", "error")
 _INDEX = re.compile(r"(^|\.)\d+(?=\.|$)")  # the item of a ModuleList/Sequential in a path
 
@@ -330,11 +329,6 @@ def _by_period(calls: list[int], key: Any) -> list[list[int]]:
 
 
 # -- text positions ----------------------------------------------------------------------
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as LSP counts them (\\n, \\r\\n or \\r), without their line breaks."""
-    return _LINE_BREAK.split(text)
 
 
 def utf16_len(text: str) -> int:

@@ -28,7 +28,7 @@ from .. import __version__
 from ..failure import Failure
 from ..file_texts import check_texts
 from ..runner import PRELOADABLE
-from ..usercode import source_lines
+from ..usercode import source_lines, split_lines
 from . import calls_in_file, hints
 from . import find_targets as targets
 from .compare_request import CompareError, compare_files
@@ -505,7 +505,7 @@ async def inlay_hint(ls: TorchscopeServer, params: types.InlayHintParams) -> lis
     if not found:
         return []
     doc = ls.workspace.get_text_document(params.text_document.uri)
-    lines = hints.split_lines(doc.source)
+    lines = split_lines(doc.source)
     infos = {line: info for line, (_, info) in found.items()}
     return hints.inlay_hints(infos, lines, params.range.start.line, params.range.end.line)
 
@@ -536,7 +536,7 @@ async def hover(ls: TorchscopeServer, params: types.HoverParams) -> Optional[typ
         return None
     trace, info = found
     doc = ls.workspace.get_text_document(params.text_document.uri)
-    lines = hints.split_lines(doc.source)
+    lines = split_lines(doc.source)
     text = lines[line] if line < len(lines) else ""
     return hints.hover(info, trace.graph, trace.device, line, text, params.position.character)
 

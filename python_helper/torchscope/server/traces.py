@@ -28,7 +28,8 @@ from typing import Any, Optional, Union, cast
 
 from ..graph import FORMAT, GraphFormatError, check_version, unpack
 from ..usercode import read_source as _read_source
-from .hints import Indexed, LineInfo, index_graph, split_lines
+from ..usercode import split_lines
+from .hints import Indexed, LineInfo, index_graph
 
 KEEP_TRACES = 32  # traces kept, each of one model (a file of many models keeps others')
 
