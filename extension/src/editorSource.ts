@@ -13,6 +13,7 @@ import {
   TORCHSCOPE_ERROR,
   editorPanelTitle,
   isErrorData,
+  isGraphFile,
   metaKind,
   targetKey,
   type PanelOrigin,
@@ -401,7 +402,7 @@ export class EditorSources implements SourceKind {
   async reopen(origin: PanelOrigin): Promise<TraceSource | undefined> {
     // A graph file's panel ("Open graph file…"): VS Code won't open the binary file as text.
     const uri = vscode.Uri.parse(origin.uri);
-    if (uri.scheme === "file" && /\.msgpack$/i.test(uri.path)) {
+    if (uri.scheme === "file" && isGraphFile(uri.path)) {
       sayGraphFile();
       return undefined;
     }

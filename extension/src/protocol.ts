@@ -284,6 +284,11 @@ export function isErrorData(x: unknown): x is ErrorData {
   return typeof x === "object" && x !== null && typeof (x as { kind?: unknown }).kind === "string";
 }
 
+/** Whether a panel's file (a URI's path) is a graph file ("Open graph file…"), not code. */
+export function isGraphFile(path: string): boolean {
+  return /\.msgpack$/i.test(path);
+}
+
 /** The key of a panel and of remembered answers: one per (document, target). */
 export function targetKey(uri: string, target: string): string {
   return `${uri}#${target}`;

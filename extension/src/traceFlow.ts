@@ -11,7 +11,16 @@
 import * as vscode from "vscode";
 import { saveAs } from "./export";
 import { GraphPanel, type PanelEvents } from "./graphPanel";
-import { metaKind, panelTitle, modelName, type InputUsed, type PanelOrigin, type TopLevelStatement, type TraceSummary } from "./protocol";
+import {
+  isGraphFile,
+  metaKind,
+  panelTitle,
+  modelName,
+  type InputUsed,
+  type PanelOrigin,
+  type TopLevelStatement,
+  type TraceSummary,
+} from "./protocol";
 import { revealLine, revealSite, type LinesNow } from "./reveal";
 import { afterRenames, type Renamed } from "./renames";
 import { openSettingInUse } from "./settingsScope";
@@ -274,7 +283,7 @@ export class TraceFlow {
       moved.push(panel);
     }
     await Promise.all(this.kinds.map((k) => k.renamed?.(renames))); // (the answers remembered: before a trace asks)
-    for (const panel of moved) if (!/\.msgpack$/i.test(vscode.Uri.parse(panel.origin.uri).path)) await this.retrace(panel, true);
+    for (const panel of moved) if (!isGraphFile(vscode.Uri.parse(panel.origin.uri).path)) await this.retrace(panel, true);
   }
 
   /** The panel of `origin`, brought forward, or a new one beside the editor. */
