@@ -245,3 +245,72 @@ export function besideBox(box: Rect, card: ViewSize, view: ViewSize, gap = 8): {
   const best = sides.reduce((a, s) => (room[s] / need[s] > room[a] / need[a] ? s : a), sides[0]);
   return { x: clampX(at[best].x), y: clampY(at[best].y) };
 }
+
+/** What the keyboard's card keeps clear of besides its own box (view px). */
+export interface CardAvoid {
+  /** The boxes an arrow goes to next (before and after it in reading order). */
+  neighbours: readonly Rect[];
+  /** The one the next press in the direction of travel goes to: the card goes away from it. */
+  ahead?: Rect | null;
+  /** What lies over the graph (the table, the legend, the overview): avoided where there is room. */
+  panels?: readonly Rect[];
+  /** The other boxes in view: of the places that fit, the card takes the one over fewest. */
+  others?: readonly Rect[];
+}
+
+type Side = "below" | "above" | "right" | "left";
+
+/** besideBox's sides, the one away from `ahead` first and the one toward it last. */
+function sidesAwayFrom(box: Rect, ahead: Rect | null | undefined): Side[] {
+  if (!ahead) return ["below", "above", "right", "left"];
+  const dx = ahead.x + ahead.w / 2 - (box.x + box.w / 2);
+  const dy = ahead.y + ahead.h / 2 - (box.y + box.h / 2);
+  if (Math.abs(dy) >= Math.abs(dx)) return dy > 0 ? ["above", "right", "left", "below"] : ["below", "right", "left", "above"];
+  return dx > 0 ? ["left", "below", "above", "right"] : ["right", "below", "above", "left"];
+}
+
+/**
+ * Where the keyboard's card of `box` goes (view px): whole in `view`, off the box and off
+ * its neighbours (a card over the box the next arrow goes to hid it), and off the panels
+ * where there is room. Beside the box first, over the fewest other boxes, the side away
+ * from the direction of travel first among equals; then the view's corners alike; then the
+ * same off the box and its neighbours only; else as besideBox (the box in sight).
+ */
+export function cardSpot(box: Rect, card: ViewSize, view: ViewSize, avoid: CardAvoid, gap = 8): { x: number; y: number } {
+  const clampX = (x: number): number => Math.max(0, Math.min(x, view.w - card.w - 4));
+  const clampY = (y: number): number => Math.max(0, Math.min(y, view.h - card.h - 4));
+  const near = [box, ...avoid.neighbours, ...(avoid.ahead ? [avoid.ahead] : [])];
+  // Each side's card lined up with either end of the box, or slid just past a neighbour,
+  // as long as it still touches the box's side (at worst corner to corner).
+  const along = (s: Side): { x: number; y: number }[] => {
+    if (s === "below" || s === "above") {
+      const y = s === "below" ? box.y + box.h + gap : box.y - gap - card.h;
+      const xs = [box.x, box.x + box.w - card.w, ...near.flatMap((r) => [r.x + r.w + gap, r.x - gap - card.w])];
+      return xs.map((x) => ({ x: clampX(x), y })).filter((p) => p.x <= box.x + box.w + gap && p.x + card.w >= box.x - gap);
+    }
+    const x = s === "right" ? box.x + box.w + gap : box.x - gap - card.w;
+    const ys = [box.y, box.y + box.h - card.h, ...near.flatMap((r) => [r.y + r.h + gap, r.y - gap - card.h])];
+    return ys.map((y) => ({ x, y: clampY(y) })).filter((p) => p.y <= box.y + box.h + gap && p.y + card.h >= box.y - gap);
+  };
+  const cx = box.x + box.w / 2;
+  const cy = box.y + box.h / 2;
+  const far = (p: { x: number; y: number }): number => Math.hypot(p.x + card.w / 2 - cx, p.y + card.h / 2 - cy);
+  const corners = [4, view.w - card.w - 4].flatMap((x) => [4, view.h - card.h - 4].map((y) => ({ x, y }))).sort((a, b) => far(a) - far(b));
+  const beside = sidesAwayFrom(box, avoid.ahead).flatMap(along);
+  const fits = (p: { x: number; y: number }): boolean => p.x >= 0 && p.y >= 0 && p.x + card.w <= view.w && p.y + card.h <= view.h;
+  const off = (p: { x: number; y: number }, r: Rect): boolean => p.x >= r.x + r.w || r.x >= p.x + card.w || p.y >= r.y + r.h || r.y >= p.y + card.h;
+  const all = [...near, ...(avoid.panels ?? [])];
+  const over = (p: { x: number; y: number }): number => (avoid.others ?? []).filter((r) => !off(p, r)).length;
+  /** Of `spots` that fit clear of `rects`, the one over fewest other boxes (the first of equals). */
+  const best = (spots: { x: number; y: number }[], rects: Rect[]): { x: number; y: number } | undefined => {
+    let pick: { x: number; y: number } | undefined;
+    let least = Infinity;
+    for (const p of spots) {
+      if (!fits(p) || !rects.every((r) => off(p, r))) continue;
+      const n = over(p);
+      if (n < least) [pick, least] = [p, n];
+    }
+    return pick;
+  };
+  return best(beside, all) ?? best(corners, all) ?? best(beside, near) ?? best(corners, near) ?? besideBox(box, card, view, gap);
+}

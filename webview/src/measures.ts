@@ -17,6 +17,9 @@ export interface MeasureInfo {
   additive: boolean;
   /** Colours on a log scale (values spread over orders of magnitude). */
   log: boolean;
+  /** The heat of the smallest value above 0 on a log scale (else 0): any at all is an alarm,
+   * told apart from none. */
+  floor?: number;
   format: (n: number) => string;
 }
 
@@ -27,11 +30,13 @@ export const MEASURES: Record<Measure, MeasureInfo> = {
   bytes: { label: "output bytes", needs: "costs", additive: true, log: true, format: formatBytes },
   params: { label: "parameters", needs: null, additive: true, log: true, format: formatCount },
   absmax: { label: "largest |value|", needs: "stats", additive: false, log: true, format: formatValue },
+  // (log: 1 NaN and 1,000,000 were both near the cold end of a linear scale, as none is)
   nonfinite: {
     label: "NaN/Inf values",
     needs: "stats",
     additive: false,
-    log: false,
+    log: true,
+    floor: 0.4,
     format: (n) => `${Math.round(n)}`,
   },
 };
@@ -139,10 +144,12 @@ export interface Scale {
   lo: number;
   hi: number;
   log: boolean;
+  /** A log scale's heat at `lo` (MeasureInfo.floor): 0 alone is below it; absent: 0. */
+  floor?: number;
 }
 
 /** The range the colours span: over the given values (NaN ignored; log: positives only). */
-export function scaleOf(values: Iterable<number>, log: boolean): Scale | null {
+export function scaleOf(values: Iterable<number>, log: boolean, floor = 0): Scale | null {
   let lo = Infinity;
   let hi = -Infinity;
   for (const v of values) {
@@ -153,6 +160,7 @@ export function scaleOf(values: Iterable<number>, log: boolean): Scale | null {
   if (hi === -Infinity) return null;
   // one distinct positive value says nothing on a log scale: from 0 then
   if (log && lo === hi) return { lo: 0, hi, log: false };
+  if (log && floor > 0) return { lo, hi, log, floor };
   return { lo: log ? lo : Math.min(lo, 0), hi, log };
 }
 
@@ -162,8 +170,9 @@ export function heat(s: Scale, v: number): number {
   if (s.log) {
     if (v <= 0) return 0;
     if (s.hi <= s.lo) return 1;
-    const h = (Math.log(v) - Math.log(s.lo)) / (Math.log(s.hi) - Math.log(s.lo));
-    return Math.min(1, Math.max(0, h));
+    const h = Math.min(1, Math.max(0, (Math.log(v) - Math.log(s.lo)) / (Math.log(s.hi) - Math.log(s.lo))));
+    const floor = s.floor ?? 0;
+    return floor + (1 - floor) * h;
   }
   if (s.hi <= s.lo) return v > 0 ? 1 : 0;
   return Math.min(1, Math.max(0, (v - s.lo) / (s.hi - s.lo)));
@@ -193,6 +202,7 @@ export function overlay(idx: GraphIndex, vg: VisibleGraph, m: Measure, values = 
   const scale = scaleOf(
     some.map(([, x]) => x),
     MEASURES[m].log,
+    MEASURES[m].floor,
   );
   if (scale) for (const [key, x] of some) out.set(key, heat(scale, x));
   return { measure: m, scale, heat: out, zeros: false };

@@ -6,7 +6,7 @@ import type { GraphNode } from "./format";
 import type { GraphIndex } from "./model";
 import type { Ui } from "./ui";
 import type { VisibleGraph } from "./visible";
-import { available, MEASURE_ORDER, MEASURES, nodeValues, onlyZeros, overlay, topRows, type Measure, type Row } from "./measures";
+import { available, MEASURE_ORDER, MEASURES, nodeValues, onlyZeros, overlay, topRows, type Measure, type Row, type Scale } from "./measures";
 import { formatShare } from "./units";
 
 export interface ValuesHooks {
@@ -130,7 +130,7 @@ export class ValuesPanel {
   }
 
   /** `zeros`: every drawn box with a value has 0 (no scale to show). */
-  private renderLegend(scale: { lo: number; hi: number; log: boolean } | null, zeros: boolean): void {
+  private renderLegend(scale: Scale | null, zeros: boolean): void {
     const info = MEASURES[this.measure];
     this.legend.replaceChildren();
     this.legend.hidden = false;
@@ -141,8 +141,19 @@ export class ValuesPanel {
       none.textContent = zeros ? "every drawn node has 0" : "nothing drawn has a value";
       return;
     }
-    el("div", "ts-legend-bar", this.legend);
+    const bar = el("div", "ts-legend-bar", this.legend);
     const ends = el("div", "ts-legend-ends", this.legend);
+    if (scale.floor) {
+      // (0 has the cold end to itself: the smallest count starts the warm part, as boxes show)
+      const at = `${(scale.floor * 100).toFixed(1)}%`;
+      bar.classList.add("ts-legend-floor");
+      ends.classList.add("ts-legend-floor");
+      bar.style.setProperty("--ts-floor", at);
+      ends.style.setProperty("--ts-floor", at);
+      const zero = el("span", "ts-legend-zero", ends);
+      zero.dataset.role = "legend-zero";
+      zero.textContent = info.format(0);
+    }
     const lo = el("span", "", ends);
     lo.dataset.role = "legend-lo";
     lo.textContent = info.format(scale.lo);

@@ -43,7 +43,7 @@ import {
   pinTransform,
   revealTransform,
   showsAll,
-  besideBox,
+  cardSpot,
   toScreen,
   visibleRect,
   zoomToBox,
@@ -131,10 +131,14 @@ export class Viewer {
   private tipHold: { x: number; y: number } | null = null;
   /** The box whose details card the keyboard showed (focusBox): the card goes with it. */
   private cardKey: string | null = null;
+  /** Which way the arrows last went (1: on in reading order): the card goes the other way. */
+  private cardStep: 1 | -1 = 1;
+  /** The drawn layout's boxes and frames in reading order (keys.ts), made once per layout. */
+  private order: { layout: Layout; keys: string[] } | null = null;
   /** The view the page chose itself (opening view or Fit): redone when the stage resizes,
    * until the user zooms, pans or opens something. */
   private autoView: "initial" | "fit" | null = null;
-  /** A PNG is being made (another PNG click meanwhile does nothing). */
+  /** An SVG or a PNG is being made (another export's click meanwhile does nothing). */
   private exporting = false;
   /** Overlay, legend, table of the heaviest nodes, NaN banner (values and costs). */
   readonly values: ValuesPanel;
@@ -476,14 +480,20 @@ export class Viewer {
 
   /** What the heaviest-nodes table and the legend cover of the graph (view px), those that show. */
   private covered(): Rect[] {
-    const s = this.ui.svg.getBoundingClientRect();
     const out: Rect[] = [];
     for (const panel of [this.values.table, this.values.legend]) {
       if (panel.hidden) continue;
-      const r = panel.getBoundingClientRect();
-      if (r.width > 0 && r.height > 0) out.push({ x: r.left - s.left, y: r.top - s.top, w: r.width, h: r.height });
+      const r = this.inSvg(panel);
+      if (r.w > 0 && r.h > 0) out.push(r);
     }
     return out;
+  }
+
+  /** Where an element over the graph is, in view px. */
+  private inSvg(el: Element): Rect {
+    const s = this.ui.svg.getBoundingClientRect();
+    const r = el.getBoundingClientRect();
+    return { x: r.left - s.left, y: r.top - s.top, w: r.width, h: r.height };
   }
 
   /** After any zoom or pan: draw what came into view, update the overview and detail level. */
@@ -763,18 +773,26 @@ export class Viewer {
     if (!this.drawn) return;
     const { layout } = this.drawn;
     if (a.type === "move") {
-      const items = [
-        ...layout.nodes.map((n) => ({ key: n.key, x: n.x - n.w / 2, y: n.y - n.h / 2, h: n.h })),
-        ...layout.clusters.map((c) => ({ key: c.key, x: c.x, y: c.y, frame: true })),
-      ];
-      const key = stepIn(readingOrder(items), this.selected, a.step);
-      if (key) this.focusBox(key);
+      const key = stepIn(this.readOrder(layout), this.selected, a.step);
+      if (key) this.focusBox(key, a.step);
       return;
     }
     const key = this.selected;
     if (!key) return;
     if (a.type === "activate") this.clickItem(key);
     else if (this.isExpandable(key) && (a.type === "toggle" || (a.type === "open") !== this.isOpen(key))) this.toggle(key);
+  }
+
+  /** The keys of `layout`'s boxes and frames in the order the arrows walk them. */
+  private readOrder(layout: Layout): string[] {
+    if (this.order?.layout !== layout) {
+      const items = [
+        ...layout.nodes.map((n) => ({ key: n.key, x: n.x - n.w / 2, y: n.y - n.h / 2, h: n.h })),
+        ...layout.clusters.map((c) => ({ key: c.key, x: c.x, y: c.y, frame: true })),
+      ];
+      this.order = { layout, keys: readingOrder(items) };
+    }
+    return this.order.keys;
   }
 
   /** Whether a module, group or folded run is open now. */
@@ -785,8 +803,10 @@ export class Viewer {
     return this.exp.modules.has(n);
   }
 
-  /** Select a box from the keyboard: in view, its details shown beside it as a hover would. */
-  private focusBox(key: string): void {
+  /** Select a box from the keyboard (`step`: the way the arrow went): in view, its details
+   * shown beside it as a hover would. */
+  private focusBox(key: string, step: 1 | -1): void {
+    this.cardStep = step;
     this.select(key);
     const b = boundsOf(this.drawn!.layout, key)!;
     const r = visibleRect(this.transform(), this.size());
@@ -899,15 +919,38 @@ export class Viewer {
       this.cardKey = key;
     } else {
       this.ui.tooltip.hidden = false;
-      this.placeCard(at.box);
+      this.placeCard(key, at.box);
     }
   }
 
-  /** A box's card beside it, the box left in sight (`box`: in view px). */
-  private placeCard(box: Rect): void {
+  /** The card of box `key` beside it (`box`: in view px), off the box, off the boxes the
+   * arrows go to next and, where there is room, off the table, the legend and the overview. */
+  private placeCard(key: string, box: Rect): void {
     const tip = this.ui.tooltip;
-    const at = besideBox(box, { w: tip.offsetWidth, h: tip.offsetHeight }, this.size());
+    const layout = this.drawn!.layout;
+    const order = this.readOrder(layout);
+    const near = (step: 1 | -1): Rect | null => {
+      const k = order.includes(key) ? stepIn(order, key, step) : null;
+      const b = k && k !== key ? boundsOf(layout, k) : null;
+      return b ? this.cardPoint(b).box : null;
+    };
+    const [before, after] = [near(-1), near(1)];
+    const neighbours = [before, after].filter((r): r is Rect => r !== null);
+    const ahead = this.cardStep > 0 ? after : before;
+    const overview = this.minimap.canvas.hidden ? [] : [this.minimap.canvas];
+    const panels = [...this.covered(), ...overview.map((c) => this.inSvg(c))];
+    const others = this.boxesInView().filter((n) => n.key !== key);
+    const at = cardSpot(box, { w: tip.offsetWidth, h: tip.offsetHeight }, this.size(), { neighbours, ahead, panels, others });
     tip.style.transform = `translate(${at.x}px, ${at.y}px)`;
+  }
+
+  /** The drawn boxes the window shows, in view px. */
+  private boxesInView(): (Rect & { key: string })[] {
+    const t = this.transform();
+    const seen = visibleRect(t, this.size());
+    return this.drawn!.layout.nodes.filter(
+      (n) => n.x + n.w / 2 > seen.x && n.x - n.w / 2 < seen.x + seen.w && n.y + n.h / 2 > seen.y && n.y - n.h / 2 < seen.y + seen.h,
+    ).map((n) => ({ key: n.key, ...toScreen(t, { x: n.x - n.w / 2, y: n.y - n.h / 2 }), w: n.w * t.k, h: n.h * t.k }));
   }
 
   /** The details of `key` by the pointer (`ev`), or beside box `beside` (the keyboard's). */
@@ -922,7 +965,7 @@ export class Viewer {
     fillTooltip(this.ui.tooltip, d.title, d.rows, d.hist ? histogramChart(d.hist) : undefined);
     this.ui.tooltip.hidden = false;
     fitTooltip(this.ui.tooltip, spareOrder(d.rows));
-    if (beside) this.placeCard(beside);
+    if (beside) this.placeCard(key, beside);
     else if (ev) this.placeTooltip(ev);
   }
 
@@ -996,13 +1039,15 @@ export class Viewer {
   }
 
   private async exportAs(kind: "svg" | "png"): Promise<void> {
-    if (!this.drawn || (kind === "png" && this.exporting)) return;
+    if (!this.drawn || this.exporting) return;
     const { layout, vg, labels, marks } = this.drawn;
     const input = { idx: this.idx, vg, layout, labels, measure: this.measure, arrowId: this.ui.scene.dataset.arrow!, marks };
     const svg = () => exportSvg(input, this.ui.defs, this.ui.root, this.css("--ts-bg", "#ffffff"), this.scene.heatMap(), this.hidingError(vg));
     const base = (this.idx.graph.model.name || "graph").replace(/[^\w.-]+/g, "_");
     if (kind === "svg") {
-      this.host.saveFile(`${base}.svg`, "image/svg+xml", new Blob([await svg()], { type: "image/svg+xml" }));
+      await this.whileExporting("SVG", "", async () => {
+        this.host.saveFile(`${base}.svg`, "image/svg+xml", new Blob([await svg()], { type: "image/svg+xml" }));
+      });
       return;
     }
     const [w, h] = exportSize(layout);
@@ -1017,16 +1062,25 @@ export class Viewer {
       this.status(text);
       return;
     }
-    const busy = "Exporting PNG…";
-    this.exporting = true;
-    this.status(busy);
-    try {
+    await this.whileExporting("PNG", " Export SVG instead: it has no size limit.", async () => {
       // (made in short tasks: the status line is painted meanwhile)
       const png = await svgToPng(await svg(), w, h, scale);
       this.host.saveFile(`${base}.png`, "image/png", png);
+    });
+  }
+
+  /** An export's `make` with the status line saying so meanwhile (both are made over many
+   * tasks); another export's click does nothing until it is done. A failure is said over the
+   * graph and in the status line, with `advice`. */
+  private async whileExporting(what: "SVG" | "PNG", advice: string, make: () => Promise<void>): Promise<void> {
+    const busy = `Exporting ${what}…`;
+    this.exporting = true;
+    this.status(busy);
+    try {
+      await make();
       if (this.ui.status.textContent === busy) this.status(this.summary());
     } catch (e) {
-      const text = `PNG export failed: ${(e as Error).message}. Export SVG instead: it has no size limit.`;
+      const text = `${what} export failed: ${e instanceof Error ? e.message : String(e)}.${advice}`;
       this.notice(text);
       this.status(text);
     } finally {

@@ -426,6 +426,38 @@ describe("Find NaN origin", () => {
   });
 });
 
+describe("Colour by NaN/Inf values", () => {
+  test("a box with any NaN/Inf is clearly warmer than one with none; the legend says log scale with 0 apart", async () => {
+    // QA: on a linear scale the head's 6 NaN beside the blocks' 24 were near the cold colour of none
+    const o = await open(browser, "nan");
+    const { page } = o;
+    await choose(page, "nonfinite");
+    await page.waitForSelector(".ts-nodes > g[data-heat]");
+    const drawn = await heats(page);
+    const none = drawn.filter((d) => d.heat === 0);
+    const some = drawn.filter((d) => d.heat > 0);
+    assert.ok(none.length > 0 && some.length >= 2, JSON.stringify(drawn));
+    for (const d of some) assert.ok(d.heat >= 0.4, `node ${d.id}: heat ${d.heat} of a box with NaN/Inf`);
+    // the fills apart as a user sees them: every warm box far from the cold one
+    // (Chromium gives a mixed colour as `color(srgb r g b)`, 0..1 a channel)
+    const rgb = (c: string): number[] =>
+      c
+        .match(/[\d.]+/g)!
+        .slice(0, 3)
+        .map((v) => Number(v) * (c.startsWith("color(") ? 255 : 1));
+    const apart = (a: string, b: string): number => Math.max(...rgb(a).map((v, i) => Math.abs(v - rgb(b)[i]!)));
+    for (const d of some) assert.ok(apart(d.fill, none[0]!.fill) >= 40, `${d.fill} against ${none[0]!.fill}`);
+    const legend = page.locator("[data-role=legend]");
+    assert.match((await legend.textContent())!, /NaN\/Inf values · log scale/);
+    assert.equal(await legend.locator("[data-role=legend-zero]").textContent(), "0");
+    assert.equal(await legend.locator("[data-role=legend-lo]").textContent(), "6");
+    assert.equal(await legend.locator("[data-role=legend-hi]").textContent(), "24");
+    await shot(page, "values-nonfinite-log");
+    assertClean(o);
+    await page.context().close();
+  });
+});
+
 describe("VS Code host", () => {
   test("a paused-frame graph says its numbers are the live model's; Find NaN origin opens the line", async () => {
     const { page, errors, close } = await vscodePage(browser);

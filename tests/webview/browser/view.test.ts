@@ -429,6 +429,48 @@ describe("the graph without a mouse", () => {
     await page.context().close();
   });
 
+  test("walking the boxes, the card covers neither the box the next arrow goes to nor the one it came from (QA)", async () => {
+    // QA: the card went below the selected box, over the next one in a chain: ArrowDown went
+    // to a box the user could not see
+    const o = await open(browser, "gpt2");
+    const { page } = o;
+    await page.locator(".ts-svg").focus();
+    const tip = page.locator(".ts-tooltip");
+    const view = (): Promise<string | null> => page.locator(".ts-viewport").getAttribute("transform");
+    const selectedBox = async (): Promise<Box | null> => {
+      const node = page.locator('.ts-node[data-selected="true"] > .ts-box');
+      return (await node.count()) === 1 ? box(node) : null;
+    };
+    const covered = (b: Box, c: Box): number => {
+      const w = Math.max(0, Math.min(b.x + b.width, c.x + c.width) - Math.max(b.x, c.x));
+      const h = Math.max(0, Math.min(b.y + b.height, c.y + c.height) - Math.max(b.y, c.y));
+      return (w * h) / (b.width * b.height);
+    };
+    const bad: string[] = [];
+    let checked = 0;
+    let before: { b: Box; card: Box | null; view: string | null } | null = null;
+    for (let i = 0; i < 24; i++) {
+      await page.keyboard.press("ArrowDown");
+      const b = await selectedBox();
+      const card = b && (await tip.isVisible()) ? await box(tip) : null;
+      const now = { b: b!, card, view: await view() };
+      // (compared on screen only while the view stayed where it was)
+      if (b && before && before.view === now.view) {
+        if (before.card && covered(b, before.card) > 0.05)
+          bad.push(`step ${i - 1}: the card ${JSON.stringify(before.card)} covers the next box ${JSON.stringify(b)}`);
+        if (card && covered(before.b, card) > 0.05)
+          bad.push(`step ${i}: the card ${JSON.stringify(card)} covers the box before ${JSON.stringify(before.b)}`);
+        checked++;
+      }
+      before = b ? now : null;
+    }
+    assert.deepEqual(bad, []);
+    assert.ok(checked >= 8, `${checked} steps checked`);
+    await shot(page, "keyboard-card-clear-of-neighbours");
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+
   test("the keyboard's card stays beside its box while the pointer moves over empty canvas and the view zooms (QA)", async () => {
     // the pointer, resting on the canvas, took the card over when it moved: the card jumped to
     // the pointer and stayed there after a zoom

@@ -431,6 +431,42 @@ describe("PNG export of an expanded graph", () => {
     await page.context().close();
   });
 
+  test("GPT-2, Expand all: the status says while an SVG is written, as for a PNG, and not after", async () => {
+    // QA: the SVG, made in slices over many tasks on a big graph, showed no busy status
+    const o = await open(browser, "gpt2");
+    const page = o.page;
+    await clickAndWait(page, "[data-action=expand-all]");
+    await recordStatus(page);
+    const [svgDl] = await Promise.all([page.waitForEvent("download", { timeout: 60_000 }), page.click("[data-action=export-svg]")]);
+    assert.match(svgDl.suggestedFilename(), /\.svg$/);
+    const said = await page.evaluate(() => (window as unknown as { __statuses: string[] }).__statuses);
+    assert.ok(
+      said.some((t) => /^Exporting SVG…/.test(t)),
+      `status while exporting: ${JSON.stringify(said)}`,
+    );
+    assert.doesNotMatch((await page.locator("[data-role=status]").textContent())!, /Exporting/, "and not after");
+    assertNoErrors(o);
+    await page.context().close();
+  });
+
+  test("an SVG export that fails: the busy status goes, a message says why", async () => {
+    const o = await open(browser, "mlp");
+    const page = o.page;
+    await page.evaluate(() => {
+      XMLSerializer.prototype.serializeToString = () => {
+        throw new Error("refused by the test");
+      };
+    });
+    await page.click("[data-action=export-svg]");
+    await page.waitForFunction(() => /SVG/.test(document.querySelector("[data-role=notice]")?.textContent ?? ""), undefined, { timeout: 10_000 });
+    const notice = (await page.locator("[data-role=notice]").textContent())!;
+    assert.match(notice, /^SVG export failed: refused by the test/);
+    assert.equal(await page.locator("[data-role=status]").textContent(), notice, "the busy status is replaced");
+    assert.equal(await page.locator("#torchscope").getAttribute("data-state"), "ready", "the graph is still there");
+    assertNoErrors(o);
+    await page.context().close();
+  });
+
   test("T5, Expand all: too big for the browser's canvas at full size: no shrunken picture, a message that points to SVG", async () => {
     const o = await open(browser, "t5");
     const page = o.page;

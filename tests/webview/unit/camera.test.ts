@@ -6,6 +6,7 @@ import {
   READABLE_ZOOM,
   besideBox,
   busiestX,
+  cardSpot,
   centerTransform,
   clearArea,
   detailLevel,
@@ -219,5 +220,66 @@ describe("besideBox: a card next to the box it describes", () => {
     const box = { x: 0, y: 0, w: 1000, h: 560 };
     const at = besideBox(box, card, view);
     assert.ok(at.x >= 0 && at.y >= 0 && at.x + card.w <= view.w && at.y + card.h <= view.h);
+  });
+});
+
+describe("cardSpot: the keyboard's card clear of the box and of where the arrows go next", () => {
+  const view = { w: 1000, h: 600 };
+  const card = { w: 300, h: 200 };
+  type R = { x: number; y: number; w: number; h: number };
+  const covers = (at: { x: number; y: number }, r: R): boolean => at.x < r.x + r.w && r.x < at.x + card.w && at.y < r.y + r.h && r.y < at.y + card.h;
+  const inView = (at: { x: number; y: number }): boolean => at.x >= 0 && at.y >= 0 && at.x + card.w <= view.w && at.y + card.h <= view.h;
+  it("walking down a chain: not below (over the next box), nor above (over the one before)", () => {
+    // QA: the card went below the selected box, over the box ArrowDown went to next
+    const box = { x: 400, y: 200, w: 80, h: 30 };
+    const prev = { x: 400, y: 140, w: 80, h: 30 };
+    const next = { x: 400, y: 260, w: 80, h: 30 };
+    const at = cardSpot(box, card, view, { neighbours: [prev, next], ahead: next });
+    for (const r of [box, prev, next]) assert.ok(!covers(at, r), `${JSON.stringify(at)} covers ${JSON.stringify(r)}`);
+    assert.ok(inView(at));
+  });
+  it("goes to the side away from the direction of travel first", () => {
+    const box = { x: 400, y: 250, w: 80, h: 30 };
+    const next = { x: 400, y: 320, w: 80, h: 30 };
+    const at = cardSpot(box, card, view, { neighbours: [next], ahead: next });
+    assert.ok(at.y + card.h <= box.y, `above, away from the next box below: ${JSON.stringify(at)}`);
+    const up = { x: 400, y: 180, w: 80, h: 30 };
+    const back = cardSpot(box, card, view, { neighbours: [up], ahead: up });
+    assert.ok(back.y >= box.y + box.h, `going up: below it ${JSON.stringify(back)}`);
+  });
+  it("of the places beside the box, the one over fewest other boxes", () => {
+    const box = { x: 400, y: 250, w: 80, h: 30 };
+    const next = { x: 400, y: 320, w: 80, h: 30 };
+    const other = { x: 420, y: 100, w: 60, h: 30 }; // (where the card above it would go)
+    const at = cardSpot(box, card, view, { neighbours: [next], ahead: next, others: [other] });
+    for (const r of [box, next, other]) assert.ok(!covers(at, r), `${JSON.stringify(at)} covers ${JSON.stringify(r)}`);
+    assert.equal(at.x, box.x + box.w + 8, "right of it");
+  });
+  it("no side is clear: a corner of the view that covers none of them", () => {
+    const v = { w: 700, h: 500 };
+    const box = { x: 300, y: 200, w: 100, h: 40 };
+    const around = [
+      { x: 300, y: 140, w: 100, h: 40 },
+      { x: 300, y: 260, w: 100, h: 40 },
+      { x: 150, y: 200, w: 120, h: 40 },
+      { x: 430, y: 200, w: 100, h: 40 },
+    ];
+    const c = { w: 250, h: 130 };
+    const at = cardSpot(box, c, v, { neighbours: around, ahead: around[1] });
+    for (const r of [box, ...around]) {
+      assert.ok(!(at.x < r.x + r.w && r.x < at.x + c.w && at.y < r.y + r.h && r.y < at.y + c.h), `${JSON.stringify(at)} covers ${JSON.stringify(r)}`);
+    }
+    assert.ok(at.x >= 0 && at.y >= 0 && at.x + c.w <= v.w && at.y + c.h <= v.h);
+  });
+  it("clear of the panels over the graph (table, legend, overview) where there is room", () => {
+    const box = { x: 400, y: 250, w: 80, h: 30 };
+    const legend = { x: 10, y: 20, w: 600, h: 150 };
+    const at = cardSpot(box, card, view, { neighbours: [], panels: [legend] });
+    assert.ok(!covers(at, legend) && !covers(at, box), JSON.stringify(at));
+  });
+  it("no room clear of the neighbours: the box itself stays in sight, as besideBox", () => {
+    const box = { x: 100, y: 100, w: 60, h: 30 };
+    const wall = { x: 0, y: 0, w: 1000, h: 600 };
+    assert.deepEqual(cardSpot(box, card, view, { neighbours: [wall] }), besideBox(box, card, view));
   });
 });

@@ -168,6 +168,29 @@ test("overlay: heat for every drawn box with a value, scaled over what is drawn"
   assert.equal(overlay(idx, all, "none").heat.size, 0);
 });
 
+test("NaN/Inf: any count is clearly warm, 0 the cold end, counts orders of magnitude apart told apart", () => {
+  // QA: a linear scale gave a box with 1 NaN beside one with 1,000,000 the cold colour of none
+  const { g, ids } = withValues();
+  const counts: Record<number, number> = { [ids.lin1!]: 0, [ids.act!]: 1, [ids.l0!]: 1000, [ids.l1!]: 1_000_000 };
+  for (const e of g.edges) e.stats!.nan = counts[e.src] ?? 0;
+  const idx = buildIndex(g);
+  const all = buildVisible(idx, { modules: new Set(idx.containers), groups: new Set([0]), segments: new Set<number>() });
+  const o = overlay(idx, all, "nonfinite");
+  const h = (id: number): number => o.heat.get(`n${id}`)!;
+  assert.equal(h(ids.lin1!), 0, "none: the cold end");
+  assert.ok(h(ids.act!) >= 0.3, `1 NaN is clearly warm: heat ${h(ids.act!)}`);
+  assert.ok(h(ids.l0!) - h(ids.act!) >= 0.2, `1,000 apart from 1: ${h(ids.act!)} → ${h(ids.l0!)}`);
+  assert.ok(h(ids.l1!) - h(ids.l0!) >= 0.2, `1,000,000 apart from 1,000: ${h(ids.l0!)} → ${h(ids.l1!)}`);
+  assert.equal(h(ids.l1!), 1);
+  assert.ok(o.scale?.log, "a log scale (the legend says so)");
+  assert.equal(o.scale.lo, 1, "its warm end starts at the smallest count drawn");
+  // one count drawn beside boxes without any: still the hot end, 0 the cold
+  for (const e of g.edges) e.stats!.nan = e.src === ids.l0 ? 2 : 0;
+  const one = overlay(buildIndex(g), all, "nonfinite");
+  assert.equal(one.heat.get(`n${ids.l0}`), 1);
+  assert.equal(one.heat.get(`n${ids.lin1}`), 0);
+});
+
 test("every drawn box at 0 (FLOPs of an unrolled `x + 1`): no scale, the boxes at the cold end, and it says so", () => {
   // the legend said "nothing drawn has a value" and the table "Heaviest 0 by FLOPs"
   const { g, ids } = withValues();
