@@ -33,9 +33,15 @@ class Site:
     file: str
     line: int
     func: str = ""
+    # where on the line the call's expression starts (0-based, in UTF-8 bytes, as Python's
+    # code positions count): a loop runs one expression again, a statement calling two
+    # layers runs two (None: not known, as in a file written before sites had it)
+    col: Optional[int] = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "func": self.func}
+        if self.col is None:
+            return {"file": self.file, "line": self.line, "func": self.func}
+        return {"file": self.file, "line": self.line, "func": self.func, "col": self.col}
 
 
 @dataclass(slots=True)
@@ -499,7 +505,10 @@ def _site(d: Any) -> Optional[Site]:
         return None
     if not isinstance(d, dict):
         raise TypeError("a site is no map")  # (from_wire says where)
-    return Site(str(d["file"]), int(d["line"]), str(d.get("func", "")))
+    col = d.get("col")
+    if col is not None and (type(col) is not int or col < 0):  # (as the viewer reads it)
+        raise ValueError(f"a site's col should be a whole number from 0, not {col!r}")
+    return Site(str(d["file"]), int(d["line"]), str(d.get("func", "")), col)
 
 
 def check_version(version: Any) -> None:

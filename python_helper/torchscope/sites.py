@@ -79,20 +79,51 @@ class _Code:
     is freed (a weak reference's callback, run before the id can be another object's): the
     runner imports the user's file afresh for each trace, and old code must not pile up."""
 
-    __slots__ = ("ref", "file", "name", "kind", "sites")
+    __slots__ = ("ref", "file", "name", "kind", "sites", "positions")
 
     def __init__(self, code: CodeType) -> None:
         key = id(code)
         self.ref = weakref.ref(code, lambda _: _codes.pop(key, None))
         self.file, self.name = code.co_filename, code.co_name
         self.kind = _kind_of(code)
-        self.sites: dict[int, Site] = {}  # line → Site, shared between nodes: never mutated
+        # the instruction a frame is at (f_lasti) → its Site, shared between nodes: never
+        # mutated (by instruction, not line: two calls on one line have their own columns)
+        self.sites: dict[int, Site] = {}
+        self.positions: Optional[list[Any]] = None  # the code's positions, once asked for
 
-    def site(self, line: int) -> Site:
-        site = self.sites.get(line)
+    def site(self, frame: FrameType) -> Site:
+        """The Site of the instruction `frame` is at (it runs this code)."""
+        lasti = frame.f_lasti
+        site = self.sites.get(lasti)
         if site is None:
-            site = self.sites[line] = Site(_abs(self.file), line, self.name)
+            site = self.sites[lasti] = self._site_at(lasti, frame.f_lineno)
         return site
+
+    def _site_at(self, lasti: int, line: int) -> Site:
+        code = self.ref()
+        if self.positions is None and code is not None:
+            self.positions = _positions(code)
+        return _located(_abs(self.file), line, self.name, self.positions, lasti)
+
+
+def _positions(code: CodeType) -> list[Any]:
+    """(line, end line, column, end column) of each instruction; [] where Python has none
+    (3.10, or run with -X no_debug_ranges)."""
+    try:
+        return list(code.co_positions())  # type: ignore[attr-defined]
+    except Exception:
+        return []
+
+
+def _located(
+    file: str, line: Optional[int], func: str, positions: Optional[list[Any]], lasti: int
+) -> Site:
+    """A Site with the column where the expression of the instruction at byte offset `lasti`
+    starts, when Python knows it and it starts on `line`."""
+    pos = positions[lasti // 2] if positions and 0 <= lasti < 2 * len(positions) else None
+    if pos is not None and pos[0] == line and pos[2] is not None:
+        return Site(file, line or 0, func, pos[2])
+    return Site(file, line or 0, func)
 
 
 _codes: dict[int, _Code] = {}
@@ -151,9 +182,9 @@ def frame_sites(frame: Optional[FrameType]) -> tuple[Optional[Site], Optional[Si
             entry = _entry(code)
         kind = entry.kind
         if kind == _KEEP:
-            return entry.site(frame.f_lineno), inside
+            return entry.site(frame), inside
         if kind == _HELPER and inside is None:
-            inside = entry.site(frame.f_lineno)
+            inside = entry.site(frame)
         frame = frame.f_back
     return inside, None  # only torch inside: its helper line is the best there is
 

@@ -261,7 +261,11 @@ def in_module(graph: Graph, node: Node, named: Callable[[str], str] = str) -> st
     if not module.path:  # the model itself: its line is the node's
         return ""
     call = module.site
-    called = f", called{at(call, named)}" if call and call != node.site else ""
+    here = node.site
+    same = (
+        here is not None and call is not None and (call.file, call.line) == (here.file, here.line)
+    )
+    called = f", called{at(call, named)}" if call and not same else ""
     return f" in {module.path} ({module.name}{called})"
 
 

@@ -117,6 +117,60 @@ def test_a_loop_over_a_module_list_runs_once_per_layer():
     assert info.label() == "1×4 ×3"
 
 
+class TwoConvs(nn.Module):
+    """A loop over a tuple of different attributes, and one statement calling a layer on
+    its own output: told apart by the calls' columns, not by what they call."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv1d(2, 3, 1)
+        self.conv2 = nn.Conv1d(3, 5, 1)
+        self.act = nn.Tanh()
+
+    def forward(self, x):
+        for conv in (self.conv1, self.conv2):
+            x = conv(x)
+        return self.act(self.act(x))
+
+
+def test_a_loop_over_different_attributes_runs_once_per_attribute():
+    """It was one run of two calls ("1×5×4", the last shape, no ×2): conv1 and conv2 are not
+    items of one container, and a site had no column to tell a loop from a statement
+    calling both; and `act(act(x))` was two runs ("×2") for one statement."""
+    lines = indexed(TwoConvs(), torch.randn(1, 2, 4))
+    info = lines[here("x = conv(x)")]
+    assert [[m.path for m in r.made] for r in info.runs] == [["conv1"], ["conv2"]]
+    assert info.label() == "1×3×4, 1×5×4 ×2"
+    info = lines[here("return self.act(self.act(x))")]
+    assert len(info.runs) == 1 and info.label() == "1×5×4"
+
+
+def test_a_site_has_the_calls_column():
+    graph = torchscope.trace(TwoConvs(), torch.randn(1, 2, 4))
+    text = Path(__file__).read_text().splitlines()
+    acts = [n for n in graph.nodes if n.path == "act"]
+    line = text[here("return self.act(self.act(x))")]
+    # the outer call starts at `self.act(self.act`, the inner one at its argument
+    assert sorted(n.site.col for n in acts) == [line.index("self.act"), line.rindex("self.act")]
+    convs = [n for n in graph.nodes if n.path in ("conv1", "conv2")]
+    assert {n.site.col for n in convs} == {text[here("x = conv(x)")].index("conv(")}
+    wire = graph.to_wire()
+    assert all(w["site"]["col"] == n.site.col for w, n in zip(wire["nodes"], graph.nodes) if n.site)
+    again = torchscope.Graph.from_wire(wire)
+    assert [n.site for n in again.nodes] == [n.site for n in graph.nodes]
+
+
+def test_runs_without_columns_are_told_as_before():
+    """A graph file written before sites had columns: runs are split by what is called."""
+    wire = torchscope.trace(TwoConvs(), torch.randn(1, 2, 4)).to_wire()
+    for n in wire["nodes"]:
+        if n.get("site"):
+            n["site"].pop("col", None)
+    lines = next(v for f, v in hints.index_graph(wire).files.items() if Path(f) == Path(__file__))
+    assert len(lines[here("x = conv(x)")].runs) == 1
+    assert len(lines[here("return self.act(self.act(x))")].runs) == 2
+
+
 def test_label_names_at_most_three_shapes():
     info = hints.LineInfo(
         0, [hints.Run([], [hints.TensorOut(0, (i, 2), "float32")]) for i in range(1, 6)]

@@ -14,6 +14,9 @@ export interface Site {
   file: string;
   line: number;
   func?: string;
+  /** Where on the line the call's expression starts: 0-based, in UTF-8 bytes (Python's
+   * count); absent when not known. */
+  col?: number;
 }
 
 export type AttrValue = string | number | boolean | null | AttrValue[];
@@ -163,7 +166,7 @@ function number(o: Obj, key: string, where: string, fallback?: number): number {
   throw new FormatError(`${where}: field "${key}" should be a number`);
 }
 
-/** A node id or a call index: a whole number (a fractional id names no node: the drawing
+/** A node id, a call index or a column: a whole number (a fractional id names no node: the drawing
  * would fail on it far from here). */
 function int(o: Obj, key: string, where: string, fallback?: number): number {
   const v = o[key];
@@ -178,6 +181,11 @@ function site(v: unknown, where: string): Site | null {
   if (!isObj(v)) throw new FormatError(`${where}: site should be a map or nil`);
   const s: Site = { file: str(v, "file", where, ""), line: number(v, "line", where, 0) };
   if (typeof v.func === "string") s.func = v.func;
+  if (v.col !== undefined && v.col !== null) {
+    const col = int(v, "col", where);
+    if (col < 0) throw new FormatError(`${where}: field "col" should be a whole number from 0`);
+    s.col = col;
+  }
   return s;
 }
 

@@ -270,35 +270,42 @@ def _split_runs(
     """A line's top nodes (in call order) as runs. Under one parent, another statement of
     the same function running in between starts a new run (a loop body of several lines);
     calls of the line back to back are split by their repeating pattern (`for b in blocks:
-    x = b(x)` is one call per run; `0.5 * x * (1 + torch.tanh(…))` is one run of eight). A
-    statement that calls one thing twice the same way (`act(act(x))`) looks like two runs:
-    sites have no column to tell them apart; a loop whose calls differ in their arguments
-    looks like one run (fewer runs is the safer mistake), but the items of one ModuleList
-    or Sequential are alike whatever their class and settings (`for layer in self.layers:
-    x = layer(x)` over Linear, ReLU, Linear is three runs; so is a statement calling
-    `self.layers[0]` and `self.layers[1]`)."""
+    x = b(x)` is one call per run; `0.5 * x * (1 + torch.tanh(…))` is one run of eight).
+    Where the sites have their columns, a module call is one evaluation of the expression
+    at its column, whatever it calls (`for conv in (self.conv1, self.conv2): x = conv(x)`
+    is two runs; `act(act(x))` and `self.b(self.a(x))` one); an op is told by its column
+    and what it is (a torch helper the line called makes several ops at one column). In a
+    graph without columns, calls are told by what they call: a statement calling one thing
+    twice the same way looks like two runs, a loop whose calls differ in their arguments
+    like one run (fewer runs is the safer mistake), but the items of one ModuleList or
+    Sequential are alike whatever their class and settings."""
     by_parent: dict[Optional[int], list[int]] = {}
     for i in tops:
         by_parent.setdefault(parent[i], []).append(i)
     site = nodes[tops[0]]["site"]
     file, line, func = site["file"], site["line"], site.get("func", "")
+    columns = all(nodes[i]["site"].get("col") is not None for i in tops)
 
     def other_statement(k: int) -> bool:
         s = nodes[k].get("site")
         return bool(s) and s["file"] == file and s.get("func", "") == func and s["line"] != line
 
-    def key(i: int) -> tuple[str, ...]:
-        """What must repeat for calls to be one run each: the same callable, with the same
-        arguments, of the same module attribute (`blocks.0` and `blocks.1` alike; `stem` and
-        `blocks` not: `self.blocks(self.stem(x))` is one run). The items of one container
-        are alike whatever their class and settings: a stack's first layer is often wider
-        in, and a Sequential's layers are of several kinds (Linear, ReLU, Linear)."""
+    def key(i: int) -> tuple[Any, ...]:
+        """What must repeat for calls to be one run each: with columns, the same expression;
+        else the same callable, with the same arguments, of the same module attribute
+        (`blocks.0` and `blocks.1` alike; `stem` and `blocks` not: `self.blocks(self.stem(x))`
+        is one run). The items of one container are alike whatever their class and settings:
+        a stack's first layer is often wider in, and a Sequential's layers are of several
+        kinds (Linear, ReLU, Linear)."""
         n = nodes[i]
+        if columns and n["kind"] == "module":
+            return ("module", n["site"]["col"])
         raw = n.get("path") or ""
         path = _INDEX.sub(r"\1#", raw)
-        if path != raw:
-            return (n["kind"], path)
-        return (n["kind"], n.get("target") or "", n["name"], path, repr(n.get("attrs")))
+        told = (n["kind"], path) if path != raw else None
+        if told is None:
+            told = (n["kind"], n.get("target") or "", n["name"], path, repr(n.get("attrs")))
+        return (n["site"]["col"], *told) if columns else told
 
     out: list[list[int]] = []
     for p, siblings in by_parent.items():
