@@ -242,7 +242,7 @@ export class Commands {
   }
 
   private async goToCallSite(ctx?: NodeContext): Promise<void> {
-    if (ctx?.siteFile && ctx.siteLine) await revealLine(ctx.siteFile, ctx.siteLine, GraphPanel.active);
+    if (ctx?.siteFile && ctx.siteLine) await revealLine(ctx.siteFile, ctx.siteLine, GraphPanel.active, false, ctx.siteCol);
   }
 
   /** The library frame the node ran in (the error's `linear.py:134` behind the user's line). */

@@ -249,6 +249,8 @@ export interface NodeContext {
   defnLine?: number;
   siteFile?: string;
   siteLine?: number;
+  /** Where on that line the call starts (Python's UTF-8 column; `Site.col`). */
+  siteCol?: number;
   /** The library frame of an op run inside a library function, or of the failing call. */
   insideFile?: string;
   insideLine?: number;

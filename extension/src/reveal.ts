@@ -59,6 +59,27 @@ export function editorLine(line: number, lineCount: number): number {
   return Math.max(0, Math.min(l, Math.max(0, lineCount - 1)));
 }
 
+/**
+ * The cursor's UTF-16 column on `text`, a line of code: where a call starts, `col` being
+ * Python's column of it (UTF-8 bytes, graph-format.md's `site.col`), when that is the start
+ * of a character of code; else (no column, or one that can't be a call's: in the
+ * indentation, on a space, past the end, inside a character — the line changed since) the
+ * start of the line's code.
+ */
+export function cursorColumn(text: string, col: number | undefined): number {
+  const code = text.length - text.trimStart().length;
+  if (col === undefined || col <= 0) return code;
+  let bytes = 0;
+  for (let i = 0; i < text.length; ) {
+    const cp = text.codePointAt(i)!;
+    if (bytes === col) return i >= code && !/\s/.test(text[i]!) ? i : code;
+    if (bytes > col) return code;
+    bytes += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    i += cp > 0xffff ? 2 : 1;
+  }
+  return code;
+}
+
 /** Same file, whatever the spelling (`/a/./b.py` vs `/a/b.py`; case on Windows). */
 export function sameFile(a: string, b: string, caseInsensitive = process.platform === "win32"): boolean {
   const na = path.normalize(a);
@@ -78,10 +99,16 @@ function columnFor(uri: vscode.Uri, panel: GraphPanel | undefined): vscode.ViewC
 
 /** Open `file` at 1-based `line` and put the cursor at the start of its code (`preserveFocus`:
  * beside the graph, unasked: a file that would need a question is left alone). */
-export async function revealLine(file: string, line: number, panel?: GraphPanel, preserveFocus = false): Promise<vscode.TextEditor | undefined> {
+export async function revealLine(
+  file: string,
+  line: number,
+  panel?: GraphPanel,
+  preserveFocus = false,
+  col?: number,
+): Promise<vscode.TextEditor | undefined> {
   if (!(await mayOpen(file, panel, preserveFocus))) return undefined;
   const uri = panel && sameFile(vscode.Uri.parse(panel.origin.uri).fsPath, file) ? vscode.Uri.parse(panel.origin.uri) : vscode.Uri.file(file);
-  return revealUri(uri, file, line, panel, preserveFocus);
+  return revealUri(uri, file, line, panel, preserveFocus, col);
 }
 
 /**
@@ -102,6 +129,7 @@ async function revealUri(
   line: number,
   panel?: GraphPanel,
   preserveFocus = false,
+  col?: number,
 ): Promise<vscode.TextEditor | undefined> {
   let doc: vscode.TextDocument;
   try {
@@ -111,8 +139,8 @@ async function revealUri(
     return undefined;
   }
   const l = editorLine(line, doc.lineCount);
-  const col = doc.lineAt(l).firstNonWhitespaceCharacterIndex;
-  const pos = new vscode.Position(l, col);
+  // (a line past the end, clamped to the last: not the call's line, no column on it)
+  const pos = new vscode.Position(l, cursorColumn(doc.lineAt(l).text, l === line - 1 ? col : undefined));
   const editor = await vscode.window.showTextDocument(doc, {
     viewColumn: columnFor(uri, panel),
     preserveFocus,
@@ -138,9 +166,10 @@ async function pairsOf(panel: GraphPanel | undefined, file: string, linesNow: Li
  * comparison's before-side, maybe in HEAD's version of the file (kept as traced). */
 export async function revealSite(site: Site, panel?: GraphPanel, side?: "a" | "b", linesNow?: LinesNow): Promise<vscode.TextEditor | undefined> {
   const head = panel && versionUri(panel.origin, site.file, side);
-  if (head) return revealUri(head, site.file, site.line, panel);
+  if (head) return revealUri(head, site.file, site.line, panel, false, site.col);
   const pairs = side === "a" ? null : await pairsOf(panel, site.file, linesNow);
-  return revealLine(site.file, pairs ? lineNow(pairs, site.line) : site.line, panel);
+  // (a line that moved since the trace reads as traced: its column holds)
+  return revealLine(site.file, pairs ? lineNow(pairs, site.line) : site.line, panel, false, site.col);
 }
 
 /** Cursor moves in a Python editor → `highlightLine` to every panel (debounced), as the

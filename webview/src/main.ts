@@ -144,7 +144,7 @@ function nodeContext(viewer: Viewer, ev: Event): void {
     torchscopeHasSite: !!node.site,
     torchscopeHasInside: !!node.inside,
     ...(node.defn ? { defnFile: node.defn.file, defnLine: node.defn.line } : {}),
-    ...(node.site ? { siteFile: node.site.file, siteLine: node.site.line } : {}),
+    ...(node.site ? { siteFile: node.site.file, siteLine: node.site.line, ...(node.site.col !== undefined ? { siteCol: node.site.col } : {}) } : {}),
     ...(node.inside ? { insideFile: node.inside.file, insideLine: node.inside.line } : {}),
   });
 }

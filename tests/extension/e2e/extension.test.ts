@@ -190,6 +190,8 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
         timeout: 15_000,
       });
       assert.equal(await cursorLine(page), 18);
+      // at the call itself (`self.fc2(h).softmax(…)` starts at column 16), not the line's start (9)
+      assert.match(await page.locator('[id="status.editor.selection"]').innerText(), /Ln 18, Col 16\b/);
       // (shown in its group; the focus may stay on the panel's group: see shownInAGroup)
       assert.ok(await shownInAGroup(page, "mlp.py"), "mlp.py is shown beside the panel");
       // The cursor's line comes back to the graph: what line 18 made is marked.

@@ -15,7 +15,7 @@ import { AnswerStore, classifyFailure, runsCodeDetail, runsCodeQuestion, stateme
 import { afterRaise, metaQuestion, inputBox, inputUsed } from "../../../extension/src/traceFlow";
 import type { TraceSummary } from "../../../extension/src/protocol";
 import { opensIn } from "../../../extension/src/export";
-import { editorLine, sameFile } from "../../../extension/src/reveal";
+import { cursorColumn, editorLine, sameFile } from "../../../extension/src/reveal";
 import { standaloneHtml } from "../../../extension/src/export";
 import { afterRenames, renamedUri } from "../../../extension/src/renames";
 
@@ -489,6 +489,22 @@ describe("reveal", () => {
     assert.equal(editorLine(99, 10), 9);
     assert.equal(editorLine(0, 10), 0);
     assert.equal(editorLine(Number.NaN, 10), 0);
+  });
+  it("puts the cursor where the call starts (Python's UTF-8 column), else at the line's code", () => {
+    const line = "        x = self.act(self.act(x))";
+    assert.equal(cursorColumn(line, line.indexOf("self.act")), line.indexOf("self.act"));
+    assert.equal(cursorColumn(line, line.lastIndexOf("self.act")), line.lastIndexOf("self.act"));
+    assert.equal(cursorColumn(line, undefined), 8); // (no column: the code's start, as before)
+    // bytes, not UTF-16 units: `größe` is 7 bytes, 5 units; `𝑥` 4 bytes, 2 units
+    const wide = "    größe = 𝑥 + self.fc(x)";
+    const bytes = Buffer.byteLength(wide.slice(0, wide.indexOf("self.fc")));
+    assert.equal(cursorColumn(wide, bytes), wide.indexOf("self.fc"));
+    // a column that can't be the call's (the line changed since): the code's start
+    assert.equal(cursorColumn(line, 2), 8); // in the indentation
+    assert.equal(cursorColumn(line, 200), 8); // past the end
+    assert.equal(cursorColumn("    a = (b +  c)", 12), 4); // on a space
+    assert.equal(cursorColumn(wide, bytes - 1), 4); // the space before the call
+    assert.equal(cursorColumn(wide, Buffer.byteLength("    gr") + 1), 4); // between ö's two bytes
   });
   it("compares file paths however they are spelled", () => {
     assert.ok(sameFile("/a/./b.py", "/a/b.py"));

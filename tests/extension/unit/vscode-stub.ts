@@ -300,7 +300,7 @@ function diskDocument(uri: Uri): unknown {
     languageId: uri.fsPath.endsWith(".py") ? "python" : "plaintext",
     lineCount: lines.length,
     getText: () => lines.join("\n"),
-    lineAt: (i: number) => ({ firstNonWhitespaceCharacterIndex: (lines[i] ?? "").search(/\S|$/) }),
+    lineAt: (i: number) => ({ text: lines[i] ?? "", firstNonWhitespaceCharacterIndex: (lines[i] ?? "").search(/\S|$/) }),
   };
 }
 

@@ -56,7 +56,7 @@ export function pyDoc(file: string, text = "class Net(nn.Module): ...\n", indent
     languageId: "python",
     lineCount: 40,
     getText: () => text,
-    lineAt: () => ({ firstNonWhitespaceCharacterIndex: indent }),
+    lineAt: () => ({ text: `${" ".repeat(indent)}x = f(x)`, firstNonWhitespaceCharacterIndex: indent }),
   };
   vs.workspace.documents.set(doc.uri.toString(), doc);
   return doc;
