@@ -12,14 +12,16 @@ if __name__ == "__main__":  # (run as the runner, not imported): before the impo
 
     drop_working_folder()
 
-import hashlib  # noqa: E402
+import contextlib  # noqa: E402
+import hashlib
 import importlib
 import json
 import os
+import stat
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Optional, TextIO
 from .entry_path import bundled_libraries_last
 from .failure import IMPORTING, TRACING, WRITING, Failure, exit_text, one_line
 from .file_texts import check_texts, texts_in_place
+from .files_read import files_read
 from .usercode import is_user_file, module_files, texts_only
 
 if TYPE_CHECKING:
@@ -56,6 +59,17 @@ def user_files() -> dict[str, tuple[int, int]]:
     return files
 
 
+def _signatures(paths: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """(mtime_ns, size) of each of these that is a file."""
+    files: dict[str, tuple[int, int]] = {}
+    for p in paths:
+        with contextlib.suppress(OSError):
+            st = os.stat(p)
+            if stat.S_ISREG(st.st_mode):
+                files[p] = (st.st_mtime_ns, st.st_size)
+    return files
+
+
 def _unchanged(files: dict[str, tuple[int, int]]) -> bool:
     for p, sig in files.items():
         try:
@@ -75,6 +89,14 @@ class _LastBuild:
     key: tuple[Any, ...]
     built: Any
     files: dict[str, tuple[int, int]]
+    modules: int = 0  # len(sys.modules) when `files` was listed
+
+    def add_imported(self) -> None:
+        """After a forward: the project files it imported first (`from helper import post`
+        inside it) are ones the build depends on too, as they were when imported."""
+        if len(sys.modules) != self.modules:
+            self.files = {**user_files(), **self.files}
+            self.modules = len(sys.modules)
 
 
 _last: Optional[_LastBuild] = None
@@ -178,9 +200,14 @@ def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any
         else:
             _last = None  # free the old model before building the next
             progress(IMPORTING)
-            built = _build(path, name, device, text, req.get("ctorArgs"), run_top_level)
-            _last = _LastBuild(key, built, user_files())
-        return _trace_built(req, built, started, progress)
+            with files_read() as read:
+                built = _build(path, name, device, text, req.get("ctorArgs"), run_top_level)
+            _last = _LastBuild(key, built, {**_signatures(read), **user_files()}, len(sys.modules))
+        try:
+            return _trace_built(req, built, started, progress)
+        finally:
+            if _last is not None:
+                _last.add_imported()
 
 
 def _digest(text: Optional[str], others: Optional[dict[str, Optional[str]]]) -> Optional[str]:

@@ -301,6 +301,80 @@ def test_same_text_reuses_the_build(runner, tmp_path):
     assert runner.progress[0] == "Importing" and reply["result"]["summary"]["params"] == 64 * 9 + 9
 
 
+def test_a_module_the_forward_imports_is_read_again_once_edited(runner, tmp_path):
+    """A project file the forward imports when first called (`from helper import post` inside
+    it) is one the reused build depends on: saved with an edit, it was never read again (the
+    build's files were listed before the forward ran), and the graph kept its old shapes."""
+    path = write(
+        tmp_path,
+        "lazy.py",
+        """
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(5, 4)
+
+            def forward(self, x):
+                from lazy_helper import post
+                return post(self.fc(x))
+        """,
+    )
+    out = tmp_path / "g.msgpack"
+    ask = dict(op="trace", file=str(path), target="Net", out=str(out), input="torch.randn(2, 5)")
+    for copies in (1, 2, 3):
+        write(
+            tmp_path,
+            "lazy_helper.py",
+            f"import torch\ndef post(x):\n    return torch.cat([x] * {copies}, -1)\n",
+        )
+        os.utime(tmp_path / "lazy_helper.py", ns=(copies * 10**9, copies * 10**9))  # (mtime moves)
+        assert runner.ask(**ask)["ok"]
+        g = Graph.load(out)
+        assert [e.shape for e in g.edges if g.nodes[e.dst].kind == "output"] == [[2, 4 * copies]]
+
+
+def test_a_file_the_constructor_reads_is_read_again_once_edited(runner, tmp_path):
+    """A build whose constructor reads a config file (json, by `open` or `Path.read_text`) is
+    not reused once that file changes: the graph kept the old sizes for good."""
+    path = write(
+        tmp_path,
+        "configured.py",
+        """
+        import json
+        from pathlib import Path
+        from torch import nn
+
+        HERE = Path(__file__).parent
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                with open(HERE / "config.json") as f:
+                    hidden = json.load(f)["hidden"]
+                out = int((HERE / "out.txt").read_text())
+                self.fc = nn.Sequential(nn.Linear(4, hidden), nn.Linear(hidden, out))
+
+            def forward(self, x):
+                return self.fc(x)
+        """,
+    )
+    out = tmp_path / "g.msgpack"
+    ask = dict(op="trace", file=str(path), target="Net", out=str(out), input="torch.randn(2, 4)")
+    (tmp_path / "out.txt").write_text("3")
+    for i, (hidden, width) in enumerate(((16, 3), (32, 3), (32, 7))):
+        (tmp_path / "config.json").write_text(json.dumps({"hidden": hidden}))
+        (tmp_path / "out.txt").write_text(str(width))
+        for name in ("config.json", "out.txt"):
+            os.utime(tmp_path / name, ns=((i + 1) * 10**9, (i + 1) * 10**9))  # (mtime moves)
+        reply = runner.ask(**ask)
+        want = 4 * hidden + hidden + hidden * width + width
+        assert reply["result"]["summary"]["params"] == want, (hidden, width)
+    assert runner.ask(**ask)["ok"]  # nothing changed: the build is reused
+    assert runner.progress[0] != "Importing"
+
+
 def test_workspace_roots_are_reimported(runner, tmp_path):
     """A project file outside the target's folder (here on sys.path by hand) is read again when
     it lies under one of the request's `roots` (the workspace folders)."""
