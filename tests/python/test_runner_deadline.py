@@ -113,3 +113,48 @@ def test_a_forward_looping_in_pure_python_is_stopped_by_the_runner(tmp_path, mon
     assert "ran past 1 s" in result.message
     assert before == after and not any("killing the runner" in line for line in logs), logs
     assert time.monotonic() - started < 60
+
+
+def test_a_cancelled_trace_leaves_no_runner_crash_behind(tmp_path, caplog):
+    """A cancelled trace kills the runner on purpose; its request's future was still pending
+    then, got "the Python runner was killed by SIGKILL (most likely out of memory)" and, read
+    by nobody, asyncio logged it as an error at every cancel (QA, long sessions)."""
+    import gc
+    import logging
+
+    (tmp_path / "models.py").write_text(textwrap.dedent(MODEL))
+    request = {
+        "op": "trace",
+        "file": str(tmp_path / "models.py"),
+        "target": "Spin",
+        "input": "torch.zeros(2)",
+        "device": "cpu",
+        "out": str(tmp_path / "g.msgpack"),
+        "timeout": 60,
+    }
+    stages: list[str] = []
+
+    async def main():
+        client = RunnerClient(cwd=str(tmp_path), log=lambda level, message: None)
+        await client.start()
+        try:
+            task = asyncio.ensure_future(
+                client.request(request, timeout=60, progress=stages.append)
+            )
+            while "Tracing" not in stages:
+                await asyncio.sleep(0.05)
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+            await asyncio.sleep(0.5)  # (the runner's stdout closes: its reader ends)
+            gc.collect()  # (an unread future's exception is logged when it is freed)
+            await asyncio.sleep(0)
+        finally:
+            await client.shutdown()
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        asyncio.run(asyncio.wait_for(main(), 120))
+        gc.collect()
+    assert not [r for r in caplog.records if r.name == "asyncio"], caplog.text

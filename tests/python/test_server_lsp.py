@@ -926,3 +926,31 @@ def test_a_file_whose_import_fails_again_in_the_warm_runner_gets_a_fresh_one(tmp
         assert any("in a fresh runner" in line for line in session.logs), session.logs[-5:]
     finally:
         session.close()
+
+
+def test_exit_without_shutdown_during_a_trace_is_quiet(workspace):
+    """`exit` with no `shutdown` first, while a trace runs: pygls closes the pipe and the
+    cancelled trace still logged, ended its progress and answered; each failed send was
+    reported to the client as an error, whose own send failed and was reported again: 37 MB
+    of tracebacks on stderr (which the extension logs as errors) and seconds to exit (QA,
+    long sessions). Now the server and its runner go, with next to nothing said."""
+    session = Session(sys.executable, server_env(), workspace, TIMEOUT)
+    try:
+        params = {
+            "uri": uri(workspace / "hangs.py"),
+            "target": "Spin",
+            "input": "torch.zeros(2)",
+            "workDoneToken": "t",
+        }
+        session.client.protocol.send_request("torchscope/trace", params)
+        session.wait_for(lambda: any(v.get("message") == "Tracing" for _, v in session.progress))
+        runner = session.runner_pid()
+        assert runner is not None
+        session.client.exit(None)
+        session.wait_for(lambda: not alive(session.server_pid) and not alive(runner), 30)
+        session.run(asyncio.sleep(0.5))  # (the rest of stderr drained)
+        err = "".join(session.stderr)
+        assert len(err) < 20_000 and "write to closed file" not in err, (len(err), err[-3000:])
+    finally:
+        session.killed = True
+        session.close()

@@ -600,6 +600,7 @@ class RunnerClient:
             reply = await _reply_in_time(future, timeout, lambda: _grace(stage[0], grace))
         except asyncio.TimeoutError:
             self.log("warning", f"request {rid} ran past {timeout:g} s: killing the runner")
+            _abandon(process, rid)
             await self._kill(process)
             if stage[0] == IMPORTING:  # a big model builds in no time on the meta device
                 what = f"importing and building {message.get('target', 'the model')}"
@@ -611,6 +612,7 @@ class RunnerClient:
             ) from None
         except asyncio.CancelledError:
             self.log("info", f"request {rid} cancelled: killing the runner (pid {process.pid})")
+            _abandon(process, rid)
             await self._kill(process)
             raise
         except (ConnectionError, BrokenPipeError) as exc:
@@ -679,3 +681,12 @@ class RunnerClient:
         if process is not None and process.proc.returncode is None:
             with contextlib.suppress(Exception):
                 _kill_group(process.proc)
+
+
+def _abandon(process: _Process, rid: int) -> None:
+    """A request the server gives up on before killing the runner (cancelled, past its time):
+    its reply is no longer awaited, so the runner's death must not fail it ("killed by
+    SIGKILL", which asyncio then logs as an error nobody read)."""
+    future = process.pending.pop(rid, None)
+    if future is not None:
+        future.cancel()

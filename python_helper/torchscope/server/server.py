@@ -21,6 +21,7 @@ from typing import Any, Optional, cast
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from pygls.workspace.text_document import TextDocument
 
@@ -132,14 +133,24 @@ _STRING_FIELDS = frozenset(
 )
 
 
+class _Protocol(LanguageServerProtocol):
+    def _send_data(self, data: Any) -> None:
+        # Once `exit` came nothing is sent: pygls closes the pipe, and the work cancelled with
+        # it would log, answer, and have each failed send reported to the client as an error
+        # (a send that fails too, and is reported again: megabytes of tracebacks on stderr).
+        if not cast("TorchscopeServer", self._server).exiting:
+            super()._send_data(data)
+
+
 class TorchscopeServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("torchscope", __version__)  # pyright: ignore[reportUnknownMemberType]
+        super().__init__("torchscope", __version__, protocol_cls=_Protocol)  # pyright: ignore[reportUnknownMemberType]
         self.settings = Settings.from_options(None)
         self.runner = RunnerClient(sys.executable, log=self.log)
         self.project = targets.Project()
         self.traces = TraceStore()
         self._files = itertools.count(1)
+        self.exiting = False  # `exit` came: nothing more is sent (_Protocol)
 
     def log(self, level: str, message: str) -> None:
         if _LEVELS.get(level, 2) > _LEVELS[self.settings.log_level]:
@@ -258,6 +269,12 @@ def initialized(ls: TorchscopeServer, params: types.InitializedParams) -> None:
 @server.feature(types.SHUTDOWN)
 async def shutdown(ls: TorchscopeServer, params: Any) -> None:
     await ls.runner.shutdown()
+
+
+@server.feature(types.EXIT)
+def exit_(ls: TorchscopeServer, params: Any) -> None:
+    """Before pygls closes the pipe and leaves (with `shutdown` first or not)."""
+    ls.exiting = True
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
