@@ -293,3 +293,34 @@ def test_the_construction_used_is_the_one_whose_instance_the_file_calls(tmp_path
     project, info = load(path)
     found = calls_in_file.ctor_call(info, "Encoder")
     assert (found.text if found else None, input_call(project, info, "Encoder")) == (expected)
+
+
+@pytest.mark.parametrize(
+    "source, target, expected",
+    [
+        # positional and keyword arguments together: the positional ones named after the
+        # forward's parameters, as one dict (it was no input: "give one")
+        ("Net()(torch.ones(1), k=2)\n", "Net", "{'x': torch.ones(1), 'k': 2}"),
+        (
+            "m = Net()\nm(torch.ones(1), torch.ones(2), k=2)\n",
+            "Net",
+            "{'x': torch.ones(1), 'y': torch.ones(2), 'k': 2}",
+        ),
+        ("model = Net()\nmodel(torch.ones(1), k=2)\n", "model", "{'x': torch.ones(1), 'k': 2}"),
+        # more positionals than the forward names, or one named twice: not an input
+        ("Net()(torch.ones(1), torch.ones(2), torch.ones(3), k=2)\n", "Net", None),
+        ("Net()(torch.ones(1), x=2)\n", "Net", None),
+        # `*args`: a positional past the named ones has no name
+        ("Star()(torch.ones(1), torch.ones(2), k=2)\n", "Star", None),
+        ("Star()(torch.ones(1), k=2)\n", "Star", "{'x': torch.ones(1), 'k': 2}"),
+    ],
+)
+def test_input_call_with_positionals_and_keywords(tmp_path, source, target, expected):
+    header = (
+        "import torch\nfrom torch import nn\n"
+        "class Net(nn.Module):\n    def forward(self, x, y=None, *, k=1):\n        return x\n"
+        "class Star(nn.Module):\n    def forward(self, x, *rest, k=1):\n        return x\n"
+    )
+    path = write(tmp_path, "m.py", header + source)
+    project, info = load(path)
+    assert input_call(project, info, target) == expected

@@ -84,7 +84,16 @@ def found_input(
         seg = [(text, value) for key, text, value in found[0] if key is None]
         kw = [(key, text) for key, text, _ in found[0] if key is not None]
         if seg and kw:
-            continue  # positional and keyword arguments together cannot be one input expression
+            # together, one dict: the positional ones named after the forward's parameters
+            names = _positional_names(info, target)
+            if (
+                names is None
+                or len(seg) > len(names)
+                or set(names[: len(seg)]) & {k for k, _ in kw}
+            ):
+                continue
+            kw = [(n, text) for n, (text, _) in zip(names, seg)] + kw
+            seg = []
         if kw:
             return FoundInput("{" + ", ".join(f"{k!r}: {v}" for k, v in kw) + "}")
         if len(seg) == 1:
@@ -94,6 +103,23 @@ def found_input(
         return FoundInput("(" + ", ".join(text for text, _ in seg) + ")")
     if is_class:
         return _returned_example(info, target, importable)
+    return None
+
+
+def _positional_names(info: FileInfo, target: str) -> Optional[list[str]]:
+    """The names of the positional parameters of the forward of `target` (a class of the
+    file, or a name the file binds once to one: `model = Net()`), past `self`; None when the
+    file does not define that forward."""
+    cls = info.classes.get(target)
+    if cls is None and target in info.instances:
+        value = info.instances[target].value
+        if isinstance(value, ast.Call):
+            cls = info.classes.get(dotted(value.func) or "")
+    if cls is None:
+        return None
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "forward":
+            return [a.arg for a in (*stmt.args.posonlyargs, *stmt.args.args)][1:]
     return None
 
 
