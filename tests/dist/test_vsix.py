@@ -103,6 +103,11 @@ def test_gallery_metadata(shipped: dict[str, bytes]) -> None:
     assert manifest["homepage"].startswith("https://")
     assert set(manifest["categories"]) <= CATEGORIES
     assert 0 < len(manifest["keywords"]) <= 30  # vsce's limit
+    # tracing runs the workspace's code: off in VS Code's Restricted Mode, and said why
+    # (shown there and on the Marketplace); nothing to run on a virtual file system
+    for capability in ("untrustedWorkspaces", "virtualWorkspaces"):
+        declared = manifest["capabilities"][capability]
+        assert declared["supported"] is False and "code" in declared["description"], capability
     assert manifest["galleryBanner"]["theme"] in ("dark", "light")
     assert re.fullmatch(r"#[0-9a-fA-F]{6}", manifest["galleryBanner"]["color"])
     icon = shipped[f"extension/{manifest['icon']}"]
