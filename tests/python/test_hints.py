@@ -238,12 +238,44 @@ class Namesakes(nn.Module):
         return y.add(1).add_(2)  # namesakes-add
 
 
+class NestedNamesakes(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Linear(3, 5)
+        self.act = nn.Tanh()
+
+    def forward(self, x):
+        h = self.act(self.up(self.act(x)))  # nested-act
+        return F.relu(torch.relu(h) - 1) + torch.relu(h)  # nested-relu
+
+
 def _hover_on(line: int, info: hints.LineInfo, needle: str) -> str:
     """The hover with the cursor on the last character of `needle` in this file's `line`."""
     text = Path(__file__).read_text().splitlines()[line]
     found = hints.hover(info, "/g.msgpack", "cpu", line, text, text.index(needle) + len(needle) - 1)
     assert found is not None
     return found.contents.value
+
+
+def test_a_hover_on_a_name_picks_the_call_at_its_column_among_its_namesakes():
+    """`self.act(self.up(self.act(x)))`: each `act` is one call, told by the column its call
+    starts at; a hover on either named both ("ran 2×") with both shapes."""
+    lines = indexed(NestedNamesakes(), torch.randn(2, 3))
+    line = here("# nested-act")
+    text = Path(__file__).read_text().splitlines()[line]
+    outer = text.index("self.act") + len("self.a")
+    inner = text.rindex("self.act") + len("self.a")
+    for column, shape in ((outer, "`2×5`"), (inner, "`2×3`")):
+        found = hints.hover(lines[line], "/g.msgpack", "cpu", line, text, column)
+        assert found is not None
+        head, *rest = found.contents.value.split("\n\n")
+        assert head == "**Tanh** `act`" and rest[0].startswith(shape), found.contents.value
+    line = here("# nested-relu")
+    text = Path(__file__).read_text().splitlines()[line]
+    for needle in ("torch.relu(h) -", "torch.relu(h)  #"):
+        column = text.index(needle) + len("torch.re")
+        found = hints.hover(lines[line], "/g.msgpack", "cpu", line, text, column)
+        assert found is not None and found.contents.value.startswith("**relu**\n\n"), needle
 
 
 def test_a_hover_on_a_name_picks_the_call_written_there_not_its_namesakes():

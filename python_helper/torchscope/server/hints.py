@@ -58,6 +58,7 @@ class Made:
     path: str
     cost: Optional[dict[str, Any]]
     outputs: list[TensorOut]
+    col: Optional[int] = None  # where its call starts on the line (UTF-8 bytes), if known
 
     def words(self, as_written: bool = False) -> set[str]:
         """Names a cursor may rest on to mean this call: `relu`, `fc` of `self.fc`; their
@@ -185,6 +186,7 @@ def index_graph(wire: dict[str, Any]) -> Indexed:
                     n.get("path") or "",
                     cost if isinstance(cost, dict) else None,
                     [],
+                    n["site"].get("col"),
                 )
                 made[i] = m
                 run.made.append(m)
@@ -409,11 +411,14 @@ def hover(
         return None
     found = word_at(text, column)
     start, end = (found[1], found[2]) if found else (column, column + 1)
-    owner = _owner(text[: index_of_utf16(text, start)]) if found else ""
+    before = text[: index_of_utf16(text, start)]
+    owner, at = _owner(before) if found else ("", len(before))
+    # where the call of this name starts, as Python counts columns (UTF-8 bytes)
+    col = len(before[:at].encode("utf-8", "surrogatepass"))
     return types.Hover(
         contents=types.MarkupContent(
             kind=types.MarkupKind.Markdown,
-            value=hover_markdown(info, graph, device, found[0] if found else None, owner),
+            value=hover_markdown(info, graph, device, found[0] if found else None, owner, col),
         ),
         range=types.Range(
             start=types.Position(line=line, character=start),
@@ -423,12 +428,18 @@ def hover(
 
 
 def hover_markdown(
-    info: LineInfo, graph: str, device: str, word: Optional[str] = None, owner: str = ""
+    info: LineInfo,
+    graph: str,
+    device: str,
+    word: Optional[str] = None,
+    owner: str = "",
+    col: Optional[int] = None,
 ) -> str:
     """The hover of a hinted line; `word` (the identifier under the cursor) narrows it to the
     calls of that name on the line (`relu` in `self.fc(x).relu()`); `owner`, what the word
-    is an attribute of (`self`, `F`), to the calls it can be among its namesakes."""
-    picked = _calls_named(info, word, owner) if word else []
+    is an attribute of (`self`, `F`), and `col`, where its call starts, to the calls it can
+    be among its namesakes."""
+    picked = _calls_named(info, word, owner, col) if word else []
     parts: list[str] = []
     if picked:
         calls = picked
@@ -477,17 +488,22 @@ _OWNER_REACH = 200  # characters before a word looked at for what it is called o
 _OWNER = re.compile(r"((?:[^\W\d]\w*\s*\.\s*)+)$")
 
 
-def _owner(before: str) -> str:
+def _owner(before: str) -> tuple[str, int]:
     """The dotted name a word is an attribute of, from the text just before it: `self` for
-    `self.relu`, `self.block` for `self.block.fc`, `F` for `F.relu`; "" for a bare name."""
-    found = _OWNER.search(before[-_OWNER_REACH:])  # (the regex is quadratic in its text)
-    return re.sub(r"\s+", "", found.group(1)).rstrip(".") if found else ""
+    `self.relu`, `self.block` for `self.block.fc`, `F` for `F.relu`; "" for a bare name. And
+    where in `before` it starts (its length for a bare name): where the word's call does."""
+    reach = before[-_OWNER_REACH:]  # (the regex is quadratic in its text)
+    found = _OWNER.search(reach)
+    if found is None:
+        return "", len(before)
+    return re.sub(r"\s+", "", found.group(1)).rstrip("."), len(before) - len(reach) + found.start()
 
 
-def _calls_named(info: LineInfo, word: str, owner: str) -> list[Made]:
-    """The line's calls a cursor on `word` means. Sites carry no column, so namesakes on one
-    line are told apart by their names as written (`add_` is not `add`) and by what the word
-    is called on: `self.relu` is a module, `F.relu` and `torch.relu` are ops."""
+def _calls_named(info: LineInfo, word: str, owner: str, col: Optional[int] = None) -> list[Made]:
+    """The line's calls a cursor on `word` means. Namesakes on one line are told apart by
+    their names as written (`add_` is not `add`), by what the word is called on (`self.relu`
+    is a module, `F.relu` and `torch.relu` are ops) and by the column their call starts at
+    (`col`: the two `act` of `self.act(self.act(x))`; a graph without columns can't)."""
     named = [m for m in info.made() if word.strip("_") in m.words()]
     if len(named) < 2:
         return named
@@ -499,7 +515,11 @@ def _calls_named(info: LineInfo, word: str, owner: str) -> list[Made]:
         kind = [m for m in named if m.kind != "module"]
     else:
         kind = named
-    return kind or named
+    named = kind or named
+    if col is not None:
+        at = [m for m in named if m.col == col]
+        named = at or named  # (a call starting elsewhere, `x.float().relu()`: all of them)
+    return named
 
 
 def _alike(tensors: Iterable[TensorOut]) -> list[list[TensorOut]]:
