@@ -10,7 +10,7 @@ import operator
 import random
 import sys
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple, Optional
 
@@ -368,6 +368,7 @@ class ModelState:
                         self.wrappers.append((p, _version(p)))
         self._held = held  # (walked by keep_held, as the forward's arguments are)
         _keep_layouts(params)
+        self.globals = _user_globals(user_keys)
 
     def keep_held(self) -> None:
         """The objects the modules hold as attributes — a KV cache, a helper counting calls,
@@ -586,6 +587,8 @@ class ModelState:
                     _set_versions((t,), (version,))
         for now, before in self.containers:
             refill(now, before)
+        for namespace, before in self.globals:
+            _put_back_globals(namespace, before)
         for obj, before in self.objects:
             try:
                 refill(obj.__dict__, before)
@@ -940,6 +943,50 @@ def refill(now: Any, before: Any) -> None:
         now.clear()
         now.update(before)
 
+
+def _user_globals(classes: Iterable[type]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The globals of the files of the user's own module classes (a global step the forward
+    counts, a list it logs to, a dict it fills), as they are: the namespace itself and a
+    copy, its dicts, lists and sets copied one level deep. Libraries' files are left alone."""
+    from .usercode import is_user_file  # (no torch: imported here to keep state's imports lean)
+
+    out: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    seen: set[int] = set()
+    for cls in classes:
+        module = sys.modules.get(getattr(cls, "__module__", "") or "")
+        namespace = getattr(module, "__dict__", None)
+        if type(namespace) is not dict or id(namespace) in seen:
+            continue
+        seen.add(id(namespace))
+        file = getattr(module, "__file__", None)
+        if module is not sys.modules.get("__main__") and not (
+            isinstance(file, str) and is_user_file(file)
+        ):
+            continue
+        before = {
+            k: (v, v.copy() if type(v) in _CONTAINERS else None) for k, v in namespace.items()
+        }
+        out.append((namespace, before))
+    return out
+
+
+def _put_back_globals(namespace: dict[str, Any], before: dict[str, Any]) -> None:
+    """A module's globals as they were: names the forward rebound or added, and the contents
+    of its dicts, lists and sets (one level deep)."""
+    if len(namespace) != len(before) or not all(
+        map(operator.is_, namespace.values(), (v for v, _ in before.values()))
+    ):
+        for key in [k for k in namespace if k not in before]:
+            del namespace[key]
+        for key, (value, _) in before.items():
+            if namespace.get(key, _MISSING) is not value:
+                namespace[key] = value
+    for value, copy in before.values():
+        if copy is not None:
+            refill(value, copy)
+
+
+_MISSING = object()
 
 _Table = Mapping[str, Any]
 _EMPTY: _Table = MappingProxyType({})  # a table that was empty (most tables): nothing copied

@@ -458,3 +458,36 @@ def test_the_parameters_grads_are_as_before_the_trace(how, had):
         assert p.grad is grad, n
         if values is not None:
             assert torch.equal(p.grad, values), n
+
+
+STEPS = 0
+SEEN: list = []
+LOOKUP = {"a": 1}
+
+
+class GlobalSteps(nn.Module):
+    """A forward that keeps a count and a log in its module's globals, as training code
+    does (a global step, a list of shapes seen), and adds a global of its own."""
+
+    def forward(self, x):
+        global STEPS, FIRST_SHAPE
+        STEPS += 1
+        SEEN.append(tuple(x.shape))
+        LOOKUP["b"] = 2
+        FIRST_SHAPE = tuple(x.shape)
+        return x * STEPS
+
+
+def test_the_globals_of_the_models_own_files_are_put_back():
+    """At a breakpoint the program goes on after the trace: a global step the forward
+    counted, a list it appended to or a dict it filled were left changed (README limits)."""
+    graph = torchscope.trace(GlobalSteps(), torch.ones(2))
+    assert graph.error is None
+    assert STEPS == 0 and SEEN == [] and LOOKUP == {"a": 1}
+    assert "FIRST_SHAPE" not in globals()
+    # (and a forward that raises half-way)
+    failed = trace_call(
+        nn.Sequential(GlobalSteps(), nn.Linear(5, 1)), (torch.ones(2),), raise_errors=False
+    )
+    assert failed.error is not None
+    assert STEPS == 0 and SEEN == [] and LOOKUP == {"a": 1}
