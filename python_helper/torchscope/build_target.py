@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,11 +59,15 @@ def split_target(target: str) -> tuple[Path, str]:
 
 
 def module_name_for(path: Path) -> tuple[str, Path]:
-    """The dotted name of a file inside its package tree, and the folder to put on sys.path."""
+    """The dotted name of a file inside its package tree, and the folder to put on sys.path.
+    A name with a dot can't be a module's (`unet.v2.py`, a clone in `detr.v2/`): such a
+    file is a module of its own (a name of its own, no package), such a folder the top."""
     path = path.resolve()
+    if "." in path.stem:
+        return "__torchscope_" + re.sub(r"\W", "_", path.stem), path.parent
     parts = [path.stem]
     folder = path.parent
-    while (folder / "__init__.py").exists():
+    while "." not in folder.name and (folder / "__init__.py").exists():
         parts.insert(0, folder.name)
         folder = folder.parent
     return ".".join(parts), folder
@@ -84,8 +89,11 @@ def import_file(
     if path.is_dir():
         raise TargetError(f"{path} is a folder: give FILE.py:NAME")
     name, root = module_name_for(path)
-    if str(root) not in sys.path:  # (the runner puts it first itself: _own_folder_first)
-        sys.path.insert(0, str(root))
+    # (the runner puts them first itself: _own_folder_first) its package's root, and its own
+    # folder after it, as `python file.py` has it (a sibling imported by its plain name)
+    for folder in dict.fromkeys((path.resolve().parent, root)):
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
     if "." in name:
         importlib.import_module(name.rpartition(".")[0])  # the parent package, for relative imports
     spec = importlib.util.spec_from_file_location(name, str(path.resolve()))

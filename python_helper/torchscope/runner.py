@@ -129,17 +129,24 @@ _added_paths: list[str] = []  # sys.path entries a trace added for its file's fo
 
 
 def _own_folder_first(path: Path) -> None:
-    """The traced file's folder (or package root) first on sys.path, as `python file.py` would
-    have it, and no folder an earlier trace added: `import helpers` finds this file's."""
+    """The traced file's package root first on sys.path and its own folder after it, as
+    `python file.py` would have its folder, and no folder an earlier trace added: `import
+    helpers` finds this file's. The entries added are taken off by identity: the same folder
+    may be on sys.path in its own right (PYTHONPATH=., an editable install) and stays."""
     from .build_target import module_name_for
 
     for p in _added_paths:
-        while p in sys.path:
-            sys.path.remove(p)
+        for i, entry in enumerate(sys.path):
+            if entry is p:
+                del sys.path[i]
+                break
     _added_paths.clear()
-    root = str(module_name_for(path)[1])
-    sys.path.insert(0, root)
-    _added_paths.append(root)
+    root = module_name_for(path)[1]
+    folders = [root] if path.resolve().parent == root else [root, path.resolve().parent]
+    for at, folder in enumerate(folders):
+        entry = "".join(str(folder))  # (a new string: its identity is ours to find again)
+        sys.path.insert(at, entry)
+        _added_paths.append(entry)
 
 
 # -- where an error happened -----------------------------------------------------------------

@@ -36,8 +36,11 @@ class RngState:
             else None
         )
         self.py = random.getstate()
-        numpy = sys.modules.get("numpy")
-        self.np = numpy.random.get_state() if numpy is not None else None
+        # numpy's, once the program uses it: `numpy.random` is imported on first use, and
+        # importing it here would import the standard library's `secrets` in the middle of
+        # a trace, where a project's own `secrets.py` beside the model shadows it
+        np_random = sys.modules.get("numpy.random")
+        self.np = np_random.get_state() if np_random is not None else None
 
     def restore(self) -> None:
         torch.set_rng_state(self.cpu)
@@ -45,7 +48,7 @@ class RngState:
             torch.cuda.set_rng_state_all(self.cuda)
         random.setstate(self.py)
         if self.np is not None:
-            sys.modules["numpy"].random.set_state(self.np)
+            sys.modules["numpy.random"].set_state(self.np)
 
 
 @contextlib.contextmanager

@@ -20,9 +20,9 @@ HELPER = Path(__file__).resolve().parents[2] / "python_helper"
 
 
 class RunnerProcess:
-    def __init__(self) -> None:
+    def __init__(self, *python_path: str) -> None:
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(HELPER), env.get("PYTHONPATH", "")])
+        env["PYTHONPATH"] = os.pathsep.join([str(HELPER), *python_path, env.get("PYTHONPATH", "")])
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "torchscope.runner"],
             stdin=subprocess.PIPE,
@@ -1117,3 +1117,85 @@ def test_an_imported_model_class_built_from_the_file_is_not_given_its_arguments_
     assert graph.error is None
     x = [e for e in graph.edges if graph.nodes[e.src].kind == "input"]
     assert x and x[0].shape == [3, 8]
+
+
+MODEL_OF = """
+    import torch
+    from torch import nn
+    {imports}
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, {width})
+
+        def forward(self, x):
+            return self.fc(x)
+"""
+
+
+def _width(runner: RunnerProcess, path: Path, out: Path) -> int:
+    reply = runner.ask(
+        op="trace", file=str(path), target="Net", out=str(out), input="torch.ones(1, 4)"
+    )
+    assert reply["ok"], reply
+    g = Graph.load(out)
+    return next(e.shape for e in g.edges if g.nodes[e.dst].kind == "output")[-1]
+
+
+def test_a_trace_at_the_root_leaves_the_roots_own_path_entry(tmp_path):
+    """With the workspace root on PYTHONPATH (a `.env` with PYTHONPATH=., an editable install),
+    a trace of a file at the root took the root off sys.path for good — every copy of it —
+    and the next trace of a script importing the root's package failed (QA)."""
+    write(tmp_path, "pkg/__init__.py", "WIDTH = 5\n")
+    write(tmp_path, "root_model.py", MODEL_OF.format(imports="", width=3))
+    script = write(
+        tmp_path, "scripts/use_pkg.py", MODEL_OF.format(imports="import pkg", width="pkg.WIDTH")
+    )
+    runner = RunnerProcess(str(tmp_path))
+    try:
+        out = tmp_path / "g.msgpack"
+        assert _width(runner, script, out) == 5
+        assert _width(runner, tmp_path / "root_model.py", out) == 3
+        assert _width(runner, script, out) == 5
+    finally:
+        runner.close()
+
+
+def test_layouts_python_runs_but_the_trace_did_not(fresh_runner, tmp_path):
+    """Files `python FILE` runs, that failed to trace (QA, project layouts): a script inside a
+    package importing its sibling by plain name (`python experiments/gan/train.py` puts its
+    own folder first); a package folder or a file with a dot in its name (`detr.v2/`,
+    `unet.v2.py`: a module name can't hold one; `unet.v2.py` ran the unrelated `unet.py`);
+    a `secrets.py` beside the model (the trace's own late import of numpy.random, which
+    imports the standard library's secrets, got the project's file: an internal error)."""
+    out = tmp_path / "g.msgpack"
+    write(tmp_path, "experiments/__init__.py", "")
+    write(tmp_path, "experiments/gan/__init__.py", "")
+    write(tmp_path, "experiments/gan/nets.py", "WIDTH = 6\n")
+    train = write(
+        tmp_path,
+        "experiments/gan/train.py",
+        MODEL_OF.format(imports="from nets import WIDTH", width="WIDTH"),
+    )
+    assert _width(fresh_runner, train, out) == 6
+    write(tmp_path, "detr.v2/__init__.py", "")
+    write(tmp_path, "detr.v2/helpers.py", "WIDTH = 7\n")
+    detr = write(
+        tmp_path,
+        "detr.v2/model.py",
+        MODEL_OF.format(imports="from helpers import WIDTH", width="WIDTH"),
+    )
+    assert _width(fresh_runner, detr, out) == 7
+    write(tmp_path, "ablations/unet.py", "raise SystemExit('the other file ran')\n")
+    v2 = write(tmp_path, "ablations/unet.v2.py", MODEL_OF.format(imports="", width=8))
+    assert _width(fresh_runner, v2, out) == 8
+    write(tmp_path, "keys/secrets.py", "API_KEY = 'not a real key'\n")
+    keyed = write(
+        tmp_path, "keys/model.py", MODEL_OF.format(imports="from secrets import API_KEY", width=9)
+    )
+    runner = RunnerProcess()  # (a runner that traced nothing before)
+    try:
+        assert _width(runner, keyed, out) == 9
+    finally:
+        runner.close()
