@@ -4,8 +4,11 @@
 // regular files; ask before opening one outside the workspace folders, unless it is the
 // panel's own document, a document open already, or a library file of the interpreter (torch's
 // `linear.py`, a site under site-packages): those are what a click into library code is for.
+// Paths compare by their spelling or by their real paths (realPath.ts): the graph names a file
+// by its real path, VS Code by the path its workspace folder was opened through.
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
+import { realPath } from "./realPath";
 
 export type OpenDecision = "open" | "ask" | "missing" | "not-a-file";
 
@@ -18,8 +21,13 @@ export function isLibraryFile(file: string): boolean {
   return i >= 0 || parts.some((p, k) => p === "Lib" && k > 0 && /^python/i.test(parts[k - 1] ?? ""));
 }
 
-/** `file` inside `folder` (or the folder itself), by path. */
+/** `file` inside `folder` (or the folder itself), by path: as spelled, else with both's
+ * symlinks resolved (a folder opened through a symlink, a site naming the real path). */
 export function isInside(file: string, folder: string, caseInsensitive = process.platform === "win32"): boolean {
+  return insideByPath(file, folder, caseInsensitive) || insideByPath(realPath(file), realPath(folder), caseInsensitive);
+}
+
+function insideByPath(file: string, folder: string, caseInsensitive: boolean): boolean {
   const norm = (p: string): string => (caseInsensitive ? path.resolve(p).toLowerCase() : path.resolve(p));
   const rel = path.relative(norm(folder), norm(file));
   return rel === "" || (!!rel && !rel.startsWith("..") && !path.isAbsolute(rel));
@@ -32,9 +40,13 @@ export interface OpenContext {
   known: readonly string[];
 }
 
-/** A file VS Code has open already, or the user allowed before: no question, no disk check. */
+/** A file VS Code has open already, or the user allowed before (spelled so, or the same real
+ * path): no question, no look at what it is on disk. */
 export function isKnown(file: string, ctx: OpenContext): boolean {
-  return ctx.known.some((k) => path.resolve(k) === path.resolve(file));
+  const abs = path.resolve(file);
+  if (ctx.known.some((k) => path.resolve(k) === abs)) return true;
+  const real = realPath(abs);
+  return ctx.known.some((k) => realPath(k) === real);
 }
 
 /** Where `file` stands, given what it is on disk (`kind`: undefined when it does not exist). */

@@ -8,6 +8,7 @@ import * as vscode from "vscode";
 import type { GraphPanel } from "./graphPanel";
 import { PausedSource } from "./pausedSource";
 import type { PausedAt } from "./protocol";
+import { realPath } from "./realPath";
 import type { Traced, TraceSource } from "./traceFlow";
 
 /** A DAP stack frame, as much of it as this needs. */
@@ -55,8 +56,10 @@ export function stillInCall(traced: FramePlace, frames: DapFrame[], total: numbe
   return { ...traced, line: f.line };
 }
 
+/** Where the panel marks the paused line: the frame's file as the graph names files (its real
+ * path: the program may run through a symlinked folder). */
 export function pausedAt(p: FramePlace): PausedAt {
-  return { file: p.file, line: p.line, func: p.func };
+  return { file: realPath(p.file), line: p.line, func: p.func };
 }
 
 /** The key a paused panel's graph is indexed under: each panel's graph replaces its previous one. */

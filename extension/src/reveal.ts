@@ -1,7 +1,9 @@
 // Between the graph and the code: a click on a node opens its file at its line (a
 // library file too: only a file that exists, and after a question when it is outside the
 // workspace, see openGuard.ts), and the editor's cursor line is sent back to the panels so
-// the viewer can mark the nodes made on that line.
+// the viewer can mark the nodes made on that line. The graph names files by their real paths
+// (symlinks resolved), the editor by the path the workspace was opened through: a click opens
+// the document as the editor has it, and the cursor's file goes to the viewer as the graph has it.
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { debounce } from "./client";
@@ -11,6 +13,7 @@ import { GraphPanel } from "./graphPanel";
 import { lineNow, lineTraced, type LinePairs } from "./lineMap";
 import { fileKind, isKnown, openDecision, type OpenContext } from "./openGuard";
 import type { PanelOrigin, Site } from "./protocol";
+import { realPath } from "./realPath";
 
 /** Files outside the workspace the user agreed to open in this window. */
 const allowed = new Set<string>();
@@ -80,11 +83,41 @@ export function cursorColumn(text: string, col: number | undefined): number {
   return code;
 }
 
-/** Same file, whatever the spelling (`/a/./b.py` vs `/a/b.py`; case on Windows). */
+/** Same file, whatever the spelling (`/a/./b.py` vs `/a/b.py`; case on Windows; through a
+ * symlink: the graph's real path and the editor's path under a symlinked folder). */
 export function sameFile(a: string, b: string, caseInsensitive = process.platform === "win32"): boolean {
-  const na = path.normalize(a);
-  const nb = path.normalize(b);
-  return caseInsensitive ? na.toLowerCase() === nb.toLowerCase() : na === nb;
+  const same = (x: string, y: string): boolean => {
+    const nx = path.normalize(x);
+    const ny = path.normalize(y);
+    return caseInsensitive ? nx.toLowerCase() === ny.toLowerCase() : nx === ny;
+  };
+  return same(a, b) || same(realPath(a), realPath(b));
+}
+
+/**
+ * The uri to open `file` (as the graph names it: its real path) by, so that a click shows the
+ * document the user has rather than a second copy under another path: the panel's own
+ * document, else a document open already, else the path under the workspace folder it is in
+ * (a folder opened through a symlink), else the file's own.
+ */
+export function editorUri(file: string, panel: GraphPanel | undefined): vscode.Uri {
+  const own = panel && vscode.Uri.parse(panel.origin.uri);
+  if (own && sameFile(own.fsPath, file)) return own;
+  const docs = vscode.workspace.textDocuments.filter((d) => d.uri.scheme === "file");
+  const open = docs.find((d) => path.normalize(d.uri.fsPath) === path.normalize(file)) ?? docs.find((d) => sameFile(d.uri.fsPath, file));
+  if (open) return open.uri;
+  return vscode.Uri.file(workspacePath(file));
+}
+
+/** `file` as the workspace folder it is in spells it: itself when a folder holds it by that
+ * path (or none holds it), else its path under the folder its real path is in. */
+function workspacePath(file: string): string {
+  const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === "file").map((f) => f.uri.fsPath);
+  const under = (rel: string): boolean => !!rel && !rel.startsWith("..") && !path.isAbsolute(rel);
+  if (folders.some((f) => under(path.relative(path.resolve(f), path.resolve(file))))) return file;
+  const real = realPath(file);
+  const folder = folders.find((f) => under(path.relative(realPath(f), real)));
+  return folder ? path.join(folder, path.relative(realPath(folder), real)) : file;
 }
 
 /** The column to open code in: where the file is shown already, else the panel's source editor. */
@@ -107,8 +140,7 @@ export async function revealLine(
   col?: number,
 ): Promise<vscode.TextEditor | undefined> {
   if (!(await mayOpen(file, panel, preserveFocus))) return undefined;
-  const uri = panel && sameFile(vscode.Uri.parse(panel.origin.uri).fsPath, file) ? vscode.Uri.parse(panel.origin.uri) : vscode.Uri.file(file);
-  return revealUri(uri, file, line, panel, preserveFocus, col);
+  return revealUri(editorUri(file, panel), file, line, panel, preserveFocus, col);
 }
 
 /**
@@ -120,7 +152,9 @@ export function versionUri(origin: Pick<PanelOrigin, "uri" | "target">, file: st
   if (side !== "a" || parseCompareTarget(origin.target)?.kind !== "head") return undefined;
   const doc = vscode.Uri.parse(origin.uri);
   if (doc.scheme !== "file") return undefined;
-  return sameFile(doc.fsPath, file) || tracedFromHead(doc.fsPath, file) ? headUri(file) : undefined;
+  // (the compared file as its document spells it: the text the comparison traced is kept by that path)
+  if (sameFile(doc.fsPath, file)) return headUri(doc.fsPath);
+  return tracedFromHead(doc.fsPath, file) ? headUri(file) : undefined;
 }
 
 async function revealUri(
@@ -173,15 +207,17 @@ export async function revealSite(site: Site, panel?: GraphPanel, side?: "a" | "b
 }
 
 /** Cursor moves in a Python editor → `highlightLine` to every panel (debounced), as the
- * line was when the panel's graph was traced. */
+ * line was when the panel's graph was traced, the file named as the graph names it (its real
+ * path: the editor's may be under a folder opened through a symlink). */
 export function followCursor(linesNow?: LinesNow): vscode.Disposable {
   let last: { file: string; line: number } | undefined;
   const send = debounce(() => {
     if (!last) return;
     const { file, line } = last;
+    const traced = realPath(file); // (as the graph names it)
     for (const p of GraphPanel.all()) {
       void pairsOf(p, file, linesNow).then((pairs) => {
-        if (last?.file === file && last.line === line) p.post({ type: "highlightLine", file, line: pairs ? lineTraced(pairs, line) : line });
+        if (last?.file === file && last.line === line) p.post({ type: "highlightLine", file: traced, line: pairs ? lineTraced(pairs, line) : line });
       });
     }
   }, 120);

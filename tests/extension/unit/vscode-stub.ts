@@ -198,6 +198,9 @@ function answer(api: string, args: unknown[]): Promise<unknown> {
   return Promise.resolve(answers.shift());
 }
 
+/** Fire to move an editor's cursor (`{ textEditor, selections }`) for whoever listens (followCursor). */
+export const selectionChanged = new EventEmitter<unknown>();
+
 export const window = {
   activeTextEditor: undefined as unknown,
   visibleTextEditors: [] as unknown[],
@@ -231,7 +234,7 @@ export const window = {
     return Promise.resolve({ document: doc, revealRange: (...a: unknown[]) => record("revealRange", a) });
   },
   createOutputChannel: (name: string) => logChannel(name),
-  onDidChangeTextEditorSelection: () => new Disposable(),
+  onDidChangeTextEditorSelection: (l: (e: unknown) => void) => selectionChanged.event(l),
   registerWebviewPanelSerializer: () => new Disposable(),
 };
 
