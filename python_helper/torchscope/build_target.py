@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import importlib.abc
 import importlib.util
 import inspect
 import re
@@ -60,13 +62,16 @@ def split_target(target: str) -> tuple[Path, str]:
 
 def module_name_for(path: Path) -> tuple[str, Path]:
     """The dotted name of a file inside its package tree, and the folder to put on sys.path.
-    A name with a dot can't be a module's (`unet.v2.py`, a clone in `detr.v2/`): such a
-    file is a module of its own (a name of its own, no package), such a folder the top."""
+    A package's `__init__.py` is the package itself. A name with a dot can't be a module's
+    (`unet.v2.py`, a clone in `detr.v2/`): such a file is a module of its own (a name of its
+    own, no package), such a folder the top."""
     path = path.resolve()
     if "." in path.stem:
         return "__torchscope_" + re.sub(r"\W", "_", path.stem), path.parent
-    parts = [path.stem]
-    folder = path.parent
+    parts = [] if path.name == "__init__.py" else [path.stem]
+    folder = path.parent if parts else path.parent.parent
+    if not parts:
+        parts = [path.parent.name]
     while "." not in folder.name and (folder / "__init__.py").exists():
         parts.insert(0, folder.name)
         folder = folder.parent
@@ -83,7 +88,8 @@ def import_file(
     `if __name__ == "__main__":` does not run. `source` replaces the file's text
     (an editor's unsaved buffer). With `keep` (the names the caller needs), only the file's
     definitions run (`definitions.definitions`): its top-level work is left out and listed
-    in `skipped`; without, the whole file runs."""
+    in `skipped`; without, the whole file runs. The file runs once, as this says, also when
+    its package's `__init__.py` imports it (or is it)."""
     if source is None and not path.exists():  # (with its text: a buffer whose file is gone)
         raise TargetError(f"no such file: {path}")
     if path.is_dir():
@@ -94,37 +100,77 @@ def import_file(
     for folder in dict.fromkeys((path.resolve().parent, root)):
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
-    if "." in name:
-        importlib.import_module(name.rpartition(".")[0])  # the parent package, for relative imports
-    spec = importlib.util.spec_from_file_location(name, str(path.resolve()))
-    if spec is None or spec.loader is None:
-        raise TargetError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
+    this = _ThisFile(name, path, source, keep, skipped)
+    sys.modules.pop(name, None)  # (an earlier import of it: this one runs afresh)
     old_argv = sys.argv
     sys.argv = [str(path)]
-    sys.modules[name] = module
     lines_are(str(path.resolve()), source)
+    sys.meta_path.insert(0, this)  # (the package's imports of this file find it so)
     try:
-        if source is None and keep is None:
-            _source_text(path)  # (the loader's own words name neither the file nor the byte)
-            spec.loader.exec_module(module)
-        else:
-            filename = str(path.resolve())
-            text = source if source is not None else _source_text(path)
-            if keep is not None:
-                defs = definitions(text, keep, filename)
-                if skipped is not None:
-                    skipped.extend(defs.skipped)
-                code = compile(defs.tree, filename, "exec")
-            else:
-                code = compile(text, filename, "exec")
-            exec(code, module.__dict__)
+        if "." in name:
+            importlib.import_module(name.rpartition(".")[0])  # the parent, for relative imports
+        module = sys.modules.get(name) if this.ran else None
+        if module is None:
+            module = importlib.import_module(name)
+        return module
     except BaseException:
         sys.modules.pop(name, None)
         raise
     finally:
         sys.argv = old_argv
-    return module
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(this)
+
+
+class _ThisFile(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """The traced file as Python imports it, under its module name: its text (the editor's
+    buffer, or as saved), and only its definitions when the caller names what it needs."""
+
+    def __init__(
+        self,
+        name: str,
+        path: Path,
+        source: Optional[str],
+        keep: Optional[set[str]],
+        skipped: Optional[list[Skipped]],
+    ) -> None:
+        self.name, self.path, self.source, self.keep, self.skipped = (
+            name,
+            path,
+            source,
+            keep,
+            skipped,
+        )
+        self.ran = False
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        package = [str(self.path.resolve().parent)] if self.path.name == "__init__.py" else None
+        return importlib.util.spec_from_file_location(
+            fullname, str(self.path.resolve()), loader=self, submodule_search_locations=package
+        )
+
+    def create_module(self, spec: Any) -> None:
+        return None  # (Python's default module)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.ran = True
+        path, source, keep = self.path, self.source, self.keep
+        filename = str(path.resolve())
+        if source is None and keep is None:
+            text = _source_text(path)  # (the loader's own words name neither the file nor the byte)
+            code = compile(text, filename, "exec")
+        else:
+            text = source if source is not None else _source_text(path)
+            if keep is not None:
+                defs = definitions(text, keep, filename)
+                if self.skipped is not None:
+                    self.skipped.extend(defs.skipped)
+                code = compile(defs.tree, filename, "exec")
+            else:
+                code = compile(text, filename, "exec")
+        exec(code, module.__dict__)
 
 
 def _source_text(path: Path) -> str:

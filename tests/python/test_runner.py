@@ -1199,3 +1199,49 @@ def test_layouts_python_runs_but_the_trace_did_not(fresh_runner, tmp_path):
         assert _width(runner, keyed, out) == 9
     finally:
         runner.close()
+
+
+REGISTRY = """
+    REG = {}
+
+    def register(name):
+        def add(cls):
+            if name in REG:  # (as detectron2's, mmengine's registries)
+                raise KeyError(f"{name!r} is already registered")
+            REG[name] = cls
+            return cls
+        return add
+"""
+
+
+def test_a_module_its_package_imports_runs_once_and_from_the_editors_text(fresh_runner, tmp_path):
+    """`zoo/__init__.py` imports `zoo.convnet`: importing the package for its relative imports
+    ran the saved file, then the trace ran it again under the same name (a registry refused
+    the second registration: KeyError), and the editor's unsaved text was not what the
+    package's import ran. And a package's own `__init__.py` as the target: its whole top
+    level ran (the package's import), though the summary listed those lines as skipped."""
+    write(tmp_path, "zoo/__init__.py", "from .registry import REG\nfrom . import convnet\n")
+    write(tmp_path, "zoo/registry.py", REGISTRY)
+    conv = write(
+        tmp_path,
+        "zoo/convnet.py",
+        textwrap.dedent(MODEL_OF.format(imports="from .registry import register", width=3)).replace(
+            "class Net", '@register("convnet")\nclass Net'
+        ),
+    )
+    out = tmp_path / "g.msgpack"
+    assert _width(fresh_runner, conv, out) == 3
+    text = conv.read_text().replace("nn.Linear(4, 3)", "nn.Linear(4, 5)")
+    ask = dict(op="trace", file=str(conv), target="Net", out=str(out), input="torch.ones(1, 4)")
+    reply = fresh_runner.ask(**ask, text=text)
+    assert reply["ok"], reply
+    assert reply["result"]["summary"]["params"] == 4 * 5 + 5
+    mark = tmp_path / "init-ran"
+    init = write(
+        tmp_path,
+        "pkg/__init__.py",
+        f"open({str(mark)!r}, 'w').close()\n"
+        + textwrap.dedent(MODEL_OF.format(imports="", width=2)),
+    )
+    assert _width(fresh_runner, init, out) == 2
+    assert not mark.exists(), "the package's top-level code ran"
