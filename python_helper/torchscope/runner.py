@@ -200,8 +200,9 @@ def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any
         raise Failure("bad-request", str(exc)) from None
     texts_only(str(path) if text is not None else None)  # (another file's buffer: gone)
     run_top_level = bool(req.get("runTopLevel"))
-    key = (str(path), _digest(text, others), name, req.get("ctorArgs"), device, run_top_level)
-    with texts_in_place(others):
+    cwd = req.get("cwd")  # the file's workspace folder: relative paths are read from there
+    key = (str(path), _digest(text, others), name, req.get("ctorArgs"), device, run_top_level, cwd)
+    with texts_in_place(others), _working_folder(cwd):
         if _last is not None and _last.key == key and _unchanged(_last.files):
             built = _last.built
         else:
@@ -215,6 +216,24 @@ def trace(req: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any
         finally:
             if _last is not None:
                 _last.add_imported()
+
+
+@contextmanager
+def _working_folder(folder: Any) -> Iterator[None]:
+    """Run the block in `folder` (as Run Python File starts in the file's workspace folder),
+    then back; as it is for None or a folder that is not there."""
+    before = os.getcwd()
+    moved = False
+    if isinstance(folder, str) and folder:
+        with contextlib.suppress(OSError):
+            os.chdir(folder)
+            moved = True
+    try:
+        yield
+    finally:
+        if moved:
+            with contextlib.suppress(OSError):
+                os.chdir(before)
 
 
 def _digest(text: Optional[str], others: Optional[dict[str, Optional[str]]]) -> Optional[str]:

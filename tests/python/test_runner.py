@@ -1245,3 +1245,31 @@ def test_a_module_its_package_imports_runs_once_and_from_the_editors_text(fresh_
     )
     assert _width(fresh_runner, init, out) == 2
     assert not mark.exists(), "the package's top-level code ran"
+
+
+def test_a_build_runs_in_the_folder_the_request_names(fresh_runner, tmp_path):
+    """A factory opening `configs/net.json` relative to its project's folder: the runner ran
+    every file in the first workspace folder (a multi-root workspace: FileNotFoundError for
+    the second folder's files). The server names the file's workspace folder (`cwd`)."""
+    project = tmp_path / "second"
+    write(project, "configs/net.json", '{"width": 6}')
+    model = write(
+        project,
+        "scripts/train.py",
+        """
+        import json
+        from torch import nn
+
+        def make_model():
+            with open("configs/net.json") as f:
+                return nn.Linear(4, json.load(f)["width"])
+        """,
+    )
+    out = tmp_path / "g.msgpack"
+    ask = dict(
+        op="trace", file=str(model), target="make_model", out=str(out), input="torch.ones(1, 4)"
+    )
+    reply = fresh_runner.ask(**ask, cwd=str(project))
+    assert reply["ok"], reply
+    assert reply["result"]["summary"]["params"] == 4 * 6 + 6
+    assert not fresh_runner.ask(**ask, cwd=str(tmp_path))["ok"]  # (not found from elsewhere)

@@ -359,3 +359,16 @@ def test_factory_building_a_model_with_a_method_chain(tmp_path) -> None:
     line = next(i for i, t in enumerate(example.read_text().splitlines()) if "GPT2Model(" in t)
     target = target_at(project, info, line, 8)
     assert target is not None and (target.target, target.kind) == ("gpt2", "factory")
+
+
+def test_the_workspace_folder_of_a_file(tmp_path):
+    """The folder a trace of the file runs in (multi-root: its own, not the first one)."""
+    from torchscope.server.find_targets import workspace_folder
+
+    a, b = (tmp_path / "a").resolve(), (tmp_path / "b").resolve()
+    inner = b / "sub"
+    for folder in (a, inner):
+        folder.mkdir(parents=True)
+    assert workspace_folder((a, b), b / "x.py") == b
+    assert workspace_folder((a, b, inner), inner / "y.py") == inner
+    assert workspace_folder((a,), tmp_path / "elsewhere.py") is None

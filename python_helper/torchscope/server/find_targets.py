@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -154,6 +155,14 @@ class ProjectClass:
 
 
 Resolved = Union[External, ProjectClass, None]
+
+
+def workspace_folder(roots: Sequence[Path], path: Path) -> Optional[Path]:
+    """The workspace folder `path` lies in (the innermost, for folders inside others); None
+    for a file outside them all."""
+    resolved = path.resolve()
+    inside = [root for root in roots if resolved.is_relative_to(root)]
+    return max(inside, key=lambda root: len(root.parts)) if inside else None
 
 
 class Project:

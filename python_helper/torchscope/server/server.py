@@ -388,6 +388,9 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
         "out": str(_graph_path(ls, target)),
         "timeout": ls.settings.trace_timeout,
     }
+    folder = targets.workspace_folder(ls.project.roots, path)
+    if folder is not None:  # (relative paths in the file are read from there)
+        request["cwd"] = str(folder)
     for key in ("text", "input", "ctorArgs", "runTopLevel", "train"):
         value = text if key == "text" else p.get(key)
         if value is not None:
