@@ -3,14 +3,15 @@ file (a training loop at top level, a checkpoint written, a job started) so that
 model never runs them. Pure `ast`: no torch, nothing executed.
 
 Kept: imports, function and class definitions, assignments of plain values (no call inside),
-assignments the kept code needs (a global a class or function reads, the target instance and
-what it is built from), `if`/`try` blocks reduced to what they keep, setup calls (seeds,
-`sys.path`, warnings), operator registrations (`torch.library`: a Library and what is
-defined in it) and argparse's configuration (`parser.add_argument(...)`: a model sized by
-`args = parser.parse_args()` is built with the defaults). Skipped: loops, `with`
-blocks, bare calls (`train()`, `torch.save(...)`, `print(...)`), assignments from calls that
-nothing kept reads. The skipped statements that do work are listed, so the user can be told
-what did not run and asked before running it.
+assignments the kept code needs (a global read by the target, by a function or class it uses
+or by what defining one evaluates; the target instance and what it is built from; not what
+only an unused function reads: `train()`'s data loader or log file), `if`/`try` blocks
+reduced to what they keep, setup calls (seeds, `sys.path`, warnings), operator registrations
+(`torch.library`: a Library and what is defined in it) and argparse's configuration
+(`parser.add_argument(...)`: a model sized by `args = parser.parse_args()` is built with the
+defaults). Skipped: loops, `with` blocks, bare calls (`train()`, `torch.save(...)`,
+`print(...)`), assignments from calls that nothing kept reads. The skipped statements that do
+work are listed, so the user can be told what did not run and asked before running it.
 """
 
 from __future__ import annotations
@@ -93,27 +94,52 @@ def _describe(stmt: ast.stmt, source: str) -> str:
 
 
 class _Plan:
-    """Which top-level statements to keep, decided in two passes over the (flattened) file."""
+    """Which top-level statements to keep, decided in passes over the (flattened) file until
+    nothing more is needed. A `def` or `class` is always kept (defining it runs nothing of
+    its body), with what defining it evaluates (decorators, defaults, annotations, bases, a
+    class body); what its body reads is needed only when the function or class is: read by
+    the target or by code kept (a call, a decorator, a default, a method of a used class),
+    decorated by what may register it, or reachable by name at run time (`globals()`)."""
 
     def __init__(self, tree: ast.Module, keep_names: set[str]) -> None:
         self.needed = set(keep_names)
         self.kept: set[int] = set()  # id() of kept statements
+        self.opened: set[int] = set()  # id() of kept defs whose bodies are needed
         self.op_libraries: set[str] = set()  # names bound to a torch.library.Library
+        self.lazy_annotations = _future_annotations(tree)
         flat = list(_flatten(tree.body))
+        # what the file's own construction of the target passes (`Wide(hidden=HIDDEN)` in
+        # `main()`): build_target evaluates those arguments when the class needs them
+        self.arguments = _target_arguments(flat, keep_names)
         changed = True
         while changed:  # what kept code reads, transitively
             changed = False
+            every_body = bool(self.needed & _LOOKS_UP_NAMES)
             for stmt in flat:
-                if id(stmt) in self.kept or not self._keeps(stmt):
-                    continue
-                self.kept.add(id(stmt))
-                self.needed |= _names_read(stmt)
-                changed = True
+                if id(stmt) not in self.kept and self._keeps(stmt):
+                    self.kept.add(id(stmt))
+                    self.needed |= self._reads_when_run(stmt)
+                    changed = True
+                if (
+                    isinstance(stmt, _DEFS)
+                    and id(stmt) not in self.opened
+                    and (every_body or stmt.name in self.needed or _registers(stmt))
+                ):
+                    self.opened.add(id(stmt))
+                    self.needed |= _names_read(stmt) | _global_names(stmt)
+                    changed = True
+
+    def _reads_when_run(self, stmt: ast.stmt) -> set[str]:
+        """What running the statement at import reads: for a definition, what defining it
+        evaluates, not its body."""
+        if isinstance(stmt, _DEFS):
+            return _definition_reads(stmt, self.lazy_annotations)
+        return _names_read(stmt)
 
     def _keeps(self, stmt: ast.stmt) -> bool:
         if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass, ast.Global, ast.Nonlocal)):
             return True
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, *_TYPE_ALIAS)):
+        if isinstance(stmt, (*_DEFS, *_TYPE_ALIAS)):
             return True
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             return True  # a docstring
@@ -130,10 +156,139 @@ class _Plan:
                 return True  # parser.add_argument(...): what `args = parser.parse_args()` reads
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             value = stmt.value
-            return not _has_call(value) or bool(_targets(stmt) & self.needed)
+            if not _has_call(value) or bool(_targets(stmt) & self.needed):
+                return True
+            # (a constant the target's construction passes, computed by builtins: int("7"))
+            return bool(_targets(stmt) & self.arguments) and _only_value_calls(value)
         if isinstance(stmt, ast.AugAssign):
             return bool(_targets(stmt) & self.needed)
         return False
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+# names code uses to reach the file's functions without naming them (`globals()[name]`,
+# `eval(text)`): where kept code does, every function's body is needed (as it reads them)
+_LOOKS_UP_NAMES = frozenset(("globals", "eval", "exec"))
+
+# decorators that only wrap a function or class (no registry keeps it for later): a
+# `@torch.no_grad() def evaluate()` nothing calls is unused; any other decorator may keep
+# what it decorates (`@register_model`, `@torch.library.custom_op(...)`, `@torch.jit.script`)
+_WRAPPERS = frozenset(
+    (
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.enable_grad",
+        "torch.set_grad_enabled",
+        "torch.autocast",
+        "torch.compile",
+        "no_grad",
+        "inference_mode",
+        "staticmethod",
+        "classmethod",
+        "property",
+        "functools.wraps",
+        "wraps",
+        "functools.cache",
+        "functools.lru_cache",
+        "lru_cache",
+        "cache",
+        "contextlib.contextmanager",
+        "contextmanager",
+        "dataclass",
+        "dataclasses.dataclass",
+        "typing.overload",
+        "overload",
+        "hydra.main",
+        "click.command",
+        "click.option",
+        "click.argument",
+    )
+)
+
+# builtins that only compute a value from their arguments: a constant the target's
+# construction passes (`HIDDEN = int("7")`) may be computed by them
+_VALUE_CALLS = frozenset(
+    "int float str bool len min max sum abs round tuple list dict set range sorted".split()
+)
+
+
+def _future_annotations(tree: ast.Module) -> bool:
+    """`from __future__ import annotations`: annotations are never evaluated by a `def`."""
+    return any(
+        isinstance(s, ast.ImportFrom)
+        and s.module == "__future__"
+        and any(a.name == "annotations" for a in s.names)
+        for s in tree.body
+    )
+
+
+def _definition_reads(node: ast.stmt, lazy_annotations: bool) -> set[str]:
+    """What a `def` or `class` statement evaluates when it runs: decorators, defaults and
+    (unless postponed) annotations of a function; decorators, bases and the body of a class,
+    whose methods are definitions too. Not a function's body: it runs when called."""
+    if isinstance(node, ast.ClassDef):
+        names: set[str] = set()
+        for part in (*node.decorator_list, *node.bases, *node.keywords):
+            names |= _names_read(part)
+        for stmt in node.body:
+            if isinstance(stmt, _DEFS):
+                names |= _definition_reads(stmt, lazy_annotations)
+            elif not (lazy_annotations and isinstance(stmt, ast.AnnAssign)):
+                names |= _names_read(stmt)
+            elif stmt.value is not None:  # `x: Later = value`: the value only
+                names |= _names_read(stmt.value)
+        return names
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return _names_read(node)
+    a = node.args
+    parts: list[Optional[ast.AST]] = [*node.decorator_list, *a.defaults, *a.kw_defaults]
+    if not lazy_annotations:
+        every = (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+        parts += [node.returns, *(arg.annotation for arg in every if arg is not None)]
+    return {name for part in parts if part is not None for name in _names_read(part)}
+
+
+def _global_names(node: ast.AST) -> set[str]:
+    """The module-level names a function declares `global`: it uses what the file binds."""
+    return {n for g in ast.walk(node) if isinstance(g, ast.Global) for n in g.names}
+
+
+def _registers(node: ast.stmt) -> bool:
+    """A definition with a decorator that may keep it somewhere (not a plain wrapper):
+    reachable without its name being read."""
+    decorators = getattr(node, "decorator_list", [])
+    for d in decorators:
+        func = d.func if isinstance(d, ast.Call) else d
+        if (dotted(func) or "") not in _WRAPPERS:
+            return True
+    return False
+
+
+def _target_arguments(flat: list[ast.stmt], keep_names: set[str]) -> set[str]:
+    """The names the arguments of the file's own calls of a kept name read, in functions
+    (`main()`) whose bodies are not otherwise needed."""
+    names: set[str] = set()
+    for stmt in flat:
+        if not isinstance(stmt, _DEFS):
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and dotted(node.func) in keep_names:
+                for arg in (*node.args, *node.keywords):
+                    names |= _names_read(arg)
+    return names
+
+
+def _only_value_calls(value: Optional[ast.AST]) -> bool:
+    """The value calls nothing but builtins that compute values (`int("7")`, `len(SIZES)`)."""
+    if value is None:
+        return False
+    for node in ast.walk(value):
+        if isinstance(node, (ast.Await, ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(node, ast.Call) and dotted(node.func) not in _VALUE_CALLS:
+            return False
+    return True
 
 
 def _flatten(body: list[ast.stmt]) -> list[ast.stmt]:
