@@ -265,6 +265,8 @@ def _build(
         # (the time budget's stop is no fault of the left-out code)
         if not skipped or isinstance(exc, (KeyboardInterrupt, StoppedOutside)):
             raise
+        if _not_installed(exc, skipped):
+            raise
         said = message_of(exc)
         raise RunsCode(
             f"{path.name} without its top-level code failed ({type(exc).__name__}: "
@@ -275,6 +277,18 @@ def _build(
     if device != "cpu" and not _on_device(model, device):
         model = model.to(device)
     return Built(model, example, module, skipped, name, built_as)
+
+
+def _not_installed(exc: BaseException, skipped: list[Skipped]) -> bool:
+    """A module that is nowhere to import (a package not installed), where none of the code
+    left out changes where modules are looked for (`sys.path.insert(0, ROOT)`): running that
+    code would not help, so it is said as the import error it is."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return False
+    return not any(_FINDS_MODULES.search(s.text) for s in skipped)
+
+
+_FINDS_MODULES = re.compile(r"sys\.path|addsitedir|PYTHONPATH|meta_path|path_hooks")
 
 
 def describe_skipped(skipped: list[Skipped], most: int = 3) -> str:

@@ -1273,3 +1273,38 @@ def test_a_build_runs_in_the_folder_the_request_names(fresh_runner, tmp_path):
     assert reply["ok"], reply
     assert reply["result"]["summary"]["params"] == 4 * 6 + 6
     assert not fresh_runner.ask(**ask, cwd=str(tmp_path))["ok"]  # (not found from elsewhere)
+
+
+def test_a_missing_package_is_an_import_error_not_left_out_code(fresh_runner, tmp_path):
+    """`from no_such_package import x` failed, and because the file also runs a training
+    loop at import the user was asked to let it run (`runs-code`): running it can't install
+    the package. Said as the import error it is."""
+    model = write(
+        tmp_path,
+        "train.py",
+        """
+        import torch
+        from torch import nn
+        from no_such_package_xyz import helpers
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, helpers.WIDTH)
+
+            def forward(self, x):
+                return self.fc(x)
+
+        for step in range(3):
+            print(step)
+        """,
+    )
+    reply = fresh_runner.ask(
+        op="trace",
+        file=str(model),
+        target="Net",
+        out=str(tmp_path / "g.msgpack"),
+        input="torch.ones(1, 4)",
+    )
+    assert not reply["ok"] and reply["kind"] == "import-error", reply
+    assert "No module named 'no_such_package_xyz'" in reply["message"], reply
