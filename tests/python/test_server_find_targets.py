@@ -372,3 +372,118 @@ def test_the_workspace_folder_of_a_file(tmp_path):
     assert workspace_folder((a, b), b / "x.py") == b
     assert workspace_folder((a, b, inner), inner / "y.py") == inner
     assert workspace_folder((a,), tmp_path / "elsewhere.py") is None
+
+
+# -- where the runner finds a project's package (src/ layouts) ------------------------------
+
+SRC_MODEL = "from torch import nn\nclass Encoder(nn.Module): pass\n"
+SUBCLASS = "from toolkit.encoder import Encoder\nclass Finetuned(Encoder): pass\n"
+
+
+def _src_layout(ws: Path, src: str = "src") -> Path:
+    write(ws, f"{src}/toolkit/__init__.py", "")
+    write(ws, f"{src}/toolkit/encoder.py", SRC_MODEL)
+    return write(ws, "scripts/finetune.py", SUBCLASS)
+
+
+def test_a_package_found_through_the_runners_pythonpath(tmp_path):
+    """`.env` `PYTHONPATH=lib` (relative: to the workspace folder the runner runs in), or an
+    absolute folder."""
+    ws = tmp_path.resolve()
+    script = _src_layout(ws, "lib")
+    assert classes(script, ws) == []
+    project = targets.Project((ws,), python_path=("lib",))
+    info = project.load(script)
+    assert info is not None
+    assert [c.name for c in targets.module_classes(project, info)] == ["Finetuned"]
+    project = targets.Project((ws,), python_path=(str(ws / "lib"),))
+    info = project.load(script)
+    assert info is not None
+    assert [c.name for c in targets.module_classes(project, info)] == ["Finetuned"]
+    line = line_of(script, "class Finetuned")
+    found = targets.target_at(project, info, line, 3)
+    assert found is not None and (found.target, found.kind) == ("Finetuned", "class")
+
+
+def test_a_src_folder_at_a_workspace_root_is_searched(tmp_path):
+    ws = tmp_path.resolve()
+    script = _src_layout(ws)
+    assert classes(script, ws) == ["Finetuned"]
+    assert classes(script) == []  # (no workspace folder: no guess)
+
+
+@pytest.mark.parametrize(
+    "insert",
+    [
+        'sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))',
+        'sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))',
+        'sys.path.append(os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "lib")))',
+        'ROOT = Path(__file__).parent.parent\nsys.path.insert(0, str(ROOT / "lib"))',
+        'ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))\nsys.path.insert(0, os.path.join(ROOT, "lib"))',
+        'sys.path.insert(0, "{ws}/lib")',
+        'sys.path.append("lib")',  # (relative: to the folder the runner runs in)
+    ],
+)
+def test_a_package_found_through_sys_path_in_the_script(tmp_path, insert):
+    ws = tmp_path.resolve()
+    _src_layout(ws, "lib")
+    header = "import os\nimport sys\nfrom pathlib import Path\n" + insert.format(ws=ws) + "\n"
+    script = write(ws, "tools/train.py", header + SUBCLASS)
+    assert classes(script, ws) == ["Finetuned"]
+
+
+def test_sys_path_that_is_not_static_is_not_guessed(tmp_path):
+    ws = tmp_path.resolve()
+    _src_layout(ws, "lib")
+    header = "import os, sys\nsys.path.insert(0, os.environ['LIB'])\n"
+    script = write(ws, "tools/train.py", header + SUBCLASS)
+    assert classes(script, ws) == []
+
+
+def test_editable_installs_of_site_packages(tmp_path):
+    """A `.pth` line naming a folder (`pip install -e .` of a src/ layout); its import lines
+    and folders of the environment itself are not project folders."""
+    ws = (tmp_path / "ws").resolve()
+    _src_layout(ws, "lib")
+    site = tmp_path / "venv" / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "__editable__.toolkit-0.1.pth").write_text(f"{ws / 'lib'}\n")
+    (site / "distutils-precedence.pth").write_text("import os; os.environ.get('x')\n")
+    (site / "other.pth").write_text(f"# comment\n{site / 'inner'}\n/nonexistent/folder\n")
+    (site / "inner").mkdir()
+    assert targets.editable_folders([site]) == [ws / "lib"]
+    script = ws / "scripts/finetune.py"
+    project = targets.Project((ws,), python_path=tuple(map(str, targets.editable_folders([site]))))
+    info = project.load(script)
+    assert info is not None
+    assert [c.name for c in targets.module_classes(project, info)] == ["Finetuned"]
+
+
+def test_editable_finder_mappings(tmp_path):
+    """setuptools' strict/compat editable installs: a finder module mapping each package to
+    its folder."""
+    ws = (tmp_path / "ws").resolve()
+    _src_layout(ws, "lib")
+    site = tmp_path / "site-pkgs"
+    site.mkdir()
+    (site / "__editable__.toolkit-0.1.pth").write_text(
+        "import __editable___toolkit_0_1_finder; __editable___toolkit_0_1_finder.install()\n"
+    )
+    (site / "__editable___toolkit_0_1_finder.py").write_text(
+        f"import sys\nMAPPING: dict[str, str] = {{'toolkit': {str(ws / 'lib' / 'toolkit')!r}}}\n"
+    )
+    assert targets.editable_folders([site]) == [ws / "lib"]
+
+
+def test_the_runners_import_folders(monkeypatch):
+    """The workspace's `.env` PYTHONPATH (as the extension passes it) first; not torchscope's
+    own folder."""
+    import json
+
+    import torchscope
+    from torchscope.server.runner_client import RUNNER_ENV, runner_import_folders
+
+    monkeypatch.setenv(RUNNER_ENV, json.dumps({"PYTHONPATH": "src"}))
+    folders = runner_import_folders()
+    assert folders[0] == "src"
+    assert str(Path(torchscope.__file__).resolve().parent.parent) not in folders

@@ -2,15 +2,20 @@
 and a call of a target with literal arguments. Nothing is executed and torch is never imported.
 
 Base classes are resolved through the file's imports: `nn.Module` under any alias, transformers
-model classes, and classes of the same file or of other project files (found next to the file,
-in its package tree, or under the extra roots the server passes) whose own bases are modules.
-Files outside those roots (site-packages) are never read.
+model classes, and classes of the same file or of other project files whose own bases are
+modules. Project files are looked for where the runner would find them: next to the file, in
+its package tree, in folders the file puts on `sys.path` itself (a path computed from
+`__file__` or a constant), on the runner's PYTHONPATH and editable installs (what the server
+passes), and in the workspace folders and their `src/` folders. Other files (site-packages)
+are never read.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,7 +82,13 @@ class FileInfo:
     aliases: dict[str, ast.expr] = field(default_factory=dict[str, ast.expr])  # `Base = nn.Module`
     instances: dict[str, ast.Assign] = field(
         default_factory=dict[str, ast.Assign]
-    )  # module-level `x = call()`
+    )  # module-level `x = call()`: the last one of each name
+    bindings: dict[str, list[ast.Assign]] = field(
+        default_factory=dict[str, list[ast.Assign]]
+    )  # every module-level `x = call()` of each name, in file order
+    # folders the file puts on sys.path at import (`sys.path.insert(0, ...)`: True, first),
+    # relative ones to the folder the runner runs in
+    sys_path: list[tuple[bool, str]] = field(default_factory=list[tuple[bool, str]])
 
 
 def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -137,7 +148,189 @@ def parse(path: Path, text: str) -> Optional[FileInfo]:
                     info.aliases[t.id] = stmt.value
                 elif isinstance(stmt.value, ast.Call):
                     info.instances[t.id] = stmt
+                    info.bindings.setdefault(t.id, []).append(stmt)
+    info.sys_path = _sys_path_entries(path, tree)
     return info
+
+
+# -- folders a file puts on sys.path, found without running it ------------------------------
+
+_MAX_SYS_PATH = 16
+_PATH_OF_ONE = {"str", "abspath", "realpath", "normpath", "fspath", "Path", "PurePath"}
+_PATH_OF_ONE |= {"PosixPath", "WindowsPath", "PurePosixPath", "PureWindowsPath"}
+_SAME_PATH_METHODS = {"resolve", "absolute", "expanduser"}
+
+
+def _parent(value: str) -> str:
+    return os.path.normpath(os.path.join(value, os.pardir))
+
+
+def _static_path(expr: ast.expr, names: dict[str, str], file: Path) -> Optional[str]:
+    """The path `expr` computes from `__file__`, constants and names bound to such paths
+    (`Path(__file__).resolve().parents[1] / "src"`, `os.path.join(os.path.dirname(__file__),
+    "..", "src")`); None for anything else."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value
+    if isinstance(expr, ast.Name):
+        return str(file) if expr.id == "__file__" else names.get(expr.id)
+    if isinstance(expr, ast.Attribute):
+        if expr.attr in ("pardir", "curdir") and dotted(expr.value) in ("os", "os.path"):
+            return os.pardir if expr.attr == "pardir" else os.curdir
+        if expr.attr == "parent":
+            inner = _static_path(expr.value, names, file)
+            return _parent(inner) if inner is not None else None
+        return None
+    if isinstance(expr, ast.Subscript):  # `p.parents[1]`
+        index = expr.slice
+        if not (
+            isinstance(expr.value, ast.Attribute)
+            and expr.value.attr == "parents"
+            and isinstance(index, ast.Constant)
+            and isinstance(index.value, int)
+            and 0 <= index.value < 32
+        ):
+            return None
+        inner = _static_path(expr.value.value, names, file)
+        if inner is None:
+            return None
+        for _ in range(index.value + 1):
+            inner = _parent(inner)
+        return inner
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Div):  # `p / "src"`
+        left = _static_path(expr.left, names, file)
+        right = _static_path(expr.right, names, file)
+        return os.path.join(left, right) if left is not None and right is not None else None
+    if not isinstance(expr, ast.Call) or expr.keywords:
+        return None
+    func = expr.func
+    name = dotted(func) or ""
+    last = name.rpartition(".")[2]
+    args = expr.args
+    if isinstance(func, ast.Attribute) and func.attr in _SAME_PATH_METHODS and not args:
+        return _static_path(func.value, names, file)  # `p.resolve()`
+    if name in ("os.getcwd", "Path.cwd", "pathlib.Path.cwd") and not args:
+        return os.curdir
+    values = [_static_path(a, names, file) for a in args]
+    if not values or any(v is None for v in values):
+        return None
+    parts = [v for v in values if v is not None]
+    if isinstance(func, ast.Attribute) and func.attr == "joinpath":
+        base = _static_path(func.value, names, file)
+        return os.path.join(base, *parts) if base is not None else None
+    if last == "join":  # os.path.join, osp.join
+        return os.path.join(*parts)
+    if len(parts) != 1:
+        return None
+    if last == "dirname":
+        return os.path.dirname(parts[0]) or os.curdir
+    if last in _PATH_OF_ONE and (last != "str" or name == "str"):
+        return parts[0]
+    return None
+
+
+def _sys_path_entries(path: Path, tree: ast.Module) -> list[tuple[bool, str]]:
+    """`sys.path.insert(0, X)` (True: first), `sys.path.append(X)`, `sys.path.extend([X])`,
+    `site.addsitedir(X)` at module level, for the X `_static_path` works out (at most a few)."""
+    names: dict[str, str] = {}
+    out: list[tuple[bool, str]] = []
+    for stmt in _top_level(tree.body):
+        if isinstance(stmt, ast.Assign):
+            value = _static_path(stmt.value, names, path)
+            for t in stmt.targets:
+                if isinstance(t, ast.Name):
+                    if value is None:
+                        names.pop(t.id, None)
+                    else:
+                        names[t.id] = value
+            continue
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            continue
+        call = stmt.value
+        name = dotted(call.func)
+        if name == "sys.path.insert" and len(call.args) == 2:
+            added, first = [call.args[1]], True
+        elif name in ("sys.path.append", "site.addsitedir") and len(call.args) == 1:
+            added, first = [call.args[0]], False
+        elif (
+            name == "sys.path.extend"
+            and len(call.args) == 1
+            and isinstance(call.args[0], (ast.List, ast.Tuple))
+        ):
+            added, first = call.args[0].elts, False
+        else:
+            continue
+        for expr in added:
+            value = _static_path(expr, names, path)
+            if value is not None and len(out) < _MAX_SYS_PATH:
+                out.append((first, os.path.normpath(value)))
+    return out
+
+
+def editable_folders(site_dirs: Sequence[Path]) -> list[Path]:
+    """The project folders editable installs put on sys.path: the folder lines of the `.pth`
+    files of `site_dirs` (`pip install -e .` of a src/ layout), and the parents of the packages
+    a setuptools editable finder maps (`__editable___*_finder.py`). Folders of an environment
+    itself (site-packages, the interpreter's prefix) are not project folders."""
+    envs = [Path(p).resolve() for p in {sys.prefix, sys.base_prefix}]
+    sites = [Path(s).resolve() for s in site_dirs]
+    found: list[Path] = []
+
+    def add(folder: Path) -> None:
+        try:
+            folder = folder.resolve()
+            if not folder.is_dir():
+                return
+        except OSError:
+            return
+        if any(folder.is_relative_to(e) for e in envs + sites) or any(
+            part in ("site-packages", "dist-packages") for part in folder.parts
+        ):
+            return
+        if folder not in found and len(found) < 64:
+            found.append(folder)
+
+    for site_dir in sites:
+        try:
+            pth_files = sorted(site_dir.glob("*.pth"))
+            finders = sorted(site_dir.glob("__editable___*_finder.py"))
+        except OSError:
+            continue
+        for pth in pth_files:
+            try:
+                lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+            for line in lines[:100]:
+                line = line.strip()
+                if not line or line.startswith("#") or re.match(r"import[ \t]", line):
+                    continue
+                add(site_dir / line)  # (an absolute line stays itself)
+        for finder in finders:
+            try:
+                tree = ast.parse(finder.read_text(encoding="utf-8", errors="replace"))
+            except (OSError, SyntaxError, ValueError):
+                continue
+            for stmt in tree.body:
+                target = (
+                    stmt.target
+                    if isinstance(stmt, ast.AnnAssign)
+                    else stmt.targets[0]
+                    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                    else None
+                )
+                value = getattr(stmt, "value", None)
+                if not (isinstance(target, ast.Name) and target.id == "MAPPING"):
+                    continue
+                try:
+                    mapping = ast.literal_eval(value) if value is not None else None
+                except ValueError:
+                    continue
+                if isinstance(mapping, dict):
+                    for package, folder in mapping.items():  # pyright: ignore[reportUnknownVariableType]
+                        if isinstance(package, str) and isinstance(folder, str):
+                            if Path(folder).name == package.split(".")[-1]:
+                                add(Path(folder).parent)
+    return found
 
 
 # -- resolving names across project files ---------------------------------------------------
@@ -168,8 +361,11 @@ def workspace_folder(roots: Sequence[Path], path: Path) -> Optional[Path]:
 class Project:
     """Parsed files, cached by path and modification time, and the folders to look for imports."""
 
-    def __init__(self, roots: tuple[Path, ...] = ()) -> None:
+    def __init__(self, roots: tuple[Path, ...] = (), python_path: Sequence[str] = ()) -> None:
         self.roots = tuple(r.resolve() for r in roots)
+        # the runner's PYTHONPATH (relative entries: to the folder a trace runs in) and the
+        # folders of editable installs
+        self.python_path = tuple(python_path)
         self._cache: dict[Path, tuple[float, Optional[FileInfo]]] = {}
         self._last_text: Optional[tuple[tuple[Path, int], Optional[FileInfo]]] = None
 
@@ -197,15 +393,25 @@ class Project:
         self._cache[path] = (mtime, info)
         return info
 
-    # the folders where `import a.b` may find a project file of `info`
+    # the folders where `import a.b` may find a project file of `info`: where the runner
+    # would (sys.path as the file changes it, the runner's PYTHONPATH), its package tree, the
+    # workspace folders and their `src/` layouts
     def _search_roots(self, info: FileInfo) -> list[Path]:
-        roots = [info.path.parent]
+        # the folder a trace of the file runs in (relative paths are read from there)
+        cwd = workspace_folder(self.roots, info.path) or (
+            self.roots[0] if self.roots else info.path.parent
+        )
+        roots = [cwd / p for first, p in info.sys_path if first]
+        roots.append(info.path.parent)
         folder = info.path.parent
         while (folder / "__init__.py").exists():
             folder = folder.parent
             roots.append(folder)
+        roots.extend(cwd / p for p in self.python_path)
+        roots.extend(cwd / p for first, p in info.sys_path if not first)
         roots.extend(self.roots)
-        return list(dict.fromkeys(roots))
+        roots.extend(root / "src" for root in self.roots)
+        return [Path(os.path.normpath(r)) for r in dict.fromkeys(roots)]
 
     def _module_file(self, parts: list[str], roots: list[Path]) -> Optional[Path]:
         for root in roots:

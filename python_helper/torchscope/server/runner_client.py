@@ -14,6 +14,7 @@ import itertools
 import json
 import os
 import signal
+import site
 import subprocess
 import sys
 from collections.abc import Callable
@@ -24,6 +25,7 @@ import torchscope
 
 from ..entry_path import RUNNER_LIBS
 from ..failure import IMPORTING, TRACING, WRITING, Failure
+from .find_targets import editable_folders
 
 Log = Callable[[str, str], None]  # (level, message): "error" | "warning" | "info" | "debug"
 Progress = Callable[[str], None]
@@ -60,6 +62,25 @@ def runner_env() -> dict[str, str]:
     env["PYTHONIOENCODING"] = "utf-8"
     env["TORCHSCOPE_SERVER_PID"] = str(os.getpid())
     return env
+
+
+def runner_import_folders() -> list[str]:
+    """Where the runner finds the user's modules besides the script's folder: its PYTHONPATH
+    (the workspace's `.env` first; relative entries are read from the folder a trace runs in)
+    without torchscope's own folder, then the folders of editable installs of the
+    interpreter's site-packages (the runner runs on the server's interpreter). For the static
+    search of model classes (find_targets); nothing is imported or run."""
+    here = str(Path(torchscope.__file__).resolve().parent.parent)
+    entries = [p for p in runner_env()["PYTHONPATH"].split(os.pathsep) if p and p != here]
+    try:
+        sites = list(site.getsitepackages())
+    except AttributeError:  # (an old virtualenv's site module)
+        sites = []
+    user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if isinstance(user, str):
+        sites.append(user)
+    entries.extend(str(f) for f in editable_folders([Path(s) for s in sites]))
+    return list(dict.fromkeys(entries))
 
 
 # The workspace's environment file (`.env`), as the extension read it: a JSON object of

@@ -33,7 +33,7 @@ from ..usercode import source_lines, split_lines
 from . import calls_in_file, hints
 from . import find_targets as targets
 from .compare_request import CompareError, compare_files
-from .runner_client import RunnerClient, stop_early
+from .runner_client import RunnerClient, runner_import_folders, stop_early
 from .traces import Change, Mark, Trace, TraceStore, file_key, read_source
 
 # pygls reads a document's lines with str.splitlines, which also breaks at a form feed (a ^L
@@ -252,7 +252,9 @@ def initialize(ls: TorchscopeServer, params: types.InitializeParams) -> None:
     roots = [to_fs_path(f.uri) for f in params.workspace_folders or []]
     if params.root_uri:
         roots.append(to_fs_path(params.root_uri))
-    ls.project = targets.Project(tuple(Path(r) for r in roots if r))
+    ls.project = targets.Project(
+        tuple(Path(r) for r in roots if r), python_path=runner_import_folders()
+    )
     if roots and roots[0]:
         ls.runner.cwd = roots[0]
 
