@@ -487,3 +487,53 @@ def test_the_runners_import_folders(monkeypatch):
     folders = runner_import_folders()
     assert folders[0] == "src"
     assert str(Path(torchscope.__file__).resolve().parent.parent) not in folders
+
+
+# -- models wrapped at import: torch.compile, .to(device) -----------------------------------
+
+COMPILED = """
+import torch
+from torch import nn
+
+class KwNet(nn.Module):
+    def __init__(self, dim=4): super().__init__()
+
+class ConvNet(nn.Module): pass
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+compiled = torch.compile(KwNet(dim=6))
+model = ConvNet().to(device)
+model = torch.compile(model)
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+net = KwNet()
+net = net.to(device).eval()
+other = ConvNet()
+other = make_something(other)
+tc = torch.compile(lambda x: x)
+"""
+
+
+def test_compiled_and_moved_models_are_instances(tmp_path):
+    path = write(tmp_path, "m.py", COMPILED)
+    project, info = load(path)
+    got = [(t.target, t.kind, t.line) for t in targets.targets_in(project, info)]
+    assert got == [
+        ("KwNet", "class", line_of(path, "class KwNet")),
+        ("ConvNet", "class", line_of(path, "class ConvNet")),
+        ("compiled", "instance", line_of(path, "compiled =")),
+        ("model", "instance", line_of(path, "model = torch.compile")),
+        ("net", "instance", line_of(path, "net = net.to")),
+    ]
+    for needle, expected in [
+        ("compiled =", "compiled"),
+        ("model = torch.compile", "model"),
+        ("model = ConvNet()", "model"),  # (the model that `model` is at import)
+        ("net = KwNet()", "net"),
+    ]:
+        found = targets.target_at(project, info, line_of(path, needle), 2)
+        assert found is not None and (found.target, found.kind) == (expected, "instance"), needle
+    # `other` ends as something else: its first line is the class it builds
+    found = targets.target_at(project, info, line_of(path, "other = ConvNet()"), 12)
+    assert found is not None and (found.target, found.kind) == ("ConvNet", "class")
+    found = targets.target_at(project, info, line_of(path, "tc = "), 1)
+    assert found is None

@@ -631,17 +631,59 @@ def _is_factory(
     return False
 
 
+# calls that return the model they are given, wrapped (traced as the model)
+_WRAPS_MODEL = frozenset({"torch.compile"})
+
+
+def _unwrapped(project: Project, info: FileInfo, value: ast.expr) -> ast.expr:
+    """`torch.compile(m)`, `m.to(device).eval()` → `m`."""
+    for _ in range(32):
+        if not isinstance(value, ast.Call):
+            break
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr in _RETURNS_SELF:
+            value = func.value
+            continue
+        name = dotted(func)
+        found = project.resolve(info, name) if name is not None and value.args else None
+        if isinstance(found, External) and found.qualname in _WRAPS_MODEL:
+            value = value.args[0]
+            continue
+        break
+    return value
+
+
+def _instance_chain(
+    project: Project, info: FileInfo, name: str, seen: Optional[set[str]] = None
+) -> list[ast.Assign]:
+    """The module-level bindings of `name` that make the model it is at import, last first:
+    `model = Net().to(device)` then `model = torch.compile(model)` are both; empty when
+    `name` is no model then."""
+    seen = set[str]() if seen is None else seen
+    if name in seen:
+        return []
+    seen.add(name)
+    chain: list[ast.Assign] = []
+    for stmt in reversed(info.bindings.get(name, [])):
+        chain.append(stmt)
+        value = _unwrapped(project, info, stmt.value)
+        if isinstance(value, ast.Name):
+            if value.id == name:  # wraps what the name was before
+                continue
+            # `model = torch.compile(net)`: what `net` is
+            return chain if _instance_chain(project, info, value.id, seen) else []
+        if not isinstance(value, ast.Call):
+            return []
+        if _is_module_call(project, info, value):
+            return chain
+        fn = info.functions.get(dotted(value.func) or "")
+        built = fn is not None and not value.args and not value.keywords
+        return chain if built and fn is not None and _is_factory(project, info, fn) else []
+    return []
+
+
 def _is_instance(project: Project, info: FileInfo, name: str) -> bool:
-    stmt = info.instances.get(name)
-    if stmt is None:
-        return False
-    call = stmt.value
-    if _is_module_call(project, info, call):
-        return True
-    assert isinstance(call, ast.Call)
-    fn_name = dotted(call.func)
-    fn = info.functions.get(fn_name or "")
-    return fn is not None and _is_factory(project, info, fn) and not call.args and not call.keywords
+    return bool(_instance_chain(project, info, name))
 
 
 def _assigned_class(info: FileInfo, name: str) -> Optional[str]:
@@ -704,12 +746,8 @@ def target_at(project: Project, info: FileInfo, line: int, character: int) -> Op
         ):
             continue
         name = stmt.targets[0].id
-        if (
-            id(stmt) in top
-            and info.instances.get(name) is stmt
-            and _is_instance(project, info, name)
-        ):
-            return Target(name, "instance", stmt.lineno - 1)
+        if id(stmt) in top and any(s is stmt for s in _instance_chain(project, info, name)):
+            return Target(name, "instance", info.instances[name].lineno - 1)
         cls_name = _built_class(stmt.value)
         if cls_name in models:
             return Target(cls_name, "class", info.classes[cls_name].lineno - 1)
