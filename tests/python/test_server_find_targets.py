@@ -537,3 +537,19 @@ def test_compiled_and_moved_models_are_instances(tmp_path):
     assert found is not None and (found.target, found.kind) == ("ConvNet", "class")
     found = targets.target_at(project, info, line_of(path, "tc = "), 1)
     assert found is None
+
+
+def test_a_torch_checkout_on_a_search_path_is_not_followed(tmp_path):
+    """A PyTorch developer's editable install (or PYTHONPATH) of torch's sources: `nn.Module`
+    is still judged by its name, not by the checkout's `class Module:`."""
+    ws = tmp_path.resolve()
+    write(ws, "pytorch/torch/__init__.py", "")
+    write(ws, "pytorch/torch/nn/__init__.py", "from .modules import Module\n")
+    write(ws, "pytorch/torch/nn/modules/__init__.py", "class Module:\n    pass\n")
+    script = write(ws, "m.py", "import torch\nfrom torch import nn\nclass A(nn.Module): pass\n")
+    write(ws, "b.py", "import torch\nclass B(torch.nn.Module): pass\n")
+    project = targets.Project((ws,), python_path=("pytorch",))
+    for path, expected in [(script, ["A"]), (ws / "b.py", ["B"])]:
+        info = project.load(path)
+        assert info is not None
+        assert [c.name for c in targets.module_classes(project, info)] == expected

@@ -450,8 +450,12 @@ class Project:
         self, info: FileInfo, imp: _Import, tail: list[str], seen: set[Any]
     ) -> Resolved:
         parts = [p for p in imp.module.split(".") if p]
-        roots = [imp.base] if imp.base is not None else self._search_roots(info)
         names = parts + tail
+        if imp.base is None and names[:1] == ["torch"]:
+            # judged by its name (a checkout of torch on a search path is not followed:
+            # its `Module` has no model base)
+            return External(".".join(names)) if tail or imp.attr else None
+        roots = [imp.base] if imp.base is not None else self._search_roots(info)
         # the longest prefix that is a project file; the rest are names inside it
         low = len(parts) if imp.base is not None else max(len(parts), 1)
         for i in range(len(names), low - 1, -1):
@@ -645,7 +649,8 @@ def _unwrapped(project: Project, info: FileInfo, value: ast.expr) -> ast.expr:
             value = func.value
             continue
         name = dotted(func)
-        found = project.resolve(info, name) if name is not None and value.args else None
+        wraps = name is not None and name.rpartition(".")[2] == "compile" and value.args
+        found = project.resolve(info, name) if name is not None and wraps else None
         if isinstance(found, External) and found.qualname in _WRAPS_MODEL:
             value = value.args[0]
             continue
