@@ -387,7 +387,7 @@ def _src_layout(ws: Path, src: str = "src") -> Path:
 
 
 def test_a_package_found_through_the_runners_pythonpath(tmp_path):
-    """`.env` `PYTHONPATH=lib` (relative: to the workspace folder the runner runs in), or an
+    """`PYTHONPATH=lib` (relative: to the first workspace folder, where the runner starts), or an
     absolute folder."""
     ws = tmp_path.resolve()
     script = _src_layout(ws, "lib")
@@ -553,3 +553,19 @@ def test_a_torch_checkout_on_a_search_path_is_not_followed(tmp_path):
         info = project.load(path)
         assert info is not None
         assert [c.name for c in targets.module_classes(project, info)] == expected
+
+
+def test_relative_folders_in_a_multi_root_workspace(tmp_path):
+    """The script's own `sys.path.append("lib")` is read from its workspace folder (where its
+    trace runs); a relative PYTHONPATH entry from the first folder (where the runner starts)."""
+    a, b = (tmp_path / "a").resolve(), (tmp_path / "b").resolve()
+    _src_layout(a, "shared")
+    _src_layout(b, "lib")
+    own = write(b, "tools/own.py", "import sys\nsys.path.append('lib')\n" + SUBCLASS)
+    env = write(b, "tools/env.py", SUBCLASS)
+    assert classes(own, a, b) == ["Finetuned"]
+    assert classes(env, a, b) == []
+    project = targets.Project((a, b), python_path=("shared",))
+    info = project.load(env)
+    assert info is not None
+    assert [c.name for c in targets.module_classes(project, info)] == ["Finetuned"]

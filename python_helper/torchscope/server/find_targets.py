@@ -363,9 +363,11 @@ class Project:
 
     def __init__(self, roots: tuple[Path, ...] = (), python_path: Sequence[str] = ()) -> None:
         self.roots = tuple(r.resolve() for r in roots)
-        # the runner's PYTHONPATH (relative entries: to the folder a trace runs in) and the
-        # folders of editable installs
-        self.python_path = tuple(python_path)
+        # the runner's PYTHONPATH and the folders of editable installs; relative entries are
+        # from the folder the runner starts in (the first workspace folder), as Python makes
+        # them absolute at its start
+        start = self.roots[0] if self.roots else Path.cwd()
+        self.python_path = tuple(Path(os.path.normpath(start / p)) for p in python_path)
         self._cache: dict[Path, tuple[float, Optional[FileInfo]]] = {}
         self._last_text: Optional[tuple[tuple[Path, int], Optional[FileInfo]]] = None
 
@@ -407,7 +409,7 @@ class Project:
         while (folder / "__init__.py").exists():
             folder = folder.parent
             roots.append(folder)
-        roots.extend(cwd / p for p in self.python_path)
+        roots.extend(self.python_path)
         roots.extend(cwd / p for first, p in info.sys_path if not first)
         roots.extend(self.roots)
         roots.extend(root / "src" for root in self.roots)

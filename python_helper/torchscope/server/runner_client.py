@@ -66,7 +66,7 @@ def runner_env() -> dict[str, str]:
 
 def runner_import_folders() -> list[str]:
     """Where the runner finds the user's modules besides the script's folder: its PYTHONPATH
-    (the workspace's `.env` first; relative entries are read from the folder a trace runs in)
+    (the workspace's `.env` first, its relative entries made absolute by the extension)
     without torchscope's own folder, then the folders of editable installs of the
     interpreter's site-packages (the runner runs on the server's interpreter). For the static
     search of model classes (find_targets); nothing is imported or run."""
