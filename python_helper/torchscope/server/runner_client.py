@@ -25,7 +25,6 @@ import torchscope
 
 from ..entry_path import RUNNER_LIBS
 from ..failure import IMPORTING, TRACING, WRITING, Failure
-from .find_targets import editable_folders
 
 Log = Callable[[str, str], None]  # (level, message): "error" | "warning" | "info" | "debug"
 Progress = Callable[[str], None]
@@ -79,6 +78,8 @@ def runner_import_folders() -> list[str]:
     user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     if isinstance(user, str):
         sites.append(user)
+    from .find_targets import editable_folders  # (not before the runner's early start)
+
     entries.extend(str(f) for f in editable_folders([Path(s) for s in sites]))
     return list(dict.fromkeys(entries))
 
