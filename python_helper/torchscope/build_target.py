@@ -60,11 +60,14 @@ def split_target(target: str) -> tuple[Path, str]:
     return Path(file), name
 
 
-def module_name_for(path: Path) -> tuple[str, Path]:
+def module_name_for(path: Path, source: Optional[str] = None) -> tuple[str, Path]:
     """The dotted name of a file inside its package tree, and the folder to put on sys.path.
-    A package's `__init__.py` is the package itself. A name with a dot can't be a module's
-    (`unet.v2.py`, a clone in `detr.v2/`): such a file is a module of its own (a name of its
-    own, no package), such a folder the top."""
+    A package's `__init__.py` is the package itself. Folders without `__init__.py` count as
+    packages (namespace packages, as `python -m pkg.mod` runs them) as far up as the file's
+    relative imports reach (`from ..common import cfg`: two). A name with a dot can't be a
+    module's (`unet.v2.py`, a clone in `detr.v2/`): such a file is a module of its own (a
+    name of its own, no package), such a folder the top. `source`: the file's text, if not
+    as saved."""
     path = path.resolve()
     if "." in path.stem:
         return "__torchscope_" + re.sub(r"\W", "_", path.stem), path.parent
@@ -75,7 +78,26 @@ def module_name_for(path: Path) -> tuple[str, Path]:
     while "." not in folder.name and (folder / "__init__.py").exists():
         parts.insert(0, folder.name)
         folder = folder.parent
+    levels = len(parts) - (0 if path.name == "__init__.py" else 1)  # packages it is in
+    reach = _relative_reach(path, source)
+    while levels < reach and folder.name.isidentifier() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+        levels += 1
     return ".".join(parts), folder
+
+
+_RELATIVE = re.compile(r"^[ \t]*from[ \t]+(\.+)", re.MULTILINE)
+
+
+def _relative_reach(path: Path, source: Optional[str]) -> int:
+    """How many packages up the file's relative imports reach (0: none)."""
+    if source is None:
+        try:
+            source = read_source(path)
+        except (OSError, UnicodeDecodeError, SyntaxError):
+            return 0
+    return max((len(m.group(1)) for m in _RELATIVE.finditer(source)), default=0)
 
 
 def import_file(
@@ -94,7 +116,7 @@ def import_file(
         raise TargetError(f"no such file: {path}")
     if path.is_dir():
         raise TargetError(f"{path} is a folder: give FILE.py:NAME")
-    name, root = module_name_for(path)
+    name, root = module_name_for(path, source)
     # (the runner puts them first itself: _own_folder_first) its package's root, and its own
     # folder after it, as `python file.py` has it (a sibling imported by its plain name)
     for folder in dict.fromkeys((path.resolve().parent, root)):

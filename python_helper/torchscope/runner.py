@@ -128,7 +128,7 @@ def forget_user_modules() -> list[str]:
 _added_paths: list[str] = []  # sys.path entries a trace added for its file's folder
 
 
-def _own_folder_first(path: Path) -> None:
+def _own_folder_first(path: Path, text: Optional[str] = None) -> None:
     """The traced file's package root first on sys.path and its own folder after it, as
     `python file.py` would have its folder, and no folder an earlier trace added: `import
     helpers` finds this file's. The entries added are taken off by identity: the same folder
@@ -141,7 +141,7 @@ def _own_folder_first(path: Path) -> None:
                 del sys.path[i]
                 break
     _added_paths.clear()
-    root = module_name_for(path)[1]
+    root = module_name_for(path, text)[1]
     folders = [root] if path.resolve().parent == root else [root, path.resolve().parent]
     for at, folder in enumerate(folders):
         entry = "".join(str(folder))  # (a new string: its identity is ours to find again)
@@ -261,7 +261,7 @@ def _build(
     destroy_users_libraries()  # the forgotten modules' operators: the file may define them again
     if _defaults is not None:
         _defaults.restore()  # the last file's process-wide settings are not this one's
-    _own_folder_first(path)
+    _own_folder_first(path, text)
     old_argv, old_cwd = sys.argv, os.getcwd()
     _same_random_numbers()
     try:

@@ -1308,3 +1308,19 @@ def test_a_missing_package_is_an_import_error_not_left_out_code(fresh_runner, tm
     )
     assert not reply["ok"] and reply["kind"] == "import-error", reply
     assert "No module named 'no_such_package_xyz'" in reply["message"], reply
+
+
+def test_a_namespace_package_s_relative_imports(fresh_runner, tmp_path):
+    """Folders without `__init__.py` (namespace packages, as `python -m nsproj.models.net`
+    runs them): `from .layers import Block` failed ("attempted relative import with no known
+    parent package"). The file's relative imports say how many folders its package spans."""
+    write(tmp_path, "nsproj/common/cfg.py", "WIDTH = 7\n")
+    write(tmp_path, "nsproj/models/layers.py", "from torch import nn\nBlock = nn.Linear\n")
+    net = write(
+        tmp_path,
+        "nsproj/models/net.py",
+        MODEL_OF.format(
+            imports="from .layers import Block\n    from ..common.cfg import WIDTH", width="WIDTH"
+        ),
+    )
+    assert _width(fresh_runner, net, tmp_path / "g.msgpack") == 7

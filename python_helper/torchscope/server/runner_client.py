@@ -81,7 +81,8 @@ def runner_import_folders() -> list[str]:
     from .find_targets import editable_folders  # (not before the runner's early start)
 
     entries.extend(str(f) for f in editable_folders([Path(s) for s in sites]))
-    return list(dict.fromkeys(entries))
+    # (torchscope's own folder is no user's: an editable install of torchscope lists it too)
+    return [e for e in dict.fromkeys(entries) if e != here]
 
 
 # The workspace's environment file (`.env`), as the extension read it: a JSON object of
