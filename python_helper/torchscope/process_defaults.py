@@ -8,9 +8,11 @@ business: threads.core_spared.)"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
+from collections.abc import Collection
 from typing import Any
 
 import torch
@@ -28,8 +30,14 @@ class ProcessDefaults:
         self.warning_filters = list(warnings.filters)
         self.environ = dict(os.environ)
         self.sys_path = list(sys.path)  # (the runner then puts the traced file's folder first)
+        # torch's namespaces a file may patch at import (`F.gelu = fast_gelu`)
+        self.namespaces = [(vars(owner), dict(vars(owner))) for owner in _patchable()]
 
-    def restore(self) -> None:
+    def restore(self, forgotten: Collection[str] = ()) -> None:
+        """As the runner started; `forgotten`: the user's modules just dropped (their patches
+        of torch go with them)."""
+        if forgotten:
+            self._undo_patches(set(forgotten))
         for warning in self.torch.restore():  # (the server's log: no trace to say it in)
             print(f"torchscope: {warning}", file=sys.stderr)
         torch.set_grad_enabled(self.grad)
@@ -46,3 +54,30 @@ class ProcessDefaults:
             for key, value in self.environ.items():
                 if os.environ.get(key) != value:
                     os.environ[key] = value
+
+    def _undo_patches(self, forgotten: set[str]) -> None:
+        """Names of torch's namespaces that hold a function or class of the dropped modules
+        (`F.gelu = fast_gelu`, `torch.Tensor.gelu = …`): put back as they were, or taken off.
+        A library's patch stays (it is imported once for the runner's life), and so does a
+        plain value a file set (nothing says whose it is)."""
+        for (now, before), owner in zip(self.namespaces, _patchable()):
+            for key, value in list(now.items()):
+                try:
+                    theirs = getattr(value, "__module__", None) in forgotten
+                except Exception:  # (an object that won't say)
+                    continue
+                if not theirs:
+                    continue
+                with contextlib.suppress(Exception):
+                    if key in before:
+                        setattr(owner, key, before[key])
+                    else:
+                        delattr(owner, key)
+
+
+def _patchable() -> list[Any]:
+    """torch's namespaces users patch: the package, nn, its functional and init, and Tensor."""
+    import torch.nn.functional
+    import torch.nn.init
+
+    return [torch, torch.nn, torch.nn.functional, torch.nn.init, torch.Tensor]

@@ -257,10 +257,10 @@ def _build(
     from . import build_target as tg
     from .op_libraries import destroy_users_libraries, users_libraries_recorded
 
-    forget_user_modules()
+    forgotten = forget_user_modules()
     destroy_users_libraries()  # the forgotten modules' operators: the file may define them again
     if _defaults is not None:
-        _defaults.restore()  # the last file's process-wide settings are not this one's
+        _defaults.restore(forgotten)  # the last file's process-wide settings are not this one's
     _own_folder_first(path, text)
     old_argv, old_cwd = sys.argv, os.getcwd()
     _same_random_numbers()

@@ -1324,3 +1324,51 @@ def test_a_namespace_package_s_relative_imports(fresh_runner, tmp_path):
         ),
     )
     assert _width(fresh_runner, net, tmp_path / "g.msgpack") == 7
+
+
+def test_a_files_patch_of_torch_does_not_reach_the_next_files_trace(fresh_runner, tmp_path):
+    """Project A's file patches torch at import (`F.gelu = fast_gelu`); a later trace of
+    project B in the same warm runner ran A's patch (B's graph had a call at A's file), as no
+    fresh `python` would. A library's patch, imported once for the runner's life, stays."""
+    a = write(
+        tmp_path,
+        "projA/fastmodel.py",
+        """
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        def fast_gelu(x, approximate="none"):
+            return torch.tanh(x)
+
+        F.gelu = fast_gelu
+        torch.fast_gelu = fast_gelu
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return F.gelu(x)
+        """,
+    )
+    b = write(
+        tmp_path,
+        "projB/plainmodel.py",
+        """
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        class Net(nn.Module):
+            def forward(self, x):
+                assert not hasattr(torch, "fast_gelu"), "project A's function reached B"
+                return F.gelu(x)
+        """,
+    )
+    out = tmp_path / "g.msgpack"
+    for path in (b, a, b):
+        reply = fresh_runner.ask(
+            op="trace", file=str(path), target="Net", out=str(out), input="torch.ones(1, 4)"
+        )
+        assert reply["ok"] and reply["result"]["summary"]["error"] is None, reply
+        g = Graph.load(out)
+        ops = [n.name for n in g.nodes if n.kind == "op"]
+        assert ops == (["tanh"] if path == a else ["gelu"]), (path.name, ops)
