@@ -27,7 +27,8 @@ export function isInside(file: string, folder: string, caseInsensitive = process
   return insideByPath(file, folder, caseInsensitive) || insideByPath(realPath(file), realPath(folder), caseInsensitive);
 }
 
-function insideByPath(file: string, folder: string, caseInsensitive: boolean): boolean {
+/** `file` inside `folder` (or the folder itself), by path as spelled. */
+export function insideByPath(file: string, folder: string, caseInsensitive = process.platform === "win32"): boolean {
   const norm = (p: string): string => (caseInsensitive ? path.resolve(p).toLowerCase() : path.resolve(p));
   const rel = path.relative(norm(folder), norm(file));
   return rel === "" || (!!rel && !rel.startsWith("..") && !path.isAbsolute(rel));

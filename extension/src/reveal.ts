@@ -11,7 +11,7 @@ import { parseCompareTarget } from "./compareTargets";
 import { headUri, tracedFromHead } from "./gitHead";
 import { GraphPanel } from "./graphPanel";
 import { lineNow, lineTraced, type LinePairs } from "./lineMap";
-import { fileKind, isKnown, openDecision, type OpenContext } from "./openGuard";
+import { fileKind, insideByPath, isKnown, openDecision, type OpenContext } from "./openGuard";
 import type { PanelOrigin, Site } from "./protocol";
 import { realPath } from "./realPath";
 
@@ -113,10 +113,9 @@ export function editorUri(file: string, panel: GraphPanel | undefined): vscode.U
  * path (or none holds it), else its path under the folder its real path is in. */
 function workspacePath(file: string): string {
   const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === "file").map((f) => f.uri.fsPath);
-  const under = (rel: string): boolean => !!rel && !rel.startsWith("..") && !path.isAbsolute(rel);
-  if (folders.some((f) => under(path.relative(path.resolve(f), path.resolve(file))))) return file;
+  if (folders.some((f) => insideByPath(file, f))) return file;
   const real = realPath(file);
-  const folder = folders.find((f) => under(path.relative(realPath(f), real)));
+  const folder = folders.find((f) => insideByPath(real, realPath(f)));
   return folder ? path.join(folder, path.relative(realPath(folder), real)) : file;
 }
 

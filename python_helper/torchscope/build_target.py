@@ -87,6 +87,14 @@ def module_name_for(path: Path, source: Optional[str] = None) -> tuple[str, Path
     return ".".join(parts), folder
 
 
+def import_folders(path: Path, root: Path) -> list[Path]:
+    """The folders a trace of `path` puts first on sys.path, in order: its package's `root`
+    (module_name_for's), and its own folder after it, as `python file.py` has it (a sibling
+    imported by its plain name)."""
+    own = path.resolve().parent
+    return [root] if own == root else [root, own]
+
+
 _RELATIVE = re.compile(r"^[ \t]*from[ \t]+(\.+)", re.MULTILINE)
 
 
@@ -117,9 +125,7 @@ def import_file(
     if path.is_dir():
         raise TargetError(f"{path} is a folder: give FILE.py:NAME")
     name, root = module_name_for(path, source)
-    # (the runner puts them first itself: _own_folder_first) its package's root, and its own
-    # folder after it, as `python file.py` has it (a sibling imported by its plain name)
-    for folder in dict.fromkeys((path.resolve().parent, root)):
+    for folder in reversed(import_folders(path, root)):  # (the runner puts them first itself)
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
     this = _ThisFile(name, path, source, keep, skipped)
@@ -180,18 +186,15 @@ class _ThisFile(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.ran = True
         path, source, keep = self.path, self.source, self.keep
         filename = str(path.resolve())
-        if source is None and keep is None:
-            text = _source_text(path)  # (the loader's own words name neither the file nor the byte)
-            code = compile(text, filename, "exec")
+        # (read by _source_text: the loader's own words name neither the file nor the byte)
+        text = source if source is not None else _source_text(path)
+        if keep is not None:
+            defs = definitions(text, keep, filename)
+            if self.skipped is not None:
+                self.skipped.extend(defs.skipped)
+            code = compile(defs.tree, filename, "exec")
         else:
-            text = source if source is not None else _source_text(path)
-            if keep is not None:
-                defs = definitions(text, keep, filename)
-                if self.skipped is not None:
-                    self.skipped.extend(defs.skipped)
-                code = compile(defs.tree, filename, "exec")
-            else:
-                code = compile(text, filename, "exec")
+            code = compile(text, filename, "exec")
         exec(code, module.__dict__)
 
 

@@ -31,7 +31,7 @@ class ProcessDefaults:
         self.environ = dict(os.environ)
         self.sys_path = list(sys.path)  # (the runner then puts the traced file's folder first)
         # torch's namespaces a file may patch at import (`F.gelu = fast_gelu`)
-        self.namespaces = [(vars(owner), dict(vars(owner))) for owner in _patchable()]
+        self.namespaces = [(owner, dict(vars(owner))) for owner in _patchable()]
 
     def restore(self, forgotten: Collection[str] = ()) -> None:
         """As the runner started; `forgotten`: the user's modules just dropped (their patches
@@ -60,8 +60,8 @@ class ProcessDefaults:
         (`F.gelu = fast_gelu`, `torch.Tensor.gelu = …`): put back as they were, or taken off.
         A library's patch stays (it is imported once for the runner's life), and so does a
         plain value a file set (nothing says whose it is)."""
-        for (now, before), owner in zip(self.namespaces, _patchable()):
-            for key, value in list(now.items()):
+        for owner, before in self.namespaces:
+            for key, value in list(vars(owner).items()):
                 try:
                     theirs = getattr(value, "__module__", None) in forgotten
                 except Exception:  # (an object that won't say)

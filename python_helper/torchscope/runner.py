@@ -50,13 +50,7 @@ def _module_paths() -> list[tuple[str, list[str]]]:
 
 def user_files() -> dict[str, tuple[int, int]]:
     """The user's imported files with their (mtime_ns, size): what a reused build depends on."""
-    files: dict[str, tuple[int, int]] = {}
-    for _, paths in _module_paths():
-        for p in paths:
-            if is_user_file(p) and os.path.isfile(p):
-                st = os.stat(p)
-                files[p] = (st.st_mtime_ns, st.st_size)
-    return files
+    return _signatures(p for _, paths in _module_paths() for p in paths if is_user_file(p))
 
 
 def _signatures(paths: Iterable[str]) -> dict[str, tuple[int, int]]:
@@ -133,7 +127,7 @@ def _own_folder_first(path: Path, text: Optional[str] = None) -> None:
     `python file.py` would have its folder, and no folder an earlier trace added: `import
     helpers` finds this file's. The entries added are taken off by identity: the same folder
     may be on sys.path in its own right (PYTHONPATH=., an editable install) and stays."""
-    from .build_target import module_name_for
+    from .build_target import import_folders, module_name_for
 
     for p in _added_paths:
         for i, entry in enumerate(sys.path):
@@ -141,9 +135,7 @@ def _own_folder_first(path: Path, text: Optional[str] = None) -> None:
                 del sys.path[i]
                 break
     _added_paths.clear()
-    root = module_name_for(path, text)[1]
-    folders = [root] if path.resolve().parent == root else [root, path.resolve().parent]
-    for at, folder in enumerate(folders):
+    for at, folder in enumerate(import_folders(path, module_name_for(path, text)[1])):
         entry = "".join(str(folder))  # (a new string: its identity is ours to find again)
         sys.path.insert(at, entry)
         _added_paths.append(entry)

@@ -372,6 +372,8 @@ class ModelState:
         self._held = held  # (walked by keep_held, as the forward's arguments are)
         _keep_layouts(params)
         self.globals = _user_globals(user_keys)
+        for _, before in self.globals:  # (their contents as a module attribute's: one level)
+            containers.extend((v, v.copy()) for v in before.values() if type(v) in _CONTAINERS)
 
     def keep_held(self) -> None:
         """The objects the modules hold as attributes — a KV cache, a helper counting calls,
@@ -950,7 +952,7 @@ def refill(now: Any, before: Any) -> None:
 def _user_globals(classes: Iterable[type]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """The globals of the files of the user's own module classes (a global step the forward
     counts, a list it logs to, a dict it fills), as they are: the namespace itself and a
-    copy, its dicts, lists and sets copied one level deep. Libraries' files are left alone."""
+    copy. Libraries' files are left alone."""
     from .usercode import is_user_file  # (no torch: imported here to keep state's imports lean)
 
     out: list[tuple[dict[str, Any], dict[str, Any]]] = []
@@ -966,27 +968,22 @@ def _user_globals(classes: Iterable[type]) -> list[tuple[dict[str, Any], dict[st
             isinstance(file, str) and is_user_file(file)
         ):
             continue
-        before = {
-            k: (v, v.copy() if type(v) in _CONTAINERS else None) for k, v in namespace.items()
-        }
-        out.append((namespace, before))
+        out.append((namespace, dict(namespace)))
     return out
 
 
 def _put_back_globals(namespace: dict[str, Any], before: dict[str, Any]) -> None:
-    """A module's globals as they were: names the forward rebound or added, and the contents
-    of its dicts, lists and sets (one level deep)."""
+    """A module's globals as they were: names the forward rebound or added (its dicts, lists
+    and sets are refilled with the module attributes'). Key by key, never cleared: other
+    code of the program may run in that module meanwhile."""
     if len(namespace) != len(before) or not all(
-        map(operator.is_, namespace.values(), (v for v, _ in before.values()))
+        map(operator.is_, namespace.values(), before.values())
     ):
         for key in [k for k in namespace if k not in before]:
             del namespace[key]
-        for key, (value, _) in before.items():
+        for key, value in before.items():
             if namespace.get(key, _MISSING) is not value:
                 namespace[key] = value
-    for value, copy in before.values():
-        if copy is not None:
-            refill(value, copy)
 
 
 _MISSING = object()

@@ -304,9 +304,11 @@ def _split_runs(
             return ("module", n["site"]["col"])
         raw = n.get("path") or ""
         path = _INDEX.sub(r"\1#", raw)
-        told = (n["kind"], path) if path != raw else None
-        if told is None:
-            told = (n["kind"], n.get("target") or "", n["name"], path, repr(n.get("attrs")))
+        told = (
+            (n["kind"], path)
+            if path != raw
+            else (n["kind"], n.get("target") or "", n["name"], path, repr(n.get("attrs")))
+        )
         return (n["site"]["col"], *told) if columns else told
 
     out: list[list[int]] = []
