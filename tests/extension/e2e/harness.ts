@@ -3,7 +3,7 @@
 // See shared/notes/vscode-e2e.md for why this setup and its traps.
 import type { Browser, FrameLocator, Page } from "playwright-core";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -78,6 +78,8 @@ export async function startCodeServer(
     files?: Record<string, string>;
     /** Runs after the .vsix is installed, before code-server starts (e.g. to add a fixture extension). */
     beforeStart?: (dirs: { base: string; userData: string; extensions: string }) => void;
+    /** Open the workspace through a symlink to its folder (`link-ws` → `workspace`). */
+    throughSymlink?: boolean;
   } = {},
 ): Promise<CodeServer> {
   const base = mkdtempSync(join(tmpdir(), "torchscope-e2e-"));
@@ -110,7 +112,9 @@ export async function startCodeServer(
   });
   if (inst.status !== 0) throw new Error(`installing the vsix failed:\n${inst.stdout}\n${inst.stderr}`);
   opts.beforeStart?.({ base, userData: ud, extensions: ext });
-  const workspace = makeWorkspace(base, opts.files);
+  const made = makeWorkspace(base, opts.files);
+  const workspace = opts.throughSymlink ? join(base, "link-ws") : made;
+  if (opts.throughSymlink) symlinkSync(made, workspace, "dir");
   const port = await freePort();
   const proc: ChildProcess = spawn(
     "node",
