@@ -3,15 +3,19 @@
 // passed as initializationOptions; a settings or interpreter change restarts the server
 // (debounced, so a burst of changes restarts it once), but for inlay hints, which the
 // running server is told of (workspace/didChangeConfiguration).
+import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import {
+  CloseAction,
+  ErrorAction,
   LanguageClient,
   ResponseError,
   RevealOutputChannelOn,
   State,
   WorkDoneProgress,
+  type ErrorHandler,
   type LanguageClientOptions,
   type ServerOptions,
 } from "vscode-languageclient/node";
@@ -27,6 +31,7 @@ import {
   SHUTDOWN_RUNNER,
   TARGETS,
   TARGET_AT,
+  TORCHSCOPE_ERROR,
   TRACE,
   type CompareParams,
   type CompareResult,
@@ -72,6 +77,34 @@ export function interpreterExists(command: string, cwd: string | undefined, plat
   const file = path.resolve(cwd ?? process.cwd(), command);
   const names = platform === "win32" && !path.extname(file) ? [file, ...[".exe", ".com", ".bat", ".cmd"].map((e) => file + e)] : [file];
   return names.some((f) => fs.existsSync(f));
+}
+
+/** Why `python` can't run the language server (not a program, not Python, older than 3.10),
+ * in one line; undefined when it can. Asked before the language client starts it: a process
+ * that dies at once makes the client show messages of its own, restart it over and over and
+ * leave errors in the extension host's log. */
+export function pythonProblem(python: string, cwd: string | undefined, timeoutMs = 20_000): Promise<string | undefined> {
+  const check = "import sys; sys.exit(0 if sys.version_info >= (3, 10) else 3)";
+  return new Promise((resolve) => {
+    execFile(python, ["-c", check], { cwd, timeout: timeoutMs, windowsHide: true }, (err, _stdout, stderr) => {
+      if (!err) return resolve(undefined);
+      const code = (err as { code?: unknown }).code;
+      if (code === 3) return resolve(`${python} is older than Python 3.10`);
+      const said = String(stderr).trim().split("\n").pop()?.trim();
+      const why = typeof code === "string" ? code : err.killed ? "it did not answer" : said || err.message.split("\n")[0];
+      resolve(`${python} does not run as Python (${why})`);
+    });
+  });
+}
+
+/** The client's error handling: while the server starts, a failure is torchscope's to report
+ * (one message of its own: see the commands' serverFailed), so the client neither shows its
+ * messages nor restarts the server; once it runs, the client's own (`running()`). */
+function startingErrorHandler(running: () => ErrorHandler | undefined): ErrorHandler {
+  return {
+    error: (error, message, count) => running()?.error(error, message, count) ?? { action: ErrorAction.Shutdown, handled: true },
+    closed: () => running()?.closed() ?? { action: CloseAction.DoNotRestart, handled: true },
+  };
 }
 
 /** The interpreter as a message names it: its path and who chose it. */
@@ -184,10 +217,17 @@ export function debounce(fn: () => void, ms: number): { (): void; cancel(): void
   return run;
 }
 
+/** Restarts of a server that stopped while it ran, in 3 minutes, before the client gives up. */
+const MAX_RESTARTS = 3;
+
 export class ServerClient implements Server, vscode.Disposable {
   private client: LanguageClient | undefined;
   private starting: Promise<LanguageClient> | undefined;
   private interpreter: Interpreter | undefined;
+  /** The last start failed (a bad interpreter): a settings change starts it again. */
+  private startFailed = false;
+  /** A client stopped on purpose, and why: what its unanswered traces say. */
+  private readonly stoppedWhy = new WeakMap<LanguageClient, string>();
   private progressIds = 0;
   private readonly scheduleRestart = debounce(() => void this.restartIfRunning(), 500);
   /** Why the restart scheduled is (the settings that changed, …): one log line for a burst. */
@@ -211,7 +251,18 @@ export class ServerClient implements Server, vscode.Disposable {
   /** The running client, started on first use. */
   ready(): Promise<LanguageClient> {
     if (this.client?.state === State.Running) return Promise.resolve(this.client);
-    this.starting ??= this.start().finally(() => (this.starting = undefined));
+    this.starting ??= this.start()
+      .then(
+        (client) => {
+          this.startFailed = false;
+          return client;
+        },
+        (e: unknown) => {
+          this.startFailed = true;
+          throw e;
+        },
+      )
+      .finally(() => (this.starting = undefined));
     return this.starting;
   }
 
@@ -221,6 +272,8 @@ export class ServerClient implements Server, vscode.Disposable {
     // beside the one the commands show)
     const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     if (!interpreterExists(this.interpreter.path, cwd)) throw new Error(`${this.interpreter.path} does not exist`);
+    const problem = await pythonProblem(this.interpreter.path, cwd);
+    if (problem) throw new Error(problem);
     fs.mkdirSync(this.storageDir, { recursive: true });
     const envFile = readEnvFile(workspaceEnvFile(), process.env);
     if (envFile.file) {
@@ -250,12 +303,22 @@ export class ServerClient implements Server, vscode.Disposable {
       initializationOptions: readInitOptions(this.storageDir),
       // A hover's "Show in graph" link runs this command, and only this one.
       markdown: { isTrusted: { enabledCommands: [REVEAL_NODE_COMMAND] } },
-      connectionOptions: { maxRestartCount: 3 },
+      connectionOptions: { maxRestartCount: MAX_RESTARTS },
+      errorHandler: startingErrorHandler(() => running),
+      // (a failed initialize: reported by serverFailed, not retried, not shown by the client)
+      initializationFailedHandler: () => false,
     };
     this.log.info(`starting the language server: ${this.interpreter.path} -m torchscope.server (${this.interpreter.source})`);
     const client = new LanguageClient("torchscope", "torchscope", server, options);
+    let running: ErrorHandler | undefined;
     this.client = client;
-    await client.start();
+    try {
+      await client.start();
+    } catch (e) {
+      if (this.client === client) this.client = undefined; // (the next command starts a new one)
+      throw e;
+    }
+    running = client.createDefaultErrorHandler(MAX_RESTARTS);
     for (const l of this.startedListeners) l();
     return client;
   }
@@ -290,6 +353,10 @@ export class ServerClient implements Server, vscode.Disposable {
       return await client.sendRequest<TraceResult>(TRACE, { ...params, workDoneToken: token }, cancel);
     } catch (e) {
       if (cancel.isCancellationRequested) throw new ResponseError(REQUEST_CANCELLED, "Canceled");
+      // the server was stopped meanwhile (a restart): its runner's kill, or the connection
+      // closed before an answer, is that, not a crash or a lack of memory
+      const why = this.stoppedWhy.get(client);
+      if (why) throw new ResponseError(TORCHSCOPE_ERROR, why, { kind: "runner-stopped" });
       throw e;
     } finally {
       sub.dispose();
@@ -332,6 +399,7 @@ export class ServerClient implements Server, vscode.Disposable {
     this.client = undefined;
     if (!old) return false;
     this.log.info(reason ? `${reason}: restarting the language server` : "restarting the language server");
+    this.stoppedWhy.set(old, reason ? `the language server restarted (${reason})` : "the language server restarted");
     await old.stop().catch((e: unknown) => this.log.warn(`stopping the server: ${String(e)}`));
     return true;
   }
@@ -357,7 +425,10 @@ export class ServerClient implements Server, vscode.Disposable {
   private async restartIfRunning(): Promise<void> {
     const reason = [...this.restartReasons].join("; ");
     this.restartReasons.clear();
-    if (!(await this.stop(reason))) return;
+    const failed = this.startFailed; // (before stop: it waits for a start under way)
+    const stopped = await this.stop(reason);
+    if (!stopped && !failed && !this.startFailed) return;
+    if (!stopped && reason) this.log.info(`${reason}: starting the language server again`);
     try {
       await this.ready();
       if (!this.interpreter) return;

@@ -81,10 +81,16 @@ export class Commands {
   /** Right-click, palette or CodeLens: trace the model at the cursor (or the one named). */
   async visualize(arg?: unknown): Promise<Traced | undefined> {
     const named = visualizeArgs(arg);
-    const doc = named ? await vscode.workspace.openTextDocument(vscode.Uri.parse(named.uri)) : vscode.window.activeTextEditor?.document;
+    let doc = named ? await vscode.workspace.openTextDocument(vscode.Uri.parse(named.uri)) : vscode.window.activeTextEditor?.document;
     if (doc?.languageId !== "python") {
       void vscode.window.showInformationMessage("torchscope: open a Python file with a model first.");
       return undefined;
+    }
+    // (the cursor as it is now: a document saved as a file below opens with it at its start)
+    const cursor = vscode.window.activeTextEditor?.selection.active ?? new vscode.Position(0, 0);
+    if (doc.isUntitled) {
+      doc = await saveUntitled(doc);
+      if (!doc) return undefined;
     }
     let target = named?.target;
     if (target) return this.deps.flow.run(this.deps.editor.source(doc, target));
@@ -92,9 +98,8 @@ export class Commands {
     // (about a second). The panel opens now, so its viewer boots meanwhile (unless the file
     // has a panel already: the click most likely wants that one).
     const unnamed = this.deps.client.running ? undefined : this.deps.flow.openUnnamedPanel(doc.uri.toString(), "Starting the language server…");
-    const editor = vscode.window.activeTextEditor!;
     const t0 = Date.now();
-    const found = await this.targetAt(doc, editor.selection.active);
+    const found = await this.targetAt(doc, cursor);
     if (found && found !== "failed") this.deps.log.info(`target ${found.target} (${found.kind}) at the cursor, found in ${Date.now() - t0} ms`);
     target = found === "failed" ? undefined : found ? found.target : await this.pickTarget(doc);
     if (!target) {
@@ -200,6 +205,11 @@ export class Commands {
       void vscode.window.showInformationMessage("torchscope: open a forward-pass panel first.");
       return;
     }
+    if (!panel.bytes) {
+      // (its trace still runs, or made no graph: the viewer has nothing to draw from)
+      void vscode.window.showInformationMessage(`torchscope: ${panel.origin.title} has no graph to export yet.`);
+      return;
+    }
     let kind = typeof format === "string" ? format.toLowerCase() : undefined;
     if (kind !== "svg" && kind !== "png" && kind !== "html") {
       const pick = await vscode.window.showQuickPick(
@@ -213,7 +223,7 @@ export class Commands {
       kind = pick?.format;
     }
     if (kind === "svg" || kind === "png") panel.post({ type: "export", format: kind });
-    else if (kind === "html" && panel.bytes) {
+    else if (kind === "html") {
       // Without the zoom: the page fits its own window, at the panel's expansion.
       const view = panel.view && { graph: panel.view.graph, expanded: panel.view.expanded, groups: panel.view.groups, segments: panel.view.segments };
       const html = await standaloneHtmlFromBundle(panel.bytes, this.deps.bundle.viewerDir, panel.origin.title, view);
@@ -249,6 +259,17 @@ export class Commands {
   private async goToLibraryFrame(ctx?: NodeContext): Promise<void> {
     if (ctx?.insideFile && ctx.insideLine) await revealLine(ctx.insideFile, ctx.insideLine, GraphPanel.active);
   }
+}
+
+/** A file never saved has no path to import: asked to be saved (Save As…); the saved
+ * document, or undefined when the user would not. */
+async function saveUntitled(doc: vscode.TextDocument): Promise<vscode.TextDocument | undefined> {
+  const name = path.basename(doc.uri.path);
+  const choice = await vscode.window.showWarningMessage(`torchscope: ${name} has no file to import: save it to trace its model.`, "Save As…");
+  if (choice !== "Save As…") return undefined;
+  const saved = await vscode.workspace.save(doc.uri);
+  if (!saved || saved.scheme === "untitled") return undefined;
+  return vscode.workspace.openTextDocument(saved);
 }
 
 /** "m.py does not parse: line 10: …" with Go to Line, which puts the cursor there. */

@@ -40,6 +40,8 @@ export type Failure =
   | { kind: "timeout"; message: string }
   | { kind: "slow-build"; message: string }
   | { kind: "runner-crashed"; message: string; details: string }
+  /** Stopped on purpose before it ended (the language server restarted): why. */
+  | { kind: "stopped"; message: string }
   | { kind: "target-error"; message: string; details?: string; line?: SourceLine }
   | { kind: "other"; message: string };
 
@@ -82,6 +84,8 @@ export function classifyFailure(e: unknown): Failure {
       return { kind: d.stage === "build" ? "slow-build" : "timeout", message };
     case "runner-crashed":
       return { kind: "runner-crashed", message, details };
+    case "runner-stopped":
+      return { kind: "stopped", message };
   }
   return { kind: "other", message };
 }
@@ -283,7 +287,8 @@ export class EditorSource implements TraceSource {
           return { ok: false, ...f };
       }
       this.report(f);
-      return f.kind === "cancelled" ? { ok: false, kind: "cancelled" } : { ok: false, kind: "reported", said: f.message };
+      // (stopped on purpose, as a cancel: a panel's graph is not out of date for it)
+      return f.kind === "cancelled" || f.kind === "stopped" ? { ok: false, kind: "cancelled" } : { ok: false, kind: "reported", said: f.message };
     }
   }
 
@@ -331,6 +336,10 @@ export class EditorSource implements TraceSource {
     switch (f.kind) {
       case "cancelled":
         log.info("trace cancelled");
+        return;
+      case "stopped":
+        log.info(`${this.target}: stopped: ${f.message}`);
+        void vscode.window.showInformationMessage(`torchscope: ${this.target} stopped: ${f.message}. Trace it again when you want its graph.`);
         return;
       case "no-torch": {
         log.warn(`${this.target}: ${f.message}`);

@@ -200,6 +200,7 @@ export type ErrorKind =
   | "needs-input"
   | "timeout"
   | "runner-crashed"
+  | "runner-stopped"
   | "runs-code"
   | "syntax-error"
   | "bad-request"

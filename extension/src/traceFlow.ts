@@ -16,6 +16,7 @@ import {
   metaKind,
   panelTitle,
   modelName,
+  targetKey,
   type InputUsed,
   type PanelOrigin,
   type TopLevelStatement,
@@ -233,6 +234,8 @@ export type ShownListener = (source: TraceSource, traced: Traced, panel: GraphPa
 export class TraceFlow {
   readonly events: PanelEvents;
   private readonly shownListeners: ShownListener[] = [];
+  /** The run under way for a (uri, target): a second command for it joins that one. */
+  private readonly running = new Map<string, Promise<Traced | undefined>>();
 
   constructor(
     private readonly viewerDir: vscode.Uri,
@@ -307,8 +310,29 @@ export class TraceFlow {
     return claimed && claimed === unnamed ? { opened: claimed } : {};
   }
 
-  /** Trace `source` (asking for inputs as needed) and show the graph; undefined when none came. */
-  async run(source: TraceSource, opts: RunOptions = {}): Promise<Traced | undefined> {
+  /** Trace `source` (asking for inputs as needed) and show the graph; undefined when none came.
+   * While the same model is traced already (Visualize twice, a re-trace on save during a
+   * trace), its panel comes forward and this waits for that run: the runner traces one model
+   * at a time, so a second trace would only start when the first ends. Change Input… runs
+   * its own (it asks first). */
+  run(source: TraceSource, opts: RunOptions = {}): Promise<Traced | undefined> {
+    const key = targetKey(source.uri, source.target);
+    const under = this.running.get(key);
+    if (under && !opts.askFirst) {
+      const panel = GraphPanel.find(source.uri, source.target);
+      if (opts.opened && opts.opened !== panel) opts.opened.dispose();
+      if (!opts.quiet) panel?.bringForward();
+      this.log.info(`${source.label}: traced already; waiting for that trace`);
+      return under;
+    }
+    const run = this.runOnce(source, opts).finally(() => {
+      if (this.running.get(key) === run) this.running.delete(key);
+    });
+    this.running.set(key, run);
+    return run;
+  }
+
+  private async runOnce(source: TraceSource, opts: RunOptions): Promise<Traced | undefined> {
     let opened = opts.opened;
     const existing = GraphPanel.find(source.uri, source.target);
     if (!opened && !opts.quiet && !existing) {

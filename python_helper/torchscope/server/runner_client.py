@@ -338,6 +338,9 @@ class _Process:
         self.stderr_task = asyncio.ensure_future(self._read_stderr())
         self.stdout_task = asyncio.ensure_future(self._read_stdout())
         self.torch: Optional[str] = None
+        # why the server stops this runner on purpose (shutdown): what a request it still owes
+        # is told, rather than "killed by SIGKILL (most likely out of memory)"
+        self.stopped_why: Optional[str] = None
         self.imported: set[str] = set()  # files this runner traced (imported) once already
         self.preloaded: set[str] = set()
 
@@ -398,11 +401,14 @@ class _Process:
         await self._exited(5)
         await self._stderr_read(2)
         code = self.proc.returncode
-        how = describe_exit(code)
         tail = "\n".join(self.stderr_tail)
+        if self.stopped_why is not None:
+            failure = Failure("runner-stopped", f"stopped before it ended: {self.stopped_why}")
+        else:
+            failure = Failure("runner-crashed", f"the Python runner {describe_exit(code)}", tail)
         for future in self.pending.values():
             if not future.done():
-                future.set_exception(Failure("runner-crashed", f"the Python runner {how}", tail))
+                future.set_exception(failure)
         self.pending.clear()
 
     def send(self, message: dict[str, Any]) -> None:
@@ -686,8 +692,9 @@ class RunnerClient:
         await process.kill()
         self.log("info", f"runner stopped (pid {process.pid})")
 
-    async def shutdown(self) -> None:
-        """Kill the warm runner (a starting one too); the next request starts a new one."""
+    async def shutdown(self, why: str = "the runner was shut down") -> None:
+        """Kill the warm runner (a starting one too); the next request starts a new one. A
+        request it still owes fails as `runner-stopped`, saying `why`."""
         self._no_torch = False
         starting = self._starting
         if starting is not None and not starting.done():
@@ -696,6 +703,7 @@ class RunnerClient:
                 await starting
         process = self._process
         if process is not None:
+            process.stopped_why = why
             await self._kill(process)
 
     def kill_now(self) -> None:

@@ -270,7 +270,7 @@ def initialized(ls: TorchscopeServer, params: types.InitializedParams) -> None:
 
 @server.feature(types.SHUTDOWN)
 async def shutdown(ls: TorchscopeServer, params: Any) -> None:
-    await ls.runner.shutdown()
+    await ls.runner.shutdown("the language server is shutting down")
 
 
 @server.feature(types.EXIT)

@@ -9,7 +9,7 @@ import * as path from "node:path";
 import * as vs from "./vscode-stub";
 import { isViewerMessage, panelTitle, shortName, targetKey, TORCHSCOPE_ERROR } from "../../../extension/src/protocol";
 import { chooseInterpreter, expandPath, resolveInterpreter } from "../../../extension/src/interpreter";
-import { debounce, findBundle, interpreterExists, readInitOptions, serverPythonPath } from "../../../extension/src/client";
+import { debounce, findBundle, interpreterExists, pythonProblem, readInitOptions, serverPythonPath } from "../../../extension/src/client";
 import { PAUSED_ITEM, pickItems, targetItems, visualizeArgs } from "../../../extension/src/commands";
 import { AnswerStore, classifyFailure, runsCodeDetail, runsCodeQuestion, statementLines, traceParams } from "../../../extension/src/editorSource";
 import { afterRaise, metaQuestion, inputBox, inputUsed } from "../../../extension/src/traceFlow";
@@ -220,6 +220,8 @@ describe("trace failures", () => {
       details: "Traceback…",
     });
     assert.deepEqual(classifyFailure(err("timeout")), { kind: "timeout", message: "msg" });
+    // stopped on purpose (a restart): not a crash, not "out of memory" though the runner was killed
+    assert.deepEqual(classifyFailure(err("runner-stopped", { details: "killed by SIGKILL" })), { kind: "stopped", message: "msg" });
     assert.deepEqual(classifyFailure(err("timeout", { stage: "trace" })), { kind: "timeout", message: "msg" });
     // stopped while building: the meta device builds a big model in no time
     assert.deepEqual(classifyFailure(err("timeout", { stage: "build" })), { kind: "slow-build", message: "msg" });
@@ -601,6 +603,17 @@ describe("an interpreter path that names no file (checked before the server star
     assert.equal(interpreterExists("/nonexistent/bin/python3", undefined), false);
     assert.equal(interpreterExists("./python3", dir), true);
     assert.equal(interpreterExists(".venv/bin/python", dir), false);
+  });
+
+  it("a program that is not Python, a folder, an old Python: why, before the client starts it (real processes)", async () => {
+    assert.equal(await pythonProblem("python3", undefined), undefined);
+    const broken = path.join(dir, "broken");
+    writeFileSync(broken, "#!/bin/sh\necho 'this environment is broken' >&2\nexit 1\n", { mode: 0o755 });
+    assert.equal(await pythonProblem(broken, undefined), `${broken} does not run as Python (this environment is broken)`);
+    assert.match((await pythonProblem(dir, undefined)) ?? "", /does not run as Python \(EACCES\)/);
+    const old = path.join(dir, "python2");
+    writeFileSync(old, "#!/bin/sh\nexit 3\n", { mode: 0o755 }); // (as the version check exits for Python < 3.10)
+    assert.equal(await pythonProblem(old, undefined), `${old} is older than Python 3.10`);
   });
 
   it("on Windows, a path without its .exe (review: refused, though Windows starts it)", () => {
