@@ -84,12 +84,13 @@ export function interpreterExists(command: string, cwd: string | undefined, plat
  * that dies at once makes the client show messages of its own, restart it over and over and
  * leave errors in the extension host's log. */
 export function pythonProblem(python: string, cwd: string | undefined, timeoutMs = 20_000): Promise<string | undefined> {
-  const check = "import sys; sys.exit(0 if sys.version_info >= (3, 10) else 3)";
+  const check = "import sys; v = sys.version_info; print('%d.%d.%d' % v[:3]); sys.exit(0 if v >= (3, 10) else 3)";
   return new Promise((resolve) => {
-    execFile(python, ["-c", check], { cwd, timeout: timeoutMs, windowsHide: true }, (err, _stdout, stderr) => {
+    execFile(python, ["-c", check], { cwd, timeout: timeoutMs, windowsHide: true }, (err, stdout, stderr) => {
       if (!err) return resolve(undefined);
       const code = (err as { code?: unknown }).code;
-      if (code === 3) return resolve(`${python} is older than Python 3.10`);
+      // (the words the server itself would print: see torchscope/server/__main__.py)
+      if (code === 3) return resolve(`torchscope needs Python 3.10 or newer: ${python} is Python ${String(stdout).trim()}`);
       const said = String(stderr).trim().split("\n").pop()?.trim();
       const why = typeof code === "string" ? code : err.killed ? "it did not answer" : said || err.message.split("\n")[0];
       resolve(`${python} does not run as Python (${why})`);

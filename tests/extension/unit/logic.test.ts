@@ -612,8 +612,9 @@ describe("an interpreter path that names no file (checked before the server star
     assert.equal(await pythonProblem(broken, undefined), `${broken} does not run as Python (this environment is broken)`);
     assert.match((await pythonProblem(dir, undefined)) ?? "", /does not run as Python \(EACCES\)/);
     const old = path.join(dir, "python2");
-    writeFileSync(old, "#!/bin/sh\nexit 3\n", { mode: 0o755 }); // (as the version check exits for Python < 3.10)
-    assert.equal(await pythonProblem(old, undefined), `${old} is older than Python 3.10`);
+    // (as the version check prints and exits for Python < 3.10)
+    writeFileSync(old, "#!/bin/sh\necho 3.8.10\nexit 3\n", { mode: 0o755 });
+    assert.equal(await pythonProblem(old, undefined), `torchscope needs Python 3.10 or newer: ${old} is Python 3.8.10`);
   });
 
   it("on Windows, a path without its .exe (review: refused, though Windows starts it)", () => {
