@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 import traceback
@@ -284,9 +285,18 @@ def _summarize_file(args: argparse.Namespace) -> int:
     return 0
 
 
+def _escape_unshowable() -> None:
+    """A character the terminal's encoding can't show is written escaped (`\\u2192`), not an
+    error: a Windows console or redirect in cp1252, `PYTHONIOENCODING=ascii`."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def run() -> NoReturn:
     """The command (`python -m torchscope`, the installed `torchscope`): main, and the ways
     it ends without a stack — a reader that went away, Ctrl-C."""
+    _escape_unshowable()
     try:
         code = main()
         sys.stdout.flush()  # (a closed pipe shows here, not in the interpreter's teardown)

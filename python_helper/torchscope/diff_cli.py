@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import math
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -205,7 +207,10 @@ def run_diff(args: argparse.Namespace) -> int:
             _without_values(graph)
     diff = diff_graphs(a, b, stats_tolerance=args.stats_tolerance)
     if args.format == "json":
-        text = json.dumps(diff.to_wire(a_source, b_source), indent=1, ensure_ascii=False)
+        # (on a stdout that can't show every character, JSON's own escapes: the stream's
+        # `\xe9` would be no JSON)
+        plain = bool(args.output) or _shows_unicode(sys.stdout)
+        text = json.dumps(diff.to_wire(a_source, b_source), indent=1, ensure_ascii=not plain)
     elif args.format == "html":
         try:
             text = compare_page(diff, a_source, b_source)
@@ -233,6 +238,14 @@ def run_diff(args: argparse.Namespace) -> int:
     if args.check:  # a guard: the code under test must still run, whatever A did
         return 0 if diff.identical and b.error is None else 1
     return 0
+
+
+def _shows_unicode(stream: Any) -> bool:
+    """The stream's encoding is a UTF (any character can be written)."""
+    try:
+        return codecs.lookup(stream.encoding).name.startswith("utf")
+    except (AttributeError, LookupError, TypeError):
+        return False
 
 
 def _output_format(out: Path, fmt: Optional[str]) -> str:

@@ -1,0 +1,92 @@
+"""Command-line options and streams, found by a QA pass: one clear line and exit 2 where the
+input is bad, never a stack from torchscope's code, never an option quietly ignored, never a
+hang or a user's file touched that the command was not asked to write."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+
+NET = """
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.fc(x)
+"""
+
+
+def _cli(
+    *args: str,
+    cwd: Path,
+    env: Optional[dict[str, str]] = None,
+    timeout: float = 120,
+    **how: Any,
+) -> subprocess.CompletedProcess[str]:
+    how.setdefault("capture_output", "stdout" not in how)
+    return subprocess.run(
+        [sys.executable, "-m", "torchscope", *args],
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        **how,
+    )
+
+
+def _one_line(run: subprocess.CompletedProcess[str]) -> str:
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert "Traceback" not in run.stderr, run.stderr
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("torchscope: "), lines
+    return lines[0]
+
+
+def _net(folder: Path, text: str = NET, name: str = "net.py") -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def _graph(folder: Path) -> Path:
+    """A saved graph of net.py:Net."""
+    _net(folder)
+    run = _cli("trace", "net.py:Net", "-o", "g.json", cwd=folder)
+    assert run.returncode == 0, run.stderr
+    return folder / "g.json"
+
+
+WIDE = NET.replace("nn.Linear(4, 4)", "nn.Linear(4, 8)")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("summary", "g.json"),
+        ("diff", "g.json", "wïde.py:Net"),
+        ("diff", "g.json", "wïde.py:Net", "--format", "json"),
+        ("trace", "net.py:Net", "-o", "é.json"),
+    ],
+)
+def test_text_output_on_a_stream_that_is_not_utf8_is_escaped_not_a_crash(tmp_path, args):
+    """A Windows console or redirect in cp1252, PYTHONIOENCODING=ascii: the summary's arrows
+    and a file's name in é were an internal error (UnicodeEncodeError), exit 2."""
+    _graph(tmp_path)
+    _net(tmp_path, WIDE, "wïde.py")
+    run = _cli(*args, cwd=tmp_path, env={"PYTHONIOENCODING": "ascii"})
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr and not run.stderr.strip(), run.stderr
+    if "json" in args:  # (still a JSON document: what it can't show is escaped as JSON does)
+        assert json.loads(run.stdout)["b"]["source"] == "wïde.py:Net"
