@@ -13,7 +13,7 @@ from typing import Any, NoReturn, Optional
 
 from . import cli_args
 from .cli_args import add_run_top_level, add_time_budget
-from .cli_say import say
+from .cli_say import StdoutError, flush_stdout, say, show
 from .diff_cli import add_diff_parser, run_diff
 from .graph_file import (
     SUFFIX_FORMATS,
@@ -199,8 +199,8 @@ def _report(
             say(f"{who}{error_line(graph)}")
         return 3 if traced.timed_out else (1 if graph.error is not None else 0)
     if out is None:
-        print(graph.summary())
-        print(f"input {traced.input}")
+        show(graph.summary())
+        show(f"input {traced.input}")
     else:
         try:
             graph.save(out)  # (the format: from the suffix _output checked)
@@ -210,7 +210,7 @@ def _report(
         where = f" ({graph.model.rank_text()})" if graph.model.rank is not None else ""
         count = s.get("collectives", 0)
         collectives = f", {count} collective{'s' if count != 1 else ''}" if count else ""
-        print(
+        show(
             f"{out}{where}: {graph.model.name}, {s['modules']} module calls, {s['ops']} ops"
             f"{collectives}, {out.stat().st_size} bytes, traced in {s['trace_ms']:.0f} ms; "
             f"input {traced.input}"
@@ -281,7 +281,7 @@ def _summarize_file(args: argparse.Namespace) -> int:
     except GraphFileError as exc:
         say(str(exc))
         return 2
-    print(graph.summary())
+    show(graph.summary())
     return 0
 
 
@@ -298,12 +298,19 @@ def run() -> NoReturn:
     it ends without a stack — a reader that went away, Ctrl-C."""
     _escape_unshowable()
     try:
+        if sys.stdout is None:  # (before anything runs: nothing it prints would be seen)
+            raise StdoutError("standard output is closed: give the command somewhere to print")
         code = main()
-        sys.stdout.flush()  # (a closed pipe shows here, not in the interpreter's teardown)
+        flush_stdout()  # (a closed pipe shows here, not in the interpreter's teardown)
     except BrokenPipeError:
         # the reader went away (`summary g.json | head`): no stack, and nothing more to flush
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 128 + 13  # as the shell reports a writer stopped by SIGPIPE
+    except StdoutError as exc:  # (a full disk, a closed stdout: the user's to fix)
+        say(str(exc))
+        if sys.stdout is not None:  # what is still buffered can't be written at exit either
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 2
     except KeyboardInterrupt:  # Ctrl-C: one line, as every other way this command ends
         launched = launched_rank()  # under torchrun every rank says it: which one
         rank = f"rank {launched[0]}: " if launched else ""

@@ -1,5 +1,6 @@
-"""How the commands speak on stderr: `torchscope: …`, always one line (README, "Command
-line"), whatever lines the message came in."""
+"""How the commands speak: on stderr `torchscope: …`, always one line (README, "Command
+line"), whatever lines the message came in; on stdout what was asked for, where a stdout
+that can't take it (a full disk) is the user's to fix, not a bug of ours."""
 
 from __future__ import annotations
 
@@ -8,5 +9,39 @@ import sys
 from .failure import joined_lines
 
 
+class StdoutError(Exception):
+    """Standard output can't be written (closed, a full disk); the message is one line."""
+
+
 def say(message: str) -> None:
-    print(f"torchscope: {joined_lines(message)}", file=sys.stderr)
+    if sys.stderr is not None:  # (closed: print would write to stdout instead)
+        print(f"torchscope: {joined_lines(message)}", file=sys.stderr)
+
+
+def show(text: str) -> None:
+    """`text` on stdout, as a line. A reader that went away stays a BrokenPipeError (the
+    command ends quietly, 141)."""
+    if sys.stdout is None:  # (`>&-`: Python then has no stdout at all)
+        raise StdoutError("standard output is closed: give the command somewhere to print")
+    try:
+        print(text)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise _unwritable(exc) from None
+
+
+def flush_stdout() -> None:
+    """What is still buffered for stdout, written (a full disk shows here, not at exit)."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise _unwritable(exc) from None
+
+
+def _unwritable(exc: OSError) -> StdoutError:
+    return StdoutError(f"cannot write to standard output: {exc.strerror or exc}")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from . import cli_args
 from .cli_args import add_run_top_level, add_time_budget
-from .cli_say import say
+from .cli_say import say, show
 from .diff import STATS_TOLERANCE, Diff, diff_graphs
 from .graph_file import GraphFileError, is_graph_file, page_error, read_graph_file
 from .html import BundleNotBuiltError
@@ -229,12 +229,12 @@ def run_diff(args: argparse.Namespace) -> int:
             write_atomic(out, (text + "\n").encode("utf-8"))
         except OSError as exc:
             return _fail(f"cannot write {out}: {exc.strerror or exc}")
-        print(
+        show(
             f"{out}: {len(diff.added())} added, {len(diff.removed())} removed, "
             f"{len(diff.details)} changed, {diff.same} same"
         )
     else:
-        print(text)
+        show(text)
     if args.check:  # a guard: the code under test must still run, whatever A did
         return 0 if diff.identical and b.error is None else 1
     return 0

@@ -90,3 +90,36 @@ def test_text_output_on_a_stream_that_is_not_utf8_is_escaped_not_a_crash(tmp_pat
     assert "Traceback" not in run.stderr and not run.stderr.strip(), run.stderr
     if "json" in args:  # (still a JSON document: what it can't show is escaped as JSON does)
         assert json.loads(run.stdout)["b"]["source"] == "wïde.py:Net"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("summary", "g.json"),
+        ("trace", "net.py:Net", "-o", "t.json"),
+        ("diff", "g.json", "net.py:Net", "--check"),
+    ],
+)
+def test_a_stdout_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, args):
+    """`> /dev/full` (a full disk) was an internal error with its stack."""
+    _graph(tmp_path)
+    with open("/dev/full", "w") as full:
+        run = _cli(*args, cwd=tmp_path, stdout=full, stderr=subprocess.PIPE)
+    assert run.returncode == 2
+    assert "standard output" in _one_line(run) and "internal error" not in run.stderr
+
+
+def test_a_closed_stdout_is_one_line_and_exit_2(tmp_path):
+    """`>&-`: Python's sys.stdout is None; it was an internal error with its stack."""
+    _graph(tmp_path)
+    run = subprocess.run(
+        f"{sys.executable} -m torchscope summary g.json >&-",
+        shell=True,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 2
+    assert "standard output" in _one_line(run)
