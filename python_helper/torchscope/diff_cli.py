@@ -144,6 +144,12 @@ def run_diff(args: argparse.Namespace) -> int:
             )
     if is_graph_file(args.b) and (args.input_b or args.train_b):
         return _fail("--input-b and --train-b apply to a target B (FILE.py:NAME), not a graph file")
+    if is_graph_file(args.a) and args.input_b is not None and args.input_expr is not None:
+        # (--input is B's when --input-b is not given; with it, it would be A's, which is read)
+        return _fail(
+            "--input applies to a target side (FILE.py:NAME) and A is a graph file: "
+            "B's input is --input-b's"
+        )
     if is_graph_file(args.a) and args.train_b:
         return _fail(
             "--train-b traces A in eval mode and B in training mode: A must be a target "

@@ -123,3 +123,24 @@ def test_a_closed_stdout_is_one_line_and_exit_2(tmp_path):
     )
     assert run.returncode == 2
     assert "standard output" in _one_line(run)
+
+
+def test_diff_of_a_graph_and_a_target_refuses_an_input_for_the_graph_side(tmp_path):
+    """`diff GRAPH TARGET --input X --input-b Y`: --input was never even evaluated."""
+    _graph(tmp_path)
+    run = _cli(
+        "diff",
+        "g.json",
+        "net.py:Net",
+        "--input",
+        "1/0",
+        "--input-b",
+        "torch.randn(2, 4)",
+        cwd=tmp_path,
+    )
+    assert run.returncode == 2 and not run.stdout
+    line = _one_line(run)
+    assert "--input " in line and "graph file" in line, line
+    # without --input-b, --input is B's: still taken
+    run = _cli("diff", "g.json", "net.py:Net", "--input", "torch.randn(2, 4)", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
