@@ -44,6 +44,12 @@ class Built:
     built_as: str = ""
 
 
+class WrongKind(TargetError):
+    """NAME (or what it returned) is no model: an int, a module, a plain class. The file's
+    left-out top-level code would not change that, so it is said as itself, without
+    RunsCode's offer to run it."""
+
+
 class RunsCode(TargetError):
     """Importing the file's definitions alone, or building the model from them, failed, and
     the file runs code at import that was left out: it may need it. The user decides."""
@@ -284,7 +290,7 @@ def _build(
                         ) from failed
                     defaults = " with its argparse defaults" if found.argparse_defaults else ""
                     built_as = f"{name}({args}), as line {line} builds it{defaults}"
-    except (NeedsConstructorArgs, SyntaxError):
+    except (NeedsConstructorArgs, WrongKind, SyntaxError):
         raise
     except BaseException as exc:
         # (the time budget's stop is no fault of the left-out code)
@@ -341,7 +347,7 @@ def _construct(
         return out, None
     if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], nn.Module):
         return out[0], out[1]
-    raise TargetError(f"{name}({ctor_args}) is not an nn.Module")
+    raise WrongKind(f"{name}({ctor_args}) is not an nn.Module")
 
 
 class NeedsConstructorArgs(TargetError):
@@ -390,7 +396,7 @@ def _instantiate(obj: Any, name: str) -> tuple[nn.Module, Optional[Any]]:
         return obj, None
     if inspect.isclass(obj):
         if not issubclass(obj, nn.Module):
-            raise TargetError(f"{name} is a class but not an nn.Module subclass")
+            raise WrongKind(f"{name} is a class but not an nn.Module subclass")
         try:
             inspect.signature(obj).bind()
         except TypeError as exc:
@@ -414,12 +420,10 @@ def _instantiate(obj: Any, name: str) -> tuple[nn.Module, Optional[Any]]:
             return out, None
         if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], nn.Module):
             return out[0], out[1]
-        raise TargetError(
+        raise WrongKind(
             f"{name}() returned {type(out).__name__}, expected a model or (model, example_input)"
         )
-    raise TargetError(
-        f"{name} is {a_or_an(type(obj).__name__)}, not an nn.Module, class or factory"
-    )
+    raise WrongKind(f"{name} is {a_or_an(type(obj).__name__)}, not an nn.Module, class or factory")
 
 
 def _on_device(model: nn.Module, device: str) -> bool:

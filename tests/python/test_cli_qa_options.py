@@ -144,3 +144,57 @@ def test_diff_of_a_graph_and_a_target_refuses_an_input_for_the_graph_side(tmp_pa
     # without --input-b, --input is B's: still taken
     run = _cli("diff", "g.json", "net.py:Net", "--input", "torch.randn(2, 4)", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
+
+
+WRONG_KINDS = (
+    NET
+    + """
+    NOT_A_MODEL = 5
+
+    def build_bad():
+        return 42
+
+    class Plain:
+        pass
+
+    train()  # left out: top-level code
+"""
+)
+
+
+@pytest.mark.parametrize(
+    "name, said",
+    [
+        ("build_bad", "build_bad() returned int"),
+        ("NOT_A_MODEL", "NOT_A_MODEL is an int"),
+        ("torch", "torch is a module"),
+        ("Plain", "Plain is a class but not an nn.Module subclass"),
+    ],
+)
+def test_a_name_of_the_wrong_kind_is_said_as_itself_without_the_run_top_level_hint(
+    tmp_path, name, said
+):
+    """Running the left-out top-level code can't make NAME a model: the hint misled."""
+    _net(tmp_path, WRONG_KINDS)
+    run = _cli("summary", f"net.py:{name}", cwd=tmp_path)
+    assert run.returncode == 2
+    line = _one_line(run)
+    assert line.startswith(f"torchscope: {said}") and "--run-top-level" not in line, line
+
+
+NEEDS_TOP_LEVEL = (
+    NET
+    + """
+    SETTINGS = {}
+    SETTINGS.update(width=4)  # left out: a call
+
+    def build():
+        return Net() if SETTINGS["width"] == 4 else None
+"""
+)
+
+
+def test_a_name_the_left_out_code_may_make_keeps_the_run_top_level_hint(tmp_path):
+    _net(tmp_path, NEEDS_TOP_LEVEL)
+    run = _cli("summary", "net.py:build", cwd=tmp_path)
+    assert run.returncode == 2 and "--run-top-level" in _one_line(run)
