@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import stat
 import subprocess
 import sys
 import textwrap
@@ -198,3 +200,43 @@ def test_a_name_the_left_out_code_may_make_keeps_the_run_top_level_hint(tmp_path
     _net(tmp_path, NEEDS_TOP_LEVEL)
     run = _cli("summary", "net.py:build", cwd=tmp_path)
     assert run.returncode == 2 and "--run-top-level" in _one_line(run)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+@pytest.mark.parametrize(
+    "args", [("trace", "net.py:Net", "-o", "p.json"), ("diff", "g.json", "g.json", "-o", "p.txt")]
+)
+def test_an_output_that_is_a_named_pipe_is_refused_not_waited_on(tmp_path, args):
+    """The probe opened it for writing, which waits for a reader: forever."""
+    _graph(tmp_path)
+    os.mkfifo(tmp_path / args[-1])
+    run = _cli(*args, cwd=tmp_path, timeout=60)
+    assert run.returncode == 2 and not run.stdout
+    assert "not a regular file" in _one_line(run)
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="unix sockets")
+def test_an_output_that_is_a_socket_is_refused(tmp_path):
+    """(A socket, not a device: a write that went ahead would replace what is there, and
+    a link to /dev/null would cost the machine its /dev/null.)"""
+    _graph(tmp_path)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(tmp_path / "sock.json"))
+        run = _cli("trace", "net.py:Net", "-o", "sock.json", cwd=tmp_path)
+        assert stat.S_ISSOCK((tmp_path / "sock.json").stat().st_mode)
+    assert run.returncode == 2 and "not a regular file" in _one_line(run)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("trace", "net.py:Net", "-o", "a" * 300 + ".json"),
+        ("diff", "g.json", "g.json", "-o", "a" * 300 + ".txt"),
+    ],
+)
+def test_an_output_name_longer_than_the_system_takes_is_one_line(tmp_path, args):
+    """It was an OSError's stack (ENAMETOOLONG) from the check of the name."""
+    _graph(tmp_path)
+    run = _cli(*args, cwd=tmp_path)
+    assert run.returncode == 2 and not run.stdout
+    assert "cannot write" in _one_line(run)
