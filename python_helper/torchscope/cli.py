@@ -52,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
         c.add_argument(
             "--input",
             dest="input_expr",
+            type=cli_args.expression,
             metavar="EXPR",
             help="input expression, e.g. 'torch.randn(1, 3, 224, 224)'; a tuple gives "
             "positional arguments, a dict keyword arguments",

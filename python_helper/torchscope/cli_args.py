@@ -26,6 +26,16 @@ def seconds(text: str) -> float:
     return value
 
 
+def expression(text: str) -> str:
+    """An input expression (argparse's type): an empty one is refused, not taken as no
+    `--input` at all (the guess) nor as a SyntaxError."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "an empty expression: give the input (e.g. 'torch.randn(1, 8)') or leave the option out"
+        )
+    return text
+
+
 def add_time_budget(parser: Any, help_text: str) -> None:
     parser.add_argument(
         "--time-budget", type=seconds, default=None, metavar="SECONDS", help=help_text

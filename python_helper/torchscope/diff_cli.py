@@ -42,11 +42,16 @@ def add_diff_parser(sub: Any) -> None:
     c.add_argument(
         "--input",
         dest="input_expr",
+        type=cli_args.expression,
         metavar="EXPR",
         help="input expression for targets, as for trace",
     )
     c.add_argument(
-        "--input-b", dest="input_b", metavar="EXPR", help="another input expression for B"
+        "--input-b",
+        dest="input_b",
+        type=cli_args.expression,
+        metavar="EXPR",
+        help="another input expression for B",
     )
     c.add_argument(
         "--device",

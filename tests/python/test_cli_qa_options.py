@@ -240,3 +240,21 @@ def test_an_output_name_longer_than_the_system_takes_is_one_line(tmp_path, args)
     run = _cli(*args, cwd=tmp_path)
     assert run.returncode == 2 and not run.stdout
     assert "cannot write" in _one_line(run)
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("summary", "net.py:Net", "--input"),
+        ("diff", "net.py:Net", "net.py:Net", "--input"),
+        ("diff", "net.py:Net", "net.py:Net", "--input-b"),
+    ],
+)
+def test_an_empty_input_expression_is_refused(tmp_path, args, value):
+    """`--input ""` meant no input (a guess), `--input "   "` a SyntaxError."""
+    _net(tmp_path)
+    run = _cli(*args, value, cwd=tmp_path)
+    assert run.returncode == 2 and not run.stdout
+    line = _one_line(run)
+    assert args[-1] in line and "empty" in line, line
