@@ -84,7 +84,7 @@ def add_diff_parser(sub: Any) -> None:
     c.add_argument(
         "--stats-tolerance",
         type=float,
-        default=STATS_TOLERANCE,
+        default=None,  # (None: not given, so refused where no values are compared)
         metavar="FRACTION",
         help="with recorded values: statistics further apart than this fraction of the "
         f"tensor's absolute maximum differ (default {STATS_TOLERANCE})",
@@ -115,11 +115,11 @@ OUTPUT_SUFFIXES = {".txt": "text", ".json": "json", ".html": "html"}
 def run_diff(args: argparse.Namespace) -> int:
     if args.format == "html" and not args.output:
         return _fail("--format html writes a page: give the file with -o FILE.html")
-    if not (math.isfinite(args.stats_tolerance) and args.stats_tolerance >= 0):
-        return _fail(
-            f"--stats-tolerance {args.stats_tolerance:g}: a fraction of 0 or more "
-            "(statistics further apart than it, relative to the tensor's largest |value|, differ)"
-        )
+    refused = _tolerance_refused(args)
+    if refused:
+        return _fail(refused)
+    if args.stats_tolerance is None:
+        args.stats_tolerance = STATS_TOLERANCE
     if args.output:
         try:
             args.format = _output_format(Path(args.output), args.format)
@@ -249,6 +249,24 @@ def run_diff(args: argparse.Namespace) -> int:
     if args.check:  # a guard: the code under test must still run, whatever A did
         return 0 if diff.identical and b.error is None else 1
     return 0
+
+
+def _tolerance_refused(args: argparse.Namespace) -> Optional[str]:
+    """Why `--stats-tolerance` is refused: not a fraction of 0 or more, or given where no
+    values are compared (rather than ignored); None: it is not."""
+    tolerance = args.stats_tolerance
+    if tolerance is None:
+        return None
+    if not (math.isfinite(tolerance) and tolerance >= 0):
+        return (
+            f"--stats-tolerance {tolerance:g}: a fraction of 0 or more "
+            "(statistics further apart than it, relative to the tensor's largest |value|, differ)"
+        )
+    if not args.values:
+        return "--stats-tolerance compares recorded values, which --no-values leaves out"
+    if args.device == "meta":
+        return "--stats-tolerance compares recorded values, and --device meta records none"
+    return None
 
 
 def _shows_unicode(stream: Any) -> bool:

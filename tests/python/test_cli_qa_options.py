@@ -258,3 +258,12 @@ def test_an_empty_input_expression_is_refused(tmp_path, args, value):
     assert run.returncode == 2 and not run.stdout
     line = _one_line(run)
     assert args[-1] in line and "empty" in line, line
+
+
+@pytest.mark.parametrize("option", [["--no-values"], ["--device", "meta"]])
+def test_a_stats_tolerance_where_no_values_are_compared_is_refused(tmp_path, option):
+    _net(tmp_path)
+    run = _cli("diff", "net.py:Net", "net.py:Net", *option, "--stats-tolerance", "0", cwd=tmp_path)
+    assert run.returncode == 2 and not run.stdout
+    line = _one_line(run)
+    assert "--stats-tolerance" in line and option[0] in line, line
