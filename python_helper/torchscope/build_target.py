@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from .definitions import Skipped, definitions
-from .failure import a_or_an, joined_lines, message_of, one_line
+from .failure import a_or_an, joined_lines, message_of, one_line, shown_name
 from .hard_stop import StoppedOutside
 from .inputs import by_name, fits_positionally
 from .seeding import SeedByLine
@@ -127,7 +127,7 @@ def import_file(
     in `skipped`; without, the whole file runs. The file runs once, as this says, also when
     its package's `__init__.py` imports it (or is it)."""
     if source is None and not path.exists():  # (with its text: a buffer whose file is gone)
-        raise TargetError(f"no such file: {path}")
+        raise TargetError(f"no such file: {shown_name(path)}")
     if path.is_dir():
         raise TargetError(f"{path} is a folder: give FILE.py:NAME")
     name, root = module_name_for(path, source)

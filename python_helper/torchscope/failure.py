@@ -27,6 +27,13 @@ def a_or_an(word: str) -> str:
     return f"{'an' if vowel else 'a'} {word}"
 
 
+def shown_name(name: object) -> str:
+    """A file's name as a message shows it: quoted (`'m.py '`) where spaces at its ends or a
+    character that prints as nothing would hide which name it is, else as it is."""
+    text = str(name)
+    return repr(text) if text != text.strip() or not text.isprintable() else text
+
+
 def message_of(exc: BaseException) -> str:
     """str(exc), or Python's own words when its __str__ raises (a user's exception class)."""
     try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+from .failure import shown_name
+
 if TYPE_CHECKING:
     from .graph import Graph
 
@@ -56,7 +58,7 @@ def read_graph_file(spec: str) -> Graph:
             )
         return from_wire(data)
     except FileNotFoundError:
-        raise GraphFileError(f"no such file: {spec}") from None
+        raise GraphFileError(f"no such file: {shown_name(spec)}") from None
     except NewerGraphError as exc:  # (a graph still: only this torchscope is too old)
         raise GraphFileError(f"{spec}: {exc}") from None
     except GraphFormatError as exc:

@@ -267,3 +267,19 @@ def test_a_stats_tolerance_where_no_values_are_compared_is_refused(tmp_path, opt
     assert run.returncode == 2 and not run.stdout
     line = _one_line(run)
     assert "--stats-tolerance" in line and option[0] in line, line
+
+
+@pytest.mark.parametrize(
+    "args, shown",
+    [
+        (("summary", "net.py :Net"), "no such file: 'net.py '"),
+        (("summary", " g.json"), "no such file: ' g.json'"),
+        (("diff", "g.json", "net.py :Net"), "no such file: 'net.py '"),
+    ],
+)
+def test_a_missing_file_whose_name_has_spaces_at_its_ends_shows_them(tmp_path, args, shown):
+    """`no such file: net.py` for "net.py :Net", although net.py is there."""
+    _graph(tmp_path)
+    run = _cli(*args, cwd=tmp_path)
+    assert run.returncode == 2
+    assert _one_line(run) == f"torchscope: {shown}"
