@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -9,7 +10,7 @@ import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, BinaryIO, Optional
 
 import msgpack
 
@@ -403,23 +404,54 @@ def _json(raw: bytes) -> Any:
 
 
 def write_atomic(path: str | Path, data: bytes) -> None:
-    """Write to `path.part`, then rename: a reader (the extension watching for a paused
-    program's graph, a panel reloading) never sees half a file, and a write that fails
-    leaves what was there. A link is written through (the file it names is replaced, as an
-    in-place write would), and a file keeps its mode."""
+    """Write to a temporary file beside `path`, then rename: a reader (the extension
+    watching for a paused program's graph, a panel reloading) never sees half a file, and a
+    write that fails leaves what was there. The temporary has a name of its own
+    (`.3f9a1c2e.g.json.part`), never a file of the user's (`g.json.part`). A link is written
+    through (the file it names is replaced, as an in-place write would), a file keeps its
+    mode, and only a regular file is replaced (a link to /dev/null stays one). An error
+    names `path`, not the temporary."""
     path = Path(path)
     if path.is_symlink():
         path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
+    if path.exists() and not path.is_file():  # (a folder, a device, a named pipe)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
     try:
-        tmp.write_bytes(data)
+        tmp, file = _temporary_beside(path)
+    except OSError as exc:
+        raise _about(path, exc) from None
+    try:
+        with file:
+            file.write(data)
         if path.exists():
             shutil.copymode(path, tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _about(path, exc) from None
         raise
+
+
+def _temporary_beside(path: Path) -> tuple[Path, BinaryIO]:
+    """A new file in `path`'s folder, opened for writing, under a name no other file has
+    (made with the umask's mode, as an in-place write would be: mkstemp's is 0600)."""
+    for _ in range(100):
+        # (os.urandom, not the secrets module: a project's own secrets.py would be shadowed)
+        tmp = path.with_name(f".{os.urandom(4).hex()}.{path.name}.part")
+        try:
+            return tmp, open(tmp, "xb")  # (the caller closes it)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free name for a temporary file", str(path))
+
+
+def _about(path: Path, exc: OSError) -> OSError:
+    """`exc` as an error of writing `path` (the user's name, not the temporary's)."""
+    if exc.errno is None:
+        return exc
+    return OSError(exc.errno, exc.strerror, str(path))
 
 
 def _nodes_to_wire(nodes: list[Node]) -> list[dict[str, Any]]:

@@ -283,3 +283,27 @@ def test_a_missing_file_whose_name_has_spaces_at_its_ends_shows_them(tmp_path, a
     run = _cli(*args, cwd=tmp_path)
     assert run.returncode == 2
     assert _one_line(run) == f"torchscope: {shown}"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("trace", "net.py:Net", "-o", "out.json"), ("diff", "g.json", "g.json", "-o", "out.json")],
+)
+def test_writing_an_output_leaves_a_file_named_like_its_temporary_alone(tmp_path, args):
+    """`-o out.json` wrote out.json.part then renamed it: the user's own out.json.part went."""
+    _graph(tmp_path)
+    (tmp_path / "out.json.part").write_text("my notes")
+    run = _cli(*args, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "out.json.part").read_text() == "my notes"
+    assert json.loads((tmp_path / "out.json").read_text())
+    umask = os.umask(0o022)
+    os.umask(umask)
+    # (made as an in-place write makes a file: not mkstemp's 0600)
+    assert stat.S_IMODE((tmp_path / "out.json").stat().st_mode) == 0o666 & ~umask
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "g.json",
+        "net.py",
+        "out.json",
+        "out.json.part",
+    ]
