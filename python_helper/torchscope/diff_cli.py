@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import json
 import math
 import os
 import sys
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -171,34 +173,8 @@ def run_diff(args: argparse.Namespace) -> int:
             )
     train_a = False if args.train_b else None
     try:
-        with own_imports(args.a, args.b):
-            a, a_guess, a_suspects = load_side(args.a, args.device, args.input_expr, train_a, args)
-        with own_imports(args.b, args.a):
-            b, b_guess, b_suspects = load_side(
-                args.b,
-                args.device,
-                args.input_b or args.input_expr,
-                True if args.train_b else None,
-                args,
-                "--input-b" if args.input_b else "--input",
-            )
-        if a_guess and b_guess and a_guess != b_guess:
-            # one input on both sides: B's guess had to differ (batch norm in training mode
-            # refuses a batch of one), and every node would differ by it; unless A can't take
-            # it (B's first layer wants another size)
-            try:
-                with own_imports(args.a, args.b):
-                    again, _, again_suspects = load_side(
-                        args.a, args.device, b_guess, train_a, args
-                    )
-            except (SideError, GraphFileError):
-                pass  # A can't be traced with it (past the time budget): its own input stays
-            else:
-                # (A kept if B's got it less far: fewer ops ran before its error)
-                if again.error is None or (
-                    a.error is not None and again.stats()["ops"] >= a.stats()["ops"]
-                ):
-                    a, a_suspects = again, again_suspects
+        with _prints_aside(args):
+            a, a_suspects, b, b_suspects = _load_sides(args, train_a)
     except (SideError, GraphFileError) as exc:
         return _fail(str(exc))
     a_source = _source(args.a, args.input_expr, train_a)
@@ -249,6 +225,48 @@ def run_diff(args: argparse.Namespace) -> int:
     if args.check:  # a guard: the code under test must still run, whatever A did
         return 0 if diff.identical and b.error is None else 1
     return 0
+
+
+def _prints_aside(args: argparse.Namespace) -> AbstractContextManager[Any]:
+    """While the sides are imported, built and traced: the user code's print()s go to stderr
+    when the document goes to stdout as JSON, which they would break. (Python's sys.stdout
+    only: what a C library writes to file descriptor 1 still lands in the document.)"""
+    if args.format == "json" and not args.output:
+        return contextlib.redirect_stdout(sys.stderr)
+    return contextlib.nullcontext()
+
+
+def _load_sides(
+    args: argparse.Namespace, train_a: Optional[bool]
+) -> tuple[Graph, list[Any], Graph, list[Any]]:
+    """A's graph and left-out code that may make what its forward lacks, then B's."""
+    with own_imports(args.a, args.b):
+        a, a_guess, a_suspects = load_side(args.a, args.device, args.input_expr, train_a, args)
+    with own_imports(args.b, args.a):
+        b, b_guess, b_suspects = load_side(
+            args.b,
+            args.device,
+            args.input_b or args.input_expr,
+            True if args.train_b else None,
+            args,
+            "--input-b" if args.input_b else "--input",
+        )
+    if a_guess and b_guess and a_guess != b_guess:
+        # one input on both sides: B's guess had to differ (batch norm in training mode
+        # refuses a batch of one), and every node would differ by it; unless A can't take
+        # it (B's first layer wants another size)
+        try:
+            with own_imports(args.a, args.b):
+                again, _, again_suspects = load_side(args.a, args.device, b_guess, train_a, args)
+        except (SideError, GraphFileError):
+            pass  # A can't be traced with it (past the time budget): its own input stays
+        else:
+            # (A kept if B's got it less far: fewer ops ran before its error)
+            if again.error is None or (
+                a.error is not None and again.stats()["ops"] >= a.stats()["ops"]
+            ):
+                a, a_suspects = again, again_suspects
+    return a, a_suspects, b, b_suspects
 
 
 def _tolerance_refused(args: argparse.Namespace) -> Optional[str]:

@@ -307,3 +307,30 @@ def test_writing_an_output_leaves_a_file_named_like_its_temporary_alone(tmp_path
         "out.json",
         "out.json.part",
     ]
+
+
+PRINTS = """
+    import torch
+    from torch import nn
+
+    print("net.py imported")
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            print("building Net")
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            print("forward sees", tuple(x.shape))
+            return self.fc(x)
+"""
+
+
+def test_a_json_diff_on_stdout_stays_json_when_the_model_prints(tmp_path):
+    """The model's own print()s went into the document; they go to stderr while it traces."""
+    _net(tmp_path, PRINTS)
+    run = _cli("diff", "net.py:Net", "net.py:Net", "--format", "json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["a"]
+    assert "building Net" in run.stderr and "forward sees" in run.stderr
