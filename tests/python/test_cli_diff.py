@@ -752,6 +752,9 @@ def test_a_failed_write_leaves_the_page_that_was_there(models, tmp_path) -> None
     assert failed.returncode == 2 and "cannot write" in failed.stderr, failed.stderr
     assert page.read_bytes() == good
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("cmp")] == ["cmp.html"]
+    assert not [
+        p.name for p in tmp_path.iterdir() if p.name.endswith(".part")
+    ]  # (.X.cmp.html.part)
 
 
 def test_an_output_through_a_link_writes_the_file_it_names(models, tmp_path, capsys) -> None:
