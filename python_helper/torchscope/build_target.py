@@ -47,7 +47,13 @@ class Built:
 class WrongKind(TargetError):
     """NAME (or what it returned) is no model: an int, a module, a plain class. The file's
     left-out top-level code would not change that, so it is said as itself, without
-    RunsCode's offer to run it."""
+    RunsCode's offer to run it. (Not for None from a factory: a registry the left-out code
+    fills gives that.)"""
+
+
+def _no_model(out: Any, message: str) -> TargetError:
+    """What a factory or a call returned that is no model, as its error."""
+    return TargetError(message) if out is None else WrongKind(message)
 
 
 class RunsCode(TargetError):
@@ -347,7 +353,7 @@ def _construct(
         return out, None
     if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], nn.Module):
         return out[0], out[1]
-    raise WrongKind(f"{name}({ctor_args}) is not an nn.Module")
+    raise _no_model(out, f"{name}({ctor_args}) is not an nn.Module")
 
 
 class NeedsConstructorArgs(TargetError):
@@ -420,8 +426,9 @@ def _instantiate(obj: Any, name: str) -> tuple[nn.Module, Optional[Any]]:
             return out, None
         if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], nn.Module):
             return out[0], out[1]
-        raise WrongKind(
-            f"{name}() returned {type(out).__name__}, expected a model or (model, example_input)"
+        raise _no_model(
+            out,
+            f"{name}() returned {type(out).__name__}, expected a model or (model, example_input)",
         )
     raise WrongKind(f"{name} is {a_or_an(type(obj).__name__)}, not an nn.Module, class or factory")
 

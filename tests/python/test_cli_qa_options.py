@@ -202,6 +202,29 @@ def test_a_name_the_left_out_code_may_make_keeps_the_run_top_level_hint(tmp_path
     assert run.returncode == 2 and "--run-top-level" in _one_line(run)
 
 
+FILLED_AT_IMPORT = (
+    NET
+    + """
+    REGISTRY = {}
+    for cls in (Net,):  # left out: a loop
+        REGISTRY[cls.__name__] = cls
+
+    def build():
+        cls = REGISTRY.get("Net")
+        return cls() if cls else None
+"""
+)
+
+
+def test_a_factory_that_returns_nothing_keeps_the_run_top_level_hint(tmp_path):
+    """None from a factory is what a registry the left-out code fills gives: running it may
+    help (an int or a module would not)."""
+    _net(tmp_path, FILLED_AT_IMPORT)
+    run = _cli("summary", "net.py:build", cwd=tmp_path)
+    assert run.returncode == 2 and "--run-top-level" in _one_line(run), _one_line(run)
+    assert _cli("summary", "net.py:build", "--run-top-level", cwd=tmp_path).returncode == 0
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
 @pytest.mark.parametrize(
     "args", [("trace", "net.py:Net", "-o", "p.json"), ("diff", "g.json", "g.json", "-o", "p.txt")]
