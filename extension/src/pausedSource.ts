@@ -32,8 +32,34 @@ export const DEBUG_URI = "torchscope-debug:paused-frame";
 /** Graph files kept in the folder; older ones are removed before a new trace writes one. */
 export const KEEP_GRAPH_FILES = 20;
 
-/** Remove the oldest `*.msgpack` files of `dir` so that one more makes `keep`. */
-export async function pruneGraphs(dir: string, keep = KEEP_GRAPH_FILES): Promise<string[]> {
+/** Another window's graph, its extension host gone, is removed past this age. */
+export const OTHERS_AGE_MS = 24 * 3600_000;
+
+/** A paused graph's file name: this extension host's pid, the time, a random part. Every
+ * window writes into the same folder: the pid says whose a file is. */
+export function pausedGraphName(pid = process.pid): string {
+  return `debug-${pid}-${Date.now()}-${crypto.randomBytes(4).toString("hex")}.msgpack`;
+}
+
+/** The writer's pid in a paused graph's name; undefined for a name without one. */
+function writerOf(name: string): number | undefined {
+  const m = /^debug-(\d+)-\d+-[0-9a-f]+\.msgpack$/.exec(name);
+  return m ? Number(m[1]) : undefined;
+}
+
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as { code?: unknown }).code === "EPERM"; // (it runs, as another user)
+  }
+}
+
+/** Remove the oldest of this window's `*.msgpack` files of `dir` so that one more makes
+ * `keep` (a name without a pid counts as this window's), and other windows' files a day
+ * old whose extension host is gone: a window's panels show its own graphs. */
+export async function pruneGraphs(dir: string, keep = KEEP_GRAPH_FILES, pid = process.pid): Promise<string[]> {
   let all: string[];
   try {
     all = await fs.readdir(dir);
@@ -41,15 +67,23 @@ export async function pruneGraphs(dir: string, keep = KEEP_GRAPH_FILES): Promise
     return [];
   }
   const names = all.filter((n) => n.endsWith(".msgpack"));
-  const files = await Promise.all(
-    names.map(async (n) => ({ file: path.join(dir, n), mtime: (await fs.stat(path.join(dir, n)).catch(() => undefined))?.mtimeMs ?? 0 })),
+  const found = await Promise.all(
+    names.map(async (n) => ({
+      file: path.join(dir, n),
+      writer: writerOf(n),
+      mtime: (await fs.stat(path.join(dir, n)).catch(() => undefined))?.mtimeMs,
+    })),
   );
-  files.sort((a, b) => a.mtime - b.mtime);
-  const stale = files.slice(0, Math.max(0, files.length - keep + 1)).map((f) => f.file);
+  const files = found.filter((f): f is typeof f & { mtime: number } => f.mtime !== undefined);
+  const own = files.filter((f) => f.writer === undefined || f.writer === pid).sort((a, b) => a.mtime - b.mtime);
+  const now = Date.now();
+  const theirs = files.filter((f) => f.writer !== undefined && f.writer !== pid && now - f.mtime > OTHERS_AGE_MS && !running(f.writer));
+  const stale = [...own.slice(0, Math.max(0, own.length - keep + 1)), ...theirs].map((f) => f.file);
   // a graph's side files (a next call's reply, error, unfinished graph) go with it, and
   // those whose graph never came (a wait cancelled, a failed trace) once they are old (a
   // next call under way writes its reply, then its graph)
-  const kept = new Set(files.slice(stale.length).map((f) => f.file));
+  const gone = new Set(stale);
+  const kept = new Set(files.filter((f) => !gone.has(f.file)).map((f) => f.file));
   const graphs = new Set(files.map((f) => f.file));
   const sides: string[] = [];
   for (const f of all.map((n) => path.join(dir, n)).filter((f) => SIDE_FILE.test(f))) {
@@ -105,7 +139,7 @@ export class PausedSource implements TraceSource {
   private async newOut(): Promise<string> {
     await fs.mkdir(this.deps.graphsDir, { recursive: true });
     await pruneGraphs(this.deps.graphsDir);
-    return path.join(this.deps.graphsDir, `debug-${Date.now()}-${crypto.randomBytes(4).toString("hex")}.msgpack`);
+    return path.join(this.deps.graphsDir, pausedGraphName());
   }
 
   private timeBudget(): number {

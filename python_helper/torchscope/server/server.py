@@ -9,7 +9,6 @@ import asyncio
 import itertools
 import logging
 import os
-import re
 import sys
 import tempfile
 import time
@@ -30,7 +29,7 @@ from ..failure import Failure
 from ..file_texts import check_texts
 from ..runner import PRELOADABLE
 from ..usercode import source_lines, split_lines
-from . import calls_in_file, hints
+from . import calls_in_file, graph_files, hints
 from . import find_targets as targets
 from .compare_request import CompareError, compare_files
 from .runner_client import RunnerClient, runner_import_folders, stop_early
@@ -52,7 +51,6 @@ LINES = "torchscope/lines"
 SHOWN_KEY = "torchscope/graphShown"  # the key of graphs shown without one
 VISUALIZE_COMMAND = "torchscope.visualize"
 ERROR_CODE = -32001
-KEEP_GRAPH_FILES = 20
 TIMEOUT_GRACE = 1.0  # the runner stops itself at the budget; the server kills it a bit later
 
 _LEVELS = {"error": 0, "warning": 1, "info": 2, "debug": 3}
@@ -231,16 +229,8 @@ class TorchscopeServer(LanguageServer):
     def graph_path(self, target: str) -> Path:
         folder = self.settings.storage_dir
         folder.mkdir(parents=True, exist_ok=True)
-        old = sorted(folder.glob("*.msgpack"), key=lambda p: p.stat().st_mtime)
-        for stale in old[: max(0, len(old) - KEEP_GRAPH_FILES + 1)]:
-            try:
-                stale.unlink()
-            except OSError:
-                pass
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", target)[:60]
-        return (
-            folder / f"{safe}-{os.getpid()}-{int(time.time() * 1000)}-{next(self._files)}.msgpack"
-        )
+        graph_files.prune(folder, os.getpid())
+        return graph_files.new_graph_path(folder, target, os.getpid(), next(self._files))
 
 
 server = TorchscopeServer()

@@ -6,6 +6,7 @@
 // First: vscode.debug on the stub before the extension's modules load.
 import { fakeDebug } from "./debug-fake";
 import { strict as assert } from "node:assert";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +16,7 @@ import type { Server } from "../../../extension/src/client";
 import type { DebugRequest } from "../../../extension/src/debugBridge";
 import { graphFolders } from "../../../extension/src/extension";
 import { GraphPanel } from "../../../extension/src/graphPanel";
-import { DEBUG_URI, pruneGraphs } from "../../../extension/src/pausedSource";
+import { DEBUG_URI, OTHERS_AGE_MS, pausedGraphName, pruneGraphs } from "../../../extension/src/pausedSource";
 import { TORCHSCOPE_ERROR, type TraceParams, type TraceResult, type TraceSummary } from "../../../extension/src/protocol";
 import { TraceFlow, type Answer, type TraceOutcome, type TraceSource } from "../../../extension/src/traceFlow";
 import { SUMMARY as summary, calls, fail, fakeServer, messages, pyDoc, resetWiring, settle, wiredExtension } from "./wiring";
@@ -473,6 +474,27 @@ describe("the paused frame's source", () => {
       ["g0.msgpack", "g1.msgpack", "g2.msgpack", "g3.msgpack", "g4.msgpack", "g5.msgpack"],
     );
     assert.equal(readdirSync(folder).length, 20, "19 graphs, room for the next, and the other file");
+  });
+
+  it("leaves other windows' graphs, but those a day old whose window is gone", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "torchscope-prune-"));
+    const dead = spawnSync(process.execPath, ["-e", ""]).pid!; // (ended and reaped)
+    const name = (pid: number, i: number) => `debug-${pid}-${1000 + i}-abcd${i}.msgpack`;
+    const made = (pid: number, i: number, ageMs: number) => {
+      const f = join(folder, name(pid, i));
+      writeFileSync(f, GRAPH);
+      const at = (Date.now() - ageMs) / 1000;
+      utimesSync(f, at, at);
+      return name(pid, i);
+    };
+    const mine = [0, 1, 2, 3].map((i) => made(process.pid, i, 1000 * (10 - i)));
+    const another = made(process.ppid, 4, OTHERS_AGE_MS * 2); // a window that runs: never
+    const recent = made(dead, 5, 60_000); // a window reloaded a minute ago: its panels read it
+    const old = made(dead, 6, OTHERS_AGE_MS + 60_000);
+    const removed = (await pruneGraphs(folder, 3)).map((f) => f.slice(folder.length + 1));
+    assert.deepEqual(removed.sort(), [mine[0], mine[1], old].sort());
+    assert.deepEqual(readdirSync(folder).sort(), [mine[2], mine[3], another, recent].sort());
+    assert.match(pausedGraphName(), new RegExp(`^debug-${process.pid}-\\d+-[0-9a-f]{8}\\.msgpack$`));
   });
 
   it("takes a pruned graph's side files with it, and those of a next call whose graph never came", async () => {
