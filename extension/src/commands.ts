@@ -210,6 +210,12 @@ export class Commands {
       void vscode.window.showInformationMessage(`torchscope: ${panel.origin.title} has no graph to export yet.`);
       return;
     }
+    if (panel.unreadable) {
+      void vscode.window.showWarningMessage(
+        `torchscope: ${panel.origin.title} can't show its graph (${panel.unreadable}): nothing to export. Re-trace makes it again.`,
+      );
+      return;
+    }
     let kind = typeof format === "string" ? format.toLowerCase() : undefined;
     if (kind !== "svg" && kind !== "png" && kind !== "html") {
       const pick = await vscode.window.showQuickPick(

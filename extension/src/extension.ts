@@ -14,6 +14,8 @@ import { interpreterSettings, onInterpreterChange } from "./interpreter";
 import { levelled, settingLevel } from "./logChannel";
 import { PausedSources } from "./pausedSource";
 import { PausedHere } from "./pausedHere";
+import { GraphPanel } from "./graphPanel";
+import { PanelGraphs } from "./panelGraphs";
 import { registerRevealNode, reindexPanels } from "./revealNode";
 import { followCursor, type LinesNow } from "./reveal";
 import { TraceFlow } from "./traceFlow";
@@ -98,7 +100,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const { flow, commands, debug, compareCommands, head } = wire(context, server, bundle, log);
   const here = new PausedHere(server, log);
   // A (re)started server knows no graph: the panels' graphs give their files hints again.
-  server.onStarted(() => reindexPanels(server, log));
+  GraphPanel.remembered = new PanelGraphs(context.workspaceState);
+  server.onStarted(() => reindexPanels(server, log, GraphPanel.remembered));
 
   context.subscriptions.push(
     log,

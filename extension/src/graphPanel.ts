@@ -6,6 +6,7 @@
 import * as crypto from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as vscode from "vscode";
+import type { PanelGraphs } from "./panelGraphs";
 import {
   distinctTails,
   isViewerMessage,
@@ -132,6 +133,8 @@ export class GraphPanel {
   static readonly viewType = "torchscope.graph";
   /** Every graph file a panel of this window showed, and comparisons' sides. */
   static readonly graphs = new GraphOrigins(100);
+  /** Each panel's graph, kept for the next window of the workspace (set at activation). */
+  static remembered: PanelGraphs | undefined;
   private static readonly panels = new Map<string, GraphPanel>();
   private static lastActive: GraphPanel | undefined;
 
@@ -145,6 +148,10 @@ export class GraphPanel {
   private pausedAt: PausedAt | null = null;
   /** Why the graph shown is out of date (its re-trace failed); null: it is not. */
   private staleBecause: string | null = null;
+  /** The viewer could not show the graph posted last (unreadable), and why. */
+  private unreadableWhy: string | null = null;
+  /** Restored after a reload: a graph file the viewer can't read is traced again. */
+  private retraceIfUnreadable = false;
   private pendingReveal: HostMessage | undefined;
 
   static get active(): GraphPanel | undefined {
@@ -238,8 +245,10 @@ export class GraphPanel {
         () => true,
         () => false,
       ))
-    )
+    ) {
+      p.retraceIfUnreadable = true;
       return p;
+    }
     events.retrace(p);
     return p;
   }
@@ -266,7 +275,10 @@ export class GraphPanel {
     this.disposables.push(this.closedByUser);
     panel.onDidDispose(
       () => {
-        if (!this.disposed) this.closedByUser.fire(); // (ours sets `disposed` first)
+        if (!this.disposed) {
+          this.closedByUser.fire(); // (ours sets `disposed` first)
+          GraphPanel.remembered?.forget(this.key);
+        }
         this.dispose();
       },
       null,
@@ -333,7 +345,10 @@ export class GraphPanel {
   async load(graphPath: string): Promise<void> {
     const bytes = await fs.readFile(graphPath);
     this.shown = { ...this.shown, graphPath };
-    if (this.shown.target) GraphPanel.graphs.shown(graphPath, { ...this.shown, ...(this.model ? { model: this.model } : {}) });
+    if (this.shown.target) {
+      GraphPanel.graphs.shown(graphPath, { ...this.shown, ...(this.model ? { model: this.model } : {}) });
+      GraphPanel.remembered?.record(this.key, graphPath);
+    }
     this.pausedAt = null; // a new graph: the old point means nothing in it
     this.show(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   }
@@ -341,6 +356,8 @@ export class GraphPanel {
   show(bytes: Uint8Array): void {
     this.graph = bytes;
     this.staleBecause = null;
+    this.unreadableWhy = null;
+    this.retraceIfUnreadable = false;
     if (this.ready) this.postGraph();
   }
 
@@ -402,6 +419,16 @@ export class GraphPanel {
       case "error":
         this.events.log.error(`viewer: ${msg.message}`);
         return;
+      case "unreadable":
+        this.unreadableWhy = msg.message;
+        this.events.log.warn(`panel ${this.origin.target}: its graph can't be shown: ${msg.message}`);
+        if (this.retraceIfUnreadable) {
+          // (a panel restored after a reload whose graph file was damaged: traced again, as
+          // one whose file is gone)
+          this.retraceIfUnreadable = false;
+          this.events.retrace(this);
+        }
+        return;
       case "view":
         this.lastView = msg.view;
         return;
@@ -427,6 +454,11 @@ export class GraphPanel {
   /** The graph bytes shown now (for the HTML export). */
   get bytes(): Uint8Array | undefined {
     return this.graph;
+  }
+
+  /** Why the viewer can't show the graph posted last (a damaged file); null: it can. */
+  get unreadable(): string | null {
+    return this.unreadableWhy;
   }
 
   /** Calls `listener` when the user closes the panel (not when torchscope closes it: the

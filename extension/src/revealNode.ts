@@ -7,6 +7,7 @@
 import * as path from "node:path";
 import { decode } from "@msgpack/msgpack";
 import * as vscode from "vscode";
+import type { PanelGraphs } from "./panelGraphs";
 import type { GraphIndexer } from "./pausedHere";
 import { parseCompareTarget } from "./compareTargets";
 import { GraphPanel, type GraphOf } from "./graphPanel";
@@ -151,12 +152,18 @@ export function registerRevealNode(flow: TraceFlow, log: vscode.LogOutputChannel
   });
 }
 
-/** Index the graph of every panel again (a restarted server has none). */
-export function reindexPanels(server: GraphIndexer, log: vscode.LogOutputChannel): void {
-  for (const p of GraphPanel.all()) {
-    const file = p.origin.graphPath;
+/** Index the graph of every panel again (a restarted server has none): the panels open,
+ * and those of the workspace VS Code has not restored yet (`remembered`: a tab not shown
+ * since a reload); a remembered graph that is gone is forgotten. */
+export function reindexPanels(server: GraphIndexer, log: vscode.LogOutputChannel, remembered?: PanelGraphs): void {
+  const graphs = new Map<string, string>(remembered?.entries() ?? []);
+  for (const p of GraphPanel.all()) if (p.origin.graphPath) graphs.set(p.key, p.origin.graphPath);
+  for (const [key, file] of graphs) {
     // A comparison's page puts removed nodes back as ghosts: its lines are not one trace's.
-    if (file && parseCompareTarget(p.origin.target) === undefined)
-      server.graphShown(file, `torchscope/panel:${p.key}`).catch((e: unknown) => log.info(`re-indexing ${file}: ${String(e)}`));
+    if (parseCompareTarget(key.slice(key.indexOf("#") + 1)) !== undefined) continue;
+    server.graphShown(file, `torchscope/panel:${key}`).catch((e: unknown) => {
+      log.info(`re-indexing ${file}: ${String(e)}`);
+      if (!GraphPanel.all().some((p) => p.key === key)) remembered?.forget(key);
+    });
   }
 }

@@ -87,12 +87,21 @@ function failed(root: HTMLElement, e: unknown): void {
  * 145 ms task), then the viewer is built in a task of its own. `current` says whether this
  * graph is still the one to show once it is decoded (a newer one may have arrived).
  */
-async function mountSoon(root: HTMLElement, data: Uint8Array, host: Host, current: () => boolean = () => true): Promise<Viewer | null> {
+async function mountSoon(
+  root: HTMLElement,
+  data: Uint8Array,
+  host: Host,
+  current: () => boolean = () => true,
+  unreadable: (why: string) => void = () => undefined,
+): Promise<Viewer | null> {
   let graph: Graph;
   try {
     graph = await decodeGraphInSlices(data);
   } catch (e) {
-    if (current()) failed(root, e);
+    if (current()) {
+      failed(root, e);
+      if (e instanceof FormatError) unreadable(e.message);
+    }
     return null;
   }
   performance.mark("torchscope:decoded");
@@ -188,7 +197,9 @@ async function boot(): Promise<void> {
         host.setOrigin(m.origin);
         const arrival = ++arrivals;
         const data = m.data instanceof Uint8Array ? m.data : new Uint8Array(m.data);
-        latest = mountSoon(rootElement(), data, host, () => arrival === arrivals).then((v) => {
+        // (a graph that can't be shown: the extension is told, for Export and a restored panel)
+        const unreadable = (message: string) => host.post({ type: "unreadable", message });
+        latest = mountSoon(rootElement(), data, host, () => arrival === arrivals, unreadable).then((v) => {
           if (arrival !== arrivals) {
             v?.dispose();
             return null;

@@ -59,6 +59,8 @@ export type ViewerMessage =
   | { type: "reveal"; site: Site; nodeId: number; side?: "a" | "b" }
   | { type: "save"; name: string; mime: string; data: ArrayBuffer }
   | { type: "error"; message: string }
+  /** The graph posted can't be shown (a damaged or empty file): why, as the page says it. */
+  | { type: "unreadable"; message: string }
   /** The view changed (after each layout): an HTML export opens at it. */
   | { type: "view"; view: ViewState }
   /** The toolbar's Change button next to the input: ask for another input and trace again. */
@@ -84,7 +86,7 @@ export type HostMessage =
 export type WebviewState = Partial<ViewState> & { origin?: PanelOrigin };
 
 // Every viewer message type, and no other (`satisfies` fails to compile on a missing or extra one).
-const VIEWER_MESSAGE_TYPES = { ready: true, reveal: true, save: true, error: true, view: true, changeInput: true } satisfies Record<
+const VIEWER_MESSAGE_TYPES = { ready: true, reveal: true, save: true, error: true, unreadable: true, view: true, changeInput: true } satisfies Record<
   ViewerMessage["type"],
   true
 >;
