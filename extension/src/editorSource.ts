@@ -224,6 +224,8 @@ export class EditorSource implements TraceSource {
   readonly uri: string;
   readonly label: string;
   readonly progressTitle: string;
+  /** The document's version when this source was made: the text its trace reads. */
+  readonly version: number;
   private device: "cpu" | "meta" = "cpu";
 
   constructor(
@@ -233,6 +235,7 @@ export class EditorSource implements TraceSource {
     private readonly variant: Variant = {},
   ) {
     this.uri = doc.uri.toString();
+    this.version = doc.version;
     this.label = target;
     this.progressTitle = `Tracing ${target}`;
   }

@@ -92,6 +92,9 @@ export interface TraceSource {
   traceNextCall?(): Promise<TraceOutcome>;
   /** The panel's title when it is not "Forward pass: Model" (a comparison's). */
   panelTitle?(summary: TraceSummary | null): string;
+  /** What the trace reads, as a version (the document's): a second command for the same
+   * model joins a trace under way only when it would trace the same. */
+  readonly version?: number;
   /** Trace on the meta device from now on (a model that needs a GPU); absent: this source can't. */
   useMeta?(): void;
   readonly onMeta?: boolean;
@@ -235,7 +238,7 @@ export class TraceFlow {
   readonly events: PanelEvents;
   private readonly shownListeners: ShownListener[] = [];
   /** The run under way for a (uri, target): a second command for it joins that one. */
-  private readonly running = new Map<string, Promise<Traced | undefined>>();
+  private readonly running = new Map<string, { run: Promise<Traced | undefined>; version: number | undefined }>();
 
   constructor(
     private readonly viewerDir: vscode.Uri,
@@ -311,24 +314,24 @@ export class TraceFlow {
   }
 
   /** Trace `source` (asking for inputs as needed) and show the graph; undefined when none came.
-   * While the same model is traced already (Visualize twice, a re-trace on save during a
-   * trace), its panel comes forward and this waits for that run: the runner traces one model
-   * at a time, so a second trace would only start when the first ends. Change Input… runs
-   * its own (it asks first). */
+   * While the same model is traced already from the same text (Visualize twice), its panel
+   * comes forward and this waits for that run: the runner traces one model at a time, so a
+   * second trace would only start when the first ends, to make the same graph. Text edited
+   * since (a re-trace on save), Change Input… (it asks first): a trace of its own. */
   run(source: TraceSource, opts: RunOptions = {}): Promise<Traced | undefined> {
     const key = targetKey(source.uri, source.target);
     const under = this.running.get(key);
-    if (under && !opts.askFirst) {
+    if (under && !opts.askFirst && !opts.quiet && under.version === source.version) {
       const panel = GraphPanel.find(source.uri, source.target);
       if (opts.opened && opts.opened !== panel) opts.opened.dispose();
-      if (!opts.quiet) panel?.bringForward();
+      panel?.bringForward();
       this.log.info(`${source.label}: traced already; waiting for that trace`);
-      return under;
+      return under.run;
     }
     const run = this.runOnce(source, opts).finally(() => {
-      if (this.running.get(key) === run) this.running.delete(key);
+      if (this.running.get(key)?.run === run) this.running.delete(key);
     });
-    this.running.set(key, run);
+    this.running.set(key, { run, version: source.version });
     return run;
   }
 

@@ -114,6 +114,23 @@ describe("the flow itself, over a scripted source", () => {
     assert.deepEqual([...GraphPanel.find("file:///w/net.py", "Net")!.bytes!], [...GRAPH]);
   });
 
+  it("a second command for the model traced now joins that trace; edited text since: its own", async () => {
+    let release!: () => void;
+    const slow = () => new Promise<TraceOutcome>((done) => (release = () => done(shown)));
+    const s = scripted([slow, shown, shown]);
+    const f = flow();
+    const first = f.run({ ...s.source, version: 3 });
+    const again = f.run({ ...s.source, version: 3 });
+    await new Promise((r) => setTimeout(r, 0));
+    assert.equal(s.traced(), 1, "one trace for both commands");
+    release();
+    assert.deepEqual(await again, await first);
+    const edited = f.run({ ...s.source, version: 3 });
+    const later = f.run({ ...s.source, version: 4 }); // (the text changed: a trace of its own)
+    await Promise.all([edited, later]);
+    assert.equal(s.traced(), 3);
+  });
+
   it("asks for what the trace lacked and traces again; dismissed: no graph, its panel closed", async () => {
     const s = scripted([{ ok: false, kind: "needs-ctor-args", message: "Net() needs hidden" }, shown], ["retry"]);
     assert.ok(await flow().run(s.source));
