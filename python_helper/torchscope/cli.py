@@ -305,7 +305,8 @@ def run() -> NoReturn:
         flush_stdout()  # (a closed pipe shows here, not in the interpreter's teardown)
     except BrokenPipeError:
         # the reader went away (`summary g.json | head`): no stack, and nothing more to flush
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if sys.stdout is not None:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 128 + 13  # as the shell reports a writer stopped by SIGPIPE
     except StdoutError as exc:  # (a full disk, a closed stdout: the user's to fix)
         say(str(exc))
