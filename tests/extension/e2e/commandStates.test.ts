@@ -7,7 +7,7 @@
 // torchscope's own, no language-client toasts, no unhandled errors in the extension host. An
 // untitled Python file: asked to be saved, then traced.
 import { strict as assert } from "node:assert";
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
@@ -16,15 +16,14 @@ import {
   cleanup,
   closeAll,
   contextMenu,
-  launch,
   logText,
   notifications,
   openFile,
-  openWorkbench,
   palette,
-  startCodeServer,
+  startWorkbench,
   step,
   waitForGraph,
+  writeWorkspaceSettings,
   type CodeServer,
 } from "./harness";
 
@@ -35,10 +34,7 @@ let page: Page;
 /** The raw messages of the language client (not torchscope's own words). */
 const CLIENT_NOISE = /EPIPE|connection to server|Pending response rejected|couldn't create connection|crashed \d+ times/;
 
-function workspaceSettings(settings: Record<string, unknown>): void {
-  mkdirSync(join(cs!.workspace, ".vscode"), { recursive: true });
-  writeFileSync(join(cs!.workspace, ".vscode", "settings.json"), JSON.stringify(settings, null, 2));
-}
+const workspaceSettings = (settings: Record<string, unknown>): void => writeWorkspaceSettings(cs!, settings);
 
 /** The extension host's log (where an unhandled rejection of an extension is written). */
 function extensionHostLog(): string {
@@ -78,9 +74,7 @@ async function clearNotifications(): Promise<void> {
 }
 
 before(async () => {
-  cs = await startCodeServer();
-  browser = await launch();
-  page = await openWorkbench(browser, cs);
+  ({ cs, browser, page } = await startWorkbench());
 });
 
 after(async () => {

@@ -5,6 +5,7 @@ import type { Browser, FrameLocator, Page } from "playwright-core";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { launch } from "../../chromium";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 
@@ -251,7 +252,20 @@ export function cleanup(cs: CodeServer | undefined, logName?: string): void {
   setTimeout(() => rmSync(cs.base, { recursive: true, force: true }), 2500).unref();
 }
 
-export { launch } from "../../chromium";
+export { launch };
+
+/** What a test file starts with: code-server with the .vsix, Chromium, the workbench open. */
+export async function startWorkbench(opts: Parameters<typeof startCodeServer>[0] = {}): Promise<{ cs: CodeServer; browser: Browser; page: Page }> {
+  const cs = await startCodeServer(opts);
+  const browser = await launch();
+  return { cs, browser, page: await openWorkbench(browser, cs) };
+}
+
+/** The workspace's .vscode/settings.json, written as `settings` (VS Code reads it at once). */
+export function writeWorkspaceSettings(cs: CodeServer, settings: Record<string, unknown>): void {
+  mkdirSync(join(cs.workspace, ".vscode"), { recursive: true });
+  writeFileSync(join(cs.workspace, ".vscode", "settings.json"), JSON.stringify(settings, null, 2));
+}
 
 export async function openWorkbench(browser: Browser, cs: CodeServer): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });

@@ -8,7 +8,7 @@
 import { strict as assert } from "node:assert";
 import { after, before, describe, it } from "node:test";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
@@ -24,6 +24,7 @@ import {
   startCodeServer,
   step,
   waitForGraph,
+  writeWorkspaceSettings,
   type CodeServer,
 } from "./harness";
 
@@ -33,10 +34,7 @@ let page: Page;
 const venvDir = mkdtempSync(join(tmpdir(), "torchscope-notorch-"));
 const NO_TORCH = join(venvDir, "bin", "python");
 
-function workspaceSettings(settings: Record<string, unknown>): void {
-  mkdirSync(join(cs!.workspace, ".vscode"), { recursive: true });
-  writeFileSync(join(cs!.workspace, ".vscode", "settings.json"), JSON.stringify(settings, null, 2));
-}
+const workspaceSettings = (settings: Record<string, unknown>): void => writeWorkspaceSettings(cs!, settings);
 
 /** Wait until the extension's log has a line matching `re`; returns the log. */
 async function logHas(re: RegExp, timeout = 90_000): Promise<string> {

@@ -12,12 +12,10 @@ import {
   cleanup,
   closeAll,
   editorLine,
-  launch,
   notifications,
   openFile,
-  openWorkbench,
   palette,
-  startCodeServer,
+  startWorkbench,
   step,
   viewer,
   waitForGraph,
@@ -82,9 +80,7 @@ function graphFileOf(id: string): string {
 }
 
 before(async () => {
-  cs = await startCodeServer({ files: { "models.py": models(3), "damaged.msgpack": "" } });
-  browser = await launch();
-  page = await openWorkbench(browser, cs);
+  ({ cs, browser, page } = await startWorkbench({ files: { "models.py": models(3), "damaged.msgpack": "" } }));
 });
 
 after(async () => {

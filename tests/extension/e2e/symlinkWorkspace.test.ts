@@ -6,29 +6,14 @@ import { strict as assert } from "node:assert";
 import { realpathSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
-import {
-  cleanup,
-  closeAll,
-  contextMenu,
-  cursorLine,
-  launch,
-  openFile,
-  openWorkbench,
-  startCodeServer,
-  step,
-  viewer,
-  waitForGraph,
-  type CodeServer,
-} from "./harness";
+import { cleanup, closeAll, contextMenu, cursorLine, openFile, startWorkbench, step, viewer, waitForGraph, type CodeServer } from "./harness";
 
 let browser: Browser;
 let cs: CodeServer | undefined;
 let page: Page;
 
 before(async () => {
-  cs = await startCodeServer({ throughSymlink: true });
-  browser = await launch();
-  page = await openWorkbench(browser, cs);
+  ({ cs, browser, page } = await startWorkbench({ throughSymlink: true }));
 });
 
 after(async () => {
