@@ -87,7 +87,9 @@ export function pythonProblem(python: string, cwd: string | undefined, timeoutMs
   const check = "import sys; v = sys.version_info; print('%d.%d.%d' % v[:3]); sys.exit(0 if v >= (3, 10) else 3)";
   return new Promise((resolve) => {
     execFile(python, ["-c", check], { cwd, timeout: timeoutMs, windowsHide: true }, (err, stdout, stderr) => {
-      if (!err) return resolve(undefined);
+      // (a program that ends well without saying a version, /bin/true, is no Python either)
+      if (!err)
+        return resolve(/^\d+\.\d+\.\d+$/.test(String(stdout).trim()) ? undefined : `${python} does not run as Python (it told no Python version)`);
       const code = (err as { code?: unknown }).code;
       // (the words the server itself would print: see torchscope/server/__main__.py)
       if (code === 3) return resolve(`torchscope needs Python 3.10 or newer: ${python} is Python ${String(stdout).trim()}`);

@@ -52,8 +52,10 @@ class WrongKind(TargetError):
 
 
 def _no_model(out: Any, message: str) -> TargetError:
-    """What a factory or a call returned that is no model, as its error."""
-    return TargetError(message) if out is None else WrongKind(message)
+    """What a factory or a call returned that is no model, as its error: None (alone, or as
+    the model beside an example) is what left-out code may fill, anything else is not."""
+    nothing = out is None or (isinstance(out, tuple) and len(out) == 2 and out[0] is None)
+    return TargetError(message) if nothing else WrongKind(message)
 
 
 class RunsCode(TargetError):

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -228,12 +229,34 @@ def run_diff(args: argparse.Namespace) -> int:
 
 
 def _prints_aside(args: argparse.Namespace) -> AbstractContextManager[Any]:
-    """While the sides are imported, built and traced: the user code's print()s go to stderr
-    when the document goes to stdout as JSON, which they would break. (Python's sys.stdout
-    only: what a C library writes to file descriptor 1 still lands in the document.)"""
+    """While the sides are imported, built and traced: what the user's code prints goes to
+    stderr when the document goes to stdout as JSON, which it would break."""
     if args.format == "json" and not args.output:
-        return contextlib.redirect_stdout(sys.stderr)
+        return _stdout_to_stderr()
     return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Python's sys.stdout, and file descriptor 1 under it (what a C library or a
+    subprocess writes), both to stderr for the block."""
+    real = sys.__stdout__
+    if real is not None:
+        real.flush()
+    try:
+        saved: Optional[int] = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # (no descriptor 2 to point it at: Python's prints only)
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:
+            if real is not None:
+                real.flush()  # (what went to sys.__stdout__ meanwhile: still stderr's)
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def _load_sides(

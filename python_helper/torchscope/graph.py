@@ -437,14 +437,27 @@ def write_atomic(path: str | Path, data: bytes) -> None:
 def _temporary_beside(path: Path) -> tuple[Path, BinaryIO]:
     """A new file in `path`'s folder, opened for writing, under a name no other file has
     (made with the umask's mode, as an in-place write would be: mkstemp's is 0600)."""
+    name = _fitting(path.name, _NAME_MAX - _TEMPORARY_EXTRA)
     for _ in range(100):
         # (os.urandom, not the secrets module: a project's own secrets.py would be shadowed)
-        tmp = path.with_name(f".{os.urandom(4).hex()}.{path.name}.part")
+        tmp = path.with_name(f".{os.urandom(4).hex()}.{name}.part")
         try:
             return tmp, open(tmp, "xb")  # (the caller closes it)
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "no free name for a temporary file", str(path))
+
+
+_NAME_MAX = 255  # bytes in a file name (Linux, macOS; Windows counts 255 characters)
+_TEMPORARY_EXTRA = len(".01234567..part")
+
+
+def _fitting(name: str, limit: int) -> str:
+    """`name`, or its end, in at most `limit` bytes: a name near the system's limit keeps a
+    temporary that fits (its suffix, `.msgpack`, stays at the end)."""
+    while len(os.fsencode(name)) > limit:
+        name = name[1:]
+    return name
 
 
 def _about(path: Path, exc: OSError) -> OSError:

@@ -212,17 +212,22 @@ FILLED_AT_IMPORT = (
     def build():
         cls = REGISTRY.get("Net")
         return cls() if cls else None
+
+    def build_pair():
+        cls = REGISTRY.get("Net")
+        return (cls() if cls else None), torch.randn(2, 4)
 """
 )
 
 
-def test_a_factory_that_returns_nothing_keeps_the_run_top_level_hint(tmp_path):
-    """None from a factory is what a registry the left-out code fills gives: running it may
-    help (an int or a module would not)."""
+@pytest.mark.parametrize("factory", ["build", "build_pair"])
+def test_a_factory_that_returns_nothing_keeps_the_run_top_level_hint(tmp_path, factory):
+    """None from a factory (alone, or beside its example) is what a registry the left-out
+    code fills gives: running it may help (an int or a module would not)."""
     _net(tmp_path, FILLED_AT_IMPORT)
-    run = _cli("summary", "net.py:build", cwd=tmp_path)
+    run = _cli("summary", f"net.py:{factory}", cwd=tmp_path)
     assert run.returncode == 2 and "--run-top-level" in _one_line(run), _one_line(run)
-    assert _cli("summary", "net.py:build", "--run-top-level", cwd=tmp_path).returncode == 0
+    assert _cli("summary", f"net.py:{factory}", "--run-top-level", cwd=tmp_path).returncode == 0
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
@@ -248,6 +253,19 @@ def test_an_output_that_is_a_socket_is_refused(tmp_path):
         run = _cli("trace", "net.py:Net", "-o", "sock.json", cwd=tmp_path)
         assert stat.S_ISSOCK((tmp_path / "sock.json").stat().st_mode)
     assert run.returncode == 2 and "not a regular file" in _one_line(run)
+
+
+@pytest.mark.parametrize("command", ["trace", "diff"])
+def test_an_output_name_near_the_systems_limit_is_written(tmp_path, command):
+    """A name of 250 bytes is one the system takes; its temporary, 15 bytes longer, was not:
+    the model ran, then the write failed."""
+    _graph(tmp_path)
+    name = "a" * 245 + (".json" if command == "trace" else ".txt")
+    args = ("trace", "net.py:Net") if command == "trace" else ("diff", "g.json", "g.json")
+    run = _cli(*args, "-o", name, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / name).stat().st_size > 0
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
 
 
 @pytest.mark.parametrize(
@@ -348,6 +366,19 @@ PRINTS = """
             print("forward sees", tuple(x.shape))
             return self.fc(x)
 """
+
+
+def test_a_json_diff_on_stdout_stays_json_when_something_writes_to_its_file_descriptor(
+    tmp_path,
+):
+    """Not only Python's print: a C library or a subprocess writes to file descriptor 1."""
+    _net(tmp_path, PRINTS.replace('print("building Net")', 'os.write(1, b"fd-level write\\n")'))
+    path = tmp_path / "net.py"
+    path.write_text("import os\n" + path.read_text())
+    run = _cli("diff", "net.py:Net", "net.py:Net", "--format", "json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["a"]
+    assert "fd-level write" in run.stderr
 
 
 def test_a_json_diff_on_stdout_stays_json_when_the_model_prints(tmp_path):

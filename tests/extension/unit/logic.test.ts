@@ -611,6 +611,7 @@ describe("an interpreter path that names no file (checked before the server star
     writeFileSync(broken, "#!/bin/sh\necho 'this environment is broken' >&2\nexit 1\n", { mode: 0o755 });
     assert.equal(await pythonProblem(broken, undefined), `${broken} does not run as Python (this environment is broken)`);
     assert.match((await pythonProblem(dir, undefined)) ?? "", /does not run as Python \(EACCES\)/);
+    assert.equal(await pythonProblem("/bin/true", undefined), "/bin/true does not run as Python (it told no Python version)");
     const old = path.join(dir, "python2");
     // (as the version check prints and exits for Python < 3.10)
     writeFileSync(old, "#!/bin/sh\necho 3.8.10\nexit 3\n", { mode: 0o755 });
