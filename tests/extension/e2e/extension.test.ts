@@ -237,9 +237,14 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
   it("two files named alike in two folders: each panel's title says which", () =>
     step(page, "same-names", async () => {
       await closeAll(page);
-      for (const folder of ["a", "b"]) {
+      const tabs = page.locator(".tabs-container .tab", { hasText: "Forward pass: MLP" });
+      for (const [i, folder] of ["a", "b"].entries()) {
         await openIn(page, folder, "mlp.py");
         await contextMenu(page, "def forward", "Visualize forward pass");
+        // (the first panel's graph is drawn already: the second panel must be there before
+        // its graph is waited for, or the wait ends on the first one's)
+        await tabs.nth(i).waitFor({ timeout: 60_000 });
+        await page.locator("iframe.webview.ready").nth(i).waitFor({ state: "attached", timeout: 60_000 });
         await waitForGraph(page);
       }
       const titles = await page.locator(".tabs-container .tab", { hasText: "Forward pass: MLP" }).allInnerTexts();
