@@ -139,6 +139,9 @@ export function tracedLine(target: string, s: TraceSummary, timing: string): { l
 /** Lines of each level a `torchscope.logLevel` setting lets through ("warning": errors and warnings). */
 const RANK: Record<Level, number> = { error: 0, warn: 1, info: 2, debug: 3, trace: 4 };
 
+/** vscode.LogLevel of each level: the channel writes a line when its own level is at most this. */
+const CHANNEL_LEVEL: Record<Level, number> = { trace: 1, debug: 2, info: 3, warn: 4, error: 5 };
+
 /** The setting's level as the channel names it ("warning" → "warn"; anything else: info). */
 export function settingLevel(setting: unknown): Level {
   if (setting === "warning") return "warn";
@@ -156,7 +159,12 @@ export function levelled(log: vscode.LogOutputChannel, level: () => Level): vsco
       if (typeof prop === "string" && Object.hasOwn(RANK, prop)) {
         const rank = RANK[prop as Level];
         return (...args: unknown[]) => {
-          if (rank <= RANK[level()]) (target[prop as Level] as (...a: unknown[]) => void)(...args);
+          if (rank > RANK[level()]) return;
+          // The channel drops lines below its own level (Info, unless "Developer: Set Log
+          // Level" says otherwise): a debug line the setting asks for is written as info,
+          // marked, rather than lost.
+          if (target.logLevel > CHANNEL_LEVEL[prop as Level]) target.info(`${prop}: ${String(args[0])}`, ...args.slice(1));
+          else (target[prop as Level] as (...a: unknown[]) => void)(...args);
         };
       }
       const value = Reflect.get(target, prop, target) as unknown;

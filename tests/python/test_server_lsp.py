@@ -52,6 +52,7 @@ class Session:
         self.loop = asyncio.new_event_loop()
         self.client = LanguageClient("torchscope-tests", "1")
         self.logs: list[str] = []
+        self.log_types: list[tuple[int, str]] = []  # (its MessageType, the message)
         self.ready_pid: Optional[int] = None  # the last runner the server said is ready
         self.progress: list[tuple[Any, dict[str, Any]]] = []
         self.stderr: list[str] = []
@@ -62,6 +63,7 @@ class Session:
         @self.client.feature(types.WINDOW_LOG_MESSAGE)
         def on_log(ls: Any, params: types.LogMessageParams) -> None:
             self.logs.append(params.message)
+            self.log_types.append((int(params.type), params.message))
             ready = re.search(r"runner ready: .*\(pid (\d+)\)", params.message)
             if ready:  # (kept apart from the logs a test clears)
                 self.ready_pid = int(ready.group(1))
@@ -490,6 +492,15 @@ def test_trace_with_progress(lsp, workspace):
     # a factory and an instance
     assert trace(lsp, workspace / "models.py", "make_model")["summary"]["model"] == "Net"
     assert trace(lsp, workspace / "models.py", "model")["summary"]["model"] == "Net"
+
+
+def test_debug_lines_reach_the_client_as_debug(lsp, workspace):
+    """The server's debug lines are sent as MessageType.Debug, which the language client
+    stamps "[Debug …]" (MessageType.Log reached the extension's log unstamped, as info)."""
+    lsp.log_types.clear()
+    trace(lsp, workspace / "models.py", "Net")
+    said = [kind for kind, message in lsp.log_types if message.startswith("trace models.py:Net")]
+    assert said == [types.MessageType.Debug]
 
 
 def test_unsaved_text_is_traced(lsp, workspace):

@@ -58,7 +58,7 @@ _MESSAGE_TYPES = {
     "error": types.MessageType.Error,
     "warning": types.MessageType.Warning,
     "info": types.MessageType.Info,
-    "debug": types.MessageType.Log,
+    "debug": types.MessageType.Debug,  # (Log reaches the client's log unstamped: as info)
 }
 
 

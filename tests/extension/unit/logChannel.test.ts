@@ -154,6 +154,16 @@ describe("torchscope.logLevel holds for the extension's own lines", () => {
     assert.deepEqual(log.lines, ["error an error", "warn another warning", "debug more details"]);
     assert.equal(out.name, log.name, "the rest of the channel as it is");
   });
+  it("a debug line the setting asks for is written, marked, where the channel's own level would drop it", () => {
+    const log = vs.logChannel();
+    log.logLevel = 3; // VS Code's default: Info
+    const out = levelled(log as never, () => settingLevel("debug"));
+    out.debug("runner: details");
+    out.info("traced Net");
+    const quiet = levelled(log as never, () => settingLevel("info"));
+    quiet.debug("not asked for");
+    assert.deepEqual(log.lines, ["info debug: runner: details", "info traced Net"]);
+  });
   it("the setting's names as the channel's", () => {
     assert.deepEqual(["error", "warning", "info", "debug", "bogus", undefined].map(settingLevel), ["error", "warn", "info", "debug", "info", "info"]);
   });

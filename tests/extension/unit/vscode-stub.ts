@@ -240,10 +240,21 @@ export const window = {
 
 export function logChannel(name = "torchscope"): Record<string, unknown> & { lines: string[] } {
   const lines: string[] = [];
-  const put = (level: string) => (m: string) => lines.push(`${level} ${m}`);
+  // as VS Code's: a line below the channel's own level (vscode.LogLevel, Info = 3) is dropped
+  const channel = { logLevel: 2 };
+  const at = { trace: 1, debug: 2, info: 3, warn: 4, error: 5 } as Record<string, number>;
+  const put = (level: string) => (m: string) => {
+    if (!(channel.logLevel > (at[level] ?? 5))) lines.push(`${level} ${m}`);
+  };
   return {
     name,
     lines,
+    get logLevel() {
+      return channel.logLevel;
+    },
+    set logLevel(v: number) {
+      channel.logLevel = v;
+    },
     info: put("info"),
     warn: put("warn"),
     error: put("error"),
