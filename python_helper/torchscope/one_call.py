@@ -25,8 +25,10 @@ Call = tuple[Callable[..., Any], tuple, Optional[dict[str, Any]]]
 def _param(m: Any, name: str) -> Any:
     """`m.<name>` for a weight, read from the parameter table where it is (`m.weight` goes
     through Module.__getattr__: a few times slower, on every layer call)."""
-    table = m._parameters
-    return table[name] if name in table else getattr(m, name)
+    d = m.__dict__
+    table = d["_parameters"]
+    # (an instance attribute of that name comes first, as for `m.weight`)
+    return table[name] if name in table and name not in d else getattr(m, name)
 
 
 def _linear(m: Any, x: torch.Tensor) -> Optional[Call]:
@@ -84,6 +86,21 @@ ONE_CALL: dict[type, Callable[[Any, torch.Tensor], Optional[Call]]] = {
     nn.Dropout: _dropout,
     nn.Conv1d: _conv(F.conv1d),
     nn.Conv2d: _conv(F.conv2d),
+}
+
+
+def _torch_forward(cls: type) -> Optional[Callable[..., Any]]:
+    """The layer class's forward as torch defines it; None if something replaced it (a library
+    patching `nn.Linear.forward` before torchscope was imported)."""
+    forward = cls.__dict__.get("forward")
+    return forward if getattr(forward, "__module__", "").startswith("torch.nn.modules.") else None
+
+
+# each class's own forward, while it is torch's: a layer whose class still has it is called
+# as its one call directly (its forward would make the same call, reading its weights
+# through Module.__getattr__ again)
+TORCH_FORWARD: dict[type, Optional[Callable[..., Any]]] = {
+    cls: _torch_forward(cls) for cls in ONE_CALL
 }
 
 

@@ -54,7 +54,7 @@ from .graph import (
     group_costs,
 )
 from .hard_stop import CancelledOutside, StoppedOutside
-from .one_call import ONE_CALL, Call, plain_call, torch_hooks_only_ours
+from .one_call import ONE_CALL, TORCH_FORWARD, Call, plain_call, torch_hooks_only_ours
 from .ops import FuncInfo, func_info, overload_names, pointwise, written_argument
 from .sites import (
     class_definition,
@@ -412,7 +412,9 @@ class Recorder(TorchFunctionMode):
         self._outside: Optional[tuple[nn.Module, Call, Any]] = None  # the layer running now
         # classes whose calls the lean call path hands to layer_call: class → (how its call
         # is made, its op's sites, how its FLOPs count); filled as the shortcut is learned
-        self.layers: dict[type, tuple[Callable[..., Optional[Call]], Any, int]] = {}
+        # (and torch's forward of the class, which its calls are made in place of while the
+        # class has it: TORCH_FORWARD)
+        self.layers: dict[type, tuple[Callable[..., Optional[Call]], Any, int, Any]] = {}
         self._call_how = 0  # with costs: how its FLOPs count (costs.route)
         self._call_start = 0  # with costs: when its call began
 
@@ -1445,7 +1447,7 @@ class Recorder(TorchFunctionMode):
         x = args[0]
         if type(x) is not Tensor or "forward" in module.__dict__ or not _mode_on():
             return PASS
-        call_of, sites, flops_how = how
+        call_of, sites, flops_how, own_forward = how
         call = call_of(module, x)
         if call is None:
             return PASS
@@ -1470,7 +1472,16 @@ class Recorder(TorchFunctionMode):
             start = _ns()  # the layer's call (its FLOPs need no counter: see _learn_one_call)
             self.overhead += start - opened
         try:
-            result = module.forward(x)
+            if own_forward is not None and type(module).forward is own_forward:
+                func, cargs, ckwargs = call  # (what that forward would call, made here)
+                try:
+                    result = func(*cargs, **ckwargs) if ckwargs else func(*cargs)
+                except Exception:
+                    # again through the forward (the call writes nothing): the error's
+                    # traceback as a plain run shows it, the layer's line in it
+                    result = module.forward(x)
+            else:
+                result = module.forward(x)
         except Exception:
             if counter is not None:
                 self.call_cost = (0, _ns() - start)
@@ -1542,7 +1553,8 @@ class Recorder(TorchFunctionMode):
         sites = self._one_call[type(module)] = (node.site, node.inside) if same else None
         if sites is not None and (self.counter is None or how == FREE or how == LINEAR):
             # (a call whose FLOPs the counter must see keeps the hooks' way)
-            self.layers[type(module)] = (ONE_CALL[type(module)], sites, how)
+            cls = type(module)
+            self.layers[cls] = (ONE_CALL[cls], sites, how, TORCH_FORWARD.get(cls))
 
     def _record_one_call(self, call: Call, sites: Any, rest: tuple, failed: bool) -> None:
         func, args, kwargs = call

@@ -326,3 +326,49 @@ def test_an_interrupt_inside_the_shortcut_leaves_no_mode_behind(costs: bool) -> 
     assert torch._C._len_torch_dispatch_stack() == dispatch
     g = trace_call(Interrupted().a, (torch.randn(2, 4),), {}, values=False, costs=costs)
     assert [n.name for n in g.nodes if n.kind == "op"] == ["linear"]  # and traces again
+
+
+def test_a_layer_class_whose_forward_was_replaced_runs_that_forward(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A library that patches `nn.Linear.forward` (a quantizer, a logger) has its forward run
+    for every call, not the one call torch's forward would make."""
+    seen: list[int] = []
+    torch_forward = nn.Linear.forward
+
+    def logged(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        seen.append(id(self))
+        return torch_forward(self, x)
+
+    monkeypatch.setattr(nn.Linear, "forward", logged)
+    model = nn.Sequential(*[nn.Linear(4, 4) for _ in range(3)])
+    graph = trace(model, torch.randn(2, 4), values=False, costs=False)
+    assert seen == [id(m) for m in model]
+    assert [n.name for n in graph.nodes if n.kind == "op"] == ["linear"] * 3
+
+
+def test_a_weight_set_on_the_instance_beside_its_table_is_the_one_used() -> None:
+    """`object.__setattr__(layer, "weight", w)` leaves the parameter in its table, but
+    `layer.weight` (what torch's forward reads) is the instance's: the traced forward
+    computes with it, as a plain run does."""
+    made: list[torch.Tensor] = []
+
+    class Two(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.b(self.a(x))
+            made.append(y.detach().clone())
+            return y
+
+    model = Two()
+    # (the first Linear as usual: its call teaches the trace the shortcut the second takes)
+    object.__setattr__(model.b, "weight", torch.zeros(4, 4))
+    x = torch.randn(2, 4)
+    with torch.no_grad():
+        model(x)
+    for values in (False, True):
+        trace(model, x, values=values, costs=False)
+        assert torch.equal(made[-1], made[0])
