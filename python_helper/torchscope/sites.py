@@ -218,15 +218,22 @@ def warnings_at_user_lines() -> Iterator[None]:
             module._showwarnmsg = show
 
 
-def traceback_site(tb: Optional[TracebackType]) -> Optional[Site]:
-    """The innermost non-machinery frame of a traceback (where the error surfaced)."""
-    best: Optional[Site] = None
+def traceback_site(tb: Optional[TracebackType]) -> tuple[Optional[Site], Optional[Site]]:
+    """Where the error surfaced, as `frame_sites` says an op's place: `(site, inside)`, the
+    innermost frame outside torchscope, torch's machinery and torch's helper functions, and
+    the innermost helper's line beyond it (`torch._check_with` called by a library's check);
+    only helpers: the innermost of them, no inside."""
+    site: Optional[Site] = None
+    inside: Optional[Site] = None
     while tb is not None:
         code = tb.tb_frame.f_code
-        if not _is_machinery(code):
-            best = Site(_abs(code.co_filename), tb.tb_lineno, code.co_name)
+        kind = _entry(code).kind
+        if kind == _KEEP:
+            site, inside = Site(_abs(code.co_filename), tb.tb_lineno, code.co_name), None
+        elif kind == _HELPER:
+            inside = Site(_abs(code.co_filename), tb.tb_lineno, code.co_name)
         tb = tb.tb_next
-    return best
+    return (site, inside) if site is not None else (inside, None)
 
 
 def user_traceback_site(tb: Optional[TracebackType]) -> Optional[Site]:

@@ -295,6 +295,7 @@ class _PendingError:
     site: Optional[Site]
     target: str
     inputs: list[Tensor]
+    inside: Optional[Site] = None  # the torch helper's line under `site`, where it raised
 
 
 # a producer entry: (the tensor, weakly; the node that made it; its statistics) and, for one
@@ -1210,9 +1211,10 @@ class Recorder(TorchFunctionMode):
         except Exception:
             inputs = []
         parent = self.stack[-1] if self.stack else None
+        inside = None
         if site is _UNSEEN:
-            site = _site()
-        self.pending = _PendingError(exc, parent, site, info.target, inputs)
+            site, inside = _sites()  # (a torch helper's call that failed: its line inside)
+        self.pending = _PendingError(exc, parent, site, info.target, inputs, inside)
 
     # -- module calls ----------------------------------------------------------
     def _info(self, module: nn.Module) -> _ModuleInfo:
@@ -1686,9 +1688,8 @@ class Recorder(TorchFunctionMode):
         if failed:
             exc = sys.exc_info()[1]
             if exc is not None and (self.pending is None or self.pending.exc is not exc):
-                self.pending = _PendingError(
-                    exc, self.stack[-1], traceback_site(exc.__traceback__), "", []
-                )
+                site, inside = traceback_site(exc.__traceback__)
+                self.pending = _PendingError(exc, self.stack[-1], site, "", [], inside)
         nid = -1
         closed: list[int] = []
         while self.module_stack:
@@ -1859,11 +1860,12 @@ class Recorder(TorchFunctionMode):
     def add_error(self, exc: BaseException) -> ErrorInfo:
         pending = self.pending if self.pending is not None and self.pending.exc is exc else None
         if pending is None:
-            pending = _PendingError(exc, None, traceback_site(exc.__traceback__), "", [])
+            site, inside = traceback_site(exc.__traceback__)
+            pending = _PendingError(exc, None, site, "", [], inside)
         nid = len(self.nodes)
         message = message_of(exc)
         # the user's line that called the failing layer; the library's line stays as `inside`
-        site, inside = pending.site, None
+        site, inside = pending.site, pending.inside
         user = user_traceback_site(exc.__traceback__)
         if user is not None and (site is None or (user.file, user.line) != (site.file, site.line)):
             site, inside = user, site
@@ -1895,10 +1897,6 @@ class Recorder(TorchFunctionMode):
                             self.edges.append(Edge(src, nid, shape_of(t), dtype_name(t)))
                     break
         return ErrorInfo(type(exc).__name__, message, nid, traceback_sites(exc.__traceback__))
-
-
-def _site() -> Optional[Site]:
-    return frame_site(sys._getframe(3))  # skip _site, its caller and the hook/mode frame
 
 
 def _sites() -> tuple[Optional[Site], Optional[Site]]:

@@ -451,3 +451,34 @@ def test_a_deprecated_torch_function_s_ops_point_at_the_user_s_line():
     for n in inner:
         assert "clip_grad_norm(self.w" in _line(n.site), (n.name, n.site)
         assert n.inside.file.endswith("clip_grad.py"), (n.name, n.inside)
+
+
+def test_an_error_a_library_raises_through_a_torch_check_is_at_the_librarys_line(
+    tmp_path, monkeypatch
+):
+    """A library's model that fails a check through torch's helpers (`torch._check_with`, as
+    transformers' `torch_compilable_check`), traced with no user frame in between: the error's
+    site is the library's line that called the check, torch's helper line its `inside` (as
+    for an op's site), not a line in torch/__init__.py."""
+    lib = tmp_path / "site-packages" / "checklib"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "\n"
+        "\n"
+        "class Checked(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        torch._check_with(ValueError, bool(x.sum() > 1e9), lambda: 'no image tokens')\n"
+        "        return x\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site-packages"))
+    import checklib
+
+    with pytest.raises(ValueError) as info:
+        torchscope.trace(checklib.Checked(), torch.ones(2))
+    graph = info.value.torchscope_graph  # type: ignore[attr-defined]
+    error = graph.nodes[graph.error.node]
+    assert (os.path.basename(error.site.file), error.site.line) == ("__init__.py", 7)
+    assert os.path.dirname(error.site.file) == str(lib)
+    assert error.inside is not None and error.inside.file.startswith(TORCH_DIR)
