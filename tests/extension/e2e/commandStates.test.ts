@@ -92,7 +92,14 @@ describe("commands in the states a user reaches", { timeout: 900_000 }, () => {
       await contextMenu(page, "def forward", "Visualize forward pass");
       await toast("Tracing Slow").first().waitFor({ timeout: 60_000 });
       await palette(page, "torchscope: Visualize forward pass");
-      await page.waitForTimeout(3000);
+      // (the second command said so in the log: it joined the first)
+      for (
+        const end = Date.now() + 30_000;
+        !/Slow: traced already; waiting for that trace/.test(logText(cs!).slice(mark));
+        await page.waitForTimeout(200)
+      ) {
+        if (Date.now() > end) throw new Error("the second command did not join the first trace");
+      }
       assert.equal(await toast("Tracing Slow").count(), 1, `one trace: ${JSON.stringify(await notifications(page))}`);
       await palette(page, "torchscope: Restart language server");
       await toast(/Slow stopped: the language server restarted/)

@@ -26,12 +26,14 @@ import {
   openFile,
   openWorkbench,
   palette,
+  panelCount,
   pointerAway,
   shot,
   startCodeServer,
   step,
   viewer,
   waitForGraph,
+  waitForNewPanel,
   PYTHON,
   type CodeServer,
 } from "./harness";
@@ -199,6 +201,8 @@ describe("Compare forward pass with HEAD", { timeout: 600_000 }, () => {
 
       // The ghost of the removed norm: its line is HEAD's, opened from git, not the edited file.
       await norm.click();
+      // (the edited file's cursor is on that line number too: HEAD's document must be the one shown)
+      await page.locator('.tabs-container .tab.active[aria-label^="compare_me.py (HEAD)"]').first().waitFor({ timeout: 15_000 });
       await page.waitForFunction(
         (n) => new RegExp(`Ln ${n},`).test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""),
         RETURN_LINE,
@@ -304,8 +308,10 @@ describe("Compare forward pass with HEAD", { timeout: 600_000 }, () => {
       writeFileSync(join(cs!.workspace, "helper_layers.py"), HELPER_EDITED);
       await openFile(page, "uses_helper.py");
       await editorLine(page, "def forward").click();
-      await markOld(page);
+      // (the CompareMe panel may still draw again after the step before's save)
+      const panels = await panelCount(page);
       await palette(page, "Compare forward pass with HEAD");
+      await waitForNewPanel(page, panels);
       await waitForGraph(page);
       await page.locator(".tabs-container .tab", { hasText: "Compare UsesHelper: HEAD → working copy" }).first().waitFor();
       const v = viewer(page);

@@ -314,9 +314,11 @@ async function visualizePaused(name: string, expectFirst: RegExp, readMs = 0): P
     });
     obs.observe(document.body, { subtree: true, childList: true, characterData: true });
   })()`);
+  await markOld(page); // (a panel drawn before must not end the wait for this graph)
   const t0 = await palette(page, "Visualize forward pass (paused frame)");
   const first = page.locator(".quick-input-list .monaco-list-row").first();
-  await page.locator(".quick-input-widget", { hasText: "Visualize forward pass (paused frame)" }).waitFor({ timeout: 60_000 });
+  // (the title of torchscope's pick: the palette's own row reads the same)
+  await page.locator(".quick-input-widget .quick-input-title", { hasText: "Visualize forward pass (paused frame)" }).waitFor({ timeout: 60_000 });
   await first.waitFor({ timeout: 60_000 });
   const tShown = Date.now();
   assert.match(await first.innerText(), expectFirst);

@@ -25,6 +25,7 @@ import {
   openFile,
   openWorkbench,
   palette,
+  panelCount,
   pointerAway,
   shot,
   shownInAGroup,
@@ -32,6 +33,7 @@ import {
   step,
   viewer,
   waitForGraph,
+  waitForNewPanel,
   type CodeServer,
 } from "./harness";
 
@@ -200,9 +202,8 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
       // Expand fc1 (an nn.Linear) and click the op inside: torch's own linear.py.
       const before = await v.locator('g[data-kind="op"]').count();
       await v.locator("g[data-key] [data-toggle]").first().click();
-      await v.locator('#torchscope[data-state="ready"]').waitFor();
-      await page.waitForTimeout(300);
-      assert.ok((await v.locator('g[data-kind="op"]').count()) > before, "expanding shows the module's ops");
+      // expanding shows the module's ops
+      await v.locator('g[data-kind="op"]').nth(before).waitFor({ timeout: 10_000 });
       await pointerAway(page);
       await shot(page, "02-mlp-expanded");
       await v.locator('g[data-kind="op"]', { hasText: "linear" }).first().click();
@@ -237,14 +238,13 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
   it("two files named alike in two folders: each panel's title says which", () =>
     step(page, "same-names", async () => {
       await closeAll(page);
-      const tabs = page.locator(".tabs-container .tab", { hasText: "Forward pass: MLP" });
-      for (const [i, folder] of ["a", "b"].entries()) {
+      for (const folder of ["a", "b"]) {
         await openIn(page, folder, "mlp.py");
-        await contextMenu(page, "def forward", "Visualize forward pass");
         // (the first panel's graph is drawn already: the second panel must be there before
         // its graph is waited for, or the wait ends on the first one's)
-        await tabs.nth(i).waitFor({ timeout: 60_000 });
-        await page.locator("iframe.webview.ready").nth(i).waitFor({ state: "attached", timeout: 60_000 });
+        const panels = await panelCount(page);
+        await contextMenu(page, "def forward", "Visualize forward pass");
+        await waitForNewPanel(page, panels);
         await waitForGraph(page);
       }
       const titles = await page.locator(".tabs-container .tab", { hasText: "Forward pass: MLP" }).allInnerTexts();
@@ -282,14 +282,12 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
           { timeout: 15_000 },
         );
         await input.press("Enter");
-        const path = join(cs!.workspace, file);
-        const end = Date.now() + 15_000;
-        while (!existsSync(path) && Date.now() < end) await page.waitForTimeout(200);
-        assert.ok(existsSync(path), `${file} written`);
-        assert.ok(readFileSync(path, "utf8").startsWith(head), `${file} starts with ${head}`);
-        // The notice that says so opens the file.
+        // The notice that says so opens the file (it comes once the file is written whole).
         const saved = page.locator(".notification-toast", { hasText: `saved ${file}` }).first();
         await saved.getByRole("button", { name: "Open" }).waitFor({ timeout: 15_000 });
+        const path = join(cs!.workspace, file);
+        assert.ok(existsSync(path), `${file} written`);
+        assert.ok(readFileSync(path, "utf8").startsWith(head), `${file} starts with ${head}`);
       }
       const html = readFileSync(join(cs!.workspace, "ConvNet.html"), "utf8");
       assert.match(html, /id="torchscope-graph">[A-Za-z0-9+/=]{100,}</);
@@ -328,8 +326,8 @@ describe("after the webview reloads", { timeout: 300_000 }, () => {
       await openFile(page, "mlp.py");
       await contextMenu(page, "def forward", "Visualize forward pass");
       await waitForGraph(page);
+      await markOld(page); // (the old document's graph stays until the new one is loaded)
       await palette(page, "Developer: Reload Webviews");
-      await page.waitForTimeout(1000);
       await waitForGraph(page, 30_000);
       assert.equal(await viewer(page).locator(".ts-model").innerText(), "MLP");
       await shot(page, "09-graph-after-webview-reload");
@@ -453,8 +451,8 @@ describe("inputs and cancelling", { timeout: 300_000 }, () => {
       await page.waitForTimeout(1500); // let the runner get into the loop
       await toast.getByRole("button", { name: "Cancel" }).click();
       await toast.waitFor({ state: "detached", timeout: 30_000 });
-      await page.waitForTimeout(1000);
-      assert.equal(await page.locator(".tabs-container .tab", { hasText: "Forward pass: Slow" }).count(), 0, "the panel opened for it is closed");
+      // the panel opened for it is closed
+      await page.locator(".tabs-container .tab", { hasText: "Forward pass: Slow" }).first().waitFor({ state: "detached", timeout: 30_000 });
       await closeAll(page);
       await openFile(page, "mlp.py");
       await contextMenu(page, "def forward", "Visualize forward pass");

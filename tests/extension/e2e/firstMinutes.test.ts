@@ -380,6 +380,11 @@ describe("the first minutes", { timeout: 900_000 }, () => {
       assert.doesNotMatch(text, /defines none/);
       await page.waitForTimeout(500); // (the toast slides in)
       await shot(page, "first-02d-syntax-error");
+      // (the right-click left the cursor on line 10: elsewhere first, so that Go to Line moves it)
+      await editorLine(page, "import torch").click();
+      await page.waitForFunction(() => /Ln 1,/.test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""), undefined, {
+        timeout: 15_000,
+      });
       await toast.getByRole("button", { name: "Go to Line" }).click();
       await page.waitForFunction(() => /Ln 10,/.test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ""), undefined, {
         timeout: 15_000,

@@ -391,6 +391,17 @@ export async function markOld(page: Page): Promise<void> {
   if ((await v.locator("svg.ts-svg").count()) > 0) await v.locator("svg.ts-svg").evaluate((el) => el.setAttribute("data-old", "1"));
 }
 
+/** How many panels have loaded their page: taken before a command that opens a panel, for
+ * waitForNewPanel (viewer() reads the last of them, which until then is an older panel). */
+export async function panelCount(page: Page): Promise<number> {
+  return page.locator("iframe.webview.ready").count();
+}
+
+/** Until a panel beyond the `before` ones has loaded its page: viewer() is that panel's then. */
+export async function waitForNewPanel(page: Page, before: number, timeout = 60_000): Promise<void> {
+  await page.locator("iframe.webview.ready").nth(before).waitFor({ state: "attached", timeout });
+}
+
 export async function waitForGraph(page: Page, timeout = 240_000): Promise<void> {
   await viewer(page).locator('#torchscope[data-state="ready"] svg.ts-svg:not([data-old])').waitFor({ timeout });
 }

@@ -276,8 +276,16 @@ describe("shapes in the code", () => {
     await step(page, "hints-move-line", async () => {
       await editorLine(page, "h = torch.relu(h)").click();
       await palette(page, "Move Line Down");
-      const lines = (await page.locator(".monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
-      assert.ok(lines.indexOf("return self.fc2(h)") < lines.indexOf("h = torch.relu(h)"), "the line moved down");
+      // the line moved down (the editor redraws on its next frame)
+      await page.waitForFunction(
+        () => {
+          const lines = (document.querySelector(".monaco-editor .view-lines") as HTMLElement | null)?.innerText.replace(/\u00a0/g, " ") ?? "";
+          const moved = lines.indexOf("h = torch.relu(h)");
+          return moved >= 0 && lines.indexOf("return self.fc2(h)") < moved;
+        },
+        undefined,
+        { timeout: 10_000 },
+      );
       await waitForHint("return self.fc2(h).softmax(dim=-1)", /4×4/, 10_000);
       await waitForHint("h = torch.relu(h)", /4×16/, 10_000);
       await palette(page, "File: Revert File");
@@ -287,6 +295,7 @@ describe("shapes in the code", () => {
   it("two models of one file in two panels: both keep the hints of their lines", async () => {
     await step(page, "hints-two-models", async () => {
       await openFile(page, "two_models.py");
+      await markOld(page); // (the panels of the steps before are drawn: each wait is for a new graph)
       await contextMenu(page, "return self.proj(x).tanh()", "Visualize forward pass");
       await waitForGraph(page);
       await waitForHint("return self.proj(x).tanh()", /3×12/);
@@ -303,6 +312,7 @@ describe("shapes in the code", () => {
   it("the project's .env reaches the trace (PYTHONPATH, a size the model reads); an edit to it is picked up", async () => {
     await step(page, "hints-env-file", async () => {
       await openFile(page, "env_model.py");
+      await markOld(page);
       await contextMenu(page, "return self.block(x)", "Visualize forward pass");
       await waitForGraph(page);
       await waitForHint("return self.block(x)", /1×24/);
@@ -332,9 +342,11 @@ describe("shapes in the code", () => {
         breakLine,
         { timeout: 30_000 },
       );
+      await markOld(page);
       await palette(page, "Visualize forward pass (paused frame)");
       const first = page.locator(".quick-input-list .monaco-list-row").first();
-      await page.locator(".quick-input-widget", { hasText: "Visualize forward pass (paused frame)" }).waitFor({ timeout: 60_000 });
+      // (the title of torchscope's pick: the palette's own row reads the same)
+      await page.locator(".quick-input-widget .quick-input-title", { hasText: "Visualize forward pass (paused frame)" }).waitFor({ timeout: 60_000 });
       await first.waitFor({ timeout: 60_000 });
       assert.match(await first.innerText(), /PausedNet/);
       await page.keyboard.press("Enter");

@@ -12,6 +12,7 @@ import {
   cleanup,
   closeAll,
   editorLine,
+  markOld,
   notifications,
   openFile,
   palette,
@@ -40,6 +41,7 @@ const tab = (prefix: string) => page.locator(`.tabs-container .tab[aria-label^="
 
 /** Trace model `id` of models.py through the palette's pick (the cursor on no model). */
 async function trace(id: string): Promise<void> {
+  await markOld(page); // (an earlier panel's drawn graph must not end the wait for this one's)
   await tab("models.py").click();
   await editorLine(page, "import torch").click();
   await palette(page, "torchscope: Visualize forward pass");
@@ -65,8 +67,10 @@ async function hintOn(id: string, shape: string, timeout = 90_000): Promise<void
 }
 
 async function reload(): Promise<void> {
+  // (the page loaded again: the old page's workbench must not answer the waits below)
+  const loaded = page.waitForEvent("load", { timeout: 60_000 });
   await palette(page, "Developer: Reload Window");
-  await page.waitForTimeout(3000);
+  await loaded;
   await page.waitForSelector(".monaco-workbench", { timeout: 60_000 });
   await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: 60_000 });
 }
