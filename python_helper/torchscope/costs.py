@@ -2,16 +2,17 @@
 each call outputs, and sums of both into enclosing module calls and ×N groups.
 
 FLOPs come from torch's own `flop_registry` (a multiply-add is 2 FLOPs), so they equal
-`FlopCounterMode`'s, on real tensors and on the meta device alike. Two exceptions, fused CPU
-kernels the registry lacks (torch counts them 0): an LSTM layer (one oneDNN kernel), counted
-as its matmuls, as on meta (`_rnn_layer_flops`); and scaled_dot_product_attention's CPU
-kernel, counted with the registry's attention formula, as on meta. A Python dispatch mode
-costs tens of µs per aten op, so the tracer routes each torch call one of four ways
-(`route`): calls that can't reach a matmul, convolution or attention kernel run as they
-are (0 FLOPs); `F.linear`, the most frequent call there is, gets the registry's mm
-formula from its shapes; so do `addmm` and `mm` of two plain matrices (GPT-2's Conv1D);
-every other call runs under `FlopCounter`, a dispatch mode that looks each aten op up in
-the registry.
+`FlopCounterMode`'s, on real tensors and on the meta device alike. Three exceptions, kernels
+the registry lacks (torch counts them 0): an LSTM layer on CPU (one oneDNN kernel), counted
+as its matmuls, as on meta (`_rnn_layer_flops`); scaled_dot_product_attention's CPU kernel,
+counted with the registry's attention formula, as on meta; and `torch._grouped_mm`, the
+mixture-of-experts kernel, on every device, counted as its groups' matmuls
+(`grouped_mm_flops`). A Python dispatch mode costs tens of µs per aten op, so the tracer
+routes each torch call one of four ways (`route`): calls that can't reach a matmul,
+convolution or attention kernel run as they are (0 FLOPs); `F.linear`, the most frequent
+call there is, gets the registry's mm formula from its shapes; so do `addmm` and `mm` of
+two plain matrices (GPT-2's Conv1D); every other call runs under `FlopCounter`, a dispatch
+mode that looks each aten op up in the registry.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ _MKLDNN_RNN_LAYER = getattr(torch.ops.aten, "mkldnn_rnn_layer", None)
 # (query, key, value first): counted with that kernel's formula, as on meta and on GPUs
 _SDPA_FOR_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 _SDPA_FORMULA = flop_registry.get(torch.ops.aten._scaled_dot_product_flash_attention)
+# mixture-of-experts layers (transformers 5: Mixtral, Qwen2-MoE, GPT-OSS …) on every device:
+# a matmul per group, not in the registry (see grouped_mm_flops)
+_GROUPED_MM = getattr(torch.ops.aten, "_grouped_mm", None)
 
 # How a call is counted (see the module docstring).
 FREE, LINEAR, COUNTED, MATMUL = 0, 1, 2, 3
@@ -180,6 +184,8 @@ class FlopCounter(TorchDispatchMode):
         formula = flop_registry.get(packet)
         if formula is None and packet is _SDPA_FOR_CPU:
             formula = _SDPA_FORMULA
+        if formula is None and packet is _GROUPED_MM:
+            formula = grouped_mm_flops
         if formula is None and packet is _MKLDNN_RNN_LAYER:
             out = self._run(func, args, kwargs)
             self.flops += _rnn_layer_flops(args)
@@ -223,6 +229,27 @@ def _rnn_layer_flops(args: Any) -> int:
     x, w_ih, w_hh = args[0], args[1], args[2]
     steps = x.numel() // x.shape[-1] if x.dim() and x.shape[-1] else 0
     return 2 * steps * (w_ih.numel() + w_hh.numel())
+
+
+def grouped_mm_flops(mat_a: Any, mat_b: Any, *args: Any, **kwargs: Any) -> int:
+    """`aten._grouped_mm(mat_a, mat_b, offs=None, bias=None, out_dtype=None)`: one matmul a
+    group, summed (2 FLOPs a multiply-add; the bias's adds free), for each of its layouts:
+    - (T, K) × (G, K, N), `offs` grouping the rows (experts' tokens): 2·T·K·N;
+    - (G, M, K) × (G, K, N), no `offs` (a batched mm): 2·G·M·K·N;
+    - (G, M, K) × (K, N), `offs` grouping the columns: 2·M·K·N;
+    - (M, K) × (K, N), `offs` grouping the contraction (a weight gradient): 2·M·K·N.
+    From the shapes alone, as the registry's formulas and on meta (`offs` is not read: rows
+    or columns past `offs[-1]`, which the kernel skips, are counted too)."""
+    a, b = tuple(mat_a.shape), tuple(mat_b.shape)
+    if len(a) == 3 and len(b) == 3:
+        return a[0] * _mm_flops(a[1], a[2], b[2])
+    if len(a) == 2 and len(b) == 3:
+        return _mm_flops(a[0], a[1], b[2])
+    if len(a) == 3 and len(b) == 2:
+        return _mm_flops(a[1], a[2], b[1])
+    if len(a) == 2 and len(b) == 2:
+        return _mm_flops(a[0], a[1], b[1])
+    return 0
 
 
 def output_bytes(tensors: Iterable[torch.Tensor]) -> int:
