@@ -136,3 +136,75 @@ def test_a_field_of_the_wrong_type_is_a_bad_request(lsp, workspace, method, fiel
     e = lsp.error(method, params)
     assert e.code == -32001 and e.data["kind"] == "bad-request", (e.message, e.data)
     assert e.message == f"{field} must be a string, got {type(value).__name__}"
+
+
+SHAPED = """
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, 3)
+
+        def forward(self, x):
+            return self.fc(x).relu()
+"""
+
+
+def _open(lsp: Session, path: Path, text: str) -> None:
+    doc = types.TextDocumentItem(uri=uri(path), language_id="python", version=1, text=text)
+    lsp.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=doc))
+
+
+def _hints(lsp: Session, path: Path) -> dict[int, str]:
+    params = types.InlayHintParams(
+        text_document=types.TextDocumentIdentifier(uri=uri(path)),
+        range=types.Range(
+            start=types.Position(line=0, character=0), end=types.Position(line=99, character=0)
+        ),
+    )
+    found = lsp.run(lsp.client.text_document_inlay_hint_async(params)) or []
+    return {h.position.line: str(h.label) for h in found}
+
+
+# the editor's uris percent-encode these (`%20`, `%C3%A8`, `%23`); pygls keys its open
+# documents by the decoded uri: every lookup by uri must agree with it
+@pytest.mark.parametrize(
+    "where", ["elsewhere dir/model.py", "ailleurs/modèle.py", "c#/model.py", "a%20b/model.py"]
+)
+def test_an_open_file_outside_the_workspace_whose_uri_is_encoded(lsp, tmp_path, where):
+    outside = tmp_path / "out" / where
+    outside.parent.mkdir(parents=True)
+    text = textwrap.dedent(SHAPED)
+    outside.write_text(text)
+    assert "%" in uri(outside)
+    params = {"uri": uri(outside), "target": "Net", "input": "torch.ones(1, 2)"}
+    e = lsp.error("torchscope/trace", params)  # (not open yet: refused)
+    assert e.data["kind"] == "target-error" and "outside the workspace" in e.message
+    # open with unsaved edits (the model renamed): traced from the editor's text, sent or not
+    _open(lsp, outside, text.replace("class Net", "class Edited"))
+    lenses = lsp.lenses(outside)
+    assert [name for _, name in lenses] == ["Edited"]
+    result = lsp.request("torchscope/trace", {**params, "target": "Edited"})
+    assert result["summary"]["model"] == "Edited"
+    sent = {**params, "target": "Edited", "text": text.replace("class Net", "class Edited")}
+    assert lsp.request("torchscope/trace", sent)["summary"]["model"] == "Edited"
+    line = text.splitlines().index("        return self.fc(x).relu()")
+    deadline = time.monotonic() + 30  # (the graph is indexed off the event loop)
+    while line not in _hints(lsp, outside) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _hints(lsp, outside) == {line: "1×3"}
+
+
+def test_a_workspace_file_whose_uri_is_encoded(lsp, workspace):
+    inside = workspace / "sub dir" / "réseau.py"
+    inside.parent.mkdir()
+    text = textwrap.dedent(SHAPED)
+    inside.write_text(text)
+    params = {"uri": uri(inside), "target": "Net", "input": "torch.ones(1, 2)"}
+    assert lsp.request("torchscope/trace", params)["summary"]["model"] == "Net"  # (as saved)
+    _open(lsp, inside, text.replace("class Net", "class Edited"))
+    assert [name for _, name in lsp.lenses(inside)] == ["Edited"]
+    result = lsp.request("torchscope/trace", {**params, "target": "Edited"})
+    assert result["summary"]["model"] == "Edited"

@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, cast
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -161,12 +162,18 @@ class TorchscopeServer(LanguageServer):
             pass
 
     # -- documents ------------------------------------------------------------------------
+    def document(self, uri: str) -> Optional[TextDocument]:
+        """The document open in the editor at `uri`, or None. pygls keys its open documents by
+        the decoded uri (`unquote`), and the editor sends them percent-encoded (`%20` for a
+        space, `%C3%A8` for è): every lookup of an open document by uri goes through here."""
+        return self.workspace.text_documents.get(unquote(uri))
+
     def source(self, uri: str, text: Optional[str] = None) -> tuple[Optional[Path], Optional[str]]:
         """The file of `uri` (None for an unsaved `untitled:` document) and its text: `text` if
         given, else the open document's, else None (read from disk)."""
         path = to_fs_path(uri)
         if text is None:
-            doc = self.workspace.text_documents.get(uri)
+            doc = self.document(uri)
             if doc is not None:
                 text = doc.source
         return (Path(path) if path else None), text
@@ -182,8 +189,8 @@ class TorchscopeServer(LanguageServer):
     def open_texts(self) -> dict[str, str]:
         """The open files' texts by file_key (what a trace starting now sees)."""
         out: dict[str, str] = {}
-        for uri, doc in self.workspace.text_documents.items():
-            path = to_fs_path(uri)
+        for doc in self.workspace.text_documents.values():
+            path = to_fs_path(doc.uri)  # (as sent: the keys are decoded already)
             if path:
                 out[file_key(path)] = doc.source
         return out
@@ -221,7 +228,7 @@ class TorchscopeServer(LanguageServer):
     def may_trace(self, uri: str, path: Path) -> bool:
         """Only files of the workspace folders, or open in the editor, are run for a trace: a
         client can't make the server import any file on the machine."""
-        if uri in self.workspace.text_documents:
+        if self.document(uri) is not None:
             return True
         resolved = path.resolve()
         return any(resolved.is_relative_to(root) for root in self.project.roots)
