@@ -21,6 +21,29 @@ export function visualizeArgs(arg: unknown): VisualizeArgs | undefined {
   return a && typeof a.uri === "string" && typeof a.target === "string" ? { uri: a.uri, target: a.target } : undefined;
 }
 
+/** The scheme of a notebook's cells (a cell of a .ipynb open in VS Code's notebook editor). */
+export const NOTEBOOK_CELL_SCHEME = "vscode-notebook-cell";
+
+/** What a command run on a notebook cell says: a cell is no file the runner can import (it has
+ * no path: the server took it for an unsaved, untitled file), and a notebook draws its models
+ * itself. */
+export const NOTEBOOK_CELL =
+  "torchscope: a notebook cell is not traced from the editor. In the notebook, run `torchscope.show(model, x)` in a cell to draw the model's forward pass there.";
+
+/** A notebook's cell (its document is no file to import). */
+export function isNotebookCell(uri: { scheme: string }): boolean {
+  return uri.scheme === NOTEBOOK_CELL_SCHEME;
+}
+
+/** A notebook's cell: said once (NOTEBOOK_CELL), before anything is asked of the server or a
+ * panel or a progress notification opens; true then. (The menus leave the commands out in a
+ * cell; a keybinding, or the palette with the cell focused, still runs them.) */
+export function saidNotebookCell(uri: { scheme: string } | undefined): boolean {
+  if (!uri || !isNotebookCell(uri)) return false;
+  void vscode.window.showInformationMessage(NOTEBOOK_CELL);
+  return true;
+}
+
 const NO_TARGET = "torchscope: put the cursor inside an nn.Module class, on a variable assigned from one, or in a function that builds a model.";
 
 const KIND_TEXT: Record<TargetAtResult["kind"], string> = {
@@ -81,6 +104,7 @@ export class Commands {
   /** Right-click, palette or CodeLens: trace the model at the cursor (or the one named). */
   async visualize(arg?: unknown): Promise<Traced | undefined> {
     const named = visualizeArgs(arg);
+    if (saidNotebookCell(named ? vscode.Uri.parse(named.uri) : vscode.window.activeTextEditor?.document.uri)) return undefined;
     let doc = named ? await vscode.workspace.openTextDocument(vscode.Uri.parse(named.uri)) : vscode.window.activeTextEditor?.document;
     if (doc?.languageId !== "python") {
       void vscode.window.showInformationMessage("torchscope: open a Python file with a model first.");

@@ -6,7 +6,7 @@ import * as vscode from "vscode";
 import type { Server } from "./client";
 import type { CompareSources } from "./compareSource";
 import { parseCompareTarget, type CompareKind } from "./compareTargets";
-import { saySyntaxError, syntaxError, visualizeArgs } from "./commands";
+import { saidNotebookCell, saySyntaxError, syntaxError, visualizeArgs } from "./commands";
 import { GraphPanel } from "./graphPanel";
 import { DEBUG_URI } from "./pausedSource";
 import type { TraceFlow, Traced } from "./traceFlow";
@@ -37,6 +37,7 @@ export class CompareCommands {
   /** The model to compare: named by `arg`, else at the cursor, else the active panel's. */
   async model(arg?: unknown): Promise<{ doc: vscode.TextDocument; target: string } | undefined> {
     const named = visualizeArgs(arg);
+    if (saidNotebookCell(named ? vscode.Uri.parse(named.uri) : vscode.window.activeTextEditor?.document.uri)) return undefined;
     if (named) return { doc: await vscode.workspace.openTextDocument(vscode.Uri.parse(named.uri)), target: named.target };
     const editor = vscode.window.activeTextEditor;
     if (editor?.document.languageId === "python") {

@@ -537,6 +537,15 @@ def test_untitled_document(lsp, workspace):
         lsp.client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=ident))
 
 
+def test_a_notebook_cell_is_not_said_to_be_an_untitled_document(lsp, workspace):
+    """A client that sends a notebook cell's uri (the extension says it itself, first) hears
+    how notebooks draw a model, not "save the file first": the notebook is saved."""
+    cell = "vscode-notebook-cell:/w/nb.ipynb#W0sZmlsZQ%3D%3D"
+    e = lsp.error("torchscope/trace", {"uri": cell, "target": "Net", "text": "x = 1\n"})
+    assert e.data["kind"] == "target-error"
+    assert "torchscope.show(model, x)" in e.message and "save" not in e.message
+
+
 def test_model_that_raises_is_a_result(lsp, workspace):
     result = trace(lsp, workspace / "broken.py", "Broken")
     error = result["summary"]["error"]

@@ -51,6 +51,7 @@ COMPARE = "torchscope/compare"
 LINES = "torchscope/lines"
 SHOWN_KEY = "torchscope/graphShown"  # the key of graphs shown without one
 VISUALIZE_COMMAND = "torchscope.visualize"
+NOTEBOOK_CELL_SCHEME = "vscode-notebook-cell"  # a cell of a notebook open in VS Code
 ERROR_CODE = -32001
 TIMEOUT_GRACE = 1.0  # the runner stops itself at the budget; the server kills it a bit later
 
@@ -358,6 +359,12 @@ async def trace(ls: TorchscopeServer, params: Any) -> dict[str, Any]:
     if not uri or not target:
         raise _error("target-error", "a trace needs a document uri and a target name")
     path, text = ls.source(uri, p.get("text"))
+    if path is None and uri.startswith(f"{NOTEBOOK_CELL_SCHEME}:"):
+        raise _error(
+            "target-error",
+            "a notebook cell is not a file to import: in the notebook, run "
+            "torchscope.show(model, x) in a cell to draw the model's forward pass there",
+        )
     if path is None:
         raise _error("target-error", "save the file first: an untitled document cannot be imported")
     if not ls.may_trace(uri, path):
