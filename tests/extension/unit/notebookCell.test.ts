@@ -91,7 +91,7 @@ describe("the menus", () => {
   };
   const menus = manifest.contributes.menus;
   const EDITOR_COMMANDS = ["torchscope.visualize", "torchscope.compareWithHead", "torchscope.compareWithTraining", "torchscope.compareWithInput"];
-  const NOT_IN_A_CELL = "resourceScheme != vscode-notebook-cell";
+  const NOT_IN_A_CELL = "!notebookEditorFocused";
 
   it("the editor's context menu offers Visualize and Compare only outside notebook cells", () => {
     const items = menus["editor/context"]!;
