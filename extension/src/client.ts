@@ -149,24 +149,60 @@ export function findBundle(extensionPath: string, exists: (p: string) => boolean
   return { toolDir: tool, libsDir: undefined, viewerDir: path.join(tool, "torchscope", "static") };
 }
 
-/** The workspace's environment file (the Python extension's `python.envFile`). */
-export function workspaceEnvFile(): string | undefined {
-  const folder = vscode.workspace.workspaceFolders?.[0];
+/** The workspace folder of `resource` (a file outside every folder: the first folder). */
+export function folderOf(resource: vscode.Uri | undefined): vscode.WorkspaceFolder | undefined {
+  return (resource && vscode.workspace.getWorkspaceFolder(resource)) || vscode.workspace.workspaceFolders?.[0];
+}
+
+/** The environment file (the Python extension's `python.envFile`) of `resource`'s workspace
+ * folder: in a multi-root workspace each folder's own. */
+export function workspaceEnvFile(resource?: vscode.Uri): string | undefined {
+  const folder = folderOf(resource);
   const setting = vscode.workspace.getConfiguration("python", folder?.uri).get<string>("envFile");
   return envFilePath(setting, folder?.uri.fsPath);
+}
+
+/** What the language server (and its runner) is started with for a file: the interpreter
+ * and environment file of its workspace folder, and that folder (where it starts). */
+export interface RunSettings {
+  interpreter: Interpreter;
+  envFile: string | undefined;
+  cwd: string | undefined;
+  folder: string | undefined;
+}
+
+export async function runSettings(resource: vscode.Uri | undefined, warn?: (m: string) => void): Promise<RunSettings> {
+  const folder = folderOf(resource);
+  return {
+    interpreter: await resolveInterpreter(resource ?? folder?.uri, warn),
+    envFile: workspaceEnvFile(resource),
+    cwd: folder?.uri.fsPath,
+    folder: folder?.name,
+  };
+}
+
+/** Whether a server started with `a` runs a file that wants `b` as that file's folder would. */
+export function sameRunSettings(a: RunSettings, b: RunSettings): boolean {
+  return a.interpreter.path === b.interpreter.path && a.envFile === b.envFile && a.cwd === b.cwd;
 }
 
 /** Calls `onChange` when the environment file is made, edited or removed, or the setting
  * points at another one. */
 export function watchEnvFile(onChange: () => void): vscode.Disposable {
-  let watcher: vscode.FileSystemWatcher | undefined;
+  let watchers: vscode.FileSystemWatcher[] = [];
   const watch = (): void => {
-    watcher?.dispose();
-    const file = workspaceEnvFile();
-    watcher = file ? vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(path.dirname(file), path.basename(file))) : undefined;
-    watcher?.onDidCreate(onChange);
-    watcher?.onDidChange(onChange);
-    watcher?.onDidDelete(onChange);
+    for (const w of watchers) w.dispose();
+    // (each folder's: a multi-root workspace's server runs with the folder of its last trace)
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    const files = new Set((folders.length ? folders.map((f) => workspaceEnvFile(f.uri)) : [workspaceEnvFile()]).filter((f): f is string => !!f));
+    watchers = [...files].map((file) =>
+      vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(path.dirname(file), path.basename(file))),
+    );
+    for (const w of watchers) {
+      w.onDidCreate(onChange);
+      w.onDidChange(onChange);
+      w.onDidDelete(onChange);
+    }
   };
   watch();
   const setting = vscode.workspace.onDidChangeConfiguration((e) => {
@@ -176,7 +212,7 @@ export function watchEnvFile(onChange: () => void): vscode.Disposable {
   });
   return {
     dispose: () => {
-      watcher?.dispose();
+      for (const w of watchers) w.dispose();
       setting.dispose();
     },
   };
@@ -227,6 +263,12 @@ export class ServerClient implements Server, vscode.Disposable {
   private client: LanguageClient | undefined;
   private starting: Promise<LanguageClient> | undefined;
   private interpreter: Interpreter | undefined;
+  /** What the server runs with, and the file whose folder chose it (a restart keeps it). */
+  private settings: RunSettings | undefined;
+  private startedFor: vscode.Uri | undefined;
+  /** Traces under way, and who waits for them to end (a switch to another folder's settings). */
+  private traces = 0;
+  private idleWaiters: (() => void)[] = [];
   /** The last start failed (a bad interpreter): a settings change starts it again. */
   private startFailed = false;
   /** A client stopped on purpose, and why: what its unanswered traces say. */
@@ -270,15 +312,18 @@ export class ServerClient implements Server, vscode.Disposable {
   }
 
   private async start(): Promise<LanguageClient> {
-    this.interpreter = await resolveInterpreter(vscode.window.activeTextEditor?.document.uri, (m) => this.log.warn(m));
+    // the folder of the file traced last (a restart keeps it), else of the file in the editor
+    const settings = await runSettings(this.startedFor ?? vscode.window.activeTextEditor?.document.uri, (m) => this.log.warn(m));
+    this.settings = settings;
+    this.interpreter = settings.interpreter;
     // (the client would say "couldn't create connection to server" in a message of its own,
     // beside the one the commands show)
-    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const cwd = settings.cwd;
     if (!interpreterExists(this.interpreter.path, cwd)) throw new Error(`${this.interpreter.path} does not exist`);
     const problem = await pythonProblem(this.interpreter.path, cwd);
     if (problem) throw new Error(problem);
     fs.mkdirSync(this.storageDir, { recursive: true });
-    const envFile = readEnvFile(workspaceEnvFile(), process.env);
+    const envFile = readEnvFile(settings.envFile, process.env);
     if (envFile.file) {
       const skipped = envFile.skipped.length ? `; lines not read: ${envFile.skipped.join(", ")}` : "";
       this.log.info(`environment file ${envFile.file}: ${Object.keys(envFile.vars).join(", ") || "no variables"}${skipped}`);
@@ -342,6 +387,39 @@ export class ServerClient implements Server, vscode.Disposable {
   }
 
   async trace(
+    params: Omit<TraceParams, "workDoneToken">,
+    cancel: vscode.CancellationToken,
+    progress: (message: string) => void,
+  ): Promise<TraceResult> {
+    await this.settingsFor(vscode.Uri.parse(params.uri));
+    this.traces++;
+    try {
+      return await this.traceNow(params, cancel, progress);
+    } finally {
+      if (--this.traces === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+    }
+  }
+
+  /** In a multi-root workspace, a file of a folder whose interpreter or environment file is
+   * not the server's: the server starts again with that folder's (once the traces under way
+   * have ended), so each folder's code runs as its own settings say. */
+  private async settingsFor(uri: vscode.Uri): Promise<void> {
+    if ((vscode.workspace.workspaceFolders?.length ?? 0) < 2 || uri.scheme !== "file") return;
+    if (this.starting) await this.starting.catch(() => undefined); // (then compared with its settings)
+    if (!this.client) {
+      this.startedFor = uri; // (a server not started, or whose start failed: it starts with these)
+      return;
+    }
+    const wanted = await runSettings(uri, (m) => this.log.warn(m));
+    if (this.settings && sameRunSettings(this.settings, wanted)) return;
+    while (this.traces > 0) await new Promise<void>((wake) => this.idleWaiters.push(wake));
+    if (this.settings && sameRunSettings(this.settings, wanted)) return; // (switched meanwhile)
+    this.startedFor = uri;
+    const env = wanted.envFile ? ` and ${wanted.envFile}` : "";
+    await this.stop(`${path.basename(uri.fsPath)} is in the workspace folder ${wanted.folder ?? "?"}, which runs ${wanted.interpreter.path}${env}`);
+  }
+
+  private async traceNow(
     params: Omit<TraceParams, "workDoneToken">,
     cancel: vscode.CancellationToken,
     progress: (message: string) => void,

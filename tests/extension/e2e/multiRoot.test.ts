@@ -1,0 +1,152 @@
+// End to end in real VS Code (code-server): a multi-root workspace whose second folder has
+// settings of its own. Each folder's files trace as that folder's settings say: the second
+// folder's .env reaches its code (a size the model reads), and a folder's torchscope.pythonPath
+// holds for its files only — the first folder's model traces with the user's interpreter while
+// the second's names one without torch (the server followed whichever folder's file was in the
+// editor when it started: the first folder's trace failed for lack of torch, or the second's
+// setting was never used).
+import { strict as assert } from "node:assert";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import type { Browser, Page } from "playwright-core";
+import {
+  cleanup,
+  contextMenu,
+  editorLine,
+  launch,
+  logText,
+  markOld,
+  notifications,
+  startCodeServer,
+  step,
+  viewer,
+  waitForGraph,
+  type CodeServer,
+} from "./harness";
+
+let browser: Browser;
+let cs: CodeServer | undefined;
+let page: Page;
+let folderB = "";
+const venvDir = mkdtempSync(join(tmpdir(), "torchscope-notorch-"));
+const NO_TORCH = join(venvDir, "bin", "python");
+
+const model = (cls: string, width: string) => `import os
+import torch
+from torch import nn
+
+
+class ${cls}(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, ${width})
+        self.example_input_array = torch.randn(2, 8)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+`;
+
+/** File: Open File… with code-server's own dialog: the full path typed. */
+async function openPath(file: string): Promise<void> {
+  const input = page.locator(".quick-input-widget input");
+  await page.keyboard.press("F1");
+  await input.waitFor();
+  await input.fill(">File: Open File...");
+  await page
+    .locator(".quick-input-list .monaco-list-row", { hasText: /^File: Open File\.\.\./ })
+    .first()
+    .click();
+  await input.waitFor();
+  await page.waitForTimeout(500);
+  await input.fill(file);
+  await page.waitForTimeout(700);
+  await page.keyboard.press("Enter");
+  const name = file.split("/").pop()!;
+  await page.waitForSelector(`.tabs-container .tab.active[aria-label^="${name}"]`, { timeout: 20_000 });
+}
+
+/** Until the editor's line with `code` shows a hint matching `hint` after it. */
+async function waitForHint(code: string, hint: RegExp, timeout = 60_000): Promise<void> {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const t = (await editorLine(page, code).innerText()).replace(/\u00a0/g, " ");
+    if (hint.test(t.slice(t.indexOf(code) + code.length))) return;
+    if (Date.now() > end) throw new Error(`no hint ${hint} on "${code}": "${t}"`);
+    await page.waitForTimeout(300);
+  }
+}
+
+/** Until a notification matches `re`; returns its text. */
+async function toastSaying(re: RegExp, timeout = 120_000): Promise<string> {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const found = (await notifications(page)).find((n) => re.test(n));
+    if (found) return found;
+    if (Date.now() > end) throw new Error(`no message ${re}: ${JSON.stringify(await notifications(page))}`);
+    await page.waitForTimeout(500);
+  }
+}
+
+before(async () => {
+  const made = spawnSync("python3", ["-m", "venv", "--without-pip", venvDir], { encoding: "utf8" });
+  assert.equal(made.status, 0, `python3 -m venv: ${made.stderr}`);
+  cs = await startCodeServer({ files: { "a_model.py": model("ANet", "4") } });
+  folderB = join(cs.base, "projB");
+  mkdirSync(folderB, { recursive: true });
+  writeFileSync(join(folderB, "b_model.py"), model("BNet", 'int(os.environ.get("WIDTH", "3"))'));
+  writeFileSync(join(folderB, ".env"), "WIDTH=7\n");
+  const workspaceFile = join(cs.base, "two.code-workspace");
+  writeFileSync(workspaceFile, JSON.stringify({ folders: [{ path: cs.workspace }, { path: folderB }] }, null, 2));
+  browser = await launch();
+  page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+  await page.goto(`${cs.url.replace(/\?.*$/, "")}?workspace=${encodeURIComponent(workspaceFile)}`);
+  await page.waitForSelector(".monaco-workbench", { timeout: 60_000 });
+  await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: 60_000 });
+});
+
+after(async () => {
+  await browser?.close();
+  cleanup(cs, "torchscope-multi-root");
+  rmSync(venvDir, { recursive: true, force: true });
+});
+
+describe("a multi-root workspace", { timeout: 600_000 }, () => {
+  it("the second folder's .env reaches its model", () =>
+    step(page, "multi-root-env", async () => {
+      await openPath(join(folderB, "b_model.py"));
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      await waitForGraph(page);
+      await waitForHint("return torch.relu(self.fc(x))", /2×7/);
+    }));
+
+  it("each folder's interpreter for its own files", () =>
+    step(page, "multi-root-interpreter", async () => {
+      // the second folder's files run in a Python without torch
+      mkdirSync(join(folderB, ".vscode"), { recursive: true });
+      writeFileSync(join(folderB, ".vscode", "settings.json"), JSON.stringify({ "torchscope.pythonPath": NO_TORCH }, null, 2));
+      const restarted = (logText(cs!).match(/torchscope\.pythonPath changed/g) ?? []).length;
+      for (
+        const end = Date.now() + 60_000;
+        (logText(cs!).match(/torchscope\.pythonPath changed/g) ?? []).length === restarted;
+        await page.waitForTimeout(300)
+      ) {
+        if (Date.now() > end) throw new Error("the setting's change did not reach the extension");
+      }
+      // the first folder's model: the user's interpreter, which has torch
+      await openPath(join(cs!.workspace, "a_model.py"));
+      await markOld(page);
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      await waitForGraph(page);
+      assert.equal(await viewer(page).locator(".ts-model").innerText(), "ANet");
+      await waitForHint("return torch.relu(self.fc(x))", /2×4/);
+      // the second folder's: its own setting's interpreter, which has none
+      await openPath(join(folderB, "b_model.py"));
+      await contextMenu(page, "def forward", "Visualize forward pass");
+      const said = await toastSaying(/torch is not installed/);
+      assert.ok(said.includes(NO_TORCH), said);
+      assert.match(logText(cs!), /b_model\.py is in the workspace folder projB, which runs /);
+    }));
+});
