@@ -772,7 +772,10 @@ class Recorder(TorchFunctionMode):
                 result = func(*args, **kwargs) if kwargs else func(*args)
         except Exception as exc:
             self.inner_collectives = []
+            failed_at = _ns()
             self._note_failed_call(exc, info, args, kwargs or {})
+            # (the recorder's work before the call and on its error is not the call's time)
+            self.overhead += (start - entered) + (_ns() - failed_at)
             raise
         end = _ns()
         ns = end - start
@@ -1480,17 +1483,26 @@ class Recorder(TorchFunctionMode):
                     result = func(*cargs, **ckwargs) if ckwargs else func(*cargs)
                 except Exception:
                     # again through the forward (the call writes nothing): the error's
-                    # traceback as a plain run shows it, the layer's line in it
+                    # traceback as a plain run shows it, the layer's line in it; the first
+                    # try is the recorder's, not the layer's time
+                    if counter is not None:
+                        again = _ns()
+                        self.overhead += again - start
+                        start = again
                     result = module.forward(x)
             else:
                 result = module.forward(x)
         except Exception:
+            failed_at = 0
             if counter is not None:
-                self.call_cost = (0, _ns() - start)
+                failed_at = _ns()
+                self.call_cost = (0, failed_at - start)
                 self.module_clock[nid] = (opened, overhead)  # (_close times the module)
             _push_mode(self)
             with _NO_TORCH_FUNCTION():
                 self._record_one_call(call, sites, (None,), True)
+                if counter is not None:
+                    self.overhead += _ns() - failed_at  # (the record of its error is not its time)
                 self._close(module, args, (None,), True)
             raise
         rest = (None, result)

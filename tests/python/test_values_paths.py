@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 import torchscope
-from torchscope import costs
+from torchscope import costs, tracer
 
 
 class Fn(nn.Module):
@@ -227,3 +227,37 @@ def test_a_python_leaf_module_handing_on_a_mask_is_no_origin():
             return x @ x.T + self.m()
 
     assert origin(torchscope.trace(Net(), torch.randn(4, 8))) is None
+
+
+@pytest.mark.parametrize("failing", ["first", "second"])
+def test_a_failing_layers_time_leaves_out_the_recorders_work_on_its_error(monkeypatch, failing):
+    # the recorder's note of the failed call made slow on purpose (far above any stall of a
+    # loaded machine): the failing layer's module time stays the layer's own. "first": the
+    # first Linear of the trace fails (its call runs under the function mode); "second": a
+    # later one, made from the lean call path
+    slow = 0.5
+    note = tracer.Recorder._note_failed_call
+
+    def slow_note(self: Any, *args: Any, **kwargs: Any) -> None:
+        time.sleep(slow)
+        note(self, *args, **kwargs)
+
+    monkeypatch.setattr(tracer.Recorder, "_note_failed_call", slow_note)
+
+    class Two(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(8 if failing == "first" else 16, 16)
+            self.b = nn.Linear(8, 8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.b(torch.relu(self.a(x)))
+
+    graph = tracer.trace_call(Two(), (torch.randn(4, 16),), {}, costs=True, raise_errors=False)
+    assert graph.error is not None
+    layer = next(
+        n
+        for n in graph.nodes
+        if n.kind == "module" and n.path == ("a" if failing == "first" else "b")
+    )
+    assert layer.cost is not None and layer.cost.time_ns < slow * 1e9 / 2
