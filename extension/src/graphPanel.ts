@@ -222,12 +222,29 @@ export class GraphPanel {
    * (`· a/mlp.py`), else two tabs can't be told apart. */
   private static showTitles(): void {
     const open = GraphPanel.all();
+    const waiting = GraphPanel.tabsNotRestored(open);
     for (const p of open) {
       const files = [...new Set(open.filter((o) => o.shown.title === p.shown.title).map((o) => vscode.Uri.parse(o.shown.uri).path))];
+      // (after a reload, a same-named panel whose tab was not shown yet is not restored: this
+      // one keeps the file it names rather than lose it until that one comes back)
+      if (files.length === 1 && p.panel.title.startsWith(`${p.shown.title} · `) && waiting.some((t) => t.startsWith(`${p.shown.title} · `))) continue;
       const title =
         files.length > 1 ? `${p.shown.title} · ${distinctTails(files)[files.indexOf(vscode.Uri.parse(p.shown.uri).path)]}` : p.shown.title;
       if (p.panel.title !== title) p.panel.title = title;
     }
+  }
+
+  /** The titles of torchscope's tabs whose panel VS Code has not restored yet (it restores a
+   * panel when its tab is shown): the tabs' labels beyond those of the panels restored. */
+  private static tabsNotRestored(open: GraphPanel[]): string[] {
+    const labels = (vscode.window.tabGroups?.all ?? []).flatMap((g) =>
+      g.tabs.filter((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith(GraphPanel.viewType)).map((t) => t.label),
+    );
+    for (const p of open) {
+      const i = labels.indexOf(p.panel.title);
+      if (i >= 0) labels.splice(i, 1);
+    }
+    return labels;
   }
 
   /** Restore a panel VS Code kept across a reload; its origin is in the webview state. */

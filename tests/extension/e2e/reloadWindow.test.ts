@@ -11,15 +11,18 @@ import type { Browser, Page } from "playwright-core";
 import {
   cleanup,
   closeAll,
+  contextMenu,
   editorLine,
   markOld,
   notifications,
   openFile,
   palette,
+  panelCount,
   startWorkbench,
   step,
   viewer,
   waitForGraph,
+  waitForNewPanel,
   type CodeServer,
 } from "./harness";
 
@@ -66,6 +69,18 @@ async function hintOn(id: string, shape: string, timeout = 90_000): Promise<void
   }
 }
 
+/** Open `folder`'s `name` from the explorer (two files share the name): the folder expanded,
+ * its file opened (until the editor shows `line`), the folder collapsed again. */
+async function openIn(folder: string, name: string, line: string): Promise<void> {
+  const row = page.locator(".explorer-folders-view .monaco-list-row", { has: page.getByText(folder, { exact: true }) }).first();
+  const inside = page.locator('.explorer-folders-view .monaco-list-row[aria-level="2"]', { hasText: name });
+  await row.click();
+  await inside.first().click();
+  await editorLine(page, line).waitFor({ timeout: 20_000 });
+  await row.click();
+  await inside.first().waitFor({ state: "detached", timeout: 10_000 });
+}
+
 async function reload(): Promise<void> {
   // (the page loaded again: the old page's workbench must not answer the waits below)
   const loaded = page.waitForEvent("load", { timeout: 60_000 });
@@ -84,7 +99,11 @@ function graphFileOf(id: string): string {
 }
 
 before(async () => {
-  ({ cs, browser, page } = await startWorkbench({ files: { "models.py": models(3), "damaged.msgpack": "" } }));
+  const twin =
+    "import torch\nfrom torch import nn\n\n\nclass Twin(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(8, 4)\n        self.example_input_array = torch.randn(2, 8)\n\n    def forward(self, x):\n        return torch.relu(self.fc(x))\n";
+  ({ cs, browser, page } = await startWorkbench({
+    files: { "models.py": models(3), "damaged.msgpack": "", "twin_a/twin.py": `# the a copy\n${twin}`, "twin_b/twin.py": `# the b copy\n${twin}` },
+  }));
 });
 
 after(async () => {
@@ -105,6 +124,32 @@ describe("panels across a reload of the window", { timeout: 900_000 }, () => {
       await openFile(page, "models.py");
       await hintOn("M01", "2×5");
       await hintOn("M00", "2×4"); // (its panel not restored: its tab was never shown)
+    }));
+
+  it("two same-named models' panels: the one restored first keeps the file in its title", () =>
+    step(page, "reload-same-names", async () => {
+      await closeAll(page);
+      for (const folder of ["twin_a", "twin_b"]) {
+        await openIn(folder, "twin.py", `# the ${folder.slice(-1)} copy`);
+        const panels = await panelCount(page);
+        await contextMenu(page, "def forward", "Visualize forward pass");
+        await waitForNewPanel(page, panels);
+        await waitForGraph(page);
+      }
+      await tab("Forward pass: Twin · twin_a/twin.py").waitFor({ timeout: 30_000 });
+      await tab("Forward pass: Twin · twin_b/twin.py").waitFor({ timeout: 30_000 });
+      await reload();
+      // (b's panel, the one shown, is restored; a's waits for its tab to be shown)
+      await waitForGraph(page);
+      const expected = ["Forward pass: Twin · twin_a/twin.py", "Forward pass: Twin · twin_b/twin.py"];
+      let titles: string[] = [];
+      for (const end = Date.now() + 15_000; Date.now() < end; await page.waitForTimeout(300)) {
+        titles = (await page.locator(".tabs-container .tab", { hasText: "Forward pass: Twin" }).allInnerTexts())
+          .map((t) => t.trim().split("\n")[0]!)
+          .sort();
+        if (JSON.stringify(titles) === JSON.stringify(expected)) break;
+      }
+      assert.deepEqual(titles, expected);
     }));
 
   it("a panel whose graph file was damaged traces again by itself", () =>
