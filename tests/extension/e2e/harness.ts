@@ -406,6 +406,17 @@ export async function waitForGraph(page: Page, timeout = 240_000): Promise<void>
   await viewer(page).locator('#torchscope[data-state="ready"] svg.ts-svg:not([data-old])').waitFor({ timeout });
 }
 
+/** Until the editor line holding `code` shows a hint matching `hint` after the code. */
+export async function waitForHint(page: Page, code: string, hint: RegExp, timeout = 60_000): Promise<void> {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const t = (await editorLine(page, code).innerText()).replace(/\u00a0/g, " ");
+    if (hint.test(t.slice(t.indexOf(code) + code.length))) return;
+    if (Date.now() > end) throw new Error(`no hint ${hint} on "${code}": "${t}"`);
+    await page.waitForTimeout(300);
+  }
+}
+
 /** `Ln N` from the status bar. */
 export async function cursorLine(page: Page): Promise<number> {
   const text = (await page.locator('[id="status.editor.selection"]').innerText()).trim();

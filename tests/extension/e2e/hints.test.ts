@@ -29,6 +29,7 @@ import {
   waitForGraph,
   installDebugFixture,
   type CodeServer,
+  waitForHint as waitForHintIn,
 } from "./harness";
 
 const NET = `"""A small net: the shapes its forward makes show at the end of its lines."""
@@ -159,15 +160,7 @@ async function lineText(code: string): Promise<string> {
 }
 
 /** Wait until the editor line holding `code` ends in a hint matching `hint`. */
-async function waitForHint(code: string, hint: RegExp, timeout = 60_000): Promise<void> {
-  const end = Date.now() + timeout;
-  for (;;) {
-    const t = await lineText(code);
-    if (hint.test(t.slice(t.indexOf(code) + code.length))) return;
-    if (Date.now() > end) throw new Error(`no hint ${hint} on "${code}": "${t}"`);
-    await page.waitForTimeout(300);
-  }
-}
+const waitForHint = (code: string, hint: RegExp, timeout = 60_000): Promise<void> => waitForHintIn(page, code, hint, timeout);
 
 async function waitForNoHint(code: string, timeout = 60_000): Promise<void> {
   const end = Date.now() + timeout;

@@ -15,7 +15,6 @@ import type { Browser, Page } from "playwright-core";
 import {
   cleanup,
   contextMenu,
-  editorLine,
   launch,
   logText,
   markOld,
@@ -24,6 +23,7 @@ import {
   step,
   viewer,
   waitForGraph,
+  waitForHint,
   type CodeServer,
 } from "./harness";
 
@@ -68,17 +68,6 @@ async function openPath(file: string): Promise<void> {
   await page.waitForSelector(`.tabs-container .tab.active[aria-label^="${name}"]`, { timeout: 20_000 });
 }
 
-/** Until the editor's line with `code` shows a hint matching `hint` after it. */
-async function waitForHint(code: string, hint: RegExp, timeout = 60_000): Promise<void> {
-  const end = Date.now() + timeout;
-  for (;;) {
-    const t = (await editorLine(page, code).innerText()).replace(/\u00a0/g, " ");
-    if (hint.test(t.slice(t.indexOf(code) + code.length))) return;
-    if (Date.now() > end) throw new Error(`no hint ${hint} on "${code}": "${t}"`);
-    await page.waitForTimeout(300);
-  }
-}
-
 /** Until a notification matches `re`; returns its text. */
 async function toastSaying(re: RegExp, timeout = 120_000): Promise<string> {
   const end = Date.now() + timeout;
@@ -119,7 +108,7 @@ describe("a multi-root workspace", { timeout: 600_000 }, () => {
       await openPath(join(folderB, "b_model.py"));
       await contextMenu(page, "def forward", "Visualize forward pass");
       await waitForGraph(page);
-      await waitForHint("return torch.relu(self.fc(x))", /2×7/);
+      await waitForHint(page, "return torch.relu(self.fc(x))", /2×7/);
     }));
 
   it("each folder's interpreter for its own files", () =>
@@ -141,7 +130,7 @@ describe("a multi-root workspace", { timeout: 600_000 }, () => {
       await contextMenu(page, "def forward", "Visualize forward pass");
       await waitForGraph(page);
       assert.equal(await viewer(page).locator(".ts-model").innerText(), "ANet");
-      await waitForHint("return torch.relu(self.fc(x))", /2×4/);
+      await waitForHint(page, "return torch.relu(self.fc(x))", /2×4/);
       // the second folder's: its own setting's interpreter, which has none
       await openPath(join(folderB, "b_model.py"));
       await contextMenu(page, "def forward", "Visualize forward pass");
