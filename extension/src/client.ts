@@ -269,6 +269,7 @@ export class ServerClient implements Server, vscode.Disposable {
   /** Traces under way, and who waits for them to end (a switch to another folder's settings). */
   private traces = 0;
   private idleWaiters: (() => void)[] = [];
+  private switching: Promise<void> = Promise.resolve();
   /** The last start failed (a bad interpreter): a settings change starts it again. */
   private startFailed = false;
   /** A client stopped on purpose, and why: what its unanswered traces say. */
@@ -391,8 +392,19 @@ export class ServerClient implements Server, vscode.Disposable {
     cancel: vscode.CancellationToken,
     progress: (message: string) => void,
   ): Promise<TraceResult> {
-    await this.settingsFor(vscode.Uri.parse(params.uri));
-    this.traces++;
+    // One trace at a time past here until its server runs with its folder's settings and it
+    // is counted: a second folder's trace then sees those settings, and waits for it to end.
+    const before = this.switching;
+    let release = (): void => undefined;
+    this.switching = new Promise<void>((done) => (release = done));
+    try {
+      await before;
+      await this.settingsFor(vscode.Uri.parse(params.uri));
+      await this.ready();
+      this.traces++;
+    } finally {
+      release();
+    }
     try {
       return await this.traceNow(params, cancel, progress);
     } finally {
