@@ -19,6 +19,7 @@ import {
   logText,
   markOld,
   notifications,
+  openFile,
   startCodeServer,
   step,
   viewer,
@@ -48,25 +49,6 @@ class ${cls}(nn.Module):
     def forward(self, x):
         return torch.relu(self.fc(x))
 `;
-
-/** File: Open File… with code-server's own dialog: the full path typed. */
-async function openPath(file: string): Promise<void> {
-  const input = page.locator(".quick-input-widget input");
-  await page.keyboard.press("F1");
-  await input.waitFor();
-  await input.fill(">File: Open File...");
-  await page
-    .locator(".quick-input-list .monaco-list-row", { hasText: /^File: Open File\.\.\./ })
-    .first()
-    .click();
-  await input.waitFor();
-  await page.waitForTimeout(500);
-  await input.fill(file);
-  await page.waitForTimeout(700);
-  await page.keyboard.press("Enter");
-  const name = file.split("/").pop()!;
-  await page.waitForSelector(`.tabs-container .tab.active[aria-label^="${name}"]`, { timeout: 20_000 });
-}
 
 /** Until a notification matches `re`; returns its text. */
 async function toastSaying(re: RegExp, timeout = 120_000): Promise<string> {
@@ -105,7 +87,7 @@ after(async () => {
 describe("a multi-root workspace", { timeout: 600_000 }, () => {
   it("the second folder's .env reaches its model", () =>
     step(page, "multi-root-env", async () => {
-      await openPath(join(folderB, "b_model.py"));
+      await openFile(page, "b_model.py"); // (the explorer shows both folders' files)
       await contextMenu(page, "def forward", "Visualize forward pass");
       await waitForGraph(page);
       await waitForHint(page, "return torch.relu(self.fc(x))", /2×7/);
@@ -125,14 +107,14 @@ describe("a multi-root workspace", { timeout: 600_000 }, () => {
         if (Date.now() > end) throw new Error("the setting's change did not reach the extension");
       }
       // the first folder's model: the user's interpreter, which has torch
-      await openPath(join(cs!.workspace, "a_model.py"));
+      await openFile(page, "a_model.py");
       await markOld(page);
       await contextMenu(page, "def forward", "Visualize forward pass");
       await waitForGraph(page);
       assert.equal(await viewer(page).locator(".ts-model").innerText(), "ANet");
       await waitForHint(page, "return torch.relu(self.fc(x))", /2×4/);
       // the second folder's: its own setting's interpreter, which has none
-      await openPath(join(folderB, "b_model.py"));
+      await openFile(page, "b_model.py"); // (the explorer shows both folders' files)
       await contextMenu(page, "def forward", "Visualize forward pass");
       const said = await toastSaying(/torch is not installed/);
       assert.ok(said.includes(NO_TORCH), said);
