@@ -8,6 +8,7 @@ import { edgeLabel, isCollective } from "./labels";
 import type { VEdge, VisibleGraph, VNode, VCluster } from "./visible";
 import { FONT_TITLE, HEADER_GAP, HEADER_TITLE_X, STACK, TOGGLE, type Measure } from "./metrics";
 import { drawBadge, markEdge, markItem } from "./compareDraw";
+import { spokenName } from "./speech";
 import type { ViewMarks } from "./compare";
 
 export interface DrawInput {
@@ -22,6 +23,14 @@ export interface DrawInput {
 }
 
 export type G = Selection<SVGGElement, unknown, null, undefined>;
+
+/** What a screen reader says of a box or frame: the words the arrows announce (speech.ts). */
+function spokenAttrs(g: SVGGElement, d: DrawInput, key: string): void {
+  const said = spokenName(d.idx, d.vg, key);
+  if (!said) return;
+  g.setAttribute("role", "img");
+  g.setAttribute("aria-label", said);
+}
 
 function nodeAttrs(g: SVGGElement, idx: GraphIndex, v: VNode | VCluster): void {
   if (v.kind === "segment") {
@@ -59,6 +68,7 @@ function toggle(parent: G, x: number, y: number, key: string, open: boolean): vo
 export function drawCluster(root: G, d: DrawInput, c: LCluster, vc: VCluster): SVGGElement {
   const g = root.append("g").attr("class", `ts-cluster ts-${vc.kind}`).attr("data-key", c.key);
   nodeAttrs(g.node()!, d.idx, vc);
+  spokenAttrs(g.node()!, d, c.key);
   g.append("rect").attr("class", "ts-frame").attr("x", c.x).attr("y", c.y).attr("width", c.w).attr("height", c.h).attr("rx", 6);
   markItem(g.node()!, d.marks, c.key);
   return g.node()!;
@@ -87,6 +97,7 @@ export function drawClusterHeader(root: G, d: DrawInput, c: LCluster): SVGGEleme
 
 export function drawNode(root: G, d: DrawInput, n: LNode, v: VNode): SVGGElement {
   const el = drawBox(root, d, n, v);
+  spokenAttrs(el, d, n.key);
   markItem(el, d.marks, n.key);
   drawBadge(select(el), d.marks, n.key, v.kind === "group" ? n.w - STACK : n.w);
   return el;

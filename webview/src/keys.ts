@@ -25,6 +25,9 @@ export interface KeyPress {
   altKey: boolean;
   /** The key went to a text field (the search box): its letters are text, not commands. */
   inTextField: boolean;
+  /** The key went to a control (a button, a select, a table row): letters and digits are
+   * the graph's only on the graph or the page itself. */
+  inControl?: boolean;
 }
 
 /** A key pressed anywhere on the page → what to do (null: nothing, let it through). */
@@ -33,12 +36,13 @@ export function keyAction(p: KeyPress): ViewerAction | null {
   if (p.inTextField || p.ctrlKey || p.metaKey || p.altKey) return null;
   const k = p.key;
   if (k === "/") return { type: "find", selectText: false };
+  if (k === "Escape") return { type: "clear" };
+  if (p.inControl) return null;
   if (k === "f" || k === "F") return { type: "fit" };
   if (k === "e" || k === "E") return { type: "expand-all" };
   if (k === "c" || k === "C") return { type: "collapse-all" };
   if (k === "0") return { type: "initial-view" };
   if (/^[1-9]$/.test(k)) return { type: "depth", depth: Number(k) };
-  if (k === "Escape") return { type: "clear" };
   if (k === "n" || k === "N") return { type: "change-step", step: 1 };
   if (k === "p" || k === "P") return { type: "change-step", step: -1 };
   return null;

@@ -57,12 +57,16 @@ export function buildUi(root: HTMLElement): Ui {
   button(toolbar, "Expand all", "expand-all", "Expand every module (E)");
   button(toolbar, "Collapse all", "collapse-all", "Collapse to the top-level modules (C)");
   const depthBox = el("span", "ts-depth", toolbar);
+  // (a group named "Depth": the value between the buttons is read as the depth shown)
+  depthBox.setAttribute("role", "group");
+  depthBox.setAttribute("aria-label", "Depth");
   const depthLabel = el("span", "ts-depth-label", depthBox);
   depthLabel.textContent = "Depth";
-  button(depthBox, "−", "depth-down", "Show one level less");
+  depthLabel.setAttribute("aria-hidden", "true");
+  button(depthBox, "−", "depth-down", "Show one level less").setAttribute("aria-label", "Show one level less");
   const depth = el("span", "ts-depth-value", depthBox);
   depth.dataset.role = "depth";
-  button(depthBox, "+", "depth-up", "Show one level more (or press 1–9)");
+  button(depthBox, "+", "depth-up", "Show one level more (or press 1–9)").setAttribute("aria-label", "Show one level more");
   button(toolbar, "Fit", "fit", "Fit the graph to the window (F)");
   const searchBox = el("span", "ts-search", toolbar);
   const search = el("input", "ts-search-input", searchBox);
@@ -72,6 +76,8 @@ export function buildUi(root: HTMLElement): Ui {
   search.dataset.role = "search";
   const searchCount = el("span", "ts-search-count", searchBox);
   searchCount.dataset.role = "search-count";
+  // "12 found", "0 found", "1 of 96: module GPT2Attention h.0.attn, …" are said as they change
+  searchCount.setAttribute("aria-live", "polite");
   el("span", "ts-spacer", toolbar);
   button(toolbar, "SVG", "export-svg", "Export the current view as SVG");
   button(toolbar, "PNG", "export-png", "Export the current view as PNG");
@@ -137,6 +143,9 @@ export function buildUi(root: HTMLElement): Ui {
   viewport.appendChild(scene);
   const tooltip = el("div", "ts-tooltip", stage);
   tooltip.hidden = true;
+  // The details card of the box the arrows selected is the graph's description.
+  tooltip.id = `ts-card-${instance}`;
+  svg.setAttribute("aria-describedby", tooltip.id);
   const busy = el("div", "ts-busy", stage);
   busy.hidden = true;
   // A refused or failed layout says so over the graph, not only in the status line.

@@ -51,6 +51,7 @@ import {
 } from "./camera";
 import { buttonAction, graphKeyAction, keyAction, readingOrder, searchKeyAction, stepIn, type GraphKeyAction, type ViewerAction } from "./keys";
 import { describe, describeEdge, spareOrder } from "./details";
+import { spokenName } from "./speech";
 import { formatCount } from "./count";
 import { highlightKeys, nodesAtLine, searchNodes, stepMatch } from "./search";
 import { Minimap } from "./minimap";
@@ -133,6 +134,9 @@ export class Viewer {
   private cardKey: string | null = null;
   /** Which way the arrows last went (1: on in reading order): the card goes the other way. */
   private cardStep: 1 | -1 = 1;
+  /** The box the keyboard opened or closed (Space, +, −): the status line says what that did
+   * once it is drawn, instead of the layout's statistics. */
+  private toggledKey: string | null = null;
   /** The drawn layout's boxes and frames in reading order (keys.ts), made once per layout. */
   private order: { layout: Layout; keys: string[] } | null = null;
   /** The view the page chose itself (opening view or Fit): redone when the stage resizes,
@@ -268,7 +272,19 @@ export class Viewer {
     this.notice(null);
     performance.mark("torchscope:drawn");
     this.saveState();
-    this.status(this.summary());
+    const toggled = this.toggledKey;
+    this.toggledKey = null;
+    this.status((toggled && this.toggledText(toggled)) || this.summary());
+  }
+
+  /** "GPT2Block ×12 opened: 12 boxes", "GPT2Block ×12 closed": what a keyboard toggle did. */
+  private toggledText(key: string): string | null {
+    if (!this.drawn) return null;
+    const { vg } = this.drawn;
+    const name = describe(this.idx, vg, key)?.title ?? key;
+    if (!this.isOpen(key)) return `${name} closed`;
+    const n = vg.nodes.filter((v) => v.cluster === key).length + vg.clusters.filter((c) => c.parent === key).length;
+    return `${name} opened: ${n} box${n === 1 ? "" : "es"}`;
   }
 
   /**
@@ -592,6 +608,7 @@ export class Viewer {
     this.matchPos = -1;
     this.searchBase = null;
     this.ui.searchCount.textContent = query.trim() ? `${this.matches.length} found` : "";
+    this.ui.searchCount.title = "";
     this.refreshMarks();
   }
 
@@ -611,7 +628,15 @@ export class Viewer {
     this.ui.searchCount.textContent = `${this.matchPos + 1} / ${n}`;
     // Each step opens just the path to this match on top of the view the search started from.
     this.searchBase ??= this.exp;
-    await this.revealNode(this.matches[this.matchPos]!, this.searchBase);
+    const id = this.matches[this.matchPos]!;
+    await this.revealNode(id, this.searchBase);
+    // (said once it is drawn: "1 of 96: module GPT2Attention h.0.attn, …"; seen as "1 / 96")
+    const key = this.drawn?.vg.rep[id];
+    const said = key && this.drawn ? spokenName(this.idx, this.drawn.vg, key) : null;
+    if (said) {
+      this.ui.searchCount.textContent = `${this.matchPos + 1} of ${n}: ${said}`;
+      this.ui.searchCount.title = said;
+    }
   }
 
   private clearSearch(): void {
@@ -635,13 +660,19 @@ export class Viewer {
         ev.preventDefault();
         void this.nextMatch(a.step);
       } else if (a?.type === "leave") {
-        this.clearSearch();
-        this.select(null); // (as Esc anywhere else: the search and the selection)
-        ui.search.blur();
+        // (as Esc anywhere else: the search and the selection); the focus stays in the box,
+        // ready for the next search (it went to the page, out of the Tab order)
+        this.run({ type: "clear" });
       }
     });
     ui.banner.addEventListener("click", () => this.gotoError());
-    ui.banner.addEventListener("keydown", (ev) => ev.key === "Enter" && this.gotoError());
+    // A role=button: Enter and Space (Space would scroll the page).
+    ui.banner.addEventListener("keydown", (ev) => {
+      if (ev.key !== "Enter" && ev.key !== " ") return;
+      if (this.ui.banner.getAttribute("role") !== "button") return;
+      ev.preventDefault();
+      this.gotoError();
+    });
 
     const keyOf = (ev: Event): string | null => {
       const g = (ev.target as Element).closest<SVGGElement>("[data-key],[data-head]");
@@ -736,6 +767,8 @@ export class Viewer {
         this.clearSearch();
         this.select(null);
         this.hideTooltip();
+        // what the selection said goes with it
+        if (this.drawn && this.ui.root.dataset.state === "ready") this.status(this.summary());
         return;
       case "change-step":
         void this.stepChange(a.step);
@@ -752,6 +785,8 @@ export class Viewer {
       altKey: ev.altKey,
       // a focused select (the overlay) takes its letters too
       inTextField: tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT",
+      // a button, a table row, the banner: its own keys, not the graph's letters
+      inControl: !this.onPage(ev.target),
     };
     if (ev.target === this.ui.svg) {
       const g = graphKeyAction(press);
@@ -768,6 +803,16 @@ export class Viewer {
     this.run(a);
   }
 
+  /** Whether a key went to the graph or to the page itself (no control has the focus). */
+  private onPage(target: EventTarget | null): boolean {
+    if (!(target instanceof Element)) return true;
+    const doc = this.ui.root.ownerDocument;
+    if (target === doc.body || target === doc.documentElement) return true;
+    if (target.closest("svg.ts-svg")) return true;
+    // a focusable element of ours or of the host is a control; anything else is the page
+    return !target.matches("a, button, input, select, textarea, summary, [tabindex], [role], [contenteditable]");
+  }
+
   /** The graph's boxes without a mouse: the focused graph's arrows, Enter and Space. */
   private onGraphKey(a: GraphKeyAction): void {
     if (!this.drawn) return;
@@ -780,7 +825,10 @@ export class Viewer {
     const key = this.selected;
     if (!key) return;
     if (a.type === "activate") this.clickItem(key);
-    else if (this.isExpandable(key) && (a.type === "toggle" || (a.type === "open") !== this.isOpen(key))) this.toggle(key);
+    else if (this.isExpandable(key) && (a.type === "toggle" || (a.type === "open") !== this.isOpen(key))) {
+      this.toggledKey = key;
+      this.toggle(key);
+    }
   }
 
   /** The keys of `layout`'s boxes and frames in the order the arrows walk them. */
@@ -816,11 +864,12 @@ export class Viewer {
     }
     this.showTooltip(key, null, false, this.cardPoint(b).box);
     this.cardKey = key;
-    const title = this.ui.tooltip.querySelector(".ts-tip-title")?.textContent ?? key;
+    // kind, name, path, shapes: two boxes of one class sound different (speech.ts)
+    const title = spokenName(this.idx, this.drawn!.vg, key) ?? this.ui.tooltip.querySelector(".ts-tip-title")?.textContent ?? key;
     // (only what works: an input or output pill has no line, a leaf nothing to open)
     const enter = this.enterGoesTo(key);
     const keys = [...(enter ? [`Enter goes to its ${enter}`] : []), ...(this.isExpandable(key) ? ["Space opens or closes it"] : [])];
-    this.status(keys.length ? `${title}: ${keys.join(", ")}` : title);
+    this.status(keys.length ? `${title}. ${keys.join(", ")}` : title);
   }
 
   /** Where Enter (a click) takes a drawn box: a reference to its source box, a box with a

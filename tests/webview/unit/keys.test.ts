@@ -37,6 +37,13 @@ test("letters typed in the search box, or with a modifier, are not commands", ()
   assert.equal(keyAction(press("3", { altKey: true })), null);
 });
 
+test("a control with the focus keeps its letters and digits; / and Esc still work", () => {
+  for (const k of ["f", "e", "c", "0", "3", "n", "p"]) assert.equal(keyAction(press(k, { inControl: true })), null, k);
+  assert.deepEqual(keyAction(press("/", { inControl: true })), { type: "find", selectText: false });
+  assert.deepEqual(keyAction(press("Escape", { inControl: true })), { type: "clear" });
+  assert.deepEqual(keyAction(press("f", { ctrlKey: true, inControl: true })), { type: "find", selectText: true });
+});
+
 test("toolbar buttons", () => {
   assert.deepEqual(buttonAction("expand-all"), { type: "expand-all" });
   assert.deepEqual(buttonAction("collapse-all"), { type: "collapse-all" });
