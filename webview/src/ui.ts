@@ -76,7 +76,7 @@ export function buildUi(root: HTMLElement): Ui {
   search.dataset.role = "search";
   const searchCount = el("span", "ts-search-count", searchBox);
   searchCount.dataset.role = "search-count";
-  // "12 found", "0 found", "1 of 96: module GPT2Attention h.0.attn, …" are said as they change
+  // "12 found", "0 found", "1 / 96" are said as they change (the status line names the match)
   searchCount.setAttribute("aria-live", "polite");
   el("span", "ts-spacer", toolbar);
   button(toolbar, "SVG", "export-svg", "Export the current view as SVG");

@@ -608,7 +608,6 @@ export class Viewer {
     this.matchPos = -1;
     this.searchBase = null;
     this.ui.searchCount.textContent = query.trim() ? `${this.matches.length} found` : "";
-    this.ui.searchCount.title = "";
     this.refreshMarks();
   }
 
@@ -630,13 +629,10 @@ export class Viewer {
     this.searchBase ??= this.exp;
     const id = this.matches[this.matchPos]!;
     await this.revealNode(id, this.searchBase);
-    // (said once it is drawn: "1 of 96: module GPT2Attention h.0.attn, …"; seen as "1 / 96")
+    // The status line says the match once it is drawn: "1 of 96: module GPT2Attention h.0.attn, …".
     const key = this.drawn?.vg.rep[id];
     const said = key && this.drawn ? spokenName(this.idx, this.drawn.vg, key) : null;
-    if (said) {
-      this.ui.searchCount.textContent = `${this.matchPos + 1} of ${n}: ${said}`;
-      this.ui.searchCount.title = said;
-    }
+    if (said) this.status(`${this.matchPos + 1} of ${n}: ${said}`);
   }
 
   private clearSearch(): void {

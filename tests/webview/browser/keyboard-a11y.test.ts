@@ -111,7 +111,8 @@ describe("search, the banner, the toolbar", () => {
     await page.keyboard.press("Enter");
     await page.waitForTimeout(50);
     await ready(page);
-    assert.match((await count.textContent()) ?? "", /^1 of \d+: \S+ /);
+    assert.match((await count.textContent()) ?? "", /^1 \/ \d+$/);
+    assert.match(await status(page), /^1 of \d+: \S+ /, "the status line says the match it went to");
     await page.keyboard.press("Escape");
     assert.equal(await page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.role), "search", "focus stays in the box");
     assert.equal(await page.locator("[data-role=search]").inputValue(), "");

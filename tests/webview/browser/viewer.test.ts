@@ -970,7 +970,7 @@ describe("hub tensors (T5)", () => {
       const kind = await page.locator('[data-selected="true"]').first().getAttribute("data-kind");
       if (kind === "ref") hint = (await page.locator("[data-role=status]").textContent()) ?? "";
     }
-    assert.match(hint, /: Enter goes to its source$/);
+    assert.match(hint, /^reference to .+\. Enter goes to its source$/);
     assertNoErrors(o);
     await page.context().close();
   });
