@@ -205,7 +205,8 @@ describe("compare page", () => {
     assert.deepEqual(groups.sort(), ["CmpBlock ×2", "CmpBlock ×3"]);
     assert.equal(await page.locator(".ts-cluster[data-path='blocks.3']").getAttribute("data-status"), "same", "block 3 only has changes inside");
     await shot(page, "compare-next-in-group");
-    // 3: the gelu inside blocks.3.act.
+    // 3: the gelu inside blocks.3.act (N from the graph: a focused button keeps its letters).
+    await page.locator(".ts-svg").focus();
     await pressAndWait(page, "n");
     sel = await assertSelectedCentred(page);
     assert.equal(await sel.getAttribute("data-kind"), "op");
@@ -229,6 +230,7 @@ describe("compare page", () => {
     assert.equal(await sel.getAttribute("data-kind"), "output");
     assert.match(await status(page), /^output changed — input: \[2, 4\] → \[2, 6\] · change 8 of 8$/);
     // 7: head's linear, opened inside head (a one-op module closed at first).
+    await page.locator(".ts-svg").focus();
     await pressAndWait(page, "p");
     sel = await assertSelectedCentred(page);
     assert.equal(await sel.getAttribute("data-kind"), "op");
