@@ -1,7 +1,7 @@
 // What a screen reader is told about a drawn box or frame (pure): its kind, its name, its
 // module path (a ×N group: its count and first … last path) and the shapes in → out.
 import type { GraphIndex } from "./model";
-import type { VisibleGraph } from "./visible";
+import type { VCluster, VisibleGraph, VNode } from "./visible";
 import { distinctTensors } from "./tensors";
 import { shapeText } from "./labels";
 import { segmentRange, segmentsOf } from "./segments";
@@ -9,27 +9,36 @@ import { segmentRange, segmentsOf } from "./segments";
 /** Most shapes said on each side; the rest as "+N more". */
 const MAX_SHAPES = 3;
 
-const ends = new WeakMap<VisibleGraph, Map<string, { in: number[]; out: number[] }>>();
+interface Drawn {
+  /** Each drawn box by key, and each opened frame. */
+  nodes: Map<string, VNode>;
+  frames: Map<string, VCluster>;
+  /** Edges into and out of each drawn key (a hub's reference boxes' edges are its own). */
+  ends: Map<string, { in: number[]; out: number[] }>;
+}
 
-/** Edges into and out of each drawn key (a hub's reference boxes' edges are its own). */
-function endsOf(vg: VisibleGraph): Map<string, { in: number[]; out: number[] }> {
-  let m = ends.get(vg);
-  if (m) return m;
-  m = new Map();
+// (per view, made once: a view of 6,000 boxes is labelled box by box as it is drawn)
+const cache = new WeakMap<VisibleGraph, Drawn>();
+
+function drawnOf(vg: VisibleGraph): Drawn {
+  const had = cache.get(vg);
+  if (had) return had;
+  const m = new Map<string, { in: number[]; out: number[] }>();
   const refOf = new Map(vg.nodes.filter((n) => n.refOf).map((n) => [n.key, n.refOf!]));
   const at = (k: string): { in: number[]; out: number[] } => {
-    const had = m!.get(k);
+    const had = m.get(k);
     if (had) return had;
     const e = { in: [] as number[], out: [] as number[] };
-    m!.set(k, e);
+    m.set(k, e);
     return e;
   };
   for (const e of vg.edges) {
     at(e.dst).in.push(...e.edges);
     at(refOf.get(e.src) ?? e.src).out.push(...e.edges);
   }
-  ends.set(vg, m);
-  return m;
+  const d = { nodes: new Map(vg.nodes.map((n) => [n.key, n])), frames: new Map(vg.clusters.map((c) => [c.key, c])), ends: m };
+  cache.set(vg, d);
+  return d;
 }
 
 function shapes(idx: GraphIndex, ids: number[]): string {
@@ -40,8 +49,9 @@ function shapes(idx: GraphIndex, ids: number[]): string {
 
 /** "module GPT2Block h.1, 1×64×768 → 1×64×768"; null for a key not drawn. */
 export function spokenName(idx: GraphIndex, vg: VisibleGraph, key: string): string | null {
-  const v = vg.nodes.find((n) => n.key === key);
-  const c = v ? undefined : vg.clusters.find((x) => x.key === key);
+  const drawn = drawnOf(vg);
+  const v = drawn.nodes.get(key);
+  const c = v ? undefined : drawn.frames.get(key);
   if (!v && !c) return null;
   const kind = v?.kind ?? c!.kind;
   const id = v?.id ?? c!.id;
@@ -62,7 +72,7 @@ export function spokenName(idx: GraphIndex, vg: VisibleGraph, key: string): stri
     else what = `${node.kind} ${node.name}`;
   }
   if (c) return `${what}, open`;
-  const e = endsOf(vg).get(key);
+  const e = drawn.ends.get(key);
   const ins = e ? shapes(idx, e.in) : "";
   const outs = e ? shapes(idx, e.out) : "";
   const flow = ins && outs ? `${ins} → ${outs}` : ins ? `in ${ins}` : outs ? `out ${outs}` : "";

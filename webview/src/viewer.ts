@@ -294,6 +294,7 @@ export class Viewer {
    */
   private failed(e: unknown): void {
     this.setBusy(false);
+    this.toggledKey = null; // (nothing opened or closed)
     if (this.drawn) {
       // What is on screen is still the state.
       this.exp = this.drawn.exp;
