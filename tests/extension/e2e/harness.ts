@@ -276,6 +276,9 @@ export async function openWorkbench(browser: Browser, cs: CodeServer): Promise<P
 }
 
 export async function openFile(page: Page, name: string): Promise<void> {
+  // (first off the explorer: a row's hover card, left by a pointer that stayed where the rows
+  // moved since — a .vscode folder added at the top —, covers the row below and takes the click)
+  await page.mouse.move(20, 500);
   await page.locator(".explorer-folders-view .monaco-list-row", { hasText: name }).first().click();
   await page.waitForSelector(`.tabs-container .tab.active[aria-label^="${name}"]`, { timeout: 20_000 });
   await page.locator(".monaco-editor .view-lines").first().waitFor();
