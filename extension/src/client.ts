@@ -262,7 +262,6 @@ const MAX_RESTARTS = 3;
 export class ServerClient implements Server, vscode.Disposable {
   private client: LanguageClient | undefined;
   private starting: Promise<LanguageClient> | undefined;
-  private interpreter: Interpreter | undefined;
   /** What the server runs with, and the file whose folder chose it (a restart keeps it). */
   private settings: RunSettings | undefined;
   private startedFor: vscode.Uri | undefined;
@@ -287,7 +286,7 @@ export class ServerClient implements Server, vscode.Disposable {
   ) {}
 
   get python(): Interpreter | undefined {
-    return this.interpreter;
+    return this.settings?.interpreter;
   }
 
   get running(): boolean {
@@ -316,12 +315,11 @@ export class ServerClient implements Server, vscode.Disposable {
     // the folder of the file traced last (a restart keeps it), else of the file in the editor
     const settings = await runSettings(this.startedFor ?? vscode.window.activeTextEditor?.document.uri, (m) => this.log.warn(m));
     this.settings = settings;
-    this.interpreter = settings.interpreter;
+    const { interpreter, cwd } = settings;
     // (the client would say "couldn't create connection to server" in a message of its own,
     // beside the one the commands show)
-    const cwd = settings.cwd;
-    if (!interpreterExists(this.interpreter.path, cwd)) throw new Error(`${this.interpreter.path} does not exist`);
-    const problem = await pythonProblem(this.interpreter.path, cwd);
+    if (!interpreterExists(interpreter.path, cwd)) throw new Error(`${interpreter.path} does not exist`);
+    const problem = await pythonProblem(interpreter.path, cwd);
     if (problem) throw new Error(problem);
     fs.mkdirSync(this.storageDir, { recursive: true });
     const envFile = readEnvFile(settings.envFile, process.env);
@@ -337,7 +335,7 @@ export class ServerClient implements Server, vscode.Disposable {
       ...(forRunner ? { [RUNNER_ENV]: forRunner } : {}),
     };
     const server: ServerOptions = {
-      command: this.interpreter.path,
+      command: interpreter.path,
       args: ["-m", "torchscope.server"],
       options: { env, ...(cwd ? { cwd } : {}) },
     };
@@ -357,7 +355,7 @@ export class ServerClient implements Server, vscode.Disposable {
       // (a failed initialize: reported by serverFailed, not retried, not shown by the client)
       initializationFailedHandler: () => false,
     };
-    this.log.info(`starting the language server: ${this.interpreter.path} -m torchscope.server (${this.interpreter.source})`);
+    this.log.info(`starting the language server: ${interpreter.path} -m torchscope.server (${interpreter.source})`);
     const client = new LanguageClient("torchscope", "torchscope", server, options);
     let running: ErrorHandler | undefined;
     this.client = client;
@@ -524,9 +522,10 @@ export class ServerClient implements Server, vscode.Disposable {
     if (!stopped && reason) this.log.info(`${reason}: starting the language server again`);
     try {
       await this.ready();
-      if (!this.interpreter) return;
-      this.log.info(`the language server is running again with ${describeInterpreter(this.interpreter)}`);
-      vscode.window.setStatusBarMessage(`$(check) torchscope: language server restarted with ${this.interpreter.path}`, 5000);
+      const interpreter = this.settings?.interpreter;
+      if (!interpreter) return;
+      this.log.info(`the language server is running again with ${describeInterpreter(interpreter)}`);
+      vscode.window.setStatusBarMessage(`$(check) torchscope: language server restarted with ${interpreter.path}`, 5000);
     } catch (e) {
       this.log.error(`starting the server: ${String(e)}`);
     }

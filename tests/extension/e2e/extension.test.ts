@@ -9,24 +9,24 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import {
-  ARTIFACTS,
-  ROOT,
   activeTab,
+  ARTIFACTS,
   chooseMenuItem,
   cleanup,
-  lastTrace,
   closeAll,
   contextMenu,
   cursorLine,
-  editorLine,
+  lastTrace,
   launch,
   markOld,
   notifications,
   openFile,
+  openIn,
   openWorkbench,
   palette,
   panelCount,
   pointerAway,
+  ROOT,
   shot,
   shownInAGroup,
   startCodeServer,
@@ -145,19 +145,6 @@ after(async () => {
   writeFileSync(file, `${JSON.stringify({ when: new Date().toISOString(), loadavg: load, timings: merged }, null, 2)}\n`);
 });
 
-/** Open `name` in the workspace's `folder` from the explorer (two files may share a name):
- * the folder expanded, its file (a row one level down) opened, the folder collapsed again. */
-async function openIn(p: Page, folder: string, name: string): Promise<void> {
-  const row = p.locator(".explorer-folders-view .monaco-list-row", { has: p.getByText(folder, { exact: true }) }).first();
-  const inside = p.locator('.explorer-folders-view .monaco-list-row[aria-level="2"]', { hasText: name });
-  await row.click();
-  await inside.first().click();
-  // (the tab of the other folder's file reads the same: the file's own first line tells)
-  await editorLine(p, `# the ${folder} copy`).waitFor({ timeout: 20_000 });
-  await row.click();
-  await inside.first().waitFor({ state: "detached", timeout: 10_000 });
-}
-
 describe("torchscope in VS Code", { timeout: 600_000 }, () => {
   it("right-click in a model factory → the graph beside the code (GPT-2, cold then warm)", () =>
     step(page, "gpt2", async () => {
@@ -239,7 +226,7 @@ describe("torchscope in VS Code", { timeout: 600_000 }, () => {
     step(page, "same-names", async () => {
       await closeAll(page);
       for (const folder of ["a", "b"]) {
-        await openIn(page, folder, "mlp.py");
+        await openIn(page, folder, "mlp.py", `# the ${folder} copy`);
         // (the first panel's graph is drawn already: the second panel must be there before
         // its graph is waited for, or the wait ends on the first one's)
         const panels = await panelCount(page);

@@ -409,15 +409,53 @@ export async function waitForGraph(page: Page, timeout = 240_000): Promise<void>
   await viewer(page).locator('#torchscope[data-state="ready"] svg.ts-svg:not([data-old])').waitFor({ timeout });
 }
 
+/** The text of the editor line holding `code`, its hint included (spaces as spaces). */
+export async function lineText(page: Page, code: string): Promise<string> {
+  return (await editorLine(page, code).innerText()).replace(/\u00a0/g, " ");
+}
+
 /** Until the editor line holding `code` shows a hint matching `hint` after the code. */
 export async function waitForHint(page: Page, code: string, hint: RegExp, timeout = 60_000): Promise<void> {
   const end = Date.now() + timeout;
   for (;;) {
-    const t = (await editorLine(page, code).innerText()).replace(/\u00a0/g, " ");
+    const t = await lineText(page, code);
     if (hint.test(t.slice(t.indexOf(code) + code.length))) return;
     if (Date.now() > end) throw new Error(`no hint ${hint} on "${code}": "${t}"`);
     await page.waitForTimeout(300);
   }
+}
+
+/** Until a notification matches `text`; returns it. */
+export async function waitForMessage(page: Page, text: RegExp, timeout = 30_000): Promise<string> {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const m = (await notifications(page)).find((n) => text.test(n));
+    if (m) return m;
+    if (Date.now() > end) throw new Error(`no message ${text}: ${JSON.stringify(await notifications(page))}`);
+    await page.waitForTimeout(300);
+  }
+}
+
+/** Open `folder`'s `name` from the explorer (two files may share a name): the folder expanded,
+ * its file opened (until the editor shows `line`: the tabs of the two read the same), the
+ * folder collapsed again. */
+export async function openIn(page: Page, folder: string, name: string, line: string): Promise<void> {
+  const row = page.locator(".explorer-folders-view .monaco-list-row", { has: page.getByText(folder, { exact: true }) }).first();
+  const inside = page.locator('.explorer-folders-view .monaco-list-row[aria-level="2"]', { hasText: name });
+  await row.click();
+  await inside.first().click();
+  await editorLine(page, line).waitFor({ timeout: 20_000 });
+  await row.click();
+  await inside.first().waitFor({ state: "detached", timeout: 10_000 });
+}
+
+/** A venv of the system's python3 without torch (nor pip): its interpreter and its folder,
+ * to remove after. */
+export function venvWithoutTorch(): { python: string; dir: string } {
+  const dir = mkdtempSync(join(tmpdir(), "torchscope-notorch-"));
+  const made = spawnSync("python3", ["-m", "venv", "--without-pip", dir], { encoding: "utf8" });
+  if (made.status !== 0) throw new Error(`python3 -m venv: ${made.stderr}`);
+  return { python: join(dir, "bin", "python"), dir };
 }
 
 /** `Ln N` from the status bar. */

@@ -15,7 +15,9 @@ import {
   cleanup,
   contextMenu,
   editorLine,
+  installDebugFixture,
   launch,
+  lineText,
   logText,
   markOld,
   openFile,
@@ -27,9 +29,8 @@ import {
   step,
   viewer,
   waitForGraph,
-  installDebugFixture,
-  type CodeServer,
   waitForHint as waitForHintIn,
+  type CodeServer,
 } from "./harness";
 
 const NET = `"""A small net: the shapes its forward makes show at the end of its lines."""
@@ -154,18 +155,13 @@ after(async () => {
   cleanup(cs, "torchscope-hints");
 });
 
-/** The text of the editor line holding `code`, inlay hints included (spaces normalised). */
-async function lineText(code: string): Promise<string> {
-  return (await editorLine(page, code).innerText()).replace(/\u00a0/g, " ");
-}
-
 /** Wait until the editor line holding `code` ends in a hint matching `hint`. */
 const waitForHint = (code: string, hint: RegExp, timeout = 60_000): Promise<void> => waitForHintIn(page, code, hint, timeout);
 
 async function waitForNoHint(code: string, timeout = 60_000): Promise<void> {
   const end = Date.now() + timeout;
   for (;;) {
-    const t = await lineText(code);
+    const t = await lineText(page, code);
     if (!/×/.test(t)) return;
     if (Date.now() > end) throw new Error(`the hint stayed on "${code}": "${t}"`);
     await page.waitForTimeout(300);
@@ -202,8 +198,8 @@ describe("shapes in the code", () => {
       await waitForHint("h = torch.relu(h)", /4×16/);
       await waitForHint("return self.fc2(h).softmax(dim=-1)", /4×4/);
       // Lines the trace did not reach have none.
-      assert.doesNotMatch(await lineText("self.fc1 = nn.Linear(8, 16)"), /×/);
-      assert.doesNotMatch(await lineText("import torch"), /×/);
+      assert.doesNotMatch(await lineText(page, "self.fc1 = nn.Linear(8, 16)"), /×/);
+      assert.doesNotMatch(await lineText(page, "import torch"), /×/);
     });
 
     await step(page, "hints-hover", async () => {

@@ -7,13 +7,9 @@
 // is (it opened the User tab, where an edit changed nothing).
 import { strict as assert } from "node:assert";
 import { after, before, describe, it } from "node:test";
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import {
-  PYTHON,
   cleanup,
   closeAll,
   contextMenu,
@@ -21,8 +17,10 @@ import {
   logText,
   openFile,
   openWorkbench,
+  PYTHON,
   startCodeServer,
   step,
+  venvWithoutTorch,
   waitForGraph,
   writeWorkspaceSettings,
   type CodeServer,
@@ -31,8 +29,7 @@ import {
 let browser: Browser;
 let cs: CodeServer | undefined;
 let page: Page;
-const venvDir = mkdtempSync(join(tmpdir(), "torchscope-notorch-"));
-const NO_TORCH = join(venvDir, "bin", "python");
+const { python: NO_TORCH, dir: venvDir } = venvWithoutTorch();
 
 const workspaceSettings = (settings: Record<string, unknown>): void => writeWorkspaceSettings(cs!, settings);
 
@@ -75,8 +72,6 @@ async function settingsTabOpened(expected: string): Promise<string> {
 const restarts = (log: string): string[] => log.split("\n").filter((l) => /restarting the language server/.test(l));
 
 before(async () => {
-  const made = spawnSync("python3", ["-m", "venv", "--without-pip", venvDir], { encoding: "utf8" });
-  assert.equal(made.status, 0, `python3 -m venv: ${made.stderr}`);
   cs = await startCodeServer({
     // torchscope.pythonPath empty in the user settings: python.defaultInterpreterPath decides
     settings: { "torchscope.pythonPath": "" },

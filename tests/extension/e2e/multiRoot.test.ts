@@ -6,9 +6,7 @@
 // editor when it started: the first folder's trace failed for lack of torch, or the second's
 // setting was never used).
 import { strict as assert } from "node:assert";
-import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
@@ -18,13 +16,14 @@ import {
   launch,
   logText,
   markOld,
-  notifications,
   openFile,
   startCodeServer,
   step,
+  venvWithoutTorch,
   viewer,
   waitForGraph,
   waitForHint,
+  waitForMessage,
   type CodeServer,
 } from "./harness";
 
@@ -32,8 +31,7 @@ let browser: Browser;
 let cs: CodeServer | undefined;
 let page: Page;
 let folderB = "";
-const venvDir = mkdtempSync(join(tmpdir(), "torchscope-notorch-"));
-const NO_TORCH = join(venvDir, "bin", "python");
+const { python: NO_TORCH, dir: venvDir } = venvWithoutTorch();
 
 const model = (cls: string, width: string) => `import os
 import torch
@@ -50,20 +48,7 @@ class ${cls}(nn.Module):
         return torch.relu(self.fc(x))
 `;
 
-/** Until a notification matches `re`; returns its text. */
-async function toastSaying(re: RegExp, timeout = 120_000): Promise<string> {
-  const end = Date.now() + timeout;
-  for (;;) {
-    const found = (await notifications(page)).find((n) => re.test(n));
-    if (found) return found;
-    if (Date.now() > end) throw new Error(`no message ${re}: ${JSON.stringify(await notifications(page))}`);
-    await page.waitForTimeout(500);
-  }
-}
-
 before(async () => {
-  const made = spawnSync("python3", ["-m", "venv", "--without-pip", venvDir], { encoding: "utf8" });
-  assert.equal(made.status, 0, `python3 -m venv: ${made.stderr}`);
   cs = await startCodeServer({ files: { "a_model.py": model("ANet", "4") } });
   folderB = join(cs.base, "projB");
   mkdirSync(folderB, { recursive: true });
@@ -116,7 +101,7 @@ describe("a multi-root workspace", { timeout: 600_000 }, () => {
       // the second folder's: its own setting's interpreter, which has none
       await openFile(page, "b_model.py"); // (the explorer shows both folders' files)
       await contextMenu(page, "def forward", "Visualize forward pass");
-      const said = await toastSaying(/torch is not installed/);
+      const said = await waitForMessage(page, /torch is not installed/, 120_000);
       assert.ok(said.includes(NO_TORCH), said);
       assert.match(logText(cs!), /b_model\.py is in the workspace folder projB, which runs /);
     }));

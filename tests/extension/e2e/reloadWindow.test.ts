@@ -16,6 +16,7 @@ import {
   markOld,
   notifications,
   openFile,
+  openIn,
   palette,
   panelCount,
   startWorkbench,
@@ -69,18 +70,6 @@ async function hintOn(id: string, shape: string, timeout = 90_000): Promise<void
   }
 }
 
-/** Open `folder`'s `name` from the explorer (two files share the name): the folder expanded,
- * its file opened (until the editor shows `line`), the folder collapsed again. */
-async function openIn(folder: string, name: string, line: string): Promise<void> {
-  const row = page.locator(".explorer-folders-view .monaco-list-row", { has: page.getByText(folder, { exact: true }) }).first();
-  const inside = page.locator('.explorer-folders-view .monaco-list-row[aria-level="2"]', { hasText: name });
-  await row.click();
-  await inside.first().click();
-  await editorLine(page, line).waitFor({ timeout: 20_000 });
-  await row.click();
-  await inside.first().waitFor({ state: "detached", timeout: 10_000 });
-}
-
 async function reload(): Promise<void> {
   // (the page loaded again: the old page's workbench must not answer the waits below)
   const loaded = page.waitForEvent("load", { timeout: 60_000 });
@@ -130,7 +119,7 @@ describe("panels across a reload of the window", { timeout: 900_000 }, () => {
     step(page, "reload-same-names", async () => {
       await closeAll(page);
       for (const folder of ["twin_a", "twin_b"]) {
-        await openIn(folder, "twin.py", `# the ${folder.slice(-1)} copy`);
+        await openIn(page, folder, "twin.py", `# the ${folder.slice(-1)} copy`);
         const panels = await panelCount(page);
         await contextMenu(page, "def forward", "Visualize forward pass");
         await waitForNewPanel(page, panels);

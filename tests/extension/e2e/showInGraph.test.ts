@@ -23,12 +23,13 @@ import {
   openWorkbench,
   palette,
   pointerAway,
+  PYTHON,
   shot,
   startCodeServer,
   step,
   viewer,
   waitForGraph,
-  PYTHON,
+  waitForMessage,
   type CodeServer,
 } from "./harness";
 
@@ -115,16 +116,6 @@ async function showInGraph(code: string, word: string): Promise<void> {
   await hover.locator("a", { hasText: "Show in graph" }).click();
 }
 
-async function waitForMessage(text: RegExp, timeout = 30_000): Promise<string> {
-  const end = Date.now() + timeout;
-  for (;;) {
-    const m = (await notifications(page)).find((n) => text.test(n));
-    if (m) return m;
-    if (Date.now() > end) throw new Error(`no message ${text}: ${JSON.stringify(await notifications(page))}`);
-    await page.waitForTimeout(300);
-  }
-}
-
 describe("Show in graph and Re-trace of a panel opened again", { timeout: 600_000 }, () => {
   it("the closed panel of a trace comes back as the model's panel, and its Re-trace traces the model", () =>
     step(page, "show-closed", async () => {
@@ -195,7 +186,7 @@ describe("Show in graph and Re-trace of a panel opened again", { timeout: 600_00
       await waitForGraph(page);
       await tabs("Forward pass: cli_graph").first().waitFor();
       await palette(page, "Re-trace forward pass");
-      await waitForMessage(/this panel shows a graph file; there is no code to re-trace/);
+      await waitForMessage(page, /this panel shows a graph file; there is no code to re-trace/);
       assert.ok(!(await notifications(page)).some((n) => /can't be opened/.test(n)), JSON.stringify(await notifications(page)));
     }));
 });
