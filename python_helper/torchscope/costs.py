@@ -6,9 +6,10 @@ FLOPs come from torch's own `flop_registry` (a multiply-add is 2 FLOPs), so they
 the registry lacks (torch counts them 0): an LSTM layer on CPU (one oneDNN kernel), counted
 as its matmuls, as on meta (`_rnn_layer_flops`); scaled_dot_product_attention's CPU kernel,
 counted with the registry's attention formula, as on meta; and `torch._grouped_mm`, the
-mixture-of-experts kernel, on every device, counted as its groups' matmuls
-(`grouped_mm_flops`). A Python dispatch mode costs tens of µs per aten op, so the tracer
-routes each torch call one of four ways (`route`): calls that can't reach a matmul,
+mixture-of-experts kernel, and its FP8 form `_scaled_grouped_mm`, on every device, counted
+as its groups' matmuls (`grouped_mm_flops`). A Python dispatch mode costs tens of µs per
+aten op, so the tracer routes each torch call one of four ways (`route`): calls that can't
+reach a matmul,
 convolution or attention kernel run as they are (0 FLOPs); `F.linear`, the most frequent
 call there is, gets the registry's mm formula from its shapes; so do `addmm` and `mm` of
 two plain matrices (GPT-2's Conv1D); every other call runs under `FlopCounter`, a dispatch
@@ -44,6 +45,8 @@ _SDPA_FORMULA = flop_registry.get(torch.ops.aten._scaled_dot_product_flash_atten
 # mixture-of-experts layers (transformers 5: Mixtral, Qwen2-MoE, GPT-OSS …) on every device:
 # a matmul per group, not in the registry (see grouped_mm_flops)
 _GROUPED_MM = getattr(torch.ops.aten, "_grouped_mm", None)
+# its FP8 form (scales per row or column), counted from the same two shapes
+_SCALED_GROUPED_MM = getattr(torch.ops.aten, "_scaled_grouped_mm", None)
 
 # How a call is counted (see the module docstring).
 FREE, LINEAR, COUNTED, MATMUL = 0, 1, 2, 3
@@ -184,7 +187,7 @@ class FlopCounter(TorchDispatchMode):
         formula = flop_registry.get(packet)
         if formula is None and packet is _SDPA_FOR_CPU:
             formula = _SDPA_FORMULA
-        if formula is None and packet is _GROUPED_MM:
+        if formula is None and (packet is _GROUPED_MM or packet is _SCALED_GROUPED_MM):
             formula = grouped_mm_flops
         if formula is None and packet is _MKLDNN_RNN_LAYER:
             out = self._run(func, args, kwargs)
@@ -232,8 +235,10 @@ def _rnn_layer_flops(args: Any) -> int:
 
 
 def grouped_mm_flops(mat_a: Any, mat_b: Any, *args: Any, **kwargs: Any) -> int:
-    """`aten._grouped_mm(mat_a, mat_b, offs=None, bias=None, out_dtype=None)`: one matmul a
-    group, summed (2 FLOPs a multiply-add; the bias's adds free), for each of its layouts:
+    """`aten._grouped_mm(mat_a, mat_b, offs=None, bias=None, out_dtype=None)` (and its FP8
+    form `_scaled_grouped_mm(mat_a, mat_b, scale_a, scale_b, offs=None, …)`): one matmul a
+    group, summed (2 FLOPs a multiply-add; the bias's adds and the scales' multiplies free),
+    for each of its layouts:
     - (T, K) × (G, K, N), `offs` grouping the rows (experts' tokens): 2·T·K·N;
     - (G, M, K) × (G, K, N), no `offs` (a batched mm): 2·G·M·K·N;
     - (G, M, K) × (K, N), `offs` grouping the columns: 2·M·K·N;

@@ -158,3 +158,44 @@ def test_mixtral_experts_count_as_their_eager_implementation():
     meta = _mixtral("meta").to(torch.bfloat16)
     on_meta = torchscope.trace(meta, input_ids=ids.to("meta"))
     assert _experts(on_meta).cost.flops == want
+
+
+# -- torch._scaled_grouped_mm: the FP8 form (CUDA kernels; meta here) -------------------------
+
+F8 = torch.float8_e4m3fn
+
+# (shape of mat_a, of mat_b, offs or None, scale_a's shape, scale_b's shape): the layouts
+# torch's meta kernel takes (mat_b column-major; 16-byte aligned rows)
+SCALED: dict[str, tuple[tuple[int, ...], tuple[int, ...], Optional[list[int]], tuple, tuple]] = {
+    "2d-3d": ((24, 16), (G, 16, 8), [5, 13, 24], (24,), (G, 8)),
+    "3d-3d": ((G, 8, 16), (G, 16, 8), None, (G, 8), (G, 8)),
+    "3d-2d": ((G, 8, 16), (16, 24), [8, 16, 24], (G, 8), (24,)),
+    "2d-2d": ((8, 32), (32, 16), [16, 16, 32], (G * 8,), (G * 16,)),
+}
+
+
+class _ScaledGrouped(nn.Module):
+    def forward(self, a, b, scale_a, scale_b, offs):
+        return torch._scaled_grouped_mm(a, b, scale_a, scale_b, offs=offs, out_dtype=torch.bfloat16)
+
+
+@pytest.mark.parametrize("layout", list(SCALED))
+def test_scaled_grouped_mm_counts_as_its_plain_form(layout):
+    """torch._scaled_grouped_mm (FP8 mixture-of-experts) counted 0 FLOPs: it counts the
+    matmuls of its groups, as the same product in float32 through a loop of matmuls does
+    (the scales' multiplies free, as the bias's adds)."""
+    a_shape, b_shape, offs, sa, sb = SCALED[layout]
+    a = torch.empty(*a_shape, device="meta", dtype=F8)
+    k, n = b_shape[-2:]
+    b = torch.empty(*b_shape[:-2], n, k, device="meta", dtype=F8).transpose(-2, -1)
+    o = None if offs is None else torch.tensor(offs, dtype=torch.int32, device="meta")
+    scale_a = torch.empty(*sa, device="meta")
+    scale_b = torch.empty(*sb, device="meta")
+    graph = torchscope.trace(_ScaledGrouped(), a, b, scale_a, scale_b, o)
+
+    loop = {"2d-3d": _loop_2d_3d, "3d-3d": _loop_3d_3d, "3d-2d": _loop_3d_2d}.get(
+        layout, _loop_2d_2d
+    )
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        loop(torch.randn(*a_shape), torch.randn(*b_shape), offs)
+    assert _op(graph).cost.flops == counter.get_total_flops() > 0
