@@ -67,6 +67,50 @@ class RunsCode(TargetError):
         self.skipped = skipped
 
 
+def complete_target(target: str) -> tuple[str, Optional[str]]:
+    """A target given as its file alone (`net.py`): `net.py:NAME` of the one model the file
+    defines (static analysis: its model classes, instances and factories), and a line that
+    says which it took; TargetError naming them when there are several, or none. Any other
+    target comes back as it is (None: nothing to say)."""
+    path = Path(target)
+    if not target.lower().endswith(".py") or target.endswith(":"):
+        return target, None
+    if not path.is_file():
+        if path.is_dir() or path.exists() or ":" in target:
+            return target, None  # (split_target's or build's own message)
+        raise TargetError(f"no such file: {shown_name(path)}")
+    names = models_named(path)
+    if len(names) == 1:
+        return f"{target}:{names[0]}", f"tracing {names[0]}, the one model {path.name} defines"
+    if not names:
+        raise TargetError(
+            f"{path.name} defines no model (an nn.Module class, an instance of one or a "
+            "function that returns one): give FILE.py:NAME"
+        )
+    raise TargetError(
+        f"{path.name} defines {len(names)} models: {', '.join(names)}; give one as {target}:NAME"
+    )
+
+
+def models_named(path: Path, text: Optional[str] = None) -> list[str]:
+    """The file's targets by static analysis, in file order: its model classes, the model
+    instances it makes at the top level, its functions that return one ([]: none, or the
+    file does not parse)."""
+    from .server import find_targets
+
+    project, info = _parsed(path, text)
+    return [] if info is None else [t.target for t in find_targets.targets_in(project, info)]
+
+
+def _its_models(path: Path, text: Optional[str]) -> str:
+    """ "; its models: A, B" for a message about a name the file lacks ("" if it has none)."""
+    try:
+        names = models_named(path, text)
+    except Exception:  # (a hint only: never in the way of the message it adds to)
+        return ""
+    return f"; its models: {', '.join(names)}" if names else ""
+
+
 def split_target(target: str) -> tuple[Path, str]:
     file, sep, name = target.rpartition(":")
     if not sep or not file or not name:
@@ -271,7 +315,7 @@ def _build(
         if name not in vars(module):
             if not any(name in s.binds for s in skipped):
                 skipped.clear()  # the left-out code would not define it either
-            raise TargetError(f"{path.name} has no name {name!r}")
+            raise TargetError(f"{path.name} has no name {name!r}{_its_models(path, source)}")
         obj = getattr(module, name)
         built_as = ""
         with torch.device(device):

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
+from .cli_say import say
 from .failure import exit_text, message_of, one_line
 from .hard_stop import OutOfTime, hard_stop
 
@@ -70,6 +71,14 @@ def trace_target(
     missing = torch_missing()
     if missing:
         raise CliError(missing)
+    from .build_target import TargetError, complete_target
+
+    try:
+        spec, took = complete_target(spec)
+    except TargetError as exc:
+        raise CliError(str(exc)) from None
+    if took:
+        say(took)
 
     try:
         with hard_stop(time_budget, outside_forward=True) as over:

@@ -1,0 +1,107 @@
+"""A target given as the file alone (`torchscope trace net.py`): the one model the file
+defines is traced, and a file with several or none says which names there are. A name the
+file lacks lists the models it has."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchscope.cli import main
+
+ONE = """
+import torch
+from torch import nn
+
+def helper(x):
+    return x + 1
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+SEVERAL = """
+import torch
+from torch import nn
+
+class Encoder(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+class Decoder(nn.Module):
+    def forward(self, x):
+        return x + 1
+
+model = Encoder()
+"""
+
+NONE = """
+def add(a, b):
+    return a + b
+"""
+
+
+def write(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_a_file_with_one_model_traces_it(tmp_path: Path, capsys) -> None:
+    net = write(tmp_path, "net.py", ONE)
+    out = tmp_path / "g.json"
+    rc, _, err = run(["trace", str(net), "--input", "torch.randn(3, 4)", "-o", str(out)], capsys)
+    assert rc == 0, err
+    wire = json.loads(out.read_text())
+    assert wire["model"]["name"] == "Net"
+    assert "Net, the one model net.py defines" in err
+
+
+def test_summary_and_diff_take_the_file_alone_too(tmp_path: Path, capsys) -> None:
+    net = write(tmp_path, "net.py", ONE)
+    rc, out, err = run(["summary", str(net), "--input", "torch.randn(3, 4)"], capsys)
+    assert rc == 0 and "fc: Linear" in out, err
+    rc, out, err = run(["diff", str(net), f"{net}:Net", "--input", "torch.randn(3, 4)"], capsys)
+    assert rc == 0, err
+
+
+def test_a_file_with_several_models_names_them(tmp_path: Path, capsys) -> None:
+    several = write(tmp_path, "several.py", SEVERAL)
+    rc, _, err = run(["trace", str(several), "-o", str(tmp_path / "g.json")], capsys)
+    assert rc == 2 and err.count("\n") == 1
+    assert "several.py defines 3 models: Encoder, Decoder, model" in err
+    assert f"{several}:NAME" in err
+    assert not (tmp_path / "g.json").exists()
+
+
+def test_a_file_with_no_model_says_so(tmp_path: Path, capsys) -> None:
+    none = write(tmp_path, "none.py", NONE)
+    rc, _, err = run(["trace", str(none), "-o", str(tmp_path / "g.json")], capsys)
+    assert rc == 2 and err.count("\n") == 1
+    assert "none.py defines no model" in err and "FILE.py:NAME" in err
+
+
+def test_a_name_the_file_lacks_lists_its_models(tmp_path: Path, capsys) -> None:
+    several = write(tmp_path, "several.py", SEVERAL)
+    rc, _, err = run(["trace", f"{several}:Encodr", "-o", str(tmp_path / "g.json")], capsys)
+    assert rc == 2 and err.count("\n") == 1
+    assert "several.py has no name 'Encodr'" in err
+    assert "its models: Encoder, Decoder, model" in err
+
+
+def test_a_missing_file_alone_is_still_a_missing_file(tmp_path: Path, capsys) -> None:
+    rc, _, err = run(["trace", str(tmp_path / "gone.py"), "-o", str(tmp_path / "g.json")], capsys)
+    assert rc == 2 and ("no such file" in err or "FILE.py:NAME" in err)
