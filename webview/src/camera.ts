@@ -1,7 +1,7 @@
 // Where the view looks (pure): the pan and zoom that show a graph readably from the start,
-// fit it, center on a point, zoom to a box, keep a clicked box still across a re-layout,
-// bring an opened frame into view, and what part of the graph a transform shows. Numbers
-// in, numbers out; viewer.ts applies them through d3-zoom.
+// fit it, center on a point, zoom to a box or a step about it, keep a clicked box still
+// across a re-layout, bring an opened frame into view, and what part of the graph a
+// transform shows. Numbers in, numbers out; viewer.ts applies them through d3-zoom.
 import type { Rect } from "./scene";
 
 /** Screen = layout × k + (x, y), as d3-zoom's transform. */
@@ -148,6 +148,18 @@ export function zoomToBox(box: Rect, currentK: number, view: ViewSize, graph?: G
   const keep = (at: number, size: number, lo: number, extent: number): number =>
     size * k > extent - 2 * m ? at : Math.min(Math.max(at, lo + m), lo + extent - m - size * k);
   return { x: keep(t.x, graph.width, a.x, a.w), y: keep(t.y, graph.height, a.y, a.h), k };
+}
+
+/**
+ * A keyboard zoom step (`step` 1: in, -1: out): twice or half the zoom, within MIN_ZOOM ..
+ * MAX_ZOOM, centred on layout point `at` (the selected box) or else on what the middle of
+ * `area` (view px) shows. In from below READABLE_ZOOM goes at least to it: after Fit on a
+ * large graph the boxes have no text, and one press should make the selection readable.
+ */
+export function zoomStep(t: Transform, step: 1 | -1, area: Rect, at: { x: number; y: number } | null): Transform {
+  const k = step > 0 ? Math.min(MAX_ZOOM, t.k < READABLE_ZOOM ? Math.max(t.k * 2, READABLE_ZOOM) : t.k * 2) : Math.max(MIN_ZOOM, t.k / 2);
+  const c = at ?? { x: (area.x + area.w / 2 - t.x) / t.k, y: (area.y + area.h / 2 - t.y) / t.k };
+  return inArea(centerTransform(c.x, c.y, k, area), area);
 }
 
 /** Smallest free part (view px) worth centring a box in; below that, the whole view. */

@@ -88,10 +88,14 @@ export type GraphKeyAction =
   | { type: "toggle" }
   /** Open the box (+), close it (−); a box already so stays. */
   | { type: "open" }
-  | { type: "close" };
+  | { type: "close" }
+  /** Zoom in (1) or out (-1) about the selected box (+ and − are taken: they open and close). */
+  | { type: "zoom"; step: 1 | -1 };
 
 /** A key pressed while the graph has the focus (null: the page's own keys apply). */
 export function graphKeyAction(p: KeyPress): GraphKeyAction | null {
+  // ] and [ zoom; with Ctrl+Alt too: AltGr, which some layouts need for them, comes so
+  if ((p.key === "]" || p.key === "[") && p.ctrlKey === p.altKey && !p.metaKey) return { type: "zoom", step: p.key === "]" ? 1 : -1 };
   if (p.ctrlKey || p.metaKey || p.altKey) return null;
   switch (p.key) {
     case "ArrowDown":

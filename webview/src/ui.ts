@@ -111,7 +111,7 @@ export function buildUi(root: HTMLElement): Ui {
   svg.setAttribute("role", "application");
   svg.setAttribute(
     "aria-label",
-    "graph of the forward pass: arrow keys move between its boxes, Enter goes to a box's line, Space opens or closes it",
+    "graph of the forward pass: arrow keys move between its boxes, Enter goes to a box's line, Space opens or closes it, ] and [ zoom in and out",
   );
   stage.appendChild(svg);
   const defs = document.createElementNS(SVG, "defs");

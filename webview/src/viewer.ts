@@ -46,6 +46,7 @@ import {
   cardSpot,
   toScreen,
   visibleRect,
+  zoomStep,
   zoomToBox,
   type Transform,
 } from "./camera";
@@ -495,6 +496,19 @@ export class Viewer {
     this.setTransform(zoomToBox(b, this.transform().k, size, this.drawn!.layout, clearArea(size, this.covered())));
   }
 
+  /** ] and [: zoom in or out about the selected box (an opened frame: its header), clear of
+   * the table and the legend; said on the status line for those who can't see the scale. */
+  private zoomStep(step: 1 | -1): void {
+    if (!this.drawn) return;
+    this.autoView = null;
+    const b = this.selected ? boundsOf(this.drawn.layout, this.selected) : null;
+    const at = b && { x: b.x + b.w / 2, y: b.y + Math.min(b.h, FRAME_HEAD) / 2 };
+    const size = this.size();
+    const t = zoomStep(this.transform(), step, clearArea(size, this.covered()), at);
+    this.setTransform(t);
+    this.status(`Zoom ${Math.round(t.k * 100)} %`);
+  }
+
   /** What the heaviest-nodes table and the legend cover of the graph (view px), those that show. */
   private covered(): Rect[] {
     const out: Rect[] = [];
@@ -817,6 +831,10 @@ export class Viewer {
     if (a.type === "move") {
       const key = stepIn(this.readOrder(layout), this.selected, a.step);
       if (key) this.focusBox(key, a.step);
+      return;
+    }
+    if (a.type === "zoom") {
+      this.zoomStep(a.step);
       return;
     }
     const key = this.selected;

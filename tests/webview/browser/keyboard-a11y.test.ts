@@ -166,3 +166,50 @@ describe("search, the banner, the toolbar", () => {
     await page.context().close();
   });
 });
+
+/** The view's zoom: the scale of the viewport's transform. */
+const scale = async (page: Page): Promise<number> => {
+  const t = (await page.locator(".ts-viewport").getAttribute("transform")) ?? "";
+  return Number(/scale\(([\d.e-]+)/.exec(t)?.[1] ?? "1");
+};
+/** Whether the selected box lies whole in the graph area. */
+const selectedInView = (page: Page): Promise<boolean> =>
+  page.evaluate(() => {
+    const s = document.querySelector(".ts-svg")!.getBoundingClientRect();
+    const b = document.querySelector('.ts-nodes [data-selected="true"] .ts-box')!.getBoundingClientRect();
+    return b.left >= s.left && b.top >= s.top && b.right <= s.right && b.bottom <= s.bottom;
+  });
+
+describe("zooming from the keyboard", () => {
+  test("after Fit on a large graph, ] and [ zoom in and out about the selected box, which stays in view", async () => {
+    const o = await open(browser, "gpt2");
+    const { page } = o;
+    await page.locator(".ts-svg").focus();
+    await page.keyboard.press("e");
+    await page.waitForTimeout(50);
+    await ready(page);
+    await page.keyboard.press("f");
+    const fitted = await scale(page);
+    assert.ok(fitted < 0.3, `the whole graph fitted: tiny boxes (${fitted})`);
+    // a box far from the view's middle: the zoom must come to it
+    for (let i = 0; i < 25; i++) await page.keyboard.press("ArrowDown");
+    const key = await selectedKey(page);
+    assert.ok(key);
+    let k = fitted;
+    for (let i = 0; i < 3; i++) {
+      await page.keyboard.press("]");
+      const now = await scale(page);
+      assert.ok(now > k, `] zooms in: ${k} → ${now}`);
+      k = now;
+      assert.ok(await selectedInView(page), "the selected box is in view");
+    }
+    assert.ok(k >= 0.8, `a few presses reach a readable zoom (${k})`);
+    assert.equal(await selectedKey(page), key, "the selection stays");
+    assert.match(await status(page), /^Zoom \d+ %/);
+    await page.keyboard.press("[");
+    assert.ok((await scale(page)) < k, "[ zooms out");
+    assert.ok(await selectedInView(page));
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+});

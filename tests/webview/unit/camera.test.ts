@@ -17,7 +17,10 @@ import {
   showsAll,
   toScreen,
   visibleRect,
+  zoomStep,
   zoomToBox,
+  MAX_ZOOM,
+  MIN_ZOOM,
 } from "../../../webview/src/camera";
 
 const view = { w: 800, h: 600 };
@@ -282,4 +285,23 @@ describe("cardSpot: the keyboard's card clear of the box and of where the arrows
     const wall = { x: 0, y: 0, w: 1000, h: 600 };
     assert.deepEqual(cardSpot(box, card, view, { neighbours: [wall] }), besideBox(box, card, view));
   });
+});
+
+test("] and [ zoom by two about the selected box; in from a fitted graph goes to a readable zoom", () => {
+  const area = { x: 0, y: 0, w: 800, h: 600 };
+  const fitted = { x: 10, y: 20, k: 0.02 };
+  const box = { x: 5000, y: 9000 };
+  const t = zoomStep(fitted, 1, area, box);
+  assert.equal(t.k, READABLE_ZOOM);
+  assert.deepEqual(toScreen(t, box), { x: 400, y: 300 }, "the box in the middle");
+  assert.equal(zoomStep(t, 1, area, box).k, READABLE_ZOOM * 2);
+  assert.equal(zoomStep(t, -1, area, box).k, READABLE_ZOOM / 2);
+  assert.equal(zoomStep({ x: 0, y: 0, k: MAX_ZOOM }, 1, area, box).k, MAX_ZOOM);
+  assert.equal(zoomStep({ x: 0, y: 0, k: MIN_ZOOM }, -1, area, box).k, MIN_ZOOM);
+  // no selection: what the middle of the area shows stays there (here in a part right of a panel)
+  const part = { x: 200, y: 0, w: 600, h: 600 };
+  const at = { x: (500 - 10) / 2, y: (300 - 20) / 2 };
+  const out = zoomStep({ x: 10, y: 20, k: 2 }, -1, part, null);
+  assert.equal(out.k, 1);
+  assert.deepEqual(toScreen(out, at), { x: 500, y: 300 });
 });

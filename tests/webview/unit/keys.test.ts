@@ -75,6 +75,12 @@ test("with the graph focused, arrows walk its boxes, Enter is a click, Space / +
   assert.deepEqual(on("-"), { type: "close" });
   assert.equal(on("e"), null, "the page's own keys still apply");
   assert.equal(on("ArrowDown", { altKey: true }), null);
+  // ] and [ zoom (+ and − open and close); AltGr (Ctrl+Alt) types them on some layouts
+  assert.deepEqual(on("]"), { type: "zoom", step: 1 });
+  assert.deepEqual(on("["), { type: "zoom", step: -1 });
+  assert.deepEqual(on("]", { ctrlKey: true, altKey: true }), { type: "zoom", step: 1 });
+  assert.equal(on("[", { ctrlKey: true }), null);
+  assert.equal(on("]", { metaKey: true }), null);
 });
 
 test("reading order runs top to bottom, then left to right, and steps wrap", () => {
