@@ -1,8 +1,9 @@
 // Every kind of theme is readable: the VS Code webview page with the --vscode-* variables
 // real VS Code sets for its default light, dark, high contrast and high contrast light
 // themes (captured by tests/webview/tools/vscode-theme-vars.ts), and the standalone page's
-// own light and dark palettes. Text on every kind of box keeps a WCAG contrast ≥ 4.5, and
-// the overview follows the theme, also when it changes while the graph is open.
+// own light and dark palettes. Text on every kind of box, and on every colour of the
+// Colour by scale, keeps a WCAG contrast ≥ 4.5, and the overview follows the theme, also
+// when it changes while the graph is open.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -130,7 +131,8 @@ async function contrasts(page: Page): Promise<Pair[]> {
     const fillOf = (el: Element): number[] => {
       const cs = getComputedStyle(el);
       const c = rgba(cs.fill);
-      return [c[0]!, c[1]!, c[2]!, c[3]! * Number(cs.fillOpacity || 1)];
+      // (an element's own opacity fades its paint as fill-opacity does: a faded line of text)
+      return [c[0]!, c[1]!, c[2]!, c[3]! * Number(cs.fillOpacity || 1) * Number(cs.opacity || 1)];
     };
     const add = (what: string, text: Element, back: number[]): void => {
       const t = over(fillOf(text), back);
@@ -273,4 +275,42 @@ describe("standalone page palettes", () => {
       await o.page.context().close();
     });
   }
+});
+
+/** Colour by time, then every heat from the cold to the hot end in steps of 5 % on every
+ * coloured box: both lines of text keep 4.5 on each fill the scale makes (QA: the second
+ * line had 3.9–4.5). */
+async function wholeScale(page: Page, where: string): Promise<void> {
+  await page.selectOption("[data-role=overlay]", "time");
+  await page.waitForFunction(() => document.querySelectorAll(".ts-nodes > g.ts-node[data-heat]").length > 0);
+  const low = new Set<string>();
+  let subs = 0;
+  for (let h = 0; h <= 100; h += 5) {
+    await page.evaluate((at) => {
+      for (const g of Array.from(document.querySelectorAll<SVGGElement>(".ts-nodes > g.ts-node[data-heat]"))) {
+        g.style.setProperty("--ts-heat", `${at}%`);
+        g.dataset.heat = String(at / 100);
+      }
+    }, h);
+    const pairs = await contrasts(page);
+    subs += pairs.filter((p) => p.what.endsWith("ts-sub")).length;
+    for (const p of pairs) if (p.ratio < 4.5) low.add(`heat ${h} %: ${p.what}: ${p.text} on ${p.back} has ${p.ratio.toFixed(2)}`);
+  }
+  assert.ok(subs > 0, `${where}: boxes with a second line were checked`);
+  assert.deepEqual([...low], [], `${where}: text below 4.5`);
+}
+
+describe("text on every colour of the scale", () => {
+  test("both lines readable from the cold to the hot end, standalone and in every VS Code theme", async () => {
+    for (const dark of [false, true]) {
+      const o = await open(browser, "gpt2", { dark, width: 1100, height: 560 });
+      await wholeScale(o.page, dark ? "standalone dark" : "standalone light");
+      await o.page.context().close();
+    }
+    for (const kind of KINDS) {
+      const page = await vscodePage(kind, "gpt2");
+      await wholeScale(page, THEMES[kind]!.theme);
+      await page.context().close();
+    }
+  });
 });
