@@ -91,10 +91,11 @@ export class ValuesPanel {
     this.table.dataset.role = "table";
     this.table.hidden = true;
     this.table.addEventListener("click", (ev) => this.onTableAction(ev.target as Element));
-    // Sort heads and rows take the focus (tabindex): Enter or Space does what a click does.
+    // Sort heads take the focus (tabindex): Enter or Space does what a click does. (A row's
+    // button is a real one: its Enter and Space are a click already.)
     this.table.addEventListener("keydown", (ev) => {
       const t = ev.target as Element;
-      if ((ev.key !== "Enter" && ev.key !== " ") || !t.matches("th[data-sort], tr[data-id]")) return;
+      if ((ev.key !== "Enter" && ev.key !== " ") || !t.matches("th[data-sort]")) return;
       ev.preventDefault(); // (Space would scroll the table)
       this.onTableAction(t);
     });
@@ -213,12 +214,14 @@ export class ValuesPanel {
     for (const r of this.sorted()) {
       const row = el("tr", "", body);
       row.dataset.id = String(r.id);
-      row.tabIndex = 0;
       row.title = "show it in the graph and open its line";
+      const share = info.additive && r.share !== null ? formatShare(r.share) : "";
       const cells = [String(rank.get(r.id)), r.name, r.where, info.format(r.value)];
-      if (info.additive) cells.push(r.share === null ? "" : formatShare(r.share));
-      for (const text of cells) {
-        el("td", "", row).textContent = text;
+      if (info.additive) cells.push(share);
+      for (const [i, text] of cells.entries()) {
+        const td = el("td", "", row);
+        if (i !== 1) td.textContent = text;
+        else td.appendChild(rowButton(r, info.label, info.format(r.value), share));
       }
     }
   }
@@ -270,6 +273,19 @@ export class ValuesPanel {
     button.title = "Show the op and open its line";
     button.addEventListener("click", () => this.hooks.reveal(origin));
   }
+}
+
+/** A row's one control, on its node's name (the whole row is a click target for the mouse):
+ * a screen reader hears a button, what the row is and what pressing it does; Tab reaches
+ * it, Enter and Space press it. */
+function rowButton(r: Row, measure: string, value: string, share: string): HTMLButtonElement {
+  const b = el("button", "ts-table-show");
+  b.type = "button";
+  b.dataset.action = "show-node";
+  b.textContent = r.name;
+  const what = `${r.name}${r.where ? ` in ${r.where}` : ""}, ${measure} ${value}${share ? `, ${share} of the total` : ""}`;
+  b.setAttribute("aria-label", `${what}: show it in the graph and open its line`);
+  return b;
 }
 
 /** The NaN banner's sentence: the op that made NaN/Inf from finite inputs, or the tensor

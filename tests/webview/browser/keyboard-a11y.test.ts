@@ -213,3 +213,42 @@ describe("zooming from the keyboard", () => {
     await page.context().close();
   });
 });
+
+describe("the heaviest-nodes table", () => {
+  test("each row has a button named for its node and what activating does; Tab, Enter and Space use it", async () => {
+    const o = await open(browser, "gpt2");
+    const { page } = o;
+    await page.selectOption("[data-role=overlay]", "flops");
+    await page.waitForSelector("[data-role=table] tbody tr[data-id]");
+    const rows = page.locator("[data-role=table] tbody tr[data-id]");
+    const ids = await rows.evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.id!));
+    // (one button per row, its name the row's node, where it is, its value, then the action)
+    const names = await rows.evaluateAll((els) => els.map((e) => e.querySelectorAll("td")[1]!.textContent!));
+    const snap = await page.locator("[data-role=table] tbody").ariaSnapshot();
+    for (const name of names.slice(0, 3)) {
+      assert.match(
+        snap,
+        new RegExp(`button "${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} in .*FLOPs.*: show it in the graph and open its line"`),
+        snap,
+      );
+    }
+    assert.equal(await rows.first().getByRole("button").count(), 1);
+    const focused = (): Promise<{ role: string; row: string | null }> =>
+      page.evaluate(() => {
+        const a = document.activeElement as HTMLElement;
+        return { role: a.getAttribute("role") ?? a.tagName.toLowerCase(), row: a.closest<HTMLElement>("tr[data-id]")?.dataset.id ?? null };
+      });
+    await page.locator("[data-role=table] th[data-sort=share]").focus();
+    await page.keyboard.press("Tab");
+    assert.deepEqual(await focused(), { role: "button", row: ids[0] });
+    await page.keyboard.press("Enter");
+    await page.locator(`.ts-nodes > g[data-id="${ids[0]}"][data-selected="true"]`).waitFor({ timeout: 15_000 });
+    await ready(page);
+    await page.keyboard.press("Tab");
+    assert.deepEqual(await focused(), { role: "button", row: ids[1] });
+    await page.keyboard.press(" ");
+    await page.locator(`.ts-nodes > g[data-id="${ids[1]}"][data-selected="true"]`).waitFor({ timeout: 15_000 });
+    assert.deepEqual(o.errors, []);
+    await page.context().close();
+  });
+});

@@ -310,7 +310,8 @@ describe("the heaviest-nodes table", () => {
     const focused = (): Promise<string> =>
       page.evaluate(() => {
         const a = document.activeElement as HTMLElement;
-        return `${a.tagName}:${a.dataset.sort ?? a.dataset.id ?? ""}`;
+        // (a row is reached at its button)
+        return `${a.tagName}:${a.dataset.sort ?? a.closest<HTMLElement>("tr[data-id]")?.dataset.id ?? ""}`;
       });
     await page.keyboard.press("Tab");
     assert.equal(await focused(), "TH:name");
@@ -325,12 +326,12 @@ describe("the heaviest-nodes table", () => {
     }
     const rows = await page.locator("[data-role=table] tbody tr[data-id]").evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.id));
     await page.keyboard.press("Tab");
-    assert.equal(await focused(), `TR:${rows[0]}`);
+    assert.equal(await focused(), `BUTTON:${rows[0]}`);
     await page.keyboard.press("Enter");
     await page.locator(`.ts-nodes > g[data-id="${rows[0]}"][data-selected="true"]`).waitFor({ timeout: 15_000 });
     await ready(page);
     await page.keyboard.press("Tab");
-    assert.equal(await focused(), `TR:${rows[1]}`);
+    assert.equal(await focused(), `BUTTON:${rows[1]}`);
     await page.keyboard.press(" ");
     await page.locator(`.ts-nodes > g[data-id="${rows[1]}"][data-selected="true"]`).waitFor({ timeout: 15_000 });
     await ready(page);
