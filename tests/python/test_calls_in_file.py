@@ -324,3 +324,56 @@ def test_input_call_with_positionals_and_keywords(tmp_path, source, target, expe
     path = write(tmp_path, "m.py", header + source)
     project, info = load(path)
     assert input_call(project, info, target) == expected
+
+
+_HEADER = (
+    "import os\nimport subprocess\nimport numpy as np\nimport torch\nfrom torch import nn\n"
+    "from torch import randn as rn, load\nclass Net(nn.Module): pass\n"
+)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "model(os.system('touch pwned') or torch.randn(2, 4))",
+        "model(torch.load('batch.pt', weights_only=False))",
+        "model(subprocess.run(['sh', '-c', 'x']) and torch.ones(2))",
+        "model(torch.from_numpy(np.load('x.npy')))",
+        "model(torch.randn(2, 4).new_tensor(os.getpid()))",
+        "model(torch.hub.load('a/b', 'c'))",
+        "model(getattr(os, 'system')('x'))",
+        "model(load('batch.pt'))",
+    ],
+)
+def test_an_input_call_that_may_run_anything_is_not_taken(tmp_path, call):
+    """The input written in the file's call of its model is evaluated by the trace: like a
+    constructor's arguments, it may only build values (a security QA pass had `os.system`
+    and `torch.load` of a pickle run from a main-guard line at one click of the lens)."""
+    path = write(
+        tmp_path, "m.py", _HEADER + f"if __name__ == '__main__':\n    model = Net()\n    {call}\n"
+    )
+    project, info = load(path)
+    assert input_call(project, info, "Net") is None
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "torch.randn(2, 4).float()",
+        "torch.randint(0, 10, (1, 8)).long()",
+        "torch.randn(2, 3).to(torch.float16)",
+        "torch.ones(2, 4).unsqueeze(0).expand(3, 2, 4)",
+        "torch.from_numpy(np.zeros((2, 4), dtype=np.float32))",
+        "torch.tensor(np.random.rand(2, 4), dtype=torch.float32)",
+        "torch.cat([torch.ones(1, 4), torch.zeros(1, 4)])",
+        "rn(2, 4)",
+    ],
+)
+def test_an_input_call_that_only_builds_values_is_still_taken(tmp_path, call):
+    path = write(
+        tmp_path,
+        "m.py",
+        _HEADER + f"if __name__ == '__main__':\n    model = Net()\n    model({call})\n",
+    )
+    project, info = load(path)
+    assert input_call(project, info, "Net") == call

@@ -79,7 +79,7 @@ def found_input(
         if not node.args and not node.keywords:
             continue
         found = _call_arguments(node, importable, info, stand_ins, only_values=False)
-        if found is None:
+        if found is None or not all(_input_calls(value, info) for _, _, value in found[0]):
             continue
         seg = [(text, value) for key, text, value in found[0] if key is None]
         kw = [(key, text) for key, text, _ in found[0] if key is not None]
@@ -507,6 +507,59 @@ def _safe_calls(expr: ast.expr, info: FileInfo) -> bool:
                 continue
             return False
     return True
+
+
+def _input_calls(expr: ast.expr, info: FileInfo) -> bool:
+    """Calls an input written in the file's call of its model may make (the trace evaluates
+    it): `_safe_calls`' and torch's and numpy's functions that only compute values
+    (`torch.cat`, `torch.from_numpy`, `np.random.rand`), and methods of a value made so
+    (`torch.randn(2, 4).float()`) — never `os.system`, `torch.load` or `np.load`."""
+    for node in ast.walk(expr):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = dotted(func)
+        if name is None:
+            # a method of a value the expression makes (`….float()`, `….to(torch.half)`):
+            # that value's own calls are walked too; no dunder (`….__class__`)
+            if isinstance(func, ast.Attribute) and not func.attr.startswith("_"):
+                continue
+            return False
+        if _safe_calls(node, info):  # (the constructors' rules: its own calls are walked too)
+            continue
+        where, _, last = _imported_name(name, info).rpartition(".")
+        if where == "torch" and last in _INPUT_TORCH:
+            continue
+        if (where == "numpy" and last in _NUMPY_VALUES) or where == "numpy.random":
+            continue
+        return False
+    return True
+
+
+def _imported_name(name: str, info: FileInfo) -> str:
+    """`np.random.rand` as what it names: `numpy.random.rand` (`import numpy as np`; `rn`
+    after `from torch import randn as rn`: `torch.randn`); a name no absolute import binds
+    comes back as it is."""
+    first, dot, rest = name.partition(".")
+    imported = info.imports.get(first)
+    if imported is None or imported.base is not None:
+        return name
+    full = imported.module if imported.attr is None else f"{imported.module}.{imported.attr}"
+    return full + dot + rest
+
+
+# torch's functions that compute a value from their arguments alone, for an input
+_INPUT_TORCH = frozenset(
+    "randn rand randint randperm zeros ones full empty eye arange linspace logspace tensor "
+    "as_tensor normal from_numpy cat concat concatenate stack hstack vstack zeros_like "
+    "ones_like full_like empty_like rand_like randn_like randint_like device Size tril triu "
+    "where complex polar".split()
+)
+# numpy's (and every `numpy.random` function)
+_NUMPY_VALUES = frozenset(
+    "array asarray zeros ones full empty eye arange linspace logspace stack concatenate "
+    "float32 float64 float16 int64 int32 uint8".split()
+)
 
 
 # torch functions that make a tensor from nothing but their arguments (not `torch.load`)
