@@ -530,3 +530,45 @@ def test_the_hover_of_a_line_making_several_of_one_shape_reads_them_all():
     assert info.label() == "2×4"
     text = hints.hover_markdown(info, "/g.msgpack", "cpu")
     assert "3 tensors" in text and "max 5" in text and "nan 8" in text, text
+
+
+_LINKED = "fc` [Open docs](https://example/steal) `"
+
+
+class NamedWithMarkdown(nn.Module):
+    """Module paths are names anyone can give (`add_module`), and a graph file someone else
+    made holds any path: they show in hovers as code, never as markdown."""
+
+    def __init__(self):
+        super().__init__()
+        self.add_module(_LINKED, nn.Linear(4, 4))
+        self.add_module("b[x](command:run)", nn.Linear(4, 4))
+
+    def forward(self, x):
+        x = getattr(self, _LINKED)(x)  # one-markdown-layer
+        for m in self.children():  # markdown-loop
+            x = m(x)
+        return x
+
+
+def _html(markdown: str) -> str:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").render(markdown)
+
+
+def test_module_paths_in_a_hover_are_code_never_links():
+    graph = trace_call(NamedWithMarkdown(), (torch.randn(2, 4),))
+    lines = next(
+        lines
+        for file, lines in hints.index_graph(graph.to_wire()).files.items()
+        if Path(file) == Path(__file__)
+    )
+    for needle in ("# one-markdown-layer", "x = m(x)"):
+        text = hints.hover_markdown(lines[here(needle)], "/g.msgpack", "cpu")
+        html = _html(text)
+        assert "<a " not in html.replace('<a href="command:torchscope.', ""), html
+        assert "https://example/steal" in html
+        assert _LINKED.strip("` ") in html.replace("&quot;", '"'), html
+    # (the hover's own Show in graph link stays: the only one)
+    assert html.count("<a ") == text.count("](command:torchscope.")

@@ -467,7 +467,7 @@ def hover_markdown(
         if len(info.runs) > 1:
             paths = [m.path for m in (info.runs[0].made[0], info.runs[-1].made[0]) if m.path]
             if len(paths) == 2 and paths[0] != paths[1]:
-                parts[-1] += f" (`{paths[0]}` … `{paths[1]}`)"
+                parts[-1] += f" ({_code(paths[0])} … {_code(paths[1])})"
     for group in tensors[:MAX_TENSORS]:
         parts.append(_tensor_text(group, device))
     if len(tensors) > MAX_TENSORS:
@@ -535,7 +535,7 @@ def _alike(tensors: Iterable[TensorOut]) -> list[list[TensorOut]]:
 
 def _call_name(m: Made) -> str:
     if m.kind == "module":
-        return f"**{_escape(m.name)}**" + (f" `{m.path}`" if m.path else "")
+        return f"**{_escape(m.name)}**" + (f" {_code(m.path)}" if m.path else "")
     return f"**{_escape(m.name or m.target)}**"
 
 
@@ -614,3 +614,13 @@ def _number(v: Any) -> str:
 def _escape(text: str) -> str:
     """User and graph text shown literally in markdown."""
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>])", r"\\\1", text)
+
+
+def _code(text: str) -> str:
+    """`text` as an inline code span, never markup (a module path: anyone can name a module
+    `` fc` [x](https://…) ` ``, and a graph file anyone made holds any path). A code span ends
+    at a run of as many backticks as it opened with: it opens with one more than the longest
+    run inside, spaced off a backtick at either end (CommonMark takes that space away)."""
+    fence = "`" * (max(map(len, re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
