@@ -4,6 +4,7 @@ that can't take it (a full disk) is the user's to fix, not a bug of ours."""
 
 from __future__ import annotations
 
+import re
 import sys
 
 from .failure import joined_lines
@@ -15,7 +16,19 @@ class StdoutError(Exception):
 
 def say(message: str) -> None:
     if sys.stderr is not None:  # (closed: print would write to stdout instead)
-        print(f"torchscope: {joined_lines(message)}", file=sys.stderr)
+        print(f"torchscope: {printable(joined_lines(message))}", file=sys.stderr)
+
+
+# control characters but the line break and the tab: C0, DEL and C1 (`\x9b` is a CSI too)
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_NAMED = {"\r": "\\r", "\x0b": "\\v", "\x0c": "\\f"}
+
+
+def printable(text: str) -> str:
+    """`text` with every control character but the line break and the tab as a visible
+    escape (`\\x1b`, `\\r`): names in a graph file anyone can write would otherwise reach the
+    terminal as its commands (clear the screen, set the title, overwrite a line)."""
+    return _CONTROLS.sub(lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}"), text)
 
 
 def show(text: str) -> None:
@@ -24,7 +37,7 @@ def show(text: str) -> None:
     if sys.stdout is None:  # (`>&-`: Python then has no stdout at all)
         raise StdoutError("standard output is closed: give the command somewhere to print")
     try:
-        print(text)
+        print(printable(text))
     except BrokenPipeError:
         raise
     except OSError as exc:
