@@ -14,6 +14,7 @@ import { panelTitle, type NodeContext, type TargetAtResult, type VisualizeArgs }
 import { revealLine } from "./reveal";
 import { openGraphFile } from "./revealNode";
 import type { TraceFlow, Traced } from "./traceFlow";
+import { showError, showInformation, showWarning } from "./notify";
 
 /** The CodeLens / test argument, if the command got one. */
 export function visualizeArgs(arg: unknown): VisualizeArgs | undefined {
@@ -40,7 +41,7 @@ export function isNotebookCell(uri: { scheme: string }): boolean {
  * cell; a keybinding, or the palette with the cell focused, still runs them.) */
 export function saidNotebookCell(uri: { scheme: string } | undefined): boolean {
   if (!uri || !isNotebookCell(uri)) return false;
-  void vscode.window.showInformationMessage(NOTEBOOK_CELL);
+  void showInformation(NOTEBOOK_CELL);
   return true;
 }
 
@@ -107,7 +108,7 @@ export class Commands {
     if (saidNotebookCell(named ? vscode.Uri.parse(named.uri) : vscode.window.activeTextEditor?.document.uri)) return undefined;
     let doc = named ? await vscode.workspace.openTextDocument(vscode.Uri.parse(named.uri)) : vscode.window.activeTextEditor?.document;
     if (doc?.languageId !== "python") {
-      void vscode.window.showInformationMessage("torchscope: open a Python file with a model first.");
+      void showInformation("torchscope: open a Python file with a model first.");
       return undefined;
     }
     // (the cursor as it is now: a document saved as a file below opens with it at its start)
@@ -153,7 +154,7 @@ export class Commands {
     const item = vscode.debug.activeStackItem;
     const paused = !!item && "frameId" in item;
     if (!found.length && !paused) {
-      void vscode.window.showInformationMessage(`${NO_TARGET} This file defines none.`);
+      void showInformation(`${NO_TARGET} This file defines none.`);
       return undefined;
     }
     const pick = await vscode.window.showQuickPick(pickItems(found, paused), {
@@ -182,9 +183,7 @@ export class Commands {
     }
     const python = this.deps.client.python;
     this.deps.log.info(`the language server is running again${python ? ` with ${describeInterpreter(python)}` : ""}`);
-    void vscode.window.showInformationMessage(
-      `torchscope: the language server is running again${python ? ` with ${describeInterpreter(python)}` : ""}.`,
-    );
+    void showInformation(`torchscope: the language server is running again${python ? ` with ${describeInterpreter(python)}` : ""}.`);
   }
 
   private async targetAt(doc: vscode.TextDocument, pos: vscode.Position): Promise<TargetAtResult | null | "failed"> {
@@ -203,15 +202,15 @@ export class Commands {
   private serverFailed(e: unknown): void {
     const python = this.deps.client.python?.path ?? "python3";
     this.deps.log.error(`language server: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-    void vscode.window
-      .showErrorMessage(`torchscope: the language server did not start with ${python}.`, "Select Interpreter", "Show Log")
-      .then((c) => (c === "Select Interpreter" ? pickInterpreter() : c === "Show Log" ? this.deps.log.show() : undefined));
+    void showError(`torchscope: the language server did not start with ${python}.`, "Select Interpreter", "Show Log").then((c) =>
+      c === "Select Interpreter" ? pickInterpreter() : c === "Show Log" ? this.deps.log.show() : undefined,
+    );
   }
 
   async retrace(): Promise<void> {
     const panel = GraphPanel.active;
     if (!panel) {
-      void vscode.window.showInformationMessage("torchscope: no forward-pass panel to re-trace.");
+      void showInformation("torchscope: no forward-pass panel to re-trace.");
       return;
     }
     await this.deps.flow.retrace(panel);
@@ -226,18 +225,16 @@ export class Commands {
   async export(format?: unknown): Promise<void> {
     const panel = GraphPanel.active;
     if (!panel) {
-      void vscode.window.showInformationMessage("torchscope: open a forward-pass panel first.");
+      void showInformation("torchscope: open a forward-pass panel first.");
       return;
     }
     if (!panel.bytes) {
       // (its trace still runs, or made no graph: the viewer has nothing to draw from)
-      void vscode.window.showInformationMessage(`torchscope: ${panel.origin.title} has no graph to export yet.`);
+      void showInformation(`torchscope: ${panel.origin.title} has no graph to export yet.`);
       return;
     }
     if (panel.unreadable) {
-      void vscode.window.showWarningMessage(
-        `torchscope: ${panel.origin.title} can't show its graph (${panel.unreadable}): nothing to export. Re-trace makes it again.`,
-      );
+      void showWarning(`torchscope: ${panel.origin.title} can't show its graph (${panel.unreadable}): nothing to export. Re-trace makes it again.`);
       return;
     }
     let kind = typeof format === "string" ? format.toLowerCase() : undefined;
@@ -295,7 +292,7 @@ export class Commands {
  * document, or undefined when the user would not. */
 async function saveUntitled(doc: vscode.TextDocument): Promise<vscode.TextDocument | undefined> {
   const name = path.basename(doc.uri.path);
-  const choice = await vscode.window.showWarningMessage(`torchscope: ${name} has no file to import: save it to trace its model.`, "Save As…");
+  const choice = await showWarning(`torchscope: ${name} has no file to import: save it to trace its model.`, "Save As…");
   if (choice !== "Save As…") return undefined;
   const saved = await vscode.workspace.save(doc.uri);
   if (!saved || saved.scheme === "untitled") return undefined;
@@ -304,9 +301,7 @@ async function saveUntitled(doc: vscode.TextDocument): Promise<vscode.TextDocume
 
 /** "m.py does not parse: line 10: …" with Go to Line, which puts the cursor there. */
 export function saySyntaxError(doc: vscode.TextDocument, syntax: { message: string; line: number }): void {
-  void vscode.window
-    .showWarningMessage(`torchscope: ${syntax.message}`, "Go to Line")
-    .then((c) => (c ? revealLine(doc.uri.fsPath, syntax.line) : undefined));
+  void showWarning(`torchscope: ${syntax.message}`, "Go to Line").then((c) => (c ? revealLine(doc.uri.fsPath, syntax.line) : undefined));
 }
 
 /** The server's answer for a document that does not parse (`syntax-error`), else undefined. */

@@ -10,6 +10,7 @@ import { saidNotebookCell, saySyntaxError, syntaxError, visualizeArgs } from "./
 import { GraphPanel } from "./graphPanel";
 import { DEBUG_URI } from "./pausedSource";
 import type { TraceFlow, Traced } from "./traceFlow";
+import { showError, showInformation } from "./notify";
 
 export interface CompareCommandDeps {
   flow: TraceFlow;
@@ -52,7 +53,7 @@ export class CompareCommands {
         });
       } catch (e) {
         this.deps.log.error(`language server: ${String(e)}`);
-        void vscode.window.showErrorMessage("torchscope: the language server did not answer; see the torchscope output.");
+        void showError("torchscope: the language server did not answer; see the torchscope output.");
         return undefined;
       }
       if (found) return { doc, target: found.target };
@@ -69,7 +70,7 @@ export class CompareCommands {
         /* a graph file's panel: no document */
       }
     }
-    void vscode.window.showInformationMessage(NO_MODEL);
+    void showInformation(NO_MODEL);
     return undefined;
   }
 
@@ -115,7 +116,7 @@ export class CompareCommands {
     const own = panel?.origin.uri === DEBUG_URI ? (parseCompareTarget(panel.origin.target)?.target ?? panel.origin.target) : undefined;
     const expr = named ?? own ?? this.deps.compare.deps.history.lastTarget;
     if (!expr) {
-      void vscode.window.showInformationMessage(
+      void showInformation(
         "torchscope: no model was traced at a breakpoint yet. Run “Visualize forward pass (paused frame)” at one breakpoint and again at another, then compare.",
       );
       return undefined;

@@ -16,6 +16,7 @@ import { errorText } from "./logChannel";
 import { DEBUG_URI } from "./pausedSource";
 import { modelName, type CompareResult, type PanelOrigin, type TraceSummary } from "./protocol";
 import type { Answer, Ask, SourceKind, TraceOutcome, TraceSource, Traced } from "./traceFlow";
+import { showError, showInformation, showWarning } from "./notify";
 
 // ---- the last graphs traced at breakpoints ---------------------------------------------
 
@@ -98,7 +99,7 @@ async function compareFiles(
   } catch (e) {
     const message = errorText(e);
     deps.log.error(`compare ${model}: ${message}`);
-    void vscode.window.showErrorMessage(`torchscope: comparing ${model} failed: ${message}`);
+    void showError(`torchscope: comparing ${model} failed: ${message}`);
     return { ok: false, kind: "reported", said: `comparing failed: ${message}` };
   }
   deps.log.info(`compared ${model} (${sides.a} → ${sides.b}): ${compareLine(r)}, ${r.summary.changes} changes to step through → ${r.path}`);
@@ -106,7 +107,7 @@ async function compareFiles(
   GraphPanel.graphs.side(a, r.path, "a");
   GraphPanel.graphs.side(b, r.path, "b");
   if (r.summary.changes === 0) {
-    void vscode.window.showInformationMessage(`torchscope: the forward pass of ${model} is the same with ${sides.a} and ${sides.b}.`);
+    void showInformation(`torchscope: the forward pass of ${model} is the same with ${sides.a} and ${sides.b}.`);
   }
   return { ok: true, traced: { path: r.path }, result: r };
 }
@@ -204,7 +205,7 @@ export class PausedCompareSource implements TraceSource {
   async trace(): Promise<TraceOutcome> {
     const graphs = this.deps.history.graphs(this.expr);
     if (graphs.length < 2) {
-      void vscode.window.showInformationMessage(
+      void showInformation(
         `torchscope: ${this.label} was traced at a breakpoint ${graphs.length === 1 ? "once" : "never"} in this window. Visualize it when the program is paused (again), then compare.`,
       );
       return { ok: false, kind: "reported" };
@@ -217,7 +218,7 @@ export class PausedCompareSource implements TraceSource {
           () => false,
         ))
       ) {
-        void vscode.window.showWarningMessage(`torchscope: the graph file ${g.path} is gone; visualize ${this.label} at a breakpoint again.`);
+        void showWarning(`torchscope: the graph file ${g.path} is gone; visualize ${this.label} at a breakpoint again.`);
         return { ok: false, kind: "reported" };
       }
     }
@@ -263,8 +264,7 @@ export class CompareSources implements SourceKind {
     switch (kind) {
       case "head": {
         if (doc.uri.scheme !== "file") {
-          if (!quiet)
-            void vscode.window.showInformationMessage("torchscope: save the file in a git repository first: an unsaved document has no HEAD.");
+          if (!quiet) void showInformation("torchscope: save the file in a git repository first: an unsaved document has no HEAD.");
           return undefined;
         }
         let text: string;
@@ -273,7 +273,7 @@ export class CompareSources implements SourceKind {
         } catch (e) {
           const message = e instanceof NoHeadError ? e.message : String(e);
           this.deps.log.warn(`compare with HEAD: ${message}`);
-          if (!quiet) void vscode.window.showWarningMessage(`torchscope: ${message}.`);
+          if (!quiet) void showWarning(`torchscope: ${message}.`);
           return undefined;
         }
         // The model's imports as committed too: an edit in a module the file imports shows.
@@ -299,7 +299,7 @@ export class CompareSources implements SourceKind {
       case "input": {
         const other = this.otherInput(doc.uri.toString(), target);
         if (!other) {
-          if (!quiet) void vscode.window.showInformationMessage(`torchscope: run “Compare with another input…” to give ${target} its other input.`);
+          if (!quiet) void showInformation(`torchscope: run “Compare with another input…” to give ${target} its other input.`);
           return undefined;
         }
         return new EditorCompareSource(this.deps, kind, doc, target, editor.source(doc, target), editor.source(doc, target, { input: other }));
@@ -320,7 +320,7 @@ export class CompareSources implements SourceKind {
     try {
       doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(origin.uri));
     } catch (e) {
-      if (!quiet) void vscode.window.showWarningMessage(`torchscope: ${origin.uri} can't be opened any more: ${errorText(e)}`);
+      if (!quiet) void showWarning(`torchscope: ${origin.uri} can't be opened any more: ${errorText(e)}`);
       return undefined;
     }
     return this.source(c.kind, doc, c.target, quiet);

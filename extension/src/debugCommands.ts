@@ -7,6 +7,7 @@ import * as vscode from "vscode";
 import { candidateItems, type CandidatesReply } from "./debugBridge";
 import { DEBUG_URI, reportDebugError, type PausedSources } from "./pausedSource";
 import type { TraceFlow } from "./traceFlow";
+import { showInformation } from "./notify";
 
 /** What the Variables view passes to a `debug/variables/context` command. */
 export interface VariableMenuArg {
@@ -56,7 +57,7 @@ export class DebugCommands {
     if (!r.ok) return reportDebugError(r, log);
     log.info(`debug: ${r.modules.length} candidates (${r.more} more) in ${Date.now() - t0} ms`);
     if (!r.modules.length) {
-      const c = await vscode.window.showInformationMessage(
+      const c = await showInformation(
         "torchscope: no nn.Module is reachable from the selected frame. Select another frame in the Call Stack, or type an expression for the model.",
         "Enter an Expression…",
       );
@@ -95,9 +96,7 @@ export class DebugCommands {
   async visualizeVariable(arg?: unknown): Promise<void> {
     const v = variableExpression(arg);
     if (!v) {
-      void vscode.window.showInformationMessage(
-        "torchscope: this variable has no expression to evaluate; use “Visualize forward pass (paused frame)” from the palette.",
-      );
+      void showInformation("torchscope: this variable has no expression to evaluate; use “Visualize forward pass (paused frame)” from the palette.");
       return;
     }
     const frame = await this.deps.paused.pausedFrame((arg as VariableMenuArg | undefined)?.sessionId);

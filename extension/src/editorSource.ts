@@ -25,6 +25,7 @@ import { revealLine } from "./reveal";
 import { afterRenames, type Renamed } from "./renames";
 import { openSettingInUse } from "./settingsScope";
 import { inputBox, type Answer, type Ask, type SourceKind, type TraceOutcome, type TraceSource } from "./traceFlow";
+import { showError, showInformation, showWarning } from "./notify";
 
 // ---- pure parts (unit-tested) ------------------------------------------------------------
 
@@ -318,7 +319,7 @@ export class EditorSource implements TraceSource {
   /** Never run a file's top-level code without the user's yes; a yes holds for the file. */
   private async askToRun(what: Ask): Promise<Answer> {
     const statements = what.statements ?? [];
-    const choice = await vscode.window.showWarningMessage(
+    const choice = await showWarning(
       runsCodeQuestion(this.doc.uri.fsPath, what.message, statements),
       { modal: true, detail: runsCodeDetail(what.message, statements) },
       "Run It",
@@ -342,13 +343,13 @@ export class EditorSource implements TraceSource {
         return;
       case "stopped":
         log.info(`${this.target}: stopped: ${f.message}`);
-        void vscode.window.showInformationMessage(`torchscope: ${this.target} stopped: ${f.message}. Trace it again when you want its graph.`);
+        void showInformation(`torchscope: ${this.target} stopped: ${f.message}. Trace it again when you want its graph.`);
         return;
       case "no-torch": {
         log.warn(`${this.target}: ${f.message}`);
         const hasPython = !!vscode.extensions.getExtension("ms-python.python");
         const buttons = hasPython ? ["Select Interpreter", "Set torchscope.pythonPath"] : ["Set torchscope.pythonPath"];
-        void vscode.window.showErrorMessage(`torchscope: ${f.message || `torch is not installed in ${f.python}`}`, ...buttons).then((c) => {
+        void showError(`torchscope: ${f.message || `torch is not installed in ${f.python}`}`, ...buttons).then((c) => {
           if (c === "Select Interpreter") void vscode.commands.executeCommand("python.setInterpreter");
           // where the value in use is set: the workspace's when it sets it (not the User tab)
           else if (c) void openSettingInUse("torchscope.pythonPath", this.doc.uri);
@@ -363,9 +364,7 @@ export class EditorSource implements TraceSource {
         return;
       case "timeout":
         log.warn(`${this.target}: ${f.message}`);
-        void vscode.window
-          .showErrorMessage(`torchscope: ${f.message}`, "Change Time Limit")
-          .then((c) => c && openSettingInUse("torchscope.traceTimeoutSeconds"));
+        void showError(`torchscope: ${f.message}`, "Change Time Limit").then((c) => c && openSettingInUse("torchscope.traceTimeoutSeconds"));
         return;
       case "target-error":
         log.error(f.details ? `${f.message}\n${f.details}` : f.message);
@@ -373,7 +372,7 @@ export class EditorSource implements TraceSource {
         return;
       default:
         log.error(f.message);
-        void vscode.window.showErrorMessage(`torchscope: ${f.message}`);
+        void showError(`torchscope: ${f.message}`);
         return;
     }
   }
@@ -382,7 +381,7 @@ export class EditorSource implements TraceSource {
    * in the log (Show Details) when there are. */
   private sayFailed(message: string, details: boolean, line?: SourceLine): void {
     const buttons = [...(line ? ["Go to Line"] : []), ...(details ? ["Show Details"] : [])];
-    void vscode.window.showErrorMessage(`torchscope: ${message}`, ...buttons).then((c) => {
+    void showError(`torchscope: ${message}`, ...buttons).then((c) => {
       if (c === "Go to Line" && line) void revealLine(line.file, line.line);
       else if (c === "Show Details") this.deps.log.show(true);
     });
@@ -391,7 +390,7 @@ export class EditorSource implements TraceSource {
 
 /** A panel of a graph file (not a document's model): nothing to re-trace. */
 function sayGraphFile(): void {
-  void vscode.window.showInformationMessage("torchscope: this panel shows a graph file; there is no code to re-trace.");
+  void showInformation("torchscope: this panel shows a graph file; there is no code to re-trace.");
 }
 
 /** Panels of models in documents: re-traced from the document as it is now. */
@@ -422,7 +421,7 @@ export class EditorSources implements SourceKind {
     try {
       doc = await vscode.workspace.openTextDocument(uri);
     } catch (e) {
-      void vscode.window.showWarningMessage(`torchscope: ${origin.uri} can't be opened any more: ${errorText(e)}`);
+      void showWarning(`torchscope: ${origin.uri} can't be opened any more: ${errorText(e)}`);
       return undefined;
     }
     if (doc.languageId !== "python") {

@@ -8,6 +8,7 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { ViewState } from "./protocol";
+import { showInformation } from "./notify";
 
 function inlineScript(js: string): string {
   // Inside <script>, only "</script" and "<!--" can end or confuse the element.
@@ -92,7 +93,7 @@ export async function saveAs(name: string, mime: string, data: Uint8Array): Prom
   });
   if (!target) return undefined;
   await vscode.workspace.fs.writeFile(target, data);
-  void vscode.window.showInformationMessage(`torchscope: saved ${vscode.workspace.asRelativePath(target)}`, "Open").then((c) => {
+  void showInformation(`torchscope: saved ${vscode.workspace.asRelativePath(target)}`, "Open").then((c) => {
     if (c !== "Open") return;
     if (opensIn(mime) === "browser") void vscode.env.openExternal(target);
     else void vscode.commands.executeCommand("vscode.open", target);

@@ -25,6 +25,7 @@ import { tracedLine } from "./logChannel";
 import type { PanelOrigin, TraceSummary } from "./protocol";
 import { openSettingInUse } from "./settingsScope";
 import { inputBox, type Answer, type Ask, type SourceKind, type TraceOutcome, type TraceSource } from "./traceFlow";
+import { asText, showError, showInformation } from "./notify";
 
 /** The panels of paused-frame graphs: not a document (a re-trace needs the paused program). */
 export const DEBUG_URI = "torchscope-debug:paused-frame";
@@ -245,9 +246,9 @@ export class PausedSource implements TraceSource {
     this.label = r.model || this.label;
     this.log.info(`debug: armed the next call of ${this.target} (${this.label}) → ${out}`);
     let waiting = true; // (the toast stays after the graph came: its Continue then does nothing)
-    void vscode.window
-      .showInformationMessage(`torchscope: continue the program; the graph of ${this.label} appears when it next runs.`, "Continue")
-      .then((c) => c && waiting && vscode.commands.executeCommand("workbench.action.debug.continue"));
+    void showInformation(`torchscope: continue the program; the graph of ${this.label} appears when it next runs.`, "Continue").then(
+      (c) => c && waiting && vscode.commands.executeCommand("workbench.action.debug.continue"),
+    );
     const got = await this.waitForNextCall(out, r.path);
     waiting = false;
     if (!got) return { ok: false, kind: "cancelled" };
@@ -268,7 +269,7 @@ export class PausedSource implements TraceSource {
     const session = this.bridge.frame.session;
     const name = this.label;
     return vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `torchscope: waiting for the next call of ${name}…`, cancellable: true },
+      { location: vscode.ProgressLocation.Notification, title: asText(`torchscope: waiting for the next call of ${name}…`), cancellable: true },
       (_progress, token) =>
         new Promise((resolve) => {
           let done = false;
@@ -314,7 +315,7 @@ export class PausedSource implements TraceSource {
               if (s.id !== session.id) return;
               void check().then((found) => {
                 if (found) return;
-                void vscode.window.showInformationMessage(`torchscope: the debug session ended before ${name} ran again; no graph.`);
+                void showInformation(`torchscope: the debug session ended before ${name} ran again; no graph.`);
                 finish(undefined);
               });
             }),
@@ -349,7 +350,7 @@ export function reportDebugError(r: ErrorReply, log: vscode.LogOutputChannel): v
     if (r.traceback) log.error(`${r.error}\n${r.traceback}`);
     log.show(true);
   };
-  const withDetails = (message: string): void => void vscode.window.showErrorMessage(message, "Show Details").then((c) => c && details());
+  const withDetails = (message: string): void => void showError(message, "Show Details").then((c) => c && details());
   if (r.traceback) log.error(`debug ${r.kind}: ${r.error}\n${r.traceback}`);
   else log.error(`debug ${r.kind}: ${r.error}`);
   switch (r.kind) {
@@ -357,7 +358,7 @@ export function reportDebugError(r: ErrorReply, log: vscode.LogOutputChannel): v
       log.info("debug: trace cancelled");
       return;
     case "no-torch":
-      void vscode.window.showErrorMessage(`torchscope: the debugged program has no torch: ${r.error}`);
+      void showError(`torchscope: the debugged program has no torch: ${r.error}`);
       return;
     case "no-msgpack":
       withDetails(`torchscope: ${r.error} (install msgpack in the debugged program's environment).`);
@@ -366,19 +367,17 @@ export function reportDebugError(r: ErrorReply, log: vscode.LogOutputChannel): v
       withDetails(`torchscope: the tracer does not load in the debugged Python: ${r.error}`);
       return;
     case "no-frame":
-      void vscode.window.showErrorMessage(`torchscope: ${r.error} Select a frame in the Call Stack and try again.`);
+      void showError(`torchscope: ${r.error} Select a frame in the Call Stack and try again.`);
       return;
     case "timeout":
-      void vscode.window
-        .showErrorMessage(`torchscope: ${r.error}`, "Change Time Limit")
-        .then((c) => c && openSettingInUse("torchscope.traceTimeoutSeconds"));
+      void showError(`torchscope: ${r.error}`, "Change Time Limit").then((c) => c && openSettingInUse("torchscope.traceTimeoutSeconds"));
       return;
     case "target-error":
     case "needs-input":
-      void vscode.window.showErrorMessage(`torchscope: ${r.error}`);
+      void showError(`torchscope: ${r.error}`);
       return;
     case "evaluate-failed":
-      void vscode.window.showErrorMessage(`torchscope: the debugger refused the request (${r.error}). Is the program still paused?`);
+      void showError(`torchscope: the debugger refused the request (${r.error}). Is the program still paused?`);
       return;
     case "bad-reply":
       withDetails(
@@ -430,13 +429,13 @@ export class PausedSources implements SourceKind {
           : undefined
       : (item?.session ?? active);
     if (!session) {
-      void vscode.window.showInformationMessage(
+      void showInformation(
         "torchscope: start debugging a Python program and stop at a breakpoint first, then run “Visualize forward pass (paused frame)”.",
       );
       return undefined;
     }
     if (!PYTHON_DEBUG_TYPES.includes(session.type)) {
-      void vscode.window.showInformationMessage(
+      void showInformation(
         `torchscope: “${session.name}” is a ${session.type} debug session; tracing at a breakpoint needs a Python (debugpy) session. For a model in a file, use “Visualize forward pass” in the editor.`,
       );
       return undefined;
@@ -454,9 +453,7 @@ export class PausedSources implements SourceKind {
         this.deps.log.info(`debug: stackTrace of thread ${item.threadId}: ${String(e)}`);
       }
     }
-    void vscode.window.showInformationMessage(
-      "torchscope: the program is running; pause it (or stop at a breakpoint) and select a frame in the Call Stack first.",
-    );
+    void showInformation("torchscope: the program is running; pause it (or stop at a breakpoint) and select a frame in the Call Stack first.");
     return undefined;
   }
 }

@@ -14,6 +14,7 @@ import { lineNow, lineTraced, type LinePairs } from "./lineMap";
 import { fileKind, insideByPath, isKnown, openDecision, type OpenContext } from "./openGuard";
 import type { PanelOrigin, Site } from "./protocol";
 import { realPath } from "./realPath";
+import { showWarning } from "./notify";
 
 /** Files outside the workspace the user agreed to open in this window. */
 const allowed = new Set<string>();
@@ -41,16 +42,14 @@ export async function mayOpen(file: string, panel: GraphPanel | undefined, autom
   if (decision === "open") return true;
   if (automatic) return false;
   if (decision === "missing") {
-    void vscode.window.showWarningMessage(
-      `torchscope: ${file} does not exist (the graph names a file that is not on this machine, or not any more).`,
-    );
+    void showWarning(`torchscope: ${file} does not exist (the graph names a file that is not on this machine, or not any more).`);
     return false;
   }
   if (decision === "not-a-file") {
-    void vscode.window.showWarningMessage(`torchscope: ${file} is not a file; not opened.`);
+    void showWarning(`torchscope: ${file} is not a file; not opened.`);
     return false;
   }
-  const choice = await vscode.window.showWarningMessage(`Open ${file} (outside the workspace)?`, { modal: true }, "Open");
+  const choice = await showWarning(`Open ${file} (outside the workspace)?`, { modal: true }, "Open");
   if (choice !== "Open") return false;
   allowed.add(path.resolve(file));
   return true;
@@ -168,7 +167,7 @@ async function revealUri(
   try {
     doc = await vscode.workspace.openTextDocument(uri);
   } catch {
-    void vscode.window.showWarningMessage(`torchscope: can't open ${file}`);
+    void showWarning(`torchscope: can't open ${file}`);
     return undefined;
   }
   const l = editorLine(line, doc.lineCount);

@@ -13,6 +13,7 @@ import { parseCompareTarget } from "./compareTargets";
 import { GraphPanel, type GraphOf } from "./graphPanel";
 import { REVEAL_NODE_COMMAND, revealNodeArgs, type PanelOrigin, type RevealNodeArgs } from "./protocol";
 import type { TraceFlow } from "./traceFlow";
+import { showError } from "./notify";
 
 /** The panel showing the graph file `graph`, the active one first. */
 export function panelOf(graph: string, panels: readonly GraphPanel[], active: GraphPanel | undefined): GraphPanel | undefined {
@@ -59,7 +60,7 @@ async function reopen(flow: TraceFlow, origin: PanelOrigin & { model?: string },
   } catch (e) {
     panel.dispose();
     const gone = ours ? `the graph of that trace is gone (${graph}): trace again.` : `can't read the graph file ${graph}:`;
-    void vscode.window.showErrorMessage(`torchscope: ${gone} ${String(e)}`);
+    void showError(`torchscope: ${gone} ${String(e)}`);
     return undefined;
   }
   return panel;

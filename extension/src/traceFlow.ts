@@ -25,6 +25,7 @@ import {
 import { revealLine, revealSite, type LinesNow } from "./reveal";
 import { afterRenames, type Renamed } from "./renames";
 import { openSettingInUse } from "./settingsScope";
+import { asText, showError, showInformation, showWarning } from "./notify";
 
 /** A graph file written on this machine, and what its trace said (absent for a graph whose
  * summary never reached the extension: a next call traced in a local debuggee). */
@@ -398,11 +399,11 @@ export class TraceFlow {
    * the runner traces one model at a time: the next command would wait behind it). */
   private traceWithProgress(source: TraceSource, quiet: boolean, panel: GraphPanel | undefined): Thenable<TraceOutcome> {
     const location = quiet ? vscode.ProgressLocation.Window : vscode.ProgressLocation.Notification;
-    return vscode.window.withProgress({ location, title: source.progressTitle, cancellable: !quiet }, async (progress, cancel) => {
+    return vscode.window.withProgress({ location, title: asText(source.progressTitle), cancellable: !quiet }, async (progress, cancel) => {
       const stop = new vscode.CancellationTokenSource();
       const watching = [cancel.onCancellationRequested(() => stop.cancel()), ...(panel ? [panel.onClosed(() => stop.cancel())] : [])];
       try {
-        return await source.trace((message) => progress.report({ message }), stop.token);
+        return await source.trace((message) => progress.report({ message: asText(message) }), stop.token);
       } finally {
         for (const w of watching) w.dispose();
         stop.dispose();
@@ -413,7 +414,7 @@ export class TraceFlow {
   /** A model that needs a GPU or more memory: the meta device (when the source can), or its line. */
   private async askMeta(source: TraceSource, what: Ask): Promise<Answer> {
     const q = metaQuestion(what, source.label, !source.useMeta ? "cannot" : source.onMeta ? "tried" : "can");
-    const choice = await vscode.window.showWarningMessage(q.text, ...q.buttons);
+    const choice = await showWarning(q.text, ...q.buttons);
     if (choice === "Trace on Meta Device" && source.useMeta) {
       source.useMeta();
       return "retry";
@@ -434,14 +435,12 @@ export class TraceFlow {
     if (summary?.model) panel.model = modelName(summary, source.label);
     panel.modelId = traced.modelId;
     if (summary?.model && anotherLiveModel(was, { id: traced.modelId, model: panel.model })) {
-      void vscode.window.showInformationMessage(
-        `torchscope: ${source.label} in the paused frame is another model now: ${panel.model} (the panel showed ${was.model}).`,
-      );
+      void showInformation(`torchscope: ${source.label} in the paused frame is another model now: ${panel.model} (the panel showed ${was.model}).`);
     }
     try {
       await panel.load(traced.path);
     } catch (e) {
-      void vscode.window.showErrorMessage(`torchscope: can't read the graph file ${traced.path}: ${String(e)}`);
+      void showError(`torchscope: can't read the graph file ${traced.path}: ${String(e)}`);
       return undefined;
     }
     for (const l of this.shownListeners) l(source, traced, panel);
@@ -449,7 +448,7 @@ export class TraceFlow {
     if (summary?.warnings?.length) {
       const text = `torchscope: tracing ${name} left changes it could not undo: ${summary.warnings.join("; ")}`;
       this.log.warn(text.replace(/^torchscope: /, ""));
-      void vscode.window.showWarningMessage(text);
+      void showWarning(text);
     }
     const err = summary?.error;
     if (!err) return undefined;
@@ -463,18 +462,16 @@ export class TraceFlow {
     const next = quiet ? undefined : afterRaise(summary, source.label);
     if (next?.kind === "needs-input") {
       // Not "the model is broken": the guess may be. The box opens at once; this stays.
-      void vscode.window
-        .showWarningMessage(
-          `torchscope: ${who} raised ${err.type} with a guessed input (${summary.input}): the guess may be wrong.`,
-          ...(line ? ["Go to Line"] : []),
-        )
-        .then((c) => {
-          if (c === "Go to Line" && line) void goTo(line);
-        });
+      void showWarning(
+        `torchscope: ${who} raised ${err.type} with a guessed input (${summary.input}): the guess may be wrong.`,
+        ...(line ? ["Go to Line"] : []),
+      ).then((c) => {
+        if (c === "Go to Line" && line) void goTo(line);
+      });
     }
     if (next) return next;
     const buttons = line ? ["Go to Line", "Change Input…"] : ["Change Input…"];
-    void vscode.window.showWarningMessage(`torchscope: ${who} raised ${err.type}: ${err.message}`, ...buttons).then((c) => {
+    void showWarning(`torchscope: ${who} raised ${err.type}: ${err.message}`, ...buttons).then((c) => {
       if (c === "Go to Line" && line) void goTo(line);
       else if (c === "Change Input…") void this.changeInput(panel);
     });
@@ -504,7 +501,7 @@ export class TraceFlow {
       // (renamed or deleted since its trace: the graph stays, said to be of the file as it was)
       const why = `${gone} is not there any more (renamed or deleted?)`;
       panel.markStale(why); // (the banner adds that the graph is the last trace's that worked)
-      if (!quiet) void vscode.window.showWarningMessage(`torchscope: ${why}: the panel keeps its last graph`);
+      if (!quiet) void showWarning(`torchscope: ${why}: the panel keeps its last graph`);
       return undefined;
     }
     return kind.reopen(panel.origin, quiet);

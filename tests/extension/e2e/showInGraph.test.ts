@@ -5,7 +5,9 @@
 // name), with the node selected, and its Re-trace traces the model again. Compare with training
 // mode, hover a line → Show in graph: the comparison's panel shows the node, no other tab
 // opens. "torchscope: Open graph file…" on a graph the command line wrote, Re-trace: "there is
-// no code to re-trace", not "can't be opened any more".
+// no code to re-trace", not "can't be opened any more". A graph someone else made whose source
+// paths are link markdown: a click on a node says the file does not exist, as text — the
+// message has no link in it (a command link there ran a shell command at a click).
 import { strict as assert } from "node:assert";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
@@ -70,6 +72,8 @@ class MLP(nn.Module):
         return self.fc2(h)
 `;
 
+const CRAFTED_FILE = "/nowhere/model.py [Open the file](command:workbench.action.terminal.new) and [retry](https://example.invalid/x)";
+
 let browser: Browser;
 let cs: CodeServer | undefined;
 let page: Page;
@@ -81,6 +85,20 @@ before(async () => {
   });
   // A graph file written by the command line, never traced in the window.
   execFileSync(PYTHON, ["-m", "torchscope", "trace", "show_net.py:TinyNet", "-o", "cli_graph.msgpack"], { cwd: cs.workspace, stdio: "ignore" });
+  // The same graph as a stranger could hand it over: every source path is link markdown.
+  const craft = [
+    "import json, sys",
+    "from torchscope.graph import pack_wire",
+    "g = json.load(open('crafted.json'))",
+    "for n in g['nodes']:",
+    "    if n.get('site'): n['site']['file'] = sys.argv[1]",
+    "open('crafted.msgpack', 'wb').write(pack_wire(g))",
+  ].join("\n");
+  execFileSync(PYTHON, ["-m", "torchscope", "trace", "show_net.py:TinyNet", "-o", "crafted.json", "--format", "json"], {
+    cwd: cs.workspace,
+    stdio: "ignore",
+  });
+  execFileSync(PYTHON, ["-c", craft, CRAFTED_FILE], { cwd: cs.workspace, stdio: "ignore" });
   browser = await launch();
   page = await openWorkbench(browser, cs);
 });
@@ -167,26 +185,44 @@ describe("Show in graph and Re-trace of a panel opened again", { timeout: 600_00
       await shot(page, "show-in-graph-compare");
     }));
 
+  /** "torchscope: Open graph file…" of the workspace's `name`, through code-server's own dialog. */
+  async function openGraphFile(name: string): Promise<void> {
+    await palette(page, "Open graph file");
+    // code-server's own file dialog: a path in a quick input
+    const input = page.locator(".quick-input-widget input");
+    await input.waitFor({ timeout: 15_000 });
+    // the dialog puts its folder in the box a moment after it opens, over a path typed
+    // before (seen once under load: "Please select a file"): fill until the path stays
+    const file = join(cs!.workspace, name);
+    for (let i = 0; i < 5; i++) {
+      await input.fill(file);
+      await page.waitForTimeout(700);
+      if ((await input.inputValue()) === file) break;
+    }
+    await page.keyboard.press("Enter");
+  }
+
   it("Open graph file… of the command line's graph: its Re-trace says there is no code to re-trace", () =>
     step(page, "open-graph-file", async () => {
       await closeAll(page);
-      await palette(page, "Open graph file");
-      // code-server's own file dialog: a path in a quick input
-      const input = page.locator(".quick-input-widget input");
-      await input.waitFor({ timeout: 15_000 });
-      // the dialog puts its folder in the box a moment after it opens, over a path typed
-      // before (seen once under load: "Please select a file"): fill until the path stays
-      const file = join(cs!.workspace, "cli_graph.msgpack");
-      for (let i = 0; i < 5; i++) {
-        await input.fill(file);
-        await page.waitForTimeout(700);
-        if ((await input.inputValue()) === file) break;
-      }
-      await page.keyboard.press("Enter");
+      await openGraphFile("cli_graph.msgpack");
       await waitForGraph(page);
       await tabs("Forward pass: cli_graph").first().waitFor();
       await palette(page, "Re-trace forward pass");
       await waitForMessage(page, /this panel shows a graph file; there is no code to re-trace/);
       assert.ok(!(await notifications(page)).some((n) => /can't be opened/.test(n)), JSON.stringify(await notifications(page)));
+    }));
+
+  it("a graph whose source paths are link markdown: a click says the file does not exist, with no link in the message", () =>
+    step(page, "crafted-graph-links", async () => {
+      await closeAll(page);
+      await markOld(page);
+      await openGraphFile("crafted.msgpack");
+      await waitForGraph(page);
+      await viewer(page).locator('g[data-kind="op"]').first().click();
+      await waitForMessage(page, /does not exist/);
+      const message = page.locator(".notification-toast .notification-list-item-message", { hasText: "does not exist" }).first();
+      assert.match(await message.innerText(), /\[Open the file\]/, "the path shows as written");
+      assert.equal(await message.locator("a").count(), 0, "no link in the message");
     }));
 });

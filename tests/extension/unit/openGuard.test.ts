@@ -114,6 +114,17 @@ describe("a click in the panel opens only what it should", () => {
     assert.match(said[1]!, /pkg is not a file/);
   });
 
+  it("a path made of link markdown shows as text, never as a link the message renders", async () => {
+    // (a crafted graph's site: VS Code renders `[label](command:…)` in a notification as a link)
+    const crafted = join(ws, "m.py [Open the file](command:workbench.action.terminal.new) and [x](https://e.example/p)");
+    await revealLine(crafted, 3);
+    const said = calls("showWarningMessage").map((c) => String(c.args[0]));
+    assert.equal(said.length, 1);
+    assert.match(said[0]!, /does not exist/);
+    assert.doesNotMatch(said[0]!, /\]\(/, "no `](` left to make a link");
+    assert.ok(said[0]!.includes("Open the file") && said[0]!.includes("command:workbench.action.terminal.new"), "the text itself stays");
+  });
+
   it("beside the graph, unasked (the error's line): never a question; a file outside is left alone", async () => {
     await revealLine(out2, 1, undefined, true);
     await revealLine(join(ws, "gone.py"), 1, undefined, true);
