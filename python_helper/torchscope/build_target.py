@@ -183,9 +183,12 @@ def import_file(
     if path.is_dir():
         raise TargetError(f"{path} is a folder: give FILE.py:NAME")
     name, root = module_name_for(path, source)
-    for folder in reversed(import_folders(path, root)):  # (the runner puts them first itself)
-        if str(folder) not in sys.path:
-            sys.path.insert(0, str(folder))
+    # the package's root first, then the file's own folder, ahead of the same folders later
+    # on sys.path (the current folder, site-packages): else `import linformer` from inside
+    # linformer/linformer.py finds that module, not its package (the runner does the same)
+    folders = [str(folder) for folder in import_folders(path, root)]
+    if sys.path[: len(folders)] != folders:
+        sys.path[:0] = folders
     this = _ThisFile(name, path, source, keep, skipped)
     sys.modules.pop(name, None)  # (an earlier import of it: this one runs afresh)
     old_argv = sys.argv
