@@ -377,3 +377,62 @@ def test_an_input_call_that_only_builds_values_is_still_taken(tmp_path, call):
     )
     project, info = load(path)
     assert input_call(project, info, "Net") == call
+
+
+ARGPARSE_HELPER = """
+import argparse
+import torch
+from torch import nn
+class Net(nn.Module):
+    pass
+def get_args():
+    p = argparse.ArgumentParser()
+    p.add_argument("--in-channels", type=int, default=1)
+    p.add_argument("--width", type=int, default=8)
+    {parse}
+def main():
+    {bind}
+    model = Net(args.in_channels, width=args.width).to("cpu")
+"""
+
+
+@pytest.mark.parametrize(
+    "parse, bind",
+    [
+        ("return p.parse_args()", "args = get_args()"),
+        ("args = p.parse_args()\n    return args", "args = get_args()"),
+        ("return p.parse_known_args()[0]", "args = get_args()"),
+    ],
+)
+def test_argparse_defaults_through_a_function_that_parses(tmp_path, parse, bind):
+    """The most common training script: `args = get_args()`, the parser in a function of
+    its own that returns what `parse_args()` gives."""
+    path = write(tmp_path, "train.py", ARGPARSE_HELPER.format(parse=parse, bind=bind))
+    project, info = load(path)
+    found = calls_in_file.ctor_call(info, "Net")
+    assert found is not None and found.usable and found.text == "1, width=8", found
+
+
+ARGPARSE_PASSED = """
+import argparse
+import torch
+from torch import nn
+class Net(nn.Module):
+    pass
+def main(opts):
+    model = Net(opts.in_channels, width=opts.width)
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--in-channels", type=int, default=1)
+    p.add_argument("--width", type=int, default=8)
+    main({arg})
+"""
+
+
+@pytest.mark.parametrize("arg", ["p.parse_args()", "p.parse_known_args()[0]"])
+def test_argparse_defaults_passed_to_the_function_that_builds(tmp_path, arg):
+    """`main(parser.parse_args())`: the parameter that takes the parser's result."""
+    path = write(tmp_path, "train.py", ARGPARSE_PASSED.format(arg=arg))
+    project, info = load(path)
+    found = calls_in_file.ctor_call(info, "Net")
+    assert found is not None and found.usable and found.text == "1, width=8", found

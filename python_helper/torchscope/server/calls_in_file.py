@@ -426,21 +426,82 @@ _FLAGS = ("store_true", "store_false")
 
 def _parsed_args_names(info: FileInfo) -> set[str]:
     """Names bound to a parser's result: `args = parser.parse_args()`, `args, _ =
-    parser.parse_known_args()`."""
+    parser.parse_known_args()`, and `args = get_args()` of a function of the file that
+    returns one (`return parser.parse_args()`, or a name it bound so)."""
     names: set[str] = set()
+    parsing = _parsing_functions(info)
     for node in ast.walk(info.tree):
+        if isinstance(node, ast.Call):
+            _passed_parsed(node, info, parsing, names)
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
             continue
         func = node.value.func
-        if not isinstance(func, ast.Attribute):
-            continue
         for t in node.targets:
+            if isinstance(func, ast.Name) and func.id in parsing and isinstance(t, ast.Name):
+                names.add(t.id)
+            if not isinstance(func, ast.Attribute):
+                continue
             if func.attr == "parse_args" and isinstance(t, ast.Name):
                 names.add(t.id)
             elif func.attr == "parse_known_args" and isinstance(t, ast.Tuple) and t.elts:
                 if isinstance(t.elts[0], ast.Name):
                     names.add(t.elts[0].id)
     return names
+
+
+def _passed_parsed(call: ast.Call, info: FileInfo, parsing: set[str], names: set[str]) -> None:
+    """`main(parser.parse_args())`, `main(get_args())`: the parameter of the file's function
+    that takes the parser's result, by position or keyword, joins `names`."""
+    fn = info.functions.get(call.func.id) if isinstance(call.func, ast.Name) else None
+    if fn is None:
+        return
+
+    def parsed(value: ast.expr) -> bool:
+        return _parses(value) or (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id in parsing
+        )
+
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    for i, value in enumerate(call.args):
+        if i < len(params) and parsed(value):
+            names.add(params[i])
+    for k in call.keywords:
+        if k.arg is not None and parsed(k.value):
+            names.add(k.arg)
+
+
+def _parsing_functions(info: FileInfo) -> set[str]:
+    """The file's functions that return a parser's result: `return p.parse_args()`,
+    `return p.parse_known_args()[0]`, or `return args` of an `args = p.parse_args()`."""
+    out: set[str] = set()
+    for fn in info.functions.values():
+        bound: set[str] = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and _parses(node.value):
+                bound.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = node.value
+                if _parses(value) or (isinstance(value, ast.Name) and value.id in bound):
+                    out.add(fn.name)
+    return out
+
+
+def _parses(expr: ast.expr) -> bool:
+    """`….parse_args()`, or `….parse_known_args()[0]`."""
+    if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+        if expr.slice.value != 0:
+            return False
+        expr, attr = expr.value, "parse_known_args"
+    else:
+        attr = "parse_args"
+    return (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr == attr
+    )
 
 
 def _stand_in(
