@@ -83,6 +83,12 @@ def complete_target(target: str) -> tuple[str, Optional[str]]:
     if len(names) == 1:
         return f"{target}:{names[0]}", f"tracing {names[0]}, the one model {path.name} defines"
     if not names:
+        built = _built_at_top(path)
+        if built:  # (a library's class, as x-transformers' TransformerWrapper: not told)
+            raise TargetError(
+                f"{path.name} defines no model torchscope can tell from its text; it builds "
+                f"{', '.join(built)} at its top level: give the model as {target}:NAME"
+            )
         raise TargetError(
             f"{path.name} defines no model (an nn.Module class, an instance of one or a "
             "function that returns one): give FILE.py:NAME"
@@ -100,6 +106,15 @@ def models_named(path: Path, text: Optional[str] = None) -> list[str]:
 
     project, info = _parsed(path, text)
     return [] if info is None else [t.target for t in find_targets.targets_in(project, info)]
+
+
+def _built_at_top(path: Path) -> list[str]:
+    """The names the file binds to a call at its top level (`model = Wrapper(…)`), in file
+    order: a model among them may be of a class static analysis can't tell is one."""
+    _, info = _parsed(path, None)
+    if info is None:
+        return []
+    return [name for name, _ in sorted(info.instances.items(), key=lambda kv: kv[1].lineno)]
 
 
 def _its_models(path: Path, text: Optional[str]) -> str:

@@ -105,3 +105,23 @@ def test_a_name_the_file_lacks_lists_its_models(tmp_path: Path, capsys) -> None:
 def test_a_missing_file_alone_is_still_a_missing_file(tmp_path: Path, capsys) -> None:
     rc, _, err = run(["trace", str(tmp_path / "gone.py"), "-o", str(tmp_path / "g.json")], capsys)
     assert rc == 2 and ("no such file" in err or "FILE.py:NAME" in err)
+
+
+LIBRARY = """
+import torch
+from somelib import TransformerWrapper, Decoder
+
+model = TransformerWrapper(num_tokens=256, attn_layers=Decoder(dim=32, depth=2))
+tokens = torch.randint(0, 256, (1, 16))
+"""
+
+
+def test_a_file_of_library_models_names_what_it_builds(tmp_path: Path, capsys) -> None:
+    """A model built from a library's class (x-transformers, diffusers) can't be told from
+    the file's text: the message says so, and names what the file builds at its top level,
+    instead of "defines no model"."""
+    lm = write(tmp_path, "lm.py", LIBRARY)
+    rc, _, err = run(["trace", str(lm), "-o", str(tmp_path / "g.json")], capsys)
+    assert rc == 2 and err.count("\n") == 1
+    assert "lm.py defines no model torchscope can tell from its text" in err
+    assert "it builds model, tokens at its top level" in err and f"{lm}:NAME" in err
