@@ -688,8 +688,9 @@ def _parsed(path: Path, text: Optional[str]) -> tuple[Any, Any]:
     """The file parsed for static analysis, in a project rooted at its folder: (the
     `find_targets.Project`, its `FileInfo` or None when it does not parse)."""
     from .server import find_targets
+    from .server.runner_client import site_folders
 
-    project = find_targets.Project((path.resolve().parent,))
+    project = find_targets.Project((path.resolve().parent,), library_roots=site_folders())
     return project, project.load(path, text)
 
 

@@ -6,8 +6,9 @@ model classes, and classes of the same file or of other project files whose own 
 modules. Project files are looked for where the runner would find them: next to the file, in
 its package tree, in folders the file puts on `sys.path` itself (a path computed from
 `__file__` or a constant), on the runner's PYTHONPATH and editable installs (what the server
-passes), and in the workspace folders and their `src/` folders. Other files (site-packages)
-are never read.
+passes), and in the workspace folders and their `src/` folders. A class of an installed
+library that no name tells a model (x-transformers', diffusers') is read from its source in
+site-packages (`library_roots`), as far as its bases go.
 """
 
 from __future__ import annotations
@@ -361,8 +362,16 @@ def workspace_folder(roots: Sequence[Path], path: Path) -> Optional[Path]:
 class Project:
     """Parsed files, cached by path and modification time, and the folders to look for imports."""
 
-    def __init__(self, roots: tuple[Path, ...] = (), python_path: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        roots: tuple[Path, ...] = (),
+        python_path: Sequence[str] = (),
+        library_roots: Sequence[Path] = (),
+    ) -> None:
         self.roots = tuple(r.resolve() for r in roots)
+        # the interpreter's site-packages: an installed library's classes are read from its
+        # source when no name tells whether they are models (see _library_module_class)
+        self.library_roots = [Path(r) for r in library_roots]
         # the runner's PYTHONPATH and the folders of editable installs; relative entries are
         # from the folder the runner starts in (the first workspace folder), as Python makes
         # them absolute at its start
@@ -500,13 +509,53 @@ class Project:
     ) -> bool:
         found = self.resolve(info, name)
         if isinstance(found, External):
-            return is_external_module_class(found.qualname)
+            if is_external_module_class(found.qualname):
+                return True
+            return self._library_module_class(found.qualname, seen)
         if isinstance(found, ProjectClass):
             other = info if found.file == info.path else self.load(found.file)
             if other is None or found.name not in other.classes:
                 return False
             return self.is_module_class(other, other.classes[found.name], seen)
         return False
+
+    def _library_module_class(self, qualname: str, seen: Optional[set[Any]] = None) -> bool:
+        """An installed library's class (`x_transformers.TransformerWrapper`) whose bases, read
+        from the library's source, lead to `nn.Module`: the module file that defines or
+        re-exports it is looked for in the library roots, and the name resolved there as in
+        a project file. Libraries judged by their names (torch, transformers …) and those with
+        no models are not read; nor is a file of more than _LIBRARY_FILE_MAX bytes."""
+        parts = qualname.split(".")
+        if not self.library_roots or len(parts) < 2 or parts[0] in _LIBRARIES_NOT_READ:
+            return False
+        seen = set[Any]() if seen is None else seen
+        if ("library", qualname) in seen:
+            return False
+        seen.add(("library", qualname))
+        for i in range(len(parts) - 1, 0, -1):
+            file = self._module_file(parts[:i], self.library_roots)
+            if file is None:
+                continue
+            try:
+                if file.stat().st_size > _LIBRARY_FILE_MAX:
+                    return False
+            except OSError:
+                return False
+            other = self.load(file)
+            return other is not None and self.refers_to_module_class(
+                other, ".".join(parts[i:]), seen
+            )
+        return False
+
+
+# libraries judged by their names (is_external_module_class), and big ones with no model
+# classes, whose source is not read
+_LIBRARIES_NOT_READ = frozenset(
+    "torch torchvision transformers lightning pytorch_lightning numpy scipy pandas "
+    "matplotlib sklearn PIL cv2 jax tensorflow keras os sys typing collections functools "
+    "itertools dataclasses math re json pathlib abc enum".split()
+)
+_LIBRARY_FILE_MAX = 1 << 20  # bytes: a generated file of that size holds no model class
 
 
 def library_imports(info: FileInfo) -> set[str]:

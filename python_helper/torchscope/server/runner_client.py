@@ -71,6 +71,17 @@ def runner_import_folders() -> list[str]:
     search of model classes (find_targets); nothing is imported or run."""
     here = str(Path(torchscope.__file__).resolve().parent.parent)
     entries = [p for p in runner_env()["PYTHONPATH"].split(os.pathsep) if p and p != here]
+    from .find_targets import editable_folders  # (not before the runner's early start)
+
+    entries.extend(str(f) for f in editable_folders(site_folders()))
+    # (torchscope's own folder is no user's: an editable install of torchscope lists it too)
+    return [e for e in dict.fromkeys(entries) if e != here]
+
+
+def site_folders() -> list[Path]:
+    """The interpreter's site-packages folders (the user's too, when Python reads it): where
+    the libraries the user's code imports are installed (the runner runs on this
+    interpreter)."""
     try:
         sites = list(site.getsitepackages())
     except AttributeError:  # (an old virtualenv's site module)
@@ -78,11 +89,7 @@ def runner_import_folders() -> list[str]:
     user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     if isinstance(user, str):
         sites.append(user)
-    from .find_targets import editable_folders  # (not before the runner's early start)
-
-    entries.extend(str(f) for f in editable_folders([Path(s) for s in sites]))
-    # (torchscope's own folder is no user's: an editable install of torchscope lists it too)
-    return [e for e in dict.fromkeys(entries) if e != here]
+    return [Path(s) for s in sites]
 
 
 # The workspace's environment file (`.env`), as the extension read it: a JSON object of

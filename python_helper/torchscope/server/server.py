@@ -33,7 +33,7 @@ from ..usercode import source_lines, split_lines
 from . import calls_in_file, graph_files, hints
 from . import find_targets as targets
 from .compare_request import CompareError, compare_files
-from .runner_client import RunnerClient, runner_import_folders, stop_early
+from .runner_client import RunnerClient, runner_import_folders, site_folders, stop_early
 from .traces import Change, Mark, Trace, TraceStore, file_key, read_source
 
 # pygls reads a document's lines with str.splitlines, which also breaks at a form feed (a ^L
@@ -251,7 +251,9 @@ def initialize(ls: TorchscopeServer, params: types.InitializeParams) -> None:
     if params.root_uri:
         roots.append(to_fs_path(params.root_uri))
     ls.project = targets.Project(
-        tuple(Path(r) for r in roots if r), python_path=runner_import_folders()
+        tuple(Path(r) for r in roots if r),
+        python_path=runner_import_folders(),
+        library_roots=site_folders(),
     )
     if roots and roots[0]:
         ls.runner.cwd = roots[0]
