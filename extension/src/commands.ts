@@ -267,7 +267,7 @@ export class Commands {
   async openGraph(file?: unknown): Promise<GraphPanel | undefined> {
     let fsPath = typeof file === "string" ? file : file instanceof vscode.Uri ? file.fsPath : undefined;
     if (!fsPath) {
-      const picked = await vscode.window.showOpenDialog({ filters: { "torchscope graph": ["msgpack"] }, canSelectMany: false });
+      const picked = await vscode.window.showOpenDialog({ filters: { "torchscope graph": ["msgpack", "json"] }, canSelectMany: false });
       fsPath = picked?.[0]?.fsPath;
     }
     if (!fsPath) return undefined;

@@ -488,15 +488,34 @@ function compareField(v: unknown, nodes: number, edges: number): CompareData | u
   }
 }
 
-/** Decode msgpack bytes into a validated Graph; throws FormatError with a readable message. */
+/** Decode a graph file's bytes — msgpack, or the same object as JSON (`trace --format
+ * json`) — into a validated Graph; throws FormatError with a readable message. */
 export function decodeGraph(bytes: Uint8Array | ArrayBuffer): Graph {
   const data = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
   if (data.length === 0) throw new FormatError("the graph file is empty");
   let raw: unknown;
+  if (looksLikeJson(data)) {
+    try {
+      raw = JSON.parse(new TextDecoder().decode(data));
+    } catch (e) {
+      throw new FormatError(`the graph file is not valid JSON (${(e as Error).message})`);
+    }
+    return fromObject(raw);
+  }
   try {
     raw = msgpackDecode(data, { useBigInt64: false });
   } catch (e) {
     throw new FormatError(`the graph file is not valid msgpack (${(e as Error).message})`);
   }
   return fromObject(raw);
+}
+
+/** Text that opens an object or array (after white space): JSON. A msgpack graph starts with
+ * a map's header byte (0x80–0x8f, 0xde, 0xdf), never `{`, `[` or white space. */
+function looksLikeJson(data: Uint8Array): boolean {
+  for (const byte of data.subarray(0, 64)) {
+    if (byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09) continue;
+    return byte === 0x7b || byte === 0x5b; // { [
+  }
+  return false;
 }

@@ -213,6 +213,16 @@ describe("Show in graph and Re-trace of a panel opened again", { timeout: 600_00
       assert.ok(!(await notifications(page)).some((n) => /can't be opened/.test(n)), JSON.stringify(await notifications(page)));
     }));
 
+  it("Open graph file… of a JSON graph (`trace --format json`) draws it", () =>
+    step(page, "open-json-graph", async () => {
+      await closeAll(page);
+      await markOld(page);
+      await openGraphFile("crafted.json");
+      await waitForGraph(page);
+      await tabs("Forward pass: crafted.json").first().waitFor();
+      assert.ok(await viewer(page).locator('g[data-kind="op"]').count(), "its ops drawn");
+    }));
+
   it("a graph whose source paths are link markdown: a click says the file does not exist, with no link in the message", () =>
     step(page, "crafted-graph-links", async () => {
       await closeAll(page);

@@ -20,6 +20,14 @@ test("round-trips a built graph through msgpack", () => {
   assert.deepEqual(back.groups, g.groups);
 });
 
+test("reads the JSON form of a graph (`trace --format json`) as its msgpack form", () => {
+  const { g } = mlpWithBlocks();
+  const json = new TextEncoder().encode(`\n  ${JSON.stringify(g, null, 1)}\n`);
+  assert.deepEqual(decodeGraph(json), decodeGraph(encode(g)));
+  assert.throws(() => decodeGraph(new TextEncoder().encode('{"format": "torchscope.graph", ')), /not valid JSON/);
+  assert.throws(() => decodeGraph(new TextEncoder().encode("[1, 2]")), /not a map/);
+});
+
 test("ignores unknown fields and tolerates missing optional ones", () => {
   const { g } = mlpWithBlocks();
   const raw = { ...g, future_field: [1, 2], groups: undefined, stats: undefined };
