@@ -328,7 +328,8 @@ def test_input_call_with_positionals_and_keywords(tmp_path, source, target, expe
 
 _HEADER = (
     "import os\nimport subprocess\nimport numpy as np\nimport torch\nfrom torch import nn\n"
-    "from torch import randn as rn, load\nclass Net(nn.Module): pass\n"
+    "from torch import randn as rn, load\nimport subprocess as sp\n"
+    "class Net(nn.Module): pass\n"
 )
 
 
@@ -343,6 +344,11 @@ _HEADER = (
         "model(torch.hub.load('a/b', 'c'))",
         "model(getattr(os, 'system')('x'))",
         "model(load('batch.pt'))",
+        # (a security review's: a dunder reached through a value, an array's writer, an
+        # import that rebinds a builtin's or torch.nn's name)
+        "model(torch.randn(1).backward.__globals__['torch'].serialization.os.system('x') or torch.randn(3, 4))",
+        "model(np.array(['echo x']).tofile('written.sh', sep='') or torch.randn(3, 4))",
+        "model(sp.Popen('touch x', shell=True) and torch.randn(3, 4))",
     ],
 )
 def test_an_input_call_that_may_run_anything_is_not_taken(tmp_path, call):
@@ -436,3 +442,35 @@ def test_argparse_defaults_passed_to_the_function_that_builds(tmp_path, arg):
     project, info = load(path)
     found = calls_in_file.ctor_call(info, "Net")
     assert found is not None and found.usable and found.text == "1, width=8", found
+
+
+def test_an_example_a_factory_returns_that_may_run_anything_is_not_taken(tmp_path):
+    source = _HEADER + (
+        "def build():\n    return Net(), os.system('touch pwned') or torch.randn(3, 4)\n"
+    )
+    project, info = load(write(tmp_path, "m.py", source))
+    assert input_call(project, info, "Net") is None
+    fine = _HEADER + "def build():\n    return Net(), torch.randn(3, 4).float()\n"
+    project, info = load(write(tmp_path, "n.py", fine))
+    assert input_call(project, info, "Net") == "torch.randn(3, 4).float()"
+
+
+@pytest.mark.parametrize(
+    "header, call, usable",
+    [
+        ("from os import system as RunConfig\n", "Net(RunConfig('touch x'))", False),
+        ("from os import system as int\n", "Net(int('touch x'))", False),
+        ("import subprocess as nn\n", "Net(nn.Popen('touch x'))", False),
+        ("from transformers import GPT2Config\n", "Net(GPT2Config(n_layer=2))", True),
+        ("import torch.nn as nn\n", "Net(act=nn.GELU())", True),
+        ("", "Net(int('3'), torch.zeros(2))", True),
+    ],
+)
+def test_constructor_arguments_judge_names_as_their_imports_make_them(
+    tmp_path, header, call, usable
+):
+    source = f"import torch\nimport torch.nn\n{header}class Net(torch.nn.Module): pass\n"
+    source += f"if __name__ == '__main__':\n    model = {call}\n"
+    project, info = load(write(tmp_path, "m.py", source))
+    found = calls_in_file.ctor_call(info, "Net")
+    assert found is not None and found.usable is usable, found

@@ -543,6 +543,7 @@ class NamedWithMarkdown(nn.Module):
         super().__init__()
         self.add_module(_LINKED, nn.Linear(4, 4))
         self.add_module("b[x](command:run)", nn.Linear(4, 4))
+        self.add_module("c\n\n[Open docs](https://example/steal2)", nn.Linear(4, 4))
 
     def forward(self, x):
         x = getattr(self, _LINKED)(x)  # one-markdown-layer
@@ -569,6 +570,7 @@ def test_module_paths_in_a_hover_are_code_never_links():
         html = _html(text)
         assert "<a " not in html.replace('<a href="command:torchscope.', ""), html
         assert "https://example/steal" in html
+        assert '<a href="https://' not in html, html
         assert _LINKED.strip("` ") in html.replace("&quot;", '"'), html
     # (the hover's own Show in graph link stays: the only one)
     assert html.count("<a ") == text.count("](command:torchscope.")

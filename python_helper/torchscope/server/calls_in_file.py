@@ -553,19 +553,10 @@ def _safe_calls(expr: ast.expr, info: FileInfo) -> bool:
     configuration classes (`GPT2Config(n_layer=2)`), builtins, torch.nn's classes
     (`act=nn.GELU()`), torch's tensor factories (`torch.randn`) — never a function that may
     read a checkpoint or a data set (`Net(torch.load(...))`, `Net(build_vocab(data))`,
-    `AutoConfig.from_pretrained(...)`)."""
+    `AutoConfig.from_pretrained(...)`). Names are judged as what the file's imports make
+    them (`from os import system as RunConfig` is `os.system`)."""
     for node in ast.walk(expr):
-        if isinstance(node, ast.Call):
-            name = dotted(node.func) or ""
-            if name in info.classes or name in _ALLOWED_BUILTINS:
-                continue
-            last = name.rsplit(".", 1)[-1]
-            if name.startswith(("nn.", "torch.nn.")) and last[:1].isupper():
-                continue
-            if name.startswith("torch.") and last in _TENSOR_FACTORIES and name.count(".") == 1:
-                continue
-            if last[:1].isupper() and last.endswith(_CONFIG_CLASSES):  # GPT2Config(n_layer=2)
-                continue
+        if isinstance(node, ast.Call) and not _builds_a_value(node, info, for_input=False):
             return False
     return True
 
@@ -573,28 +564,52 @@ def _safe_calls(expr: ast.expr, info: FileInfo) -> bool:
 def _input_calls(expr: ast.expr, info: FileInfo) -> bool:
     """Calls an input written in the file's call of its model may make (the trace evaluates
     it): `_safe_calls`' and torch's and numpy's functions that only compute values
-    (`torch.cat`, `torch.from_numpy`, `np.random.rand`), and methods of a value made so
-    (`torch.randn(2, 4).float()`) — never `os.system`, `torch.load` or `np.load`."""
+    (`torch.cat`, `torch.from_numpy`, `np.random.rand`), and a value's methods that only
+    compute one (`torch.randn(2, 4).float()`) — never `os.system`, `torch.load`, `np.load`,
+    an array's `tofile`, or anything reached through a dunder (`….__globals__`)."""
     for node in ast.walk(expr):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        name = dotted(func)
-        if name is None:
-            # a method of a value the expression makes (`….float()`, `….to(torch.half)`):
-            # that value's own calls are walked too; no dunder (`….__class__`)
-            if isinstance(func, ast.Attribute) and not func.attr.startswith("_"):
-                continue
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             return False
-        if _safe_calls(node, info):  # (the constructors' rules: its own calls are walked too)
-            continue
-        where, _, last = _imported_name(name, info).rpartition(".")
-        if where == "torch" and last in _INPUT_TORCH:
-            continue
-        if (where == "numpy" and last in _NUMPY_VALUES) or where == "numpy.random":
-            continue
-        return False
+        if isinstance(node, ast.Call) and not _builds_a_value(node, info, for_input=True):
+            return False
     return True
+
+
+def _builds_a_value(call: ast.Call, info: FileInfo, for_input: bool) -> bool:
+    """One call of `_safe_calls` (or, `for_input`, of `_input_calls`), its arguments aside."""
+    func = call.func
+    name = dotted(func)
+    if name is None:
+        # a method of a value the expression makes (`torch.randn(2, 4).float()`)
+        return for_input and isinstance(func, ast.Attribute) and func.attr in _VALUE_METHODS
+    head = name.split(".", 1)[0]
+    if head not in info.imports:
+        if name in info.classes:
+            return True
+        # a builtin nothing in the file rebinds (`len`, `int`; not a `def int()`)
+        return name in _ALLOWED_BUILTINS and name not in info.functions
+    where, _, last = _imported_name(name, info).rpartition(".")
+    if (where == "torch.nn" or where.startswith("torch.nn.")) and last[:1].isupper():
+        return True
+    if where == "torch" and last in (_INPUT_TORCH if for_input else _TENSOR_FACTORIES):
+        return True
+    if last[:1].isupper() and last.endswith(_CONFIG_CLASSES):  # GPT2Config(n_layer=2)
+        return True
+    if for_input and ((where == "numpy" and last in _NUMPY_VALUES) or where == "numpy.random"):
+        return True
+    return False
+
+
+# a value's methods an input may call: conversions, views and arithmetic of tensors and
+# arrays (not `tofile`, `save`, `backward` …)
+_VALUE_METHODS = frozenset(
+    "float double half bfloat16 long int short bool byte to cpu cuda type type_as unsqueeze "
+    "squeeze view view_as reshape reshape_as expand expand_as repeat repeat_interleave "
+    "permute transpose t contiguous clone detach requires_grad_ flatten unflatten narrow "
+    "select index_select chunk split numpy tolist astype abs neg exp log sqrt softmax mean "
+    "sum add sub mul div matmul pow clamp masked_fill tril triu roll flip new_zeros new_ones "
+    "new_full new_empty new_tensor normal_ uniform_ fill_ zero_ random_ bernoulli_".split()
+)
 
 
 def _imported_name(name: str, info: FileInfo) -> str:
@@ -668,7 +683,7 @@ def _returned_example(info: FileInfo, target: str, importable: set[str]) -> Opti
             makes = (isinstance(model, ast.Call) and dotted(model.func) == target) or (
                 isinstance(model, ast.Name) and model.id in built
             )
-            if makes and _literal(example, importable):
+            if makes and _literal(example, importable) and _input_calls(example, info):
                 text = ast.get_source_segment(info.text, example)
                 return FoundInput(text, name) if text else None
     return None

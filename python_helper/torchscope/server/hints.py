@@ -620,7 +620,10 @@ def _code(text: str) -> str:
     """`text` as an inline code span, never markup (a module path: anyone can name a module
     `` fc` [x](https://…) ` ``, and a graph file anyone made holds any path). A code span ends
     at a run of as many backticks as it opened with: it opens with one more than the longest
-    run inside, spaced off a backtick at either end (CommonMark takes that space away)."""
+    run inside, spaced off a backtick at either end (CommonMark takes that space away). A
+    line break is a space, as a code span shows it anyway: a blank line would end the span's
+    paragraph, and markup after it would be read."""
+    text = re.sub(r"[\r\n]+", " ", text)
     fence = "`" * (max(map(len, re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
