@@ -25,7 +25,7 @@ import { revealLine } from "./reveal";
 import { afterRenames, type Renamed } from "./renames";
 import { openSettingInUse } from "./settingsScope";
 import { inputBox, type Answer, type Ask, type SourceKind, type TraceOutcome, type TraceSource } from "./traceFlow";
-import { showError, showInformation, showWarning } from "./notify";
+import { asText, showError, showInformation, showWarning } from "./notify";
 
 // ---- pure parts (unit-tested) ------------------------------------------------------------
 
@@ -304,7 +304,8 @@ export class EditorSource implements TraceSource {
     const box = isInput ? inputBox({ current: what.current, remembered: prev.input, guess: what.guess, template: what.template }) : undefined;
     const value = await vscode.window.showInputBox({
       title: isInput ? `Input for ${this.target}` : `Arguments to build ${this.target}`,
-      prompt: what.message || (isInput ? "An expression for the forward's input" : "Arguments for the constructor or factory"),
+      // (VS Code renders links in a prompt: the model's error is text from outside)
+      prompt: asText(what.message || (isInput ? "An expression for the forward's input" : "Arguments for the constructor or factory")),
       // (what the class or factory takes: `d_in, d_hidden, n_layers=2`)
       placeHolder: box ? box.placeHolder : (what.params ?? "arguments, as in a call: 10, hidden=64"),
       // (the arguments the file itself passes, as written, when it has a call of its own)

@@ -12,9 +12,16 @@ export function asText(text: string): string {
 
 type Show = typeof vscode.window.showInformationMessage;
 
-/** One of vscode.window's show*Message, its message made text (same overloads). */
+/** One of vscode.window's show*Message, its message (and a modal's `detail`) made text
+ * (same overloads). */
 function shown(pick: () => Show): Show {
-  return ((message: string, ...rest: unknown[]) => (pick() as (...a: unknown[]) => Thenable<unknown>)(asText(message), ...rest)) as Show;
+  return ((message: string, ...rest: unknown[]) =>
+    (pick() as (...a: unknown[]) => Thenable<unknown>)(asText(message), ...rest.map(detailAsText))) as Show;
+}
+
+function detailAsText(arg: unknown): unknown {
+  const detail = (arg as vscode.MessageOptions | undefined)?.detail;
+  return typeof arg === "object" && arg !== null && typeof detail === "string" ? { ...arg, detail: asText(detail) } : arg;
 }
 
 export const showInformation = shown(() => vscode.window.showInformationMessage);

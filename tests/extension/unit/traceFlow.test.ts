@@ -188,6 +188,23 @@ describe("the editor's source", () => {
     assert.equal(calls("showInputBox").length, 1);
   });
 
+  it("the input box says why as text: a link in the model's error is no link there", async () => {
+    // (VS Code renders `[label](command:…)` in an input box's prompt, as in a notification)
+    pyDoc("/w/net.py");
+    const linked = () => {
+      throw Object.assign(new Error("Net raised ValueError: see [the docs](command:workbench.action.terminal.new)"), {
+        code: TORCHSCOPE_ERROR,
+        data: { kind: "needs-input" },
+      });
+    };
+    const x = extension([linked]);
+    vs.answers.push(undefined);
+    await x.commands.visualize({ uri: uri(), target: "Net" });
+    const [box] = calls("showInputBox").map((c) => c.args[0] as { prompt?: string });
+    assert.ok(box?.prompt?.includes("[the docs]"), JSON.stringify(box));
+    assert.doesNotMatch(box!.prompt!, /\]\(/);
+  });
+
   it("Cancel: the server's request is cancelled; no message, the panel opened for it closes", async () => {
     pyDoc("/w/net.py");
     const x = extension([
