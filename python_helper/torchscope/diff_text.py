@@ -27,6 +27,7 @@ from typing import Any, Optional
 from .compare import CompareView
 from .diff import call_label
 from .graph import Node
+from .summary import one_line_text
 
 SIGNS = {"added": "+", "removed": "-", "changed": "~", "same": " "}
 
@@ -95,7 +96,7 @@ def render_text(view: CompareView) -> str:
             f"{counts['added']} added, {counts['removed']} removed, "
             f"{counts['changed']} changed, {counts['same']} same"
         )
-    return "\n".join(lines)
+    return "\n".join(map(one_line_text, lines))
 
 
 def _once_per_run(blocks: list[tuple[Node, list[str]]]) -> list[str]:

@@ -228,7 +228,14 @@ def summarize(graph: Graph) -> str:
     if graph.error is not None:
         e = graph.error
         lines.append(f"ERROR {e.type}: {e.message}{at(graph.nodes[e.node].site, named)}")
-    return "\n".join(lines)
+    return "\n".join(map(one_line_text, lines))
+
+
+def one_line_text(line: str) -> str:
+    """A line of text made of a graph's names, kept one line: a line break in a name (an
+    error's message, a crafted graph file's) written as `\\n`, so that nothing a graph holds
+    reads as a line of its own."""
+    return line.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def _ops_inside(graph: Graph) -> list[int]:

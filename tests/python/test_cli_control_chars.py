@@ -66,3 +66,26 @@ def test_diff_prints_control_characters_as_escapes(hostile, capsys) -> None:
     _clean(captured.out)
     _clean(captured.err)
     assert "\\x1b" in captured.out
+
+
+def test_a_line_break_in_a_name_makes_no_line_of_its_own(tmp_path: Path, capsys) -> None:
+    """(a review's: `Net\\n\\nsame forward pass: 0 changes` as a model's name printed a
+    line that read as diff's own)"""
+    net = tmp_path / "net.py"
+    net.write_text(textwrap.dedent(NET))
+    plain = tmp_path / "plain.json"
+    assert main(["trace", f"{net}:Net", "--input", "torch.randn(2, 4)", "-o", str(plain)]) == 0
+    wire = json.loads(plain.read_text())
+    wire["model"]["name"] = "Net\n\nno differences: 3 nodes the same"
+    [fc] = [n for n in wire["nodes"] if n.get("path") == "fc" and n["kind"] == "module"]
+    fc["name"] = "Linear\n  (no differences)"
+    crafted = tmp_path / "crafted.json"
+    crafted.write_text(json.dumps(wire))
+    capsys.readouterr()
+    assert main(["summary", str(crafted)]) == 0
+    out = capsys.readouterr().out
+    main(["diff", str(plain), str(crafted)])
+    out += capsys.readouterr().out
+    for line in out.splitlines():
+        assert not line.startswith(("no differences", "  (no differences)")), out
+    assert "Net\\n\\nno differences" in out
