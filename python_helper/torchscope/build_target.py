@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib
 import importlib.abc
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import torch
 from torch import nn
 
-from .definitions import Skipped, definitions
+from .definitions import Skipped, definitions, dotted
 from .failure import a_or_an, joined_lines, message_of, one_line, shown_name
 from .hard_stop import StoppedOutside
 from .inputs import by_name, fits_positionally
@@ -80,8 +81,9 @@ def complete_target(target: str) -> tuple[str, Optional[str]]:
             return target, None  # (split_target's or build's own message)
         raise TargetError(f"no such file: {shown_name(path)}")
     names = models_named(path)
-    if len(names) == 1:
-        return f"{target}:{names[0]}", f"tracing {names[0]}, the one model {path.name} defines"
+    picked = _the_models(path) if len(names) > 1 else names
+    if len(picked) == 1:
+        return f"{target}:{picked[0]}", f"tracing {picked[0]}, the one model {path.name} defines"
     if not names:
         built = _built_at_top(path)
         if built:  # (a library's class, as x-transformers' TransformerWrapper: not told)
@@ -106,6 +108,31 @@ def models_named(path: Path, text: Optional[str] = None) -> list[str]:
 
     project, info = _parsed(path, text)
     return [] if info is None else [t.target for t in find_targets.targets_in(project, info)]
+
+
+def _the_models(path: Path) -> list[str]:
+    """The file's targets less the instances that are no model of their own: one of a model
+    class the file defines (`model = Net()` beside `class Net`) and one of torch's own layers
+    (`criterion = nn.CrossEntropyLoss()`)."""
+    from .server import find_targets
+
+    project, info = _parsed(path, None)
+    if info is None:
+        return []
+    out: list[str] = []
+    for t in find_targets.targets_in(project, info):
+        made = info.instances.get(t.target) if t.kind == "instance" else None
+        # (`Net().to(device)`, `torch.compile(Net())`: Net's)
+        call = find_targets.unwrapped(project, info, made.value) if made is not None else None
+        name = dotted(call.func) if isinstance(call, ast.Call) else None
+        if name is not None:
+            if name in info.classes:
+                continue
+            found = project.resolve(info, name)
+            if isinstance(found, find_targets.External) and found.qualname.startswith("torch."):
+                continue
+        out.append(t.target)
+    return out
 
 
 def _built_at_top(path: Path) -> list[str]:

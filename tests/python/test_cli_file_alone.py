@@ -125,3 +125,33 @@ def test_a_file_of_library_models_names_what_it_builds(tmp_path: Path, capsys) -
     assert rc == 2 and err.count("\n") == 1
     assert "lm.py defines no model torchscope can tell from its text" in err
     assert "it builds model, tokens at its top level" in err and f"{lm}:NAME" in err
+
+
+SCRIPT = """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+    def forward(self, x):
+        return self.fc(x)
+
+model = Net().to("cpu")
+criterion = nn.CrossEntropyLoss()
+"""
+
+
+def test_a_script_with_its_model_an_instance_of_it_and_a_loss_traces_the_model(
+    tmp_path: Path, capsys
+) -> None:
+    """(a review's: the most common script layout said "defines 3 models: Net, model,
+    criterion") An instance of the file's own model class is that model, and one of torch's
+    own layers (a loss) is no model to pick."""
+    script = write(tmp_path, "script.py", SCRIPT)
+    out = tmp_path / "g.json"
+    rc, _, err = run(["trace", str(script), "--input", "torch.randn(3, 4)", "-o", str(out)], capsys)
+    assert rc == 0, err
+    assert json.loads(out.read_text())["model"]["name"] == "Net"
+    assert "tracing Net" in err

@@ -690,7 +690,7 @@ def _is_factory(
 _WRAPS_MODEL = frozenset({"torch.compile"})
 
 
-def _unwrapped(project: Project, info: FileInfo, value: ast.expr) -> ast.expr:
+def unwrapped(project: Project, info: FileInfo, value: ast.expr) -> ast.expr:
     """`torch.compile(m)`, `m.to(device).eval()` → `m`."""
     for _ in range(32):
         if not isinstance(value, ast.Call):
@@ -722,7 +722,7 @@ def _instance_chain(
     chain: list[ast.Assign] = []
     for stmt in reversed(info.bindings.get(name, [])):
         chain.append(stmt)
-        value = _unwrapped(project, info, stmt.value)
+        value = unwrapped(project, info, stmt.value)
         if isinstance(value, ast.Name):
             if value.id == name:  # wraps what the name was before
                 continue
