@@ -717,8 +717,14 @@ def _parsed(path: Path, text: Optional[str]) -> tuple[Any, Any]:
     from .server import find_targets
     from .server.runner_client import site_folders
 
-    project = find_targets.Project((path.resolve().parent,), library_roots=site_folders())
+    folder = path.resolve().parent
+    project = _projects.get(folder)
+    if project is None:  # (one per folder, for the process: its parsed files are cached)
+        project = _projects[folder] = find_targets.Project((folder,), library_roots=site_folders())
     return project, project.load(path, text)
+
+
+_projects: dict[Path, Any] = {}  # folder → its find_targets.Project (see _parsed)
 
 
 def call_arguments(

@@ -100,3 +100,20 @@ def test_a_library_file_that_does_not_parse_or_loops_is_no_model(tmp_path):
     info = project.load(user)
     assert info is not None
     assert targets.targets_in(project, info) == []
+
+
+def test_only_class_names_are_looked_up_and_within_a_budget(tmp_path, monkeypatch):
+    """A lower-case name (`tqdm`, `nx.path_graph`) is no class: no library file is read for
+    it; a lookup that would parse more library source than its budget is no model."""
+    site = _site(tmp_path)
+    user = write(tmp_path / "project", "m.py", "import fakelib\nv = fakelib.helper()\n")
+    project = targets.Project((user.parent,), library_roots=(site,))
+    info = project.load(user)
+    assert info is not None and targets.targets_in(project, info) == []
+    assert list(project._cache) == [user.resolve()]
+
+    monkeypatch.setattr(targets, "_LIBRARY_LOOKUP_MAX", 10)  # (fewer bytes than any file)
+    lm = write(tmp_path / "project", "lm.py", USER)
+    project = targets.Project((lm.parent,), library_roots=(site,))
+    info = project.load(lm)
+    assert info is not None and targets.targets_in(project, info) == []

@@ -372,6 +372,8 @@ class Project:
         # the interpreter's site-packages: an installed library's classes are read from its
         # source when no name tells whether they are models (see _library_module_class)
         self.library_roots = [Path(r) for r in library_roots]
+        # bytes a library lookup may still parse (None: no lookup under way; see load)
+        self._unread_budget: Optional[int] = None
         # the runner's PYTHONPATH and the folders of editable installs; relative entries are
         # from the folder the runner starts in (the first workspace folder), as Python makes
         # them absolute at its start
@@ -396,6 +398,14 @@ class Project:
         cached = self._cache.get(path)
         if cached and cached[0] == mtime:
             return cached[1]
+        if self._unread_budget is not None:  # (a library lookup's file: within its budget)
+            try:
+                size = path.stat().st_size
+            except OSError:
+                return None
+            if size > min(_LIBRARY_FILE_MAX, self._unread_budget):
+                return None
+            self._unread_budget -= size
         try:
             source = read_source(path)
         except (OSError, UnicodeDecodeError, SyntaxError):  # (bytes of no encoding)
@@ -526,9 +536,21 @@ class Project:
         a project file. Libraries judged by their names (torch, transformers …) and those with
         no models are not read; nor is a file of more than _LIBRARY_FILE_MAX bytes."""
         parts = qualname.split(".")
-        if not self.library_roots or len(parts) < 2 or parts[0] in _LIBRARIES_NOT_READ:
+        if (
+            not self.library_roots
+            or len(parts) < 2
+            or parts[0] in _LIBRARIES_NOT_READ
+            or not parts[-1][:1].isupper()  # (a class's name; `tqdm`, `nx.path_graph` are not)
+        ):
             return False
-        seen = set[Any]() if seen is None else seen
+        if seen is None or self._unread_budget is None:
+            # a lookup from a project file: what it may parse of libraries, all told (a
+            # class of sympy's or rich's leads through many files to no model)
+            self._unread_budget = _LIBRARY_LOOKUP_MAX
+            try:
+                return self._library_module_class(qualname, set[Any]() if seen is None else seen)
+            finally:
+                self._unread_budget = None
         if ("library", qualname) in seen:
             return False
         seen.add(("library", qualname))
@@ -536,11 +558,6 @@ class Project:
             file = self._module_file(parts[:i], self.library_roots)
             if file is None:
                 continue
-            try:
-                if file.stat().st_size > _LIBRARY_FILE_MAX:
-                    return False
-            except OSError:
-                return False
             other = self.load(file)
             return other is not None and self.refers_to_module_class(
                 other, ".".join(parts[i:]), seen
@@ -556,6 +573,9 @@ _LIBRARIES_NOT_READ = frozenset(
     "itertools dataclasses math re json pathlib abc enum".split()
 )
 _LIBRARY_FILE_MAX = 1 << 20  # bytes: a generated file of that size holds no model class
+# bytes of library source one lookup may parse, the files parsed before not counted (a
+# diffusers or x-transformers model: 150-600 KB)
+_LIBRARY_LOOKUP_MAX = 3 << 20
 
 
 def library_imports(info: FileInfo) -> set[str]:
