@@ -329,6 +329,7 @@ def test_input_call_with_positionals_and_keywords(tmp_path, source, target, expe
 _HEADER = (
     "import os\nimport subprocess\nimport numpy as np\nimport torch\nfrom torch import nn\n"
     "from torch import randn as rn, load\nimport subprocess as sp\n"
+    "import torch.nn.functional as F\n"
     "class Net(nn.Module): pass\n"
 )
 
@@ -373,6 +374,7 @@ def test_an_input_call_that_may_run_anything_is_not_taken(tmp_path, call):
         "torch.tensor(np.random.rand(2, 4), dtype=torch.float32)",
         "torch.cat([torch.ones(1, 4), torch.zeros(1, 4)])",
         "rn(2, 4)",
+        "F.one_hot(torch.randint(0, 10, (4,)), 10).float()",
     ],
 )
 def test_an_input_call_that_only_builds_values_is_still_taken(tmp_path, call):
@@ -408,6 +410,7 @@ def main():
         ("return p.parse_args()", "args = get_args()"),
         ("args = p.parse_args()\n    return args", "args = get_args()"),
         ("return p.parse_known_args()[0]", "args = get_args()"),
+        ("return p", "args = get_args().parse_known_args()[0]"),
     ],
 )
 def test_argparse_defaults_through_a_function_that_parses(tmp_path, parse, bind):

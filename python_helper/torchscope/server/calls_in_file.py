@@ -433,19 +433,23 @@ def _parsed_args_names(info: FileInfo) -> set[str]:
     for node in ast.walk(info.tree):
         if isinstance(node, ast.Call):
             _passed_parsed(node, info, parsing, names)
-        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+        if not isinstance(node, ast.Assign):
             continue
-        func = node.value.func
+        value = node.value
+        func = value.func if isinstance(value, ast.Call) else None
         for t in node.targets:
-            if isinstance(func, ast.Name) and func.id in parsing and isinstance(t, ast.Name):
+            if isinstance(t, ast.Name) and (
+                _parses(value) or (isinstance(func, ast.Name) and func.id in parsing)
+            ):
                 names.add(t.id)
-            if not isinstance(func, ast.Attribute):
-                continue
-            if func.attr == "parse_args" and isinstance(t, ast.Name):
-                names.add(t.id)
-            elif func.attr == "parse_known_args" and isinstance(t, ast.Tuple) and t.elts:
-                if isinstance(t.elts[0], ast.Name):
-                    names.add(t.elts[0].id)
+            elif (
+                isinstance(func, ast.Attribute)
+                and func.attr == "parse_known_args"
+                and isinstance(t, ast.Tuple)
+                and t.elts
+                and isinstance(t.elts[0], ast.Name)
+            ):
+                names.add(t.elts[0].id)
     return names
 
 
@@ -595,7 +599,10 @@ def _builds_a_value(call: ast.Call, info: FileInfo, for_input: bool) -> bool:
         return True
     if last[:1].isupper() and last.endswith(_CONFIG_CLASSES):  # GPT2Config(n_layer=2)
         return True
-    if for_input and ((where == "numpy" and last in _NUMPY_VALUES) or where == "numpy.random"):
+    if for_input and (
+        (where == "numpy" and last in _NUMPY_VALUES)
+        or where in ("numpy.random", "torch.nn.functional")  # (`F.one_hot(ids, 10)`)
+    ):
         return True
     return False
 
