@@ -174,7 +174,9 @@ async function marked(attr: "data-here" | "data-ahead"): Promise<string[]> {
 }
 
 async function goToLine(line: number): Promise<void> {
-  await editorLine(page, "import torch").click();
+  // (the file's editor, active or not: a click on a box just before may have left the
+  // panel's group active — CI failed on it once)
+  await page.locator(".monaco-editor .view-lines .view-line", { hasText: "import torch" }).first().click();
   await page.keyboard.press("Control+g");
   const input = page.locator(".quick-input-widget input");
   await input.waitFor();
