@@ -73,6 +73,8 @@ def complete_target(target: str) -> tuple[str, Optional[str]]:
     defines (static analysis: its model classes, instances and factories), and a line that
     says which it took; TargetError naming them when there are several, or none. Any other
     target comes back as it is (None: nothing to say)."""
+    from .server import find_targets
+
     path = Path(target)
     if not target.lower().endswith(".py") or target.endswith(":"):
         return target, None
@@ -80,12 +82,14 @@ def complete_target(target: str) -> tuple[str, Optional[str]]:
         if path.is_dir() or path.exists() or ":" in target:
             return target, None  # (split_target's or build's own message)
         raise TargetError(f"no such file: {shown_name(path)}")
-    names = models_named(path)
-    picked = _the_models(path) if len(names) > 1 else names
+    project, info = _parsed(path, None)
+    found = [] if info is None else find_targets.targets_in(project, info)
+    names = [t.target for t in found]
+    picked = _own_models(project, info, found) if len(found) > 1 else names
     if len(picked) == 1:
         return f"{target}:{picked[0]}", f"tracing {picked[0]}, the one model {path.name} defines"
     if not names:
-        built = _built_at_top(path)
+        built = _built_at_top(info)
         if built:  # (a library's class, as x-transformers' TransformerWrapper: not told)
             raise TargetError(
                 f"{path.name} defines no model torchscope can tell from its text; it builds "
@@ -110,17 +114,14 @@ def models_named(path: Path, text: Optional[str] = None) -> list[str]:
     return [] if info is None else [t.target for t in find_targets.targets_in(project, info)]
 
 
-def _the_models(path: Path) -> list[str]:
-    """The file's targets less the instances that are no model of their own: one of a model
-    class the file defines (`model = Net()` beside `class Net`) and one of torch's own layers
-    (`criterion = nn.CrossEntropyLoss()`)."""
+def _own_models(project: Any, info: Any, found: list[Any]) -> list[str]:
+    """The names of `found` (the file's targets) less the instances that are no model of
+    their own: one of a model class the file defines (`model = Net()` beside `class Net`) and
+    one of torch's own layers (`criterion = nn.CrossEntropyLoss()`)."""
     from .server import find_targets
 
-    project, info = _parsed(path, None)
-    if info is None:
-        return []
     out: list[str] = []
-    for t in find_targets.targets_in(project, info):
+    for t in found:
         made = info.instances.get(t.target) if t.kind == "instance" else None
         # (`Net().to(device)`, `torch.compile(Net())`: Net's)
         call = find_targets.unwrapped(project, info, made.value) if made is not None else None
@@ -128,17 +129,18 @@ def _the_models(path: Path) -> list[str]:
         if name is not None:
             if name in info.classes:
                 continue
-            found = project.resolve(info, name)
-            if isinstance(found, find_targets.External) and found.qualname.startswith("torch."):
+            resolved = project.resolve(info, name)
+            if isinstance(resolved, find_targets.External) and resolved.qualname.startswith(
+                "torch."
+            ):
                 continue
         out.append(t.target)
     return out
 
 
-def _built_at_top(path: Path) -> list[str]:
+def _built_at_top(info: Any) -> list[str]:
     """The names the file binds to a call at its top level (`model = Wrapper(…)`), in file
     order: a model among them may be of a class static analysis can't tell is one."""
-    _, info = _parsed(path, None)
     if info is None:
         return []
     return [name for name, _ in sorted(info.instances.items(), key=lambda kv: kv[1].lineno)]

@@ -9,11 +9,10 @@ counted with the registry's attention formula, as on meta; and `torch._grouped_m
 mixture-of-experts kernel, and its FP8 form `_scaled_grouped_mm`, on every device, counted
 as its groups' matmuls (`grouped_mm_flops`). A Python dispatch mode costs tens of µs per
 aten op, so the tracer routes each torch call one of four ways (`route`): calls that can't
-reach a matmul,
-convolution or attention kernel run as they are (0 FLOPs); `F.linear`, the most frequent
-call there is, gets the registry's mm formula from its shapes; so do `addmm` and `mm` of
-two plain matrices (GPT-2's Conv1D); every other call runs under `FlopCounter`, a dispatch
-mode that looks each aten op up in the registry.
+reach a matmul, convolution or attention kernel run as they are (0 FLOPs); `F.linear`, the
+most frequent call there is, gets the registry's mm formula from its shapes; so do `addmm` and
+`mm` of two plain matrices (GPT-2's Conv1D); every other call runs under `FlopCounter`, a
+dispatch mode that looks each aten op up in the registry.
 """
 
 from __future__ import annotations

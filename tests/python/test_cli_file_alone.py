@@ -5,12 +5,9 @@ file lacks lists the models it has."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
-import pytest
-
-from torchscope.cli import main
+from test_cli import run, write  # (tests/python is on sys.path)
 
 ONE = """
 import torch
@@ -46,18 +43,6 @@ NONE = """
 def add(a, b):
     return a + b
 """
-
-
-def write(tmp_path: Path, name: str, body: str) -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(body))
-    return path
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def test_a_file_with_one_model_traces_it(tmp_path: Path, capsys) -> None:

@@ -493,19 +493,12 @@ function compareField(v: unknown, nodes: number, edges: number): CompareData | u
 export function decodeGraph(bytes: Uint8Array | ArrayBuffer): Graph {
   const data = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
   if (data.length === 0) throw new FormatError("the graph file is empty");
+  const json = looksLikeJson(data);
   let raw: unknown;
-  if (looksLikeJson(data)) {
-    try {
-      raw = JSON.parse(new TextDecoder().decode(data));
-    } catch (e) {
-      throw new FormatError(`the graph file is not valid JSON (${(e as Error).message})`);
-    }
-    return fromObject(raw);
-  }
   try {
-    raw = msgpackDecode(data, { useBigInt64: false });
+    raw = json ? JSON.parse(new TextDecoder().decode(data)) : msgpackDecode(data, { useBigInt64: false });
   } catch (e) {
-    throw new FormatError(`the graph file is not valid msgpack (${(e as Error).message})`);
+    throw new FormatError(`the graph file is not valid ${json ? "JSON" : "msgpack"} (${(e as Error).message})`);
   }
   return fromObject(raw);
 }

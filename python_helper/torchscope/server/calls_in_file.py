@@ -631,13 +631,6 @@ def _imported_name(name: str, info: FileInfo) -> str:
     return full + dot + rest
 
 
-# torch's functions that compute a value from their arguments alone, for an input
-_INPUT_TORCH = frozenset(
-    "randn rand randint randperm zeros ones full empty eye arange linspace logspace tensor "
-    "as_tensor normal from_numpy cat concat concatenate stack hstack vstack zeros_like "
-    "ones_like full_like empty_like rand_like randn_like randint_like device Size tril triu "
-    "where complex polar".split()
-)
 # numpy's (and every `numpy.random` function)
 _NUMPY_VALUES = frozenset(
     "array asarray zeros ones full empty eye arange linspace logspace stack concatenate "
@@ -649,6 +642,12 @@ _NUMPY_VALUES = frozenset(
 _TENSOR_FACTORIES = frozenset(
     "randn rand randint randperm zeros ones full empty eye arange linspace tensor as_tensor "
     "normal".split()
+)
+# and, for an input, those that compute a value from tensors given them
+_INPUT_TORCH = _TENSOR_FACTORIES | frozenset(
+    "logspace from_numpy cat concat concatenate stack hstack vstack zeros_like ones_like "
+    "full_like empty_like rand_like randn_like randint_like device Size tril triu where "
+    "complex polar".split()
 )
 # a configuration class's constructor only stores values (transformers' `GPT2Config`, a
 # project's `ModelConfig`); `AutoConfig.from_pretrained(...)`, which downloads, is no class

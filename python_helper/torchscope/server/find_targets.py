@@ -543,17 +543,23 @@ class Project:
             or not parts[-1][:1].isupper()  # (a class's name; `tqdm`, `nx.path_graph` are not)
         ):
             return False
-        if seen is None or self._unread_budget is None:
-            # a lookup from a project file: what it may parse of libraries, all told (a
-            # class of sympy's or rich's leads through many files to no model)
-            self._unread_budget = _LIBRARY_LOOKUP_MAX
-            try:
-                return self._library_module_class(qualname, set[Any]() if seen is None else seen)
-            finally:
-                self._unread_budget = None
-        if ("library", qualname) in seen:
+        seen = set[Any]() if seen is None else seen
+        if self._unread_budget is not None:  # (a lookup under way: its budget holds)
+            return self._library_class_in_source(parts, seen)
+        # a lookup from a project file: what it may parse of libraries, all told (a class of
+        # sympy's or rich's leads through many files to no model)
+        self._unread_budget = _LIBRARY_LOOKUP_MAX
+        try:
+            return self._library_class_in_source(parts, seen)
+        finally:
+            self._unread_budget = None
+
+    def _library_class_in_source(self, parts: list[str], seen: set[Any]) -> bool:
+        """_library_module_class's walk: the module file of the longest prefix of `parts`
+        in the library roots, and the rest resolved there."""
+        if ("library", ".".join(parts)) in seen:
             return False
-        seen.add(("library", qualname))
+        seen.add(("library", ".".join(parts)))
         for i in range(len(parts) - 1, 0, -1):
             file = self._module_file(parts[:i], self.library_roots)
             if file is None:
